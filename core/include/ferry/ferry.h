@@ -1,0 +1,464 @@
+/* ferry: zero-copy handoff of Arrow device arrays and streams between runtimes.
+ *
+ * This is the whole public C API of libferry. Every function here is exported
+ * and non-inline, so that bindgen, cgo, SWIG, JNI, LuaJIT's FFI and dlsym all
+ * see the same symbols; bindings never compute struct offsets themselves.
+ *
+ * Conventions
+ * - Errors: functions returning `int` return FERRY_OK (0) or an errno code
+ *   (EINVAL bad input, ENOMEM out of memory, ENOTSUP/ENODEV backend missing,
+ *   EIO device or producer failure). When `error` is not NULL its message is
+ *   set on failure. No function aborts on bad input.
+ * - Ownership: each function says in one sentence what it takes, what it
+ *   borrows and what the caller must release. "Moved in" means the source
+ *   struct is marked released on success and untouched on failure.
+ * - Thread safety: accessors are pure reads; the device registry and all
+ *   global state are protected by locks. A single stream or array must not be
+ *   used from two threads at once (the Arrow specification says the same).
+ */
+#ifndef FERRY_FERRY_H
+#define FERRY_FERRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ferry/arrow_c_device_abi.h"
+#include "ferry/ferry_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define FERRY_EXPORT __declspec(dllexport)
+#else
+#define FERRY_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Errors and version                                                        */
+/* ------------------------------------------------------------------------ */
+
+/** Success. Every other return value is an errno code. */
+#define FERRY_OK 0
+
+/** Size of the message buffer in struct FerryError, terminator included. */
+#define FERRY_ERROR_MESSAGE_SIZE 1024
+
+/** A caller-allocated error message buffer; always the last parameter and
+ *  always optional (NULL). */
+struct FerryError {
+  char message[FERRY_ERROR_MESSAGE_SIZE];
+};
+
+/** Empties the message; the caller owns `error`. */
+FERRY_EXPORT void ferry_error_init(struct FerryError* error);
+/** Returns the message (borrowed from `error`, "" when none is set). */
+FERRY_EXPORT const char* ferry_error_message(const struct FerryError* error);
+/** Allocates an empty error for bindings that cannot embed the struct; the
+ *  caller frees it with ferry_error_free. Returns NULL when out of memory. */
+FERRY_EXPORT struct FerryError* ferry_error_new(void);
+/** Frees an error made by ferry_error_new (NULL is accepted). */
+FERRY_EXPORT void ferry_error_free(struct FerryError* error);
+/** Returns the symbolic name of an errno code ("EINVAL"), a static string. */
+FERRY_EXPORT const char* ferry_errno_name(int code);
+
+/** Returns the library version string ("0.1.0"), a static string. */
+FERRY_EXPORT const char* ferry_version(void);
+/** Returns FERRY_ABI_VERSION of the library actually loaded. */
+FERRY_EXPORT int32_t ferry_abi_version(void);
+/** Returns FERRY_OK when a binding built against `expected_abi_version` may
+ *  use this library, EINVAL (with both versions in the message) otherwise. */
+FERRY_EXPORT int ferry_check_abi_version(int32_t expected_abi_version,
+                                         struct FerryError* error);
+
+/* ------------------------------------------------------------------------ */
+/* Device types                                                              */
+/* ------------------------------------------------------------------------ */
+
+/** Returns the lower-case name of a device type ("cpu", "cuda", "cuda_host",
+ *  "rocm", "ext_dev", ...), or "unknown"; a static string. ferry's simulated
+ *  device uses ARROW_DEVICE_EXT_DEV. */
+FERRY_EXPORT const char* ferry_device_type_name(ArrowDeviceType device_type);
+/** Parses a device type name (those above, plus "sim" for ARROW_DEVICE_EXT_DEV);
+ *  returns FERRY_OK and sets `*out`, or EINVAL naming the unknown word. */
+FERRY_EXPORT int ferry_device_type_from_name(const char* name, ArrowDeviceType* out,
+                                             struct FerryError* error);
+
+/* ------------------------------------------------------------------------ */
+/* Allocation of the ABI structs themselves (for bindings)                   */
+/* ------------------------------------------------------------------------ */
+
+/* Each *_new returns a zeroed (released) struct on the heap, or NULL when out
+ * of memory; the caller owns it and frees it with the matching *_free, which
+ * first releases the struct if it is still live. NULL is accepted by *_free. */
+FERRY_EXPORT struct ArrowSchema* ferry_schema_new(void);
+FERRY_EXPORT void ferry_schema_free(struct ArrowSchema* schema);
+FERRY_EXPORT struct ArrowArray* ferry_array_new(void);
+FERRY_EXPORT void ferry_array_free(struct ArrowArray* array);
+FERRY_EXPORT struct ArrowDeviceArray* ferry_device_array_new(void);
+FERRY_EXPORT void ferry_device_array_free(struct ArrowDeviceArray* array);
+FERRY_EXPORT struct ArrowDeviceArrayStream* ferry_stream_new(void);
+FERRY_EXPORT void ferry_stream_free(struct ArrowDeviceArrayStream* stream);
+
+/* ------------------------------------------------------------------------ */
+/* Release and move (consumer side)                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Release calls the struct's release callback if it is live and leaves a
+ * released struct (or NULL) alone, so calling it twice is harmless. */
+FERRY_EXPORT void ferry_schema_release(struct ArrowSchema* schema);
+FERRY_EXPORT void ferry_array_release(struct ArrowArray* array);
+FERRY_EXPORT void ferry_device_array_release(struct ArrowDeviceArray* array);
+FERRY_EXPORT void ferry_stream_release(struct ArrowDeviceArrayStream* stream);
+
+/* Move copies `src` bitwise into `dst` and marks `src` released: ownership of
+ * everything `src` owned passes to `dst`. `dst` must be released (or fresh)
+ * beforehand, or EINVAL is returned and nothing changes; a released `src`
+ * gives EINVAL as well. */
+FERRY_EXPORT int ferry_schema_move(struct ArrowSchema* src, struct ArrowSchema* dst);
+FERRY_EXPORT int ferry_array_move(struct ArrowArray* src, struct ArrowArray* dst);
+FERRY_EXPORT int ferry_device_array_move(struct ArrowDeviceArray* src,
+                                         struct ArrowDeviceArray* dst);
+FERRY_EXPORT int ferry_stream_move(struct ArrowDeviceArrayStream* src,
+                                   struct ArrowDeviceArrayStream* dst);
+
+/* ------------------------------------------------------------------------ */
+/* Accessors: ArrowSchema (all borrow; returned pointers live as long as      */
+/* the schema)                                                               */
+/* ------------------------------------------------------------------------ */
+
+FERRY_EXPORT int ferry_schema_is_released(const struct ArrowSchema* schema);
+FERRY_EXPORT const char* ferry_schema_format(const struct ArrowSchema* schema);
+FERRY_EXPORT const char* ferry_schema_name(const struct ArrowSchema* schema);
+/** The raw, binary-encoded metadata (NULL when absent). */
+FERRY_EXPORT const char* ferry_schema_metadata(const struct ArrowSchema* schema);
+FERRY_EXPORT int64_t ferry_schema_flags(const struct ArrowSchema* schema);
+FERRY_EXPORT int64_t ferry_schema_n_children(const struct ArrowSchema* schema);
+/** Child i, or NULL when i is out of range. */
+FERRY_EXPORT struct ArrowSchema* ferry_schema_child(const struct ArrowSchema* schema,
+                                                    int64_t i);
+FERRY_EXPORT struct ArrowSchema* ferry_schema_dictionary(const struct ArrowSchema* schema);
+/** Number of key/value pairs in the metadata (0 when absent), or -1 when the
+ *  encoding is malformed. */
+FERRY_EXPORT int64_t ferry_schema_metadata_count(const struct ArrowSchema* schema);
+/** Key or value of pair i as a pointer into the metadata (not terminated) and
+ *  its length through `*length`; NULL when i is out of range. */
+FERRY_EXPORT const char* ferry_schema_metadata_key(const struct ArrowSchema* schema,
+                                                   int64_t i, int32_t* length);
+FERRY_EXPORT const char* ferry_schema_metadata_value(const struct ArrowSchema* schema,
+                                                     int64_t i, int32_t* length);
+
+/* ------------------------------------------------------------------------ */
+/* Accessors: ArrowArray and ArrowDeviceArray (all borrow)                   */
+/* ------------------------------------------------------------------------ */
+
+FERRY_EXPORT int ferry_array_is_released(const struct ArrowArray* array);
+FERRY_EXPORT int64_t ferry_array_length(const struct ArrowArray* array);
+FERRY_EXPORT int64_t ferry_array_null_count(const struct ArrowArray* array);
+FERRY_EXPORT int64_t ferry_array_offset(const struct ArrowArray* array);
+FERRY_EXPORT int64_t ferry_array_n_buffers(const struct ArrowArray* array);
+FERRY_EXPORT int64_t ferry_array_n_children(const struct ArrowArray* array);
+/** Buffer i's address (may be NULL), or NULL when i is out of range. */
+FERRY_EXPORT const void* ferry_array_buffer(const struct ArrowArray* array, int64_t i);
+/** Child i, or NULL when i is out of range. */
+FERRY_EXPORT struct ArrowArray* ferry_array_child(const struct ArrowArray* array,
+                                                  int64_t i);
+FERRY_EXPORT struct ArrowArray* ferry_array_dictionary(const struct ArrowArray* array);
+
+/** The embedded ArrowArray (borrowed; it is the same memory). */
+FERRY_EXPORT struct ArrowArray* ferry_device_array_array(struct ArrowDeviceArray* array);
+FERRY_EXPORT int ferry_device_array_is_released(const struct ArrowDeviceArray* array);
+FERRY_EXPORT int64_t ferry_device_array_device_id(const struct ArrowDeviceArray* array);
+FERRY_EXPORT ArrowDeviceType
+ferry_device_array_device_type(const struct ArrowDeviceArray* array);
+FERRY_EXPORT void* ferry_device_array_sync_event(const struct ArrowDeviceArray* array);
+/** 1 when the three reserved words are zero, as the specification requires. */
+FERRY_EXPORT int ferry_device_array_reserved_is_zero(const struct ArrowDeviceArray* array);
+
+/** Computes the size in bytes of buffer `i` of `array` (described by
+ *  `schema`, living on device (`device_type`, `device_id`)) from the format,
+ *  length and offset; for variable-size and view layouts the last offset or
+ *  the variadic size list is read, through the device backend when the memory
+ *  is not host-accessible. Borrows everything; EINVAL names what is wrong. */
+FERRY_EXPORT int ferry_array_buffer_size(const struct ArrowSchema* schema,
+                                         const struct ArrowArray* array,
+                                         ArrowDeviceType device_type, int64_t device_id,
+                                         int64_t i, int64_t* size_out,
+                                         struct FerryError* error);
+
+/* ------------------------------------------------------------------------ */
+/* Streams (consumer side)                                                   */
+/* ------------------------------------------------------------------------ */
+
+FERRY_EXPORT int ferry_stream_is_released(const struct ArrowDeviceArrayStream* stream);
+FERRY_EXPORT ArrowDeviceType
+ferry_stream_device_type(const struct ArrowDeviceArrayStream* stream);
+/** Calls get_schema; `out` must be released beforehand and is owned by the
+ *  caller on success. On failure the code is returned and `error` holds the
+ *  producer's get_last_error message (or a generic one). */
+FERRY_EXPORT int ferry_stream_get_schema(struct ArrowDeviceArrayStream* stream,
+                                         struct ArrowSchema* out, struct FerryError* error);
+/** Calls get_next; on success the caller owns `out`, and a released `out`
+ *  means the end of the stream. Errors as for ferry_stream_get_schema. */
+FERRY_EXPORT int ferry_stream_get_next(struct ArrowDeviceArrayStream* stream,
+                                       struct ArrowDeviceArray* out,
+                                       struct FerryError* error);
+/** Calls get_last_error; the string is borrowed from the stream until its
+ *  next call. NULL when none. */
+FERRY_EXPORT const char* ferry_stream_get_last_error(struct ArrowDeviceArrayStream* stream);
+
+/* ------------------------------------------------------------------------ */
+/* Producers                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/** A hook ferry calls exactly once when the consumer releases what a producer
+ *  exported; `user_data` is whatever the producer passed. It must not throw,
+ *  panic or raise across this C frame. */
+typedef void (*FerryReleaseHook)(void* user_data);
+
+/** Live counts of the schemas, arrays and streams that ferry's producer
+ *  helpers made and that have not been released yet (process-wide). */
+FERRY_EXPORT int64_t ferry_live_exports(void);
+
+/** Fills `out` (which must be released or zeroed) with a schema that owns
+ *  copies of `format` and `name` (name may be NULL) and `n_children` zeroed
+ *  child schemas, reachable through ferry_schema_child, which the caller must
+ *  fill (with ferry_schema_init or by moving any schema in) before handing
+ *  `out` to a consumer. On failure `out` is left released. */
+FERRY_EXPORT int ferry_schema_init(struct ArrowSchema* out, const char* format,
+                                   const char* name, int64_t flags, int64_t n_children,
+                                   struct FerryError* error);
+/** Appends a key/value pair to the metadata of a schema made by
+ *  ferry_schema_init (copied). EINVAL for other schemas. */
+FERRY_EXPORT int ferry_schema_add_metadata(struct ArrowSchema* schema, const char* key,
+                                           const char* value, struct FerryError* error);
+/** Gives a schema made by ferry_schema_init a zeroed dictionary schema, owned
+ *  by `schema`, that the caller fills; returned through `*dictionary_out`. */
+FERRY_EXPORT int ferry_schema_allocate_dictionary(struct ArrowSchema* schema,
+                                                  struct ArrowSchema** dictionary_out,
+                                                  struct FerryError* error);
+
+/** Fills `out` (released or zeroed) with an array that points at the
+ *  caller's buffers without copying them. `buffers` may be NULL (all NULL,
+ *  set later with ferry_array_set_buffer). `n_children` zeroed child arrays
+ *  are owned by `out` and filled by the caller through ferry_array_child.
+ *  When the consumer releases `out`, ferry releases the children and the
+ *  dictionary, then calls `release_hook(user_data)` exactly once (the hook
+ *  may be NULL), so the producer's runtime frees its buffers. On failure the
+ *  hook is not called and the caller still owns its buffers. */
+FERRY_EXPORT int ferry_array_init(struct ArrowArray* out, int64_t length,
+                                  int64_t null_count, int64_t offset, int64_t n_buffers,
+                                  const void* const* buffers, int64_t n_children,
+                                  FerryReleaseHook release_hook, void* user_data,
+                                  struct FerryError* error);
+/** Sets buffer i of an array made by ferry_array_init (borrowed pointer). */
+FERRY_EXPORT int ferry_array_set_buffer(struct ArrowArray* array, int64_t i,
+                                        const void* buffer, struct FerryError* error);
+/** Gives an array made by ferry_array_init a zeroed dictionary array, owned
+ *  by `array`, that the caller fills; returned through `*dictionary_out`. */
+FERRY_EXPORT int ferry_array_allocate_dictionary(struct ArrowArray* array,
+                                                 struct ArrowArray** dictionary_out,
+                                                 struct FerryError* error);
+
+/** Fills `out` with `array` (moved in) living on (`device_type`, `device_id`).
+ *  `sync_event` (may be NULL) is the producer's event, a pointer to the
+ *  native event handle as the specification says; when `event_release` is
+ *  not NULL ferry calls `event_release(event_user_data)` exactly once after
+ *  the array itself is released, which ties the event's lifetime to release.
+ *  On failure nothing is moved and no hook runs. */
+FERRY_EXPORT int ferry_device_array_init(struct ArrowDeviceArray* out,
+                                         struct ArrowArray* array,
+                                         ArrowDeviceType device_type, int64_t device_id,
+                                         void* sync_event, FerryReleaseHook event_release,
+                                         void* event_user_data, struct FerryError* error);
+
+/** Stream producer callbacks. Each receives the producer's `user_data`; a
+ *  failure returns an errno code and writes its message into `error`, which
+ *  ferry keeps as the stream's last error. End of stream: get_next returns 0
+ *  and leaves `out` released. */
+typedef int (*FerryStreamGetSchemaFn)(void* user_data, struct ArrowSchema* out,
+                                      struct FerryError* error);
+typedef int (*FerryStreamGetNextFn)(void* user_data, struct ArrowDeviceArray* out,
+                                    struct FerryError* error);
+
+/** Fills `out` (released or zeroed) with a stream of `device_type` backed by
+ *  the callbacks. ferry keeps the last error message, returns end-of-stream
+ *  forever once reached, refuses calls on a released stream, checks that
+ *  every batch has the stream's device type, and calls
+ *  `release_hook(user_data)` exactly once when the consumer releases the
+ *  stream. On failure the hook is not called. */
+FERRY_EXPORT int ferry_stream_init(struct ArrowDeviceArrayStream* out,
+                                   ArrowDeviceType device_type,
+                                   FerryStreamGetSchemaFn get_schema,
+                                   FerryStreamGetNextFn get_next,
+                                   FerryReleaseHook release_hook, void* user_data,
+                                   struct FerryError* error);
+
+/** Fills `out` with a stream that yields `schema` and then `arrays[0..n)`;
+ *  the schema and every array are moved in on success (on failure nothing is
+ *  moved). All arrays must have `device_type`. */
+FERRY_EXPORT int ferry_stream_init_from_arrays(struct ArrowDeviceArrayStream* out,
+                                               ArrowDeviceType device_type,
+                                               struct ArrowSchema* schema,
+                                               struct ArrowDeviceArray* arrays, int64_t n,
+                                               struct FerryError* error);
+
+/* ------------------------------------------------------------------------ */
+/* Format strings and validation                                             */
+/* ------------------------------------------------------------------------ */
+
+/** FERRY_OK when `format` is a valid C data interface format string, else
+ *  EINVAL naming the problem. */
+FERRY_EXPORT int ferry_format_validate(const char* format, struct FerryError* error);
+
+/** Validation levels. DEFAULT checks structure without reading buffer
+ *  contents; FULL also reads offsets, UTF-8, validity bits and union ids
+ *  (copying device memory to the host when it is not host-accessible). */
+#define FERRY_VALIDATE_DEFAULT 0
+#define FERRY_VALIDATE_FULL 1
+
+/** Called once per finding: `rule` is a short stable identifier
+ *  ("format", "n_buffers", "device", "reserved", "offsets", ...), `where` a
+ *  path such as "root.children[1].dictionary", `what` a sentence. */
+typedef void (*FerryFindingFn)(void* user_data, const char* rule, const char* where,
+                               const char* what);
+
+/** Validates a schema alone. Returns FERRY_OK when clean, else EINVAL with
+ *  the first finding in `error`; every finding goes to `on_finding` (may be
+ *  NULL). Borrows everything. */
+FERRY_EXPORT int ferry_validate_schema(const struct ArrowSchema* schema,
+                                       FerryFindingFn on_finding, void* user_data,
+                                       struct FerryError* error);
+/** Validates `array` against `schema` at `level`: format, buffer and child
+ *  counts per layout, dictionary, reserved bytes zero, one device for every
+ *  buffer, child and dictionary (residency checked through the backend when
+ *  it can), sync_event NULL on the CPU, and in FULL mode offsets monotone and
+ *  in range, UTF-8 valid and null counts consistent. Returns as above. */
+FERRY_EXPORT int ferry_validate_device_array(const struct ArrowSchema* schema,
+                                             const struct ArrowDeviceArray* array,
+                                             int32_t level, FerryFindingFn on_finding,
+                                             void* user_data, struct FerryError* error);
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/** A device known to ferry's registry. Owned by the registry for the life of
+ *  the process; never freed by callers. */
+struct FerryDevice;
+
+/** Number of backends compiled in (cpu, sim, cuda, rocm), and each one's
+ *  name (static string) by index. */
+FERRY_EXPORT int64_t ferry_backend_count(void);
+FERRY_EXPORT const char* ferry_backend_name(int64_t i);
+/** FERRY_OK when backend i can be used now; otherwise an errno code and the
+ *  real reason in `error` (library missing, stub library, no driver, no
+ *  device, with the driver's own error names). The probe runs once. */
+FERRY_EXPORT int ferry_backend_probe(int64_t i, struct FerryError* error);
+
+/** Finds the device for (`device_type`, `device_id`) (thread-safe, loading the
+ *  backend on first use). The CPU is (ARROW_DEVICE_CPU, -1); 0 is accepted
+ *  too. ENODEV/ENOTSUP with the reason when unavailable. */
+FERRY_EXPORT int ferry_device_resolve(ArrowDeviceType device_type, int64_t device_id,
+                                      struct FerryDevice** out, struct FerryError* error);
+FERRY_EXPORT ArrowDeviceType ferry_device_type(const struct FerryDevice* device);
+FERRY_EXPORT int64_t ferry_device_id(const struct FerryDevice* device);
+/** 1 when the host may dereference this device's memory directly (CPU, and
+ *  the sim device, whose strict mode makes premature reads visible). */
+FERRY_EXPORT int ferry_device_is_host_accessible(const struct FerryDevice* device);
+
+/** Allocates `size` bytes on `device`; the caller frees them with
+ *  ferry_device_deallocate on the same device. */
+FERRY_EXPORT int ferry_device_allocate(struct FerryDevice* device, int64_t size,
+                                       void** out, struct FerryError* error);
+FERRY_EXPORT int ferry_device_deallocate(struct FerryDevice* device, void* ptr,
+                                         struct FerryError* error);
+/** Allocations made through ferry_device_allocate on `device` and not freed. */
+FERRY_EXPORT int64_t ferry_device_live_allocations(struct FerryDevice* device);
+
+/** Copies `size` bytes; when `stream` (a stream of the non-CPU device, or of
+ *  `dst_device` when both are devices) is NULL the copy is complete on
+ *  return, else it is ordered on that stream. Borrows everything. */
+FERRY_EXPORT int ferry_device_memcpy(struct FerryDevice* dst_device, void* dst,
+                                     struct FerryDevice* src_device, const void* src,
+                                     int64_t size, void* stream, struct FerryError* error);
+
+/** Creates a stream on `device`, owned by the caller until
+ *  ferry_device_stream_destroy. */
+FERRY_EXPORT int ferry_device_stream_create(struct FerryDevice* device, void** stream_out,
+                                            struct FerryError* error);
+FERRY_EXPORT int ferry_device_stream_destroy(struct FerryDevice* device, void* stream,
+                                             struct FerryError* error);
+/** Blocks until all work queued on `stream` is done. */
+FERRY_EXPORT int ferry_device_stream_synchronize(struct FerryDevice* device, void* stream,
+                                                 struct FerryError* error);
+/** Creates an event; `*sync_event_out` is a pointer to the native handle
+ *  (CUevent*, hipEvent_t*, ...), usable as ArrowDeviceArray.sync_event, owned
+ *  by the caller until ferry_device_event_destroy. */
+FERRY_EXPORT int ferry_device_event_create(struct FerryDevice* device,
+                                           void** sync_event_out, struct FerryError* error);
+FERRY_EXPORT int ferry_device_event_destroy(struct FerryDevice* device, void* sync_event,
+                                            struct FerryError* error);
+/** Records the event at the current end of `stream`. */
+FERRY_EXPORT int ferry_device_event_record(struct FerryDevice* device, void* sync_event,
+                                           void* stream, struct FerryError* error);
+/** Blocks the host until the event has completed. */
+FERRY_EXPORT int ferry_device_event_synchronize(struct FerryDevice* device,
+                                                void* sync_event, struct FerryError* error);
+/** Makes `stream` wait for the event without blocking the host. */
+FERRY_EXPORT int ferry_device_stream_wait_event(struct FerryDevice* device, void* stream,
+                                                void* sync_event, struct FerryError* error);
+
+/** How ferry_device_array_init_async treats the producer's stream. */
+#define FERRY_EXPORT_RECORD_EVENT 0 /* record a new event (default); destroyed at release */
+#define FERRY_EXPORT_SYNCHRONIZE 1  /* synchronize the stream, export sync_event NULL */
+
+/** Like ferry_device_array_init for memory on `device` produced on
+ *  `producer_stream` (may be NULL: then nothing is pending and no event is
+ *  exported), using `policy`. `array` is moved in on success. */
+FERRY_EXPORT int ferry_device_array_init_async(struct ArrowDeviceArray* out,
+                                               struct ArrowArray* array,
+                                               struct FerryDevice* device,
+                                               void* producer_stream, int32_t policy,
+                                               struct FerryError* error);
+
+/** Consumer side of the sync event: with `consumer_stream` NULL the host
+ *  blocks until the array's event has completed; otherwise that stream (of
+ *  the array's device) is made to wait on the event, and the host does not
+ *  block. A NULL sync_event returns at once. Borrows `array`. */
+FERRY_EXPORT int ferry_device_array_wait(const struct ArrowDeviceArray* array,
+                                         void* consumer_stream, struct FerryError* error);
+
+/** Deep-copies `src` (described by `schema`; children, dictionary and
+ *  variadic buffers included) to (`device_type`, `device_id`) after waiting
+ *  on its event; `out` (released beforehand) is owned by the caller and has
+ *  no pending work (sync_event NULL). `src` stays owned by the caller. */
+FERRY_EXPORT int ferry_device_array_copy(const struct ArrowSchema* schema,
+                                         const struct ArrowDeviceArray* src,
+                                         ArrowDeviceType device_type, int64_t device_id,
+                                         struct ArrowDeviceArray* out,
+                                         struct FerryError* error);
+
+/* ------------------------------------------------------------------------ */
+/* The simulated device (ARROW_DEVICE_EXT_DEV)                               */
+/* ------------------------------------------------------------------------ */
+
+/** Byte that sim memory reads as, in strict mode, while an asynchronous write
+ *  to it has not been waited on. */
+#define FERRY_SIM_POISON_BYTE 0xA5
+/** Number of sim devices (device ids 0 .. FERRY_SIM_DEVICE_COUNT-1). */
+#define FERRY_SIM_DEVICE_COUNT 4
+
+/** Strict mode (the default; FERRY_SIM_STRICT=0 in the environment turns it
+ *  off at start-up): queued work runs only when something waits for it, so a
+ *  consumer that reads before waiting on the sync event reads poison every
+ *  time. Process-wide, thread-safe. */
+FERRY_EXPORT void ferry_sim_set_strict(int32_t strict);
+FERRY_EXPORT int32_t ferry_sim_is_strict(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // FERRY_FERRY_H

@@ -1,0 +1,98 @@
+/* The interface every device backend implements (private to the core).
+ *
+ * A backend serves one family of device types (cpu; sim; cuda, cuda_host and
+ * cuda_managed; rocm and rocm_host). The registry in device.c owns one
+ * struct FerryDevice per (device_type, device_id) for the life of the
+ * process and dispatches the public ferry_device_* functions here. Backends
+ * that talk to a driver load it with dlopen inside `probe`, so libferry.so
+ * has no link-time dependency on any GPU library. */
+#ifndef FERRY_SRC_BACKEND_H
+#define FERRY_SRC_BACKEND_H
+
+#include <stdint.h>
+
+#include "ferry/ferry.h"
+
+struct FerryBackend;
+
+struct FerryDevice {
+  ArrowDeviceType device_type;
+  int64_t device_id;
+  const struct FerryBackend* backend;
+  /* Backend-owned per-device state (a CUDA primary context, ...). */
+  void* backend_data;
+  /* ferry_device_allocate minus ferry_device_deallocate; updated atomically. */
+  int64_t live_allocations;
+};
+
+/* Direction of a copy, seen from the device that performs it. */
+enum FerryCopyKind {
+  FERRY_COPY_HOST_TO_DEVICE = 0,
+  FERRY_COPY_DEVICE_TO_HOST = 1,
+  FERRY_COPY_DEVICE_TO_DEVICE = 2 /* same device, or peer within one backend */
+};
+
+struct FerryBackend {
+  /* "cpu", "sim", "cuda", "rocm". */
+  const char* name;
+  const ArrowDeviceType* device_types;
+  int32_t n_device_types;
+
+  /* Loads the driver and finds out whether the backend is usable. Called
+   * once, under the registry lock; the registry caches code and message. */
+  int (*probe)(struct FerryError* error);
+  /* Number of device ids for `device_type` (called only after a good probe). */
+  int (*device_count)(ArrowDeviceType device_type, int64_t* count,
+                      struct FerryError* error);
+  /* Optional: set up backend_data when the registry first creates `device`. */
+  int (*device_init)(struct FerryDevice* device, struct FerryError* error);
+  /* 1 when the host may dereference memory of `device_type` directly. */
+  int (*is_host_accessible)(ArrowDeviceType device_type);
+
+  int (*allocate)(struct FerryDevice* device, int64_t size, void** out,
+                  struct FerryError* error);
+  int (*deallocate)(struct FerryDevice* device, void* ptr, struct FerryError* error);
+  /* `device` is the non-CPU side (for DEVICE_TO_DEVICE, the destination;
+   * `src_device` is then the source, possibly another device of the same
+   * backend). `stream` NULL: complete on return. */
+  int (*memcpy)(struct FerryDevice* device, void* dst, struct FerryDevice* src_device,
+                const void* src, int64_t size, enum FerryCopyKind kind, void* stream,
+                struct FerryError* error);
+
+  int (*stream_create)(struct FerryDevice* device, void** stream_out,
+                       struct FerryError* error);
+  int (*stream_destroy)(struct FerryDevice* device, void* stream, struct FerryError* error);
+  int (*stream_synchronize)(struct FerryDevice* device, void* stream,
+                            struct FerryError* error);
+
+  /* Events: `sync_event` always points at the native handle (CUevent*,
+   * hipEvent_t*, the sim's own handle), as ArrowDeviceArray.sync_event does. */
+  int (*event_create)(struct FerryDevice* device, void** sync_event_out,
+                      struct FerryError* error);
+  int (*event_destroy)(struct FerryDevice* device, void* sync_event,
+                       struct FerryError* error);
+  int (*event_record)(struct FerryDevice* device, void* sync_event, void* stream,
+                      struct FerryError* error);
+  int (*event_synchronize)(struct FerryDevice* device, void* sync_event,
+                           struct FerryError* error);
+  int (*stream_wait_event)(struct FerryDevice* device, void* stream, void* sync_event,
+                           struct FerryError* error);
+
+  /* Residency: FERRY_OK when [ptr, ptr + size) lives on `device`; EFAULT with
+   * a message when it does not; ENOTSUP when the backend cannot tell. */
+  int (*check_pointer)(struct FerryDevice* device, const void* ptr, int64_t size,
+                       struct FerryError* error);
+};
+
+/* The backends compiled into libferry, in the order ferry_backend_* lists
+ * them. Defined in cpu.c, sim.c, cuda.c and hip.c. */
+extern const struct FerryBackend ferry_backend_cpu;
+extern const struct FerryBackend ferry_backend_sim;
+extern const struct FerryBackend ferry_backend_cuda;
+extern const struct FerryBackend ferry_backend_rocm;
+
+/* The device struct for (type, id), or NULL with the reason in `error`. */
+int ferry_registry_resolve(ArrowDeviceType device_type, int64_t device_id,
+                           struct FerryDevice** out, struct FerryError* error);
+
+#endif  // FERRY_SRC_BACKEND_H

@@ -1,0 +1,110 @@
+/* Error messages, errno names, versions and device type names. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int ferry_set_error_v(struct FerryError* error, int code, const char* fmt, va_list args) {
+  if (error != NULL) {
+    vsnprintf(error->message, sizeof(error->message), fmt, args);
+  }
+  return code;
+}
+
+int ferry_set_error(struct FerryError* error, int code, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  ferry_set_error_v(error, code, fmt, args);
+  va_end(args);
+  return code;
+}
+
+void ferry_error_init(struct FerryError* error) {
+  if (error != NULL) error->message[0] = '\0';
+}
+
+const char* ferry_error_message(const struct FerryError* error) {
+  return error == NULL ? "" : error->message;
+}
+
+struct FerryError* ferry_error_new(void) {
+  return (struct FerryError*)calloc(1, sizeof(struct FerryError));
+}
+
+void ferry_error_free(struct FerryError* error) { free(error); }
+
+const char* ferry_errno_name(int code) {
+  switch (code) {
+    case 0: return "OK";
+    case EPERM: return "EPERM";
+    case ENOENT: return "ENOENT";
+    case EIO: return "EIO";
+    case E2BIG: return "E2BIG";
+    case EAGAIN: return "EAGAIN";
+    case ENOMEM: return "ENOMEM";
+    case EFAULT: return "EFAULT";
+    case EBUSY: return "EBUSY";
+    case EEXIST: return "EEXIST";
+    case ENODEV: return "ENODEV";
+    case EINVAL: return "EINVAL";
+    case ERANGE: return "ERANGE";
+    case ENOSYS: return "ENOSYS";
+    case ENOTSUP: return "ENOTSUP";
+    case EOVERFLOW: return "EOVERFLOW";
+    case ECANCELED: return "ECANCELED";
+    case ETIMEDOUT: return "ETIMEDOUT";
+    case EALREADY: return "EALREADY";
+    case EPROTO: return "EPROTO";
+    default: return "EUNKNOWN";
+  }
+}
+
+const char* ferry_version(void) { return FERRY_VERSION_STRING; }
+
+int32_t ferry_abi_version(void) { return FERRY_ABI_VERSION; }
+
+int ferry_check_abi_version(int32_t expected_abi_version, struct FerryError* error) {
+  if (expected_abi_version != FERRY_ABI_VERSION) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry ABI version mismatch: the binding expects %d, "
+                           "the loaded libferry provides %d",
+                           (int)expected_abi_version, (int)FERRY_ABI_VERSION);
+  }
+  return FERRY_OK;
+}
+
+/* Indexed by ArrowDeviceType; NULL where the specification has no value. */
+static const char* const kDeviceTypeNames[] = {
+    NULL,      "cpu",     "cuda",    "cuda_host", "opencl",       NULL,     NULL,
+    "vulkan",  "metal",   "vpi",     "rocm",      "rocm_host",    "ext_dev", "cuda_managed",
+    "oneapi",  "webgpu",  "hexagon"};
+#define FERRY_N_DEVICE_TYPE_NAMES \
+  ((int32_t)(sizeof(kDeviceTypeNames) / sizeof(kDeviceTypeNames[0])))
+
+const char* ferry_device_type_name(ArrowDeviceType device_type) {
+  if (device_type < 0 || device_type >= FERRY_N_DEVICE_TYPE_NAMES ||
+      kDeviceTypeNames[device_type] == NULL) {
+    return "unknown";
+  }
+  return kDeviceTypeNames[device_type];
+}
+
+int ferry_device_type_from_name(const char* name, ArrowDeviceType* out,
+                                struct FerryError* error) {
+  if (name == NULL || out == NULL) {
+    return ferry_set_error(error, EINVAL, "device type name and output must not be NULL");
+  }
+  if (strcmp(name, "sim") == 0) {
+    *out = ARROW_DEVICE_EXT_DEV;
+    return FERRY_OK;
+  }
+  for (int32_t i = 0; i < FERRY_N_DEVICE_TYPE_NAMES; i++) {
+    if (kDeviceTypeNames[i] != NULL && strcmp(kDeviceTypeNames[i], name) == 0) {
+      *out = i;
+      return FERRY_OK;
+    }
+  }
+  return ferry_set_error(error, EINVAL, "unknown device type name \"%s\"", name);
+}

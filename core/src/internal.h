@@ -1,0 +1,35 @@
+/* Private helpers shared by the core's source files. Never installed. */
+#ifndef FERRY_SRC_INTERNAL_H
+#define FERRY_SRC_INTERNAL_H
+
+#include <errno.h>
+#include <stdarg.h>
+
+#include "ferry/ferry.h"
+
+#if defined(__GNUC__)
+#define FERRY_PRINTF(fmt_index, args_index) \
+  __attribute__((format(printf, fmt_index, args_index)))
+#else
+#define FERRY_PRINTF(fmt_index, args_index)
+#endif
+
+/* Formats a message into `error` (NULL is accepted) and returns `code`, so
+ * call sites read `return ferry_set_error(error, EINVAL, "...", ...);`. */
+int ferry_set_error(struct FerryError* error, int code, const char* fmt, ...)
+    FERRY_PRINTF(3, 4);
+int ferry_set_error_v(struct FerryError* error, int code, const char* fmt, va_list args);
+
+/* Evaluates `expr` (an int errno-style result) and returns it when non-zero. */
+#define FERRY_RETURN_NOT_OK(expr)     \
+  do {                                \
+    int ferry_status_ = (expr);       \
+    if (ferry_status_ != FERRY_OK) {  \
+      return ferry_status_;           \
+    }                                 \
+  } while (0)
+
+/* Process-wide counter behind ferry_live_exports (atomic). */
+void ferry_live_exports_add(int64_t delta);
+
+#endif  // FERRY_SRC_INTERNAL_H

@@ -1,0 +1,111 @@
+/* A minimal unit-test harness for the C core: no dependencies, one binary per
+ * test file, closing line "N passed, N failed" (which CI reads).
+ *
+ *   FERRY_TEST(array_init_sets_fields) { CHECK_EQ_INT(1, 1); }
+ *   FERRY_TEST_MAIN()
+ *
+ * Tests register themselves through constructors; each runs once, in file
+ * order. A failed CHECK records the location and ends the current test. */
+#ifndef FERRY_TEST_FERRY_TEST_H
+#define FERRY_TEST_FERRY_TEST_H
+
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*ferry_test_fn)(void);
+
+struct ferry_test_entry {
+  const char* name;
+  ferry_test_fn fn;
+};
+
+#define FERRY_TEST_MAX 512
+static struct ferry_test_entry ferry_test_entries[FERRY_TEST_MAX];
+static int ferry_test_count;
+static jmp_buf ferry_test_jump;
+static int ferry_test_current_failed;
+
+static inline void ferry_test_register(const char* name, ferry_test_fn fn) {
+  if (ferry_test_count < FERRY_TEST_MAX) {
+    ferry_test_entries[ferry_test_count].name = name;
+    ferry_test_entries[ferry_test_count].fn = fn;
+    ferry_test_count++;
+  }
+}
+
+#define FERRY_TEST(name)                                                   \
+  static void name(void);                                                  \
+  __attribute__((constructor)) static void ferry_test_register_##name(void) { \
+    ferry_test_register(#name, name);                                      \
+  }                                                                        \
+  static void name(void)
+
+static inline void ferry_test_fail(const char* file, int line, const char* what) {
+  printf("FAIL %s:%d: %s\n", file, line, what);
+  ferry_test_current_failed = 1;
+  longjmp(ferry_test_jump, 1);
+}
+
+#define CHECK(cond)                                               \
+  do {                                                            \
+    if (!(cond)) ferry_test_fail(__FILE__, __LINE__, "CHECK(" #cond ")"); \
+  } while (0)
+
+#define CHECK_EQ_INT(expected, actual)                                         \
+  do {                                                                         \
+    long long ferry_e_ = (long long)(expected), ferry_a_ = (long long)(actual); \
+    if (ferry_e_ != ferry_a_) {                                                \
+      char ferry_msg_[256];                                                    \
+      snprintf(ferry_msg_, sizeof ferry_msg_, "%s == %s: expected %lld, got %lld", \
+               #expected, #actual, ferry_e_, ferry_a_);                        \
+      ferry_test_fail(__FILE__, __LINE__, ferry_msg_);                         \
+    }                                                                          \
+  } while (0)
+
+#define CHECK_STR(expected, actual)                                            \
+  do {                                                                         \
+    const char* ferry_e_ = (expected);                                         \
+    const char* ferry_a_ = (actual);                                           \
+    if (ferry_a_ == NULL || strcmp(ferry_e_, ferry_a_) != 0) {                 \
+      char ferry_msg_[1400];                                                   \
+      snprintf(ferry_msg_, sizeof ferry_msg_, "%s: expected \"%s\", got \"%s\"", \
+               #actual, ferry_e_, ferry_a_ ? ferry_a_ : "(null)");             \
+      ferry_test_fail(__FILE__, __LINE__, ferry_msg_);                         \
+    }                                                                          \
+  } while (0)
+
+/* Checks that `haystack` contains `needle` (for error messages). */
+#define CHECK_CONTAINS(haystack, needle)                                       \
+  do {                                                                         \
+    const char* ferry_h_ = (haystack);                                         \
+    if (ferry_h_ == NULL || strstr(ferry_h_, (needle)) == NULL) {              \
+      char ferry_msg_[1400];                                                   \
+      snprintf(ferry_msg_, sizeof ferry_msg_, "%s: \"%s\" does not contain \"%s\"", \
+               #haystack, ferry_h_ ? ferry_h_ : "(null)", (needle));           \
+      ferry_test_fail(__FILE__, __LINE__, ferry_msg_);                         \
+    }                                                                          \
+  } while (0)
+
+/* Runs every registered test (or those whose name contains argv[1]). */
+#define FERRY_TEST_MAIN()                                                 \
+  int main(int argc, char** argv) {                                       \
+    int passed = 0, failed = 0;                                           \
+    for (int i = 0; i < ferry_test_count; i++) {                          \
+      if (argc > 1 && strstr(ferry_test_entries[i].name, argv[1]) == NULL) continue; \
+      ferry_test_current_failed = 0;                                      \
+      if (setjmp(ferry_test_jump) == 0) ferry_test_entries[i].fn();       \
+      if (ferry_test_current_failed) {                                    \
+        printf("  in test %s\n", ferry_test_entries[i].name);             \
+        failed++;                                                         \
+      } else {                                                            \
+        passed++;                                                         \
+      }                                                                   \
+    }                                                                     \
+    printf("%d passed, %d failed\n", passed, failed);                     \
+    return failed == 0 && passed > 0 ? 0 : 1;                            \
+  }
+
+#endif  // FERRY_TEST_FERRY_TEST_H

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# ferry's developer entry point. The README's two commands are
+#   ./dev.sh demo   (the main job)
+#   ./dev.sh test   (every test)
+# Both install what is missing (quietly when present) and build first.
+# Other subcommands: deps, build, bench, fuzz, gpu-test, regen, clean.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export FERRY_ROOT="$ROOT"
+export FERRY_BUILD_DIR="${FERRY_BUILD_DIR:-$ROOT/build}"
+
+usage() {
+  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+}
+
+cmd="${1:-}"
+[ -n "$cmd" ] || usage
+shift || true
+
+case "$cmd" in
+  deps) bash "$ROOT/scripts/deps.sh" "${1:-all}" ;;
+  build) bash "$ROOT/scripts/deps.sh" core && bash "$ROOT/scripts/build.sh" "$@" ;;
+  test) bash "$ROOT/scripts/deps.sh" all && bash "$ROOT/scripts/build.sh" && bash "$ROOT/scripts/test.sh" "$@" ;;
+  demo) bash "$ROOT/scripts/deps.sh" all && bash "$ROOT/scripts/build.sh" && bash "$ROOT/scripts/demo.sh" "$@" ;;
+  bench) bash "$ROOT/scripts/deps.sh" all && bash "$ROOT/scripts/build.sh" && bash "$ROOT/scripts/bench.sh" "$@" ;;
+  fuzz) bash "$ROOT/scripts/deps.sh" core && bash "$ROOT/scripts/fuzz.sh" "$@" ;;
+  gpu-test) bash "$ROOT/scripts/deps.sh" all && bash "$ROOT/scripts/build.sh" && bash "$ROOT/scripts/gpu_test.sh" "$@" ;;
+  regen) bash "$ROOT/generators/regen.sh" "$@" ;;
+  clean) rm -rf "$FERRY_BUILD_DIR" ;;
+  *) usage ;;
+esac
