@@ -95,4 +95,16 @@ extern const struct FerryBackend ferry_backend_rocm;
 int ferry_registry_resolve(ArrowDeviceType device_type, int64_t device_id,
                            struct FerryDevice** out, struct FerryError* error);
 
+/* Residency check for the validator: FERRY_OK when [ptr, ptr + size) lives on
+ * `device`, EFAULT (message names the pointer and the device) when it does
+ * not, ENOTSUP when the backend cannot tell, EINVAL for bad arguments.
+ * Borrows everything. Defined in device.c. */
+int ferry_device_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
+                               struct FerryError* error);
+
+/* Live counts of the simulated device's streams and events (all sim device
+ * ids together), for leak tests. Defined in sim.c. */
+int64_t ferry_sim_live_streams(void);
+int64_t ferry_sim_live_events(void);
+
 #endif  // FERRY_SRC_BACKEND_H

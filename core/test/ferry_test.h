@@ -9,6 +9,7 @@
 #ifndef FERRY_TEST_FERRY_TEST_H
 #define FERRY_TEST_FERRY_TEST_H
 
+#include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -89,15 +90,21 @@ static inline void ferry_test_fail(const char* file, int line, const char* what)
     }                                                                          \
   } while (0)
 
+/* Runs test i; returns 1 when it failed. setjmp lives here, alone, so no
+ * caller variable can be clobbered by the longjmp of a failed CHECK. */
+static inline int ferry_test_run_one(int i) {
+  ferry_test_current_failed = 0;
+  if (setjmp(ferry_test_jump) == 0) ferry_test_entries[i].fn();
+  return ferry_test_current_failed;
+}
+
 /* Runs every registered test (or those whose name contains argv[1]). */
 #define FERRY_TEST_MAIN()                                                 \
   int main(int argc, char** argv) {                                       \
     int passed = 0, failed = 0;                                           \
     for (int i = 0; i < ferry_test_count; i++) {                          \
       if (argc > 1 && strstr(ferry_test_entries[i].name, argv[1]) == NULL) continue; \
-      ferry_test_current_failed = 0;                                      \
-      if (setjmp(ferry_test_jump) == 0) ferry_test_entries[i].fn();       \
-      if (ferry_test_current_failed) {                                    \
+      if (ferry_test_run_one(i)) {                                        \
         printf("  in test %s\n", ferry_test_entries[i].name);             \
         failed++;                                                         \
       } else {                                                            \

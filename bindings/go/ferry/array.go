@@ -1,0 +1,329 @@
+package ferry
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+// DeviceArray is an ArrowDeviceArray in C memory owned by Go: imported from a
+// producer, exported by Go, or a batch of a stream. Release it exactly when
+// done (a second Release is harmless); a cleanup releases forgotten arrays
+// and reports them as leaks (SetLeakHook). A DeviceArray must not be used
+// from two goroutines at once.
+type DeviceArray struct {
+	c       *C.struct_ArrowDeviceArray
+	schema  *Schema // may be nil; owned unless the array is a stream batch
+	batchOf *DeviceArrayStream
+	cleanup runtime.Cleanup
+}
+
+// newOwnedDeviceArray wraps a C-allocated device array owned by Go.
+func newOwnedDeviceArray(c *C.struct_ArrowDeviceArray, schema *Schema) *DeviceArray {
+	d := &DeviceArray{c: c, schema: schema}
+	d.cleanup = runtime.AddCleanup(d, func(c *C.struct_ArrowDeviceArray) {
+		reportLeak("DeviceArray")
+		C.ferry_device_array_free(c)
+	}, c)
+	return d
+}
+
+// ImportDeviceArray takes ownership of the live ArrowDeviceArray at array
+// (moved out; the struct is left released) and, when schema is not nil, of
+// the ArrowSchema describing it (moved too). On failure nothing is moved.
+func ImportDeviceArray(array unsafe.Pointer, schema unsafe.Pointer) (*DeviceArray, error) {
+	if array == nil {
+		return nil, errorf(syscall.EINVAL, "ImportDeviceArray: NULL array")
+	}
+	if C.ferry_device_array_is_released((*C.struct_ArrowDeviceArray)(array)) != 0 {
+		return nil, errorf(syscall.EINVAL, "ImportDeviceArray: the array is released")
+	}
+	var s *Schema
+	if schema != nil {
+		var err error
+		if s, err = ImportSchema(schema); err != nil {
+			return nil, err
+		}
+	}
+	c := C.ferry_device_array_new()
+	if c == nil {
+		s.Release()
+		return nil, errorf(syscall.ENOMEM, "ImportDeviceArray: out of memory")
+	}
+	C.ferry_device_array_move((*C.struct_ArrowDeviceArray)(array), c)
+	return newOwnedDeviceArray(c, s), nil
+}
+
+// Release releases the array (its producer frees its buffers) and any schema
+// it owns. For a stream batch it releases the batch early.
+func (d *DeviceArray) Release() {
+	if d == nil || d.c == nil {
+		return
+	}
+	if d.batchOf != nil {
+		C.ferry_device_array_release(d.c)
+		return
+	}
+	d.cleanup.Stop()
+	C.ferry_device_array_free(d.c)
+	d.c = nil
+	d.schema.Release()
+	d.schema = nil
+}
+
+// Move returns a new DeviceArray that owns what d owned (schema included; a
+// stream batch gets a copy of nothing: its schema stays the stream's and is
+// exported separately) and leaves d released. Use it to keep a stream batch
+// past the next call of Next.
+func (d *DeviceArray) Move() (*DeviceArray, error) {
+	if d.IsReleased() {
+		return nil, errorf(syscall.EINVAL, "DeviceArray.Move: the array is released")
+	}
+	c := C.ferry_device_array_new()
+	if c == nil {
+		return nil, errorf(syscall.ENOMEM, "DeviceArray.Move: out of memory")
+	}
+	C.ferry_device_array_move(d.c, c)
+	if d.batchOf != nil {
+		return newOwnedDeviceArray(c, nil), nil
+	}
+	moved := newOwnedDeviceArray(c, d.schema)
+	d.schema = nil
+	d.Release()
+	return moved, nil
+}
+
+// ExportTo moves the array into the released ArrowDeviceArray at dst (a
+// consumer's struct, e.g. an out parameter of a C API) and leaves d released;
+// the schema, if any, goes to schemaDst when it is not nil and is released
+// otherwise.
+func (d *DeviceArray) ExportTo(dst unsafe.Pointer, schemaDst unsafe.Pointer) error {
+	if d.IsReleased() {
+		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: the array is released")
+	}
+	if dst == nil {
+		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: NULL destination")
+	}
+	if C.ferry_device_array_is_released((*C.struct_ArrowDeviceArray)(dst)) == 0 {
+		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: destination array is not released")
+	}
+	if schemaDst != nil {
+		if d.schema == nil || d.batchOf != nil {
+			return errorf(syscall.EINVAL, "DeviceArray.ExportTo: the array owns no schema")
+		}
+		if err := d.schema.ExportTo(schemaDst); err != nil {
+			return err
+		}
+		d.schema = nil
+	}
+	C.ferry_device_array_move(d.c, (*C.struct_ArrowDeviceArray)(dst))
+	d.Release()
+	return nil
+}
+
+// Ptr returns the address of the ArrowDeviceArray (valid while d is live).
+func (d *DeviceArray) Ptr() unsafe.Pointer { return unsafe.Pointer(d.c) }
+
+// IsReleased reports whether the array is gone (released, moved or nil).
+func (d *DeviceArray) IsReleased() bool {
+	return d == nil || d.c == nil || C.ferry_device_array_is_released(d.c) != 0
+}
+
+// Schema returns the schema describing the array (owned by d, or by the
+// stream for a batch), or nil when none is attached.
+func (d *DeviceArray) Schema() *Schema {
+	if d.batchOf != nil {
+		s, _ := d.batchOf.Schema()
+		return s
+	}
+	if d.schema == nil {
+		return nil
+	}
+	return &Schema{c: d.schema.c}
+}
+
+// SetSchema attaches an owned schema to an array that has none (d takes it).
+func (d *DeviceArray) SetSchema(s *Schema) error {
+	if d.schema != nil || d.batchOf != nil {
+		return errorf(syscall.EINVAL, "DeviceArray.SetSchema: the array already has a schema")
+	}
+	d.schema = s
+	return nil
+}
+
+func (d *DeviceArray) DeviceType() DeviceType {
+	return DeviceType(C.ferry_device_array_device_type(d.c))
+}
+func (d *DeviceArray) DeviceID() int64 { return int64(C.ferry_device_array_device_id(d.c)) }
+
+// SyncEvent returns the producer's event (a pointer to the native event
+// handle), nil when nothing is pending.
+func (d *DeviceArray) SyncEvent() unsafe.Pointer {
+	return unsafe.Pointer(C.ferry_device_array_sync_event(d.c))
+}
+
+// Wait makes the data safe to read: with consumerStream nil the calling
+// thread blocks until the producer's event completes; otherwise that device
+// stream waits for it and the host does not block.
+func (d *DeviceArray) Wait(consumerStream unsafe.Pointer) error {
+	return call(func(e *C.struct_FerryError) C.int { return C.ferry_device_array_wait(d.c, consumerStream, e) })
+}
+
+// Root returns the top-level ArrowArray as a view (borrowed from d).
+func (d *DeviceArray) Root() ArrayView {
+	var s *C.struct_ArrowSchema
+	if sc := d.Schema(); sc != nil {
+		s = sc.c
+	}
+	return ArrayView{c: C.ferry_device_array_array(d.c), schema: s,
+		devType: C.ferry_device_array_device_type(d.c), devID: C.ferry_device_array_device_id(d.c)}
+}
+
+// RootWithSchema is Root described by schema s (borrowed), for arrays that
+// carry no schema of their own, such as the result of CopyTo.
+func (d *DeviceArray) RootWithSchema(s *Schema) ArrayView {
+	v := d.Root()
+	if s != nil {
+		v.schema = s.c
+	}
+	return v
+}
+
+func (d *DeviceArray) Length() int64    { return int64(C.ferry_array_length(&d.c.array)) }
+func (d *DeviceArray) NullCount() int64 { return int64(C.ferry_array_null_count(&d.c.array)) }
+func (d *DeviceArray) Offset() int64    { return int64(C.ferry_array_offset(&d.c.array)) }
+func (d *DeviceArray) NumBuffers() int  { return int(C.ferry_array_n_buffers(&d.c.array)) }
+func (d *DeviceArray) NumChildren() int { return int(C.ferry_array_n_children(&d.c.array)) }
+
+// Buffer returns buffer i's address (nil when absent or out of range).
+func (d *DeviceArray) Buffer(i int) unsafe.Pointer {
+	return unsafe.Pointer(C.ferry_array_buffer(&d.c.array, C.int64_t(i)))
+}
+
+// BufferSize computes buffer i's size in bytes from the schema (which must be
+// attached), the length and the offset.
+func (d *DeviceArray) BufferSize(i int) (int64, error) { return d.Root().BufferSize(i) }
+
+// Child returns child i as a view borrowed from d.
+func (d *DeviceArray) Child(i int) ArrayView { return d.Root().Child(i) }
+
+// Dictionary returns the dictionary as a view borrowed from d (IsNil when
+// there is none).
+func (d *DeviceArray) Dictionary() ArrayView { return d.Root().Dictionary() }
+
+// Validate checks the array against its schema at level (ValidateFull also
+// reads offsets, UTF-8 and validity bits, through the device backend).
+func (d *DeviceArray) Validate(level ValidateLevel) error {
+	s := d.Schema()
+	if s == nil {
+		return errorf(syscall.EINVAL, "DeviceArray.Validate: no schema attached")
+	}
+	return call(func(e *C.struct_FerryError) C.int {
+		return C.ferry_validate_device_array(s.c, d.c, C.int32_t(level), nil, nil, e)
+	})
+}
+
+// CopyTo deep-copies the array (which needs its schema) to (deviceType,
+// deviceID) after waiting on its event. The copy has no pending work and no
+// schema attached; d stays owned by the caller, who releases both.
+func (d *DeviceArray) CopyTo(deviceType DeviceType, deviceID int64) (*DeviceArray, error) {
+	s := d.Schema()
+	if s == nil {
+		return nil, errorf(syscall.EINVAL, "DeviceArray.CopyTo: no schema attached")
+	}
+	c := C.ferry_device_array_new()
+	if c == nil {
+		return nil, errorf(syscall.ENOMEM, "DeviceArray.CopyTo: out of memory")
+	}
+	err := call(func(e *C.struct_FerryError) C.int {
+		return C.ferry_device_array_copy(s.c, d.c, C.ArrowDeviceType(deviceType), C.int64_t(deviceID), c, e)
+	})
+	if err != nil {
+		C.ferry_device_array_free(c)
+		return nil, err
+	}
+	return newOwnedDeviceArray(c, nil), nil
+}
+
+// ArrayView is a borrowed ArrowArray (the top level, a child or a
+// dictionary) together with its schema and device: valid while the
+// DeviceArray it came from is live.
+type ArrayView struct {
+	c       *C.struct_ArrowArray
+	schema  *C.struct_ArrowSchema
+	devType C.ArrowDeviceType
+	devID   C.int64_t
+}
+
+// IsNil reports whether the view names no array (missing child/dictionary).
+func (v ArrayView) IsNil() bool { return v.c == nil }
+
+// Schema returns the view's schema (borrowed), or nil when unknown.
+func (v ArrayView) Schema() *Schema {
+	if v.schema == nil {
+		return nil
+	}
+	return &Schema{c: v.schema}
+}
+
+func (v ArrayView) Length() int64    { return int64(C.ferry_array_length(v.c)) }
+func (v ArrayView) NullCount() int64 { return int64(C.ferry_array_null_count(v.c)) }
+func (v ArrayView) Offset() int64    { return int64(C.ferry_array_offset(v.c)) }
+func (v ArrayView) NumBuffers() int  { return int(C.ferry_array_n_buffers(v.c)) }
+func (v ArrayView) NumChildren() int { return int(C.ferry_array_n_children(v.c)) }
+
+// Buffer returns buffer i's address (nil when absent or out of range).
+func (v ArrayView) Buffer(i int) unsafe.Pointer {
+	return unsafe.Pointer(C.ferry_array_buffer(v.c, C.int64_t(i)))
+}
+
+// BufferSize computes buffer i's size in bytes (needs the schema).
+func (v ArrayView) BufferSize(i int) (int64, error) {
+	if v.schema == nil {
+		return 0, errorf(syscall.EINVAL, "BufferSize: no schema attached to the array")
+	}
+	var size C.int64_t
+	err := call(func(e *C.struct_FerryError) C.int {
+		return C.ferry_array_buffer_size(v.schema, v.c, v.devType, v.devID, C.int64_t(i), &size, e)
+	})
+	return int64(size), err
+}
+
+// BufferBytes returns buffer i as a byte slice over the producer's memory
+// (no copy), for memory the host may read (CPU, or a host-accessible device
+// after Wait); nil for an absent buffer.
+func (v ArrayView) BufferBytes(i int) ([]byte, error) {
+	p := v.Buffer(i)
+	if p == nil {
+		return nil, nil
+	}
+	n, err := v.BufferSize(i)
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*byte)(p), n), nil
+}
+
+// Child returns child i (with its child schema when known); IsNil when out
+// of range.
+func (v ArrayView) Child(i int) ArrayView {
+	c := ArrayView{c: C.ferry_array_child(v.c, C.int64_t(i)), devType: v.devType, devID: v.devID}
+	if v.schema != nil {
+		c.schema = C.ferry_schema_child(v.schema, C.int64_t(i))
+	}
+	return c
+}
+
+// Dictionary returns the dictionary; IsNil when there is none.
+func (v ArrayView) Dictionary() ArrayView {
+	c := ArrayView{c: C.ferry_array_dictionary(v.c), devType: v.devType, devID: v.devID}
+	if v.schema != nil {
+		c.schema = C.ferry_schema_dictionary(v.schema)
+	}
+	return c
+}

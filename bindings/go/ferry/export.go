@@ -1,0 +1,370 @@
+package ferry
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+type bufferKind uint8
+
+const (
+	bufNone    bufferKind = iota // NULL buffer
+	bufC                         // ferrygo_alloc memory, freed at release
+	bufDevice                    // ferry_device_allocate memory, deallocated at release
+	bufPinned                    // Go memory, pinned until release
+	bufForeign                   // memory owned elsewhere; optional Go callback at release
+)
+
+// Buffer is memory that an exported array will point at, together with the
+// rule for giving it back when the consumer releases the array. A Buffer is
+// handed to exactly one export (ExportArray takes it, on success and on
+// failure alike); one that is never exported must be given back with Free.
+//
+// Three kinds exist, all zero-copy at export:
+//   - AllocBuffer / AllocSlice / CopySlice: host memory outside the Go heap
+//     (64-byte aligned), filled from Go through a slice; released entirely in
+//     C (no call back into Go). The default, and the cheapest to export.
+//   - PinSlice: a Go slice exported in place, pinned with runtime.Pinner until
+//     the consumer releases the array (release calls back into Go to unpin).
+//   - Device.AllocBuffer: memory on a device (sim, CUDA, ROCm), deallocated
+//     through the core at release.
+//
+// ForeignBuffer wraps memory owned by something else (for instance arrow-go).
+type Buffer struct {
+	ptr     unsafe.Pointer
+	size    int64
+	kind    bufferKind
+	device  *C.struct_FerryDevice
+	pinned  unsafe.Pointer
+	release func()
+}
+
+// AllocBuffer allocates size bytes of host memory outside the Go heap for an
+// export; fill it through Bytes.
+func AllocBuffer(size int64) (Buffer, error) {
+	if size < 0 {
+		return Buffer{}, errorf(syscall.EINVAL, "AllocBuffer: negative size %d", size)
+	}
+	p := C.ferrygo_alloc(C.int64_t(size))
+	if p == nil {
+		return Buffer{}, errorf(syscall.ENOMEM, "AllocBuffer: out of memory (%d bytes)", size)
+	}
+	return Buffer{ptr: p, size: size, kind: bufC}, nil
+}
+
+// AllocSlice allocates host memory outside the Go heap for n values of T and
+// returns the buffer with a slice over it (the slice is valid until the
+// buffer is exported and released, or freed).
+func AllocSlice[T any](n int) (Buffer, []T, error) {
+	var zero T
+	b, err := AllocBuffer(int64(n) * int64(unsafe.Sizeof(zero)))
+	if err != nil {
+		return b, nil, err
+	}
+	return b, unsafe.Slice((*T)(b.ptr), n), nil
+}
+
+// CopySlice copies values into a new buffer outside the Go heap.
+func CopySlice[T any](values []T) (Buffer, error) {
+	b, s, err := AllocSlice[T](len(values))
+	if err == nil {
+		copy(s, values)
+	}
+	return b, err
+}
+
+// PinSlice exports values in place (zero-copy): the slice's backing array is
+// pinned from export until the consumer releases the array. T must hold no
+// Go pointers. Go code must not write to the slice while a consumer may read.
+func PinSlice[T any](values []T) Buffer {
+	if len(values) == 0 {
+		return Buffer{}
+	}
+	var zero T
+	p := unsafe.Pointer(unsafe.SliceData(values))
+	return Buffer{ptr: p, size: int64(len(values)) * int64(unsafe.Sizeof(zero)), kind: bufPinned, pinned: p}
+}
+
+// ForeignBuffer points at memory owned elsewhere that stays valid until the
+// array is released; release (may be nil) is called then, from the thread
+// that releases the array.
+func ForeignBuffer(ptr unsafe.Pointer, size int64, release func()) Buffer {
+	return Buffer{ptr: ptr, size: size, kind: bufForeign, release: release}
+}
+
+// Ptr returns the buffer's address (nil for a NULL buffer).
+func (b Buffer) Ptr() unsafe.Pointer { return b.ptr }
+
+// Size returns the buffer's size in bytes.
+func (b Buffer) Size() int64 { return b.size }
+
+// Bytes returns the host memory of the buffer as a slice (nil for device
+// memory and NULL buffers).
+func (b Buffer) Bytes() []byte {
+	if b.ptr == nil || b.kind == bufDevice {
+		return nil
+	}
+	return unsafe.Slice((*byte)(b.ptr), b.size)
+}
+
+// Free gives back a buffer that was never exported.
+func (b *Buffer) Free() {
+	switch b.kind {
+	case bufC:
+		C.ferrygo_free(b.ptr)
+	case bufDevice:
+		owned := C.struct_ferrygo_owned_ptr{ptr: b.ptr, device: b.device}
+		C.ferrygo_give_back(1, &owned, 0)
+	case bufForeign:
+		if b.release != nil {
+			b.release()
+		}
+	}
+	*b = Buffer{}
+}
+
+// ArrayData describes an array to export: its type (a format string of the C
+// data interface, a name, flags, metadata), its shape and its buffers,
+// children and dictionary. ExportArray takes ownership of every Buffer in
+// the tree.
+type ArrayData struct {
+	Format   string
+	Name     string
+	Flags    SchemaFlags
+	Metadata []KeyValue
+
+	Length     int64
+	NullCount  int64
+	Offset     int64
+	Buffers    []Buffer
+	Children   []*ArrayData
+	Dictionary *ArrayData
+
+	// Keep lists memory the node owns without pointing at it (for example
+	// the host staging of an asynchronous copy to a device); OnRelease runs
+	// at release before any buffer is given back (for example to synchronize
+	// and destroy the producer's device stream). Both are optional.
+	Keep      []Buffer
+	OnRelease func()
+}
+
+// Field returns the schema description of the tree.
+func (a *ArrayData) Field() Field {
+	f := Field{Format: a.Format, Name: a.Name, Flags: a.Flags, Metadata: a.Metadata}
+	for _, c := range a.Children {
+		f.Children = append(f.Children, c.Field())
+	}
+	if a.Dictionary != nil {
+		d := a.Dictionary.Field()
+		f.Dictionary = &d
+	}
+	return f
+}
+
+// Free gives back every buffer of a tree that was never exported.
+func (a *ArrayData) Free() {
+	if a == nil {
+		return
+	}
+	if a.OnRelease != nil {
+		a.OnRelease()
+	}
+	for i := range a.Buffers {
+		a.Buffers[i].Free()
+	}
+	for i := range a.Keep {
+		a.Keep[i].Free()
+	}
+	for _, c := range a.Children {
+		c.Free()
+	}
+	a.Dictionary.Free()
+}
+
+// ExportOptions says where the exported array lives. The zero value (or a
+// nil *ExportOptions) means the CPU.
+type ExportOptions struct {
+	// Device holding the buffers; nil means the CPU.
+	Device *Device
+	// ProducerStream is the device stream the data was written on; nil means
+	// nothing is pending. With a stream, Policy says how the consumer is
+	// synchronized (ExportRecordEvent: an event is recorded and exported as
+	// sync_event; ExportSynchronize: the stream is synchronized now).
+	ProducerStream unsafe.Pointer
+	Policy         SyncPolicy
+}
+
+// ExportArray exports data (zero-copy: the buffers are pointed at, not
+// copied) as an owned DeviceArray with its schema attached. Ownership of
+// every buffer passes to the export on success and on failure; on success
+// the buffers are given back when the last consumer releases the array.
+func ExportArray(data *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
+	if data == nil {
+		return nil, errorf(syscall.EINVAL, "ExportArray: nil data")
+	}
+	field := data.Field()
+	schema, err := field.Export()
+	if err != nil {
+		data.Free()
+		return nil, err
+	}
+	arr, err := exportDeviceArray(data, opts)
+	if err != nil {
+		schema.Release()
+		return nil, err
+	}
+	arr.schema = schema
+	return arr, nil
+}
+
+// ExportArrayNoSchema is ExportArray without building the schema, for hot
+// paths (stream batches) where the schema travels separately.
+func ExportArrayNoSchema(data *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
+	if data == nil {
+		return nil, errorf(syscall.EINVAL, "ExportArray: nil data")
+	}
+	return exportDeviceArray(data, opts)
+}
+
+func exportDeviceArray(data *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
+	if opts == nil {
+		opts = &ExportOptions{}
+	}
+	tmp := C.ferry_array_new()
+	out := C.ferry_device_array_new()
+	if tmp == nil || out == nil {
+		C.ferry_array_free(tmp)
+		C.ferry_device_array_free(out)
+		data.Free()
+		return nil, errorf(syscall.ENOMEM, "ExportArray: out of memory")
+	}
+	if err := exportNode(tmp, data); err != nil {
+		C.ferry_array_free(tmp) // releases the nodes already exported
+		C.ferry_device_array_free(out)
+		return nil, err
+	}
+	var err error
+	if opts.Device == nil {
+		err = call(func(e *C.struct_FerryError) C.int {
+			return C.ferrygo_device_array_init(out, tmp, C.ArrowDeviceType(DeviceCPU), -1, nil, e)
+		})
+	} else {
+		err = call(func(e *C.struct_FerryError) C.int {
+			return C.ferry_device_array_init_async(out, tmp, opts.Device.c, opts.ProducerStream, C.int32_t(opts.Policy), e)
+		})
+	}
+	C.ferry_array_free(tmp) // moved on success; released (giving back) on failure
+	if err != nil {
+		C.ferry_device_array_free(out)
+		return nil, err
+	}
+	return newOwnedDeviceArray(out, nil), nil
+}
+
+// exportState is the Go side of one exported node: pins and foreign
+// callbacks, reached from C through a handle and given back at release.
+type exportState struct {
+	pinner   runtime.Pinner
+	releases []func()
+}
+
+func (s *exportState) giveBack() {
+	s.pinner.Unpin()
+	for _, f := range s.releases {
+		f()
+	}
+}
+
+// exportNode fills the released ArrowArray out from a. It takes ownership of
+// every buffer of the subtree: on failure everything not attached to out is
+// given back, and the caller releases out.
+func exportNode(out *C.struct_ArrowArray, a *ArrayData) error {
+	var stackBufs [4]unsafe.Pointer
+	var stackOwned [4]C.struct_ferrygo_owned_ptr
+	bufs := stackBufs[:0]
+	owned := stackOwned[:0]
+	var state *exportState
+	if a.OnRelease != nil {
+		state = &exportState{releases: []func(){a.OnRelease}}
+	}
+	for k, b := range append(a.Buffers[:len(a.Buffers):len(a.Buffers)], a.Keep...) {
+		if k < len(a.Buffers) {
+			bufs = append(bufs, b.ptr)
+		}
+		switch b.kind {
+		case bufC:
+			owned = append(owned, C.struct_ferrygo_owned_ptr{ptr: b.ptr})
+		case bufDevice:
+			owned = append(owned, C.struct_ferrygo_owned_ptr{ptr: b.ptr, device: b.device})
+		case bufPinned, bufForeign:
+			if state == nil {
+				state = &exportState{}
+			}
+			if b.kind == bufPinned {
+				state.pinner.Pin(b.pinned)
+			} else if b.release != nil {
+				state.releases = append(state.releases, b.release)
+			}
+		}
+	}
+	var h uintptr
+	if state != nil {
+		h = handles.put(state)
+	}
+	var bufPtr *unsafe.Pointer
+	if len(bufs) > 0 {
+		bufPtr = &bufs[0]
+	}
+	var ownedPtr *C.struct_ferrygo_owned_ptr
+	if len(owned) > 0 {
+		ownedPtr = &owned[0]
+	}
+	err := call(func(e *C.struct_FerryError) C.int {
+		return C.ferrygo_array_init(out, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
+			C.int64_t(len(a.Buffers)), (*unsafe.Pointer)(unsafe.Pointer(bufPtr)), C.int64_t(len(a.Children)),
+			C.int64_t(len(owned)), ownedPtr, C.uintptr_t(h), e)
+	})
+	if err != nil {
+		// This node's buffers were given back by ferrygo_array_init.
+		for _, c := range a.Children {
+			c.Free()
+		}
+		a.Dictionary.Free()
+		return err
+	}
+	for i, c := range a.Children {
+		if err := exportNode(C.ferry_array_child(out, C.int64_t(i)), c); err != nil {
+			for _, rest := range a.Children[i+1:] {
+				rest.Free()
+			}
+			a.Dictionary.Free()
+			return err
+		}
+	}
+	if a.Dictionary != nil {
+		var dict *C.struct_ArrowArray
+		err := call(func(e *C.struct_FerryError) C.int { return C.ferry_array_allocate_dictionary(out, &dict, e) })
+		if err != nil {
+			a.Dictionary.Free()
+			return err
+		}
+		return exportNode(dict, a.Dictionary)
+	}
+	return nil
+}
+
+// LiveAllocations returns the buffers allocated through this package (host
+// and device) that are not given back yet, plus the Go states (pins,
+// producers) still referenced from C: zero when every export was released.
+func LiveAllocations() int64 {
+	return int64(C.ferrygo_live_allocations()) + handles.live.Load()
+}
+
+// LiveExports returns the exported array nodes and streams not released yet.
+func LiveExports() int64 { return int64(C.ferrygo_live_exports()) }

@@ -1,0 +1,85 @@
+package ferry
+
+// The //export functions that C calls back into. Each one starts with a
+// deferred recover(): a panic must never unwind through ferry's C frames (it
+// would kill the process), so it becomes EIO plus a message. This file's
+// preamble may only declare (a rule of cgo for files with //export).
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// ferrygoReleaseHandle gives back the Go state behind a handle: the pins and
+// foreign callbacks of an exported array node, or a stream producer.
+//
+//export ferrygoReleaseHandle
+func ferrygoReleaseHandle(h C.uintptr_t) {
+	defer func() {
+		if r := recover(); r != nil {
+			// A release hook has no error channel; say it loudly.
+			fmt.Fprintf(os.Stderr, "ferry: panic in a Go release hook (recovered): %v\n", r)
+		}
+	}()
+	switch v := handles.take(uintptr(h)).(type) {
+	case *exportState:
+		v.giveBack()
+	case *streamProducer:
+		if v.stop != nil {
+			v.stop()
+		}
+	}
+}
+
+//export ferrygoStreamGetSchema
+func ferrygoStreamGetSchema(h C.uintptr_t, out *C.struct_ArrowSchema, e *C.struct_FerryError) (rc C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			rc = recovered(r, e, "get_schema")
+		}
+	}()
+	p, ok := handles.get(uintptr(h)).(*streamProducer)
+	if !ok {
+		setCError(e, "get_schema: unknown Go stream producer")
+		return C.int(syscall.EINVAL)
+	}
+	if err := p.getSchema(out); err != nil {
+		return fillCError(err, e)
+	}
+	return 0
+}
+
+//export ferrygoStreamGetNext
+func ferrygoStreamGetNext(h C.uintptr_t, out *C.struct_ArrowDeviceArray, e *C.struct_FerryError) (rc C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			rc = recovered(r, e, "get_next")
+		}
+	}()
+	p, ok := handles.get(uintptr(h)).(*streamProducer)
+	if !ok {
+		setCError(e, "get_next: unknown Go stream producer")
+		return C.int(syscall.EINVAL)
+	}
+	a, err := p.next()
+	if err != nil {
+		a.Release()
+		return fillCError(err, e)
+	}
+	if a == nil {
+		return 0 // end of stream: out stays released
+	}
+	if a.IsReleased() {
+		setCError(e, "get_next: the Go producer returned a released array")
+		return C.int(syscall.EINVAL)
+	}
+	C.ferry_device_array_move(a.c, out)
+	a.Release()
+	return 0
+}

@@ -1,0 +1,208 @@
+package ferry
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+// Schema is an ArrowSchema in C memory. An owned Schema (from ImportSchema,
+// Field.Export or a stream) must be released with Release; a borrowed one
+// (a child, a dictionary, the schema attached to a stream batch) lives as long
+// as its owner and its Release does nothing.
+type Schema struct {
+	c       *C.struct_ArrowSchema
+	owned   bool
+	cleanup runtime.Cleanup
+}
+
+// newOwnedSchema wraps a C-allocated schema that the Go object now owns; the
+// cleanup releases it if the user forgets, and reports the leak.
+func newOwnedSchema(c *C.struct_ArrowSchema) *Schema {
+	s := &Schema{c: c, owned: true}
+	s.cleanup = runtime.AddCleanup(s, func(c *C.struct_ArrowSchema) {
+		reportLeak("Schema")
+		C.ferry_schema_free(c)
+	}, c)
+	return s
+}
+
+// ImportSchema takes ownership of the live ArrowSchema at ptr (moving it out
+// and leaving ptr released); the caller releases the result.
+func ImportSchema(ptr unsafe.Pointer) (*Schema, error) {
+	if ptr == nil {
+		return nil, errorf(syscall.EINVAL, "ImportSchema: NULL schema")
+	}
+	c := C.ferry_schema_new()
+	if c == nil {
+		return nil, errorf(syscall.ENOMEM, "ImportSchema: out of memory")
+	}
+	if rc := C.ferry_schema_move((*C.struct_ArrowSchema)(ptr), c); rc != 0 {
+		C.ferry_schema_free(c)
+		return nil, errorf(syscall.Errno(rc), "ImportSchema: the schema is released")
+	}
+	return newOwnedSchema(c), nil
+}
+
+// Release releases an owned schema (calling its release callback) and frees
+// it; harmless when called twice and on borrowed schemas.
+func (s *Schema) Release() {
+	if s == nil || !s.owned || s.c == nil {
+		return
+	}
+	s.cleanup.Stop()
+	C.ferry_schema_free(s.c)
+	s.c = nil
+}
+
+// ExportTo moves an owned schema into the released ArrowSchema at dst (a
+// consumer's struct); s is left released.
+func (s *Schema) ExportTo(dst unsafe.Pointer) error {
+	if s == nil || s.c == nil || !s.owned {
+		return errorf(syscall.EINVAL, "Schema.ExportTo: schema is released or borrowed")
+	}
+	if dst == nil {
+		return errorf(syscall.EINVAL, "Schema.ExportTo: NULL destination")
+	}
+	if rc := C.ferry_schema_move(s.c, (*C.struct_ArrowSchema)(dst)); rc != 0 {
+		return errorf(syscall.Errno(rc), "Schema.ExportTo: destination is not released")
+	}
+	s.Release()
+	return nil
+}
+
+// Ptr returns the address of the ArrowSchema (valid while s is live), for
+// passing to other C code or to arrow-go's cdata.
+func (s *Schema) Ptr() unsafe.Pointer { return unsafe.Pointer(s.c) }
+
+// IsReleased reports whether the schema is gone (released, moved or nil).
+func (s *Schema) IsReleased() bool {
+	return s == nil || s.c == nil || C.ferry_schema_is_released(s.c) != 0
+}
+
+func (s *Schema) Format() string     { return C.GoString(C.ferry_schema_format(s.c)) }
+func (s *Schema) Name() string       { return C.GoString(C.ferry_schema_name(s.c)) }
+func (s *Schema) Flags() SchemaFlags { return SchemaFlags(C.ferry_schema_flags(s.c)) }
+func (s *Schema) NumChildren() int   { return int(C.ferry_schema_n_children(s.c)) }
+
+// Child returns child i, borrowed from s, or nil when i is out of range.
+func (s *Schema) Child(i int) *Schema {
+	c := C.ferry_schema_child(s.c, C.int64_t(i))
+	if c == nil {
+		return nil
+	}
+	return &Schema{c: c}
+}
+
+// Dictionary returns the dictionary's schema, borrowed, or nil.
+func (s *Schema) Dictionary() *Schema {
+	c := C.ferry_schema_dictionary(s.c)
+	if c == nil {
+		return nil
+	}
+	return &Schema{c: c}
+}
+
+// KeyValue is one metadata pair.
+type KeyValue struct{ Key, Value string }
+
+// Metadata decodes the schema's metadata; EINVAL when it is malformed.
+func (s *Schema) Metadata() ([]KeyValue, error) {
+	n := int64(C.ferry_schema_metadata_count(s.c))
+	if n < 0 {
+		return nil, errorf(syscall.EINVAL, "schema %q: malformed metadata", s.Name())
+	}
+	out := make([]KeyValue, 0, n)
+	for i := int64(0); i < n; i++ {
+		var kl, vl C.int32_t
+		k := C.ferry_schema_metadata_key(s.c, C.int64_t(i), &kl)
+		v := C.ferry_schema_metadata_value(s.c, C.int64_t(i), &vl)
+		out = append(out, KeyValue{C.GoStringN(k, C.int(kl)), C.GoStringN(v, C.int(vl))})
+	}
+	return out, nil
+}
+
+// Validate checks the schema (format strings, children, dictionary).
+func (s *Schema) Validate() error {
+	return call(func(e *C.struct_FerryError) C.int { return C.ferry_validate_schema(s.c, nil, nil, e) })
+}
+
+// Field describes a schema to export: a format string of the C data
+// interface, a name, flags, metadata, children and a dictionary.
+type Field struct {
+	Format     string
+	Name       string
+	Flags      SchemaFlags
+	Metadata   []KeyValue
+	Children   []Field
+	Dictionary *Field
+}
+
+// Export builds an owned ArrowSchema for f through the core (every string
+// copied); the caller releases it.
+func (f *Field) Export() (*Schema, error) {
+	c := C.ferry_schema_new()
+	if c == nil {
+		return nil, errorf(syscall.ENOMEM, "Field.Export: out of memory")
+	}
+	if err := f.fill(c); err != nil {
+		C.ferry_schema_free(c)
+		return nil, err
+	}
+	return newOwnedSchema(c), nil
+}
+
+// fill initialises the released schema c from f; on failure c may be
+// partially filled and the caller releases it.
+func (f *Field) fill(c *C.struct_ArrowSchema) error {
+	format := C.CString(f.Format)
+	defer C.free(unsafe.Pointer(format))
+	// Refuse a bad format here, naming the field, rather than let a
+	// consumer discover it.
+	if err := call(func(e *C.struct_FerryError) C.int { return C.ferry_format_validate(format, e) }); err != nil {
+		fe := err.(*Error)
+		fe.Message = fmt.Sprintf("field %q: %s", f.Name, fe.Message)
+		return fe
+	}
+	var name *C.char
+	if f.Name != "" {
+		name = C.CString(f.Name)
+		defer C.free(unsafe.Pointer(name))
+	}
+	err := call(func(e *C.struct_FerryError) C.int {
+		return C.ferry_schema_init(c, format, name, C.int64_t(f.Flags), C.int64_t(len(f.Children)), e)
+	})
+	if err != nil {
+		return err
+	}
+	for _, kv := range f.Metadata {
+		k, v := C.CString(kv.Key), C.CString(kv.Value)
+		err := call(func(e *C.struct_FerryError) C.int { return C.ferry_schema_add_metadata(c, k, v, e) })
+		C.free(unsafe.Pointer(k))
+		C.free(unsafe.Pointer(v))
+		if err != nil {
+			return err
+		}
+	}
+	for i := range f.Children {
+		if err := f.Children[i].fill(C.ferry_schema_child(c, C.int64_t(i))); err != nil {
+			return err
+		}
+	}
+	if f.Dictionary != nil {
+		var dict *C.struct_ArrowSchema
+		err := call(func(e *C.struct_FerryError) C.int { return C.ferry_schema_allocate_dictionary(c, &dict, e) })
+		if err != nil {
+			return err
+		}
+		return f.Dictionary.fill(dict)
+	}
+	return nil
+}

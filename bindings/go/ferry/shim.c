@@ -1,0 +1,147 @@
+// C side of the Go binding (see shim.h). Kept small: everything that needs Go
+// state calls into Go through the //export functions declared in
+// _cgo_export.h, passing the integer handle it was given.
+#include "shim.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "_cgo_export.h"
+
+static _Atomic int64_t live_allocations;
+static _Atomic int64_t live_exports;
+
+void* ferrygo_alloc(int64_t size) {
+  if (size < 0) return NULL;
+  // Round up so that aligned_alloc's size rule holds; Arrow recommends 64.
+  size_t rounded = ((size_t)size + 63) & ~(size_t)63;
+  if (rounded == 0) rounded = 64;
+  void* ptr = aligned_alloc(64, rounded);
+  if (ptr != NULL) atomic_fetch_add(&live_allocations, 1);
+  return ptr;
+}
+
+void ferrygo_free(void* ptr) {
+  if (ptr == NULL) return;
+  free(ptr);
+  atomic_fetch_sub(&live_allocations, 1);
+}
+
+int ferrygo_device_allocate(struct FerryDevice* device, int64_t size, void** out,
+                            struct FerryError* error) {
+  int rc = ferry_device_allocate(device, size, out, error);
+  if (rc == FERRY_OK) atomic_fetch_add(&live_allocations, 1);
+  return rc;
+}
+
+int64_t ferrygo_live_allocations(void) { return atomic_load(&live_allocations); }
+int64_t ferrygo_live_exports(void) { return atomic_load(&live_exports); }
+void ferrygo_count_export(int64_t delta) { atomic_fetch_add(&live_exports, delta); }
+
+// What one exported node gives back at release: C memory and a Go handle.
+struct ferrygo_owned {
+  uintptr_t go_handle;
+  int64_t n_owned;
+  struct ferrygo_owned_ptr owned[];
+};
+
+void ferrygo_give_back(int64_t n_owned, const struct ferrygo_owned_ptr* owned,
+                       uintptr_t go_handle) {
+  // Go first: its release callbacks may still need the memory (a device
+  // stream whose queued copies read a staging buffer is synchronized there).
+  if (go_handle != 0) ferrygoReleaseHandle(go_handle);
+  for (int64_t i = 0; i < n_owned; i++) {
+    if (owned[i].ptr == NULL) continue;
+    if (owned[i].device == NULL) {
+      ferrygo_free(owned[i].ptr);
+    } else {
+      // A failure here cannot be reported to anyone: the consumer's release
+      // has no error channel. The device backend keeps its own counters.
+      (void)ferry_device_deallocate(owned[i].device, owned[i].ptr, NULL);
+      atomic_fetch_sub(&live_allocations, 1);
+    }
+  }
+}
+
+// The release hook of every node: runs in C unless Go state is attached.
+static void ferrygo_release_owned(void* user_data) {
+  struct ferrygo_owned* record = user_data;
+  ferrygo_give_back(record->n_owned, record->owned, record->go_handle);
+  free(record);
+  atomic_fetch_sub(&live_exports, 1);
+}
+
+int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
+                       int64_t offset, int64_t n_buffers, const void* const* buffers,
+                       int64_t n_children, int64_t n_owned,
+                       const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
+                       struct FerryError* error) {
+  if (n_owned < 0) n_owned = 0;
+  struct ferrygo_owned* record =
+      malloc(sizeof(*record) + (size_t)n_owned * sizeof(struct ferrygo_owned_ptr));
+  if (record == NULL) {
+    ferry_error_init(error);
+    ferrygo_set_error(error, "out of memory for the export record", -1);
+    ferrygo_give_back(n_owned, owned, go_handle);
+    return ENOMEM;
+  }
+  record->go_handle = go_handle;
+  record->n_owned = n_owned;
+  if (n_owned > 0) memcpy(record->owned, owned, (size_t)n_owned * sizeof(*owned));
+  int rc = ferry_array_init(out, length, null_count, offset, n_buffers, buffers, n_children,
+                            ferrygo_release_owned, record, error);
+  if (rc != FERRY_OK) {
+    ferrygo_give_back(n_owned, owned, go_handle);
+    free(record);
+    return rc;
+  }
+  atomic_fetch_add(&live_exports, 1);
+  return FERRY_OK;
+}
+
+int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* array,
+                              ArrowDeviceType device_type, int64_t device_id,
+                              void* sync_event, struct FerryError* error) {
+  return ferry_device_array_init(out, array, device_type, device_id, sync_event, NULL, NULL,
+                                 error);
+}
+
+int ferrygo_stream_next(struct ArrowDeviceArrayStream* stream,
+                        struct ArrowDeviceArray* batch, struct FerryError* error) {
+  ferry_device_array_release(batch);
+  return ferry_stream_get_next(stream, batch, error);
+}
+
+static int ferrygo_get_schema_trampoline(void* user_data, struct ArrowSchema* out,
+                                         struct FerryError* error) {
+  return ferrygoStreamGetSchema((uintptr_t)user_data, out, error);
+}
+
+static int ferrygo_get_next_trampoline(void* user_data, struct ArrowDeviceArray* out,
+                                       struct FerryError* error) {
+  return ferrygoStreamGetNext((uintptr_t)user_data, out, error);
+}
+
+static void ferrygo_stream_release_trampoline(void* user_data) {
+  ferrygoReleaseHandle((uintptr_t)user_data);
+  atomic_fetch_sub(&live_exports, 1);
+}
+
+int ferrygo_stream_init(struct ArrowDeviceArrayStream* out, ArrowDeviceType device_type,
+                        uintptr_t go_handle, struct FerryError* error) {
+  int rc = ferry_stream_init(out, device_type, ferrygo_get_schema_trampoline,
+                             ferrygo_get_next_trampoline, ferrygo_stream_release_trampoline,
+                             (void*)go_handle, error);
+  if (rc == FERRY_OK) atomic_fetch_add(&live_exports, 1);
+  return rc;
+}
+
+void ferrygo_set_error(struct FerryError* error, const char* message, int64_t length) {
+  if (error == NULL || message == NULL) return;
+  size_t n = length < 0 ? strlen(message) : (size_t)length;
+  if (n >= FERRY_ERROR_MESSAGE_SIZE) n = FERRY_ERROR_MESSAGE_SIZE - 1;
+  memcpy(error->message, message, n);
+  error->message[n] = '\0';
+}

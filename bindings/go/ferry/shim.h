@@ -1,0 +1,69 @@
+/* C side of the Go binding: trampolines between ferry's callback types and the
+ * //export Go functions, and helpers that keep the hot paths to one cgo call.
+ * Go never stores a Go pointer in C memory: Go-side state is named by a
+ * handle (an integer from the binding's handle table). */
+#ifndef FERRY_GO_SHIM_H
+#define FERRY_GO_SHIM_H
+
+#include <stdint.h>
+
+#include "ferry/ferry.h"
+
+/* One piece of memory an exported array node owns: freed with free() when
+ * `device` is NULL, else with ferry_device_deallocate on `device`. */
+struct ferrygo_owned_ptr {
+  void* ptr;
+  struct FerryDevice* device;
+};
+
+/* Allocates `size` bytes of 64-byte aligned host memory for a buffer that an
+ * export will own; the caller frees it with ferrygo_free unless an export took
+ * it. NULL when out of memory (size 0 gives a valid 64-byte block). */
+void* ferrygo_alloc(int64_t size);
+/* Frees memory from ferrygo_alloc (NULL is accepted). */
+void ferrygo_free(void* ptr);
+/* ferry_device_allocate, counted like ferrygo_alloc: for buffers an export
+ * will own (given back through ferry_device_deallocate). */
+int ferrygo_device_allocate(struct FerryDevice* device, int64_t size, void** out,
+                            struct FerryError* error);
+/* Blocks from ferrygo_alloc not freed yet, process-wide. */
+int64_t ferrygo_live_allocations(void);
+/* Exported array nodes (and streams) made by the binding not released yet. */
+int64_t ferrygo_live_exports(void);
+void ferrygo_count_export(int64_t delta);
+
+/* Fills `out` (released) through ferry_array_init with the given buffers; the
+ * node owns `owned[0..n_owned)` and, when `go_handle` is not 0, the Go state
+ * behind that handle: both are given back (freed, handle released) exactly
+ * once when the consumer releases the node. On failure they are given back
+ * at once, and `out` stays released. */
+int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
+                       int64_t offset, int64_t n_buffers, const void* const* buffers,
+                       int64_t n_children, int64_t n_owned,
+                       const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
+                       struct FerryError* error);
+
+/* Gives back owned memory and a Go handle that were never attached to an
+ * array (the failure paths of multi-node exports). */
+void ferrygo_give_back(int64_t n_owned, const struct ferrygo_owned_ptr* owned,
+                       uintptr_t go_handle);
+
+/* ferry_device_array_init / _init_async for an array made by
+ * ferrygo_array_init in `*array` (moved in on success). */
+int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* array,
+                              ArrowDeviceType device_type, int64_t device_id,
+                              void* sync_event, struct FerryError* error);
+
+/* Releases `batch` if it is live, then calls ferry_stream_get_next into it:
+ * the consumer's whole per-batch step in one call. */
+int ferrygo_stream_next(struct ArrowDeviceArrayStream* stream,
+                        struct ArrowDeviceArray* batch, struct FerryError* error);
+
+/* ferry_stream_init with the Go trampolines; `go_handle` names the producer. */
+int ferrygo_stream_init(struct ArrowDeviceArrayStream* out, ArrowDeviceType device_type,
+                        uintptr_t go_handle, struct FerryError* error);
+
+/* Copies `message` into `error` (either may be NULL), truncating. */
+void ferrygo_set_error(struct FerryError* error, const char* message, int64_t length);
+
+#endif  // FERRY_GO_SHIM_H

@@ -1,0 +1,365 @@
+package ferry
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"iter"
+	"sync"
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+// DeviceArrayStream is an ArrowDeviceArrayStream in C memory owned by Go:
+// imported from any producer, or made by ExportStream. Read it with
+//
+//	for s.Next() { b := s.Batch(); ... }
+//	if err := s.Err(); err != nil { ... }
+//
+// or `for b, err := range s.All()`. The batch is owned by the stream and
+// released by the following Next (use Batch().Move() to keep it). Release the
+// stream when done; a cleanup reports and releases forgotten streams. A
+// stream must not be used from two goroutines at once.
+type DeviceArrayStream struct {
+	c       *C.struct_ArrowDeviceArrayStream
+	batchC  *C.struct_ArrowDeviceArray
+	errC    *C.struct_FerryError // C memory: no allocation per Next
+	batch   DeviceArray
+	schema  *Schema
+	err     error
+	done    bool
+	cleanup runtime.Cleanup
+}
+
+type streamMemory struct {
+	c      *C.struct_ArrowDeviceArrayStream
+	batchC *C.struct_ArrowDeviceArray
+	errC   *C.struct_FerryError
+}
+
+func (m streamMemory) free() {
+	C.ferry_device_array_free(m.batchC)
+	C.ferry_stream_free(m.c)
+	C.ferry_error_free(m.errC)
+}
+
+// newStream allocates the C side of a stream; the caller fills s.c.
+func newStream() (*DeviceArrayStream, error) {
+	m := streamMemory{C.ferry_stream_new(), C.ferry_device_array_new(), C.ferry_error_new()}
+	if m.c == nil || m.batchC == nil || m.errC == nil {
+		m.free()
+		return nil, errorf(syscall.ENOMEM, "stream: out of memory")
+	}
+	s := &DeviceArrayStream{c: m.c, batchC: m.batchC, errC: m.errC}
+	s.batch = DeviceArray{c: m.batchC, batchOf: s}
+	s.cleanup = runtime.AddCleanup(s, func(m streamMemory) {
+		reportLeak("DeviceArrayStream")
+		m.free()
+	}, m)
+	return s, nil
+}
+
+// ImportStream takes ownership of the live ArrowDeviceArrayStream at ptr
+// (moved out, leaving ptr released); the caller releases the result.
+func ImportStream(ptr unsafe.Pointer) (*DeviceArrayStream, error) {
+	if ptr == nil || C.ferry_stream_is_released((*C.struct_ArrowDeviceArrayStream)(ptr)) != 0 {
+		return nil, errorf(syscall.EINVAL, "ImportStream: NULL or released stream")
+	}
+	s, err := newStream()
+	if err != nil {
+		return nil, err
+	}
+	C.ferry_stream_move((*C.struct_ArrowDeviceArrayStream)(ptr), s.c)
+	return s, nil
+}
+
+// Release releases the current batch, the schema and the stream (calling the
+// producer's release), and frees the C memory; harmless twice.
+func (s *DeviceArrayStream) Release() {
+	if s == nil || s.c == nil {
+		return
+	}
+	s.cleanup.Stop()
+	s.schema.Release()
+	s.schema = nil
+	streamMemory{s.c, s.batchC, s.errC}.free()
+	s.c, s.batchC, s.errC = nil, nil, nil
+	s.batch.c = nil
+	s.done = true
+}
+
+// Move returns a stream owning what s owned (the current batch is released
+// first) and leaves s released.
+func (s *DeviceArrayStream) Move() (*DeviceArrayStream, error) {
+	if s.IsReleased() {
+		return nil, errorf(syscall.EINVAL, "DeviceArrayStream.Move: the stream is released")
+	}
+	t, err := newStream()
+	if err != nil {
+		return nil, err
+	}
+	C.ferry_stream_move(s.c, t.c)
+	t.schema, s.schema = s.schema, nil
+	t.err, t.done = s.err, s.done
+	s.Release()
+	return t, nil
+}
+
+// ExportTo moves the stream into the released ArrowDeviceArrayStream at dst
+// (a consumer's struct) and leaves s released. The batch Go holds is
+// released first; batches already read are not replayed.
+func (s *DeviceArrayStream) ExportTo(dst unsafe.Pointer) error {
+	if s.IsReleased() {
+		return errorf(syscall.EINVAL, "DeviceArrayStream.ExportTo: the stream is released")
+	}
+	if dst == nil {
+		return errorf(syscall.EINVAL, "DeviceArrayStream.ExportTo: NULL destination")
+	}
+	if rc := C.ferry_stream_move(s.c, (*C.struct_ArrowDeviceArrayStream)(dst)); rc != 0 {
+		return errorf(syscall.Errno(rc), "DeviceArrayStream.ExportTo: destination is not released")
+	}
+	s.Release()
+	return nil
+}
+
+// Ptr returns the address of the ArrowDeviceArrayStream (valid while live).
+func (s *DeviceArrayStream) Ptr() unsafe.Pointer { return unsafe.Pointer(s.c) }
+
+// IsReleased reports whether the stream is gone.
+func (s *DeviceArrayStream) IsReleased() bool {
+	return s == nil || s.c == nil || C.ferry_stream_is_released(s.c) != 0
+}
+
+// DeviceType returns the device type every batch has.
+func (s *DeviceArrayStream) DeviceType() DeviceType {
+	return DeviceType(C.ferry_stream_device_type(s.c))
+}
+
+// Schema calls get_schema once and keeps the result (owned by the stream,
+// released with it); later calls return the same schema.
+func (s *DeviceArrayStream) Schema() (*Schema, error) {
+	if s.schema != nil {
+		return &Schema{c: s.schema.c}, nil
+	}
+	if s.IsReleased() {
+		return nil, errorf(syscall.EINVAL, "DeviceArrayStream.Schema: the stream is released")
+	}
+	c := C.ferry_schema_new()
+	if c == nil {
+		return nil, errorf(syscall.ENOMEM, "DeviceArrayStream.Schema: out of memory")
+	}
+	s.errC.message[0] = 0
+	if rc := C.ferry_stream_get_schema(s.c, c, s.errC); rc != 0 {
+		C.ferry_schema_free(c)
+		return nil, codeError(rc, s.errC)
+	}
+	s.schema = newOwnedSchema(c)
+	return &Schema{c: c}, nil
+}
+
+// Next releases the current batch and fetches the next one; false at the end
+// of the stream or on failure (then Err says why).
+func (s *DeviceArrayStream) Next() bool {
+	if s.done || s.c == nil {
+		if s.batchC != nil {
+			C.ferry_device_array_release(s.batchC)
+		}
+		return false
+	}
+	if rc := C.ferrygo_stream_next(s.c, s.batchC, s.errC); rc != 0 {
+		s.err = codeError(rc, s.errC)
+		s.done = true
+		return false
+	}
+	if C.ferry_device_array_is_released(s.batchC) != 0 {
+		s.done = true
+		return false
+	}
+	return true
+}
+
+// Batch returns the current batch, owned by the stream until the next call
+// of Next (Move it to keep it).
+func (s *DeviceArrayStream) Batch() *DeviceArray { return &s.batch }
+
+// Err returns the failure that ended the stream, nil after a clean end.
+func (s *DeviceArrayStream) Err() error { return s.err }
+
+// All returns an iterator over the batches (each valid for one iteration
+// unless moved); a failure is yielded once as the error, with a nil batch.
+func (s *DeviceArrayStream) All() iter.Seq2[*DeviceArray, error] {
+	return func(yield func(*DeviceArray, error) bool) {
+		for s.Next() {
+			if !yield(s.Batch(), nil) {
+				return
+			}
+		}
+		if s.err != nil {
+			yield(nil, s.err)
+		}
+	}
+}
+
+// ---- producing streams from Go -------------------------------------------
+
+// streamProducer is the Go side of a stream exported by ExportStream,
+// reached from C through a handle.
+type streamProducer struct {
+	field    Field
+	schemaFn func() (*Schema, error) // used instead of field when set
+	next     func() (*DeviceArray, error)
+	stop     func()
+}
+
+// getSchema fills the released out with the stream's schema.
+func (p *streamProducer) getSchema(out *C.struct_ArrowSchema) error {
+	if p.schemaFn == nil {
+		if err := p.field.fill(out); err != nil {
+			C.ferry_schema_release(out)
+			return err
+		}
+		return nil
+	}
+	s, err := p.schemaFn()
+	if err != nil {
+		return err
+	}
+	if s == nil || !s.owned || s.IsReleased() {
+		return errorf(syscall.EINVAL, "get_schema: the Go producer returned no owned schema")
+	}
+	C.ferry_schema_move(s.c, out)
+	s.Release()
+	return nil
+}
+
+// ExportStream makes a stream of deviceType whose schema is field and whose
+// batches come from next (called from whatever thread the consumer uses;
+// return nil, nil at the end). An error from next reaches the consumer as
+// its errno code (EIO unless it is an *Error or a syscall.Errno) and message;
+// a panic becomes EIO. The result is owned by the caller: consume it in Go or
+// hand it to a C consumer with ExportTo.
+func ExportStream(field Field, deviceType DeviceType, next func() (*DeviceArray, error)) (*DeviceArrayStream, error) {
+	return exportStream(&streamProducer{field: field, next: next}, deviceType)
+}
+
+// ExportStreamWithSchema is ExportStream with the schema made by a function
+// at each get_schema (it returns an owned Schema, which the stream moves to
+// the consumer, or an error that the consumer receives).
+func ExportStreamWithSchema(schema func() (*Schema, error), deviceType DeviceType, next func() (*DeviceArray, error)) (*DeviceArrayStream, error) {
+	return exportStream(&streamProducer{schemaFn: schema, next: next}, deviceType)
+}
+
+// ExportSeq makes a stream from an iterator of batches (see ExportStream);
+// the first error the iterator yields ends the stream with that error, and
+// the iterator is stopped when the consumer releases the stream.
+//
+// The iterator runs on its own goroutine, driven batch by batch through
+// channels: iter.Pull cannot be used here, because get_next runs in a cgo
+// callback, whose goroutine is locked to the C thread, and the runtime
+// refuses to switch coroutines across thread locking.
+func ExportSeq(field Field, deviceType DeviceType, seq iter.Seq2[*DeviceArray, error]) (*DeviceArrayStream, error) {
+	pump := startPump(seq)
+	s, err := exportStream(&streamProducer{field: field, next: pump.next, stop: pump.stop}, deviceType)
+	if err != nil {
+		pump.stop()
+	}
+	return s, err
+}
+
+type pumpItem struct {
+	array *DeviceArray
+	err   error
+}
+
+// seqPump runs an iterator on a goroutine that yields one item per request.
+type seqPump struct {
+	req, stopCh, done chan struct{}
+	res               chan pumpItem
+	stopOnce          sync.Once
+}
+
+func startPump(seq iter.Seq2[*DeviceArray, error]) *seqPump {
+	p := &seqPump{req: make(chan struct{}), stopCh: make(chan struct{}), done: make(chan struct{}),
+		res: make(chan pumpItem)}
+	go func() {
+		defer close(p.done)
+		defer func() {
+			if r := recover(); r != nil {
+				p.serveEnd(pumpItem{err: fmt.Errorf("panic in Go iterator: %v", r)})
+			}
+		}()
+		if !p.wait() {
+			return
+		}
+		seq(func(a *DeviceArray, err error) bool {
+			select {
+			case p.res <- pumpItem{a, err}:
+			case <-p.stopCh:
+				a.Release()
+				return false
+			}
+			return p.wait()
+		})
+		p.serveEnd(pumpItem{})
+	}()
+	return p
+}
+
+// wait blocks until the next request (true) or the stop (false).
+func (p *seqPump) wait() bool {
+	select {
+	case <-p.req:
+		return true
+	case <-p.stopCh:
+		return false
+	}
+}
+
+// serveEnd answers every later request with item (the end, or a failure).
+func (p *seqPump) serveEnd(item pumpItem) {
+	for {
+		select {
+		case p.res <- item:
+		case <-p.stopCh:
+			return
+		}
+		if !p.wait() {
+			return
+		}
+	}
+}
+
+func (p *seqPump) next() (*DeviceArray, error) {
+	select {
+	case p.req <- struct{}{}:
+	case <-p.done:
+		return nil, errorf(syscall.EIO, "the Go iterator has stopped")
+	}
+	it := <-p.res
+	return it.array, it.err
+}
+
+// stop ends the iterator and waits for its goroutine to finish.
+func (p *seqPump) stop() {
+	p.stopOnce.Do(func() { close(p.stopCh) })
+	<-p.done
+}
+
+func exportStream(p *streamProducer, deviceType DeviceType) (*DeviceArrayStream, error) {
+	s, err := newStream()
+	if err != nil {
+		return nil, err
+	}
+	h := handles.put(p)
+	if rc := C.ferrygo_stream_init(s.c, C.ArrowDeviceType(deviceType), C.uintptr_t(h), s.errC); rc != 0 {
+		handles.take(h)
+		err := codeError(rc, s.errC)
+		s.Release()
+		return nil, err
+	}
+	return s, nil
+}

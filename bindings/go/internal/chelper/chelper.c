@@ -1,0 +1,153 @@
+#include "chelper.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "_cgo_export.h"
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+struct drain_job {
+  struct ArrowDeviceArrayStream* stream;
+  int64_t batches, elements, ns;
+  int rc;
+  char message[FERRY_ERROR_MESSAGE_SIZE];
+};
+
+static void* drain(void* arg) {
+  struct drain_job* job = arg;
+  struct ArrowDeviceArray batch;
+  struct FerryError error;
+  memset(&batch, 0, sizeof(batch));
+  int64_t start = now_ns();
+  for (;;) {
+    ferry_error_init(&error);
+    int rc = ferry_stream_get_next(job->stream, &batch, &error);
+    if (rc != 0) {
+      job->rc = rc;
+      snprintf(job->message, sizeof(job->message), "%s", error.message);
+      break;
+    }
+    if (ferry_device_array_is_released(&batch)) break;
+    job->batches++;
+    job->elements += ferry_array_length(&batch.array);
+    ferry_device_array_release(&batch);
+  }
+  job->ns = now_ns() - start;
+  return NULL;
+}
+
+int chelper_drain_stream(struct ArrowDeviceArrayStream* stream, int new_thread,
+                         int64_t* batches, int64_t* elements, int64_t* ns, char* message,
+                         int64_t message_size) {
+  struct drain_job job;
+  memset(&job, 0, sizeof(job));
+  job.stream = stream;
+  if (new_thread) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, drain, &job) != 0) return -1;
+    pthread_join(thread, NULL);
+  } else {
+    drain(&job);
+  }
+  *batches = job.batches;
+  *elements = job.elements;
+  *ns = job.ns;
+  snprintf(message, (size_t)message_size, "%s", job.message);
+  return job.rc;
+}
+
+/* ---- a C producer at the floor ---------------------------------------- */
+
+static int32_t endless_values[1024];
+static const void* endless_buffers[2] = {NULL, endless_values};
+
+static void endless_array_release(struct ArrowArray* array) { array->release = NULL; }
+
+static int endless_get_schema(struct ArrowDeviceArrayStream* s, struct ArrowSchema* out) {
+  (void)s;
+  return ferry_schema_init(out, "i", "x", ARROW_FLAG_NULLABLE, 0, NULL);
+}
+
+static int endless_get_next(struct ArrowDeviceArrayStream* s, struct ArrowDeviceArray* out) {
+  memset(out, 0, sizeof(*out));
+  out->array.length = (int64_t)(intptr_t)s->private_data;
+  out->array.n_buffers = 2;
+  out->array.buffers = endless_buffers;
+  out->array.release = endless_array_release;
+  out->device_type = ARROW_DEVICE_CPU;
+  out->device_id = -1;
+  return 0;
+}
+
+static const char* endless_last_error(struct ArrowDeviceArrayStream* s) {
+  (void)s;
+  return NULL;
+}
+
+static void endless_release(struct ArrowDeviceArrayStream* s) { s->release = NULL; }
+
+void chelper_endless_stream(struct ArrowDeviceArrayStream* out, int64_t length) {
+  if (length > 1024) length = 1024;
+  for (int i = 0; i < 1024; i++) endless_values[i] = i;
+  memset(out, 0, sizeof(*out));
+  out->device_type = ARROW_DEVICE_CPU;
+  out->get_schema = endless_get_schema;
+  out->get_next = endless_get_next;
+  out->get_last_error = endless_last_error;
+  out->release = endless_release;
+  out->private_data = (void*)(intptr_t)length;
+}
+
+int32_t chelper_consume_array(struct ArrowDeviceArray* array) {
+  struct ArrowDeviceArray mine;
+  memcpy(&mine, array, sizeof(mine));
+  array->array.release = NULL;
+  const int32_t* values = mine.array.buffers[1];
+  int32_t first = mine.array.length > 0 ? values[mine.array.offset] : 0;
+  mine.array.release(&mine.array);
+  return first;
+}
+
+static void* call_go_loop(void* arg) {
+  int64_t* n_and_ns = arg;
+  int64_t start = now_ns();
+  int64_t acc = 0;
+  for (int64_t i = 0; i < n_and_ns[0]; i++) acc = chelperNoop(acc);
+  n_and_ns[1] = now_ns() - start;
+  n_and_ns[2] = acc;
+  return NULL;
+}
+
+int64_t chelper_call_go(int64_t n, int new_thread) {
+  int64_t n_and_ns[3] = {n, 0, 0};
+  if (new_thread) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, call_go_loop, n_and_ns) != 0) return -1;
+    pthread_join(thread, NULL);
+  } else {
+    call_go_loop(n_and_ns);
+  }
+  return n_and_ns[1];
+}
+
+int64_t chelper_c2c_handoffs(int64_t n) {
+  struct ArrowDeviceArrayStream stream;
+  chelper_endless_stream(&stream, 1024);
+  struct ArrowDeviceArray batch;
+  int64_t start = now_ns();
+  volatile int32_t sink = 0;
+  for (int64_t i = 0; i < n; i++) {
+    stream.get_next(&stream, &batch);
+    sink += chelper_consume_array(&batch);
+  }
+  (void)sink;
+  stream.release(&stream);
+  return now_ns() - start;
+}

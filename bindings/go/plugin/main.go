@@ -1,0 +1,176 @@
+// Command plugin is the Go participant of ferry's cross-language tests: built
+// with -buildmode=c-shared into build/plugins/libferry_it_go.so, it exports
+// the ferry_it_* entry points of tests/integration/ferry_it.h, producing and
+// checking every case of cases.md through the Go binding (package ferry).
+//
+// One Go runtime per process: load this library into C, Java, Rust or Lua
+// hosts, never into a Go program.
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../ferry/include
+#cgo pkg-config: ferry
+#include <stddef.h>
+#include <stdint.h>
+#include "ferry/ferry.h"
+void ferry_go_it_set_last_error(const char* message, size_t length);
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"unsafe"
+
+	"github.com/ferry-project/ferry/bindings/go/ferry"
+	"github.com/ferry-project/ferry/bindings/go/internal/itcase"
+)
+
+func main() {}
+
+// finish turns an entry point's outcome into its return code, recording the
+// message on this thread; a recovered panic becomes EIO.
+func finish(err error, r any) C.int {
+	if r != nil {
+		err = &ferry.Error{Code: syscall.EIO, Message: fmt.Sprintf("panic in the Go plugin: %v", r)}
+	}
+	if err == nil {
+		return 0
+	}
+	code := syscall.EIO
+	msg := err.Error()
+	var fe *ferry.Error
+	if errors.As(err, &fe) {
+		if fe.Code != 0 {
+			code = fe.Code
+		}
+		if fe == err {
+			msg = fe.Message
+		}
+	}
+	C.ferry_go_it_set_last_error((*C.char)(unsafe.Pointer(unsafe.StringData(msg))), C.size_t(len(msg)))
+	return C.int(code)
+}
+
+//export ferry_it_export_array
+func ferry_it_export_array(spec *C.char, schemaOut *C.struct_ArrowSchema, arrayOut *C.struct_ArrowDeviceArray) (rc C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			rc = finish(nil, r)
+		}
+	}()
+	return finish(exportArray(spec, schemaOut, arrayOut), nil)
+}
+
+func exportArray(spec *C.char, schemaOut *C.struct_ArrowSchema, arrayOut *C.struct_ArrowDeviceArray) error {
+	if spec == nil || schemaOut == nil || arrayOut == nil {
+		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_export_array: NULL argument"}
+	}
+	c, err := itcase.Parse(C.GoString(spec))
+	if err != nil {
+		return err
+	}
+	a, err := itcase.Export(c)
+	if err != nil {
+		return err
+	}
+	if err := a.ExportTo(unsafe.Pointer(arrayOut), unsafe.Pointer(schemaOut)); err != nil {
+		a.Release()
+		return err
+	}
+	return nil
+}
+
+//export ferry_it_check_array
+func ferry_it_check_array(spec *C.char, schema *C.struct_ArrowSchema, array *C.struct_ArrowDeviceArray) (rc C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			rc = finish(nil, r)
+		}
+		// Ownership was taken: whatever happened, nothing stays live.
+		C.ferry_schema_release(schema)
+		C.ferry_device_array_release(array)
+	}()
+	return finish(checkArray(spec, schema, array), nil)
+}
+
+func checkArray(spec *C.char, schema *C.struct_ArrowSchema, array *C.struct_ArrowDeviceArray) error {
+	if spec == nil || schema == nil || array == nil {
+		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_check_array: NULL argument"}
+	}
+	c, err := itcase.Parse(C.GoString(spec))
+	if err != nil {
+		return err
+	}
+	a, err := ferry.ImportDeviceArray(unsafe.Pointer(array), unsafe.Pointer(schema))
+	if err != nil {
+		return err
+	}
+	return itcase.Check(c, a)
+}
+
+//export ferry_it_export_stream
+func ferry_it_export_stream(spec *C.char, out *C.struct_ArrowDeviceArrayStream) (rc C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			rc = finish(nil, r)
+		}
+	}()
+	return finish(exportStream(spec, out), nil)
+}
+
+func exportStream(spec *C.char, out *C.struct_ArrowDeviceArrayStream) error {
+	if spec == nil || out == nil {
+		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_export_stream: NULL argument"}
+	}
+	c, err := itcase.Parse(C.GoString(spec))
+	if err != nil {
+		return err
+	}
+	s, err := itcase.ExportStream(c)
+	if err != nil {
+		return err
+	}
+	if err := s.ExportTo(unsafe.Pointer(out)); err != nil {
+		s.Release()
+		return err
+	}
+	return nil
+}
+
+//export ferry_it_check_stream
+func ferry_it_check_stream(spec *C.char, stream *C.struct_ArrowDeviceArrayStream) (rc C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			rc = finish(nil, r)
+		}
+		C.ferry_stream_release(stream)
+	}()
+	return finish(checkStream(spec, stream), nil)
+}
+
+func checkStream(spec *C.char, stream *C.struct_ArrowDeviceArrayStream) error {
+	if spec == nil || stream == nil {
+		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_check_stream: NULL argument"}
+	}
+	c, err := itcase.Parse(C.GoString(spec))
+	if err != nil {
+		return err
+	}
+	s, err := ferry.ImportStream(unsafe.Pointer(stream))
+	if err != nil {
+		return err
+	}
+	return itcase.CheckStream(c, s)
+}
+
+//export ferry_it_live_allocations
+func ferry_it_live_allocations() (n C.int64_t) {
+	defer func() {
+		if r := recover(); r != nil {
+			n = -1
+		}
+	}()
+	return C.int64_t(ferry.LiveAllocations())
+}

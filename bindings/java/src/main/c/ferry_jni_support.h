@@ -1,0 +1,45 @@
+/* ferry_jni_support.h: the hand-written half of libferry_jni.so.
+ *
+ * SWIG generates the flat JNI wrappers (generated/ferry_java_wrap.c) but
+ * cannot implement C callbacks in Java, so this half provides the trampolines
+ * that ferry calls back (release hooks, stream get_schema/get_next), the
+ * thread attachment guard, and the exception helpers the generated code uses.
+ */
+#ifndef FERRY_JNI_SUPPORT_H
+#define FERRY_JNI_SUPPORT_H
+
+#include <jni.h>
+
+#include "ferry/ferry.h"
+
+/** Throws org.ferry.FerryException(code, message) into `env`; a NULL or empty
+ *  message is replaced by "<function> failed: <ERRNAME>". Borrows everything. */
+void ferry_jni_throw_ferry(JNIEnv* env, int code, const char* message, const char* function);
+/** Throws java.lang.IllegalArgumentException(message). */
+void ferry_jni_throw_illegal_argument(JNIEnv* env, const char* message);
+
+/** Returns the JNIEnv of the calling thread, attaching it as a daemon when
+ *  the JVM has never seen it (it is detached when the thread exits), or
+ *  NULL when no JVM is reachable (not loaded yet, or shutting down). */
+JNIEnv* ferry_jni_env(void);
+
+/** Release hook trampoline: calls org.ferry.Upcalls.release(handle) with
+ *  `user_data` as the handle. Never lets a Java exception escape. */
+void ferry_jni_release_hook(void* user_data);
+/** Stream trampolines: call Upcalls.getSchema/getNext(handle, out address);
+ *  a Java exception becomes its FerryException code (EIO otherwise) and its
+ *  message in `error`. */
+int ferry_jni_stream_get_schema(void* user_data, struct ArrowSchema* out,
+                                struct FerryError* error);
+int ferry_jni_stream_get_next(void* user_data, struct ArrowDeviceArray* out,
+                              struct FerryError* error);
+
+/** Clears a pending Java exception, if any, and turns it into an errno code
+ *  (the FerryException code, else EIO) plus its message in `error` (may be
+ *  NULL). Returns FERRY_OK when nothing was pending. */
+int ferry_jni_take_exception(JNIEnv* env, struct FerryError* error);
+
+/** The cached JavaVM (NULL before JNI_OnLoad). */
+JavaVM* ferry_jni_vm(void);
+
+#endif  // FERRY_JNI_SUPPORT_H

@@ -1,0 +1,115 @@
+package org.ferry;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import org.ferry.jni.FerryNative;
+import org.ferry.jni.Support;
+
+/**
+ * A read-only view of one ArrowArray inside a {@link DeviceArray} (the root, a
+ * child or a dictionary) together with its schema. Valid while the DeviceArray
+ * is open; every accessor checks that.
+ */
+public final class ArrayView {
+  private final DeviceArray owner;
+  private final long array;
+  private final long schema;
+
+  ArrayView(DeviceArray owner, long array, long schema) {
+    this.owner = owner;
+    this.array = array;
+    this.schema = schema;
+  }
+
+  /** The ArrowArray's address (borrowed). */
+  public long address() {
+    owner.checkOpen();
+    return array;
+  }
+
+  public Schema schema() {
+    owner.checkOpen();
+    return new Schema(schema, owner);
+  }
+
+  public long length() {
+    return FerryNative.ferry_array_length(address());
+  }
+
+  public long nullCount() {
+    return FerryNative.ferry_array_null_count(address());
+  }
+
+  public long offset() {
+    return FerryNative.ferry_array_offset(address());
+  }
+
+  public int bufferCount() {
+    return Math.toIntExact(FerryNative.ferry_array_n_buffers(address()));
+  }
+
+  public int childCount() {
+    return Math.toIntExact(FerryNative.ferry_array_n_children(address()));
+  }
+
+  /** Buffer {@code i}'s address on the array's device (0 when absent). */
+  public long bufferAddress(int i) {
+    checkBufferIndex(i);
+    return FerryNative.ferry_array_buffer(address(), i);
+  }
+
+  /** Buffer {@code i}'s size in bytes, from the format, length and offset. */
+  public long bufferSize(int i) {
+    checkBufferIndex(i);
+    long[] size = new long[1];
+    FerryNative.ferry_array_buffer_size(schema, address(), owner.deviceType(), owner.deviceId(),
+        i, size);
+    return size[0];
+  }
+
+  /**
+   * Buffer {@code i} as a read-only, native-order direct ByteBuffer over the
+   * array's own memory (no copy), or null when the buffer is absent. Only for
+   * memory the host may read (CPU, the simulated device); wait on the array's
+   * sync event first ({@link DeviceArray#await()}). The view must not be used
+   * after the DeviceArray is closed.
+   */
+  public ByteBuffer buffer(int i) {
+    if (!owner.isHostAccessible()) {
+      throw new FerryException(FerryException.ENOTSUP, "buffer " + i + " lives on "
+          + DeviceType.name(owner.deviceType()) + " memory, which the host cannot read; copy "
+          + "the array to the CPU with DeviceArray.copyTo first");
+    }
+    long a = bufferAddress(i);
+    if (a == 0) return null;
+    long size = bufferSize(i);
+    ByteBuffer view = size == 0 ? ByteBuffer.allocateDirect(0) : Support.newDirectBuffer(a, size);
+    return view.asReadOnlyBuffer().order(ByteOrder.nativeOrder());
+  }
+
+  /** Child {@code i} (its schema is the schema's child {@code i}). */
+  public ArrayView child(int i) {
+    long child = FerryNative.ferry_array_child(address(), i);
+    long childSchema = FerryNative.ferry_schema_child(schema, i);
+    if (child == 0 || childSchema == 0) {
+      throw new IndexOutOfBoundsException("child " + i + " of " + childCount());
+    }
+    return new ArrayView(owner, child, childSchema);
+  }
+
+  /** The dictionary, or null. */
+  public ArrayView dictionary() {
+    long dictionary = FerryNative.ferry_array_dictionary(address());
+    if (dictionary == 0) return null;
+    long dictionarySchema = FerryNative.ferry_schema_dictionary(schema);
+    if (dictionarySchema == 0) {
+      throw new FerryException(FerryException.EINVAL, "array has a dictionary, schema has none");
+    }
+    return new ArrayView(owner, dictionary, dictionarySchema);
+  }
+
+  private void checkBufferIndex(int i) {
+    int n = bufferCount();
+    if (i < 0 || i >= n) throw new IndexOutOfBoundsException("buffer " + i + " of " + n);
+  }
+}

@@ -1,0 +1,142 @@
+package org.ferry;
+
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+import org.ferry.jni.FerryNative;
+
+/**
+ * An ArrowDeviceArrayStream owned by Java: moved in from its producer, released
+ * exactly once by {@link #close()} (or by a Cleaner, reported as a leak). Yields
+ * {@link DeviceArray}s, each owned by the caller, which share the stream's
+ * schema and stay valid after the stream is closed. Errors of the producer
+ * arrive as FerryException with its code and get_last_error message.
+ * Single-threaded, like the underlying stream.
+ */
+public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceArray>,
+    Schema.Owner {
+  private final NativeHandle handle;
+  private final SchemaCell schemaCell;
+
+  /** The schema, fetched once; shared with batches, released with the stream. */
+  private static final class SchemaCell {
+    SchemaOwner owner;
+  }
+
+  private DeviceArrayStream(long address) {
+    SchemaCell cell = new SchemaCell();
+    this.schemaCell = cell;
+    this.handle = new NativeHandle(this, address, a -> {
+      FerryNative.ferry_stream_free(a);
+      if (cell.owner != null) cell.owner.release();
+    }, "DeviceArrayStream");
+  }
+
+  /** Moves the producer's stream at {@code streamAddress} in (it is left released). */
+  public static DeviceArrayStream importFrom(long streamAddress) {
+    if (streamAddress == 0 || FerryNative.ferry_stream_is_released(streamAddress)) {
+      throw new FerryException(FerryException.EINVAL, "the stream to import is released");
+    }
+    long stream = DeviceArray.newOrThrow(FerryNative.ferry_stream_new(), "stream");
+    try {
+      FerryNative.ferry_stream_move(streamAddress, stream);
+    } catch (RuntimeException e) {
+      FerryNative.ferry_stream_free(stream);
+      throw e;
+    }
+    return new DeviceArrayStream(stream);
+  }
+
+  public long address() {
+    return handle.checkedAddress();
+  }
+
+  @Override
+  public void checkOpen() {
+    handle.checkedAddress();
+  }
+
+  public boolean isClosed() {
+    return handle.isClosed();
+  }
+
+  /** The stream's device type. */
+  public int deviceType() {
+    return FerryNative.ferry_stream_device_type(address());
+  }
+
+  /** The stream's schema (get_schema is called once). */
+  public Schema schema() {
+    return new Schema(schemaOwner().address(), this);
+  }
+
+  private SchemaOwner schemaOwner() {
+    long stream = address();
+    if (schemaCell.owner == null) {
+      long schema = DeviceArray.newOrThrow(FerryNative.ferry_schema_new(), "ArrowSchema");
+      try {
+        FerryNative.ferry_stream_get_schema(stream, schema);
+      } catch (RuntimeException e) {
+        FerryNative.ferry_schema_free(schema);
+        throw e;
+      }
+      schemaCell.owner = new SchemaOwner(schema);
+    }
+    return schemaCell.owner;
+  }
+
+  /** The next batch (owned by the caller), or null at the end of the stream. */
+  public DeviceArray next() {
+    SchemaOwner schema = schemaOwner();
+    long stream = address();
+    long array = DeviceArray.newOrThrow(FerryNative.ferry_device_array_new(), "ArrowDeviceArray");
+    try {
+      FerryNative.ferry_stream_get_next(stream, array);
+    } catch (RuntimeException e) {
+      FerryNative.ferry_device_array_free(array);
+      throw e;
+    }
+    if (FerryNative.ferry_device_array_is_released(array)) {
+      FerryNative.ferry_device_array_free(array);
+      return null;
+    }
+    return DeviceArray.adopt(array, schema);
+  }
+
+  /** Iterates the remaining batches; each must be closed by the caller. */
+  @Override
+  public Iterator<DeviceArray> iterator() {
+    return new Iterator<>() {
+      private DeviceArray pending;
+      private boolean done;
+
+      @Override
+      public boolean hasNext() {
+        if (pending == null && !done) {
+          pending = DeviceArrayStream.this.next();
+          done = pending == null;
+        }
+        return pending != null;
+      }
+
+      @Override
+      public DeviceArray next() {
+        if (!hasNext()) throw new NoSuchElementException("end of stream");
+        DeviceArray out = pending;
+        pending = null;
+        return out;
+      }
+    };
+  }
+
+  /** Moves the stream out to a consumer's released struct; this object is closed. */
+  public void exportTo(long streamOut) {
+    FerryNative.ferry_stream_move(address(), streamOut);
+    handle.close();
+  }
+
+  /** Releases the stream (exactly once). Batches already taken stay valid. */
+  @Override
+  public void close() {
+    handle.close();
+  }
+}

@@ -1,0 +1,481 @@
+-- ferry's LuaJIT backend: the FFI over libferry.so with declarations
+-- generated from ferry.h (ferry/cdef.lua). It builds a raw layer with the
+-- same conventions as the SWIG module of Lua 5.4 (numbers for 64-bit values
+-- that are counts, nil for NULL, `code, ..., message` results), so the
+-- idiomatic layer in ferry/init.lua is shared.
+--
+-- Callbacks (release hooks of exports, stream producers) are three shared
+-- ffi.cast callbacks created once; LuaJIT callbacks must run on the thread
+-- that owns this Lua state (see the README).
+local ffi = require("ffi")
+local bit = require("bit")
+local cdef = require("ferry.cdef")
+
+ffi.cdef(cdef.cdef)
+ffi.cdef([[
+void* calloc(size_t count, size_t size);
+void free(void* ptr);
+]])
+
+local function load_library()
+  local candidates = {}
+  local explicit = os.getenv("FERRY_LIBRARY")
+  if explicit and explicit ~= "" then candidates[#candidates + 1] = explicit end
+  local build = os.getenv("FERRY_BUILD_DIR")
+  if build and build ~= "" then candidates[#candidates + 1] = build .. "/lib/libferry.so" end
+  candidates[#candidates + 1] = "ferry"
+  local errors = {}
+  for _, name in ipairs(candidates) do
+    local ok, lib = pcall(ffi.load, name)
+    if ok then return lib end
+    errors[#errors + 1] = tostring(lib)
+  end
+  error("ferry: cannot load libferry (set FERRY_LIBRARY or FERRY_BUILD_DIR): " ..
+        table.concat(errors, "; "), 2)
+end
+
+local lib = load_library()
+local C = ffi.C
+local EIO = 5
+
+local backend = { name = "luajit", lib = lib, ffi = ffi }
+
+-- ---- the normalised raw layer -------------------------------------------
+
+-- Error buffers: one per nesting depth (callbacks may re-enter).
+local error_pool, error_depth = {}, 0
+local function acquire_error()
+  error_depth = error_depth + 1
+  local e = error_pool[error_depth]
+  if not e then
+    e = ffi.new("struct FerryError")
+    error_pool[error_depth] = e
+  end
+  e.message[0] = 0
+  return e
+end
+local function release_error(e)
+  error_depth = error_depth - 1
+  if e.message[0] ~= 0 then return ffi.string(e.message) end
+  return nil
+end
+
+local integer_types = {
+  ["int"] = true, ["int32_t"] = true, ["int64_t"] = true, ["ArrowDeviceType"] = true,
+}
+local out_boxes = {
+  ["ArrowDeviceType*"] = "number", ["int64_t*"] = "number",
+  ["struct FerryDevice**"] = "pointer", ["void**"] = "pointer",
+  ["struct ArrowSchema**"] = "pointer", ["struct ArrowArray**"] = "pointer",
+}
+
+-- Builds a wrapper per function as straight-line source (JIT-friendly).
+local function make_wrapper(fn)
+  local args, call, pre, post, results = {}, {}, {}, {}, {}
+  local has_error, length_box = false, false
+  for i, p in ipairs(fn.params) do
+    local name = "a" .. i
+    if p.type == "struct FerryError*" and p.name == "error" then
+      has_error = true
+      pre[#pre + 1] = "local err = acquire_error()"
+      call[#call + 1] = "err"
+    elseif p.type == "int32_t*" and p.name == "length" then
+      length_box = true
+      pre[#pre + 1] = "local len = ffi.new('int32_t[1]')"
+      call[#call + 1] = "len"
+    elseif out_boxes[p.type] and (p.name:match("out$") or p.name:match("_out$")) then
+      local base = p.type:sub(1, -2)
+      pre[#pre + 1] = string.format("local %s = ffi.new(%q)", name, base .. "[1]")
+      call[#call + 1] = name
+      if out_boxes[p.type] == "number" then
+        post[#post + 1] = string.format("tonumber(%s[0])", name)
+      else
+        post[#post + 1] = string.format("(%s[0] ~= nil and %s[0] or nil)", name, name)
+      end
+    elseif p.type == "const void* const*" then
+      args[#args + 1] = name
+      pre[#pre + 1] = string.format("local b%d = to_buffer_list(%s)", i, name)
+      call[#call + 1] = "b" .. i
+    else
+      args[#args + 1] = name
+      call[#call + 1] = name
+    end
+  end
+  local ret = fn.ret
+  local convert
+  if length_box then
+    convert = "(r ~= nil and ffi.string(r, len[0]) or nil)"
+  elseif ret == "void" then
+    convert = nil
+  elseif integer_types[ret] then
+    convert = "tonumber(r)"
+  elseif ret == "const char*" then
+    convert = "(r ~= nil and ffi.string(r) or nil)"
+  else
+    convert = "(r ~= nil and r or nil)"
+  end
+  if convert then results[#results + 1] = convert end
+  for _, v in ipairs(post) do results[#results + 1] = v end
+  local body = {}
+  body[#body + 1] = "return function(" .. table.concat(args, ", ") .. ")"
+  for _, line in ipairs(pre) do body[#body + 1] = "  " .. line end
+  local invoke = "lib." .. fn.name .. "(" .. table.concat(call, ", ") .. ")"
+  body[#body + 1] = (ret == "void" and "  " or "  local r = ") .. invoke
+  if has_error then
+    body[#body + 1] = "  local message = release_error(err)"
+    results[#results + 1] = "message"
+  end
+  body[#body + 1] = "  return " .. (#results > 0 and table.concat(results, ", ") or "")
+  body[#body + 1] = "end"
+  local source = table.concat(body, "\n")
+  local env = {
+    lib = lib, ffi = ffi, tonumber = tonumber, acquire_error = acquire_error,
+    release_error = release_error, to_buffer_list = backend.to_buffer_list,
+  }
+  local chunk = assert(load(source, "=ferry.raw." .. fn.name, "t", env))
+  if setfenv then setfenv(chunk, env) end
+  return chunk()
+end
+
+function backend.to_buffer_list(list)
+  if list == nil then return nil end
+  local n = #list
+  local out = ffi.new("const void*[?]", n > 0 and n or 1)
+  for i = 1, n do
+    if list[i] then out[i - 1] = list[i] end
+  end
+  return out
+end
+
+local raw = {}
+for _, fn in ipairs(cdef.functions) do
+  local ok, wrapper = pcall(make_wrapper, fn)
+  if ok then raw[fn.name] = wrapper end
+end
+for name, value in pairs(cdef.constants) do raw[name] = value end
+backend.raw = raw
+
+-- ---- handles --------------------------------------------------------------
+
+local constructors = {
+  schema = { lib.ferry_schema_new, lib.ferry_schema_free },
+  array = { lib.ferry_device_array_new, lib.ferry_device_array_free },
+  stream = { lib.ferry_stream_new, lib.ferry_stream_free },
+}
+local handle_kinds = setmetatable({}, { __mode = "k" })
+
+-- handle(kind) -> owner, pointer (here both are the ffi.gc'd pointer).
+function backend.handle(kind)
+  local pair = constructors[kind]
+  if not pair then error("ferry.handle: unknown kind " .. tostring(kind), 2) end
+  local p = pair[1]()
+  if p == nil then error("ferry.handle: out of memory", 2) end
+  p = ffi.gc(p, pair[2])
+  handle_kinds[p] = pair[2]
+  return p, p
+end
+
+function backend.handle_free(p)
+  local free = handle_kinds[p]
+  if free then
+    handle_kinds[p] = nil
+    ffi.gc(p, nil)
+    free(p)
+  end
+end
+
+-- ---- memory readers ----------------------------------------------------------
+
+local element_ctypes = {
+  i8 = ffi.typeof("const int8_t*"), i16 = ffi.typeof("const int16_t*"),
+  i32 = ffi.typeof("const int32_t*"), i64 = ffi.typeof("const int64_t*"),
+  u8 = ffi.typeof("const uint8_t*"), u16 = ffi.typeof("const uint16_t*"),
+  u32 = ffi.typeof("const uint32_t*"), u64 = ffi.typeof("const uint64_t*"),
+  f32 = ffi.typeof("const float*"), f64 = ffi.typeof("const double*"),
+}
+local writable_ctypes = {
+  i8 = ffi.typeof("int8_t*"), i16 = ffi.typeof("int16_t*"), i32 = ffi.typeof("int32_t*"),
+  i64 = ffi.typeof("int64_t*"), u8 = ffi.typeof("uint8_t*"), u16 = ffi.typeof("uint16_t*"),
+  u32 = ffi.typeof("uint32_t*"), u64 = ffi.typeof("uint64_t*"), f32 = ffi.typeof("float*"),
+  f64 = ffi.typeof("double*"),
+}
+local element_widths = { i8 = 1, i16 = 2, i32 = 4, i64 = 8, u8 = 1, u16 = 2, u32 = 4, u64 = 8,
+                         f32 = 4, f64 = 8 }
+local bytes_ctype = ffi.typeof("const uint8_t*")
+
+-- read(pointer, kind, index): 64-bit kinds return exact int64_t/uint64_t cdata.
+function backend.read(p, kind, i)
+  if p == nil then error("ferry.read: NULL buffer", 2) end
+  if kind == "bits" then
+    local byte = ffi.cast(bytes_ctype, p)[math.floor(i / 8)]
+    return bit.band(bit.rshift(byte, i % 8), 1) == 1
+  end
+  local v = ffi.cast(element_ctypes[kind], p)[i]
+  if kind == "i64" or kind == "u64" then return v end
+  return tonumber(v)
+end
+
+function backend.read_bytes(p, start, length)
+  if length == 0 then return "" end
+  return ffi.string(ffi.cast(bytes_ctype, p) + start, length)
+end
+
+function backend.pointer_add(p, bytes) return ffi.cast("const uint8_t*", p) + bytes end
+function backend.address(p) return tonumber(ffi.cast("uintptr_t", p)) end
+function backend.to_integer(value) return tonumber(value) end
+
+-- ---- keepers: what an export owns until its consumer releases it -----------
+
+local keepers, next_keeper_id, live = {}, 0, 0
+
+local function keeper_destroy(k)
+  keepers[k.id] = nil
+  for i = #k.entries, 1, -1 do
+    local e = k.entries[i]
+    if e.kind == "malloc" then
+      C.free(e.ptr)
+    elseif e.kind == "device" then
+      lib.ferry_device_deallocate(e.device, e.ptr, nil)
+    elseif e.kind == "stream" then
+      lib.ferry_device_stream_synchronize(e.device, e.ptr, nil)
+      lib.ferry_device_stream_destroy(e.device, e.ptr, nil)
+    end
+    -- "string" entries only anchor a Lua string: dropping the table frees it.
+  end
+  live = live - #k.entries
+  k.entries = {}
+end
+
+-- The release hook of every export: looks the keeper up by id.
+local keeper_hook = ffi.cast("FerryReleaseHook", function(user_data)
+  local k = keepers[tonumber(ffi.cast("intptr_t", user_data))]
+  if k then pcall(keeper_destroy, k) end
+end)
+
+function backend.keeper_new()
+  next_keeper_id = next_keeper_id + 1
+  local k = { id = next_keeper_id, entries = {}, owned = true }
+  keepers[k.id] = k
+  return k
+end
+function backend.keeper_pointer(k) return ffi.cast("void*", k.id) end
+function backend.keeper_disown(k) k.owned = false end
+function backend.keeper_free(k) if k.owned then k.owned = false; keeper_destroy(k) end end
+function backend.keeper_hook() return keeper_hook end
+
+local function add_entry(k, entry)
+  k.entries[#k.entries + 1] = entry
+  live = live + 1
+end
+
+local function check_element(v, i, kind)
+  if v == nil then return end
+  if kind == "bits" then
+    if v ~= true and v ~= false and v ~= 0 and v ~= 1 then
+      error(string.format("ferry.pack: element %d must be a boolean, 0 or 1, got %s", i, type(v)), 3)
+    end
+  elseif kind == "f32" or kind == "f64" then
+    if type(v) ~= "number" then
+      error(string.format("ferry.pack: element %d must be a number, got %s", i, type(v)), 3)
+    end
+  elseif type(v) == "number" then
+    if v ~= math.floor(v) then
+      error(string.format("ferry.pack: element %d must be an integer for %s, got a float", i, kind), 3)
+    end
+    local width = element_widths[kind] * 8
+    if width < 64 and (v < -2 ^ (width - 1) or v > 2 ^ width - 1) then
+      error(string.format("ferry.pack: element %d (%d) does not fit in %s", i, v, kind), 3)
+    end
+  elseif not (type(v) == "cdata" and (kind == "i64" or kind == "u64")) then
+    error(string.format("ferry.pack: element %d must be an integer for %s, got %s", i, kind,
+                        type(v)), 3)
+  end
+end
+
+-- keeper_pack(k, kind, table, n) -> pointer, size
+function backend.keeper_pack(k, kind, values, n)
+  if kind ~= "bits" and not element_ctypes[kind] then
+    error("ferry.pack: unknown element kind " .. tostring(kind), 2)
+  end
+  for i = 1, n do check_element(values[i], i, kind) end
+  local size = kind == "bits" and math.floor((n + 7) / 8) or n * element_widths[kind]
+  local p = C.calloc(1, size > 0 and size or 1)
+  if p == nil then error("ferry.pack: out of memory", 2) end
+  add_entry(k, { kind = "malloc", ptr = p })
+  if kind == "bits" then
+    local bytes = ffi.cast("uint8_t*", p)
+    for i = 1, n do
+      local v = values[i]
+      if v == true or v == 1 then
+        local at = i - 1
+        bytes[math.floor(at / 8)] = bit.bor(bytes[math.floor(at / 8)], bit.lshift(1, at % 8))
+      end
+    end
+  else
+    local typed = ffi.cast(writable_ctypes[kind], p)
+    for i = 1, n do
+      local v = values[i]
+      if v ~= nil then
+        if (kind == "i64" or kind == "u64") and type(v) == "number" then
+          typed[i - 1] = v
+        elseif kind:sub(1, 1) == "u" and kind ~= "u64" and type(v) == "number" and v < 0 then
+          typed[i - 1] = v + 2 ^ (element_widths[kind] * 8)
+        elseif kind:sub(1, 1) == "i" and kind ~= "i64" and type(v) == "number" and
+               v >= 2 ^ (element_widths[kind] * 8 - 1) then
+          typed[i - 1] = v - 2 ^ (element_widths[kind] * 8)
+        else
+          typed[i - 1] = v
+        end
+      end
+    end
+  end
+  return p, size
+end
+
+function backend.keeper_alloc(k, size)
+  local p = C.calloc(1, size > 0 and size or 1)
+  if p == nil then error("ferry.alloc: out of memory", 2) end
+  add_entry(k, { kind = "malloc", ptr = p })
+  return p
+end
+
+-- keeper_string(k, s) -> pointer, size: the string's own bytes (zero-copy),
+-- anchored by the keeper until release.
+function backend.keeper_string(k, s)
+  add_entry(k, { kind = "string", value = s })
+  return ffi.cast("const char*", s), #s
+end
+
+function backend.keeper_to_device(k, host, size, device)
+  local err = acquire_error()
+  local function fail(rc)
+    return nil, rc, release_error(err)
+  end
+  if not k.device_stream then
+    local box = ffi.new("void*[1]")
+    local rc = lib.ferry_device_stream_create(device, box, err)
+    if rc ~= 0 then return fail(rc) end
+    add_entry(k, { kind = "stream", ptr = box[0], device = device })
+    k.device_stream = box[0]
+  end
+  local box = ffi.new("void*[1]")
+  local rc = lib.ferry_device_allocate(device, size > 0 and size or 1, box, err)
+  if rc ~= 0 then return fail(rc) end
+  add_entry(k, { kind = "device", ptr = box[0], device = device })
+  if size > 0 then
+    local cpu = ffi.new("struct FerryDevice*[1]")
+    rc = lib.ferry_device_resolve(1, -1, cpu, err)
+    if rc == 0 then rc = lib.ferry_device_memcpy(device, box[0], cpu[0], host, size, k.device_stream, err) end
+    if rc ~= 0 then return fail(rc) end
+  end
+  release_error(err)
+  return box[0]
+end
+
+function backend.keeper_device_stream(k) return k.device_stream end
+
+-- ---- streams produced by Lua functions ---------------------------------------
+
+local streams, next_stream_id = {}, 0
+
+local function write_error(err, message)
+  message = tostring(message)
+  local n = math.min(#message, 1023)
+  ffi.copy(err.message, message, n)
+  err.message[n] = 0
+end
+
+local function describe(value)
+  if type(value) == "table" then return value.code, value.message or tostring(value) end
+  return nil, tostring(value)
+end
+
+local function handler(e)
+  if type(e) == "table" then return e end
+  return debug.traceback(tostring(e), 2)
+end
+
+local function invoke(field, user_data, out, err)
+  local ctx = streams[tonumber(ffi.cast("intptr_t", user_data))]
+  if not ctx then
+    write_error(err, "ferry: stream producer state is gone")
+    return EIO
+  end
+  local ok, r1, r2, r3 = xpcall(ctx[field], handler, out)
+  local code, message
+  if not ok then
+    code, message = describe(r1)
+    code = code or EIO
+  elseif r2 ~= nil then
+    code, message = describe(r2)
+    code = code or (type(r3) == "number" and r3 > 0 and r3) or EIO
+  else
+    return 0
+  end
+  write_error(err, message)
+  return code
+end
+
+local get_schema_callback = ffi.cast("FerryStreamGetSchemaFn", function(ud, out, err)
+  local ok, rc = pcall(invoke, "get_schema", ud, out, err)
+  if ok then return rc end
+  return EIO
+end)
+local get_next_callback = ffi.cast("FerryStreamGetNextFn", function(ud, out, err)
+  local ok, rc = pcall(invoke, "get_next", ud, out, err)
+  if ok then return rc end
+  return EIO
+end)
+local stream_release_callback = ffi.cast("FerryReleaseHook", function(ud)
+  local id = tonumber(ffi.cast("intptr_t", ud))
+  if streams[id] then
+    streams[id] = nil
+    live = live - 1
+  end
+end)
+
+-- stream_export(out, device_type, get_schema, get_next) -> code, message
+function backend.stream_export(out, device_type, get_schema, get_next)
+  next_stream_id = next_stream_id + 1
+  local id = next_stream_id
+  streams[id] = { get_schema = get_schema, get_next = get_next }
+  live = live + 1
+  local err = acquire_error()
+  local rc = lib.ferry_stream_init(out, device_type, get_schema_callback, get_next_callback,
+                                   stream_release_callback, ffi.cast("void*", id), err)
+  local message = release_error(err)
+  if rc ~= 0 then
+    streams[id] = nil
+    live = live - 1
+  end
+  return rc, message
+end
+
+-- ---- validation and counters ---------------------------------------------------
+
+function backend.validate(schema, array, level)
+  local findings = {}
+  local sink = ffi.cast("FerryFindingFn", function(_, rule, where, what)
+    pcall(function()
+      findings[#findings + 1] = {
+        rule = rule ~= nil and ffi.string(rule) or "",
+        where = where ~= nil and ffi.string(where) or "",
+        what = what ~= nil and ffi.string(what) or "",
+      }
+    end)
+  end)
+  local err = acquire_error()
+  local rc
+  if array ~= nil then
+    rc = lib.ferry_validate_device_array(schema, array, level or 0, sink, nil, err)
+  else
+    rc = lib.ferry_validate_schema(schema, sink, nil, err)
+  end
+  local message = release_error(err)
+  sink:free()
+  return tonumber(rc), message, findings
+end
+
+function backend.live_allocations() return live end
+
+return backend

@@ -1,0 +1,176 @@
+//! The Rust plugin against itself: every type and key of shared/cases.md,
+//! checkers that catch wrong data, failure injection, allocation counters.
+mod common;
+
+use std::ffi::CString;
+
+use common::{all_cases, rust_plugin, COUNTERS};
+use ferry::{errno, sys};
+
+#[test]
+fn every_case_round_trips_and_frees_everything() {
+    let _lock = COUNTERS.lock().unwrap();
+    let rust = rust_plugin();
+    let before = (rust.live_allocations)();
+    for case in all_cases() {
+        rust.array_to(&rust, &case).unwrap();
+        rust.stream_to(&rust, &case).unwrap_or_else(|(rc, m)| panic!("stream {case}: {rc} {m}"));
+    }
+    rust.stream_to(&rust, "int32:batches=0").unwrap();
+    assert_eq!((rust.live_allocations)(), before, "every export freed");
+}
+
+#[test]
+fn the_checker_catches_wrong_data() {
+    let rust = rust_plugin();
+    let cases = [
+        ("int32:seed=1", "int32:seed=2", "element 0"),
+        ("int32:length=5", "int32:length=6", "length is 5"),
+        ("int32:nulls=2", "int32:nulls=3", "null_count"),
+        ("int32", "int32:nulls=2", "null_count"),
+        ("int32:offset=2", "int32", "offset is 2"),
+        ("int64", "uint32", "format"),
+        ("utf8:seed=3", "utf8:seed=4", "element 1"),
+        ("list_int32:seed=3", "list_int32:seed=9", "list"),
+        ("struct_int32_utf8", "struct_int32_utf8:seed=5", "children[0]"),
+        ("dict_int32_utf8:seed=1", "dict_int32_utf8:seed=2", "element"),
+        ("int32:device=sim", "int32", "device type"),
+    ];
+    for (made, checked, needle) in cases {
+        let (m, c) = (CString::new(made).unwrap(), CString::new(checked).unwrap());
+        let mut schema = sys::ArrowSchema::default();
+        let mut array = sys::ArrowDeviceArray::default();
+        assert_eq!(unsafe { (rust.export_array)(m.as_ptr(), &mut schema, &mut array) }, 0);
+        let rc = unsafe { (rust.check_array)(c.as_ptr(), &mut schema, &mut array) };
+        assert_eq!(rc, errno::EINVAL, "{made} checked as {checked}");
+        let message = rust.last_error_text();
+        assert!(message.contains(needle), "{made} as {checked}: {message}");
+        assert_eq!(unsafe { sys::ferry_device_array_is_released(&array) }, 1);
+    }
+}
+
+#[test]
+fn bad_case_strings_are_errors_naming_the_part() {
+    let rust = rust_plugin();
+    for (case, needle) in [
+        ("int128", "int128"),
+        ("int32:length=-3", "negative"),
+        ("int32:lenght=3", "lenght"),
+        ("int32:seed=x", "\"x\""),
+        ("int32:device=quantum", "quantum"),
+    ] {
+        let spec = CString::new(case).unwrap();
+        let mut schema = sys::ArrowSchema::default();
+        let mut array = sys::ArrowDeviceArray::default();
+        let rc = unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) };
+        assert_eq!(rc, errno::EINVAL, "{case}");
+        assert!(rust.last_error_text().contains(needle), "{case}: {}", rust.last_error_text());
+        assert_eq!(unsafe { sys::ferry_device_array_is_released(&array) }, 1, "untouched on failure");
+        let mut stream = sys::ArrowDeviceArrayStream::default();
+        assert_eq!(unsafe { (rust.export_stream)(spec.as_ptr(), &mut stream) }, errno::EINVAL);
+    }
+    // A device that is not available fails with the device's own reason.
+    let spec = CString::new("int32:device=cuda").unwrap();
+    let mut schema = sys::ArrowSchema::default();
+    let mut array = sys::ArrowDeviceArray::default();
+    let rc = unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) };
+    if rc != 0 {
+        assert!(rust.last_error_text().contains("cuda"), "{}", rust.last_error_text());
+    } else {
+        eprintln!("CUDA is available on this machine: device=cuda exported");
+        unsafe { sys::ferry_schema_release(&mut schema) };
+        unsafe { sys::ferry_device_array_release(&mut array) };
+    }
+    // Checkers take ownership even of what they cannot parse a case for.
+    let mut schema = sys::ArrowSchema::default();
+    let mut array = sys::ArrowDeviceArray::default();
+    let good = CString::new("int32").unwrap();
+    assert_eq!(unsafe { (rust.export_array)(good.as_ptr(), &mut schema, &mut array) }, 0);
+    let bad = CString::new("nonsense").unwrap();
+    assert_eq!(unsafe { (rust.check_array)(bad.as_ptr(), &mut schema, &mut array) }, errno::EINVAL);
+    assert_eq!(unsafe { sys::ferry_device_array_is_released(&array) }, 1);
+    assert_eq!(unsafe { sys::ferry_schema_is_released(&schema) }, 1);
+}
+
+#[test]
+fn injected_failures_travel_as_code_and_message() {
+    let rust = rust_plugin();
+    // fail=export: the entry points themselves fail.
+    let spec = CString::new("utf8:fail=export").unwrap();
+    let mut schema = sys::ArrowSchema::default();
+    let mut array = sys::ArrowDeviceArray::default();
+    assert_eq!(unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) }, errno::EIO);
+    assert_eq!(rust.last_error_text(), "injected failure at export");
+    let mut stream = sys::ArrowDeviceArrayStream::default();
+    assert_eq!(unsafe { (rust.export_stream)(spec.as_ptr(), &mut stream) }, errno::EIO);
+    assert_eq!(rust.last_error_text(), "injected failure at export");
+
+    // Stream failures reach the consumer through get_last_error.
+    let (rc, message) = rust.stream_to(&rust, "int32:batches=4:fail=get_next@2").unwrap_err();
+    assert_eq!((rc, message.as_str()), (errno::EIO, "injected failure at get_next 2"));
+    let (rc, message) = rust.stream_to(&rust, "list_int32:fail=get_schema").unwrap_err();
+    assert_eq!((rc, message.as_str()), (errno::EIO, "injected failure at get_schema"));
+    // Array entry points accept and ignore stream-only keys.
+    rust.array_to(&rust, "int32:batches=9:fail=get_next@1").unwrap();
+    rust.array_to(&rust, "int32:fail=get_schema").unwrap();
+}
+
+#[test]
+fn stream_failures_are_exact_at_the_c_level() {
+    let rust = rust_plugin();
+    let spec = CString::new("int16:batches=3:fail=get_next@3:device=sim").unwrap();
+    let mut raw = sys::ArrowDeviceArrayStream::default();
+    assert_eq!(unsafe { (rust.export_stream)(spec.as_ptr(), &mut raw) }, 0);
+    let get_next = raw.get_next.unwrap();
+    let get_last_error = raw.get_last_error.unwrap();
+    let mut arrays = Vec::new();
+    for call in 1..=3 {
+        let mut out = sys::ArrowDeviceArray::default();
+        let rc = unsafe { get_next(&mut raw, &mut out) };
+        if call < 3 {
+            assert_eq!(rc, 0);
+            assert_eq!(out.device_type, sys::ARROW_DEVICE_EXT_DEV);
+            arrays.push(out);
+        } else {
+            assert_eq!(rc, errno::EIO);
+            let msg = unsafe { std::ffi::CStr::from_ptr(get_last_error(&mut raw)) };
+            assert_eq!(msg.to_str().unwrap(), "injected failure at get_next 3");
+            assert!(out.array.release.is_none());
+        }
+    }
+    for mut a in arrays {
+        unsafe { sys::ferry_device_array_release(&mut a) };
+    }
+    unsafe { sys::ferry_stream_release(&mut raw) };
+    assert!(raw.release.is_none());
+}
+
+#[test]
+fn a_sim_array_read_before_waiting_shows_poison() {
+    ferry::sim_set_strict(true);
+    let rust = rust_plugin();
+    let spec = CString::new("int32:length=8:device=sim").unwrap();
+    let mut schema = sys::ArrowSchema::default();
+    let mut raw = sys::ArrowDeviceArray::default();
+    assert_eq!(unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut raw) }, 0);
+    let array = unsafe { ferry::DeviceArray::from_raw(&mut raw) }.unwrap();
+    assert!(!array.sync_event().is_null());
+    let early = unsafe { array.buffer_slice::<u8>(1, 32) }.unwrap().to_vec();
+    assert!(early.iter().all(|b| *b == sys::FERRY_SIM_POISON_BYTE as u8));
+    array.wait(None).unwrap();
+    let values = unsafe { array.buffer_slice::<i32>(1, 8) }.unwrap();
+    assert_eq!(values[0], ferry_it_rust::formula::int32(1, 0));
+    unsafe { sys::ferry_schema_release(&mut schema) };
+}
+
+#[test]
+fn threads_keep_their_own_last_error() {
+    let rust = rust_plugin();
+    let spec = CString::new("bogus").unwrap();
+    let mut schema = sys::ArrowSchema::default();
+    let mut array = sys::ArrowDeviceArray::default();
+    assert_ne!(unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) }, 0);
+    let other = std::thread::spawn(move || rust_plugin().last_error_text()).join().unwrap();
+    assert_eq!(other, "", "another thread has no failure");
+    assert!(rust.last_error_text().contains("bogus"));
+}

@@ -1,0 +1,332 @@
+//! Arrays: the owned [`DeviceArray`] and the borrowed [`ArrayView`].
+use std::fmt;
+use std::ops::Deref;
+use std::os::raw::c_void;
+use std::ptr;
+
+use ferry_sys as sys;
+
+use crate::device::{Device, DeviceType};
+use crate::error::{call, Error, Result};
+use crate::schema::{Schema, SchemaView};
+
+/// A borrowed `struct ArrowArray` (the array inside a [`DeviceArray`], a
+/// child or a dictionary), read through the core's `ferry_array_*`.
+///
+/// ```
+/// let (_schema, array) = ferry::export_primitive(vec![1i32, 2, 3], None).unwrap();
+/// let view: &ferry::ArrayView = array.array();
+/// assert_eq!(view.length(), 3);
+/// assert_eq!(view.n_buffers(), 2);
+/// assert!(view.buffer(0).is_null()); // no validity bitmap
+/// let values = unsafe { view.buffer_slice::<i32>(1, 3) }.unwrap();
+/// assert_eq!(values, &[1, 2, 3]);
+/// ```
+#[repr(transparent)]
+pub struct ArrayView(sys::ArrowArray);
+
+impl ArrayView {
+    /// Borrows the array at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` must point to a valid `ArrowArray` that outlives `'a` and is not
+    /// released or moved meanwhile.
+    pub unsafe fn from_ptr<'a>(ptr: *const sys::ArrowArray) -> &'a ArrayView {
+        &*(ptr as *const ArrayView)
+    }
+    /// The raw pointer.
+    pub fn as_ptr(&self) -> *const sys::ArrowArray {
+        &self.0
+    }
+    /// True when the release callback is NULL.
+    pub fn is_released(&self) -> bool {
+        unsafe { sys::ferry_array_is_released(self.as_ptr()) != 0 }
+    }
+    /// Logical length.
+    pub fn length(&self) -> i64 {
+        unsafe { sys::ferry_array_length(self.as_ptr()) }
+    }
+    /// Null count (-1 when the producer did not compute it).
+    pub fn null_count(&self) -> i64 {
+        unsafe { sys::ferry_array_null_count(self.as_ptr()) }
+    }
+    /// Offset of the first logical element in the buffers.
+    pub fn offset(&self) -> i64 {
+        unsafe { sys::ferry_array_offset(self.as_ptr()) }
+    }
+    /// Number of buffers.
+    pub fn n_buffers(&self) -> usize {
+        unsafe { sys::ferry_array_n_buffers(self.as_ptr()) }.max(0) as usize
+    }
+    /// Address of buffer `i` (NULL when absent or out of range). It may be
+    /// device memory: check the device before dereferencing.
+    pub fn buffer(&self, i: usize) -> *const c_void {
+        unsafe { sys::ferry_array_buffer(self.as_ptr(), i as i64) }
+    }
+    /// Number of children.
+    pub fn n_children(&self) -> usize {
+        unsafe { sys::ferry_array_n_children(self.as_ptr()) }.max(0) as usize
+    }
+    /// Child `i`, or `None` when out of range.
+    pub fn child(&self, i: usize) -> Option<&ArrayView> {
+        let c = unsafe { sys::ferry_array_child(self.as_ptr(), i as i64) };
+        (!c.is_null()).then(|| unsafe { ArrayView::from_ptr(c) })
+    }
+    /// All children in order.
+    pub fn children(&self) -> impl Iterator<Item = &ArrayView> + '_ {
+        (0..self.n_children()).filter_map(move |i| self.child(i))
+    }
+    /// The dictionary, if any.
+    pub fn dictionary(&self) -> Option<&ArrayView> {
+        let d = unsafe { sys::ferry_array_dictionary(self.as_ptr()) };
+        (!d.is_null()).then(|| unsafe { ArrayView::from_ptr(d) })
+    }
+
+    /// Buffer `i` as a slice of `len` elements of `T`; `None` when the buffer
+    /// is NULL.
+    ///
+    /// # Safety
+    /// The memory must be host-readable (CPU, or a host-accessible device
+    /// after [`DeviceArray::wait`]), hold at least `len` values of `T` and be
+    /// suitably aligned.
+    pub unsafe fn buffer_slice<T>(&self, i: usize, len: usize) -> Option<&[T]> {
+        let p = self.buffer(i) as *const T;
+        if p.is_null() {
+            None
+        } else if len == 0 {
+            Some(&[])
+        } else {
+            Some(std::slice::from_raw_parts(p, len))
+        }
+    }
+
+    /// Size in bytes of buffer `i`, computed by the core from `schema`, the
+    /// length and the offset (reading the last offset of variable-size
+    /// layouts through the device backend if needed).
+    pub fn buffer_size(&self, schema: &SchemaView, device_type: DeviceType, device_id: i64, i: usize) -> Result<usize> {
+        let mut size = 0i64;
+        call(|err| unsafe {
+            sys::ferry_array_buffer_size(schema.as_ptr(), self.as_ptr(), device_type.0, device_id, i as i64, &mut size, err)
+        })?;
+        Ok(size.max(0) as usize)
+    }
+}
+
+impl fmt::Debug for ArrayView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_released() {
+            return f.write_str("Array(released)");
+        }
+        let mut d = f.debug_struct("Array");
+        d.field("length", &self.length())
+            .field("null_count", &self.null_count())
+            .field("offset", &self.offset())
+            .field("buffers", &(0..self.n_buffers()).map(|i| self.buffer(i)).collect::<Vec<_>>());
+        if self.n_children() > 0 {
+            d.field("children", &self.children().collect::<Vec<_>>());
+        }
+        if let Some(dict) = self.dictionary() {
+            d.field("dictionary", &dict);
+        }
+        d.finish()
+    }
+}
+
+/// An owned `struct ArrowDeviceArray`: released exactly once, when dropped
+/// (or never, once moved out with [`DeviceArray::export_to`]). Not `Clone`,
+/// so it cannot be duplicated into a double release. Derefs to the embedded
+/// [`ArrayView`].
+///
+/// `Send`: the Arrow specification lets a consumer release an array on any
+/// thread, and ferry's core is thread-safe. Not `Sync`: one array is used by
+/// one thread at a time, as the specification says.
+///
+/// ```
+/// use ferry::{DeviceArray, DeviceType};
+/// let (schema, array) = ferry::export_primitive(vec![10i64, 20], Some(&[true, false])).unwrap();
+/// assert_eq!(array.device_type(), DeviceType::CPU);
+/// assert_eq!(array.length(), 2);
+/// assert_eq!(array.null_count(), 1);
+/// array.validate(&schema, true).unwrap();
+///
+/// // Move it through a raw C struct and back (what a C consumer would see).
+/// let mut raw = ferry::sys::ArrowDeviceArray::default();
+/// unsafe { array.export_to(&mut raw).unwrap() };
+/// let back = unsafe { DeviceArray::from_raw(&mut raw).unwrap() };
+/// assert_eq!(back.length(), 2);
+/// ```
+pub struct DeviceArray {
+    raw: sys::ArrowDeviceArray,
+}
+
+// SAFETY: see the type's documentation.
+unsafe impl Send for DeviceArray {}
+
+impl DeviceArray {
+    /// Imports the array at `ptr` by move: the result owns it and `*ptr` is
+    /// left released. `EINVAL` for NULL or an already released array.
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or point to a valid `ArrowDeviceArray`.
+    #[inline]
+    pub unsafe fn from_raw(ptr: *mut sys::ArrowDeviceArray) -> Result<DeviceArray> {
+        if ptr.is_null() {
+            return Err(Error::invalid("device array pointer is NULL"));
+        }
+        let mut array = DeviceArray::released();
+        if sys::ferry_device_array_move(ptr, &mut array.raw) != 0 {
+            return Err(Error::invalid("cannot import a released device array"));
+        }
+        Ok(array)
+    }
+
+    /// Moves the array into `out` (which must be released or zeroed); the
+    /// receiver then owns it and must release it.
+    ///
+    /// # Safety
+    /// `out` must point to a writable `ArrowDeviceArray`.
+    #[inline]
+    pub unsafe fn export_to(mut self, out: *mut sys::ArrowDeviceArray) -> Result<()> {
+        if out.is_null() {
+            return Err(Error::invalid("output device array pointer is NULL"));
+        }
+        if sys::ferry_device_array_move(&mut self.raw, out) != 0 {
+            return Err(Error::invalid("output device array is not released; refusing to overwrite it"));
+        }
+        Ok(())
+    }
+
+    /// A zeroed (released) array used as an out-parameter inside the crate.
+    #[inline]
+    pub(crate) fn released() -> DeviceArray {
+        DeviceArray { raw: sys::ArrowDeviceArray::default() }
+    }
+
+    /// The raw struct, for filling as an out-parameter.
+    #[inline]
+    pub(crate) fn raw_mut(&mut self) -> &mut sys::ArrowDeviceArray {
+        &mut self.raw
+    }
+
+    /// The raw pointer (still owned by `self`).
+    pub fn as_ptr(&self) -> *const sys::ArrowDeviceArray {
+        &self.raw
+    }
+
+    /// The raw mutable pointer (still owned by `self`).
+    pub fn as_mut_ptr(&mut self) -> *mut sys::ArrowDeviceArray {
+        &mut self.raw
+    }
+
+    /// The embedded array.
+    #[inline]
+    pub fn array(&self) -> &ArrayView {
+        // ferry_device_array_array is the documented accessor; it returns the
+        // address of the first member, the same memory.
+        unsafe { ArrayView::from_ptr(sys::ferry_device_array_array(&self.raw as *const _ as *mut _)) }
+    }
+
+    /// The device type.
+    #[inline]
+    pub fn device_type(&self) -> DeviceType {
+        DeviceType(unsafe { sys::ferry_device_array_device_type(&self.raw) })
+    }
+
+    /// The device id.
+    pub fn device_id(&self) -> i64 {
+        unsafe { sys::ferry_device_array_device_id(&self.raw) }
+    }
+
+    /// The device, resolved in ferry's registry.
+    pub fn device(&self) -> Result<Device> {
+        Device::resolve(self.device_type(), self.device_id())
+    }
+
+    /// The producer's sync event (a pointer to the native handle), or NULL.
+    pub fn sync_event(&self) -> *mut c_void {
+        unsafe { sys::ferry_device_array_sync_event(&self.raw) }
+    }
+
+    /// True when the reserved words are zero, as the specification requires.
+    pub fn reserved_is_zero(&self) -> bool {
+        unsafe { sys::ferry_device_array_reserved_is_zero(&self.raw) != 0 }
+    }
+
+    /// Waits on the producer's sync event: with `consumer_stream` `None` the
+    /// host blocks until it completes; otherwise that stream (of the array's
+    /// device) waits and the host does not block. Returns at once without an
+    /// event.
+    pub fn wait(&self, consumer_stream: Option<*mut c_void>) -> Result<()> {
+        call(|err| unsafe {
+            sys::ferry_device_array_wait(&self.raw, consumer_stream.unwrap_or(ptr::null_mut()), err)
+        })
+    }
+
+    /// Validates against `schema` with the core; `full` also reads buffer
+    /// contents (offsets, UTF-8, validity).
+    pub fn validate(&self, schema: &SchemaView, full: bool) -> Result<()> {
+        let level = if full { sys::FERRY_VALIDATE_FULL } else { sys::FERRY_VALIDATE_DEFAULT };
+        call(|err| unsafe {
+            sys::ferry_validate_device_array(schema.as_ptr(), &self.raw, level, None, ptr::null_mut(), err)
+        })
+    }
+
+    /// Deep-copies to (`device_type`, `device_id`) after waiting on the sync
+    /// event; the copy has no pending work.
+    pub fn copy_to(&self, schema: &SchemaView, device_type: DeviceType, device_id: i64) -> Result<DeviceArray> {
+        let mut out = DeviceArray::released();
+        call(|err| unsafe {
+            sys::ferry_device_array_copy(schema.as_ptr(), &self.raw, device_type.0, device_id, &mut out.raw, err)
+        })?;
+        Ok(out)
+    }
+
+    /// Buffer `i` of the top-level array as host bytes (its size computed by
+    /// the core); `None` for a NULL buffer, `EINVAL` when the device's memory
+    /// is not host-accessible (use [`copy_to`](Self::copy_to) first). Call
+    /// [`wait`](Self::wait) before reading memory produced asynchronously.
+    pub fn host_buffer(&self, schema: &SchemaView, i: usize) -> Result<Option<&[u8]>> {
+        if self.device_type() != DeviceType::CPU && !self.device()?.is_host_accessible() {
+            return Err(Error::invalid(format!(
+                "buffer {i} lives on {} memory the host cannot read; copy the array to the CPU first",
+                self.device_type()
+            )));
+        }
+        let size = self.buffer_size(schema, self.device_type(), self.device_id(), i)?;
+        // SAFETY: host-readable memory of the size the core computed, owned
+        // by this array and borrowed for &self.
+        Ok(unsafe { self.array().buffer_slice::<u8>(i, size) })
+    }
+
+    /// Releases now (the same as dropping).
+    pub fn release(self) {}
+}
+
+impl Deref for DeviceArray {
+    type Target = ArrayView;
+    #[inline]
+    fn deref(&self) -> &ArrayView {
+        self.array()
+    }
+}
+
+impl Drop for DeviceArray {
+    #[inline]
+    fn drop(&mut self) {
+        unsafe { sys::ferry_device_array_release(&mut self.raw) };
+    }
+}
+
+impl fmt::Debug for DeviceArray {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceArray")
+            .field("device_type", &self.device_type())
+            .field("device_id", &self.device_id())
+            .field("sync_event", &self.sync_event())
+            .field("array", self.array())
+            .finish()
+    }
+}
+
+/// A schema and an array that belong together (what an export produces).
+pub type SchemaAndArray = (Schema, DeviceArray);

@@ -1,0 +1,741 @@
+/* Producer helpers: filling ArrowSchema, ArrowArray and ArrowDeviceArray
+ * structs whose release callbacks are ferry's, so bindings export without
+ * writing C callbacks of their own.
+ *
+ * Live-export accounting: every struct that one of ferry's init functions
+ * fills with a ferry release callback counts as one live export until that
+ * callback runs: ferry_schema_init, ferry_array_init, ferry_stream_init (and
+ * ferry_stream_init_from_arrays), and ferry_device_array_init when it wraps
+ * the array to run an event_release hook. Children and dictionaries count
+ * only if they were themselves filled by a ferry init function (the zeroed
+ * slots ferry allocates do not count), so an export tree of k ferry-made
+ * nodes counts k, and any leak anywhere in it shows up in the total.
+ *
+ * Memory: an array export costs exactly one allocation (private data, the
+ * buffer pointer table, the child pointer table and the child structs in one
+ * block). Blocks of the common shape (<= 3 buffers, no children) are recycled
+ * through a small per-thread free list, which is what keeps an export +
+ * release close to the cost of moving the 128-byte struct. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "internal.h"
+
+/* ---- Per-thread state: live-export counter and free list --------------------
+ * Both are on the hot path of every export and release, so both are
+ * per-thread and touched without locked instructions:
+ * - The live-export count is the sum of per-thread counters (each written
+ *   only by its own thread, with relaxed atomic stores so that readers on
+ *   other threads are race-free) plus the total of exited threads. A
+ *   process-wide lock xadd per export and per release cost ~5 ns per
+ *   handoff; the reader (ferry_live_exports, a diagnostic) pays instead.
+ * - Small array blocks (<= 3 buffers, no children) are recycled through a
+ *   capped singly linked list, two loads and two stores instead of
+ *   malloc + free.
+ * A thread registers on first use; a pthread key destructor folds its count
+ * into the exited total and frees its list at thread exit, and the library
+ * destructor does the same for the thread that exits the process or
+ * unloads the library. */
+
+#define FERRY_FREE_LIST_MAX 64
+
+struct FerryThreadState {
+  _Atomic int64_t live; /* exports minus releases on this thread */
+  void* free_head;
+  int32_t free_count;
+  int32_t registered;
+  struct FerryThreadState* next; /* in ferry_threads, under ferry_threads_lock */
+  struct FerryThreadState* prev;
+};
+
+/* initial-exec: a direct %fs-relative access instead of a __tls_get_addr
+ * call per use (18 instructions each); the 48 bytes fit easily in glibc's
+ * static TLS surplus even when libferry is dlopen'ed. */
+static _Thread_local struct FerryThreadState ferry_thread_state
+    __attribute__((tls_model("initial-exec")));
+static pthread_mutex_t ferry_threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct FerryThreadState* ferry_threads;
+/* Counts of exited threads, and of any thread that could not register. */
+static _Atomic int64_t ferry_live_unattributed;
+static pthread_key_t ferry_thread_key;
+static pthread_once_t ferry_thread_key_once = PTHREAD_ONCE_INIT;
+static int ferry_thread_key_ok;
+
+static void ferry_thread_state_retire(void* arg) {
+  struct FerryThreadState* state = (struct FerryThreadState*)arg;
+  pthread_mutex_lock(&ferry_threads_lock);
+  if (state->registered) {
+    atomic_fetch_add_explicit(&ferry_live_unattributed,
+                              atomic_load_explicit(&state->live, memory_order_relaxed),
+                              memory_order_relaxed);
+    atomic_store_explicit(&state->live, 0, memory_order_relaxed);
+    if (state->prev != NULL) state->prev->next = state->next;
+    if (state->next != NULL) state->next->prev = state->prev;
+    if (ferry_threads == state) ferry_threads = state->next;
+    state->next = state->prev = NULL;
+    /* A later use (say from another key's destructor) registers again, so
+     * glibc runs this destructor once more instead of leaking. */
+    state->registered = 0;
+  }
+  pthread_mutex_unlock(&ferry_threads_lock);
+  while (state->free_head != NULL) {
+    void* block = state->free_head;
+    state->free_head = *(void**)block;
+    free(block);
+  }
+  state->free_count = 0;
+}
+
+static void ferry_thread_key_create(void) {
+  ferry_thread_key_ok =
+      pthread_key_create(&ferry_thread_key, ferry_thread_state_retire) == 0;
+}
+
+/* Slow path, once per thread: returns 0 when the thread cannot register
+ * (then the caller falls back to the shared atomic and to malloc). */
+__attribute__((noinline)) static int ferry_thread_state_register(
+    struct FerryThreadState* state) {
+  pthread_once(&ferry_thread_key_once, ferry_thread_key_create);
+  if (!ferry_thread_key_ok || pthread_setspecific(ferry_thread_key, state) != 0) return 0;
+  pthread_mutex_lock(&ferry_threads_lock);
+  state->prev = NULL;
+  state->next = ferry_threads;
+  if (ferry_threads != NULL) ferry_threads->prev = state;
+  ferry_threads = state;
+  state->registered = 1;
+  pthread_mutex_unlock(&ferry_threads_lock);
+  return 1;
+}
+
+/* The hot-path form, inlined into this file's export and release paths. */
+static inline void ferry_live_add(int64_t delta) {
+  struct FerryThreadState* state = &ferry_thread_state;
+  if (__builtin_expect(!state->registered, 0) && !ferry_thread_state_register(state)) {
+    atomic_fetch_add_explicit(&ferry_live_unattributed, delta, memory_order_relaxed);
+    return;
+  }
+  /* Only this thread writes `live`: a plain load + store, no lock prefix. */
+  atomic_store_explicit(&state->live,
+                        atomic_load_explicit(&state->live, memory_order_relaxed) + delta,
+                        memory_order_relaxed);
+}
+
+void ferry_live_exports_add(int64_t delta) { ferry_live_add(delta); }
+
+/* Returns the process-wide number of live ferry-made exports: exact when no
+ * other thread is exporting or releasing at the same moment. */
+int64_t ferry_live_exports(void) {
+  pthread_mutex_lock(&ferry_threads_lock);
+  int64_t total = atomic_load_explicit(&ferry_live_unattributed, memory_order_relaxed);
+  for (struct FerryThreadState* s = ferry_threads; s != NULL; s = s->next) {
+    total += atomic_load_explicit(&s->live, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&ferry_threads_lock);
+  return total;
+}
+
+static void* ferry_small_block_alloc(size_t size) {
+  struct FerryThreadState* state = &ferry_thread_state;
+  void* block = state->free_head;
+  if (block != NULL) {
+    state->free_head = *(void**)block;
+    state->free_count--;
+    return block;
+  }
+  return malloc(size);
+}
+
+static void ferry_small_block_free(void* block) {
+  struct FerryThreadState* state = &ferry_thread_state;
+  /* An unregistered thread would never get its list freed: no caching. */
+  if (state->free_count >= FERRY_FREE_LIST_MAX || !state->registered) {
+    free(block);
+    return;
+  }
+  *(void**)block = state->free_head;
+  state->free_head = block;
+  state->free_count++;
+}
+
+/* The exiting (or dlclose-ing) thread is not covered by the key destructor;
+ * deleting the key keeps a later thread exit from calling into unloaded
+ * code (other threads' lists are then left to the OS). */
+__attribute__((destructor)) static void ferry_thread_state_unload(void) {
+  ferry_thread_state_retire(&ferry_thread_state);
+  if (ferry_thread_key_ok) {
+    pthread_key_delete(ferry_thread_key);
+    ferry_thread_key_ok = 0;
+  }
+}
+
+/* ---- Schemas --------------------------------------------------------------- */
+
+struct FerrySchemaPrivate {
+  char* metadata; /* separately allocated: it grows with add_metadata */
+  int64_t metadata_size;
+  struct ArrowSchema* dictionary; /* allocated by allocate_dictionary */
+  int64_t n_children;
+  struct ArrowSchema** children; /* points into this block */
+  /* Followed in the same block by: child pointers, child structs, format
+   * and name strings. */
+};
+
+static void ferry_schema_release_private(struct ArrowSchema* schema) {
+  struct FerrySchemaPrivate* priv = (struct FerrySchemaPrivate*)schema->private_data;
+  for (int64_t i = 0; i < priv->n_children; i++) {
+    struct ArrowSchema* child = priv->children[i];
+    if (child->release != NULL) child->release(child);
+  }
+  if (priv->dictionary != NULL) {
+    if (priv->dictionary->release != NULL) priv->dictionary->release(priv->dictionary);
+    free(priv->dictionary);
+  }
+  free(priv->metadata);
+  free(priv);
+  ferry_live_add(-1);
+  schema->release = NULL;
+}
+
+static struct FerrySchemaPrivate* ferry_schema_private(const struct ArrowSchema* schema) {
+  if (schema == NULL || schema->release != ferry_schema_release_private) return NULL;
+  return (struct FerrySchemaPrivate*)schema->private_data;
+}
+
+/* Fills released `out` with a schema owning copies of `format` and `name`
+ * and n_children zeroed child slots; the caller releases `out`. */
+int ferry_schema_init(struct ArrowSchema* out, const char* format, const char* name,
+                      int64_t flags, int64_t n_children, struct FerryError* error) {
+  if (out == NULL)
+    return ferry_set_error(error, EINVAL, "ferry_schema_init: out is NULL");
+  if (out->release != NULL) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_schema_init: out is a live schema (release it first)");
+  }
+  memset(out, 0, sizeof(*out));
+  if (format == NULL) {
+    return ferry_set_error(error, EINVAL, "ferry_schema_init: format is NULL");
+  }
+  /* The bound keeps the size arithmetic below far from overflow. */
+  if (n_children < 0 || n_children > (INT64_C(1) << 32)) {
+    return ferry_set_error(
+        error, EINVAL, "ferry_schema_init: n_children must be in [0, 2^32] (got %lld)",
+        (long long)n_children);
+  }
+  size_t format_len = strlen(format) + 1;
+  size_t name_len = name == NULL ? 0 : strlen(name) + 1;
+  size_t size =
+      sizeof(struct FerrySchemaPrivate) +
+      (size_t)n_children * (sizeof(struct ArrowSchema*) + sizeof(struct ArrowSchema)) +
+      format_len + name_len;
+  struct FerrySchemaPrivate* priv = (struct FerrySchemaPrivate*)calloc(1, size);
+  if (priv == NULL) {
+    return ferry_set_error(error, ENOMEM, "ferry_schema_init: out of memory (%zu bytes)",
+                           size);
+  }
+  char* cursor = (char*)(priv + 1);
+  priv->n_children = n_children;
+  priv->children = (struct ArrowSchema**)cursor;
+  cursor += (size_t)n_children * sizeof(struct ArrowSchema*);
+  struct ArrowSchema* child_structs = (struct ArrowSchema*)cursor;
+  cursor += (size_t)n_children * sizeof(struct ArrowSchema);
+  for (int64_t i = 0; i < n_children; i++) priv->children[i] = &child_structs[i];
+  memcpy(cursor, format, format_len);
+  out->format = cursor;
+  cursor += format_len;
+  if (name != NULL) {
+    memcpy(cursor, name, name_len);
+    out->name = cursor;
+  }
+  out->flags = flags;
+  out->n_children = n_children;
+  out->children = n_children > 0 ? priv->children : NULL;
+  out->private_data = priv;
+  out->release = ferry_schema_release_private;
+  ferry_live_add(1);
+  return FERRY_OK;
+}
+
+/* Appends copies of `key` and `value` to the metadata of ferry-made `schema`. */
+int ferry_schema_add_metadata(struct ArrowSchema* schema, const char* key,
+                              const char* value, struct FerryError* error) {
+  struct FerrySchemaPrivate* priv = ferry_schema_private(schema);
+  if (priv == NULL) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_schema_add_metadata: the schema was not made by "
+                           "ferry_schema_init (or is released)");
+  }
+  if (key == NULL || value == NULL) {
+    return ferry_set_error(error, EINVAL, "ferry_schema_add_metadata: %s is NULL",
+                           key == NULL ? "key" : "value");
+  }
+  size_t key_len = strlen(key), value_len = strlen(value);
+  if (key_len > INT32_MAX / 2 || value_len > INT32_MAX / 2) {
+    return ferry_set_error(
+        error, EINVAL, "ferry_schema_add_metadata: key or value longer than 2^30 bytes");
+  }
+  int64_t old_size =
+      priv->metadata != NULL ? priv->metadata_size : (int64_t)sizeof(int32_t);
+  int64_t new_size =
+      old_size + 2 * (int64_t)sizeof(int32_t) + (int64_t)key_len + (int64_t)value_len;
+  if (new_size > INT32_MAX) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_schema_add_metadata: metadata over 2 GiB");
+  }
+  char* metadata = (char*)realloc(priv->metadata, (size_t)new_size);
+  if (metadata == NULL) {
+    return ferry_set_error(error, ENOMEM, "ferry_schema_add_metadata: out of memory");
+  }
+  int32_t n_pairs = 0;
+  if (priv->metadata != NULL) memcpy(&n_pairs, metadata, sizeof(n_pairs));
+  n_pairs++;
+  memcpy(metadata, &n_pairs, sizeof(n_pairs));
+  char* p = metadata + old_size;
+  int32_t len32 = (int32_t)key_len;
+  memcpy(p, &len32, sizeof(len32));
+  p += sizeof(len32);
+  memcpy(p, key, key_len);
+  p += key_len;
+  len32 = (int32_t)value_len;
+  memcpy(p, &len32, sizeof(len32));
+  p += sizeof(len32);
+  memcpy(p, value, value_len);
+  priv->metadata = metadata;
+  priv->metadata_size = new_size;
+  schema->metadata = metadata;
+  return FERRY_OK;
+}
+
+int ferry_schema_set_metadata_encoded(struct ArrowSchema* schema, const char* metadata,
+                                      int64_t size, struct FerryError* error) {
+  struct FerrySchemaPrivate* priv = ferry_schema_private(schema);
+  if (priv == NULL) {
+    return ferry_set_error(error, EINVAL, "the schema was not made by ferry_schema_init");
+  }
+  char* copy = NULL;
+  if (metadata != NULL && size > 0) {
+    copy = (char*)malloc((size_t)size);
+    if (copy == NULL)
+      return ferry_set_error(error, ENOMEM, "out of memory copying metadata");
+    memcpy(copy, metadata, (size_t)size);
+  }
+  free(priv->metadata);
+  priv->metadata = copy;
+  priv->metadata_size = copy == NULL ? 0 : size;
+  schema->metadata = copy;
+  return FERRY_OK;
+}
+
+/* Gives ferry-made `schema` a zeroed dictionary slot it owns; the caller
+ * fills it through `*dictionary_out` (borrowed). */
+int ferry_schema_allocate_dictionary(struct ArrowSchema* schema,
+                                     struct ArrowSchema** dictionary_out,
+                                     struct FerryError* error) {
+  struct FerrySchemaPrivate* priv = ferry_schema_private(schema);
+  if (priv == NULL) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_schema_allocate_dictionary: the schema was not made by "
+                           "ferry_schema_init (or is released)");
+  }
+  if (dictionary_out == NULL) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_schema_allocate_dictionary: dictionary_out is NULL");
+  }
+  if (priv->dictionary != NULL) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_schema_allocate_dictionary: the schema already has a "
+                           "dictionary");
+  }
+  priv->dictionary = (struct ArrowSchema*)calloc(1, sizeof(struct ArrowSchema));
+  if (priv->dictionary == NULL) {
+    return ferry_set_error(error, ENOMEM,
+                           "ferry_schema_allocate_dictionary: out of memory");
+  }
+  schema->dictionary = priv->dictionary;
+  *dictionary_out = priv->dictionary;
+  return FERRY_OK;
+}
+
+int ferry_schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* out,
+                           struct FerryError* error) {
+  if (src == NULL || src->release == NULL) {
+    return ferry_set_error(error, EINVAL, "cannot copy a NULL or released schema");
+  }
+  if (src->format == NULL) {
+    return ferry_set_error(error, EINVAL, "cannot copy a schema whose format is NULL");
+  }
+  if (src->n_children < 0 || (src->n_children > 0 && src->children == NULL)) {
+    return ferry_set_error(error, EINVAL,
+                           "cannot copy a schema with a bad children list");
+  }
+  FERRY_RETURN_NOT_OK(
+      ferry_schema_init(out, src->format, src->name, src->flags, src->n_children, error));
+  int rc = FERRY_OK;
+  if (src->metadata != NULL) {
+    int64_t size = ferry_metadata_encoded_size(src->metadata);
+    if (size < 0) {
+      rc = ferry_set_error(error, EINVAL, "cannot copy a schema with malformed metadata");
+      goto fail;
+    }
+    rc = ferry_schema_set_metadata_encoded(out, src->metadata, size, error);
+    if (rc != FERRY_OK) goto fail;
+  }
+  for (int64_t i = 0; i < src->n_children; i++) {
+    rc = ferry_schema_deep_copy(src->children[i], out->children[i], error);
+    if (rc != FERRY_OK) goto fail;
+  }
+  if (src->dictionary != NULL) {
+    struct ArrowSchema* dictionary;
+    rc = ferry_schema_allocate_dictionary(out, &dictionary, error);
+    if (rc != FERRY_OK) goto fail;
+    rc = ferry_schema_deep_copy(src->dictionary, dictionary, error);
+    if (rc != FERRY_OK) goto fail;
+  }
+  return FERRY_OK;
+fail:
+  out->release(out);
+  return rc;
+}
+
+/* ---- Arrays ---------------------------------------------------------------- */
+
+#define FERRY_INLINE_BUFFERS 3
+
+struct FerryArrayPrivate {
+  FerryReleaseHook hook;
+  void* user_data;
+  struct ArrowArray* dictionary; /* allocated by allocate_dictionary */
+  int64_t n_children;
+  struct ArrowArray** children; /* points into this block */
+  int64_t is_small;             /* the block came from ferry_small_block_alloc */
+  const void* inline_buffers[FERRY_INLINE_BUFFERS];
+  /* Larger shapes continue in the same block with the buffer pointer
+   * table (when n_buffers > 3), child pointers and child structs. */
+};
+
+static void ferry_array_release_private(struct ArrowArray* array) {
+  struct FerryArrayPrivate* priv = (struct FerryArrayPrivate*)array->private_data;
+  /* Children first (those the consumer moved out are released already),
+   * then the dictionary, then the producer's hook: the hook may free the
+   * buffers the children point into. */
+  for (int64_t i = 0; i < priv->n_children; i++) {
+    struct ArrowArray* child = priv->children[i];
+    if (child->release != NULL) child->release(child);
+  }
+  if (priv->dictionary != NULL) {
+    if (priv->dictionary->release != NULL) priv->dictionary->release(priv->dictionary);
+    free(priv->dictionary);
+  }
+  if (priv->hook != NULL) priv->hook(priv->user_data);
+  if (priv->is_small) {
+    ferry_small_block_free(priv);
+  } else {
+    free(priv);
+  }
+  ferry_live_add(-1);
+  array->release = NULL;
+}
+
+static struct FerryArrayPrivate* ferry_array_private(const struct ArrowArray* array) {
+  if (array == NULL || array->release != ferry_array_release_private) return NULL;
+  return (struct FerryArrayPrivate*)array->private_data;
+}
+
+/* The argument checks of ferry_array_init, kept out of line: the hot path
+ * only tests one combined condition and comes here to find the message. */
+__attribute__((noinline, cold)) static int ferry_array_init_invalid(
+    const struct ArrowArray* out, int64_t length, int64_t null_count, int64_t offset,
+    int64_t n_buffers, int64_t n_children, struct FerryError* error) {
+  if (out == NULL) return ferry_set_error(error, EINVAL, "ferry_array_init: out is NULL");
+  if (out->release != NULL) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_array_init: out is a live array (release it first)");
+  }
+  if (length < 0 || offset < 0 || null_count < -1) {
+    return ferry_set_error(
+        error, EINVAL,
+        "ferry_array_init: length (%lld) and offset (%lld) must be >= 0 "
+        "and null_count (%lld) >= -1",
+        (long long)length, (long long)offset, (long long)null_count);
+  }
+  return ferry_set_error(error, EINVAL,
+                         "ferry_array_init: n_buffers (%lld) and n_children (%lld) must "
+                         "be in [0, 2^32]",
+                         (long long)n_buffers, (long long)n_children);
+}
+
+/* Allocates the private block of an array with more than 3 buffers or with
+ * children: one zeroed block holding the buffer table, the child pointer
+ * table and the child structs. */
+__attribute__((noinline)) static struct FerryArrayPrivate*
+ferry_array_private_alloc_large(int64_t n_buffers, int64_t n_children,
+                                const void*** buffer_table) {
+  size_t extra_buffers = n_buffers > FERRY_INLINE_BUFFERS ? (size_t)n_buffers : 0;
+  size_t size =
+      sizeof(struct FerryArrayPrivate) + extra_buffers * sizeof(void*) +
+      (size_t)n_children * (sizeof(struct ArrowArray*) + sizeof(struct ArrowArray));
+  struct FerryArrayPrivate* priv = (struct FerryArrayPrivate*)calloc(1, size);
+  if (priv == NULL) return NULL;
+  char* cursor = (char*)(priv + 1);
+  *buffer_table = extra_buffers > 0 ? (const void**)cursor : priv->inline_buffers;
+  cursor += extra_buffers * sizeof(void*);
+  priv->n_children = n_children;
+  priv->children = (struct ArrowArray**)cursor;
+  cursor += (size_t)n_children * sizeof(struct ArrowArray*);
+  struct ArrowArray* child_structs = (struct ArrowArray*)cursor;
+  for (int64_t i = 0; i < n_children; i++) priv->children[i] = &child_structs[i];
+  return priv;
+}
+
+/* ferry_array_init for every case: argument errors, any shape, an empty
+ * free list. */
+__attribute__((noinline)) static int ferry_array_init_general(
+    struct ArrowArray* out, int64_t length, int64_t null_count, int64_t offset,
+    int64_t n_buffers, const void* const* buffers, int64_t n_children,
+    FerryReleaseHook release_hook, void* user_data, struct FerryError* error) {
+  /* Unsigned compares fold "< 0 || > 2^32" into one test each. */
+  if (__builtin_expect(out == NULL || out->release != NULL || length < 0 || offset < 0 ||
+                           null_count < -1 || (uint64_t)n_buffers > (UINT64_C(1) << 32) ||
+                           (uint64_t)n_children > (UINT64_C(1) << 32),
+                       0)) {
+    return ferry_array_init_invalid(out, length, null_count, offset, n_buffers,
+                                    n_children, error);
+  }
+  struct FerryArrayPrivate* priv;
+  const void** buffer_table;
+  if (__builtin_expect(n_buffers <= FERRY_INLINE_BUFFERS && n_children == 0, 1)) {
+    priv = (struct FerryArrayPrivate*)ferry_small_block_alloc(sizeof(*priv));
+    if (priv == NULL) goto out_of_memory;
+    priv->dictionary = NULL;
+    priv->n_children = 0;
+    priv->children = NULL;
+    priv->is_small = 1;
+    buffer_table = priv->inline_buffers;
+  } else {
+    priv = ferry_array_private_alloc_large(n_buffers, n_children, &buffer_table);
+    if (priv == NULL) goto out_of_memory;
+  }
+  priv->hook = release_hook;
+  priv->user_data = user_data;
+  if (buffers != NULL) {
+    for (int64_t i = 0; i < n_buffers; i++) buffer_table[i] = buffers[i];
+  } else {
+    for (int64_t i = 0; i < n_buffers; i++) buffer_table[i] = NULL;
+  }
+  out->length = length;
+  out->null_count = null_count;
+  out->offset = offset;
+  out->n_buffers = n_buffers;
+  out->n_children = n_children;
+  out->buffers = buffer_table;
+  out->children = n_children > 0 ? priv->children : NULL;
+  out->dictionary = NULL;
+  out->private_data = priv;
+  out->release = ferry_array_release_private;
+  ferry_live_add(1);
+  return FERRY_OK;
+out_of_memory:
+  return ferry_set_error(error, ENOMEM, "ferry_array_init: out of memory");
+}
+
+/* Fills released `out` with an array borrowing the caller's buffers and
+ * owning n_children zeroed child slots; `release_hook(user_data)` runs once
+ * when the consumer releases it. */
+int ferry_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
+                     int64_t offset, int64_t n_buffers, const void* const* buffers,
+                     int64_t n_children, FerryReleaseHook release_hook, void* user_data,
+                     struct FerryError* error) {
+  /* The fast path: valid arguments, the common shape and a recycled block
+   * at hand. It makes no calls, so it needs no stack frame; everything else
+   * is a tail call to the general version. A non-empty free list implies
+   * the thread is registered. */
+  struct FerryThreadState* state = &ferry_thread_state;
+  struct FerryArrayPrivate* priv = (struct FerryArrayPrivate*)state->free_head;
+  if (__builtin_expect(priv == NULL || out == NULL || out->release != NULL ||
+                           length < 0 || offset < 0 || null_count < -1 ||
+                           (uint64_t)n_buffers > FERRY_INLINE_BUFFERS || n_children != 0,
+                       0)) {
+    return ferry_array_init_general(out, length, null_count, offset, n_buffers, buffers,
+                                    n_children, release_hook, user_data, error);
+  }
+  state->free_head = *(void**)priv;
+  state->free_count--;
+  priv->hook = release_hook;
+  priv->user_data = user_data;
+  priv->dictionary = NULL;
+  priv->n_children = 0;
+  priv->children = NULL;
+  priv->is_small = 1;
+  const void** table = priv->inline_buffers;
+  table[0] = table[1] = table[2] = NULL;
+  if (buffers != NULL) {
+    for (int64_t i = 0; i < n_buffers; i++) table[i] = buffers[i];
+  }
+  out->length = length;
+  out->null_count = null_count;
+  out->offset = offset;
+  out->n_buffers = n_buffers;
+  out->n_children = 0;
+  out->buffers = table;
+  out->children = NULL;
+  out->dictionary = NULL;
+  out->private_data = priv;
+  out->release = ferry_array_release_private;
+  atomic_store_explicit(&state->live,
+                        atomic_load_explicit(&state->live, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  return FERRY_OK;
+}
+
+/* Sets buffer i of ferry-made `array` to the borrowed pointer `buffer`. */
+int ferry_array_set_buffer(struct ArrowArray* array, int64_t i, const void* buffer,
+                           struct FerryError* error) {
+  if (ferry_array_private(array) == NULL) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_array_set_buffer: the array was not made by "
+                           "ferry_array_init (or is released)");
+  }
+  if (i < 0 || i >= array->n_buffers) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_array_set_buffer: buffer index %lld out of range "
+                           "(n_buffers %lld)",
+                           (long long)i, (long long)array->n_buffers);
+  }
+  array->buffers[i] = buffer;
+  return FERRY_OK;
+}
+
+/* Gives ferry-made `array` a zeroed dictionary slot it owns; the caller
+ * fills it through `*dictionary_out` (borrowed). */
+int ferry_array_allocate_dictionary(struct ArrowArray* array,
+                                    struct ArrowArray** dictionary_out,
+                                    struct FerryError* error) {
+  struct FerryArrayPrivate* priv = ferry_array_private(array);
+  if (priv == NULL) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_array_allocate_dictionary: the array was not made by "
+                           "ferry_array_init (or is released)");
+  }
+  if (dictionary_out == NULL) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_array_allocate_dictionary: dictionary_out is NULL");
+  }
+  if (priv->dictionary != NULL) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_array_allocate_dictionary: the array already has a "
+                           "dictionary");
+  }
+  priv->dictionary = (struct ArrowArray*)calloc(1, sizeof(struct ArrowArray));
+  if (priv->dictionary == NULL) {
+    return ferry_set_error(error, ENOMEM,
+                           "ferry_array_allocate_dictionary: out of memory");
+  }
+  array->dictionary = priv->dictionary;
+  *dictionary_out = priv->dictionary;
+  return FERRY_OK;
+}
+
+/* ---- Device arrays --------------------------------------------------------- */
+
+/* Ties an event_release hook to the array's release: the consumer sees a
+ * copy of the original array whose release releases the original (kept
+ * here) and then runs the hook. */
+struct FerryEventWrapper {
+  struct ArrowArray inner;
+  FerryReleaseHook hook;
+  void* user_data;
+};
+
+static void ferry_event_wrapper_release(struct ArrowArray* array) {
+  struct FerryEventWrapper* wrapper = (struct FerryEventWrapper*)array->private_data;
+  if (wrapper->inner.release != NULL) wrapper->inner.release(&wrapper->inner);
+  wrapper->hook(wrapper->user_data);
+  free(wrapper);
+  ferry_live_add(-1);
+  array->release = NULL;
+}
+
+/* The argument checks of ferry_device_array_init, out of line (see
+ * ferry_array_init_invalid). */
+__attribute__((noinline, cold)) static int ferry_device_array_init_invalid(
+    const struct ArrowDeviceArray* out, const struct ArrowArray* array,
+    ArrowDeviceType device_type, struct FerryError* error) {
+  if (out == NULL || array == NULL) {
+    return ferry_set_error(error, EINVAL, "ferry_device_array_init: %s is NULL",
+                           out == NULL ? "out" : "array");
+  }
+  if (array->release == NULL) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_device_array_init: the array is released");
+  }
+  if (out->array.release != NULL && &out->array != array) {
+    return ferry_set_error(error, EINVAL,
+                           "ferry_device_array_init: out is a live device array (release "
+                           "it first)");
+  }
+  return ferry_set_error(error, EINVAL, "ferry_device_array_init: invalid device type %d",
+                         (int)device_type);
+}
+
+/* Moves `array` into out->array behind a wrapper that runs the event hook
+ * after the array's own release. */
+__attribute__((noinline)) static int ferry_device_array_wrap_event(
+    struct ArrowDeviceArray* out, struct ArrowArray* array,
+    FerryReleaseHook event_release, void* event_user_data, struct FerryError* error) {
+  struct FerryEventWrapper* wrapper =
+      (struct FerryEventWrapper*)malloc(sizeof(struct FerryEventWrapper));
+  if (wrapper == NULL) {
+    return ferry_set_error(error, ENOMEM, "ferry_device_array_init: out of memory");
+  }
+  wrapper->inner = *array;
+  wrapper->hook = event_release;
+  wrapper->user_data = event_user_data;
+  array->release = NULL;
+  /* The consumer sees the same fields; only release and private_data are
+   * the wrapper's. */
+  out->array = wrapper->inner;
+  out->array.private_data = wrapper;
+  out->array.release = ferry_event_wrapper_release;
+  ferry_live_add(1);
+  return FERRY_OK;
+}
+
+/* Moves live `array` into released `out` on (device_type, device_id) with
+ * `sync_event` (owned by the producer); the caller releases `out`. */
+int ferry_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* array,
+                            ArrowDeviceType device_type, int64_t device_id,
+                            void* sync_event, FerryReleaseHook event_release,
+                            void* event_user_data, struct FerryError* error) {
+  /* `array` may be out's own embedded array (an in-place upgrade). */
+  if (__builtin_expect(out == NULL || array == NULL || array->release == NULL ||
+                           (out->array.release != NULL && &out->array != array) ||
+                           device_type <= 0,
+                       0)) {
+    return ferry_device_array_init_invalid(out, array, device_type, error);
+  }
+  if (event_release != NULL) {
+    int rc =
+        ferry_device_array_wrap_event(out, array, event_release, event_user_data, error);
+    if (rc != FERRY_OK) return rc;
+  } else if (array != &out->array) {
+    /* Hot path: a plain move straight into out (no temporary). */
+    out->array = *array;
+    array->release = NULL;
+  }
+  out->device_id = device_id;
+  /* Every byte after the array is written, padding included, so that out
+   * is fully defined whatever it held before (the spec wants reserved zero;
+   * tools compare and hash whole structs). */
+  memset((char*)out + offsetof(struct ArrowDeviceArray, device_type), 0,
+         offsetof(struct ArrowDeviceArray, sync_event) -
+             offsetof(struct ArrowDeviceArray, device_type));
+  out->device_type = device_type;
+  out->sync_event = sync_event;
+  out->reserved[0] = 0;
+  out->reserved[1] = 0;
+  out->reserved[2] = 0;
+  return FERRY_OK;
+}

@@ -1,0 +1,8 @@
+/* Test producer for `ferry check`: the top-level release forgets child 1. */
+#include "producer_util.h"
+
+PU_EXPORT int produce(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {
+  struct pu_options options = {0};
+  options.skip_child_release = 1;
+  return pu_export(schema, array, &options);
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Tests of the `ferry` tool against the producers in core/test/producers:
+# exit codes, the FAIL lines each broken producer must cause, and their
+# absence for the good ones. Usage: tool_test.sh BUILD_DIR SOURCE_DIR
+set -u
+
+BUILD_DIR=${1:?usage: tool_test.sh BUILD_DIR SOURCE_DIR}
+SOURCE_DIR=${2:?usage: tool_test.sh BUILD_DIR SOURCE_DIR}
+FERRY="$BUILD_DIR/bin/ferry"
+PRODUCERS="$BUILD_DIR/test-producers"
+C_PLUGIN="$BUILD_DIR/plugins/libferry_it_c.so"
+OUT=$(mktemp)
+trap 'rm -f "$OUT"' EXIT
+
+passed=0
+failed=0
+
+fail() {
+  echo "FAILED: $*"
+  echo "  --- output ---"
+  sed 's/^/  | /' "$OUT"
+  failed=$((failed + 1))
+}
+
+# expect NAME EXIT_CODE [--has LINE_PREFIX]... [--lacks PATTERN]... -- ARGS...
+# Runs `ferry ARGS`, checks the exit code, that each --has line prefix starts
+# some output line, and that no line contains a --lacks pattern.
+expect() {
+  local name=$1 code=$2
+  shift 2
+  local has=() lacks=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+    case $1 in
+      --has) has+=("$2"); shift 2 ;;
+      --lacks) lacks+=("$2"); shift 2 ;;
+      *) echo "bad expect argument $1"; exit 2 ;;
+    esac
+  done
+  shift
+  "$FERRY" "$@" >"$OUT" 2>&1
+  local actual=$?
+  if [ "$actual" -ne "$code" ]; then
+    fail "$name: exit code $actual, expected $code (ferry $*)"
+    return
+  fi
+  local line
+  for line in "${has[@]+"${has[@]}"}"; do
+    if ! grep -qF -- "$line" "$OUT"; then
+      fail "$name: missing line \"$line\""
+      return
+    fi
+  done
+  for line in "${lacks[@]+"${lacks[@]}"}"; do
+    if grep -qF -- "$line" "$OUT"; then
+      fail "$name: unexpected \"$line\""
+      return
+    fi
+  done
+  passed=$((passed + 1))
+}
+
+# CMake names the libraries lib<name>.so; accept <name>.so as well.
+p() {
+  local lib="$PRODUCERS/lib$1.so"
+  [ -f "$lib" ] || lib="$PRODUCERS/$1.so"
+  echo "$lib:${2:-produce}"
+}
+
+# ---- good producers: exit 0, no FAIL line ----------------------------------
+expect good_array 0 --has "OK, no findings" --lacks "FAIL" -- check "$(p good_array)"
+expect good_stream 0 --has "OK, no findings" --lacks "FAIL" -- check --stream "$(p good_stream produce_stream)"
+expect good_ferry_helpers 0 --lacks "FAIL" -- check "$(p good_ferry_helpers)"
+expect good_ferry_helpers_stream 0 --lacks "FAIL" -- check --stream "$(p good_ferry_helpers produce_stream)"
+
+# ---- broken array producers: exit 1 and the precise finding -----------------
+expect bad_n_buffers 1 --has "FAIL n_buffers: root.children[0]: int32 array needs 2 buffers, found n_buffers = 3" -- check "$(p bad_n_buffers)"
+expect bad_reserved 1 --has "FAIL reserved: root: reserved[1] is 0x5eed" -- check "$(p bad_reserved)"
+expect bad_release_not_null 1 --has "FAIL release: root: the array's release callback did not set release to NULL" -- check "$(p bad_release_not_null)"
+expect bad_child_never_released 1 --has "FAIL release: root.children[1]: array was never released" --lacks "root.children[0]: array" -- check "$(p bad_child_never_released)"
+expect bad_double_release 1 --has "FAIL release: root.children[0]: array was released 2 times" -- check "$(p bad_double_release)"
+expect bad_segfault 1 --has "FAIL crash: root: producer crashed with SIGSEGV during the producer call" -- check "$(p bad_segfault)"
+expect bad_release_segfault 1 --has "FAIL crash: root: producer crashed with SIGSEGV during release of the array" -- check "$(p bad_release_segfault)"
+expect bad_hang 1 --has "FAIL timeout: root: no answer within 2 s during the producer call" -- check --timeout 2 "$(p bad_hang)"
+expect bad_utf8 1 --has "FAIL utf8: root.children[1]: value[2] is not valid UTF-8" -- check "$(p bad_utf8)"
+expect bad_offsets 1 --has "FAIL offsets: root.children[1]: buffer 1 (offsets): offsets[2] = 2 is less than offsets[1] = 3" -- check "$(p bad_offsets)"
+expect bad_sync_event_cpu 1 --has "FAIL sync_event: root: sync_event is" -- check "$(p bad_sync_event_cpu)"
+expect bad_return_code 1 --has "FAIL return_code: root: producer returned 5 (EIO)" -- check "$(p bad_return_code)"
+
+# ---- broken stream producers --------------------------------------------------
+expect bad_stream_after_end 1 --has "FAIL crash: root: producer crashed with SIGSEGV during get_next after the end of the stream" -- check --stream "$(p bad_stream_after_end produce_stream)"
+expect bad_stream_no_error 1 --has "FAIL stream_error: stream: get_next call 2 returned 5 (EIO) but get_last_error returned NULL" -- check --stream "$(p bad_stream_no_error produce_stream)"
+expect bad_stream_device 1 --has "FAIL device: batch[1].root: batch device_type 12 (ext_dev) differs from the stream's device_type 1 (cpu)" --lacks "batch[0]" --lacks "batch[2]" -- check --stream "$(p bad_stream_device produce_stream)"
+
+# ---- inspect and devices ---------------------------------------------------------
+expect inspect_good 0 --has "root.children[1]: format \"u\" length 4 null_count 0 offset 0 n_buffers 3" --has "device: cpu (device_type 1) device_id -1 sync_event" --has "bytes)" -- inspect "$(p good_array)"
+expect inspect_stream 0 --has "end of stream after 3 batches" -- inspect --stream "$(p good_stream produce_stream)"
+expect inspect_crash 1 --has "FAIL crash: root: producer crashed with SIGSEGV" -- inspect "$(p bad_segfault)"
+expect devices 0 --has "cpu    available" --has "sim    available" -- devices
+expect version 0 --has "ferry 0.1" -- --version
+expect help 0 --has "usage: ferry" -- help
+
+# ---- usage errors: exit 2 --------------------------------------------------------
+expect usage_none 2 --
+expect usage_unknown_command 2 --has "unknown command \"frob\"" -- frob
+expect usage_unknown_flag 2 --has "unknown option \"--frob\"" -- check --frob "$(p good_array)"
+expect usage_missing_target 2 --has "check needs LIB.so:SYMBOL" -- check
+expect usage_bad_target 2 --has "is not LIB.so:SYMBOL" -- check "$PRODUCERS/good_array.so"
+expect usage_missing_library 2 --has "cannot load" -- check "$PRODUCERS/no_such_producer.so:produce"
+expect usage_missing_symbol 2 --has "has no symbol \"no_such_symbol\"" -- check "$(p good_array no_such_symbol)"
+expect usage_bad_timeout 2 --has "--timeout needs a whole number" -- check --timeout 0 "$(p good_array)"
+expect usage_plugin_without_case 2 --has "--plugin needs --case CASE" -- check --plugin "$C_PLUGIN"
+
+# ---- plugin cases (the C plugin as producer and as value checker) ------------------
+if [ -f "$C_PLUGIN" ]; then
+  for case_spec in "int32" "utf8:nulls=3:offset=2" "list_int32:length=40:nulls=4" \
+                   "struct_int32_utf8:device=sim" "dict_int32_utf8:nulls=2" "bool:length=0"; do
+    expect "plugin_$case_spec" 0 --has "OK, no findings" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "$case_spec"
+    expect "plugin_stream_$case_spec" 0 --has "OK, no findings" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "$case_spec:batches=2" --stream
+  done
+  expect plugin_fail_export 0 --has "OK injected failure: injected failure at export" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "int32:fail=export"
+  expect plugin_stream_fail_get_next 0 --has "OK injected failure: injected failure at get_next 2" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "int32:fail=get_next@2" --stream
+  expect plugin_stream_fail_get_schema 0 --has "OK injected failure: injected failure at get_schema" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "utf8:fail=get_schema" --stream
+  expect plugin_bad_case 1 --has "FAIL return_code: root: ferry_it_export_array returned" -- check --plugin "$C_PLUGIN" --case "int33"
+  expect plugin_missing 2 --has "cannot load plugin" -- check --plugin "$PRODUCERS/no_such_plugin.so" --case int32
+  # The value checker is found next to the tool by default; a wrong override is a finding.
+  FERRY_IT_C_PLUGIN=/nonexistent/libferry_it_c.so expect plugin_no_checker 1 --has "FAIL values: root: cannot load the C checker plugin" -- check --plugin "$C_PLUGIN" --case int32
+else
+  echo "SKIPPED: plugin cases: $C_PLUGIN was not built (tests/integration/c missing)"
+  failed=$((failed + 1))
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,481 @@
+/* The commands of the ferry tool: devices, inspect, check (arrays, streams)
+ * and check --plugin (a cross-language test plugin's export of a case). */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../tests/integration/ferry_it.h"
+#include "tool.h"
+
+typedef int (*array_producer_fn)(struct ArrowSchema*, struct ArrowDeviceArray*);
+typedef int (*stream_producer_fn)(struct ArrowDeviceArrayStream*);
+
+/* ---- devices ---------------------------------------------------------------- */
+
+int tool_cmd_devices(void) {
+  int64_t n = ferry_backend_count();
+  for (int64_t i = 0; i < n; i++) {
+    struct FerryError error;
+    ferry_error_init(&error);
+    int rc = ferry_backend_probe(i, &error);
+    if (rc == FERRY_OK) {
+      printf("%-6s available\n", ferry_backend_name(i));
+    } else {
+      printf("%-6s unavailable (%s): %s\n", ferry_backend_name(i), ferry_errno_name(rc),
+             error.message);
+    }
+  }
+  return TOOL_EXIT_CLEAN;
+}
+
+/* ---- inspect ---------------------------------------------------------------- */
+
+struct target_args {
+  char lib[PATH_MAX];
+  char symbol[512];
+  int stream;
+};
+
+static int parse_target(const char* target, struct target_args* args) {
+  if (tool_split_target(target, args->lib, sizeof args->lib, args->symbol,
+                        sizeof args->symbol) != 0) {
+    fprintf(stderr, "ferry: \"%s\" is not LIB.so:SYMBOL\n", target);
+    return -1;
+  }
+  return 0;
+}
+
+/* Waits on the array's event so that sizes read from device memory are real. */
+static void wait_before_reading(const struct ArrowDeviceArray* array) {
+  if (array->sync_event == NULL || array->device_type == ARROW_DEVICE_CPU) return;
+  struct FerryError error;
+  ferry_error_init(&error);
+  tool_stage("waiting on sync_event");
+  if (ferry_device_array_wait(array, NULL, &error) != FERRY_OK) {
+    tool_out("(waiting on sync_event failed: %s)", error.message);
+  }
+}
+
+static void inspect_child(void* arg) {
+  struct target_args* args = (struct target_args*)arg;
+  void* fn = tool_load_symbol(args->lib, args->symbol, NULL);
+  if (fn == NULL) return;
+  if (!args->stream) {
+    struct ArrowSchema schema;
+    struct ArrowDeviceArray array;
+    memset(&schema, 0, sizeof schema);
+    memset(&array, 0, sizeof array);
+    tool_stage("the producer call %s", args->symbol);
+    int rc = ((array_producer_fn)fn)(&schema, &array);
+    if (rc != 0) {
+      tool_fail("return_code", "root", "producer returned %d (%s)", rc, ferry_errno_name(rc));
+      return;
+    }
+    tool_stage("printing");
+    tool_out("schema:");
+    tool_print_schema(&schema, "root", 1);
+    wait_before_reading(&array);
+    tool_print_device_array(&schema, &array);
+    tool_stage("release");
+    if (array.array.release != NULL) array.array.release(&array.array);
+    if (schema.release != NULL) schema.release(&schema);
+    return;
+  }
+  struct ArrowDeviceArrayStream stream;
+  memset(&stream, 0, sizeof stream);
+  tool_stage("the producer call %s", args->symbol);
+  int rc = ((stream_producer_fn)fn)(&stream);
+  if (rc != 0) {
+    tool_fail("return_code", "stream", "producer returned %d (%s)", rc, ferry_errno_name(rc));
+    return;
+  }
+  tool_out("stream: device %s (device_type %d)", ferry_device_type_name(stream.device_type),
+           (int)stream.device_type);
+  struct ArrowSchema schema;
+  memset(&schema, 0, sizeof schema);
+  tool_stage("get_schema");
+  rc = stream.get_schema(&stream, &schema);
+  if (rc != 0) {
+    tool_stage("get_last_error");
+    const char* message = stream.get_last_error ? stream.get_last_error(&stream) : NULL;
+    tool_fail("stream_error", "stream", "get_schema returned %d: %s", rc,
+              message ? message : "(no message)");
+  } else {
+    tool_out("schema:");
+    tool_print_schema(&schema, "root", 1);
+    for (int64_t b = 0;; b++) {
+      struct ArrowDeviceArray batch;
+      memset(&batch, 0, sizeof batch);
+      tool_stage("get_next call %lld", (long long)(b + 1));
+      rc = stream.get_next(&stream, &batch);
+      if (rc != 0) {
+        tool_stage("get_last_error");
+        const char* message = stream.get_last_error ? stream.get_last_error(&stream) : NULL;
+        tool_fail("stream_error", "stream", "get_next returned %d: %s", rc,
+                  message ? message : "(no message)");
+        break;
+      }
+      if (batch.array.release == NULL) {
+        tool_out("end of stream after %lld batches", (long long)b);
+        break;
+      }
+      tool_out("batch %lld:", (long long)b);
+      wait_before_reading(&batch);
+      tool_print_device_array(&schema, &batch);
+      tool_stage("release of batch %lld", (long long)b);
+      batch.array.release(&batch.array);
+    }
+    tool_stage("release of the schema");
+    schema.release(&schema);
+  }
+  tool_stage("release of the stream");
+  if (stream.release != NULL) stream.release(&stream);
+}
+
+int tool_cmd_inspect(const char* target, int stream, int timeout_seconds) {
+  struct target_args args;
+  memset(&args, 0, sizeof args);
+  if (parse_target(target, &args) != 0) return TOOL_EXIT_USAGE;
+  args.stream = stream;
+  struct tool_run_result result;
+  if (tool_run_isolated(inspect_child, &args, timeout_seconds, &result) != 0) {
+    return TOOL_EXIT_USAGE;
+  }
+  if (result.usage_error) return TOOL_EXIT_USAGE;
+  return result.n_findings == 0 ? TOOL_EXIT_CLEAN : TOOL_EXIT_FINDINGS;
+}
+
+/* ---- check LIB:SYMBOL ----------------------------------------------------------- */
+
+/* Releases an array and its schema through the interposed callbacks and
+ * verifies that every struct was released exactly once. */
+static void release_and_verify(struct ArrowSchema* schema, struct ArrowDeviceArray* array,
+                               int group) {
+  tool_stage("release of the array");
+  if (array->array.release != NULL) array->array.release(&array->array);
+  tool_stage("release of the schema");
+  if (schema->release != NULL) schema->release(schema);
+  tool_stage("verification of the releases");
+  tool_interpose_verify(group);
+}
+
+/* After a failed export: nothing may have been left live. */
+static void check_left_released(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {
+  if (schema->release != NULL || array->array.release != NULL) {
+    tool_fail("released", "root",
+              "the export failed but left the %s live; on failure the outputs must stay "
+              "released", schema->release != NULL ? "schema" : "array");
+    int group = tool_interpose_new_group();
+    tool_interpose_schema(schema, "schema");
+    tool_interpose_array(&array->array, "root");
+    release_and_verify(schema, array, group);
+  }
+}
+
+static void check_array_child(void* arg) {
+  struct target_args* args = (struct target_args*)arg;
+  void* fn = tool_load_symbol(args->lib, args->symbol, NULL);
+  if (fn == NULL) return;
+  struct ArrowSchema schema;
+  struct ArrowDeviceArray array;
+  memset(&schema, 0, sizeof schema);
+  memset(&array, 0, sizeof array);
+  tool_stage("the producer call %s", args->symbol);
+  int rc = ((array_producer_fn)fn)(&schema, &array);
+  if (rc != 0) {
+    tool_fail("return_code", "root", "producer returned %d (%s)", rc, ferry_errno_name(rc));
+    check_left_released(&schema, &array);
+    return;
+  }
+  if (schema.release == NULL) tool_fail("released", "schema", "the exported schema is released");
+  int group = tool_interpose_new_group();
+  tool_interpose_schema(&schema, "schema");
+  tool_interpose_array(&array.array, "root");
+  tool_check_device_array(&schema, &array, "");
+  release_and_verify(&schema, &array, group);
+}
+
+static void check_stream_child(void* arg) {
+  struct target_args* args = (struct target_args*)arg;
+  void* fn = tool_load_symbol(args->lib, args->symbol, NULL);
+  if (fn == NULL) return;
+  struct ArrowDeviceArrayStream stream;
+  memset(&stream, 0, sizeof stream);
+  tool_stage("the producer call %s", args->symbol);
+  int rc = ((stream_producer_fn)fn)(&stream);
+  if (rc != 0) {
+    tool_fail("return_code", "stream", "producer returned %d (%s)", rc, ferry_errno_name(rc));
+    return;
+  }
+  if (stream.release == NULL) {
+    tool_fail("released", "stream", "the exported stream is released");
+    return;
+  }
+  tool_check_stream(&stream, NULL);
+}
+
+int tool_cmd_check(const char* target, int stream, int timeout_seconds) {
+  struct target_args args;
+  memset(&args, 0, sizeof args);
+  if (parse_target(target, &args) != 0) return TOOL_EXIT_USAGE;
+  args.stream = stream;
+  struct tool_run_result result;
+  if (tool_run_isolated(stream ? check_stream_child : check_array_child, &args,
+                        timeout_seconds, &result) != 0) {
+    return TOOL_EXIT_USAGE;
+  }
+  char what[PATH_MAX + 600];
+  snprintf(what, sizeof what, "check%s %s", stream ? " --stream" : "", target);
+  return tool_finish(what, &result);
+}
+
+/* ---- check --plugin LIB --case CASE ---------------------------------------------- */
+
+struct plugin_args {
+  const char* plugin;
+  const char* case_spec;
+  int stream;
+  char checker_path[PATH_MAX + 64]; /* the binary's directory + the plugin's name */
+};
+
+struct plugin_api {
+  ferry_it_export_array_fn export_array;
+  ferry_it_export_stream_fn export_stream;
+  ferry_it_check_array_fn check_array;
+  ferry_it_check_stream_fn check_stream;
+  ferry_it_live_allocations_fn live_allocations;
+  ferry_it_last_error_fn last_error;
+};
+
+/* Loads a plugin's entry points (the ones present). */
+static int load_plugin(const char* path, struct plugin_api* api, char* why, size_t why_size) {
+  memset(api, 0, sizeof *api);
+  char full[PATH_MAX + 2];
+  snprintf(full, sizeof full, "%s%s", strchr(path, '/') ? "" : "./", path);
+  void* handle = dlopen(full, RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) {
+    snprintf(why, why_size, "%s", dlerror());
+    return -1;
+  }
+  api->export_array = (ferry_it_export_array_fn)dlsym(handle, "ferry_it_export_array");
+  api->export_stream = (ferry_it_export_stream_fn)dlsym(handle, "ferry_it_export_stream");
+  api->check_array = (ferry_it_check_array_fn)dlsym(handle, "ferry_it_check_array");
+  api->check_stream = (ferry_it_check_stream_fn)dlsym(handle, "ferry_it_check_stream");
+  api->live_allocations =
+      (ferry_it_live_allocations_fn)dlsym(handle, "ferry_it_live_allocations");
+  api->last_error = (ferry_it_last_error_fn)dlsym(handle, "ferry_it_last_error");
+  return 0;
+}
+
+static const char* plugin_message(const struct plugin_api* api) {
+  const char* message = api->last_error != NULL ? api->last_error() : NULL;
+  return message != NULL ? message : "(the plugin gave no message)";
+}
+
+/* The value of the case's fail= key ("export", "get_schema", "get_next@2"),
+ * copied into `out`; empty when there is none. */
+static void case_fail_key(const char* case_spec, char* out, size_t out_size) {
+  out[0] = '\0';
+  const char* p = case_spec;
+  while ((p = strstr(p, ":fail=")) != NULL) {
+    p += 6;
+    size_t n = strcspn(p, ":");
+    if (n >= out_size) n = out_size - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+  }
+}
+
+static void check_leaks(const struct plugin_api* api, int64_t baseline, const char* when) {
+  if (api->live_allocations == NULL) return;
+  int64_t now = api->live_allocations();
+  if (now != baseline) {
+    tool_fail("leak", "root",
+              "the plugin holds %lld live allocations %s (baseline %lld): something was not "
+              "released or freed", (long long)now, when, (long long)baseline);
+  }
+}
+
+/* Loads the C checker for the value checks; reports why when it cannot. */
+static int load_checker(const struct plugin_args* args, struct plugin_api* checker) {
+  char why[1024];
+  if (load_plugin(args->checker_path, checker, why, sizeof why) != 0) {
+    tool_fail("values", "root", "cannot load the C checker plugin %s: %s (set FERRY_IT_C_PLUGIN)",
+              args->checker_path, why);
+    return -1;
+  }
+  if ((args->stream ? (void*)checker->check_stream : (void*)checker->check_array) == NULL) {
+    tool_fail("values", "root", "%s does not export ferry_it_check_%s", args->checker_path,
+              args->stream ? "stream" : "array");
+    return -1;
+  }
+  return 0;
+}
+
+static void plugin_array_child(const struct plugin_args* args, const struct plugin_api* api,
+                               const char* fail_key) {
+  int64_t baseline = api->live_allocations != NULL ? api->live_allocations() : 0;
+  struct ArrowSchema schema;
+  struct ArrowDeviceArray array;
+  memset(&schema, 0, sizeof schema);
+  memset(&array, 0, sizeof array);
+  tool_stage("ferry_it_export_array(\"%s\")", args->case_spec);
+  int rc = api->export_array(args->case_spec, &schema, &array);
+  if (rc != 0) {
+    const char* message = plugin_message(api);
+    int expected = strcmp(fail_key, "export") == 0 &&
+                   strstr(message, "injected failure at export") != NULL;
+    if (!expected) {
+      tool_fail("return_code", "root", "ferry_it_export_array returned %d (%s): %s", rc,
+                ferry_errno_name(rc), message);
+    }
+    int64_t before = tool_child_findings();
+    check_left_released(&schema, &array);
+    check_leaks(api, baseline, "after the failed export");
+    if (expected && tool_child_findings() == before) {
+      tool_ok("injected failure: %s", message);
+    }
+    return;
+  }
+  if (strcmp(fail_key, "export") == 0) {
+    tool_fail("injection", "root", "ferry_it_export_array succeeded, expected \"injected "
+                                   "failure at export\"");
+  }
+  int group = tool_interpose_new_group();
+  tool_interpose_schema(&schema, "schema");
+  tool_interpose_array(&array.array, "root");
+  tool_check_device_array(&schema, &array, "");
+
+  struct plugin_api checker;
+  if (load_checker(args, &checker) != 0) {
+    release_and_verify(&schema, &array, group);
+  } else {
+    tool_stage("ferry_it_check_array (the value checks, which release the array)");
+    rc = checker.check_array(args->case_spec, &schema, &array);
+    if (rc != 0) {
+      tool_fail("values", "root", "the C checker rejected the values: %s",
+                plugin_message(&checker));
+    }
+    tool_stage("verification of the releases");
+    tool_interpose_verify(group);
+  }
+  check_leaks(api, baseline, "after the release");
+}
+
+static void plugin_stream_child(const struct plugin_args* args, const struct plugin_api* api,
+                                const char* fail_key) {
+  int64_t baseline = api->live_allocations != NULL ? api->live_allocations() : 0;
+  /* Pass 1: the structural stream checks consume one export of the case. */
+  struct ArrowDeviceArrayStream stream;
+  memset(&stream, 0, sizeof stream);
+  tool_stage("ferry_it_export_stream(\"%s\")", args->case_spec);
+  int rc = api->export_stream(args->case_spec, &stream);
+  if (rc != 0) {
+    const char* message = plugin_message(api);
+    int expected = strcmp(fail_key, "export") == 0 &&
+                   strstr(message, "injected failure at export") != NULL;
+    if (!expected) {
+      tool_fail("return_code", "stream", "ferry_it_export_stream returned %d (%s): %s", rc,
+                ferry_errno_name(rc), message);
+    }
+    int64_t before = tool_child_findings();
+    if (stream.release != NULL) {
+      tool_fail("released", "stream", "the export failed but left the stream live");
+      stream.release(&stream);
+    }
+    check_leaks(api, baseline, "after the failed export");
+    if (expected && tool_child_findings() == before) tool_ok("injected failure: %s", message);
+    return;
+  }
+  if (strcmp(fail_key, "export") == 0) {
+    tool_fail("injection", "stream", "ferry_it_export_stream succeeded, expected \"injected "
+                                     "failure at export\"");
+  }
+  tool_check_stream(&stream, fail_key[0] != '\0' ? fail_key : NULL);
+  check_leaks(api, baseline, "after the stream was released");
+
+  /* Pass 2: a fresh export of the same case for the value checks. */
+  struct plugin_api checker;
+  if (load_checker(args, &checker) != 0) return;
+  memset(&stream, 0, sizeof stream);
+  tool_stage("ferry_it_export_stream(\"%s\") for the value checks", args->case_spec);
+  rc = api->export_stream(args->case_spec, &stream);
+  if (rc != 0) {
+    tool_fail("return_code", "stream", "the second ferry_it_export_stream returned %d: %s", rc,
+              plugin_message(api));
+    return;
+  }
+  int group = tool_interpose_new_group();
+  tool_interpose_stream(&stream, "stream");
+  tool_stage("ferry_it_check_stream (the value checks, which release the stream)");
+  rc = checker.check_stream(args->case_spec, &stream);
+  if (rc != 0) {
+    tool_fail("values", "stream", "the C checker rejected the stream: %s",
+              plugin_message(&checker));
+  }
+  tool_interpose_verify(group);
+  check_leaks(api, baseline, "after the value checks released the stream");
+}
+
+static void plugin_child(void* arg) {
+  const struct plugin_args* args = (const struct plugin_args*)arg;
+  struct plugin_api api;
+  char why[1024];
+  tool_stage("loading %s", args->plugin);
+  if (load_plugin(args->plugin, &api, why, sizeof why) != 0) {
+    tool_usage_error("cannot load plugin %s: %s", args->plugin, why);
+    return;
+  }
+  if ((args->stream ? (void*)api.export_stream : (void*)api.export_array) == NULL) {
+    tool_usage_error("plugin %s does not export ferry_it_export_%s", args->plugin,
+                     args->stream ? "stream" : "array");
+    return;
+  }
+  char fail_key[64];
+  case_fail_key(args->case_spec, fail_key, sizeof fail_key);
+  if (args->stream) {
+    plugin_stream_child(args, &api, fail_key);
+  } else {
+    plugin_array_child(args, &api, fail_key);
+  }
+}
+
+/* The C checker: $FERRY_IT_C_PLUGIN, else ../plugins/ next to this binary. */
+static void find_checker(char* out, size_t out_size) {
+  const char* env = getenv("FERRY_IT_C_PLUGIN");
+  if (env != NULL && env[0] != '\0') {
+    snprintf(out, out_size, "%s", env);
+    return;
+  }
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    snprintf(out, out_size, "libferry_it_c.so");
+    return;
+  }
+  exe[n] = '\0';
+  char* slash = strrchr(exe, '/');
+  if (slash != NULL) *slash = '\0';
+  snprintf(out, out_size, "%s/../plugins/libferry_it_c.so", exe);
+}
+
+int tool_cmd_check_plugin(const char* plugin, const char* case_spec, int stream,
+                          int timeout_seconds) {
+  struct plugin_args args;
+  memset(&args, 0, sizeof args);
+  args.plugin = plugin;
+  args.case_spec = case_spec;
+  args.stream = stream;
+  find_checker(args.checker_path, sizeof args.checker_path);
+  struct tool_run_result result;
+  if (tool_run_isolated(plugin_child, &args, timeout_seconds, &result) != 0) {
+    return TOOL_EXIT_USAGE;
+  }
+  char what[PATH_MAX + 600];
+  snprintf(what, sizeof what, "check --plugin %s --case %s%s", plugin, case_spec,
+           stream ? " --stream" : "");
+  return tool_finish(what, &result);
+}

@@ -1,0 +1,199 @@
+/* SWIG interface for ferry's Java JNI layer (org.ferry.jni.FerryNative).
+ *
+ * Regenerate with generators/java/gen.sh (or ./dev.sh regen); the output is
+ * committed and checked for staleness by generators/java/check.sh.
+ *
+ * What this file decides, and why:
+ * - Every pointer (ABI structs, FerryDevice, void*, callback functions) is a
+ *   Java `long` address. SWIG's opaque SWIGTYPE_p_* proxies cannot be
+ *   created from Java or passed between libraries, and the ABI structs'
+ *   fields are read through ferry's accessor functions only, so the struct
+ *   definitions are hidden (%ignore) and no proxy class is generated.
+ * - int64_t is Java long through stdint.i WITHOUT -DSWIGWORDSIZE64 (with it
+ *   int64_t becomes C long, which SWIG maps to Java int: silent truncation).
+ * - Functions returning an errno code throw org.ferry.FerryException(code,
+ *   message) when it is not FERRY_OK: the wrapper passes a FerryError of its
+ *   own and reads its message. Out parameters become one-element Java
+ *   arrays; predicates become boolean.
+ */
+%module FerryNative
+
+%include <stdint.i>
+%include <typemaps.i>
+
+%{
+#include <stdint.h>
+#include "ferry/ferry.h"
+#include "ferry_jni_support.h"
+%}
+
+/* GCC attributes (in FERRY_EXPORT) mean nothing to SWIG. */
+#define __attribute__(x)
+
+/* ---- pointers as long addresses ---------------------------------------- */
+
+%define FERRY_ADDRESS(CTYPE)
+%typemap(jni) CTYPE "jlong"
+%typemap(jtype) CTYPE "long"
+%typemap(jstype) CTYPE "long"
+%typemap(in) CTYPE %{ $1 = ($1_ltype)(intptr_t)$input; %}
+%typemap(out) CTYPE %{ $result = (jlong)(intptr_t)$1; %}
+%typemap(javain) CTYPE "$javainput"
+%typemap(javaout) CTYPE { return $jnicall; }
+%enddef
+
+FERRY_ADDRESS(struct ArrowSchema*)
+FERRY_ADDRESS(const struct ArrowSchema*)
+FERRY_ADDRESS(struct ArrowArray*)
+FERRY_ADDRESS(const struct ArrowArray*)
+FERRY_ADDRESS(struct ArrowDeviceArray*)
+FERRY_ADDRESS(const struct ArrowDeviceArray*)
+FERRY_ADDRESS(struct ArrowDeviceArrayStream*)
+FERRY_ADDRESS(const struct ArrowDeviceArrayStream*)
+FERRY_ADDRESS(struct FerryDevice*)
+FERRY_ADDRESS(const struct FerryDevice*)
+FERRY_ADDRESS(void*)
+FERRY_ADDRESS(const void*)
+FERRY_ADDRESS(const void* const*)
+/* Callbacks are C functions (the trampolines of ferry_jni_support.c); Java
+ * passes their addresses, obtained from org.ferry.jni.Support. */
+FERRY_ADDRESS(FerryReleaseHook)
+FERRY_ADDRESS(FerryStreamGetSchemaFn)
+FERRY_ADDRESS(FerryStreamGetNextFn)
+FERRY_ADDRESS(FerryFindingFn)
+
+/* ---- out parameters as one-element arrays ------------------------------ */
+
+/* T** out parameters (matched by name, so that `const void* const* buffers`
+ * stays an input): Java long[1] receives the address. */
+%define FERRY_ADDRESS_OUT(PARAM)
+%typemap(jni) PARAM "jlongArray"
+%typemap(jtype) PARAM "long[]"
+%typemap(jstype) PARAM "long[]"
+%typemap(javain) PARAM "$javainput"
+%typemap(in) PARAM ($*1_ltype temp = 0) %{
+  if (!$input || (*jenv)->GetArrayLength(jenv, $input) < 1) {
+    ferry_jni_throw_illegal_argument(jenv, "out parameter must be an array of length >= 1");
+    return $null;
+  }
+  $1 = &temp;
+%}
+%typemap(argout) PARAM %{
+  {
+    jlong value = (jlong)(intptr_t)temp$argnum;
+    (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &value);
+  }
+%}
+%enddef
+
+FERRY_ADDRESS_OUT(struct FerryDevice** out)
+FERRY_ADDRESS_OUT(void** out)
+FERRY_ADDRESS_OUT(void** stream_out)
+FERRY_ADDRESS_OUT(void** sync_event_out)
+FERRY_ADDRESS_OUT(struct ArrowSchema** dictionary_out)
+FERRY_ADDRESS_OUT(struct ArrowArray** dictionary_out)
+
+%apply int* OUTPUT { ArrowDeviceType* out };
+%apply int* OUTPUT { int32_t* length };
+%apply long long* OUTPUT { int64_t* size_out };
+
+/* ---- errors become FerryException -------------------------------------- */
+
+/* Functions returning an errno code keep their `int` result in Java, which
+ * is always FERRY_OK when they return: the wrapper supplies the FerryError
+ * and throws when the call failed.
+ * argout runs after the call with `result` in scope, before any out array is
+ * read by Java, so a failed call never hands back a half-set value. */
+%typemap(in, numinputs = 0) struct FerryError* error (struct FerryError temp) %{
+  ferry_error_init(&temp);
+  $1 = &temp;
+%}
+%typemap(argout) struct FerryError* error %{
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp$argnum), "$symname");
+    return $null;
+  }
+%}
+/* Out arrays are written before this runs (SWIG emits argouts in parameter
+ * order and the error is last); Java never reads them when it throws. */
+
+/* The moves return EINVAL without a FerryError. */
+%define FERRY_RC_WITHOUT_ERROR(FN)
+%typemap(out) int FN %{
+  if ($1 != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, $1, NULL, "$symname");
+    return $null;
+  }
+%}
+%enddef
+FERRY_RC_WITHOUT_ERROR(ferry_schema_move)
+FERRY_RC_WITHOUT_ERROR(ferry_array_move)
+FERRY_RC_WITHOUT_ERROR(ferry_device_array_move)
+FERRY_RC_WITHOUT_ERROR(ferry_stream_move)
+
+/* Predicates return 0/1: Java boolean. */
+%define FERRY_PREDICATE(FN)
+%typemap(jni) int FN "jboolean"
+%typemap(jtype) int FN "boolean"
+%typemap(jstype) int FN "boolean"
+%typemap(out) int FN %{ $result = (jboolean)($1 != 0); %}
+%typemap(javaout) int FN { return $jnicall; }
+%enddef
+FERRY_PREDICATE(ferry_schema_is_released)
+FERRY_PREDICATE(ferry_array_is_released)
+FERRY_PREDICATE(ferry_device_array_is_released)
+FERRY_PREDICATE(ferry_device_array_reserved_is_zero)
+FERRY_PREDICATE(ferry_stream_is_released)
+FERRY_PREDICATE(ferry_device_is_host_accessible)
+
+/* Metadata is binary and the key/value pointers are not terminated: return
+ * addresses; org.ferry.jni.Support copies the bytes. */
+%define FERRY_RAW_CHARS(FN)
+%typemap(jni) const char* FN "jlong"
+%typemap(jtype) const char* FN "long"
+%typemap(jstype) const char* FN "long"
+%typemap(out) const char* FN %{ $result = (jlong)(intptr_t)$1; %}
+%typemap(javaout) const char* FN { return $jnicall; }
+%enddef
+FERRY_RAW_CHARS(ferry_schema_metadata)
+FERRY_RAW_CHARS(ferry_schema_metadata_key)
+FERRY_RAW_CHARS(ferry_schema_metadata_value)
+
+/* ---- what Java never sees ---------------------------------------------- */
+
+/* Struct internals: read through accessors only. */
+%ignore ArrowSchema;
+%ignore ArrowArray;
+%ignore ArrowArrayStream;
+%ignore ArrowDeviceArray;
+%ignore ArrowDeviceArrayStream;
+%ignore FerryError;
+%ignore FerryDevice;
+/* The error buffer is internal to every wrapper. */
+%ignore ferry_error_init;
+%ignore ferry_error_message;
+%ignore ferry_error_new;
+%ignore ferry_error_free;
+/* Include guards and version macros are not API. */
+%ignore FERRY_FERRY_H;
+%ignore FERRY_ARROW_C_DEVICE_ABI_H;
+%ignore FERRY_FERRY_VERSION_H;
+%ignore ARROW_C_DATA_INTERFACE;
+%ignore ARROW_C_STREAM_INTERFACE;
+%ignore ARROW_C_DEVICE_DATA_INTERFACE;
+%ignore ARROW_C_DEVICE_STREAM_INTERFACE;
+
+/* The native methods need libferry_jni.so: load it (and check the ABI
+ * version of libferry.so) when the JNI class is first used. */
+%pragma(java) jniclasscode=%{
+  static {
+    NativeLoader.load();
+  }
+%}
+
+/* Plain constants in FerryNativeConstants (no JNI call to read them). */
+%javaconst(1);
+
+%include "ferry/ferry_version.h"
+%include "ferry/arrow_c_device_abi.h"
+%include "ferry/ferry.h"

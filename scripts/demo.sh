@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The main job. Until the polyglot demo exists (tests/integration/demo), it
+# runs `ferry check` on the built-in producer: the C plugin's exports of a
+# few cases, on the CPU and on the simulated device, as arrays and streams.
+set -euo pipefail
+ROOT="${FERRY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+if [ -x "$ROOT/tests/integration/demo/run.sh" ]; then
+  exec bash "$ROOT/tests/integration/demo/run.sh" "$@"
+fi
+ferry="$BUILD/bin/ferry"
+plugin="$BUILD/plugins/libferry_it_c.so"
+"$ferry" --version
+"$ferry" devices
+status=0
+for c in "int32:length=1000:nulls=7" "utf8:offset=3:nulls=4:device=sim" \
+         "struct_int32_utf8:length=100:device=sim" "dict_int32_utf8:length=50"; do
+  echo "--- ferry check --plugin libferry_it_c.so --case $c"
+  "$ferry" check --plugin "$plugin" --case "$c" || status=1
+done
+for c in "list_int32:batches=4:device=sim" "float64:batches=3:fail=get_next@2"; do
+  echo "--- ferry check --stream --plugin libferry_it_c.so --case $c"
+  "$ferry" check --stream --plugin "$plugin" --case "$c" || status=1
+done
+echo "--- ferry inspect (the C plugin's export of int32:length=8:nulls=3)"
+"$ferry" inspect --plugin "$plugin" --case "int32:length=8:nulls=3" || status=1
+exit "$status"

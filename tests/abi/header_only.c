@@ -1,0 +1,6 @@
+/* Compiled with -std=c11 -pedantic -Werror: the public header needs nothing
+ * beyond standard C (no extensions, no GNU-only constructs). */
+#include "ferry/ferry.h"
+
+int ferry_header_only_probe(void);
+int ferry_header_only_probe(void) { return (int)sizeof(struct ArrowDeviceArray); }
