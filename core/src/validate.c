@@ -1036,7 +1036,8 @@ static void validate_array_node(struct Validator* v, const struct ArrowSchema* s
   }
 
   /* Content and child-length rules need the children the layout promises. */
-  int children_match = children_usable && schema->n_children == array->n_children &&
+  int children_match = layout_ok && children_usable &&
+                       schema->n_children == array->n_children &&
                        (f.n_children < 0 || array->n_children == f.n_children);
   if (layout_ok && sane && children_match) {
     validate_child_lengths(v, array, &f);

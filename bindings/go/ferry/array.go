@@ -109,20 +109,32 @@ func (d *DeviceArray) ExportTo(dst unsafe.Pointer, schemaDst unsafe.Pointer) err
 	if dst == nil {
 		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: NULL destination")
 	}
-	if C.ferry_device_array_is_released((*C.struct_ArrowDeviceArray)(dst)) == 0 {
-		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: destination array is not released")
-	}
 	if schemaDst != nil {
 		if d.schema == nil || d.batchOf != nil {
 			return errorf(syscall.EINVAL, "DeviceArray.ExportTo: the array owns no schema")
 		}
-		if err := d.schema.ExportTo(schemaDst); err != nil {
-			return err
+		if C.ferry_schema_is_released((*C.struct_ArrowSchema)(schemaDst)) == 0 {
+			return errorf(syscall.EINVAL, "DeviceArray.ExportTo: destination schema is not released")
 		}
-		d.schema = nil
 	}
-	C.ferry_device_array_move(d.c, (*C.struct_ArrowDeviceArray)(dst))
-	d.Release()
+	if d.batchOf != nil {
+		if rc := C.ferry_device_array_move(d.c, (*C.struct_ArrowDeviceArray)(dst)); rc != 0 {
+			return errorf(syscall.EINVAL, "DeviceArray.ExportTo: destination array is not released")
+		}
+		return nil
+	}
+	// One call moves the array and frees Go's struct.
+	if rc := C.ferrygo_device_array_export_to(d.c, (*C.struct_ArrowDeviceArray)(dst)); rc != 0 {
+		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: destination array is not released")
+	}
+	d.cleanup.Stop()
+	d.c = nil
+	if schemaDst != nil {
+		_ = d.schema.ExportTo(schemaDst) // checked above: cannot fail
+	} else {
+		d.schema.Release()
+	}
+	d.schema = nil
 	return nil
 }
 

@@ -236,6 +236,9 @@ func exportDeviceArray(data *ArrayData, opts *ExportOptions) (*DeviceArray, erro
 	if opts == nil {
 		opts = &ExportOptions{}
 	}
+	if len(data.Children) == 0 && data.Dictionary == nil {
+		return exportLeaf(data, opts)
+	}
 	tmp := C.ferry_array_new()
 	out := C.ferry_device_array_new()
 	if tmp == nil || out == nil {
@@ -267,6 +270,85 @@ func exportDeviceArray(data *ArrayData, opts *ExportOptions) (*DeviceArray, erro
 	return newOwnedDeviceArray(out, nil), nil
 }
 
+// exportLeaf is the one-cgo-call export of an array without children or
+// dictionary (the common shape of stream batches and columns).
+func exportLeaf(a *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
+	n := nodeBuffers{}
+	n.collect(a)
+	var dev *C.struct_FerryDevice
+	devType, devID := C.ArrowDeviceType(DeviceCPU), C.int64_t(-1)
+	if opts.Device != nil {
+		dev = opts.Device.c
+	}
+	e := getErrorBuffer()
+	defer putErrorBuffer(e)
+	var rc C.int
+	out := C.ferrygo_export_leaf(C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
+		C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(len(n.owned)), n.ownedPtr(), C.uintptr_t(n.handle),
+		devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &rc, e)
+	if out == nil {
+		return nil, codeError(rc, e)
+	}
+	return newOwnedDeviceArray(out, nil), nil
+}
+
+// nodeBuffers gathers what one node points at and owns, for the C side.
+type nodeBuffers struct {
+	stackBufs  [4]unsafe.Pointer
+	stackOwned [4]C.struct_ferrygo_owned_ptr
+	bufs       []unsafe.Pointer
+	owned      []C.struct_ferrygo_owned_ptr
+	handle     uintptr
+}
+
+// collect records a's buffers; pinned and foreign buffers and OnRelease go
+// into a Go state behind a handle (0 when there is none).
+func (n *nodeBuffers) collect(a *ArrayData) {
+	n.bufs = n.stackBufs[:0]
+	n.owned = n.stackOwned[:0]
+	var state *exportState
+	if a.OnRelease != nil {
+		state = &exportState{releases: []func(){a.OnRelease}}
+	}
+	for k, b := range append(a.Buffers[:len(a.Buffers):len(a.Buffers)], a.Keep...) {
+		if k < len(a.Buffers) {
+			n.bufs = append(n.bufs, b.ptr)
+		}
+		switch b.kind {
+		case bufC:
+			n.owned = append(n.owned, C.struct_ferrygo_owned_ptr{ptr: b.ptr})
+		case bufDevice:
+			n.owned = append(n.owned, C.struct_ferrygo_owned_ptr{ptr: b.ptr, device: b.device})
+		case bufPinned, bufForeign:
+			if state == nil {
+				state = &exportState{}
+			}
+			if b.kind == bufPinned {
+				state.pinner.Pin(b.pinned)
+			} else if b.release != nil {
+				state.releases = append(state.releases, b.release)
+			}
+		}
+	}
+	if state != nil {
+		n.handle = handles.put(state)
+	}
+}
+
+func (n *nodeBuffers) bufPtr() *unsafe.Pointer {
+	if len(n.bufs) == 0 {
+		return nil
+	}
+	return &n.bufs[0]
+}
+
+func (n *nodeBuffers) ownedPtr() *C.struct_ferrygo_owned_ptr {
+	if len(n.owned) == 0 {
+		return nil
+	}
+	return &n.owned[0]
+}
+
 // exportState is the Go side of one exported node: pins and foreign
 // callbacks, reached from C through a handle and given back at release.
 type exportState struct {
@@ -285,50 +367,12 @@ func (s *exportState) giveBack() {
 // every buffer of the subtree: on failure everything not attached to out is
 // given back, and the caller releases out.
 func exportNode(out *C.struct_ArrowArray, a *ArrayData) error {
-	var stackBufs [4]unsafe.Pointer
-	var stackOwned [4]C.struct_ferrygo_owned_ptr
-	bufs := stackBufs[:0]
-	owned := stackOwned[:0]
-	var state *exportState
-	if a.OnRelease != nil {
-		state = &exportState{releases: []func(){a.OnRelease}}
-	}
-	for k, b := range append(a.Buffers[:len(a.Buffers):len(a.Buffers)], a.Keep...) {
-		if k < len(a.Buffers) {
-			bufs = append(bufs, b.ptr)
-		}
-		switch b.kind {
-		case bufC:
-			owned = append(owned, C.struct_ferrygo_owned_ptr{ptr: b.ptr})
-		case bufDevice:
-			owned = append(owned, C.struct_ferrygo_owned_ptr{ptr: b.ptr, device: b.device})
-		case bufPinned, bufForeign:
-			if state == nil {
-				state = &exportState{}
-			}
-			if b.kind == bufPinned {
-				state.pinner.Pin(b.pinned)
-			} else if b.release != nil {
-				state.releases = append(state.releases, b.release)
-			}
-		}
-	}
-	var h uintptr
-	if state != nil {
-		h = handles.put(state)
-	}
-	var bufPtr *unsafe.Pointer
-	if len(bufs) > 0 {
-		bufPtr = &bufs[0]
-	}
-	var ownedPtr *C.struct_ferrygo_owned_ptr
-	if len(owned) > 0 {
-		ownedPtr = &owned[0]
-	}
+	n := nodeBuffers{}
+	n.collect(a)
 	err := call(func(e *C.struct_FerryError) C.int {
 		return C.ferrygo_array_init(out, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
-			C.int64_t(len(a.Buffers)), (*unsafe.Pointer)(unsafe.Pointer(bufPtr)), C.int64_t(len(a.Children)),
-			C.int64_t(len(owned)), ownedPtr, C.uintptr_t(h), e)
+			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(len(a.Children)),
+			C.int64_t(len(n.owned)), n.ownedPtr(), C.uintptr_t(n.handle), e)
 	})
 	if err != nil {
 		// This node's buffers were given back by ferrygo_array_init.

@@ -101,6 +101,53 @@ int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_coun
   return FERRY_OK;
 }
 
+struct ArrowDeviceArray* ferrygo_export_leaf(
+    int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
+    const void* const* buffers, int64_t n_owned, const struct ferrygo_owned_ptr* owned,
+    uintptr_t go_handle, ArrowDeviceType device_type, int64_t device_id,
+    struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
+    struct FerryError* error) {
+  struct ArrowDeviceArray* out = ferry_device_array_new();
+  if (out == NULL) {
+    ferry_error_init(error);
+    ferrygo_set_error(error, "out of memory for the device array", -1);
+    ferrygo_give_back(n_owned, owned, go_handle);
+    *rc_out = ENOMEM;
+    return NULL;
+  }
+  struct ArrowArray array;
+  memset(&array, 0, sizeof(array));
+  int rc = ferrygo_array_init(&array, length, null_count, offset, n_buffers, buffers, 0,
+                              n_owned, owned, go_handle, error);
+  if (rc == FERRY_OK) {
+    if (device == NULL) {
+      rc = ferry_device_array_init(out, &array, device_type, device_id, NULL, NULL, NULL,
+                                   error);
+    } else {
+      rc = ferry_device_array_init_async(out, &array, device, producer_stream, policy, error);
+    }
+    // Moved on success; on failure the release gives everything back.
+    ferry_array_release(&array);
+  }
+  *rc_out = rc;
+  if (rc != FERRY_OK) {
+    ferry_device_array_free(out);
+    return NULL;
+  }
+  return out;
+}
+
+int ferrygo_device_array_export_to(struct ArrowDeviceArray* src,
+                                   struct ArrowDeviceArray* dst) {
+  if (src == NULL || dst == NULL || ferry_device_array_is_released(src) ||
+      !ferry_device_array_is_released(dst)) {
+    return EINVAL;
+  }
+  int rc = ferry_device_array_move(src, dst);
+  if (rc == FERRY_OK) ferry_device_array_free(src);
+  return rc;
+}
+
 int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* array,
                               ArrowDeviceType device_type, int64_t device_id,
                               void* sync_event, struct FerryError* error) {

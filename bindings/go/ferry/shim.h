@@ -54,6 +54,25 @@ int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* a
                               ArrowDeviceType device_type, int64_t device_id,
                               void* sync_event, struct FerryError* error);
 
+/* Exports a leaf array (no children, no dictionary) in one call: allocates
+ * an ArrowDeviceArray, fills its array as ferrygo_array_init does and sets
+ * the device: (device_type, device_id) when `device` is NULL, else
+ * ferry_device_array_init_async on `device` with `producer_stream` and
+ * `policy`. Returns the struct (the caller frees it with
+ * ferry_device_array_free) or NULL with `*rc_out` and `error` set; on failure everything
+ * owned is given back. */
+struct ArrowDeviceArray* ferrygo_export_leaf(
+    int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
+    const void* const* buffers, int64_t n_owned, const struct ferrygo_owned_ptr* owned,
+    uintptr_t go_handle, ArrowDeviceType device_type, int64_t device_id,
+    struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
+    struct FerryError* error);
+
+/* Moves the live `src` into the released `dst` and frees `src`; EINVAL (and
+ * nothing changes) when `dst` is live or `src` released. */
+int ferrygo_device_array_export_to(struct ArrowDeviceArray* src,
+                                   struct ArrowDeviceArray* dst);
+
 /* Releases `batch` if it is live, then calls ferry_stream_get_next into it:
  * the consumer's whole per-batch step in one call. */
 int ferrygo_stream_next(struct ArrowDeviceArrayStream* stream,

@@ -8,8 +8,8 @@ import "C"
 import (
 	"fmt"
 	"iter"
-	"sync"
 	"runtime"
+	"sync"
 	"syscall"
 	"unsafe"
 )

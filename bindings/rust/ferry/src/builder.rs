@@ -3,7 +3,6 @@
 //! [`ArrayBuilder`] hands the addresses to the core's `ferry_array_init`
 //! together with a release hook that drops the owners when the consumer
 //! releases the array, exactly once.
-use std::any::Any;
 use std::fmt;
 use std::os::raw::c_void;
 use std::ptr;
@@ -17,7 +16,49 @@ use crate::error::{call, Error, Result};
 use crate::panic::guard_silent;
 use crate::schema::Schema;
 
-type Owner = Box<dyn Any + Send>;
+/// A type-erased owner: one heap allocation (`Box<O>`) and the
+/// monomorphised hook that drops it. A single owner goes to the core as
+/// (hook, pointer) directly, with no further allocation.
+struct Owner {
+    ptr: *mut c_void,
+    release: unsafe extern "C" fn(*mut c_void),
+}
+
+// SAFETY: only made from `O: Send` values.
+unsafe impl Send for Owner {}
+
+unsafe extern "C" fn release_boxed<O>(user_data: *mut c_void) {
+    guard_silent("the release hook of a Rust-exported buffer", || {
+        // SAFETY: made by Owner::new::<O>; the core calls the hook once.
+        drop(unsafe { Box::from_raw(user_data as *mut O) });
+    });
+}
+
+impl Owner {
+    #[inline]
+    fn new<O: Send + 'static>(owner: Box<O>) -> Owner {
+        Owner { ptr: Box::into_raw(owner) as *mut c_void, release: release_boxed::<O> }
+    }
+    /// Hands the owner to C: after this, only the hook may drop it.
+    #[inline]
+    fn into_raw(self) -> (unsafe extern "C" fn(*mut c_void), *mut c_void) {
+        let raw = (self.release, self.ptr);
+        std::mem::forget(self);
+        raw
+    }
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        unsafe { (self.release)(self.ptr) }
+    }
+}
+
+impl fmt::Debug for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Owner({:p})", self.ptr)
+    }
+}
 
 /// One buffer of an exported array: an address plus whatever keeps the
 /// memory alive. Nothing is copied; the owner is dropped when the consumer
@@ -50,6 +91,7 @@ unsafe impl Send for Buffer {}
 
 impl Buffer {
     /// An absent buffer (NULL), e.g. a validity bitmap with no nulls.
+    #[inline(always)]
     pub fn null() -> Buffer {
         Buffer { ptr: ptr::null(), len: 0, owner: None }
     }
@@ -57,6 +99,7 @@ impl Buffer {
     /// Takes ownership of `owner` and exports the slice it dereferences to.
     /// The owner is boxed before its slice is taken, so the address stays
     /// valid for as long as the owner lives.
+    #[inline]
     pub fn from_owner<T, O>(owner: O) -> Buffer
     where
         T: Copy + 'static,
@@ -65,25 +108,29 @@ impl Buffer {
         let boxed: Box<O> = Box::new(owner);
         let slice: &[T] = (*boxed).as_ref();
         let (ptr, len) = (slice.as_ptr() as *const c_void, std::mem::size_of_val(slice));
-        Buffer { ptr, len, owner: Some(boxed) }
+        Buffer { ptr, len, owner: Some(Owner::new(boxed)) }
     }
 
     /// Exports a `Vec` without copying.
+    #[inline]
     pub fn from_vec<T: Copy + Send + 'static>(values: Vec<T>) -> Buffer {
         Buffer::from_owner(values)
     }
 
     /// Exports a boxed slice without copying.
+    #[inline]
     pub fn from_boxed_slice<T: Copy + Send + 'static>(values: Box<[T]>) -> Buffer {
         Buffer::from_owner(values)
     }
 
     /// Exports shared memory: the array holds one reference until released.
+    #[inline]
     pub fn from_arc<T: Copy + Send + Sync + 'static>(values: Arc<[T]>) -> Buffer {
         Buffer::from_owner(values)
     }
 
     /// Exports a `'static` slice (nothing to free).
+    #[inline(always)]
     pub fn from_static<T: Copy + 'static>(values: &'static [T]) -> Buffer {
         Buffer { ptr: values.as_ptr() as *const c_void, len: std::mem::size_of_val(values), owner: None }
     }
@@ -91,15 +138,15 @@ impl Buffer {
     /// Exports device memory; freed on the device at release.
     pub fn from_device(buffer: crate::device::DeviceBuffer) -> Buffer {
         let (ptr, len) = (buffer.as_ptr() as *const c_void, buffer.len());
-        Buffer { ptr, len, owner: Some(Box::new(buffer)) }
+        Buffer { ptr, len, owner: Some(Owner::new(Box::new(buffer))) }
     }
 
     /// Exports memory described by an address, kept alive by `owner`.
     ///
     /// # Safety
     /// `ptr` must stay valid for `len` bytes while `owner` lives.
-    pub unsafe fn from_raw_parts(ptr: *const c_void, len: usize, owner: impl Send + 'static) -> Buffer {
-        Buffer { ptr, len, owner: Some(Box::new(owner)) }
+    pub unsafe fn from_raw_parts<O: Send + 'static>(ptr: *const c_void, len: usize, owner: O) -> Buffer {
+        Buffer { ptr, len, owner: Some(Owner::new(Box::new(owner))) }
     }
 
     /// The exported address.
@@ -156,26 +203,22 @@ pub struct ArrayBuilder {
     length: i64,
     null_count: i64,
     offset: i64,
-    buffers: Vec<Buffer>,
+    /// The first buffers live inline (arrays rarely have more than three),
+    /// so building costs no allocation beyond the owners'.
+    inline: [Option<Buffer>; 3],
+    n_inline: usize,
+    spilled: Vec<Buffer>,
     children: Vec<ArrayBuilder>,
     dictionary: Option<Box<ArrayBuilder>>,
     extra_owners: Vec<Owner>,
 }
 
-/// Owners travel to the release hook in one box: a single owner (the common
-/// case) costs one allocation less than a vector of them. The fields are
-/// never read: they are held only to be dropped at release.
-#[allow(dead_code)]
-enum Owners {
-    One(Owner),
-    Many(Vec<Owner>),
-}
-
+/// Several owners travel to one release hook in a boxed vector.
 unsafe extern "C" fn release_owners(user_data: *mut c_void) {
     guard_silent("the release hook of a Rust-exported array", || {
         // SAFETY: user_data came from Box::into_raw in fill(), and the core
-        // calls this hook exactly once.
-        drop(unsafe { Box::from_raw(user_data as *mut Owners) });
+        // calls this hook exactly once; dropping each Owner runs its hook.
+        drop(unsafe { Box::from_raw(user_data as *mut Vec<Owner>) });
     });
 }
 
@@ -187,25 +230,45 @@ unsafe extern "C" fn release_event(user_data: *mut c_void) {
 
 impl ArrayBuilder {
     /// An array of logical `length` with no buffers yet.
+    #[inline(always)]
     pub fn new(length: i64) -> Self {
-        ArrayBuilder { length, null_count: 0, offset: 0, buffers: Vec::new(), children: Vec::new(), dictionary: None, extra_owners: Vec::new() }
+        ArrayBuilder {
+            length,
+            null_count: 0,
+            offset: 0,
+            inline: [None, None, None],
+            n_inline: 0,
+            spilled: Vec::new(),
+            children: Vec::new(),
+            dictionary: None,
+            extra_owners: Vec::new(),
+        }
     }
     /// Sets the null count (default 0).
+    #[inline(always)]
     pub fn null_count(mut self, null_count: i64) -> Self {
         self.null_count = null_count;
         self
     }
     /// Sets the offset (default 0).
+    #[inline(always)]
     pub fn offset(mut self, offset: i64) -> Self {
         self.offset = offset;
         self
     }
     /// Appends a buffer.
+    #[inline(always)]
     pub fn buffer(mut self, buffer: Buffer) -> Self {
-        self.buffers.push(buffer);
+        if self.n_inline < self.inline.len() && self.spilled.is_empty() {
+            self.inline[self.n_inline] = Some(buffer);
+            self.n_inline += 1;
+        } else {
+            self.spilled.push(buffer);
+        }
         self
     }
     /// Appends a child array.
+    #[inline]
     pub fn child(mut self, child: ArrayBuilder) -> Self {
         self.children.push(child);
         self
@@ -220,59 +283,64 @@ impl ArrayBuilder {
     /// produced on). Owners are dropped in the order they were added,
     /// buffers first.
     pub fn keep_alive(mut self, owner: impl Send + 'static) -> Self {
-        self.extra_owners.push(Box::new(owner));
+        self.extra_owners.push(Owner::new(Box::new(owner)));
         self
     }
 
     /// Fills `out` (released) through ferry_array_init. On failure `out` is
     /// left released and every owner has been dropped.
-    fn fill(self, out: *mut sys::ArrowArray) -> Result<()> {
+    #[inline]
+    fn fill(mut self, out: *mut sys::ArrowArray) -> Result<()> {
         if self.length < 0 || self.offset < 0 || self.null_count < -1 {
             return Err(Error::invalid(format!(
                 "array length {}, offset {} and null_count {} must not be negative",
                 self.length, self.offset, self.null_count
             )));
         }
-        let mut pointers: [*const c_void; 4] = [ptr::null(); 4];
-        let mut heap_pointers = Vec::new();
-        let pointer_list: &[*const c_void] = if self.buffers.len() <= 4 {
-            for (slot, b) in pointers.iter_mut().zip(&self.buffers) {
-                *slot = b.ptr;
-            }
-            &pointers[..self.buffers.len()]
-        } else {
-            heap_pointers.extend(self.buffers.iter().map(|b| b.ptr));
-            &heap_pointers
-        };
-        let mut owners: Vec<Owner> = Vec::new();
+        // Addresses first, then the owners are taken out of the buffers.
+        let n_buffers = self.n_inline + self.spilled.len();
+        let mut inline_pointers: [*const c_void; 3] = [ptr::null(); 3];
+        let mut heap_pointers: Vec<*const c_void> = Vec::new();
+        for (slot, b) in inline_pointers.iter_mut().zip(&self.inline[..self.n_inline]) {
+            *slot = b.as_ref().map_or(ptr::null(), |b| b.ptr);
+        }
+        if !self.spilled.is_empty() {
+            heap_pointers.extend_from_slice(&inline_pointers[..self.n_inline]);
+            heap_pointers.extend(self.spilled.iter().map(|b| b.ptr));
+        }
         let mut single: Option<Owner> = None;
-        let n_buffers = self.buffers.len();
-        for b in self.buffers {
-            if let Some(o) = b.owner {
+        let mut owners: Vec<Owner> = Vec::new();
+        let mut keep = |owner: Option<Owner>| {
+            if let Some(o) = owner {
                 if single.is_none() && owners.is_empty() {
                     single = Some(o);
                 } else {
-                    if let Some(first) = single.take() {
-                        owners.push(first);
-                    }
+                    owners.extend(single.take());
                     owners.push(o);
                 }
             }
-        }
-        for o in self.extra_owners {
-            if let Some(first) = single.take() {
-                owners.push(first);
-            }
-            owners.push(o);
-        }
-        let packed = match (single, owners.is_empty()) {
-            (Some(one), _) => Some(Owners::One(one)),
-            (None, false) => Some(Owners::Many(owners)),
-            (None, true) => None,
         };
-        let (hook, user_data): (sys::FerryReleaseHook, *mut c_void) = match packed {
-            Some(p) => (Some(release_owners), Box::into_raw(Box::new(p)) as *mut c_void),
-            None => (None, ptr::null_mut()),
+        for b in self.inline[..self.n_inline].iter_mut().flatten() {
+            keep(b.owner.take());
+        }
+        for b in &mut self.spilled {
+            keep(b.owner.take());
+        }
+        for o in self.extra_owners.drain(..) {
+            keep(Some(o));
+        }
+        let pointer_list: &[*const c_void] =
+            if self.spilled.is_empty() { &inline_pointers[..n_buffers] } else { &heap_pointers };
+        // One owner: its own hook and box go to the core as they are. More:
+        // one boxed vector whose hook drops them all, in order.
+        let many = !owners.is_empty();
+        let (hook, user_data): (sys::FerryReleaseHook, *mut c_void) = if many {
+            (Some(release_owners), Box::into_raw(Box::new(owners)) as *mut c_void)
+        } else if let Some(one) = single {
+            let (hook, ptr) = one.into_raw();
+            (Some(hook), ptr)
+        } else {
+            (None, ptr::null_mut())
         };
         let result = call(|err| unsafe {
             sys::ferry_array_init(
@@ -289,9 +357,9 @@ impl ArrayBuilder {
             )
         });
         if let Err(e) = result {
-            if !user_data.is_null() {
-                // The hook is not called on failure: the owners are still ours.
-                drop(unsafe { Box::from_raw(user_data as *mut Owners) });
+            // The hook is not called on failure: the owners are still ours.
+            if let Some(hook) = hook {
+                unsafe { hook(user_data) };
             }
             return Err(e);
         }
@@ -316,6 +384,7 @@ impl ArrayBuilder {
     }
 
     /// Exports a CPU array (`ARROW_DEVICE_CPU`, id -1, no sync event).
+    #[inline]
     pub fn build(self) -> Result<DeviceArray> {
         self.build_on(DeviceType::CPU, -1, None)
     }
@@ -323,6 +392,7 @@ impl ArrayBuilder {
     /// Exports an array whose buffers live on (`device_type`, `device_id`),
     /// with an optional event the consumer must wait on. The event is owned
     /// by the array and destroyed after the array is released.
+    #[inline]
     pub fn build_on(self, device_type: DeviceType, device_id: i64, sync_event: Option<Event>) -> Result<DeviceArray> {
         let mut array = sys::ArrowArray::default();
         self.fill(&mut array)?;

@@ -1,0 +1,401 @@
+/* ferry_it_java.c: the Java test plugin (libferry_it_java.so).
+ *
+ * A C shim exporting the entry points of tests/integration/ferry_it.h; each
+ * one calls a static method of org.ferry.it.Plugin, where every case of
+ * shared/cases.md is produced and checked in Java. The shim joins the JVM
+ * already running in the process (a JVM host) or starts one (a C host):
+ *   classpath     FERRY_JAVA_CLASSPATH, else `classpath=` of the file
+ *                 libferry_it_java.conf next to this library (written at build)
+ *   library path  FERRY_JAVA_LIBRARY_PATH, else `library_path=` (libferry_jni.so)
+ *   libjvm.so     $JAVA_HOME/lib/server, else `java_home=`, else default-java
+ * Rules kept here, and why:
+ * - After JNI_CreateJavaVM every non-default signal handler gets SA_ONSTACK,
+ *   so that a Go runtime loaded later in the process does not abort
+ *   (runtimes.md section 1: the JVM installs its handlers without it).
+ * - Threads the JVM has never seen are attached as daemons once and detached
+ *   by a pthread_key destructor when they exit.
+ * - No Java exception survives a call: it becomes EIO plus its text.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <jni.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ferry_it.h"
+
+#define FERRY_IT_JAVA_TEXT 4096
+
+typedef jint (*ferry_it_java_get_created_fn)(JavaVM**, jsize, jsize*);
+typedef jint (*ferry_it_java_create_fn)(JavaVM**, void**, void*);
+
+static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
+static int g_init_rc = EIO;
+static char g_init_error[FERRY_IT_JAVA_TEXT];
+static JavaVM* g_vm;
+static pthread_key_t g_detach_key;
+static jclass g_plugin;
+static jmethodID g_export_array, g_check_array, g_export_stream, g_check_stream;
+static jmethodID g_live_allocations, g_last_error;
+static jmethodID g_to_string;
+
+static __thread char t_last_error[FERRY_IT_JAVA_TEXT];
+
+static void set_last_error(const char* message) {
+  snprintf(t_last_error, sizeof t_last_error, "%s", message ? message : "");
+}
+
+/* ---- configuration ------------------------------------------------------ */
+
+/* Reads `key=` from libferry_it_java.conf next to this library into out. */
+static int read_config(const char* key, char* out, size_t size) {
+  Dl_info info;
+  if (dladdr((void*)&read_config, &info) == 0 || info.dli_fname == NULL) return 0;
+  char path[FERRY_IT_JAVA_TEXT];
+  snprintf(path, sizeof path, "%s", info.dli_fname);
+  char* dot = strrchr(path, '.');
+  char* slash = strrchr(path, '/');
+  if (dot == NULL || (slash != NULL && dot < slash)) return 0;
+  snprintf(dot, sizeof path - (size_t)(dot - path), ".conf");
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return 0;
+  char line[FERRY_IT_JAVA_TEXT];
+  size_t key_length = strlen(key);
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f) != NULL) {
+    line[strcspn(line, "\r\n")] = '\0';
+    if (strncmp(line, key, key_length) == 0 && line[key_length] == '=') {
+      snprintf(out, size, "%s", line + key_length + 1);
+      found = 1;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+static int setting(const char* env, const char* key, char* out, size_t size) {
+  const char* value = getenv(env);
+  if (value != NULL && value[0] != '\0') {
+    snprintf(out, size, "%s", value);
+    return 1;
+  }
+  return read_config(key, out, size);
+}
+
+/* ---- finding or starting the JVM ---------------------------------------- */
+
+static void* open_libjvm(void) {
+  char home[FERRY_IT_JAVA_TEXT];
+  char path[FERRY_IT_JAVA_TEXT + 64];
+  const char* candidates[3] = {getenv("JAVA_HOME"), NULL, "/usr/lib/jvm/default-java"};
+  if (read_config("java_home", home, sizeof home)) candidates[1] = home;
+  for (int i = 0; i < 3; i++) {
+    if (candidates[i] == NULL || candidates[i][0] == '\0') continue;
+    snprintf(path, sizeof path, "%s/lib/server/libjvm.so", candidates[i]);
+    void* handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (handle != NULL) return handle;
+  }
+  return NULL;
+}
+
+/* The JVM installs its handlers without SA_ONSTACK; Go requires it. */
+static void add_sa_onstack_to_handlers(void) {
+  for (int sig = 1; sig < NSIG; sig++) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    struct sigaction action;
+    if (sigaction(sig, NULL, &action) != 0) continue;
+    if (action.sa_handler == SIG_DFL || action.sa_handler == SIG_IGN) continue;
+    if (action.sa_flags & SA_ONSTACK) continue;
+    action.sa_flags |= SA_ONSTACK;
+    sigaction(sig, &action, NULL);
+  }
+}
+
+static int start_jvm(ferry_it_java_create_fn create) {
+  char classpath[FERRY_IT_JAVA_TEXT], library_path[FERRY_IT_JAVA_TEXT];
+  if (!setting("FERRY_JAVA_CLASSPATH", "classpath", classpath, sizeof classpath)) {
+    snprintf(g_init_error, sizeof g_init_error,
+             "Java plugin: no classpath (set FERRY_JAVA_CLASSPATH or build "
+             "libferry_it_java.conf with bindings/java/test.sh)");
+    return ENOENT;
+  }
+  char option_classpath[FERRY_IT_JAVA_TEXT + 32], option_library[FERRY_IT_JAVA_TEXT + 32];
+  snprintf(option_classpath, sizeof option_classpath, "-Djava.class.path=%s", classpath);
+  JavaVMOption options[4];
+  int n = 0;
+  options[n++].optionString = option_classpath;
+  if (setting("FERRY_JAVA_LIBRARY_PATH", "library_path", library_path, sizeof library_path)) {
+    snprintf(option_library, sizeof option_library, "-Djava.library.path=%s", library_path);
+    options[n++].optionString = option_library;
+  }
+  /* A small heap and one GC thread: the plugin is a test participant. */
+  options[n++].optionString = "-Xmx256m";
+  options[n++].optionString = "-XX:+UseSerialGC";
+  JavaVMInitArgs args;
+  memset(&args, 0, sizeof args);
+  args.version = JNI_VERSION_1_8;
+  args.nOptions = n;
+  args.options = options;
+  args.ignoreUnrecognized = JNI_FALSE;
+  JNIEnv* env = NULL;
+  jint rc = create(&g_vm, (void**)&env, &args);
+  if (rc != JNI_OK) {
+    snprintf(g_init_error, sizeof g_init_error, "Java plugin: JNI_CreateJavaVM failed (%d)",
+             (int)rc);
+    return EIO;
+  }
+  add_sa_onstack_to_handlers();
+  return 0;
+}
+
+static void detach_at_exit(void* vm) { (*(JavaVM*)vm)->DetachCurrentThread((JavaVM*)vm); }
+
+/* The calling thread's JNIEnv, attaching it as a daemon when needed. */
+static JNIEnv* current_env(void) {
+  JNIEnv* env = NULL;
+  jint rc = (*g_vm)->GetEnv(g_vm, (void**)&env, JNI_VERSION_1_8);
+  if (rc == JNI_OK) return env;
+  if (rc != JNI_EDETACHED) return NULL;
+  JavaVMAttachArgs args = {JNI_VERSION_1_8, "ferry-it-java", NULL};
+  if ((*g_vm)->AttachCurrentThreadAsDaemon(g_vm, (void**)&env, &args) != JNI_OK) return NULL;
+  pthread_setspecific(g_detach_key, g_vm);
+  return env;
+}
+
+static int describe_exception(JNIEnv* env, char* out, size_t size) {
+  jthrowable thrown = (*env)->ExceptionOccurred(env);
+  if (thrown == NULL) return 0;
+  (*env)->ExceptionClear(env);
+  snprintf(out, size, "Java exception");
+  jstring text = (jstring)(*env)->CallObjectMethod(env, thrown, g_to_string);
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionClear(env);
+  } else if (text != NULL) {
+    const char* chars = (*env)->GetStringUTFChars(env, text, NULL);
+    if (chars != NULL) {
+      snprintf(out, size, "%s", chars);
+      (*env)->ReleaseStringUTFChars(env, text, chars);
+    }
+  }
+  return 1;
+}
+
+static void initialize(void) {
+  if (pthread_key_create(&g_detach_key, detach_at_exit) != 0) {
+    snprintf(g_init_error, sizeof g_init_error, "Java plugin: pthread_key_create failed");
+    return;
+  }
+  /* A JVM host already has libjvm loaded globally. */
+  ferry_it_java_get_created_fn get_created =
+      (ferry_it_java_get_created_fn)dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs");
+  ferry_it_java_create_fn create =
+      (ferry_it_java_create_fn)dlsym(RTLD_DEFAULT, "JNI_CreateJavaVM");
+  if (get_created == NULL || create == NULL) {
+    void* libjvm = open_libjvm();
+    if (libjvm == NULL) {
+      snprintf(g_init_error, sizeof g_init_error,
+               "Java plugin: libjvm.so not found under $JAVA_HOME/lib/server, the configured "
+               "java_home or /usr/lib/jvm/default-java (%s)", dlerror());
+      g_init_rc = ENOTSUP;
+      return;
+    }
+    get_created = (ferry_it_java_get_created_fn)dlsym(libjvm, "JNI_GetCreatedJavaVMs");
+    create = (ferry_it_java_create_fn)dlsym(libjvm, "JNI_CreateJavaVM");
+    if (get_created == NULL || create == NULL) {
+      snprintf(g_init_error, sizeof g_init_error, "Java plugin: libjvm.so lacks the JNI entry points");
+      g_init_rc = ENOTSUP;
+      return;
+    }
+  }
+  jsize count = 0;
+  if (get_created(&g_vm, 1, &count) != JNI_OK || count == 0) {
+    g_vm = NULL;
+    int rc = start_jvm(create);
+    if (rc != 0) {
+      g_init_rc = rc;
+      return;
+    }
+  }
+  JNIEnv* env = current_env();
+  if (env == NULL) {
+    snprintf(g_init_error, sizeof g_init_error, "Java plugin: cannot attach to the JVM");
+    return;
+  }
+  jclass throwable = (*env)->FindClass(env, "java/lang/Throwable");
+  jclass plugin = throwable ? (*env)->FindClass(env, "org/ferry/it/Plugin") : NULL;
+  if (plugin == NULL) {
+    char why[FERRY_IT_JAVA_TEXT / 2];
+    if (!describe_exception(env, why, sizeof why)) snprintf(why, sizeof why, "not found");
+    snprintf(g_init_error, sizeof g_init_error,
+             "Java plugin: class org.ferry.it.Plugin unavailable (%s); is the ferry jar on "
+             "the classpath?", why);
+    return;
+  }
+  g_to_string = (*env)->GetMethodID(env, throwable, "toString", "()Ljava/lang/String;");
+  g_plugin = (jclass)(*env)->NewGlobalRef(env, plugin);
+  g_export_array = (*env)->GetStaticMethodID(env, plugin, "exportArray", "(Ljava/lang/String;JJ)I");
+  g_check_array = (*env)->GetStaticMethodID(env, plugin, "checkArray", "(Ljava/lang/String;JJ)I");
+  g_export_stream = (*env)->GetStaticMethodID(env, plugin, "exportStream", "(Ljava/lang/String;J)I");
+  g_check_stream = (*env)->GetStaticMethodID(env, plugin, "checkStream", "(Ljava/lang/String;J)I");
+  g_live_allocations = (*env)->GetStaticMethodID(env, plugin, "liveAllocations", "()J");
+  g_last_error = (*env)->GetStaticMethodID(env, plugin, "lastError", "()Ljava/lang/String;");
+  if (!g_to_string || !g_export_array || !g_check_array || !g_export_stream ||
+      !g_check_stream || !g_live_allocations || !g_last_error) {
+    (*env)->ExceptionClear(env);
+    snprintf(g_init_error, sizeof g_init_error,
+             "Java plugin: org.ferry.it.Plugin lacks an entry point (jar out of date?)");
+    return;
+  }
+  (*env)->DeleteLocalRef(env, plugin);
+  (*env)->DeleteLocalRef(env, throwable);
+  g_init_rc = 0;
+}
+
+/* Ready to call Java: the env of this thread inside a local frame, or NULL
+ * with the last error set. Pair with leave(). */
+static JNIEnv* enter(void) {
+  pthread_once(&g_init_once, initialize);
+  if (g_init_rc != 0) {
+    set_last_error(g_init_error);
+    return NULL;
+  }
+  JNIEnv* env = current_env();
+  if (env == NULL) {
+    set_last_error("Java plugin: cannot attach this thread to the JVM");
+    return NULL;
+  }
+  if ((*env)->PushLocalFrame(env, 16) != 0) {
+    (*env)->ExceptionClear(env);
+    set_last_error("Java plugin: no room for JNI local references");
+    return NULL;
+  }
+  return env;
+}
+
+static void leave(JNIEnv* env) { (*env)->PopLocalFrame(env, NULL); }
+
+/* Turns the result of an entry point into the errno and last error. */
+static int finish(JNIEnv* env, jint rc) {
+  char text[FERRY_IT_JAVA_TEXT];
+  if (describe_exception(env, text, sizeof text)) {
+    set_last_error(text);
+    return EIO;
+  }
+  if (rc == 0) {
+    set_last_error("");
+    return 0;
+  }
+  jstring message = (jstring)(*env)->CallStaticObjectMethod(env, g_plugin, g_last_error);
+  if (describe_exception(env, text, sizeof text) || message == NULL) {
+    set_last_error("Java plugin: failed, and its message is unavailable");
+    return (int)rc;
+  }
+  const char* chars = (*env)->GetStringUTFChars(env, message, NULL);
+  set_last_error(chars ? chars : "Java plugin: message unavailable");
+  if (chars) (*env)->ReleaseStringUTFChars(env, message, chars);
+  return (int)rc;
+}
+
+/* Entry points that take ownership release what they were given even when
+ * Java cannot be reached, as ferry_it.h promises. */
+static void release_array_pair(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {
+  if (schema != NULL && schema->release != NULL) schema->release(schema);
+  if (array != NULL && array->array.release != NULL) array->array.release(&array->array);
+}
+
+FERRY_IT_EXPORT int ferry_it_export_array(const char* case_spec, struct ArrowSchema* schema_out,
+                                          struct ArrowDeviceArray* array_out) {
+  if (case_spec == NULL || schema_out == NULL || array_out == NULL) {
+    set_last_error("ferry_it_export_array: NULL argument");
+    return EINVAL;
+  }
+  JNIEnv* env = enter();
+  if (env == NULL) return g_init_rc ? g_init_rc : EIO;
+  jstring spec = (*env)->NewStringUTF(env, case_spec);
+  jint rc = spec ? (*env)->CallStaticIntMethod(env, g_plugin, g_export_array, spec,
+                                              (jlong)(intptr_t)schema_out,
+                                              (jlong)(intptr_t)array_out)
+                 : ENOMEM;
+  int out = finish(env, rc);
+  leave(env);
+  return out;
+}
+
+FERRY_IT_EXPORT int ferry_it_check_array(const char* case_spec, struct ArrowSchema* schema,
+                                         struct ArrowDeviceArray* array) {
+  if (case_spec == NULL || schema == NULL || array == NULL) {
+    release_array_pair(schema, array);
+    set_last_error("ferry_it_check_array: NULL argument");
+    return EINVAL;
+  }
+  JNIEnv* env = enter();
+  if (env == NULL) {
+    release_array_pair(schema, array);
+    return g_init_rc ? g_init_rc : EIO;
+  }
+  jstring spec = (*env)->NewStringUTF(env, case_spec);
+  jint rc = spec ? (*env)->CallStaticIntMethod(env, g_plugin, g_check_array, spec,
+                                              (jlong)(intptr_t)schema, (jlong)(intptr_t)array)
+                 : ENOMEM;
+  int out = finish(env, rc);
+  leave(env);
+  release_array_pair(schema, array); /* no-op unless Java never got to them */
+  return out;
+}
+
+FERRY_IT_EXPORT int ferry_it_export_stream(const char* case_spec,
+                                           struct ArrowDeviceArrayStream* out) {
+  if (case_spec == NULL || out == NULL) {
+    set_last_error("ferry_it_export_stream: NULL argument");
+    return EINVAL;
+  }
+  JNIEnv* env = enter();
+  if (env == NULL) return g_init_rc ? g_init_rc : EIO;
+  jstring spec = (*env)->NewStringUTF(env, case_spec);
+  jint rc = spec ? (*env)->CallStaticIntMethod(env, g_plugin, g_export_stream, spec,
+                                              (jlong)(intptr_t)out)
+                 : ENOMEM;
+  int result = finish(env, rc);
+  leave(env);
+  return result;
+}
+
+FERRY_IT_EXPORT int ferry_it_check_stream(const char* case_spec,
+                                          struct ArrowDeviceArrayStream* stream) {
+  if (case_spec == NULL || stream == NULL) {
+    if (stream != NULL && stream->release != NULL) stream->release(stream);
+    set_last_error("ferry_it_check_stream: NULL argument");
+    return EINVAL;
+  }
+  JNIEnv* env = enter();
+  if (env == NULL) {
+    if (stream->release != NULL) stream->release(stream);
+    return g_init_rc ? g_init_rc : EIO;
+  }
+  jstring spec = (*env)->NewStringUTF(env, case_spec);
+  jint rc = spec ? (*env)->CallStaticIntMethod(env, g_plugin, g_check_stream, spec,
+                                              (jlong)(intptr_t)stream)
+                 : ENOMEM;
+  int result = finish(env, rc);
+  leave(env);
+  if (stream->release != NULL) stream->release(stream);
+  return result;
+}
+
+FERRY_IT_EXPORT int64_t ferry_it_live_allocations(void) {
+  JNIEnv* env = enter();
+  if (env == NULL) return 0; /* no JVM: nothing of Java's can be live */
+  jlong live = (*env)->CallStaticLongMethod(env, g_plugin, g_live_allocations);
+  char text[FERRY_IT_JAVA_TEXT];
+  if (describe_exception(env, text, sizeof text)) {
+    set_last_error(text);
+    live = -1;
+  }
+  leave(env);
+  return (int64_t)live;
+}
+
+FERRY_IT_EXPORT const char* ferry_it_last_error(void) { return t_last_error; }

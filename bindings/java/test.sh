@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Tests of ferry's Java binding; called by the top-level test command.
+#   1. the committed SWIG output is fresh (generators/java/gen.sh --check)
+#   2. Maven builds libferry_jni.so and the jar and runs the JUnit 5 tests
+#   3. the test plugin build/plugins/libferry_it_java.so is built and run by a
+#      C host (against the C plugin too, when it is built) and by `ferry check`
+# Assumes the core is built in $FERRY_BUILD_DIR (default build/).
+# Prints each runner's summary, then "java: N passed, N failed".
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export FERRY_ROOT="${FERRY_ROOT:-$(cd "$HERE/../.." && pwd)}"
+export FERRY_BUILD_DIR="${FERRY_BUILD_DIR:-$FERRY_ROOT/build}"
+BUILD="$FERRY_BUILD_DIR"
+if [ -z "${JAVA_HOME:-}" ]; then
+  JAVA_HOME="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")"
+fi
+export JAVA_HOME
+
+passed=0
+failed=0
+
+echo "== SWIG output"
+if bash "$FERRY_ROOT/generators/java/check.sh"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+echo "== Maven (JUnit 5)"
+log="$BUILD/java/mvn-test.log"
+mkdir -p "$BUILD/java"
+set +e
+(cd "$HERE" && mvn -B package -Dferry.build.dir="$BUILD") >"$log" 2>&1
+mvn_rc=$?
+set -e
+grep -E '^\[(INFO|ERROR|WARNING)\] Tests run:|FAIL|<<< ' "$log" | grep -v ' -- in ' || true
+summary="$(grep -E '^\[(INFO|ERROR|WARNING)\] Tests run: [0-9]+, Failures' "$log" | grep -v ' -- in ' | tail -1 || true)"
+if [ "$mvn_rc" -ne 0 ] || [ -z "$summary" ]; then
+  tail -60 "$log"
+  echo "Maven failed (log: $log)"
+  failed=$((failed + 1))
+else
+  run="$(echo "$summary" | sed -E 's/.*Tests run: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+).*/\1 \2 \3/')"
+  read -r total failures errors <<<"$run"
+  passed=$((passed + total - failures - errors))
+  failed=$((failed + failures + errors))
+fi
+
+if [ "$mvn_rc" -eq 0 ]; then
+  echo "== test plugin"
+  cp "$HERE/target/ferry-java-0.1.0.jar" "$BUILD/java/ferry-java.jar"
+  cp "$HERE/target/native/libferry_jni.so" "$BUILD/java/libferry_jni.so"
+  mkdir -p "$BUILD/plugins"
+  gcc -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -shared -Wall -Wextra -Wno-unused-parameter -Werror \
+    -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" -I"$FERRY_ROOT/core/include" \
+    -I"$FERRY_ROOT/tests/integration" "$HERE/plugin/ferry_it_java.c" -ldl -lpthread \
+    -o "$BUILD/plugins/libferry_it_java.so"
+  # Where the plugin's JVM finds the binding (read by ferry_it_java.c).
+  {
+    echo "classpath=$BUILD/java/ferry-java.jar"
+    echo "library_path=$BUILD/java"
+    echo "java_home=$JAVA_HOME"
+  } >"$BUILD/plugins/libferry_it_java.conf"
+  gcc -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I"$FERRY_ROOT/core/include" \
+    -I"$FERRY_ROOT/tests/integration" "$HERE/plugin/test/host.c" -ldl -lpthread \
+    -L"$BUILD/lib" -lferry -Wl,-rpath,"$BUILD/lib" -o "$BUILD/java/host"
+  other=()
+  if [ -f "$BUILD/plugins/libferry_it_c.so" ]; then
+    other=("$BUILD/plugins/libferry_it_c.so")
+  else
+    echo "SKIPPED: Java <-> C plugin matrix: $BUILD/plugins/libferry_it_c.so is not built"
+  fi
+  set +e
+  host_out="$("$BUILD/java/host" "$BUILD/plugins/libferry_it_java.so" "${other[@]}" 2>&1)"
+  host_rc=$?
+  set -e
+  echo "$host_out" | grep -v '^$' | tail -30
+  line="$(echo "$host_out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1 || true)"
+  if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | cut -d' ' -f1)))
+    failed=$((failed + $(echo "$line" | cut -d' ' -f3)))
+  fi
+  [ "$host_rc" -eq 0 ] || [ -z "$line" ] && true
+  if [ "$host_rc" -ne 0 ] && [ -z "$line" ]; then failed=$((failed + 1)); fi
+
+  if [ -x "$BUILD/bin/ferry" ]; then
+    echo "== ferry check"
+    for spec in "int32:nulls=3" "utf8:length=40:offset=3:device=sim" "list_int32:nulls=2"; do
+      if out="$("$BUILD/bin/ferry" check --plugin "$BUILD/plugins/libferry_it_java.so" --case "$spec" 2>&1)"; then
+        passed=$((passed + 1))
+      else
+        failed=$((failed + 1))
+        echo "FAIL ferry check $spec: $out"
+      fi
+    done
+  else
+    echo "SKIPPED: ferry check: $BUILD/bin/ferry is not built"
+  fi
+fi
+
+echo "java: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
