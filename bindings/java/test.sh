@@ -46,6 +46,16 @@ if [ "$mvn_rc" -eq 0 ]; then
   echo "== test plugin"
   cp "$HERE/target/ferry-java-0.1.0.jar" "$BUILD/java/ferry-java.jar"
   cp "$HERE/target/native/libferry_jni.so" "$BUILD/java/libferry_jni.so"
+  # The JNI library must use the shared core, never carry a copy of it.
+  jni="$BUILD/java/libferry_jni.so"
+  if readelf -d "$jni" | grep -q 'NEEDED.*\[libferry\.so' &&
+     [ -z "$(nm -D --defined-only "$jni" | awk '{print $3}' | grep '^ferry_' | grep -v '^ferry_jni_')" ]; then
+    echo "libferry_jni.so links libferry.so dynamically"
+    passed=$((passed + 1))
+  else
+    echo "FAIL libferry_jni.so does not link libferry.so dynamically (or defines ferry_ symbols)"
+    failed=$((failed + 1))
+  fi
   mkdir -p "$BUILD/plugins"
   gcc -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -shared -Wall -Wextra -Wno-unused-parameter -Werror \
     -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" -I"$FERRY_ROOT/core/include" \
@@ -60,12 +70,15 @@ if [ "$mvn_rc" -eq 0 ]; then
   gcc -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I"$FERRY_ROOT/core/include" \
     -I"$FERRY_ROOT/tests/integration" "$HERE/plugin/test/host.c" -ldl -lpthread \
     -L"$BUILD/lib" -lferry -Wl,-rpath,"$BUILD/lib" -o "$BUILD/java/host"
+  # Every other runtime's plugin that is built (the host loads them after the JVM).
   other=()
-  if [ -f "$BUILD/plugins/libferry_it_c.so" ]; then
-    other=("$BUILD/plugins/libferry_it_c.so")
-  else
-    echo "SKIPPED: Java <-> C plugin matrix: $BUILD/plugins/libferry_it_c.so is not built"
-  fi
+  for runtime in c rust go lua; do
+    if [ -f "$BUILD/plugins/libferry_it_$runtime.so" ]; then
+      other+=("$BUILD/plugins/libferry_it_$runtime.so")
+    else
+      echo "SKIPPED: Java <-> $runtime matrix: $BUILD/plugins/libferry_it_$runtime.so is not built"
+    fi
+  done
   set +e
   host_out="$("$BUILD/java/host" "$BUILD/plugins/libferry_it_java.so" "${other[@]}" 2>&1)"
   host_rc=$?
@@ -76,17 +89,18 @@ if [ "$mvn_rc" -eq 0 ]; then
     passed=$((passed + $(echo "$line" | cut -d' ' -f1)))
     failed=$((failed + $(echo "$line" | cut -d' ' -f3)))
   fi
-  [ "$host_rc" -eq 0 ] || [ -z "$line" ] && true
   if [ "$host_rc" -ne 0 ] && [ -z "$line" ]; then failed=$((failed + 1)); fi
 
   if [ -x "$BUILD/bin/ferry" ]; then
     echo "== ferry check"
-    for spec in "int32:nulls=3" "utf8:length=40:offset=3:device=sim" "list_int32:nulls=2"; do
-      if out="$("$BUILD/bin/ferry" check --plugin "$BUILD/plugins/libferry_it_java.so" --case "$spec" 2>&1)"; then
+    for check in "int32:nulls=3" "utf8:length=40:offset=3:device=sim" "list_int32:nulls=2" \
+      "dict_int32_utf8:batches=4 --stream" "int64:fail=get_next@2 --stream"; do
+      read -r spec flag <<<"$check"
+      if out="$("$BUILD/bin/ferry" check --plugin "$BUILD/plugins/libferry_it_java.so" --case "$spec" $flag 2>&1)"; then
         passed=$((passed + 1))
       else
         failed=$((failed + 1))
-        echo "FAIL ferry check $spec: $out"
+        echo "FAIL ferry check $check: $out"
       fi
     done
   else

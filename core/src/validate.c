@@ -677,16 +677,18 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
     if (ptr == NULL) continue;
     /* Variable data is sized from the offsets, which are checked first. */
     if (f->roles[i] == FERRY_BUFFER_VAR_DATA) continue;
-    int64_t size = buffer_size(v, schema, array, i);
-    if (size < 0) {
-      char label[96];
-      buffer_label(f, i, array->n_buffers, label, sizeof label);
-      report(v, "buffer_size", "%s: its size cannot be computed", label);
+    char label[96];
+    buffer_label(f, i, array->n_buffers, label, sizeof label);
+    int64_t size = -1;
+    struct FerryError size_error;
+    ferry_error_init(&size_error);
+    if (ferry_array_buffer_size(schema, array, v->device_type, v->device_id, i, &size,
+                                &size_error) != FERRY_OK) {
+      report(v, "buffer_size", "%s: its size cannot be computed: %s", label,
+             size_error.message);
       node_buffers_reset(&b);
       return;
     }
-    char label[96];
-    buffer_label(f, i, array->n_buffers, label, sizeof label);
     if (!host_view_fetch(v, ptr, size, label, &b.views[i])) {
       node_buffers_reset(&b);
       return;
@@ -1023,7 +1025,9 @@ static void validate_array_node(struct Validator* v, const struct ArrowSchema* s
       buffer_label(&f, i, array->n_buffers, label, sizeof label);
       check_residency(v, array->buffers[i], buffer_size(v, schema, array, i), label);
     }
-    if (v->level != FERRY_VALIDATE_FULL) {
+    /* Without FULL content reads, the variable-size buffers get a pointer-only
+     * residency check (their sizes would need the contents). */
+    if (v->level != FERRY_VALIDATE_FULL || !v->can_read) {
       for (int64_t i = f.n_fixed_buffers; i < array->n_buffers; i++) {
         char label[96];
         buffer_label(&f, i, array->n_buffers, label, sizeof label);

@@ -486,6 +486,13 @@ FERRY_TEST(array_children_and_dictionary_presence) {
   CHECK_EQ_INT(EINVAL, run(&st, &d, FERRY_VALIDATE_DEFAULT));
   CHECK_FINDING("n_children", "root", "array has 1 children but its schema has 2");
 
+  /* More array children than schema children: the extra child has no schema
+   * (found by fuzz_validate: this used to dereference the NULL schema). */
+  struct ArrowArray* three_kids[3] = {&child, &child, &child};
+  d = on_cpu(array_of(2, 0, 1, st_buffers, 3, three_kids));
+  CHECK_EQ_INT(EINVAL, run(&st, &d, FERRY_VALIDATE_FULL));
+  CHECK_FINDING("n_children", "root", "array has 3 children but its schema has 2");
+
   /* struct child shorter than the parent */
   struct ArrowArray short_child = array_of(1, 0, 2, child_buffers, 0, NULL);
   struct ArrowArray* short_kids[2] = {&child, &short_child};
@@ -775,6 +782,87 @@ FERRY_TEST(every_finding_is_reported_first_one_in_error) {
   /* A NULL callback still validates. */
   CHECK_EQ_INT(EINVAL, ferry_validate_device_array(&st, &d, FERRY_VALIDATE_FULL, NULL, NULL,
                                                    NULL));
+}
+
+/* ---- the simulated device ---------------------------------------------------- */
+
+FERRY_TEST(sim_residency_and_full_reads_through_the_device) {
+  struct FerryDevice* sim = NULL;
+  struct FerryDevice* cpu = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_device_resolve(ARROW_DEVICE_EXT_DEV, 1, &sim, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_resolve(ARROW_DEVICE_CPU, -1, &cpu, NULL));
+  /* utf8 of 3 values with decreasing offsets, everything in sim memory. */
+  const int32_t offsets[4] = {0, 2, 1, 3};
+  void* sim_offsets = NULL;
+  void* sim_data = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, sizeof offsets, &sim_offsets, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, 3, &sim_data, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, sim_offsets, cpu, offsets, sizeof offsets,
+                                             NULL, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, sim_data, cpu, "abc", 3, NULL, NULL));
+  struct ArrowSchema s = schema_of("u", 0, NULL);
+  const void* buffers[3] = {NULL, sim_offsets, sim_data};
+  struct ArrowDeviceArray d = on_cpu(array_of(3, 0, 3, buffers, 0, NULL));
+  d.device_type = ARROW_DEVICE_EXT_DEV;
+  d.device_id = 1;
+  CHECK_EQ_INT(EINVAL, run(&s, &d, FERRY_VALIDATE_FULL));
+  CHECK_EQ_INT(1, findings.n);
+  CHECK_FINDING("offsets", "root", "offsets[2] = 1 is less than offsets[1] = 2");
+
+  /* Host memory in a sim array: a residency finding naming the buffer; the
+   * same buffers claimed by another sim device id are not on it either. */
+  buffers[1] = offsets;
+  CHECK_EQ_INT(EINVAL, run(&s, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_FINDING("device", "root", "buffer 1 (offsets) at");
+  CHECK_FINDING("device", "root", "is not on ext_dev:1");
+  buffers[1] = sim_offsets;
+  d.device_id = 2;
+  CHECK_EQ_INT(EINVAL, run(&s, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_FINDING("device", "root", "buffer 2 (data) at");
+  d.device_id = -1;
+  CHECK_EQ_INT(EINVAL, run(&s, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_FINDING("device", "root", "device_id -1 is negative for device type ext_dev");
+
+  CHECK_EQ_INT(FERRY_OK, ferry_device_deallocate(sim, sim_offsets, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_deallocate(sim, sim_data, NULL));
+}
+
+FERRY_TEST(full_waits_on_the_sync_event_before_reading) {
+  struct FerryDevice* sim = NULL;
+  struct FerryDevice* cpu = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_device_resolve(ARROW_DEVICE_EXT_DEV, 0, &sim, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_resolve(ARROW_DEVICE_CPU, -1, &cpu, NULL));
+  int32_t strict_before = ferry_sim_is_strict();
+  ferry_sim_set_strict(1);
+  /* The offsets arrive through an asynchronous copy: in strict mode they read
+   * as poison (negative offsets) until somebody waits on the event. */
+  const int32_t offsets[4] = {0, 1, 2, 3};
+  void* sim_offsets = NULL;
+  void* sim_data = NULL;
+  void* stream = NULL;
+  void* event = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, sizeof offsets, &sim_offsets, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, 3, &sim_data, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, sim_data, cpu, "abc", 3, NULL, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_stream_create(sim, &stream, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_event_create(sim, &event, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, sim_offsets, cpu, offsets, sizeof offsets,
+                                             stream, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_event_record(sim, event, stream, NULL));
+  struct ArrowSchema s = schema_of("u", 0, NULL);
+  const void* buffers[3] = {NULL, sim_offsets, sim_data};
+  struct ArrowDeviceArray d = on_cpu(array_of(3, 0, 3, buffers, 0, NULL));
+  d.device_type = ARROW_DEVICE_EXT_DEV;
+  d.device_id = 0;
+  d.sync_event = event;
+  int rc = run(&s, &d, FERRY_VALIDATE_FULL);
+  if (rc != FERRY_OK) print_findings(&findings);
+  ferry_device_event_destroy(sim, event, NULL);
+  ferry_device_stream_destroy(sim, stream, NULL);
+  ferry_device_deallocate(sim, sim_offsets, NULL);
+  ferry_device_deallocate(sim, sim_data, NULL);
+  ferry_sim_set_strict(strict_before);
+  CHECK_EQ_INT(FERRY_OK, rc);
 }
 
 FERRY_TEST_MAIN()

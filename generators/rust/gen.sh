@@ -18,6 +18,7 @@ OUT="$ROOT/bindings/rust/ferry-sys/src/bindings.rs"
 HEADERS=(core/include/ferry/ferry.h core/include/ferry/arrow_c_device_abi.h
   core/include/ferry/ferry_version.h)
 mode="${1:-write}"
+[ -d "${HOME:-/root}/.cargo/bin" ] && PATH="${HOME:-/root}/.cargo/bin:$PATH"
 
 for tool in bindgen rustfmt sha256sum; do
   command -v "$tool" >/dev/null || { echo "gen.sh: '$tool' not found (apt-get install bindgen; rustup)" >&2; exit 2; }

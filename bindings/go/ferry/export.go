@@ -119,7 +119,7 @@ func (b *Buffer) Free() {
 	case bufC:
 		C.ferrygo_free(b.ptr)
 	case bufDevice:
-		owned := C.struct_ferrygo_owned_ptr{ptr: b.ptr, device: b.device}
+		owned := C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr)), device: C.uintptr_t(uintptr(unsafe.Pointer(b.device)))}
 		C.ferrygo_give_back(1, &owned, 0)
 	case bufForeign:
 		if b.release != nil {
@@ -273,6 +273,15 @@ func exportDeviceArray(data *ArrayData, opts *ExportOptions) (*DeviceArray, erro
 // exportLeaf is the one-cgo-call export of an array without children or
 // dictionary (the common shape of stream batches and columns).
 func exportLeaf(a *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
+	out, err := exportLeafInto(a, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	return newOwnedDeviceArray(out, nil), nil
+}
+
+// exportLeafInto exports a leaf into `into` (nil: a new C struct).
+func exportLeafInto(a *ArrayData, opts *ExportOptions, into *C.struct_ArrowDeviceArray) (*C.struct_ArrowDeviceArray, error) {
 	n := nodeBuffers{}
 	n.collect(a)
 	var dev *C.struct_FerryDevice
@@ -283,42 +292,79 @@ func exportLeaf(a *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
 	e := getErrorBuffer()
 	defer putErrorBuffer(e)
 	var rc C.int
-	out := C.ferrygo_export_leaf(C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
+	out := C.ferrygo_export_leaf(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
 		C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(len(n.owned)), n.ownedPtr(), C.uintptr_t(n.handle),
 		devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &rc, e)
 	if out == nil {
 		return nil, codeError(rc, e)
 	}
-	return newOwnedDeviceArray(out, nil), nil
+	return out, nil
 }
 
-// nodeBuffers gathers what one node points at and owns, for the C side.
+// ExportArrayTo exports data straight into the released ArrowDeviceArray at
+// dst (a consumer's struct), without a Go object in between: for a leaf
+// array this is one cgo call. Ownership of the buffers passes as for
+// ExportArray; the schema is not exported (use Field.Export).
+func ExportArrayTo(data *ArrayData, opts *ExportOptions, dst unsafe.Pointer) error {
+	if data == nil || dst == nil {
+		data.Free()
+		return errorf(syscall.EINVAL, "ExportArrayTo: nil data or destination")
+	}
+	if opts == nil {
+		opts = &ExportOptions{}
+	}
+	if len(data.Children) == 0 && data.Dictionary == nil {
+		_, err := exportLeafInto(data, opts, (*C.struct_ArrowDeviceArray)(dst))
+		return err
+	}
+	a, err := exportDeviceArray(data, opts)
+	if err != nil {
+		return err
+	}
+	if err := a.ExportTo(dst, nil); err != nil {
+		a.Release()
+		return err
+	}
+	return nil
+}
+
+// nodeArrays is the memory passed to C for one node. It is its own heap
+// object holding only C pointers and pinned Go pointers, because cgo's check
+// of a pointer argument covers the whole object the pointer points into.
+type nodeArrays struct {
+	bufs  [8]C.uintptr_t
+	owned [8]C.struct_ferrygo_owned_ptr
+}
+
+// nodeBuffers gathers what one node points at and owns, for the C side, as
+// integers (see shim.h: no cgo pointer scan). Every address names C memory
+// or Go memory pinned until release.
 type nodeBuffers struct {
-	stackBufs  [4]unsafe.Pointer
-	stackOwned [4]C.struct_ferrygo_owned_ptr
-	bufs       []unsafe.Pointer
-	owned      []C.struct_ferrygo_owned_ptr
-	handle     uintptr
+	arrays nodeArrays
+	bufs   []C.uintptr_t
+	owned  []C.struct_ferrygo_owned_ptr
+	handle uintptr
 }
 
 // collect records a's buffers; pinned and foreign buffers and OnRelease go
 // into a Go state behind a handle (0 when there is none).
 func (n *nodeBuffers) collect(a *ArrayData) {
-	n.bufs = n.stackBufs[:0]
-	n.owned = n.stackOwned[:0]
+	n.bufs = n.arrays.bufs[:0]
+	n.owned = n.arrays.owned[:0]
 	var state *exportState
 	if a.OnRelease != nil {
 		state = &exportState{releases: []func(){a.OnRelease}}
 	}
 	for k, b := range append(a.Buffers[:len(a.Buffers):len(a.Buffers)], a.Keep...) {
 		if k < len(a.Buffers) {
-			n.bufs = append(n.bufs, b.ptr)
+			n.bufs = append(n.bufs, C.uintptr_t(uintptr(b.ptr)))
 		}
 		switch b.kind {
 		case bufC:
-			n.owned = append(n.owned, C.struct_ferrygo_owned_ptr{ptr: b.ptr})
+			n.owned = append(n.owned, C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr))})
 		case bufDevice:
-			n.owned = append(n.owned, C.struct_ferrygo_owned_ptr{ptr: b.ptr, device: b.device})
+			n.owned = append(n.owned, C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr)),
+				device: C.uintptr_t(uintptr(unsafe.Pointer(b.device)))})
 		case bufPinned, bufForeign:
 			if state == nil {
 				state = &exportState{}
@@ -335,7 +381,7 @@ func (n *nodeBuffers) collect(a *ArrayData) {
 	}
 }
 
-func (n *nodeBuffers) bufPtr() *unsafe.Pointer {
+func (n *nodeBuffers) bufPtr() *C.uintptr_t {
 	if len(n.bufs) == 0 {
 		return nil
 	}

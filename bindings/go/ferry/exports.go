@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // ferrygoReleaseHandle gives back the Go state behind a handle: the pins and
@@ -66,6 +67,20 @@ func ferrygoStreamGetNext(h C.uintptr_t, out *C.struct_ArrowDeviceArray, e *C.st
 	if !ok {
 		setCError(e, "get_next: unknown Go stream producer")
 		return C.int(syscall.EINVAL)
+	}
+	if p.data != nil {
+		d, err := p.data()
+		if err != nil {
+			d.Free()
+			return fillCError(err, e)
+		}
+		if d == nil {
+			return 0 // end of stream
+		}
+		if err := ExportArrayTo(d, p.opts, unsafe.Pointer(out)); err != nil {
+			return fillCError(err, e)
+		}
+		return 0
 	}
 	a, err := p.next()
 	if err != nil {

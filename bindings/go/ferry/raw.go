@@ -38,3 +38,26 @@ func rawNextRelease(stream, batch unsafe.Pointer) int {
 	C.ferry_device_array_release((*C.struct_ArrowDeviceArray)(batch))
 	return int(rc)
 }
+
+// rawGoToC is a Go -> C handoff written as bare cgo calls against the core
+// (malloc a buffer, ferry_array_init with free as the release hook,
+// ferry_device_array_init into the consumer's struct, the C consumer): the
+// floor of ExportArrayNoSchema + ExportTo.
+func rawGoToC(tmp, dst unsafe.Pointer, consume func(unsafe.Pointer) int32) int32 {
+	buf := C.ferrygo_alloc(64)
+	bufs := [2]unsafe.Pointer{nil, buf} // C pointers only
+	arr := (*C.struct_ArrowArray)(tmp)
+	C.ferry_array_init(arr, 16, 0, 0, 2, &bufs[0], 0, C.FerryReleaseHook(C.ferrygo_free), buf, nil)
+	C.ferry_device_array_init((*C.struct_ArrowDeviceArray)(dst), arr, C.ArrowDeviceType(DeviceCPU), -1, nil, nil, nil, nil)
+	return consume(dst)
+}
+
+// SetRawDeviceArrayCPU marks the ArrowDeviceArray at p as CPU memory
+// (device_type CPU, device_id -1, no sync event), for code that filled its
+// embedded ArrowArray through the plain C data interface (arrow-go's cdata).
+func SetRawDeviceArrayCPU(p unsafe.Pointer) {
+	d := (*C.struct_ArrowDeviceArray)(p)
+	d.device_type = C.ArrowDeviceType(DeviceCPU)
+	d.device_id = -1
+	d.sync_event = nil
+}

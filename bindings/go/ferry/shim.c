@@ -53,13 +53,14 @@ void ferrygo_give_back(int64_t n_owned, const struct ferrygo_owned_ptr* owned,
   // stream whose queued copies read a staging buffer is synchronized there).
   if (go_handle != 0) ferrygoReleaseHandle(go_handle);
   for (int64_t i = 0; i < n_owned; i++) {
-    if (owned[i].ptr == NULL) continue;
-    if (owned[i].device == NULL) {
-      ferrygo_free(owned[i].ptr);
+    void* ptr = (void*)owned[i].ptr;
+    if (ptr == NULL) continue;
+    if (owned[i].device == 0) {
+      ferrygo_free(ptr);
     } else {
       // A failure here cannot be reported to anyone: the consumer's release
       // has no error channel. The device backend keeps its own counters.
-      (void)ferry_device_deallocate(owned[i].device, owned[i].ptr, NULL);
+      (void)ferry_device_deallocate((struct FerryDevice*)owned[i].device, ptr, NULL);
       atomic_fetch_sub(&live_allocations, 1);
     }
   }
@@ -74,7 +75,7 @@ static void ferrygo_release_owned(void* user_data) {
 }
 
 int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
-                       int64_t offset, int64_t n_buffers, const void* const* buffers,
+                       int64_t offset, int64_t n_buffers, const uintptr_t* buffers,
                        int64_t n_children, int64_t n_owned,
                        const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
                        struct FerryError* error) {
@@ -90,8 +91,23 @@ int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_coun
   record->go_handle = go_handle;
   record->n_owned = n_owned;
   if (n_owned > 0) memcpy(record->owned, owned, (size_t)n_owned * sizeof(*owned));
-  int rc = ferry_array_init(out, length, null_count, offset, n_buffers, buffers, n_children,
-                            ferrygo_release_owned, record, error);
+  // At most a handful of buffers per node in practice; more go on the heap.
+  const void* stack_pointers[8];
+  const void** pointers = stack_pointers;
+  if (n_buffers > 8) {
+    pointers = malloc((size_t)n_buffers * sizeof(void*));
+    if (pointers == NULL) {
+      ferrygo_set_error(error, "out of memory for the buffer list", -1);
+      ferrygo_give_back(n_owned, owned, go_handle);
+      free(record);
+      return ENOMEM;
+    }
+  }
+  for (int64_t i = 0; i < n_buffers && buffers != NULL; i++) pointers[i] = (const void*)buffers[i];
+  int rc = ferry_array_init(out, length, null_count, offset, n_buffers,
+                            buffers == NULL ? NULL : pointers, n_children, ferrygo_release_owned,
+                            record, error);
+  if (pointers != stack_pointers) free(pointers);
   if (rc != FERRY_OK) {
     ferrygo_give_back(n_owned, owned, go_handle);
     free(record);
@@ -102,12 +118,19 @@ int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_coun
 }
 
 struct ArrowDeviceArray* ferrygo_export_leaf(
-    int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
-    const void* const* buffers, int64_t n_owned, const struct ferrygo_owned_ptr* owned,
+    struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
+    const uintptr_t* buffers, int64_t n_owned, const struct ferrygo_owned_ptr* owned,
     uintptr_t go_handle, ArrowDeviceType device_type, int64_t device_id,
     struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
     struct FerryError* error) {
-  struct ArrowDeviceArray* out = ferry_device_array_new();
+  if (into != NULL && !ferry_device_array_is_released(into)) {
+    ferry_error_init(error);
+    ferrygo_set_error(error, "the destination ArrowDeviceArray is not released", -1);
+    ferrygo_give_back(n_owned, owned, go_handle);
+    *rc_out = EINVAL;
+    return NULL;
+  }
+  struct ArrowDeviceArray* out = into != NULL ? into : ferry_device_array_new();
   if (out == NULL) {
     ferry_error_init(error);
     ferrygo_set_error(error, "out of memory for the device array", -1);
@@ -131,7 +154,7 @@ struct ArrowDeviceArray* ferrygo_export_leaf(
   }
   *rc_out = rc;
   if (rc != FERRY_OK) {
-    ferry_device_array_free(out);
+    if (into == NULL) ferry_device_array_free(out);
     return NULL;
   }
   return out;

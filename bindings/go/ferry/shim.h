@@ -10,10 +10,14 @@
 #include "ferry/ferry.h"
 
 /* One piece of memory an exported array node owns: freed with free() when
- * `device` is NULL, else with ferry_device_deallocate on `device`. */
+ * `device` is 0, else with ferry_device_deallocate on that device. Addresses
+ * travel from Go as integers (here and in the `buffers` arrays below): Go
+ * memory holding no pointer types is passed to C without cgo scanning it for
+ * Go pointers, a check that costs more than the call itself. The Go side
+ * keeps every pointed-to object alive (C memory, or pinned Go memory). */
 struct ferrygo_owned_ptr {
-  void* ptr;
-  struct FerryDevice* device;
+  uintptr_t ptr;
+  uintptr_t device;
 };
 
 /* Allocates `size` bytes of 64-byte aligned host memory for a buffer that an
@@ -38,7 +42,7 @@ void ferrygo_count_export(int64_t delta);
  * once when the consumer releases the node. On failure they are given back
  * at once, and `out` stays released. */
 int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
-                       int64_t offset, int64_t n_buffers, const void* const* buffers,
+                       int64_t offset, int64_t n_buffers, const uintptr_t* buffers,
                        int64_t n_children, int64_t n_owned,
                        const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
                        struct FerryError* error);
@@ -54,16 +58,17 @@ int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* a
                               ArrowDeviceType device_type, int64_t device_id,
                               void* sync_event, struct FerryError* error);
 
-/* Exports a leaf array (no children, no dictionary) in one call: allocates
- * an ArrowDeviceArray, fills its array as ferrygo_array_init does and sets
+/* Exports a leaf array (no children, no dictionary) in one call: into the
+ * released `into` (a consumer's struct) or, when `into` is NULL, into a newly
+ * allocated ArrowDeviceArray; fills its array as ferrygo_array_init does and sets
  * the device: (device_type, device_id) when `device` is NULL, else
  * ferry_device_array_init_async on `device` with `producer_stream` and
- * `policy`. Returns the struct (the caller frees it with
+ * `policy`. Returns the struct (when allocated here the caller frees it with
  * ferry_device_array_free) or NULL with `*rc_out` and `error` set; on failure everything
  * owned is given back. */
 struct ArrowDeviceArray* ferrygo_export_leaf(
-    int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
-    const void* const* buffers, int64_t n_owned, const struct ferrygo_owned_ptr* owned,
+    struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
+    const uintptr_t* buffers, int64_t n_owned, const struct ferrygo_owned_ptr* owned,
     uintptr_t go_handle, ArrowDeviceType device_type, int64_t device_id,
     struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
     struct FerryError* error);

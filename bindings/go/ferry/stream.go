@@ -209,6 +209,8 @@ func (s *DeviceArrayStream) All() iter.Seq2[*DeviceArray, error] {
 // streamProducer is the Go side of a stream exported by ExportStream,
 // reached from C through a handle.
 type streamProducer struct {
+	data     func() (*ArrayData, error) // used instead of next when set
+	opts     *ExportOptions
 	field    Field
 	schemaFn func() (*Schema, error) // used instead of field when set
 	next     func() (*DeviceArray, error)
@@ -244,6 +246,15 @@ func (p *streamProducer) getSchema(out *C.struct_ArrowSchema) error {
 // hand it to a C consumer with ExportTo.
 func ExportStream(field Field, deviceType DeviceType, next func() (*DeviceArray, error)) (*DeviceArrayStream, error) {
 	return exportStream(&streamProducer{field: field, next: next}, deviceType)
+}
+
+// ExportDataStream is ExportStream for producers that describe each batch
+// as ArrayData: each batch is exported straight into the consumer's struct
+// (one cgo call for a leaf array, no Go object per batch), the fastest way
+// to produce a stream from Go. opts (may be nil: the CPU) places the
+// batches; next returns nil, nil at the end.
+func ExportDataStream(field Field, deviceType DeviceType, opts *ExportOptions, next func() (*ArrayData, error)) (*DeviceArrayStream, error) {
+	return exportStream(&streamProducer{field: field, data: next, opts: opts}, deviceType)
 }
 
 // ExportStreamWithSchema is ExportStream with the schema made by a function

@@ -315,6 +315,15 @@ function Array:value(i)
   raise("ferry.Array.value", errno.ENOTSUP, "no reader for format " .. format)
 end
 
+--- list_bounds(i) -> first, last child positions of list element i.
+function Array:_list_bounds(i)
+  local ptr = readable(self)
+  return read_offsets(self, ptr, i)
+end
+
+--- buffer_address(i) -> address of buffer i (nil for NULL), without its size.
+function Array:buffer_address(i) return raw.ferry_array_buffer(array_ptr(self), i) end
+
 function Array:int32(i) return self:value(i) end
 function Array:int64(i) return self:value(i) end
 function Array:double(i) return self:value(i) end
@@ -743,11 +752,12 @@ function ferry.array(spec)
   return arr:_adopt(schema, true)
 end
 
---- export_array(spec, schema_out, array_out): ferry.array + export in one go.
-function ferry.export_array(spec, schema_out, array_out)
+--- export_array(spec, schema_out, array_out, opts): fills consumer-allocated
+--- structs from Lua values in one go (opts defaults to spec: device=...).
+function ferry.export_array(spec, schema_out, array_out, opts)
   local node = to_node(spec)
   ferry.export_schema_to(node, schema_out)
-  local ok, err = pcall(ferry.export_array_to, node, array_out, spec)
+  local ok, err = pcall(ferry.export_array_to, node, array_out, opts or spec)
   if not ok then
     raw.ferry_schema_release(schema_out)
     error(err, 2)

@@ -4,11 +4,14 @@
  * direction, error cases, a consumer on a thread the JVM has never seen, and
  * checks that every plugin's live allocations return to zero.
  *
- * Usage: host JAVA_PLUGIN [OTHER_PLUGIN]   Prints "N passed, N failed".
+ * Usage: host JAVA_PLUGIN [OTHER_PLUGIN...]   Prints "N passed, N failed".
+ * The JVM starts before the other plugins are loaded, as runtimes.md requires
+ * when one of them is Go.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +37,8 @@ static void report(int ok, const char* what, const char* detail) {
     printf("FAIL %s: %s\n", what, detail);
   }
 }
+
+enum { MAX_PLUGINS = 8 };
 
 static int load(const char* path, const char* name, struct plugin* p) {
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -153,31 +158,44 @@ static void run_pair(struct plugin* producer, struct plugin* consumer) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s JAVA_PLUGIN [OTHER_PLUGIN]\n", argv[0]);
+  if (argc < 2 || argc - 2 > MAX_PLUGINS) {
+    fprintf(stderr, "usage: %s JAVA_PLUGIN [OTHER_PLUGIN...] (at most %d others)\n", argv[0],
+            MAX_PLUGINS);
     return 2;
   }
-  struct plugin java, other;
+  struct plugin java, others[MAX_PLUGINS];
   if (!load(argv[1], "java", &java)) return 1;
-  int have_other = argc > 2 && load(argv[2], "other", &other);
-  if (argc > 2 && !have_other) return 1;
+  run_pair(&java, &java); /* starts the JVM before any other runtime is loaded */
 
-  run_pair(&java, &java);
-  if (have_other) {
-    run_pair(&java, &other);
-    run_pair(&other, &java);
+  /* The plugin started the JVM: its handlers must now carry SA_ONSTACK so that
+   * a Go runtime loaded after it can run (runtimes.md section 1). */
+  struct sigaction segv;
+  sigaction(SIGSEGV, NULL, &segv);
+  report(segv.sa_handler != SIG_DFL && (segv.sa_flags & SA_ONSTACK) != 0,
+         "JVM SIGSEGV handler installed with SA_ONSTACK", "missing SA_ONSTACK");
+
+  int n_others = 0;
+  for (int i = 2; i < argc; i++) {
+    const char* base = strrchr(argv[i], '/');
+    if (!load(argv[i], base ? base + 1 : argv[i], &others[n_others])) return 1;
+    n_others++;
+  }
+  for (int i = 0; i < n_others; i++) {
+    run_pair(&java, &others[i]);
+    run_pair(&others[i], &java);
   }
   expect_error(&java, "int33", EINVAL, "unknown type \"int33\"");
   expect_error(&java, "int32:length=-4", EINVAL, "malformed number \"-4\"");
   expect_error(&java, "int32:colour=red", EINVAL, "unknown key \"colour\"");
   expect_error(&java, "int32:fail=export", EIO, "injected failure at export");
 
-  char detail[128];
+  char detail[160];
   snprintf(detail, sizeof detail, "%lld live", (long long)java.live_allocations());
   report(java.live_allocations() == 0, "java live allocations back to zero", detail);
-  if (have_other) {
-    snprintf(detail, sizeof detail, "%lld live", (long long)other.live_allocations());
-    report(other.live_allocations() == 0, "other live allocations back to zero", detail);
+  for (int i = 0; i < n_others; i++) {
+    snprintf(detail, sizeof detail, "%s: %lld live", others[i].name,
+             (long long)others[i].live_allocations());
+    report(others[i].live_allocations() == 0, "other live allocations back to zero", detail);
   }
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;

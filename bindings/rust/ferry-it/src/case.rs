@@ -82,6 +82,9 @@ pub enum Fail {
     GetNext(u64),
 }
 
+/// Largest length + offset a case may ask for.
+pub const MAX_PHYSICAL: i64 = 1 << 28;
+
 /// A parsed case.
 #[derive(Clone, Debug)]
 pub struct Case {
@@ -130,10 +133,16 @@ impl Case {
             batches: 3,
             fail: Fail::Nothing,
         };
+        let mut seen: Vec<&str> = Vec::new();
         for part in parts {
             let (key, value) = part
                 .split_once('=')
                 .ok_or_else(|| Error::invalid(format!("case {spec:?}: {part:?} is not KEY=VALUE")))?;
+            // Same decision as the C plugin: a key given twice is an error.
+            if seen.contains(&key) {
+                return Err(Error::invalid(format!("case {spec:?}: duplicate key {key:?}")));
+            }
+            seen.push(key);
             match key {
                 "length" => case.length = parse_int(spec, key, value)?,
                 "nulls" => case.nulls = parse_int(spec, key, value)?,
@@ -185,15 +194,23 @@ impl Case {
                 other => return Err(Error::invalid(format!("case {spec:?}: unknown key {other:?}"))),
             }
         }
-        if case.length.checked_add(case.offset).is_none_or(|p| p > i32::MAX as i64) {
-            return Err(Error::invalid(format!("case {spec:?}: length + offset is too large")));
-        }
-        if case.device_type != DeviceType::CPU {
-            Device::resolve(case.device_type, case.device_id).map_err(|e| {
-                Error::new(e.code(), format!("case {spec:?}: device {} is not available: {}", case.device_word, e.message()))
-            })?;
+        // Every int32 offsets buffer must fit; the C plugin uses the same limit.
+        if case.length.checked_add(case.offset).is_none_or(|p| p > MAX_PHYSICAL) {
+            return Err(Error::invalid(format!("case {spec:?}: length + offset exceeds 2^28")));
         }
         Ok(case)
+    }
+
+    /// Fails with the device's own code and reason when the case's device is
+    /// not available (kept apart from parsing so that `fail=export` answers
+    /// the same on every machine, as in the C plugin).
+    pub fn require_device(&self) -> Result<()> {
+        if self.device_type != DeviceType::CPU {
+            Device::resolve(self.device_type, self.device_id).map_err(|e| {
+                Error::new(e.code(), format!("device {:?} is not available: {}", self.device_word, e.message()))
+            })?;
+        }
+        Ok(())
     }
 
     /// Whether logical element `i` is null.
@@ -244,6 +261,8 @@ mod tests {
             ("int32:device=tpu", "unknown device \"tpu\""),
             ("int32:fail=later", "unknown failure"),
             ("int32:length", "not KEY=VALUE"),
+            ("int32:seed=1:seed=2", "duplicate key \"seed\""),
+            ("int32:length=268435456:offset=1", "exceeds 2^28"),
             ("", "unknown type"),
         ] {
             let e = Case::parse(spec).unwrap_err();

@@ -101,11 +101,12 @@ pub fn check_array_contents(case: &Case, array: &ArrayView) -> Result<()> {
         _ => 2,
     };
     ensure!(array.n_buffers() == n_buffers, "array: {} buffers, expected {n_buffers}", array.n_buffers());
+    // A missing bitmap is fine only when no element is null; a present one
+    // must match every bit (the same rule as the C checker).
     let validity = array.buffer(0) as *const u8;
-    if case.nulls == 0 {
-        ensure!(validity.is_null(), "array: nulls=0 but buffer 0 (validity) is not NULL");
+    if validity.is_null() {
+        ensure!(case.null_count() == 0, "array: {} elements are null but buffer 0 (validity) is NULL", case.null_count());
     } else {
-        ensure!(!validity.is_null(), "array: nulls={} but buffer 0 (validity) is NULL", case.nulls);
         for i in 0..case.length {
             let valid = bit(validity, i + o);
             ensure!(valid != case.is_null(i), "array: validity bit of element {i} is {valid}, expected {}", !case.is_null(i));
@@ -205,6 +206,10 @@ pub fn check_device_array(case: &Case, schema: &SchemaView, array: &DeviceArray)
         case.device_type,
         case.device_word
     );
+    ensure!(array.reserved_is_zero(), "array: the reserved words are not zero");
+    if array.device_type() == DeviceType::CPU {
+        ensure!(array.sync_event().is_null(), "array: a CPU array must have a NULL sync_event");
+    }
     // Wait on the producer's event before touching any buffer.
     array.wait(None)?;
     let host_readable = array.device_type() == DeviceType::CPU || array.device()?.is_host_accessible();

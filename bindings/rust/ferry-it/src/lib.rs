@@ -83,11 +83,11 @@ pub unsafe extern "C" fn ferry_it_export_array(
         if case.fail == Fail::Export {
             return Err(injected("export"));
         }
-        let schema = produce::schema(case.ty)?;
-        let array = produce::array(&case)?;
-        if !(*schema_out).release.is_none() || !(*array_out).array.release.is_none() {
+        if (*schema_out).release.is_some() || (*array_out).array.release.is_some() {
             return Err(Error::invalid("ferry_it_export_array: output structs must be released beforehand"));
         }
+        let schema = produce::schema(case.ty)?;
+        let array = produce::array(&case)?;
         schema.export_to(schema_out)?;
         array.export_to(array_out)
     })
@@ -109,6 +109,7 @@ pub unsafe extern "C" fn ferry_it_check_array(
         let schema = Schema::from_raw(schema);
         let array = DeviceArray::from_raw(array);
         let case = Case::parse(case_str(case_spec)?)?;
+        case.require_device()?;
         let (schema, array) = (schema?, array?);
         check::check_schema(case.ty, &schema)?;
         check::check_device_array(&case, &schema, &array)
@@ -161,9 +162,10 @@ pub unsafe extern "C" fn ferry_it_export_stream(case_spec: *const c_char, out: *
         if case.fail == Fail::Export {
             return Err(injected("export"));
         }
-        if !(*out).release.is_none() {
+        if (*out).release.is_some() {
             return Err(Error::invalid("ferry_it_export_stream: output stream must be released beforehand"));
         }
+        case.require_device()?;
         let device_type = case.device_type;
         let producer = CaseStream { case, next_batch: 0, get_next_calls: 0, _alive: Counted::new(()) };
         DeviceArrayStream::from_producer(device_type, producer)?.export_to(out)
@@ -171,9 +173,15 @@ pub unsafe extern "C" fn ferry_it_export_stream(case_spec: *const c_char, out: *
 }
 
 /// Checks a stream against the case: its device type, schema, `batches`
-/// arrays (seed + b) and the end. A producer failure is passed on as its
-/// code and get_last_error message. Takes ownership of the stream and
-/// releases it on every path.
+/// arrays (seed + b) and the end. Takes ownership of the stream and releases
+/// it on every path.
+///
+/// Failure injection, as the C checker decides it too: with
+/// `fail=get_schema` the check expects get_schema to fail with EIO and the
+/// exact message and then succeeds; with `fail=get_next@N` (N <= batches + 1)
+/// it expects N - 1 good batches, then EIO and the exact message from call
+/// N, and succeeds; a larger N is never reached by a correct producer. Any
+/// other producer failure is passed on as its code and message.
 ///
 /// # Safety
 /// `stream` must be NULL or point to a valid stream.
@@ -182,6 +190,7 @@ pub unsafe extern "C" fn ferry_it_check_stream(case_spec: *const c_char, stream:
     entry(|| {
         let stream = DeviceArrayStream::from_raw(stream);
         let case = Case::parse(case_str(case_spec)?)?;
+        case.require_device()?;
         let mut stream = stream?;
         if stream.device_type() != case.device_type {
             return Err(Error::invalid(format!(
@@ -190,21 +199,58 @@ pub unsafe extern "C" fn ferry_it_check_stream(case_spec: *const c_char, stream:
                 case.device_type
             )));
         }
-        let schema = stream.schema()?;
-        check::check_schema(case.ty, &schema)?;
-        for b in 0..case.batches {
-            let array = stream.next_array()?.ok_or_else(|| {
-                Error::invalid(format!("stream ended after {b} batches, expected {}", case.batches))
-            })?;
-            check::check_device_array(&case.batch(b), &schema, &array)
-                .map_err(|e| Error::new(e.code(), format!("batch {b}: {}", e.message())))?;
+        let schema = stream.schema();
+        if case.fail == Fail::GetSchema {
+            return expect_injected(schema.map(drop), &mut stream, "get_schema".into());
         }
-        if let Some(extra) = stream.next_array()? {
-            drop(extra);
-            return Err(Error::invalid(format!("stream yielded more than {} batches", case.batches)));
+        let schema = schema?;
+        check::check_schema(case.ty, &schema)?;
+        let fail_at = match case.fail {
+            Fail::GetNext(n) if n as i64 <= case.batches + 1 => Some(n as i64),
+            _ => None,
+        };
+        for call in 1..=case.batches + 1 {
+            let next = stream.next_array();
+            if fail_at == Some(call) {
+                return expect_injected(next.map(drop), &mut stream, format!("get_next {call}"));
+            }
+            let b = call - 1;
+            match next? {
+                Some(array) if b < case.batches => check::check_device_array(&case.batch(b), &schema, &array)
+                    .map_err(|e| Error::new(e.code(), format!("batch {b}: {}", e.message())))?,
+                Some(_) => return Err(Error::invalid(format!("stream yielded more than {} batches", case.batches))),
+                None if b < case.batches => {
+                    return Err(Error::invalid(format!("stream ended after {b} batches, expected {}", case.batches)))
+                }
+                None => {}
+            }
         }
         Ok(())
     })
+}
+
+/// Succeeds when `result` is the injected failure at `what`: EIO and the
+/// exact message, both from the call and from get_last_error.
+fn expect_injected(result: Result<()>, stream: &mut DeviceArrayStream, what: String) -> Result<()> {
+    let expected = format!("injected failure at {what}");
+    match result {
+        Ok(()) => Err(Error::invalid(format!("{what} succeeded, expected EIO \"{expected}\""))),
+        Err(e) if e.code() != errno::EIO => Err(Error::invalid(format!(
+            "{what} failed with {} ({}), expected EIO \"{expected}\"",
+            e.name(),
+            e.message()
+        ))),
+        Err(e) => {
+            let last = stream.last_error().unwrap_or_default();
+            if e.message() != expected || last != expected {
+                return Err(Error::invalid(format!(
+                    "{what}: message {:?} and get_last_error {last:?}, expected {expected:?}",
+                    e.message()
+                )));
+            }
+            Ok(())
+        }
+    }
 }
 
 /// Allocations owned by this plugin's exports that are still alive.

@@ -44,15 +44,21 @@ fn failures_cross_both_ways() {
     let Some(c) = c_plugin() else { return };
     let rust = rust_plugin();
     for (producer, consumer) in [(&c, &rust), (&rust, &c)] {
-        let (rc, m) = producer.stream_to(consumer, "int32:fail=get_next@2").unwrap_err();
-        assert_eq!(rc, errno::EIO, "{}->{}", producer.name, consumer.name);
-        assert!(m.contains("injected failure at get_next 2"), "{}->{}: {m}", producer.name, consumer.name);
-        let (rc, m) = producer.stream_to(consumer, "utf8:fail=get_schema").unwrap_err();
-        assert_eq!(rc, errno::EIO);
-        assert!(m.contains("injected failure at get_schema"), "{}->{}: {m}", producer.name, consumer.name);
+        let pair = format!("{}->{}", producer.name, consumer.name);
+        // Checkers told about the failure expect it exactly and succeed.
+        for case in ["int32:fail=get_next@2", "int32:batches=3:fail=get_next@4:device=sim", "utf8:fail=get_schema"] {
+            producer.stream_to(consumer, case).unwrap_or_else(|e| panic!("{pair} {case}: {e:?}"));
+        }
+        // Checkers not told about it pass the producer's code and message on.
+        let (rc, m) = producer.stream_to_as(consumer, "int32:fail=get_next@2", "int32").unwrap_err();
+        assert_eq!(rc, errno::EIO, "{pair}");
+        assert!(m.contains("injected failure at get_next 2"), "{pair}: {m}");
+        let (rc, m) = producer.stream_to_as(consumer, "utf8:fail=get_schema", "utf8").unwrap_err();
+        assert_eq!(rc, errno::EIO, "{pair}");
+        assert!(m.contains("injected failure at get_schema"), "{pair}: {m}");
         let (rc, m) = producer.stream_to(consumer, "utf8:fail=export").unwrap_err();
         assert_eq!(rc, errno::EIO);
-        assert!(m.contains("injected failure at export"), "{m}");
+        assert_eq!(m, "injected failure at export");
     }
     // Each side's checker rejects the other's data for a different seed.
     for (producer, consumer) in [(&c, &rust), (&rust, &c)] {

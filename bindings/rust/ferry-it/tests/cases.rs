@@ -58,6 +58,7 @@ fn bad_case_strings_are_errors_naming_the_part() {
         ("int32:lenght=3", "lenght"),
         ("int32:seed=x", "\"x\""),
         ("int32:device=quantum", "quantum"),
+        ("int32:seed=1:seed=1", "duplicate"),
     ] {
         let spec = CString::new(case).unwrap();
         let mut schema = sys::ArrowSchema::default();
@@ -105,11 +106,21 @@ fn injected_failures_travel_as_code_and_message() {
     assert_eq!(unsafe { (rust.export_stream)(spec.as_ptr(), &mut stream) }, errno::EIO);
     assert_eq!(rust.last_error_text(), "injected failure at export");
 
-    // Stream failures reach the consumer through get_last_error.
-    let (rc, message) = rust.stream_to(&rust, "int32:batches=4:fail=get_next@2").unwrap_err();
+    // A checker told about the failure expects exactly it and succeeds.
+    rust.stream_to(&rust, "int32:batches=4:fail=get_next@2").unwrap();
+    rust.stream_to(&rust, "int32:batches=2:fail=get_next@3").unwrap(); // at the end
+    rust.stream_to(&rust, "int32:batches=2:fail=get_next@9").unwrap(); // never reached
+    rust.stream_to(&rust, "list_int32:fail=get_schema").unwrap();
+    // A checker not told about it gets the producer's code and message
+    // through get_last_error.
+    let (rc, message) = rust.stream_to_as(&rust, "int32:batches=4:fail=get_next@2", "int32:batches=4").unwrap_err();
     assert_eq!((rc, message.as_str()), (errno::EIO, "injected failure at get_next 2"));
-    let (rc, message) = rust.stream_to(&rust, "list_int32:fail=get_schema").unwrap_err();
+    let (rc, message) = rust.stream_to_as(&rust, "list_int32:fail=get_schema", "list_int32").unwrap_err();
     assert_eq!((rc, message.as_str()), (errno::EIO, "injected failure at get_schema"));
+    // A checker that expects a failure that does not come says so.
+    let (rc, message) = rust.stream_to_as(&rust, "int32", "int32:fail=get_next@2").unwrap_err();
+    assert_eq!(rc, errno::EINVAL);
+    assert!(message.contains("get_next 2 succeeded"), "{message}");
     // Array entry points accept and ignore stream-only keys.
     rust.array_to(&rust, "int32:batches=9:fail=get_next@1").unwrap();
     rust.array_to(&rust, "int32:fail=get_schema").unwrap();

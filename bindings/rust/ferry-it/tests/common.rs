@@ -117,13 +117,18 @@ impl Plugin {
     /// Exports a stream with `self` and checks it with `checker`; Err(code,
     /// message) from either side.
     pub fn stream_to(&self, checker: &Plugin, case: &str) -> Result<(), (c_int, String)> {
-        let spec = CString::new(case).unwrap();
+        self.stream_to_as(checker, case, case)
+    }
+
+    /// Exports `made` with `self` and checks it as `checked` with `checker`.
+    pub fn stream_to_as(&self, checker: &Plugin, made: &str, checked: &str) -> Result<(), (c_int, String)> {
+        let (spec, check_spec) = (CString::new(made).unwrap(), CString::new(checked).unwrap());
         let mut stream = sys::ArrowDeviceArrayStream::default();
         let rc = unsafe { (self.export_stream)(spec.as_ptr(), &mut stream) };
         if rc != 0 {
             return Err((rc, self.last_error_text()));
         }
-        let rc = unsafe { (checker.check_stream)(spec.as_ptr(), &mut stream) };
+        let rc = unsafe { (checker.check_stream)(check_spec.as_ptr(), &mut stream) };
         assert_eq!(unsafe { sys::ferry_stream_is_released(&stream) }, 1, "{}: stream not taken", checker.name);
         if rc != 0 {
             return Err((rc, checker.last_error_text()));

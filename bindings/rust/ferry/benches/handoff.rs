@@ -288,6 +288,12 @@ fn main() {
     let quick = std::env::var_os("FERRY_BENCH_QUICK").is_some();
     let (rounds, ops) = if quick { (5, 20_000u64) } else { (15, 100_000u64) };
     let mut cases = cases();
+    // FERRY_BENCH_FILTER=word keeps the cases whose name contains it, plus
+    // their floors (for profiling one case).
+    if let Ok(filter) = std::env::var("FERRY_BENCH_FILTER") {
+        let floors: Vec<&str> = cases.iter().filter(|c| c.0.contains(&filter)).filter_map(|c| c.1).collect();
+        cases.retain(|c| c.0.contains(&filter) || floors.contains(&c.0));
+    }
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
     for (_, _, f) in cases.iter_mut() {
         black_box(f(ops / 10)); // warm-up

@@ -329,4 +329,9 @@ impl fmt::Debug for DeviceArray {
 }
 
 /// A schema and an array that belong together (what an export produces).
+///
+/// ```
+/// let (schema, array): ferry::SchemaAndArray = ferry::export_primitive(vec![1u32], None).unwrap();
+/// array.validate(&schema, false).unwrap();
+/// ```
 pub type SchemaAndArray = (Schema, DeviceArray);

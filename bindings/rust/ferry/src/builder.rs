@@ -12,7 +12,7 @@ use ferry_sys as sys;
 
 use crate::array::DeviceArray;
 use crate::device::{Device, DeviceStream, DeviceType, Event};
-use crate::error::{call, Error, Result};
+use crate::error::{call, Error, ErrorBuf, Result};
 use crate::panic::guard_silent;
 use crate::schema::Schema;
 
@@ -290,12 +290,20 @@ impl ArrayBuilder {
     /// Fills `out` (released) through ferry_array_init. On failure `out` is
     /// left released and every owner has been dropped.
     #[inline]
-    fn fill(mut self, out: *mut sys::ArrowArray) -> Result<()> {
+    fn fill(&mut self, out: *mut sys::ArrowArray) -> Result<()> {
         if self.length < 0 || self.offset < 0 || self.null_count < -1 {
             return Err(Error::invalid(format!(
                 "array length {}, offset {} and null_count {} must not be negative",
                 self.length, self.offset, self.null_count
             )));
+        }
+        if self.spilled.is_empty()
+            && self.children.is_empty()
+            && self.dictionary.is_none()
+            && self.extra_owners.is_empty()
+            && self.inline.iter().flatten().filter(|b| b.owner.is_some()).count() <= 1
+        {
+            return self.fill_flat(out);
         }
         // Addresses first, then the owners are taken out of the buffers.
         let n_buffers = self.n_inline + self.spilled.len();
@@ -365,15 +373,15 @@ impl ArrayBuilder {
         }
         // `out` is live now; on any later failure releasing it drops what was
         // built so far, exactly once.
-        let finish = || -> Result<()> {
-            for (i, child) in self.children.into_iter().enumerate() {
+        let mut finish = || -> Result<()> {
+            for (i, mut child) in std::mem::take(&mut self.children).into_iter().enumerate() {
                 let slot = unsafe { sys::ferry_array_child(out, i as i64) };
                 if slot.is_null() {
                     return Err(Error::io(format!("the core gave no slot for child {i}")));
                 }
                 child.fill(slot).map_err(|e| Error::new(e.code(), format!("child {i}: {}", e.message())))?;
             }
-            if let Some(dict) = self.dictionary {
+            if let Some(mut dict) = self.dictionary.take() {
                 let mut slot: *mut sys::ArrowArray = ptr::null_mut();
                 call(|err| unsafe { sys::ferry_array_allocate_dictionary(out, &mut slot, err) })?;
                 dict.fill(slot).map_err(|e| Error::new(e.code(), format!("dictionary: {}", e.message())))?;
@@ -381,6 +389,49 @@ impl ArrayBuilder {
             Ok(())
         };
         finish().inspect_err(|_| unsafe { sys::ferry_array_release(out) })
+    }
+
+    /// The common shape (at most three buffers, at most one owner, no
+    /// children or dictionary) with nothing to allocate on the Rust side:
+    /// the owner's own hook and box go to the core as they are.
+    #[inline]
+    fn fill_flat(&mut self, out: *mut sys::ArrowArray) -> Result<()> {
+        let mut pointers: [*const c_void; 3] = [ptr::null(); 3];
+        let mut hook: sys::FerryReleaseHook = None;
+        let mut user_data: *mut c_void = ptr::null_mut();
+        for (slot, b) in pointers.iter_mut().zip(self.inline.iter_mut()) {
+            if let Some(b) = b {
+                *slot = b.ptr;
+                if let Some(owner) = b.owner.take() {
+                    let (h, p) = owner.into_raw();
+                    hook = Some(h);
+                    user_data = p;
+                }
+            }
+        }
+        let mut err = ErrorBuf::new();
+        let code = unsafe {
+            sys::ferry_array_init(
+                out,
+                self.length,
+                self.null_count,
+                self.offset,
+                self.n_inline as i64,
+                pointers.as_ptr(),
+                0,
+                hook,
+                user_data,
+                err.as_mut_ptr(),
+            )
+        };
+        if code != 0 {
+            // The hook is not called on failure: the owner is still ours.
+            if let Some(hook) = hook {
+                unsafe { hook(user_data) };
+            }
+            return err.check(code);
+        }
+        Ok(())
     }
 
     /// Exports a CPU array (`ARROW_DEVICE_CPU`, id -1, no sync event).
@@ -393,10 +444,30 @@ impl ArrayBuilder {
     /// with an optional event the consumer must wait on. The event is owned
     /// by the array and destroyed after the array is released.
     #[inline]
-    pub fn build_on(self, device_type: DeviceType, device_id: i64, sync_event: Option<Event>) -> Result<DeviceArray> {
+    pub fn build_on(mut self, device_type: DeviceType, device_id: i64, sync_event: Option<Event>) -> Result<DeviceArray> {
         let mut array = sys::ArrowArray::default();
         self.fill(&mut array)?;
         let mut out = DeviceArray::released();
+        if sync_event.is_none() {
+            let mut err = ErrorBuf::new();
+            let code = unsafe {
+                sys::ferry_device_array_init(
+                    out.raw_mut(),
+                    &mut array,
+                    device_type.0,
+                    device_id,
+                    ptr::null_mut(),
+                    None,
+                    ptr::null_mut(),
+                    err.as_mut_ptr(),
+                )
+            };
+            if code != 0 {
+                unsafe { sys::ferry_array_release(&mut array) };
+                return Err(err.check(code).unwrap_err());
+            }
+            return Ok(out);
+        }
         let (event_ptr, hook, user_data): (*mut c_void, sys::FerryReleaseHook, *mut c_void) = match sync_event {
             Some(e) => (e.as_ptr(), Some(release_event), Box::into_raw(Box::new(e)) as *mut c_void),
             None => (ptr::null_mut(), None, ptr::null_mut()),
@@ -417,7 +488,7 @@ impl ArrayBuilder {
     /// Exports an array produced on `device` by work queued on
     /// `producer_stream` (`None`: nothing pending), recording an event or
     /// synchronizing according to `policy`.
-    pub fn build_async(self, device: &Device, producer_stream: Option<&DeviceStream>, policy: ExportPolicy) -> Result<DeviceArray> {
+    pub fn build_async(mut self, device: &Device, producer_stream: Option<&DeviceStream>, policy: ExportPolicy) -> Result<DeviceArray> {
         let mut array = sys::ArrowArray::default();
         self.fill(&mut array)?;
         let mut out = DeviceArray::released();

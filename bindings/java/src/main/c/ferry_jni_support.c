@@ -271,3 +271,24 @@ JNIEXPORT jlongArray JNICALL Java_org_ferry_jni_Support_attachCounts(JNIEnv* env
   if (out != NULL) (*env)->SetLongArrayRegion(env, out, 0, 2, counts);
   return out;
 }
+
+/* ---- the lean stream cursor (org.ferry.DeviceArrayStream.Cursor) -------- */
+
+/* Releases the previous batch held in `reused` (if any) and pulls the next
+ * one into it, in one JNI call: the per-batch cost is one Java->C crossing
+ * plus the producer's work. Returns the batch length, -1 at the end, or
+ * throws FerryException with the producer's code and message. */
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Support_streamAdvance(JNIEnv* env, jclass cls,
+                                                                jlong stream, jlong reused) {
+  struct ArrowDeviceArray* batch = (struct ArrowDeviceArray*)(intptr_t)reused;
+  ferry_device_array_release(batch);
+  struct FerryError error;
+  error.message[0] = '\0';
+  int rc = ferry_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, batch, &error);
+  if (rc != FERRY_OK) {
+    ferry_jni_throw_ferry(env, rc, error.message, "ferry_stream_get_next");
+    return -1;
+  }
+  if (ferry_device_array_is_released(batch)) return -1;
+  return (jlong)ferry_array_length(ferry_device_array_array(batch));
+}

@@ -14,6 +14,8 @@ import org.ferry.jni.Support;
  */
 public final class ArrayExporter {
   private static final System.Logger LOG = System.getLogger("org.ferry");
+  /** The C release hook that calls back into Java (constant for the process). */
+  static final long RELEASE_HOOK = Support.releaseHookAddress();
 
   private ArrayExporter() {}
 
@@ -121,7 +123,7 @@ public final class ArrayExporter {
     long handle = HandleTable.put(record);
     long array = DeviceArray.newOrThrow(FerryNative.ferry_array_new(), "ArrowArray");
     try {
-      fillArray(batch, array, Support.releaseHookAddress(), handle);
+      fillArray(batch, array, RELEASE_HOOK, handle);
       Device device = batch.producerDevice();
       if (device != null) {
         FerryNative.ferry_device_array_init_async(out, array, device.address(),

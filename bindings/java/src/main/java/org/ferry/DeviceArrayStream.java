@@ -128,6 +128,58 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     };
   }
 
+  /**
+   * A zero-allocation walk over the remaining batches: one reused ArrowDeviceArray
+   * whose batch is borrowed until the cursor advances or closes (then it is
+   * released). Each advance is a single Java-to-C call. Use it on hot paths;
+   * use {@link #next()} to keep batches.
+   */
+  public Cursor cursor() {
+    return new Cursor(this);
+  }
+
+  /** See {@link #cursor()}. Not thread-safe; close it before closing the stream. */
+  public static final class Cursor implements AutoCloseable {
+    private final DeviceArrayStream stream;
+    private final NativeHandle batch;
+    private long length = -1;
+
+    private Cursor(DeviceArrayStream stream) {
+      this.stream = stream;
+      long address = DeviceArray.newOrThrow(FerryNative.ferry_device_array_new(),
+          "ArrowDeviceArray");
+      this.batch = new NativeHandle(this, address, FerryNative::ferry_device_array_free,
+          "DeviceArrayStream.Cursor");
+    }
+
+    /** Releases the current batch and moves to the next; false at the end. */
+    public boolean advance() {
+      length = org.ferry.jni.Support.streamAdvance(stream.address(), batch.checkedAddress());
+      return length >= 0;
+    }
+
+    /** Length of the current batch (-1 before the first advance and at the end). */
+    public long length() {
+      return length;
+    }
+
+    /** The current batch's ArrowDeviceArray (borrowed until the next advance). */
+    public long address() {
+      return batch.checkedAddress();
+    }
+
+    /** Buffer {@code i} of the current batch's top-level array. */
+    public long bufferAddress(int i) {
+      return FerryNative.ferry_array_buffer(FerryNative.ferry_device_array_array(address()), i);
+    }
+
+    /** Releases the current batch. */
+    @Override
+    public void close() {
+      batch.close();
+    }
+  }
+
   /** Moves the stream out to a consumer's released struct; this object is closed. */
   public void exportTo(long streamOut) {
     FerryNative.ferry_stream_move(address(), streamOut);

@@ -14,6 +14,9 @@ import org.ferry.jni.Support;
  * releases the stream the iterator is closed if it is AutoCloseable.
  */
 public final class StreamExporter {
+  private static final long GET_SCHEMA = Support.getSchemaAddress();
+  private static final long GET_NEXT = Support.getNextAddress();
+
   private StreamExporter() {}
 
   /** The Java side of one exported stream. */
@@ -71,8 +74,8 @@ public final class StreamExporter {
     Record record = new Record(schema, batches);
     long handle = HandleTable.put(record);
     try {
-      FerryNative.ferry_stream_init(out, deviceType, Support.getSchemaAddress(),
-          Support.getNextAddress(), Support.releaseHookAddress(), handle);
+      FerryNative.ferry_stream_init(out, deviceType, GET_SCHEMA, GET_NEXT,
+          ArrayExporter.RELEASE_HOOK, handle);
     } catch (RuntimeException | Error e) {
       record.cancel();
       HandleTable.release(handle);

@@ -192,4 +192,39 @@ class StreamTest {
       FerryNative.ferry_stream_free(stream);
     }
   }
+
+  @Test
+  void aCursorWalksAStreamReleasingEachBatchOnAdvance() {
+    Batches batches = new Batches(3, -1, null);
+    try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("n"), DeviceType.CPU,
+        batches)) {
+      try (DeviceArrayStream.Cursor cursor = s.cursor()) {
+        assertTrue(cursor.advance());
+        assertEquals(1, cursor.length());
+        assertEquals(0, batches.released.get(), "the current batch is borrowed");
+        assertTrue(cursor.advance());
+        assertEquals(2, cursor.length());
+        assertEquals(1, batches.released.get(), "advancing released the previous batch");
+        assertTrue(cursor.bufferAddress(1) != 0);
+        assertTrue(cursor.advance());
+        assertFalse(cursor.advance(), "end");
+        assertEquals(-1, cursor.length());
+        assertEquals(3, batches.released.get());
+      }
+    }
+    assertEquals(1, batches.closed.get());
+  }
+
+  @Test
+  void aCursorReportsTheProducersError() {
+    Batches batches = new Batches(3, 1, new IllegalArgumentException("nope"));
+    try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("n"), DeviceType.CPU,
+        batches); DeviceArrayStream.Cursor cursor = s.cursor()) {
+      assertTrue(cursor.advance());
+      FerryException e = assertThrows(FerryException.class, cursor::advance);
+      assertEquals(FerryException.EIO, e.code());
+      assertTrue(e.getMessage().contains("nope"), e.getMessage());
+    }
+    assertEquals(1, batches.released.get());
+  }
 }

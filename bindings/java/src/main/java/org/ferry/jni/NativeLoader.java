@@ -53,8 +53,10 @@ public final class NativeLoader {
     FerryNativeJNI.ferry_check_abi_version(FerryNativeConstants.FERRY_ABI_VERSION);
   }
 
-  /** Where the library came from: "java.library.path" or the extracted file. */
+  /** Where the library came from (loading it if needed): "java.library.path" or
+   *  the extracted file. */
   public static synchronized String loadedFrom() {
+    load();
     return loadedFrom;
   }
 

@@ -1,0 +1,576 @@
+/* TEST FIXTURE, never shipped or linked into libferry.
+ *
+ * The machinery shared by the CUDA driver emulation (cuda_emu.c) and the
+ * HIP runtime emulation (hip_emu.c): each includes this file once, so each
+ * emulation library has its own state. It models a GPU with host memory:
+ *
+ * - Allocations are malloc'ed blocks recorded with their device and kind
+ *   (device, pinned host, managed), so pointer queries answer exactly and
+ *   copies to or from memory the "driver" does not know are refused.
+ * - Streams are FIFOs of operations (copy, wait for another stream's
+ *   position, gate) executed in order by one worker thread each. An event is
+ *   a position (stream id, sequence number), complete once that stream has
+ *   executed that many operations, like the sim device in core/src/sim.c.
+ * - Gates: emu_gate_close(stream) queues an operation that blocks its stream
+ *   until emu_gates_open(); tests use it to keep work pending for as long as
+ *   they need, without sleeping.
+ * - Failures: emu_fail(name, nth, code) makes the nth next call of an entry
+ *   point fail with `code`; the environment can arm the same at load time.
+ *
+ * One mutex guards everything, with one condition variable broadcast on
+ * every change of progress; copies run outside the lock. */
+#ifndef FERRY_TESTS_GPU_EMU_CORE_H
+#define FERRY_TESTS_GPU_EMU_CORE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EMU_EXPORT __attribute__((visibility("default")))
+#define EMU_MAX_DEVICES 8
+#define EMU_STREAM_MAGIC 0x454d555354524dULL
+#define EMU_EVENT_MAGIC 0x454d554556454e54ULL
+
+enum EmuMemoryKind { EMU_MEMORY_DEVICE = 1, EMU_MEMORY_HOST = 2, EMU_MEMORY_MANAGED = 3 };
+
+struct EmuAllocation {
+  uintptr_t start;
+  size_t size;
+  int device;
+  enum EmuMemoryKind kind;
+  struct EmuAllocation* next;
+};
+
+enum EmuOpKind { EMU_OP_COPY, EMU_OP_WAIT, EMU_OP_GATE };
+
+struct EmuOp {
+  enum EmuOpKind kind;
+  uint64_t seq;
+  struct EmuOp* next;
+  void* dst;
+  const void* src;
+  size_t size;
+  void* snapshot; /* owned copy of a host source */
+  uint64_t wait_stream_id;
+  uint64_t wait_seq;
+  uint64_t gate_generation;
+};
+
+struct EmuStream {
+  uint64_t magic;
+  uint64_t id;
+  int device;
+  struct EmuOp* head;
+  struct EmuOp* tail;
+  uint64_t enqueued;
+  uint64_t executed;
+  int shutdown;
+  pthread_t worker;
+  struct EmuStream* next;
+};
+
+struct EmuEvent {
+  uint64_t magic;
+  int device;
+  int recorded;
+  uint64_t stream_id; /* 0: complete */
+  uint64_t seq;
+  struct EmuEvent* next;
+};
+
+struct EmuFailure {
+  char name[64];
+  int64_t countdown; /* calls left before the failing one; -1 when unarmed */
+  unsigned code;
+};
+
+#define EMU_MAX_FAILURES 32
+#define EMU_MAX_COUNTERS 64
+
+static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t emu_progress = PTHREAD_COND_INITIALIZER;
+static struct EmuAllocation* emu_allocations;
+static int64_t emu_n_allocations;
+static struct EmuStream* emu_streams;
+static int64_t emu_n_streams;
+static uint64_t emu_next_stream_id = 1;
+static struct EmuEvent* emu_events;
+static int64_t emu_n_events;
+static uint64_t emu_gate_generation; /* gates queued at generation g open when it exceeds g */
+static struct EmuFailure emu_failures[EMU_MAX_FAILURES];
+static struct {
+  char name[64];
+  int64_t calls;
+} emu_counters[EMU_MAX_COUNTERS];
+
+/* ---- failure injection and call counting -------------------------------------- */
+
+static void emu_count_call_locked(const char* name) {
+  for (int i = 0; i < EMU_MAX_COUNTERS; i++) {
+    if (emu_counters[i].name[0] == '\0') {
+      snprintf(emu_counters[i].name, sizeof(emu_counters[i].name), "%s", name);
+      emu_counters[i].calls = 1;
+      return;
+    }
+    if (strcmp(emu_counters[i].name, name) == 0) {
+      emu_counters[i].calls++;
+      return;
+    }
+  }
+}
+
+static int64_t emu_calls(const char* name) {
+  pthread_mutex_lock(&emu_lock);
+  int64_t calls = 0;
+  for (int i = 0; i < EMU_MAX_COUNTERS; i++) {
+    if (strcmp(emu_counters[i].name, name) == 0) calls = emu_counters[i].calls;
+  }
+  pthread_mutex_unlock(&emu_lock);
+  return calls;
+}
+
+/* Arms: the nth call (1 = the next) of `name` from now fails with `code`. */
+static void emu_fail(const char* name, int64_t nth, unsigned code) {
+  pthread_mutex_lock(&emu_lock);
+  for (int i = 0; i < EMU_MAX_FAILURES; i++) {
+    if (emu_failures[i].name[0] == '\0' || strcmp(emu_failures[i].name, name) == 0) {
+      snprintf(emu_failures[i].name, sizeof(emu_failures[i].name), "%s", name);
+      emu_failures[i].countdown = nth - 1;
+      emu_failures[i].code = code;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&emu_lock);
+}
+
+static void emu_clear_failures(void) {
+  pthread_mutex_lock(&emu_lock);
+  memset(emu_failures, 0, sizeof(emu_failures));
+  pthread_mutex_unlock(&emu_lock);
+}
+
+/* Counts the call; returns the injected code, or 0 to go on. */
+static unsigned emu_enter(const char* name) {
+  unsigned code = 0;
+  pthread_mutex_lock(&emu_lock);
+  emu_count_call_locked(name);
+  for (int i = 0; i < EMU_MAX_FAILURES; i++) {
+    struct EmuFailure* f = &emu_failures[i];
+    if (f->name[0] == '\0' || strcmp(f->name, name) != 0 || f->countdown < 0) continue;
+    if (f->countdown == 0) code = f->code;
+    f->countdown--; /* fires once, then stays unarmed at -1 */
+  }
+  pthread_mutex_unlock(&emu_lock);
+  return code;
+}
+
+/* Parses "name:nth[:code],name:nth[:code]" from the environment at load. */
+static void emu_fail_from_env(const char* variable, unsigned (*default_code)(const char*)) {
+  const char* spec = getenv(variable);
+  if (spec == NULL) return;
+  char copy[1024];
+  snprintf(copy, sizeof(copy), "%s", spec);
+  char* save = NULL;
+  for (char* item = strtok_r(copy, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+    char* first = strchr(item, ':');
+    if (first == NULL) continue;
+    *first = '\0';
+    char* second = strchr(first + 1, ':');
+    if (second != NULL) *second = '\0';
+    int64_t nth = strtoll(first + 1, NULL, 10);
+    unsigned code = second != NULL ? (unsigned)strtoul(second + 1, NULL, 10) : default_code(item);
+    if (nth > 0) emu_fail(item, nth, code);
+  }
+}
+
+/* ---- allocations (callers hold emu_lock unless named otherwise) --------------------- */
+
+static struct EmuAllocation* emu_find_allocation_locked(const void* pointer) {
+  uintptr_t address = (uintptr_t)pointer;
+  for (struct EmuAllocation* a = emu_allocations; a != NULL; a = a->next) {
+    if (address >= a->start && address < a->start + a->size) return a;
+  }
+  return NULL;
+}
+
+/* 1 when [pointer, pointer + size) lies inside one live allocation. */
+static int emu_range_known_locked(const void* pointer, size_t size) {
+  struct EmuAllocation* a = emu_find_allocation_locked(pointer);
+  return a != NULL && (uintptr_t)pointer + size <= a->start + a->size;
+}
+
+static void* emu_allocate(int device, enum EmuMemoryKind kind, size_t size) {
+  struct EmuAllocation* a = (struct EmuAllocation*)calloc(1, sizeof(*a));
+  void* block = malloc(size == 0 ? 1 : size);
+  if (a == NULL || block == NULL) {
+    free(a);
+    free(block);
+    return NULL;
+  }
+  /* Recognisable garbage, like fresh device memory. */
+  memset(block, 0xCD, size == 0 ? 1 : size);
+  a->start = (uintptr_t)block;
+  a->size = size == 0 ? 1 : size;
+  a->device = device;
+  a->kind = kind;
+  pthread_mutex_lock(&emu_lock);
+  a->next = emu_allocations;
+  emu_allocations = a;
+  emu_n_allocations++;
+  pthread_mutex_unlock(&emu_lock);
+  return block;
+}
+
+static int emu_ranges_overlap(uintptr_t a, size_t a_size, uintptr_t b, size_t b_size) {
+  return a < b + b_size && b < a + a_size;
+}
+
+static int emu_pending_touches_locked(uintptr_t start, size_t size) {
+  for (struct EmuStream* s = emu_streams; s != NULL; s = s->next) {
+    for (struct EmuOp* op = s->head; op != NULL; op = op->next) {
+      if (op->kind != EMU_OP_COPY) continue;
+      if (emu_ranges_overlap((uintptr_t)op->dst, op->size, start, size) ||
+          (op->snapshot == NULL &&
+           emu_ranges_overlap((uintptr_t)op->src, op->size, start, size))) {
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Frees the allocation starting at `pointer` if it has kind `kind`, after
+ * queued copies that touch it have run (the drivers' free synchronizes).
+ * Returns 0, or -1 when the pointer is not the start of such an allocation. */
+static int emu_free(const void* pointer, enum EmuMemoryKind kind) {
+  pthread_mutex_lock(&emu_lock);
+  struct EmuAllocation* a = emu_find_allocation_locked(pointer);
+  if (a == NULL || a->start != (uintptr_t)pointer || a->kind != kind) {
+    pthread_mutex_unlock(&emu_lock);
+    return -1;
+  }
+  while (emu_pending_touches_locked(a->start, a->size)) {
+    pthread_cond_wait(&emu_progress, &emu_lock);
+  }
+  for (struct EmuAllocation** link = &emu_allocations; *link != NULL; link = &(*link)->next) {
+    if (*link == a) {
+      *link = a->next;
+      break;
+    }
+  }
+  emu_n_allocations--;
+  pthread_mutex_unlock(&emu_lock);
+  free((void*)a->start);
+  free(a);
+  return 0;
+}
+
+/* Copies what the driver knows about `pointer`; 0 when found. */
+static int emu_lookup(const void* pointer, struct EmuAllocation* out) {
+  pthread_mutex_lock(&emu_lock);
+  struct EmuAllocation* a = emu_find_allocation_locked(pointer);
+  if (a != NULL) *out = *a;
+  pthread_mutex_unlock(&emu_lock);
+  return a != NULL ? 0 : -1;
+}
+
+static int emu_range_known(const void* pointer, size_t size) {
+  pthread_mutex_lock(&emu_lock);
+  int known = emu_range_known_locked(pointer, size);
+  pthread_mutex_unlock(&emu_lock);
+  return known;
+}
+
+/* ---- streams ------------------------------------------------------------------------- */
+
+static struct EmuStream* emu_stream_by_id_locked(uint64_t id) {
+  for (struct EmuStream* s = emu_streams; s != NULL; s = s->next) {
+    if (s->id == id) return s;
+  }
+  return NULL;
+}
+
+static int emu_position_done_locked(uint64_t stream_id, uint64_t seq) {
+  struct EmuStream* s = emu_stream_by_id_locked(stream_id);
+  return s == NULL || s->executed >= seq;
+}
+
+/* The live stream behind a handle, or NULL. */
+static struct EmuStream* emu_stream_lookup_locked(const void* handle) {
+  for (struct EmuStream* s = emu_streams; s != NULL; s = s->next) {
+    if ((const void*)s == handle && s->magic == EMU_STREAM_MAGIC) return s;
+  }
+  return NULL;
+}
+
+static int emu_op_ready_locked(const struct EmuOp* op) {
+  switch (op->kind) {
+    case EMU_OP_WAIT:
+      return emu_position_done_locked(op->wait_stream_id, op->wait_seq);
+    case EMU_OP_GATE:
+      return emu_gate_generation > op->gate_generation;
+    default:
+      return 1;
+  }
+}
+
+static void* emu_worker(void* arg) {
+  struct EmuStream* s = (struct EmuStream*)arg;
+  pthread_mutex_lock(&emu_lock);
+  for (;;) {
+    while (s->head != NULL && !emu_op_ready_locked(s->head)) {
+      pthread_cond_wait(&emu_progress, &emu_lock);
+    }
+    if (s->head == NULL) {
+      if (s->shutdown) break;
+      pthread_cond_wait(&emu_progress, &emu_lock);
+      continue;
+    }
+    struct EmuOp* op = s->head;
+    if (op->kind == EMU_OP_COPY) {
+      pthread_mutex_unlock(&emu_lock);
+      memmove(op->dst, op->src, op->size);
+      pthread_mutex_lock(&emu_lock);
+    }
+    s->head = op->next;
+    if (s->head == NULL) s->tail = NULL;
+    s->executed = op->seq;
+    free(op->snapshot);
+    free(op);
+    pthread_cond_broadcast(&emu_progress);
+  }
+  pthread_mutex_unlock(&emu_lock);
+  return NULL;
+}
+
+static void emu_enqueue_locked(struct EmuStream* s, struct EmuOp* op) {
+  op->seq = ++s->enqueued;
+  if (s->tail == NULL) {
+    s->head = op;
+  } else {
+    s->tail->next = op;
+  }
+  s->tail = op;
+  pthread_cond_broadcast(&emu_progress);
+}
+
+static struct EmuStream* emu_stream_create(int device) {
+  struct EmuStream* s = (struct EmuStream*)calloc(1, sizeof(*s));
+  if (s == NULL) return NULL;
+  s->magic = EMU_STREAM_MAGIC;
+  s->device = device;
+  pthread_mutex_lock(&emu_lock);
+  s->id = emu_next_stream_id++;
+  if (pthread_create(&s->worker, NULL, emu_worker, s) != 0) {
+    pthread_mutex_unlock(&emu_lock);
+    free(s);
+    return NULL;
+  }
+  s->next = emu_streams;
+  emu_streams = s;
+  emu_n_streams++;
+  pthread_mutex_unlock(&emu_lock);
+  return s;
+}
+
+/* Drains (gates must be open) and frees. -1 for an unknown handle. */
+static int emu_stream_destroy(void* handle) {
+  pthread_mutex_lock(&emu_lock);
+  struct EmuStream* s = emu_stream_lookup_locked(handle);
+  if (s == NULL || s->shutdown) {
+    pthread_mutex_unlock(&emu_lock);
+    return -1;
+  }
+  s->shutdown = 1;
+  pthread_cond_broadcast(&emu_progress);
+  pthread_mutex_unlock(&emu_lock);
+  pthread_join(s->worker, NULL);
+  pthread_mutex_lock(&emu_lock);
+  for (struct EmuStream** link = &emu_streams; *link != NULL; link = &(*link)->next) {
+    if (*link == s) {
+      *link = s->next;
+      break;
+    }
+  }
+  emu_n_streams--;
+  pthread_cond_broadcast(&emu_progress);
+  pthread_mutex_unlock(&emu_lock);
+  s->magic = 0;
+  free(s);
+  return 0;
+}
+
+/* Queues a copy on `s`, or runs it at once when `s` is NULL (the legacy
+ * default stream, synchronous here). A host source is captured now, as a
+ * driver stages pageable memory. Returns -1 when out of memory. */
+static int emu_copy(struct EmuStream* s, void* dst, const void* src, size_t size,
+                    int snapshot_source) {
+  if (s == NULL) {
+    memmove(dst, src, size);
+    return 0;
+  }
+  struct EmuOp* op = (struct EmuOp*)calloc(1, sizeof(*op));
+  if (op == NULL) return -1;
+  if (snapshot_source) {
+    op->snapshot = malloc(size == 0 ? 1 : size);
+    if (op->snapshot == NULL) {
+      free(op);
+      return -1;
+    }
+    memcpy(op->snapshot, src, size);
+  }
+  op->kind = EMU_OP_COPY;
+  op->dst = dst;
+  op->src = op->snapshot != NULL ? op->snapshot : src;
+  op->size = size;
+  pthread_mutex_lock(&emu_lock);
+  emu_enqueue_locked(s, op);
+  pthread_mutex_unlock(&emu_lock);
+  return 0;
+}
+
+static void emu_stream_synchronize(struct EmuStream* s) {
+  pthread_mutex_lock(&emu_lock);
+  uint64_t id = s->id, target = s->enqueued;
+  while (!emu_position_done_locked(id, target)) pthread_cond_wait(&emu_progress, &emu_lock);
+  pthread_mutex_unlock(&emu_lock);
+}
+
+/* Waits for every stream of `device` (-1: all devices). */
+static void emu_device_synchronize(int device) {
+  pthread_mutex_lock(&emu_lock);
+  int again = 1;
+  while (again) {
+    again = 0;
+    for (struct EmuStream* s = emu_streams; s != NULL; s = s->next) {
+      if ((device < 0 || s->device == device) && s->executed < s->enqueued) {
+        pthread_cond_wait(&emu_progress, &emu_lock);
+        again = 1;
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&emu_lock);
+}
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+static struct EmuEvent* emu_event_lookup_locked(const void* handle) {
+  for (struct EmuEvent* e = emu_events; e != NULL; e = e->next) {
+    if ((const void*)e == handle && e->magic == EMU_EVENT_MAGIC) return e;
+  }
+  return NULL;
+}
+
+static struct EmuEvent* emu_event_create(int device) {
+  struct EmuEvent* e = (struct EmuEvent*)calloc(1, sizeof(*e));
+  if (e == NULL) return NULL;
+  e->magic = EMU_EVENT_MAGIC;
+  e->device = device;
+  pthread_mutex_lock(&emu_lock);
+  e->next = emu_events;
+  emu_events = e;
+  emu_n_events++;
+  pthread_mutex_unlock(&emu_lock);
+  return e;
+}
+
+static int emu_event_destroy(void* handle) {
+  pthread_mutex_lock(&emu_lock);
+  struct EmuEvent* e = emu_event_lookup_locked(handle);
+  if (e == NULL) {
+    pthread_mutex_unlock(&emu_lock);
+    return -1;
+  }
+  for (struct EmuEvent** link = &emu_events; *link != NULL; link = &(*link)->next) {
+    if (*link == e) {
+      *link = e->next;
+      break;
+    }
+  }
+  emu_n_events--;
+  pthread_mutex_unlock(&emu_lock);
+  e->magic = 0;
+  free(e);
+  return 0;
+}
+
+/* Caller holds emu_lock and has validated both handles (s may be NULL). */
+static void emu_event_record_locked(struct EmuEvent* e, struct EmuStream* s) {
+  e->recorded = 1;
+  e->stream_id = s == NULL ? 0 : s->id;
+  e->seq = s == NULL ? 0 : s->enqueued;
+}
+
+static int emu_event_done_locked(const struct EmuEvent* e) {
+  return !e->recorded || e->stream_id == 0 || emu_position_done_locked(e->stream_id, e->seq);
+}
+
+static void emu_event_synchronize_locked(const struct EmuEvent* e) {
+  uint64_t id = e->stream_id, seq = e->seq;
+  if (!e->recorded || id == 0) return;
+  while (!emu_position_done_locked(id, seq)) pthread_cond_wait(&emu_progress, &emu_lock);
+}
+
+/* Queues on `s` a wait for the event's position (nothing when complete). */
+static int emu_stream_wait_event_locked(struct EmuStream* s, const struct EmuEvent* e) {
+  if (emu_event_done_locked(e) || e->stream_id == s->id) return 0;
+  struct EmuOp* op = (struct EmuOp*)calloc(1, sizeof(*op));
+  if (op == NULL) return -1;
+  op->kind = EMU_OP_WAIT;
+  op->wait_stream_id = e->stream_id;
+  op->wait_seq = e->seq;
+  emu_enqueue_locked(s, op);
+  return 0;
+}
+
+/* ---- gates and test queries ---------------------------------------------------------------- */
+
+static int emu_gate_close(void* handle) {
+  struct EmuOp* op = (struct EmuOp*)calloc(1, sizeof(*op));
+  if (op == NULL) return -1;
+  op->kind = EMU_OP_GATE;
+  pthread_mutex_lock(&emu_lock);
+  struct EmuStream* s = emu_stream_lookup_locked(handle);
+  if (s == NULL) {
+    pthread_mutex_unlock(&emu_lock);
+    free(op);
+    return -1;
+  }
+  op->gate_generation = emu_gate_generation;
+  emu_enqueue_locked(s, op);
+  pthread_mutex_unlock(&emu_lock);
+  return 0;
+}
+
+static void emu_gates_open(void) {
+  pthread_mutex_lock(&emu_lock);
+  emu_gate_generation++;
+  pthread_cond_broadcast(&emu_progress);
+  pthread_mutex_unlock(&emu_lock);
+}
+
+/* Operations queued on the stream and not executed yet (-1: unknown). */
+static int64_t emu_stream_pending(void* handle) {
+  pthread_mutex_lock(&emu_lock);
+  struct EmuStream* s = emu_stream_lookup_locked(handle);
+  int64_t pending = s == NULL ? -1 : (int64_t)(s->enqueued - s->executed);
+  pthread_mutex_unlock(&emu_lock);
+  return pending;
+}
+
+static int64_t emu_live(int what) {
+  pthread_mutex_lock(&emu_lock);
+  int64_t n = what == 0 ? emu_n_allocations : what == 1 ? emu_n_streams : emu_n_events;
+  pthread_mutex_unlock(&emu_lock);
+  return n;
+}
+
+static int emu_env_int(const char* variable, int fallback) {
+  const char* value = getenv(variable);
+  return value != NULL && value[0] != '\0' ? atoi(value) : fallback;
+}
+
+#endif  // FERRY_TESTS_GPU_EMU_CORE_H

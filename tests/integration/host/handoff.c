@@ -1,0 +1,392 @@
+/* One handoff and its assertions (see handoff.h). */
+#include "handoff.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ferry/ferry.h"
+#include "ledger.h"
+#include "stream_watch.h"
+
+/* Everything that must come back to where it was after a handoff. */
+struct it_baseline {
+  int64_t live[IT_MAX_RUNTIMES];
+  int64_t exports;
+  int64_t sim[FERRY_SIM_DEVICE_COUNT];
+};
+
+static struct FerryDevice* g_sim_devices[FERRY_SIM_DEVICE_COUNT];
+
+int it_handoff_init(char* message, size_t size) {
+  struct FerryError error;
+  ferry_error_init(&error);
+  for (int i = 0; i < FERRY_SIM_DEVICE_COUNT; i++) {
+    if (ferry_device_resolve(ARROW_DEVICE_EXT_DEV, i, &g_sim_devices[i], &error) != 0) {
+      snprintf(message, size, "sim device %d unavailable: %s", i, error.message);
+      return -1;
+    }
+  }
+  if (!ferry_sim_is_strict()) {
+    snprintf(message, size,
+             "the sim device is not in strict mode (FERRY_SIM_STRICT=0?): the sync-event "
+             "assertions would prove nothing");
+    return -1;
+  }
+  return 0;
+}
+
+static void take_baseline(const struct it_runtime_set* all, struct it_baseline* b) {
+  memset(b, 0, sizeof *b);
+  for (int i = 0; i < all->n; i++) b->live[i] = all->runtimes[i]->live_allocations();
+  b->exports = ferry_live_exports();
+  for (int i = 0; i < FERRY_SIM_DEVICE_COUNT; i++) {
+    b->sim[i] = ferry_device_live_allocations(g_sim_devices[i]);
+  }
+}
+
+/* 0 when everything is back at `before`, else -1 naming what is not. */
+static int compare_baseline(const struct it_runtime_set* all, const struct it_baseline* before,
+                            char* message, size_t size) {
+  struct it_baseline after;
+  take_baseline(all, &after);
+  for (int i = 0; i < all->n; i++) {
+    if (after.live[i] != before->live[i]) {
+      snprintf(message, size, "runtime %s: %lld live allocations, %lld before the handoff",
+               all->runtimes[i]->name, (long long)after.live[i], (long long)before->live[i]);
+      return -1;
+    }
+  }
+  if (after.exports != before->exports) {
+    snprintf(message, size, "ferry_live_exports() is %lld, %lld before the handoff",
+             (long long)after.exports, (long long)before->exports);
+    return -1;
+  }
+  for (int i = 0; i < FERRY_SIM_DEVICE_COUNT; i++) {
+    if (after.sim[i] != before->sim[i]) {
+      snprintf(message, size, "sim device %d: %lld live allocations, %lld before the handoff",
+               i, (long long)after.sim[i], (long long)before->sim[i]);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int fail(char* message, size_t size, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(char* message, size_t size, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(message, size, fmt, args);
+  va_end(args);
+  return 0;
+}
+
+static ArrowDeviceType expected_device_type(const char* device) {
+  ArrowDeviceType type = 0;
+  if (ferry_device_type_from_name(device, &type, NULL) != 0) return 0;
+  return type;
+}
+
+/* The end of every handoff: the ledger and the baseline. Returns 1 when
+ * both are clean, else 0 with the problem appended after `prefix`. */
+static int finish(const struct it_runtime_set* all, const struct it_baseline* before,
+                  struct it_handoff_stats* stats, char* message, size_t size) {
+  char why[768];
+  stats->structs_tracked += it_ledger_count();
+  if (it_ledger_verify(why, sizeof why) != 0) {
+    return fail(message, size, "release: %s", why);
+  }
+  if (compare_baseline(all, before, why, sizeof why) != 0) {
+    return fail(message, size, "leak: %s", why);
+  }
+  return 1;
+}
+
+/* An export that was expected to fail (`want` is the message it must
+ * contain): it must return non-zero, say why, and leave nothing behind. */
+static int expect_export_failure(const struct it_runtime_set* all,
+                                 const struct it_runtime* producer, int rc, const char* want,
+                                 int left_live, const struct it_baseline* before,
+                                 struct it_handoff_stats* stats, char* message, size_t size) {
+  const char* got = it_runtime_error(producer);
+  if (rc == 0) {
+    return fail(message, size, "export succeeded, expected a failure with \"%s\"", want);
+  }
+  if (strstr(got, want) == NULL) {
+    return fail(message, size, "export failed with %s \"%s\", expected a message with \"%s\"",
+                ferry_errno_name(rc), got, want);
+  }
+  if (left_live) {
+    return fail(message, size, "export failed with %s but left its out-struct live",
+                ferry_errno_name(rc));
+  }
+  return finish(all, before, stats, message, size);
+}
+
+int it_handoff_array(const struct it_runtime_set* all, const struct it_runtime* producer,
+                     const struct it_runtime* consumer, const struct it_case_entry* entry,
+                     int tamper, struct it_handoff_stats* stats, char* message, size_t size) {
+  struct it_case_info info;
+  char why[768];
+  if (it_case_info_parse(entry->spec, &info, why, sizeof why) != 0) {
+    return fail(message, size, "bad case: %s", why);
+  }
+  it_ledger_reset();
+  struct it_baseline before;
+  take_baseline(all, &before);
+
+  struct ArrowSchema schema;
+  struct ArrowDeviceArray exported;
+  memset(&schema, 0, sizeof schema);
+  memset(&exported, 0, sizeof exported);
+  int rc = producer->export_array(entry->spec, &schema, &exported);
+  int left_live = schema.release != NULL || exported.array.release != NULL;
+  if (entry->reject_word[0] != '\0') {
+    return expect_export_failure(all, producer, rc, entry->reject_word, left_live, &before,
+                                 stats, message, size);
+  }
+  if (info.fail == IT_FAIL_EXPORT) {
+    return expect_export_failure(all, producer, rc, "injected failure at export", left_live,
+                                 &before, stats, message, size);
+  }
+  if (rc != 0) {
+    return fail(message, size, "producer export failed with %s: %s", ferry_errno_name(rc),
+                it_runtime_error(producer));
+  }
+  if (schema.release == NULL || exported.array.release == NULL) {
+    ferry_schema_release(&schema);
+    ferry_device_array_release(&exported);
+    return fail(message, size, "producer export returned 0 but a released %s",
+                schema.release == NULL ? "schema" : "array");
+  }
+  ArrowDeviceType want_type = expected_device_type(info.device);
+  if (exported.device_type != want_type) {
+    ferry_schema_release(&schema);
+    ferry_device_array_release(&exported);
+    return fail(message, size, "producer exported device type %d (%s), the case says %s",
+                (int)exported.device_type, ferry_device_type_name(exported.device_type),
+                info.device);
+  }
+
+  /* The host's own struct: the producer's, moved bitwise. */
+  struct ArrowDeviceArray handed;
+  memset(&handed, 0, sizeof handed);
+  if (ferry_device_array_move(&exported, &handed) != 0) {
+    ferry_schema_release(&schema);
+    ferry_device_array_release(&exported);
+    return fail(message, size, "ferry_device_array_move refused the producer's array");
+  }
+  if (it_ledger_track_schema(&schema, "schema") != 0 ||
+      it_ledger_track_array(&handed.array, "array") != 0) {
+    ferry_schema_release(&schema);
+    ferry_device_array_release(&handed);
+    return fail(message, size, "the ledger is full");
+  }
+  if (handed.device_type == ARROW_DEVICE_EXT_DEV) {
+    /* Witness only: the host never waits on the event itself. */
+    int pending = it_sim_pending(&handed);
+    if (pending == 1) stats->sim_pending++;
+    if (pending == 0) stats->sim_ready++;
+  }
+  if (tamper) {
+    if (it_tamper_int32(&handed) != 0) {
+      ferry_schema_release(&schema);
+      ferry_device_array_release(&handed);
+      return fail(message, size, "tamper: the export has no int32 CPU element to flip");
+    }
+    stats->tampered++;
+  }
+
+  rc = consumer->check_array(entry->spec, &schema, &handed);
+  if (tamper) {
+    const char* said = it_runtime_error(consumer);
+    if (rc == 0) {
+      /* Still verify release and leaks, but the verdict is already wrong. */
+      finish(all, &before, stats, why, sizeof why);
+      return fail(message, size,
+                  "consumer accepted an array whose first value the host had changed in "
+                  "the producer's memory: it did not read the producer's buffers");
+    }
+    if (said[0] == '\0' || strcmp(said, "(no message)") == 0) {
+      return fail(message, size, "consumer rejected the tampered array without a message");
+    }
+  } else if (rc != 0) {
+    char consumer_said[512];
+    snprintf(consumer_said, sizeof consumer_said, "%s", it_runtime_error(consumer));
+    if (finish(all, &before, stats, why, sizeof why) == 0) {
+      return fail(message, size, "consumer check failed with %s: %s; and %s",
+                  ferry_errno_name(rc), consumer_said, why);
+    }
+    return fail(message, size, "consumer check failed with %s: %s", ferry_errno_name(rc),
+                consumer_said);
+  }
+  if (schema.release != NULL || handed.array.release != NULL) {
+    /* Released here so that the next handoff starts clean. */
+    ferry_schema_release(&schema);
+    ferry_device_array_release(&handed);
+    return fail(message, size,
+                "the consumer returned with the host's %s still live (it must take "
+                "ownership)",
+                schema.release != NULL ? "schema" : "array");
+  }
+  return finish(all, &before, stats, message, size);
+}
+
+/* The stream assertions on what crossed, given the consumer's verdict. */
+static int check_stream_observed(const struct it_case_info* info,
+                                 const struct it_stream_observed* seen, char* message,
+                                 size_t size) {
+  if (seen->track_failures > 0) return fail(message, size, "the ledger is full");
+  if (info->fail == IT_FAIL_GET_SCHEMA) {
+    if (seen->get_schema_calls == 0) {
+      return fail(message, size, "fail=get_schema: the consumer never called get_schema");
+    }
+    if (seen->get_schema_failure_code != EIO) {
+      return fail(message, size, "fail=get_schema: get_schema returned %s, expected EIO",
+                  ferry_errno_name(seen->get_schema_failure_code));
+    }
+    if (strstr(seen->failure_message, "injected failure at get_schema") == NULL) {
+      return fail(message, size, "fail=get_schema: get_last_error said \"%s\"",
+                  seen->failure_message);
+    }
+    return 1;
+  }
+  if (seen->get_schema_failure_code != 0) {
+    return fail(message, size, "get_schema failed with %s: %s",
+                ferry_errno_name(seen->get_schema_failure_code), seen->failure_message);
+  }
+  if (info->fail == IT_FAIL_GET_NEXT && info->fail_at <= info->batches + 1) {
+    char want[64];
+    snprintf(want, sizeof want, "injected failure at get_next %lld", (long long)info->fail_at);
+    if (seen->first_failure_call != info->fail_at) {
+      return fail(message, size, "fail=get_next@%lld: %s", (long long)info->fail_at,
+                  seen->first_failure_call == 0 ? "no get_next call failed"
+                                                : "a different get_next call failed");
+    }
+    if (seen->first_failure_code != EIO) {
+      return fail(message, size, "fail=get_next@%lld: get_next returned %s, expected EIO",
+                  (long long)info->fail_at, ferry_errno_name(seen->first_failure_code));
+    }
+    if (strstr(seen->failure_message, want) == NULL) {
+      return fail(message, size, "fail=get_next@%lld: get_last_error said \"%s\"",
+                  (long long)info->fail_at, seen->failure_message);
+    }
+    if (seen->batches != info->fail_at - 1) {
+      return fail(message, size, "fail=get_next@%lld: %lld batches crossed before it, "
+                  "expected %lld", (long long)info->fail_at, (long long)seen->batches,
+                  (long long)(info->fail_at - 1));
+    }
+    return 1;
+  }
+  if (seen->first_failure_call != 0) {
+    return fail(message, size, "get_next call %lld failed with %s: %s",
+                (long long)seen->first_failure_call,
+                ferry_errno_name(seen->first_failure_code), seen->failure_message);
+  }
+  if (seen->batches != info->batches) {
+    return fail(message, size, "%lld batches crossed, the case has %lld",
+                (long long)seen->batches, (long long)info->batches);
+  }
+  if (seen->end_seen == 0) {
+    return fail(message, size, "the consumer stopped before the end of the stream");
+  }
+  return 1;
+}
+
+int it_handoff_stream(const struct it_runtime_set* all, const struct it_runtime* producer,
+                      const struct it_runtime* consumer, const struct it_case_entry* entry,
+                      int tamper, struct it_handoff_stats* stats, char* message,
+                      size_t size) {
+  struct it_case_info info;
+  char why[768];
+  if (it_case_info_parse(entry->spec, &info, why, sizeof why) != 0) {
+    return fail(message, size, "bad case: %s", why);
+  }
+  it_ledger_reset();
+  struct it_baseline before;
+  take_baseline(all, &before);
+
+  struct ArrowDeviceArrayStream exported;
+  memset(&exported, 0, sizeof exported);
+  int rc = producer->export_stream(entry->spec, &exported);
+  int left_live = exported.release != NULL;
+  if (entry->reject_word[0] != '\0') {
+    return expect_export_failure(all, producer, rc, entry->reject_word, left_live, &before,
+                                 stats, message, size);
+  }
+  if (info.fail == IT_FAIL_EXPORT) {
+    return expect_export_failure(all, producer, rc, "injected failure at export", left_live,
+                                 &before, stats, message, size);
+  }
+  if (rc != 0) {
+    return fail(message, size, "producer export failed with %s: %s", ferry_errno_name(rc),
+                it_runtime_error(producer));
+  }
+  if (exported.release == NULL) {
+    return fail(message, size, "producer export returned 0 but a released stream");
+  }
+  ArrowDeviceType want_type = expected_device_type(info.device);
+  if (exported.device_type != want_type) {
+    ferry_stream_release(&exported);
+    return fail(message, size, "producer's stream has device type %d (%s), the case says %s",
+                (int)exported.device_type, ferry_device_type_name(exported.device_type),
+                info.device);
+  }
+  struct ArrowDeviceArrayStream handed;
+  memset(&handed, 0, sizeof handed);
+  if (ferry_stream_move(&exported, &handed) != 0) {
+    ferry_stream_release(&exported);
+    return fail(message, size, "ferry_stream_move refused the producer's stream");
+  }
+  if (it_ledger_track_stream(&handed, "stream") != 0) {
+    ferry_stream_release(&handed);
+    return fail(message, size, "the ledger is full");
+  }
+  it_stream_watch_begin(&handed, tamper);
+
+  rc = consumer->check_stream(entry->spec, &handed);
+  char consumer_said[512];
+  snprintf(consumer_said, sizeof consumer_said, "%s", it_runtime_error(consumer));
+  const struct it_stream_observed* seen = it_stream_watch_observed();
+  stats->sim_pending += seen->sim_pending_batches;
+  stats->sim_ready += seen->sim_ready_batches;
+  if (tamper) {
+    if (seen->tampered_batches != 1) {
+      finish(all, &before, stats, why, sizeof why);
+      return fail(message, size, "tamper: batch 0 never crossed (or had no int32 element)");
+    }
+    stats->tampered++;
+    if (rc == 0) {
+      finish(all, &before, stats, why, sizeof why);
+      return fail(message, size,
+                  "consumer accepted a stream whose first value the host had changed in the "
+                  "producer's memory: it did not read the producer's buffers");
+    }
+    if (consumer_said[0] == '\0' || strcmp(consumer_said, "(no message)") == 0) {
+      return fail(message, size, "consumer rejected the tampered stream without a message");
+    }
+  } else {
+    if (rc != 0) {
+      if (finish(all, &before, stats, why, sizeof why) == 0) {
+        return fail(message, size, "consumer check failed with %s: %s; and %s",
+                    ferry_errno_name(rc), consumer_said, why);
+      }
+      return fail(message, size, "consumer check failed with %s: %s", ferry_errno_name(rc),
+                  consumer_said);
+    }
+    if (check_stream_observed(&info, seen, why, sizeof why) == 0) {
+      char ledger_why[768];
+      finish(all, &before, stats, ledger_why, sizeof ledger_why);
+      return fail(message, size, "consumer returned 0 but %s", why);
+    }
+  }
+  if (handed.release != NULL) {
+    ferry_stream_release(&handed);
+    return fail(message, size,
+                "the consumer returned with the host's stream still live (it must take "
+                "ownership)");
+  }
+  return finish(all, &before, stats, message, size);
+}

@@ -1,0 +1,66 @@
+/* One handoff between two runtimes, with every assertion the host makes.
+ *
+ * Array handoff: producer exports -> the host moves the struct bitwise into
+ * its own ArrowDeviceArray, records every buffer address and interposes on
+ * every release callback (ledger.h) -> the consumer checks it (and takes
+ * ownership) -> the host verifies: consumer verdict, every struct released
+ * exactly once with release set to NULL, the buffers handed back at release
+ * are the producer's, every runtime's live allocations, ferry_live_exports
+ * and the sim devices' allocations back at their baseline.
+ * Stream handoff: the same around a watched stream (stream_watch.h), plus
+ * the injected failure observed at the callback with its message, and the
+ * number of batches that crossed.
+ *
+ * "Zero-copy" as asserted here: the struct the consumer receives is the
+ * producer's, moved bitwise by the host (no layer in between copies or
+ * re-exports it), and the buffer addresses the consumer hands back at
+ * release are exactly the producer's. The tamper run proves that the
+ * consumer's verdict comes from reading those buffers: the host flips a
+ * byte in the producer's memory after export and the consumer must fail.
+ * "Sync honoured": for sim cases (strict mode) the host never waits; the
+ * data still reads as poison when it is handed over (counted as a witness),
+ * so a consumer that passes its value check must have waited on the event. */
+#ifndef FERRY_IT_HOST_HANDOFF_H
+#define FERRY_IT_HOST_HANDOFF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "case_list.h"
+#include "plugins.h"
+
+/* Witness counters accumulated over runs. */
+struct it_handoff_stats {
+  int64_t sim_pending;  /* sim arrays/batches still pending at handover */
+  int64_t sim_ready;    /* sim arrays/batches exported already complete */
+  int64_t tampered;     /* tamper runs whose byte flip was done */
+  int64_t structs_tracked;
+};
+
+/* Every loaded runtime, for the allocation baseline. */
+struct it_runtime_set {
+  struct it_runtime* runtimes[IT_MAX_RUNTIMES];
+  int n;
+};
+
+/* The tamper witness cases (int32 on the CPU, no nulls). */
+#define IT_TAMPER_ARRAY_CASE "int32:length=16:seed=11"
+#define IT_TAMPER_STREAM_CASE "int32:length=16:seed=11:batches=2"
+
+/* Checks the preconditions of the matrix (sim strict mode on). 0, or -1
+ * with the reason in `message`. */
+int it_handoff_init(char* message, size_t size);
+
+/* Runs one array handoff from `producer` to `consumer`. With `tamper` the
+ * case must be IT_TAMPER_ARRAY_CASE and the consumer must FAIL. Returns 1
+ * when every assertion holds, 0 with the first problem in `message`. */
+int it_handoff_array(const struct it_runtime_set* all, const struct it_runtime* producer,
+                     const struct it_runtime* consumer, const struct it_case_entry* entry,
+                     int tamper, struct it_handoff_stats* stats, char* message, size_t size);
+
+/* The same for a stream handoff. */
+int it_handoff_stream(const struct it_runtime_set* all, const struct it_runtime* producer,
+                      const struct it_runtime* consumer, const struct it_case_entry* entry,
+                      int tamper, struct it_handoff_stats* stats, char* message, size_t size);
+
+#endif  // FERRY_IT_HOST_HANDOFF_H

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs the JVM host (org.ferry.it.JvmHost) over the default case list plus
+# any arguments (--require, --case, --cases, --plugins ...). Built by
+# tests/integration/build.sh jvm. The Java plugin, when present, finds its
+# binding through libferry_it_java.conf; the same classpath and library path
+# are given to this JVM so that the plugin's classes resolve in the host.
+# -Xcheck:jni checks every JNI call of every runtime (its "handler modified"
+# warnings about signals are expected: Go adds SA_ONSTACK to the JVM's).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="${FERRY_ROOT:-$(cd "$HERE/../../.." && pwd)}"
+BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+out="$BUILD/it/jvm_host"
+cp="$out/classes"
+libpath=""
+conf="$BUILD/plugins/libferry_it_java.conf"
+if [ -f "$conf" ]; then
+  extra_cp="$(sed -n 's/^classpath=//p' "$conf")"
+  libpath="$(sed -n 's/^library_path=//p' "$conf")"
+  [ -n "$extra_cp" ] && cp="$cp:$extra_cp"
+fi
+has_cases=0
+for a in "$@"; do case "$a" in --case|--cases) has_cases=1 ;; esac; done
+cases=()
+[ "$has_cases" -eq 0 ] && cases=(--cases "$ROOT/tests/integration/cases.txt")
+exec java ${FERRY_IT_JVM_FLAGS:--Xcheck:jni} -Xss4m \
+  -Dferry.it.helper="$out/libferry_it_jvm_host.so" \
+  ${libpath:+-Djava.library.path="$libpath"} \
+  -cp "$cp" org.ferry.it.JvmHost --plugin-dir "$BUILD/plugins" "${cases[@]}" "$@"
