@@ -204,12 +204,18 @@ pub struct ArrayBuilder {
     null_count: i64,
     offset: i64,
     /// The first buffers live inline (arrays rarely have more than three),
-    /// so building costs no allocation beyond the owners'.
-    inline: [Option<Buffer>; 3],
+    /// and everything rarer sits behind one box: the common shape costs no
+    /// allocation beyond its owners'.
+    inline: [Buffer; 3],
     n_inline: usize,
+    more: Option<Box<More>>,
+}
+
+#[derive(Debug, Default)]
+struct More {
     spilled: Vec<Buffer>,
     children: Vec<ArrayBuilder>,
-    dictionary: Option<Box<ArrayBuilder>>,
+    dictionary: Option<ArrayBuilder>,
     extra_owners: Vec<Owner>,
 }
 
@@ -236,12 +242,9 @@ impl ArrayBuilder {
             length,
             null_count: 0,
             offset: 0,
-            inline: [None, None, None],
+            inline: [Buffer::null(), Buffer::null(), Buffer::null()],
             n_inline: 0,
-            spilled: Vec::new(),
-            children: Vec::new(),
-            dictionary: None,
-            extra_owners: Vec::new(),
+            more: None,
         }
     }
     /// Sets the null count (default 0).
@@ -259,23 +262,22 @@ impl ArrayBuilder {
     /// Appends a buffer.
     #[inline(always)]
     pub fn buffer(mut self, buffer: Buffer) -> Self {
-        if self.n_inline < self.inline.len() && self.spilled.is_empty() {
-            self.inline[self.n_inline] = Some(buffer);
+        if self.n_inline < self.inline.len() {
+            self.inline[self.n_inline] = buffer;
             self.n_inline += 1;
         } else {
-            self.spilled.push(buffer);
+            self.more().spilled.push(buffer);
         }
         self
     }
     /// Appends a child array.
-    #[inline]
     pub fn child(mut self, child: ArrayBuilder) -> Self {
-        self.children.push(child);
+        self.more().children.push(child);
         self
     }
     /// Sets the dictionary array.
     pub fn dictionary(mut self, dictionary: ArrayBuilder) -> Self {
-        self.dictionary = Some(Box::new(dictionary));
+        self.more().dictionary = Some(dictionary);
         self
     }
     /// Keeps `owner` alive until the consumer releases the array, without
@@ -283,8 +285,12 @@ impl ArrayBuilder {
     /// produced on). Owners are dropped in the order they were added,
     /// buffers first.
     pub fn keep_alive(mut self, owner: impl Send + 'static) -> Self {
-        self.extra_owners.push(Owner::new(Box::new(owner)));
+        self.more().extra_owners.push(Owner::new(Box::new(owner)));
         self
+    }
+
+    fn more(&mut self) -> &mut More {
+        self.more.get_or_insert_with(Default::default)
     }
 
     /// Fills `out` (released) through ferry_array_init. On failure `out` is
@@ -297,98 +303,11 @@ impl ArrayBuilder {
                 self.length, self.offset, self.null_count
             )));
         }
-        if self.spilled.is_empty()
-            && self.children.is_empty()
-            && self.dictionary.is_none()
-            && self.extra_owners.is_empty()
-            && self.inline.iter().flatten().filter(|b| b.owner.is_some()).count() <= 1
-        {
-            return self.fill_flat(out);
+        let n_owners = self.inline.iter().filter(|b| b.owner.is_some()).count();
+        match self.more.take() {
+            None if n_owners <= 1 => self.fill_flat(out),
+            more => self.fill_general(out, more.map(|m| *m).unwrap_or_default()),
         }
-        // Addresses first, then the owners are taken out of the buffers.
-        let n_buffers = self.n_inline + self.spilled.len();
-        let mut inline_pointers: [*const c_void; 3] = [ptr::null(); 3];
-        let mut heap_pointers: Vec<*const c_void> = Vec::new();
-        for (slot, b) in inline_pointers.iter_mut().zip(&self.inline[..self.n_inline]) {
-            *slot = b.as_ref().map_or(ptr::null(), |b| b.ptr);
-        }
-        if !self.spilled.is_empty() {
-            heap_pointers.extend_from_slice(&inline_pointers[..self.n_inline]);
-            heap_pointers.extend(self.spilled.iter().map(|b| b.ptr));
-        }
-        let mut single: Option<Owner> = None;
-        let mut owners: Vec<Owner> = Vec::new();
-        let mut keep = |owner: Option<Owner>| {
-            if let Some(o) = owner {
-                if single.is_none() && owners.is_empty() {
-                    single = Some(o);
-                } else {
-                    owners.extend(single.take());
-                    owners.push(o);
-                }
-            }
-        };
-        for b in self.inline[..self.n_inline].iter_mut().flatten() {
-            keep(b.owner.take());
-        }
-        for b in &mut self.spilled {
-            keep(b.owner.take());
-        }
-        for o in self.extra_owners.drain(..) {
-            keep(Some(o));
-        }
-        let pointer_list: &[*const c_void] =
-            if self.spilled.is_empty() { &inline_pointers[..n_buffers] } else { &heap_pointers };
-        // One owner: its own hook and box go to the core as they are. More:
-        // one boxed vector whose hook drops them all, in order.
-        let many = !owners.is_empty();
-        let (hook, user_data): (sys::FerryReleaseHook, *mut c_void) = if many {
-            (Some(release_owners), Box::into_raw(Box::new(owners)) as *mut c_void)
-        } else if let Some(one) = single {
-            let (hook, ptr) = one.into_raw();
-            (Some(hook), ptr)
-        } else {
-            (None, ptr::null_mut())
-        };
-        let result = call(|err| unsafe {
-            sys::ferry_array_init(
-                out,
-                self.length,
-                self.null_count,
-                self.offset,
-                n_buffers as i64,
-                pointer_list.as_ptr(),
-                self.children.len() as i64,
-                hook,
-                user_data,
-                err,
-            )
-        });
-        if let Err(e) = result {
-            // The hook is not called on failure: the owners are still ours.
-            if let Some(hook) = hook {
-                unsafe { hook(user_data) };
-            }
-            return Err(e);
-        }
-        // `out` is live now; on any later failure releasing it drops what was
-        // built so far, exactly once.
-        let mut finish = || -> Result<()> {
-            for (i, mut child) in std::mem::take(&mut self.children).into_iter().enumerate() {
-                let slot = unsafe { sys::ferry_array_child(out, i as i64) };
-                if slot.is_null() {
-                    return Err(Error::io(format!("the core gave no slot for child {i}")));
-                }
-                child.fill(slot).map_err(|e| Error::new(e.code(), format!("child {i}: {}", e.message())))?;
-            }
-            if let Some(mut dict) = self.dictionary.take() {
-                let mut slot: *mut sys::ArrowArray = ptr::null_mut();
-                call(|err| unsafe { sys::ferry_array_allocate_dictionary(out, &mut slot, err) })?;
-                dict.fill(slot).map_err(|e| Error::new(e.code(), format!("dictionary: {}", e.message())))?;
-            }
-            Ok(())
-        };
-        finish().inspect_err(|_| unsafe { sys::ferry_array_release(out) })
     }
 
     /// The common shape (at most three buffers, at most one owner, no
@@ -400,13 +319,11 @@ impl ArrayBuilder {
         let mut hook: sys::FerryReleaseHook = None;
         let mut user_data: *mut c_void = ptr::null_mut();
         for (slot, b) in pointers.iter_mut().zip(self.inline.iter_mut()) {
-            if let Some(b) = b {
-                *slot = b.ptr;
-                if let Some(owner) = b.owner.take() {
-                    let (h, p) = owner.into_raw();
-                    hook = Some(h);
-                    user_data = p;
-                }
+            *slot = b.ptr;
+            if let Some(owner) = b.owner.take() {
+                let (h, p) = owner.into_raw();
+                hook = Some(h);
+                user_data = p;
             }
         }
         let mut err = ErrorBuf::new();
@@ -434,10 +351,102 @@ impl ArrayBuilder {
         Ok(())
     }
 
+    /// Any shape: more buffers, several owners, children, a dictionary.
+    fn fill_general(&mut self, out: *mut sys::ArrowArray, mut more: More) -> Result<()> {
+        let pointers: Vec<*const c_void> =
+            self.inline[..self.n_inline].iter().chain(&more.spilled).map(|b| b.ptr).collect();
+        let owners: Vec<Owner> = self.inline[..self.n_inline]
+            .iter_mut()
+            .chain(more.spilled.iter_mut())
+            .filter_map(|b| b.owner.take())
+            .chain(more.extra_owners.drain(..))
+            .collect();
+        // One owner goes to the core as (hook, box); several in a boxed vector
+        // whose hook drops them all, in order.
+        let (hook, user_data): (sys::FerryReleaseHook, *mut c_void) = match owners.len() {
+            0 => (None, ptr::null_mut()),
+            1 => {
+                let (hook, ptr) = owners.into_iter().next().unwrap().into_raw();
+                (Some(hook), ptr)
+            }
+            _ => (Some(release_owners), Box::into_raw(Box::new(owners)) as *mut c_void),
+        };
+        let result = call(|err| unsafe {
+            sys::ferry_array_init(
+                out,
+                self.length,
+                self.null_count,
+                self.offset,
+                pointers.len() as i64,
+                pointers.as_ptr(),
+                more.children.len() as i64,
+                hook,
+                user_data,
+                err,
+            )
+        });
+        if let Err(e) = result {
+            // The hook is not called on failure: the owners are still ours.
+            if let Some(hook) = hook {
+                unsafe { hook(user_data) };
+            }
+            return Err(e);
+        }
+        // `out` is live now; on any later failure releasing it drops what was
+        // built so far, exactly once.
+        let mut finish = || -> Result<()> {
+            for (i, mut child) in std::mem::take(&mut more.children).into_iter().enumerate() {
+                let slot = unsafe { sys::ferry_array_child(out, i as i64) };
+                if slot.is_null() {
+                    return Err(Error::io(format!("the core gave no slot for child {i}")));
+                }
+                child.fill(slot).map_err(|e| Error::new(e.code(), format!("child {i}: {}", e.message())))?;
+            }
+            if let Some(mut dict) = more.dictionary.take() {
+                let mut slot: *mut sys::ArrowArray = ptr::null_mut();
+                call(|err| unsafe { sys::ferry_array_allocate_dictionary(out, &mut slot, err) })?;
+                dict.fill(slot).map_err(|e| Error::new(e.code(), format!("dictionary: {}", e.message())))?;
+            }
+            Ok(())
+        };
+        finish().inspect_err(|_| unsafe { sys::ferry_array_release(out) })
+    }
+
     /// Exports a CPU array (`ARROW_DEVICE_CPU`, id -1, no sync event).
     #[inline]
     pub fn build(self) -> Result<DeviceArray> {
         self.build_on(DeviceType::CPU, -1, None)
+    }
+
+    /// Builds straight into a C consumer's struct, which must be released or
+    /// zeroed: what `build()?.export_to(out)` does, without the
+    /// intermediate move. CPU only; `out` is untouched on failure.
+    ///
+    /// # Safety
+    /// `out` must point to a writable `ArrowDeviceArray`.
+    #[inline]
+    pub unsafe fn build_into(mut self, out: *mut sys::ArrowDeviceArray) -> Result<()> {
+        if out.is_null() || (*out).array.release.is_some() {
+            return Err(Error::invalid("output device array is NULL or not released"));
+        }
+        let mut array = sys::ArrowArray::default();
+        self.fill(&mut array)?;
+        let mut err = ErrorBuf::new();
+        let code = sys::ferry_device_array_init(
+            out,
+            &mut array,
+            DeviceType::CPU.0,
+            -1,
+            ptr::null_mut(),
+            None,
+            ptr::null_mut(),
+            err.as_mut_ptr(),
+        );
+        if code != 0 {
+            sys::ferry_array_release(&mut array);
+            return err.check(code);
+        }
+        Ok(())
     }
 
     /// Exports an array whose buffers live on (`device_type`, `device_id`),
@@ -448,39 +457,29 @@ impl ArrayBuilder {
         let mut array = sys::ArrowArray::default();
         self.fill(&mut array)?;
         let mut out = DeviceArray::released();
-        if sync_event.is_none() {
-            let mut err = ErrorBuf::new();
-            let code = unsafe {
-                sys::ferry_device_array_init(
-                    out.raw_mut(),
-                    &mut array,
-                    device_type.0,
-                    device_id,
-                    ptr::null_mut(),
-                    None,
-                    ptr::null_mut(),
-                    err.as_mut_ptr(),
-                )
-            };
-            if code != 0 {
-                unsafe { sys::ferry_array_release(&mut array) };
-                return Err(err.check(code).unwrap_err());
-            }
-            return Ok(out);
-        }
         let (event_ptr, hook, user_data): (*mut c_void, sys::FerryReleaseHook, *mut c_void) = match sync_event {
             Some(e) => (e.as_ptr(), Some(release_event), Box::into_raw(Box::new(e)) as *mut c_void),
             None => (ptr::null_mut(), None, ptr::null_mut()),
         };
-        let result = call(|err| unsafe {
-            sys::ferry_device_array_init(out.raw_mut(), &mut array, device_type.0, device_id, event_ptr, hook, user_data, err)
-        });
-        if let Err(e) = result {
+        let mut err = ErrorBuf::new();
+        let code = unsafe {
+            sys::ferry_device_array_init(
+                out.raw_mut(),
+                &mut array,
+                device_type.0,
+                device_id,
+                event_ptr,
+                hook,
+                user_data,
+                err.as_mut_ptr(),
+            )
+        };
+        if code != 0 {
             unsafe { sys::ferry_array_release(&mut array) };
             if !user_data.is_null() {
                 drop(unsafe { Box::from_raw(user_data as *mut Event) });
             }
-            return Err(e);
+            return Err(err.check(code).unwrap_err());
         }
         Ok(out)
     }

@@ -1,0 +1,217 @@
+/* The Lua participant of ferry's cross-language tests: a C shim that embeds
+ * a Lua 5.4 state and implements the entry points of tests/integration/
+ * ferry_it.h in Lua (plugin/ferry_it.lua, on top of the binding's own Lua
+ * code and its C module, compiled into this library).
+ *
+ * The state is created lazily on the first entry and lives for the process.
+ * Every entry point and every Lua callback holds the runtime's recursive
+ * lock, so hosts may call from any thread and re-entrantly. No Lua error
+ * leaves this file: each becomes an errno code plus a per-thread message. */
+#include <errno.h>
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ferry/ferry.h"
+#include "ferry_it.h"
+#include "lferry_support.h"
+
+#ifndef FERRY_LUA_SOURCE_DIR
+#define FERRY_LUA_SOURCE_DIR "."
+#endif
+
+int luaopen_ferry_core(lua_State* L); /* the SWIG module, linked in */
+
+static pthread_mutex_t creation_lock = PTHREAD_MUTEX_INITIALIZER;
+static lua_State* state;                /* NULL until created */
+static struct lferry_runtime* runtime;  /* the lock shared with callbacks */
+static int module_ref = LUA_NOREF;      /* ferry_it.lua's table */
+static int creation_code;               /* non-zero when creation failed */
+static char creation_message[FERRY_ERROR_MESSAGE_SIZE];
+
+static _Thread_local char last_error[FERRY_ERROR_MESSAGE_SIZE];
+
+static void set_last_error(const char* message) {
+  snprintf(last_error, sizeof(last_error), "%s", message ? message : "");
+}
+
+/* Error values: ferry error tables {code=, message=} keep their code; any
+ * other value becomes EIO with a traceback. */
+static int message_handler(lua_State* L) {
+  if (lua_istable(L, 1)) return 1;
+  const char* message = lua_tostring(L, 1);
+  if (!message) message = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  luaL_traceback(L, L, message, 1);
+  return 1;
+}
+
+struct entry_call {
+  const char* function;
+  const char* case_spec;
+  void* first;
+  void* second;
+  int code;
+  char message[FERRY_ERROR_MESSAGE_SIZE];
+};
+
+static void describe(lua_State* L, int index, struct entry_call* call) {
+  index = lua_absindex(L, index);
+  const char* message = NULL;
+  call->code = EIO;
+  if (lua_istable(L, index)) {
+    lua_pushliteral(L, "code");
+    if (lua_rawget(L, index) == LUA_TNUMBER && lua_tointeger(L, -1) > 0)
+      call->code = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    lua_pushliteral(L, "message");
+    lua_rawget(L, index);
+    message = lua_tostring(L, -1);
+  } else {
+    message = lua_tostring(L, index);
+  }
+  snprintf(call->message, sizeof(call->message), "%s", message ? message : "Lua error");
+}
+
+/* Runs under lua_pcall: even memory errors are contained. */
+static int entry_protected(lua_State* L) {
+  struct entry_call* call = (struct entry_call*)lua_touserdata(L, 1);
+  lua_pushcfunction(L, message_handler);
+  int handler = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, module_ref);
+  lua_getfield(L, -1, call->function);
+  lua_pushstring(L, call->case_spec);
+  int nargs = 1;
+  if (call->first) {
+    lua_pushlightuserdata(L, call->first);
+    nargs++;
+  }
+  if (call->second) {
+    lua_pushlightuserdata(L, call->second);
+    nargs++;
+  }
+  if (lua_pcall(L, nargs, 0, handler) != LUA_OK) describe(L, -1, call);
+  return 0;
+}
+
+/* Creates the state: libraries, the C module as a preload, the Lua sources
+ * from FERRY_LUA_DIR (default: this binding's source directory). */
+static int create_protected(lua_State* L) {
+  luaL_openlibs(L);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushcfunction(L, luaopen_ferry_core);
+  lua_setfield(L, -2, "ferry_core");
+  lua_pop(L, 1);
+  const char* dir = getenv("FERRY_LUA_DIR");
+  if (!dir || !*dir) dir = FERRY_LUA_SOURCE_DIR;
+  lua_getglobal(L, "package");
+  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s/plugin/?.lua", dir, dir, dir);
+  lua_setfield(L, -2, "path");
+  lua_pushliteral(L, "");
+  lua_setfield(L, -2, "cpath");
+  lua_pop(L, 1);
+  runtime = lferry_runtime_get(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "ferry_it");
+  lua_call(L, 1, 1);
+  module_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 0;
+}
+
+static int ensure_state(void) {
+  pthread_mutex_lock(&creation_lock);
+  if (!state && creation_code == 0) {
+    lua_State* L = luaL_newstate();
+    if (!L) {
+      creation_code = ENOMEM;
+      snprintf(creation_message, sizeof(creation_message), "cannot create a Lua state");
+    } else {
+      lua_pushcfunction(L, create_protected);
+      if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+        creation_code = EIO;
+        snprintf(creation_message, sizeof(creation_message), "loading the Lua plugin failed: %s",
+                 lua_tostring(L, -1) ? lua_tostring(L, -1) : "(no message)");
+        lua_close(L);
+        runtime = NULL;
+      } else {
+        state = L;
+      }
+    }
+  }
+  int code = creation_code;
+  pthread_mutex_unlock(&creation_lock);
+  if (code) set_last_error(creation_message);
+  return code;
+}
+
+static int call_entry(const char* function, const char* case_spec, void* first, void* second) {
+  set_last_error("");
+  if (!case_spec) {
+    set_last_error("case string is NULL");
+    return EINVAL;
+  }
+  int code = ensure_state();
+  if (code) return code;
+  struct entry_call call = {function, case_spec, first, second, 0, ""};
+  lferry_runtime_lock(runtime);
+  int top = lua_gettop(state);
+  lua_pushcfunction(state, entry_protected);
+  lua_pushlightuserdata(state, &call);
+  if (lua_pcall(state, 1, 0, 0) != LUA_OK) {
+    call.code = ENOMEM;
+    snprintf(call.message, sizeof(call.message), "Lua failure: %s",
+             lua_type(state, -1) == LUA_TSTRING ? lua_tostring(state, -1) : "(no message)");
+  }
+  lua_settop(state, top);
+  lferry_runtime_unlock(runtime);
+  if (call.code) set_last_error(call.message);
+  return call.code;
+}
+
+/* Exports the case into consumer-allocated structs (see ferry_it.h). */
+int ferry_it_export_array(const char* case_spec, struct ArrowSchema* schema_out,
+                          struct ArrowDeviceArray* array_out) {
+  if (!schema_out || !array_out) {
+    set_last_error("schema_out and array_out must not be NULL");
+    return EINVAL;
+  }
+  return call_entry("export_array", case_spec, schema_out, array_out);
+}
+
+/* Checks and takes ownership of `schema` and `array` (released either way). */
+int ferry_it_check_array(const char* case_spec, struct ArrowSchema* schema,
+                         struct ArrowDeviceArray* array) {
+  int code = schema && array ? call_entry("check_array", case_spec, schema, array) : EINVAL;
+  if (!schema || !array) set_last_error("schema and array must not be NULL");
+  /* Whatever the Lua side did not take (a bad case string stops nothing:
+   * it imports first) is released here; released structs are left alone. */
+  ferry_schema_release(schema);
+  ferry_device_array_release(array);
+  return code;
+}
+
+/* Exports the case's stream into a consumer-allocated struct. */
+int ferry_it_export_stream(const char* case_spec, struct ArrowDeviceArrayStream* out) {
+  if (!out) {
+    set_last_error("out must not be NULL");
+    return EINVAL;
+  }
+  return call_entry("export_stream", case_spec, out, NULL);
+}
+
+/* Reads and checks the stream, taking ownership of it (released either way). */
+int ferry_it_check_stream(const char* case_spec, struct ArrowDeviceArrayStream* stream) {
+  int code = stream ? call_entry("check_stream", case_spec, stream, NULL) : EINVAL;
+  if (!stream) set_last_error("stream must not be NULL");
+  ferry_stream_release(stream);
+  return code;
+}
+
+/* Allocations owned by Lua exports that are live now (borrows nothing). */
+int64_t ferry_it_live_allocations(void) { return lferry_live_allocations(); }
+
+/* The last failure's message on this thread (owned by the plugin). */
+const char* ferry_it_last_error(void) { return last_error; }
