@@ -95,32 +95,16 @@ static void default_plugin_dir(char* out, size_t size) {
   exe[n] = '\0';
   char* slash = strrchr(exe, '/');
   if (slash != NULL) *slash = '\0';
-  snprintf(out, size, "%s/../plugins", exe);
+  char dir[2100];
+  snprintf(dir, sizeof dir, "%s/../plugins", exe);
+  if (realpath(dir, exe) != NULL) snprintf(dir, sizeof dir, "%s", exe);
+  snprintf(out, size, "%s", dir);
 }
 
 static double seconds_since(const struct timespec* start) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
-}
-
-/* Forces the Java plugin to create (or join) its JVM now, before Go loads:
- * one cheap call of each kind. Returns 0, or -1 with the reason. */
-static int start_jvm(struct it_runtime* java, char* message, size_t size) {
-  (void)java->live_allocations();
-  struct ArrowSchema schema;
-  struct ArrowDeviceArray array;
-  memset(&schema, 0, sizeof schema);
-  memset(&array, 0, sizeof array);
-  int rc = java->export_array("int8:length=0", &schema, &array);
-  if (rc != 0) {
-    snprintf(message, size, "the Java plugin could not export a first array: %s: %s",
-             ferry_errno_name(rc), it_runtime_error(java));
-    return -1;
-  }
-  ferry_schema_release(&schema);
-  ferry_device_array_release(&array);
-  return 0;
 }
 
 int main(int argc, char** argv) {
@@ -255,7 +239,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (strcmp(name, "java") == 0) {
-      if (start_jvm(rt, why, sizeof why) != 0) {
+      if (it_runtime_start_jvm(rt, why, sizeof why) != 0) {
         printf("FAIL load java: %s\n", why);
         failed++;
         rt->loaded = 0;

@@ -305,13 +305,13 @@ int64_t it_ledger_verify(char* message, size_t size) {
   return findings;
 }
 
-static void describe(char* out, size_t size, int at_release) {
+static void describe(const char* prefix, char* out, size_t size, int at_release) {
   size_t used = 0;
   out[0] = '\0';
   pthread_mutex_lock(&g_lock);
   for (int64_t i = 0; i < g_n_nodes && used + 1 < size; i++) {
     const struct it_node* n = &g_nodes[i];
-    if (n->kind != IT_NODE_ARRAY) continue;
+    if (n->kind != IT_NODE_ARRAY || strncmp(n->where, prefix, strlen(prefix)) != 0) continue;
     int64_t count = at_release ? n->n_buffers_at_release : n->n_buffers;
     const void* const* buffers = at_release ? n->buffers_at_release : n->buffers;
     int w = snprintf(out + used, size - used, "%s%s:", used == 0 ? "" : "; ", n->where);
@@ -327,6 +327,10 @@ static void describe(char* out, size_t size, int at_release) {
   pthread_mutex_unlock(&g_lock);
 }
 
-void it_ledger_describe_buffers(char* out, size_t size) { describe(out, size, 0); }
+void it_ledger_describe_buffers(const char* prefix, char* out, size_t size) {
+  describe(prefix, out, size, 0);
+}
 
-void it_ledger_describe_released_buffers(char* out, size_t size) { describe(out, size, 1); }
+void it_ledger_describe_released_buffers(const char* prefix, char* out, size_t size) {
+  describe(prefix, out, size, 1);
+}

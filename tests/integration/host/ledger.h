@@ -48,11 +48,12 @@ int64_t it_ledger_count(void);
  * the last reset (the benchmark subtracts this from a handoff). */
 int64_t it_ledger_release_ns(void);
 
-/* Writes "root: 0x.. 0x..; children[0]: 0x.." listing the recorded buffer
- * addresses of the array entries (for the demo's hop lines). */
-void it_ledger_describe_buffers(char* out, size_t size);
+/* Writes "array: - 0x..; array.children[0]: - 0x.." listing the buffer
+ * addresses recorded at tracking time for the array entries whose path
+ * starts with `prefix` ("" for all), for the demo's hop lines. */
+void it_ledger_describe_buffers(const char* prefix, char* out, size_t size);
 
-/* Same for the buffer addresses seen at release time, for comparison. */
-void it_ledger_describe_released_buffers(char* out, size_t size);
+/* Same for the addresses the consumer handed back at release. */
+void it_ledger_describe_released_buffers(const char* prefix, char* out, size_t size);
 
 #endif  // FERRY_IT_HOST_LEDGER_H

@@ -1,6 +1,8 @@
 /* Loading the test plugins (see plugins.h). */
 #include "plugins.h"
 
+#include "ferry/ferry.h"
+
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
@@ -79,4 +81,21 @@ int it_signal_add_onstack(void) {
 const char* it_runtime_error(const struct it_runtime* rt) {
   const char* m = rt->last_error != NULL ? rt->last_error() : NULL;
   return m == NULL ? "(no message)" : m;
+}
+
+int it_runtime_start_jvm(struct it_runtime* java, char* message, size_t size) {
+  (void)java->live_allocations();
+  struct ArrowSchema schema;
+  struct ArrowDeviceArray array;
+  memset(&schema, 0, sizeof schema);
+  memset(&array, 0, sizeof array);
+  int rc = java->export_array("int8:length=0", &schema, &array);
+  if (rc != 0) {
+    snprintf(message, size, "the Java plugin could not export a first array: %s: %s",
+             ferry_errno_name(rc), it_runtime_error(java));
+    return -1;
+  }
+  ferry_schema_release(&schema);
+  ferry_device_array_release(&array);
+  return 0;
 }

@@ -8,6 +8,7 @@
 #ifndef FERRY_IT_HOST_PLUGINS_H
 #define FERRY_IT_HOST_PLUGINS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ferry_it.h"
@@ -48,6 +49,10 @@ int it_runtime_load_path(struct it_runtime* rt, const char* name, const char* pa
  * needed when the JVM was created in this process before the Go runtime.
  * Returns the number of handlers changed. */
 int it_signal_add_onstack(void);
+
+/* Makes the Java plugin create (or join) its JVM now, before Go loads: one
+ * cheap export and release. 0, or -1 with the reason in `message`. */
+int it_runtime_start_jvm(struct it_runtime* java, char* message, size_t size);
 
 /* Returns the runtime's last error message, never NULL. */
 const char* it_runtime_error(const struct it_runtime* rt);

@@ -232,6 +232,21 @@ fn cases() -> Vec<Case> {
         }
         acc
     })));
+    cases.push(("rust_to_c_array_into", Some("floor_c_array_static"), Box::new(|n| {
+        let mut acc = 0;
+        for _ in 0..n {
+            let mut out = sys::ArrowDeviceArray::default();
+            unsafe {
+                ArrayBuilder::new(LENGTH)
+                    .buffer(Buffer::null())
+                    .buffer(Buffer::from_static(&VALUES))
+                    .build_into(&mut out)
+                    .unwrap();
+                acc += c_consume(black_box(&mut out));
+            }
+        }
+        acc
+    })));
     let s1 = shared.clone();
     cases.push(("rust_to_c_array_owned", Some("floor_c_array_owned"), Box::new(move |n| {
         let mut acc = 0;

@@ -295,7 +295,7 @@ impl ArrayBuilder {
 
     /// Fills `out` (released) through ferry_array_init. On failure `out` is
     /// left released and every owner has been dropped.
-    #[inline]
+    #[inline(always)]
     fn fill(&mut self, out: *mut sys::ArrowArray) -> Result<()> {
         if self.length < 0 || self.offset < 0 || self.null_count < -1 {
             return Err(Error::invalid(format!(
@@ -313,7 +313,7 @@ impl ArrayBuilder {
     /// The common shape (at most three buffers, at most one owner, no
     /// children or dictionary) with nothing to allocate on the Rust side:
     /// the owner's own hook and box go to the core as they are.
-    #[inline]
+    #[inline(always)]
     fn fill_flat(&mut self, out: *mut sys::ArrowArray) -> Result<()> {
         let mut pointers: [*const c_void; 3] = [ptr::null(); 3];
         let mut hook: sys::FerryReleaseHook = None;
@@ -413,7 +413,7 @@ impl ArrayBuilder {
     }
 
     /// Exports a CPU array (`ARROW_DEVICE_CPU`, id -1, no sync event).
-    #[inline]
+    #[inline(always)]
     pub fn build(self) -> Result<DeviceArray> {
         self.build_on(DeviceType::CPU, -1, None)
     }
@@ -424,7 +424,7 @@ impl ArrayBuilder {
     ///
     /// # Safety
     /// `out` must point to a writable `ArrowDeviceArray`.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn build_into(mut self, out: *mut sys::ArrowDeviceArray) -> Result<()> {
         if out.is_null() || (*out).array.release.is_some() {
             return Err(Error::invalid("output device array is NULL or not released"));
@@ -452,7 +452,7 @@ impl ArrayBuilder {
     /// Exports an array whose buffers live on (`device_type`, `device_id`),
     /// with an optional event the consumer must wait on. The event is owned
     /// by the array and destroyed after the array is released.
-    #[inline]
+    #[inline(always)]
     pub fn build_on(mut self, device_type: DeviceType, device_id: i64, sync_event: Option<Event>) -> Result<DeviceArray> {
         let mut array = sys::ArrowArray::default();
         self.fill(&mut array)?;
