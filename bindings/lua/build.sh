@@ -2,7 +2,7 @@
 # Builds ferry's Lua pieces against the shared core in $FERRY_BUILD_DIR:
 #   $FERRY_BUILD_DIR/lua/5.4/ferry_core.so          the Lua 5.4 C module
 #   $FERRY_BUILD_DIR/plugins/libferry_it_lua.so     the cross-language test plugin
-#   $FERRY_BUILD_DIR/lua/bench/libferry_lua_bench.so the benchmark's C helper
+#   $FERRY_BUILD_DIR/lua/bench/*.so                  the benchmark's C helper
 # Everything links libferry.so dynamically (never a static copy of the core).
 # Usage: build.sh [module|plugin|bench|all]   (default all)
 set -euo pipefail
@@ -47,8 +47,11 @@ build_plugin() {
 }
 
 build_bench() {
-  gcc "${CFLAGS[@]}" -Werror -fvisibility=hidden -c "$HERE/bench/lferry_bench.c" -o "$obj/lferry_bench.o"
-  gcc -shared -o "$BUILD/lua/bench/lferry_bench.so" "$obj/lferry_bench.o" "${LINK[@]}"
+  # Plain C for LuaJIT's FFI, and the same code as a Lua 5.4 module.
+  gcc "${CFLAGS[@]}" -Werror -fvisibility=hidden -shared "$HERE/bench/lferry_bench.c" \
+    -o "$BUILD/lua/bench/liblferry_bench.so" "${LINK[@]}"
+  gcc "${CFLAGS[@]}" -Werror -fvisibility=hidden -DLFERRY_BENCH_LUA54 -shared \
+    "$HERE/bench/lferry_bench.c" -o "$BUILD/lua/bench/lferry_bench54.so" "${LINK[@]}"
 }
 
 case "$what" in

@@ -58,8 +58,8 @@ if [ ! -f "$BUILD/lib/libferry.so" ]; then
 fi
 
 step bindings-fresh bash "$ROOT/generators/rust/gen.sh" --check
-step cargo-default cargo test --quiet --locked --manifest-path "$HERE/Cargo.toml" --workspace
-step cargo-arrow cargo test --quiet --locked --manifest-path "$HERE/Cargo.toml" -p ferry --features arrow
+step cargo-default cargo test --quiet --locked --no-fail-fast --manifest-path "$HERE/Cargo.toml" --workspace
+step cargo-arrow cargo test --quiet --locked --no-fail-fast --manifest-path "$HERE/Cargo.toml" -p ferry --features arrow
 step plugin-build bash "$HERE/build_plugin.sh"
 
 plugin="$BUILD/plugins/libferry_it_rust.so"

@@ -510,21 +510,23 @@ static int cuda_event_create(struct FerryDevice* device, void** sync_event_out,
   return FERRY_OK;
 }
 
-/* The slot is freed even when the driver fails to destroy the handle: the
- * slot was made by cuda_event_create and is unusable either way. */
+/* On failure the slot (and the handle in it) stays the caller's, who may
+ * try again; only a destroyed handle's slot is freed. */
 static int cuda_event_destroy(struct FerryDevice* device, void* sync_event,
                               struct FerryError* error) {
   ferry_CUevent* slot = (ferry_CUevent*)sync_event;
   int code = cuda_push(device, error);
+  int destroyed = 0;
   if (code == FERRY_OK) {
     ferry_CUresult rc = g_cuda.cuEventDestroy_v2(*slot);
-    if (rc != FERRY_CUDA_SUCCESS) {
+    destroyed = rc == FERRY_CUDA_SUCCESS;
+    if (!destroyed) {
       code = cuda_fail(error, rc, "cuEventDestroy_v2", "destroying event %p of %s device %" PRId64,
                        sync_event, type_name(device), device->device_id);
     }
     code = cuda_pop(device, code, error);
   }
-  free(slot);
+  if (destroyed) free(slot);
   return code;
 }
 

@@ -443,21 +443,24 @@ static int hip_event_create(struct FerryDevice* device, void** sync_event_out,
   return FERRY_OK;
 }
 
-/* The slot is freed even when the runtime fails to destroy the handle. */
+/* On failure the slot (and the handle in it) stays the caller's, who may
+ * try again; only a destroyed handle's slot is freed. */
 static int hip_event_destroy(struct FerryDevice* device, void* sync_event,
                              struct FerryError* error) {
   ferry_hipEvent_t* slot = (ferry_hipEvent_t*)sync_event;
   int saved = 0;
   int code = hip_enter(device, &saved, error);
+  int destroyed = 0;
   if (code == FERRY_OK) {
     ferry_hipError_t rc = g_hip.hipEventDestroy(*slot);
-    if (rc != FERRY_HIP_SUCCESS) {
+    destroyed = rc == FERRY_HIP_SUCCESS;
+    if (!destroyed) {
       code = hip_fail(error, rc, "hipEventDestroy", "destroying event %p of %s device %" PRId64,
                       sync_event, type_name(device), device->device_id);
     }
     code = hip_leave(device, saved, code, error);
   }
-  free(slot);
+  if (destroyed) free(slot);
   return code;
 }
 

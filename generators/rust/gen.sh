@@ -46,7 +46,7 @@ generate() {
     done
     echo
     cat "$raw"
-  } | rustfmt --edition 2021 --emit stdout 2>/dev/null
+  } | rustfmt --config-path "$ROOT/generators/rust/rustfmt.toml" --emit stdout 2>/dev/null
   rm -f "$raw"
 }
 

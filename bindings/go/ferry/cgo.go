@@ -12,10 +12,6 @@ package ferry
 /*
 #cgo CFLAGS: -I${SRCDIR}/include -std=gnu11 -O2
 #cgo pkg-config: ferry
-// C does not keep these arguments past the call: Go may keep them on its stack.
-#cgo noescape ferrygo_export_leaf
-#cgo noescape ferrygo_array_init
-#cgo noescape ferrygo_give_back
 #include "shim.h"
 */
 import "C"

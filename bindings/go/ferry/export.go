@@ -1,6 +1,10 @@
 package ferry
 
 /*
+// The C-memory export path neither keeps its arguments nor calls back into
+// Go, so Go may leave the per-node buffer lists on its stack.
+#cgo noescape ferrygo_export_leaf_c_only
+#cgo nocallback ferrygo_export_leaf_c_only
 #include "shim.h"
 */
 import "C"
@@ -292,13 +296,29 @@ func exportLeafInto(a *ArrayData, opts *ExportOptions, into *C.struct_ArrowDevic
 	e := getErrorBuffer()
 	defer putErrorBuffer(e)
 	var rc C.int
-	out := C.ferrygo_export_leaf(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
-		C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(len(n.owned)), n.ownedPtr(), C.uintptr_t(n.handle),
-		devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &rc, e)
+	var out *C.struct_ArrowDeviceArray
+	if n.handle == 0 {
+		out = C.ferrygo_export_leaf_c_only(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
+			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(),
+			devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &rc, e)
+	} else {
+		out = exportLeafWithGoState(into, a, opts, n, dev, &rc, e)
+	}
 	if out == nil {
 		return nil, codeError(rc, e)
 	}
 	return out, nil
+}
+
+// exportLeafWithGoState is the export of a leaf holding pinned or foreign
+// buffers: its release calls back into Go, so its lists live on the heap.
+func exportLeafWithGoState(into *C.struct_ArrowDeviceArray, a *ArrayData, opts *ExportOptions, n nodeBuffers,
+	dev *C.struct_FerryDevice, rc *C.int, e *C.struct_FerryError) *C.struct_ArrowDeviceArray {
+	heap := new(nodeBuffers)
+	*heap = n
+	return C.ferrygo_export_leaf(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
+		C.int64_t(len(a.Buffers)), heap.bufPtr(), C.int64_t(heap.owned), heap.ownedPtr(), C.uintptr_t(heap.handle),
+		C.ArrowDeviceType(DeviceCPU), -1, dev, opts.ProducerStream, C.int32_t(opts.Policy), rc, e)
 }
 
 // ExportArrayTo exports data straight into the released ArrowDeviceArray at
@@ -328,42 +348,64 @@ func ExportArrayTo(data *ArrayData, opts *ExportOptions, dst unsafe.Pointer) err
 	return nil
 }
 
-// nodeArrays is the memory passed to C for one node. It is its own heap
-// object holding only C pointers and pinned Go pointers, because cgo's check
-// of a pointer argument covers the whole object the pointer points into.
-type nodeArrays struct {
-	bufs  [8]C.uintptr_t
-	owned [8]C.struct_ferrygo_owned_ptr
-}
-
 // nodeBuffers gathers what one node points at and owns, for the C side, as
 // integers (see shim.h: no cgo pointer scan). Every address names C memory
-// or Go memory pinned until release.
+// or Go memory pinned until release. Up to 8 of each fit inline, so a
+// typical export allocates nothing here (the struct stays on the stack:
+// the C functions are declared noescape).
 type nodeBuffers struct {
-	arrays nodeArrays
-	bufs   []C.uintptr_t
-	owned  []C.struct_ferrygo_owned_ptr
-	handle uintptr
+	bufs, owned   int
+	inlineBufs    [8]C.uintptr_t
+	inlineOwned   [8]C.struct_ferrygo_owned_ptr
+	overflowBufs  []C.uintptr_t
+	overflowOwned []C.struct_ferrygo_owned_ptr
+	handle        uintptr
+}
+
+func (n *nodeBuffers) addBuf(p unsafe.Pointer) {
+	if n.bufs < len(n.inlineBufs) && n.overflowBufs == nil {
+		n.inlineBufs[n.bufs] = C.uintptr_t(uintptr(p))
+	} else {
+		if n.overflowBufs == nil {
+			n.overflowBufs = append([]C.uintptr_t(nil), n.inlineBufs[:]...)
+		}
+		n.overflowBufs = append(n.overflowBufs, C.uintptr_t(uintptr(p)))
+	}
+	n.bufs++
+}
+
+func (n *nodeBuffers) addOwned(o C.struct_ferrygo_owned_ptr) {
+	if n.owned < len(n.inlineOwned) && n.overflowOwned == nil {
+		n.inlineOwned[n.owned] = o
+	} else {
+		if n.overflowOwned == nil {
+			n.overflowOwned = append([]C.struct_ferrygo_owned_ptr(nil), n.inlineOwned[:]...)
+		}
+		n.overflowOwned = append(n.overflowOwned, o)
+	}
+	n.owned++
 }
 
 // collect records a's buffers; pinned and foreign buffers and OnRelease go
 // into a Go state behind a handle (0 when there is none).
 func (n *nodeBuffers) collect(a *ArrayData) {
-	n.bufs = n.arrays.bufs[:0]
-	n.owned = n.arrays.owned[:0]
 	var state *exportState
 	if a.OnRelease != nil {
 		state = &exportState{releases: []func(){a.OnRelease}}
 	}
-	for k, b := range append(a.Buffers[:len(a.Buffers):len(a.Buffers)], a.Keep...) {
+	for k := 0; k < len(a.Buffers)+len(a.Keep); k++ {
+		var b *Buffer
 		if k < len(a.Buffers) {
-			n.bufs = append(n.bufs, C.uintptr_t(uintptr(b.ptr)))
+			b = &a.Buffers[k]
+			n.addBuf(b.ptr)
+		} else {
+			b = &a.Keep[k-len(a.Buffers)]
 		}
 		switch b.kind {
 		case bufC:
-			n.owned = append(n.owned, C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr))})
+			n.addOwned(C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr))})
 		case bufDevice:
-			n.owned = append(n.owned, C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr)),
+			n.addOwned(C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr)),
 				device: C.uintptr_t(uintptr(unsafe.Pointer(b.device)))})
 		case bufPinned, bufForeign:
 			if state == nil {
@@ -382,17 +424,23 @@ func (n *nodeBuffers) collect(a *ArrayData) {
 }
 
 func (n *nodeBuffers) bufPtr() *C.uintptr_t {
-	if len(n.bufs) == 0 {
+	switch {
+	case n.bufs == 0:
 		return nil
+	case n.overflowBufs != nil:
+		return &n.overflowBufs[0]
 	}
-	return &n.bufs[0]
+	return &n.inlineBufs[0]
 }
 
 func (n *nodeBuffers) ownedPtr() *C.struct_ferrygo_owned_ptr {
-	if len(n.owned) == 0 {
+	switch {
+	case n.owned == 0:
 		return nil
+	case n.overflowOwned != nil:
+		return &n.overflowOwned[0]
 	}
-	return &n.owned[0]
+	return &n.inlineOwned[0]
 }
 
 // exportState is the Go side of one exported node: pins and foreign
@@ -418,7 +466,7 @@ func exportNode(out *C.struct_ArrowArray, a *ArrayData) error {
 	err := call(func(e *C.struct_FerryError) C.int {
 		return C.ferrygo_array_init(out, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
 			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(len(a.Children)),
-			C.int64_t(len(n.owned)), n.ownedPtr(), C.uintptr_t(n.handle), e)
+			C.int64_t(n.owned), n.ownedPtr(), C.uintptr_t(n.handle), e)
 	})
 	if err != nil {
 		// This node's buffers were given back by ferrygo_array_init.

@@ -160,6 +160,17 @@ struct ArrowDeviceArray* ferrygo_export_leaf(
   return out;
 }
 
+struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
+    struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset,
+    int64_t n_buffers, const uintptr_t* buffers, int64_t n_owned,
+    const struct ferrygo_owned_ptr* owned, ArrowDeviceType device_type, int64_t device_id,
+    struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
+    struct FerryError* error) {
+  return ferrygo_export_leaf(into, length, null_count, offset, n_buffers, buffers, n_owned,
+                             owned, 0, device_type, device_id, device, producer_stream, policy,
+                             rc_out, error);
+}
+
 int ferrygo_device_array_export_to(struct ArrowDeviceArray* src,
                                    struct ArrowDeviceArray* dst) {
   if (src == NULL || dst == NULL || ferry_device_array_is_released(src) ||
@@ -181,7 +192,9 @@ int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* a
 int ferrygo_stream_next(struct ArrowDeviceArrayStream* stream,
                         struct ArrowDeviceArray* batch, struct FerryError* error) {
   ferry_device_array_release(batch);
-  return ferry_stream_get_next(stream, batch, error);
+  int rc = ferry_stream_get_next(stream, batch, error);
+  if (rc == FERRY_OK && ferry_device_array_is_released(batch)) return FERRYGO_END;
+  return rc;
 }
 
 static int ferrygo_get_schema_trampoline(void* user_data, struct ArrowSchema* out,

@@ -73,13 +73,25 @@ struct ArrowDeviceArray* ferrygo_export_leaf(
     struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
     struct FerryError* error);
 
+/* ferrygo_export_leaf for nodes without Go state (`go_handle` 0), which
+ * never call back into Go: declared nocallback + noescape to cgo, so the
+ * buffer lists can stay on the Go stack. */
+struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
+    struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset,
+    int64_t n_buffers, const uintptr_t* buffers, int64_t n_owned,
+    const struct ferrygo_owned_ptr* owned, ArrowDeviceType device_type, int64_t device_id,
+    struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
+    struct FerryError* error);
+
 /* Moves the live `src` into the released `dst` and frees `src`; EINVAL (and
  * nothing changes) when `dst` is live or `src` released. */
 int ferrygo_device_array_export_to(struct ArrowDeviceArray* src,
                                    struct ArrowDeviceArray* dst);
 
 /* Releases `batch` if it is live, then calls ferry_stream_get_next into it:
- * the consumer's whole per-batch step in one call. */
+ * the consumer's whole per-batch step in one call. Returns 0 with a batch,
+ * FERRYGO_END at the end of the stream, or the errno code of a failure. */
+#define FERRYGO_END (-1)
 int ferrygo_stream_next(struct ArrowDeviceArrayStream* stream,
                         struct ArrowDeviceArray* batch, struct FerryError* error);
 

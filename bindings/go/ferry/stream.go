@@ -170,16 +170,17 @@ func (s *DeviceArrayStream) Next() bool {
 		}
 		return false
 	}
-	if rc := C.ferrygo_stream_next(s.c, s.batchC, s.errC); rc != 0 {
+	switch rc := C.ferrygo_stream_next(s.c, s.batchC, s.errC); rc {
+	case 0:
+		return true
+	case C.FERRYGO_END:
+		s.done = true
+		return false
+	default:
 		s.err = codeError(rc, s.errC)
 		s.done = true
 		return false
 	}
-	if C.ferry_device_array_is_released(s.batchC) != 0 {
-		s.done = true
-		return false
-	}
-	return true
 }
 
 // Batch returns the current batch, owned by the stream until the next call

@@ -109,6 +109,11 @@ int ferry_device_array_wait(const struct ArrowDeviceArray* array, void* consumer
 int ferry_device_array_copy(const struct ArrowSchema* schema, const struct ArrowDeviceArray* src, ArrowDeviceType device_type, int64_t device_id, struct ArrowDeviceArray* out, struct FerryError* error);
 void ferry_sim_set_strict(int32_t strict);
 int32_t ferry_sim_is_strict(void);
+int ferry_stream_get_next_on(struct ArrowDeviceArrayStream* stream, struct ArrowDeviceArray* out, void* consumer_stream, struct FerryError* error);
+int ferry_device_array_move_to_device(const struct ArrowSchema* schema, struct ArrowDeviceArray* src, ArrowDeviceType device_type, int64_t device_id, struct ArrowDeviceArray* out, struct FerryError* error);
+struct DLManagedTensorVersioned;
+int ferry_device_array_to_dlpack(const struct ArrowSchema* schema, struct ArrowDeviceArray* array, void* consumer_stream, struct DLManagedTensorVersioned** out, struct FerryError* error);
+int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor, struct ArrowSchema* schema_out, struct ArrowDeviceArray* array_out, struct FerryError* error);
 ]],
   constants = {
     ARROW_DEVICE_CPU = 1,
@@ -237,5 +242,9 @@ int32_t ferry_sim_is_strict(void);
     { name = "ferry_device_array_copy", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" }, { type = "const struct ArrowDeviceArray*", name = "src" }, { type = "ArrowDeviceType", name = "device_type" }, { type = "int64_t", name = "device_id" }, { type = "struct ArrowDeviceArray*", name = "out" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_sim_set_strict", ret = "void", params = { { type = "int32_t", name = "strict" } } },
     { name = "ferry_sim_is_strict", ret = "int32_t", params = {  } },
+    { name = "ferry_stream_get_next_on", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" }, { type = "struct ArrowDeviceArray*", name = "out" }, { type = "void*", name = "consumer_stream" }, { type = "struct FerryError*", name = "error" } } },
+    { name = "ferry_device_array_move_to_device", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" }, { type = "struct ArrowDeviceArray*", name = "src" }, { type = "ArrowDeviceType", name = "device_type" }, { type = "int64_t", name = "device_id" }, { type = "struct ArrowDeviceArray*", name = "out" }, { type = "struct FerryError*", name = "error" } } },
+    { name = "ferry_device_array_to_dlpack", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" }, { type = "struct ArrowDeviceArray*", name = "array" }, { type = "void*", name = "consumer_stream" }, { type = "struct DLManagedTensorVersioned**", name = "out" }, { type = "struct FerryError*", name = "error" } } },
+    { name = "ferry_device_array_from_dlpack", ret = "int", params = { { type = "struct DLManagedTensorVersioned*", name = "tensor" }, { type = "struct ArrowSchema*", name = "schema_out" }, { type = "struct ArrowDeviceArray*", name = "array_out" }, { type = "struct FerryError*", name = "error" } } },
   },
 }

@@ -197,6 +197,8 @@ local element_kinds = {
   e = nil, f = "f32", g = "f64", b = "bits",
 }
 
+local device_info -- (defined with DeviceArray) -> device type, device id of a root
+
 local Array = {}
 Array.__index = Array
 ferry.Array = Array -- children and dictionaries (views into a DeviceArray)
@@ -218,7 +220,13 @@ local function array_ptr(self)
   return self._arr
 end
 
-function Array:length() return raw.ferry_array_length(array_ptr(self)) end
+local raw_array_length = raw.ferry_array_length
+function Array:length()
+  -- hot path: inlined liveness check
+  local root = self._root or self
+  if root._released then live_root(self) end
+  return raw_array_length(self._arr)
+end
 function Array:null_count() return raw.ferry_array_null_count(array_ptr(self)) end
 function Array:offset() return raw.ferry_array_offset(array_ptr(self)) end
 function Array:n_buffers() return raw.ferry_array_n_buffers(array_ptr(self)) end
@@ -232,8 +240,9 @@ function Array:buffer(i)
   local ptr = array_ptr(self)
   local root = self._root or self
   local address = raw.ferry_array_buffer(ptr, i)
+  local device_type, device_id = device_info(root)
   local code, size, message = raw.ferry_array_buffer_size(self._schema:pointer(), ptr,
-                                                          root._device_type, root._device_id, i)
+                                                          device_type, device_id, i)
   if code ~= 0 then raise("ferry.Array.buffer", code, message) end
   return address, size
 end
@@ -256,8 +265,9 @@ end
 local function readable(self)
   local root = live_root(self, "ferry.Array.value")
   if not root._host_ok then
-    if root._device_type ~= 1 then
-      local device = ferry.device(root._device_type, root._device_id)
+    local device_type, device_id = device_info(root)
+    if device_type ~= 1 then
+      local device = ferry.device(device_type, device_id)
       if not device:is_host_accessible() then
         raise("ferry.Array.value", errno.ENOTSUP,
               "memory on " .. device:type_name() .. " is not host-accessible; copy it first")
@@ -344,9 +354,9 @@ function Array:to_table()
   return out, n
 end
 
-function DeviceArray:device_type() return raw.ferry_device_type_name(self._device_type) end
-function DeviceArray:device_type_id() return self._device_type end
-function DeviceArray:device_id() return self._device_id end
+function DeviceArray:device_type() return raw.ferry_device_type_name((device_info(self))) end
+function DeviceArray:device_type_id() return (device_info(self)) end
+function DeviceArray:device_id() return select(2, device_info(self)) end
 function DeviceArray:pointer() live_root(self); return self._ptr end
 function DeviceArray:sync_event() return raw.ferry_device_array_sync_event(self:pointer()) end
 
@@ -415,6 +425,25 @@ function DeviceArray:_adopt(schema, schema_owned)
   self._device_id = raw.ferry_device_array_device_id(self._ptr)
   self._host_ok = nil
   return self
+end
+
+-- Refill of a reused batch: the embedded ArrowArray stays at the same
+-- address; only what can change between batches is read again.
+local raw_device_type, raw_device_id = raw.ferry_device_array_device_type,
+                                       raw.ferry_device_array_device_id
+function DeviceArray:_refill()
+  self._device_type = nil -- read again on first use (see device_info)
+  self._host_ok = nil
+  return self
+end
+
+device_info = function(self)
+  local root = self._root or self
+  if root._device_type == nil then
+    root._device_type = raw_device_type(root._ptr)
+    root._device_id = raw_device_id(root._ptr)
+  end
+  return root._device_type, root._device_id
 end
 
 local function new_owned_schema()
@@ -694,9 +723,56 @@ end
 --- Off the CPU the buffers are copied once on a producer stream and the export
 --- carries a sync event recorded after the copies. Everything the export owns
 --- is freed by one release hook, exactly once, whatever fails.
+-- True when every buffer of the tree is NULL or caller-kept memory on the CPU.
+local function borrows_only(node)
+  local buffers = node.buffers
+  if buffers then
+    for i = 1, buffers.n or #buffers do
+      local buf = buffers[i]
+      if buf and not (type(buf) == "table" and buf.pointer ~= nil) then return false end
+    end
+  end
+  for _, child in ipairs(node.children or {}) do
+    if not borrows_only(child) then return false end
+  end
+  return node.dictionary == nil or borrows_only(node.dictionary)
+end
+
+-- Scratch ArrowArray structs, one per nesting depth (producers may nest):
+-- every export moves its scratch array out or releases it before returning.
+local scratch, scratch_depth = {}, 0
+
+-- Fast path for exports that own nothing: no keeper, no hook.
+local function export_borrowed(node, out)
+  local pointers, n = {}, node.buffers and (node.buffers.n or #node.buffers) or 0
+  for i = 1, n do
+    local buf = node.buffers[i]
+    pointers[i] = buf and buf.pointer or false
+  end
+  node._pointers, node._n_buffers = pointers, n
+  for _, child in ipairs(node.children or {}) do export_borrowed(child, nil) end
+  if node.dictionary then export_borrowed(node.dictionary, nil) end
+  if out == nil then return end
+  scratch_depth = scratch_depth + 1
+  local tmp = scratch[scratch_depth]
+  if not tmp then
+    tmp = raw.ferry_array_new()
+    scratch[scratch_depth] = tmp
+  end
+  local code, message = fill_array(tmp, node, nil, nil)
+  if code == 0 then code, message = fill_array_children(tmp, node) end
+  if code == 0 then code, message = raw.ferry_device_array_init(out, tmp, 1, -1, nil, nil, nil) end
+  raw.ferry_array_release(tmp)
+  scratch_depth = scratch_depth - 1
+  if code ~= 0 then raise("ferry.export", code, message) end
+end
+
 function ferry.export_array_to(spec, out, opts)
   opts = opts or spec
   local node = to_node(spec)
+  if (opts.device == nil or opts.device == "cpu") and borrows_only(node) then
+    return export_borrowed(node, out)
+  end
   local device, cpu = resolve_device(opts)
   local k = backend.keeper_new()
   local ok, err = pcall(materialise_buffers, k, node, device, cpu)
@@ -835,30 +911,35 @@ function DeviceStream:batches(opts)
   end
   local ptr = stream_ptr(self, "ferry.get_next")
   local schema = self:schema()
-  local arr = ferry._new_device_array()
+  local arr = ferry._new_device_array():_adopt(schema, false)
+  local out = arr._ptr
+  local release, get_next = raw.ferry_device_array_release, raw.ferry_stream_get_next
+  local is_released = raw.ferry_device_array_is_released
   local done = false
   return function()
     if done then return nil end
-    raw.ferry_device_array_release(arr._ptr)
-    local code, message = raw.ferry_stream_get_next(ptr, arr._ptr)
+    release(out)
+    local code, message = get_next(ptr, out)
     if code ~= 0 then
       done = true
       arr:release()
       raise("ferry.get_next", code, message)
     end
-    if raw.ferry_device_array_is_released(arr._ptr) == 1 then
+    if is_released(out) == 1 then
       done = true
       arr:release()
       return nil
     end
-    return arr:_adopt(schema, false)
+    return arr:_refill()
   end
 end
 
 function DeviceStream:release()
   if self._released then return end
   self._released = true
-  if self._schema then self._schema:release() end
+  -- Batches may outlive the stream and share its schema: the schema object
+  -- is left to the garbage collector (it is freed when the last batch goes).
+  self._schema = nil
   backend.handle_free(self._owner)
   self._owner = nil
 end

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ferry_it.h"
 
@@ -218,6 +219,29 @@ static void on_new_thread(struct plugin* a, struct plugin* b) {
   pthread_join(thread, NULL);
 }
 
+/* Cost of one C -> Go entry point call (ferry_it_live_allocations, which
+ * itself makes one cgo call back into C) from the calling thread. */
+static double entry_call_ns(struct plugin* p, int64_t n) {
+  struct timespec a, b;
+  int64_t sum = 0;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int64_t i = 0; i < n; i++) sum += p->live_allocations();
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  if (sum < 0) printf("negative live allocations\n");
+  return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)n;
+}
+
+struct timing_job {
+  struct plugin* p;
+  double ns;
+};
+
+static void* timing_main(void* arg) {
+  struct timing_job* job = arg;
+  job->ns = entry_call_ns(job->p, 200000);
+  return NULL;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s GO_PLUGIN [C_PLUGIN]\n", argv[0]);
@@ -254,6 +278,16 @@ int main(int argc, char** argv) {
   }
   report(strstr(main_message, "int99") != NULL && strcmp(go.last_error(), main_message) == 0,
          "last_error is per thread", go.last_error());
+  /* Callbacks into Go from the C host's main thread and from a new pthread
+   * (golang/go#68587 made the main-thread path slow on some Go releases). */
+  double main_ns = entry_call_ns(&go, 200000);
+  struct timing_job job = {&go, 0};
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, timing_main, &job) == 0) pthread_join(thread, NULL);
+  printf("C -> Go entry point call: %.0f ns on the main thread, %.0f ns on a new pthread\n",
+         main_ns, job.ns);
+  report(main_ns < 1000 && job.ns < 1000, "C -> Go calls stay under a microsecond",
+         "a C -> Go call took a microsecond or more");
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

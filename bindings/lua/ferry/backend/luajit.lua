@@ -155,12 +155,29 @@ end
 for name, value in pairs(cdef.constants) do raw[name] = value end
 backend.raw = raw
 
+-- Functions that may run a Lua callback (stream callbacks, release hooks,
+-- finding sinks) must not be called from a JIT-compiled trace: LuaJIT
+-- panics with "bad callback". Their wrappers stay interpreted; the JIT
+-- compiles up to the call and resumes after it. backend.lib is the direct,
+-- compiled path for callers that know no Lua producer is involved.
+local may_call_back = {
+  "ferry_stream_get_next", "ferry_stream_get_schema", "ferry_stream_get_last_error",
+  "ferry_stream_release", "ferry_stream_free", "ferry_schema_release", "ferry_schema_free",
+  "ferry_array_release", "ferry_array_free", "ferry_device_array_release",
+  "ferry_device_array_free", "ferry_validate_schema", "ferry_validate_device_array",
+}
+for _, name in ipairs(may_call_back) do
+  if raw[name] then jit.off(raw[name]) end
+end
+
 -- ---- handles --------------------------------------------------------------
 
+-- Finalisers go through the interpreted wrappers too (release hooks may
+-- call back into Lua).
 local constructors = {
-  schema = { lib.ferry_schema_new, lib.ferry_schema_free },
-  array = { lib.ferry_device_array_new, lib.ferry_device_array_free },
-  stream = { lib.ferry_stream_new, lib.ferry_stream_free },
+  schema = { lib.ferry_schema_new, raw.ferry_schema_free },
+  array = { lib.ferry_device_array_new, raw.ferry_device_array_free },
+  stream = { lib.ferry_stream_new, raw.ferry_stream_free },
 }
 local handle_kinds = setmetatable({}, { __mode = "k" })
 

@@ -2692,20 +2692,22 @@ SWIG_Lua_dostring(lua_State *L, const char *str) {
 #define SWIGTYPE_p_ArrowDeviceArray swig_types[1]
 #define SWIGTYPE_p_ArrowDeviceArrayStream swig_types[2]
 #define SWIGTYPE_p_ArrowSchema swig_types[3]
-#define SWIGTYPE_p_FerryDevice swig_types[4]
-#define SWIGTYPE_p_FerryError swig_types[5]
-#define SWIGTYPE_p_f_p_void__void swig_types[6]
-#define SWIGTYPE_p_f_p_void_p_q_const__char_p_q_const__char_p_q_const__char__void swig_types[7]
-#define SWIGTYPE_p_f_p_void_p_struct_ArrowDeviceArray_p_struct_FerryError__int swig_types[8]
-#define SWIGTYPE_p_f_p_void_p_struct_ArrowSchema_p_struct_FerryError__int swig_types[9]
-#define SWIGTYPE_p_int32_t swig_types[10]
-#define SWIGTYPE_p_int64_t swig_types[11]
-#define SWIGTYPE_p_p_ArrowArray swig_types[12]
-#define SWIGTYPE_p_p_ArrowSchema swig_types[13]
-#define SWIGTYPE_p_p_FerryDevice swig_types[14]
-#define SWIGTYPE_p_p_void swig_types[15]
-static swig_type_info *swig_types[17];
-static swig_module_info swig_module = {swig_types, 16, 0, 0, 0, 0};
+#define SWIGTYPE_p_DLManagedTensorVersioned swig_types[4]
+#define SWIGTYPE_p_FerryDevice swig_types[5]
+#define SWIGTYPE_p_FerryError swig_types[6]
+#define SWIGTYPE_p_f_p_void__void swig_types[7]
+#define SWIGTYPE_p_f_p_void_p_q_const__char_p_q_const__char_p_q_const__char__void swig_types[8]
+#define SWIGTYPE_p_f_p_void_p_struct_ArrowDeviceArray_p_struct_FerryError__int swig_types[9]
+#define SWIGTYPE_p_f_p_void_p_struct_ArrowSchema_p_struct_FerryError__int swig_types[10]
+#define SWIGTYPE_p_int32_t swig_types[11]
+#define SWIGTYPE_p_int64_t swig_types[12]
+#define SWIGTYPE_p_p_ArrowArray swig_types[13]
+#define SWIGTYPE_p_p_ArrowSchema swig_types[14]
+#define SWIGTYPE_p_p_DLManagedTensorVersioned swig_types[15]
+#define SWIGTYPE_p_p_FerryDevice swig_types[16]
+#define SWIGTYPE_p_p_void swig_types[17]
+static swig_type_info *swig_types[19];
+static swig_module_info swig_module = {swig_types, 18, 0, 0, 0, 0};
 #define SWIG_TypeQuery(name) SWIG_TypeQueryModule(&swig_module, &swig_module, name)
 #define SWIG_MangledTypeQuery(name) SWIG_MangledTypeQueryModule(&swig_module, &swig_module, name)
 
@@ -4718,6 +4720,127 @@ static int _wrap_ferry_sim_is_strict(lua_State* L) {
 }
 
 
+static int _wrap_ferry_stream_get_next_on(lua_State* L) {
+  int SWIG_arg = 0;
+  struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  void *arg3 = (void *) 0 ;
+  struct FerryError *arg4 = (struct FerryError *) 0 ;
+  struct FerryError temp4 ;
+  int result;
+  
+  ferry_error_init(&temp4); arg4 = &temp4; 
+  SWIG_check_num_args("ferry_stream_get_next_on",3,3)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_stream_get_next_on",1,"struct ArrowDeviceArrayStream *");
+  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_stream_get_next_on",2,"struct ArrowDeviceArray *");
+  if(!lferry_is_pointer(L,3)) SWIG_fail_arg("ferry_stream_get_next_on",3,"void *");
+  arg1 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 1); 
+  arg2 = (struct ArrowDeviceArray *)lua_touserdata(L, 2); 
+  arg3 = (void *)lua_touserdata(L, 3); 
+  result = (int)ferry_stream_get_next_on(arg1,arg2,arg3,arg4);
+  lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
+  if (arg4->message[0]) lua_pushstring(L, arg4->message); else lua_pushnil(L); SWIG_arg++; 
+  return SWIG_arg;
+  
+  fail: SWIGUNUSED;
+  lua_error(L);
+  return 0;
+}
+
+
+static int _wrap_ferry_device_array_move_to_device(lua_State* L) {
+  int SWIG_arg = 0;
+  struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  ArrowDeviceType arg3 ;
+  int64_t arg4 ;
+  struct ArrowDeviceArray *arg5 = (struct ArrowDeviceArray *) 0 ;
+  struct FerryError *arg6 = (struct FerryError *) 0 ;
+  struct FerryError temp6 ;
+  int result;
+  
+  ferry_error_init(&temp6); arg6 = &temp6; 
+  SWIG_check_num_args("ferry_device_array_move_to_device",5,5)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_device_array_move_to_device",1,"struct ArrowSchema const *");
+  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_device_array_move_to_device",2,"struct ArrowDeviceArray *");
+  if(!lferry_is_integer(L,3)) SWIG_fail_arg("ferry_device_array_move_to_device",3,"ArrowDeviceType");
+  if(!lferry_is_integer(L,4)) SWIG_fail_arg("ferry_device_array_move_to_device",4,"int64_t");
+  if(!lferry_is_pointer(L,5)) SWIG_fail_arg("ferry_device_array_move_to_device",5,"struct ArrowDeviceArray *");
+  arg1 = (struct ArrowSchema *)lua_touserdata(L, 1); 
+  arg2 = (struct ArrowDeviceArray *)lua_touserdata(L, 2); 
+  arg3 = (ArrowDeviceType)lua_tointeger(L, 3); 
+  arg4 = (int64_t)lua_tointeger(L, 4); 
+  arg5 = (struct ArrowDeviceArray *)lua_touserdata(L, 5); 
+  result = (int)ferry_device_array_move_to_device((struct ArrowSchema const *)arg1,arg2,arg3,arg4,arg5,arg6);
+  lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
+  if (arg6->message[0]) lua_pushstring(L, arg6->message); else lua_pushnil(L); SWIG_arg++; 
+  return SWIG_arg;
+  
+  fail: SWIGUNUSED;
+  lua_error(L);
+  return 0;
+}
+
+
+static int _wrap_ferry_device_array_to_dlpack(lua_State* L) {
+  int SWIG_arg = 0;
+  struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  void *arg3 = (void *) 0 ;
+  struct DLManagedTensorVersioned **arg4 = (struct DLManagedTensorVersioned **) 0 ;
+  struct FerryError *arg5 = (struct FerryError *) 0 ;
+  struct FerryError temp5 ;
+  int result;
+  
+  ferry_error_init(&temp5); arg5 = &temp5; 
+  SWIG_check_num_args("ferry_device_array_to_dlpack",4,4)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_device_array_to_dlpack",1,"struct ArrowSchema const *");
+  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_device_array_to_dlpack",2,"struct ArrowDeviceArray *");
+  if(!lferry_is_pointer(L,3)) SWIG_fail_arg("ferry_device_array_to_dlpack",3,"void *");
+  if(!lferry_is_pointer(L,4)) SWIG_fail_arg("ferry_device_array_to_dlpack",4,"struct DLManagedTensorVersioned **");
+  arg1 = (struct ArrowSchema *)lua_touserdata(L, 1); 
+  arg2 = (struct ArrowDeviceArray *)lua_touserdata(L, 2); 
+  arg3 = (void *)lua_touserdata(L, 3); 
+  arg4 = (struct DLManagedTensorVersioned **)lua_touserdata(L, 4); 
+  result = (int)ferry_device_array_to_dlpack((struct ArrowSchema const *)arg1,arg2,arg3,arg4,arg5);
+  lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
+  if (arg5->message[0]) lua_pushstring(L, arg5->message); else lua_pushnil(L); SWIG_arg++; 
+  return SWIG_arg;
+  
+  fail: SWIGUNUSED;
+  lua_error(L);
+  return 0;
+}
+
+
+static int _wrap_ferry_device_array_from_dlpack(lua_State* L) {
+  int SWIG_arg = 0;
+  struct DLManagedTensorVersioned *arg1 = (struct DLManagedTensorVersioned *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArray *arg3 = (struct ArrowDeviceArray *) 0 ;
+  struct FerryError *arg4 = (struct FerryError *) 0 ;
+  struct FerryError temp4 ;
+  int result;
+  
+  ferry_error_init(&temp4); arg4 = &temp4; 
+  SWIG_check_num_args("ferry_device_array_from_dlpack",3,3)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_device_array_from_dlpack",1,"struct DLManagedTensorVersioned *");
+  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_device_array_from_dlpack",2,"struct ArrowSchema *");
+  if(!lferry_is_pointer(L,3)) SWIG_fail_arg("ferry_device_array_from_dlpack",3,"struct ArrowDeviceArray *");
+  arg1 = (struct DLManagedTensorVersioned *)lua_touserdata(L, 1); 
+  arg2 = (struct ArrowSchema *)lua_touserdata(L, 2); 
+  arg3 = (struct ArrowDeviceArray *)lua_touserdata(L, 3); 
+  result = (int)ferry_device_array_from_dlpack(arg1,arg2,arg3,arg4);
+  lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
+  if (arg4->message[0]) lua_pushstring(L, arg4->message); else lua_pushnil(L); SWIG_arg++; 
+  return SWIG_arg;
+  
+  fail: SWIGUNUSED;
+  lua_error(L);
+  return 0;
+}
+
+
 static swig_lua_attribute swig_SwigModule_attributes[] = {
     {0,0,0}
 };
@@ -4845,6 +4968,10 @@ static swig_lua_method swig_SwigModule_methods[]= {
     { "ferry_device_array_copy", _wrap_ferry_device_array_copy},
     { "ferry_sim_set_strict", _wrap_ferry_sim_set_strict},
     { "ferry_sim_is_strict", _wrap_ferry_sim_is_strict},
+    { "ferry_stream_get_next_on", _wrap_ferry_stream_get_next_on},
+    { "ferry_device_array_move_to_device", _wrap_ferry_device_array_move_to_device},
+    { "ferry_device_array_to_dlpack", _wrap_ferry_device_array_to_dlpack},
+    { "ferry_device_array_from_dlpack", _wrap_ferry_device_array_from_dlpack},
     {0,0}
 };
 static swig_lua_class* swig_SwigModule_classes[]= {
@@ -4872,6 +4999,7 @@ static swig_type_info _swigt__p_ArrowArray = {"_p_ArrowArray", "struct ArrowArra
 static swig_type_info _swigt__p_ArrowDeviceArray = {"_p_ArrowDeviceArray", "struct ArrowDeviceArray *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_ArrowDeviceArrayStream = {"_p_ArrowDeviceArrayStream", "struct ArrowDeviceArrayStream *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_ArrowSchema = {"_p_ArrowSchema", "struct ArrowSchema *", 0, 0, (void*)0, 0};
+static swig_type_info _swigt__p_DLManagedTensorVersioned = {"_p_DLManagedTensorVersioned", "struct DLManagedTensorVersioned *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_FerryDevice = {"_p_FerryDevice", "struct FerryDevice *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_FerryError = {"_p_FerryError", "struct FerryError *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_f_p_void__void = {"_p_f_p_void__void", "FerryReleaseHook|void (*)(void *)", 0, 0, (void*)0, 0};
@@ -4882,6 +5010,7 @@ static swig_type_info _swigt__p_int32_t = {"_p_int32_t", "ArrowDeviceType *|int3
 static swig_type_info _swigt__p_int64_t = {"_p_int64_t", "int64_t *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_p_ArrowArray = {"_p_p_ArrowArray", "struct ArrowArray **", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_p_ArrowSchema = {"_p_p_ArrowSchema", "struct ArrowSchema **", 0, 0, (void*)0, 0};
+static swig_type_info _swigt__p_p_DLManagedTensorVersioned = {"_p_p_DLManagedTensorVersioned", "struct DLManagedTensorVersioned **", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_p_FerryDevice = {"_p_p_FerryDevice", "struct FerryDevice **", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_p_void = {"_p_p_void", "void **", 0, 0, (void*)0, 0};
 
@@ -4890,6 +5019,7 @@ static swig_type_info *swig_type_initial[] = {
   &_swigt__p_ArrowDeviceArray,
   &_swigt__p_ArrowDeviceArrayStream,
   &_swigt__p_ArrowSchema,
+  &_swigt__p_DLManagedTensorVersioned,
   &_swigt__p_FerryDevice,
   &_swigt__p_FerryError,
   &_swigt__p_f_p_void__void,
@@ -4900,6 +5030,7 @@ static swig_type_info *swig_type_initial[] = {
   &_swigt__p_int64_t,
   &_swigt__p_p_ArrowArray,
   &_swigt__p_p_ArrowSchema,
+  &_swigt__p_p_DLManagedTensorVersioned,
   &_swigt__p_p_FerryDevice,
   &_swigt__p_p_void,
 };
@@ -4908,6 +5039,7 @@ static swig_cast_info _swigc__p_ArrowArray[] = {  {&_swigt__p_ArrowArray, 0, 0, 
 static swig_cast_info _swigc__p_ArrowDeviceArray[] = {  {&_swigt__p_ArrowDeviceArray, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_ArrowDeviceArrayStream[] = {  {&_swigt__p_ArrowDeviceArrayStream, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_ArrowSchema[] = {  {&_swigt__p_ArrowSchema, 0, 0, 0},{0, 0, 0, 0}};
+static swig_cast_info _swigc__p_DLManagedTensorVersioned[] = {  {&_swigt__p_DLManagedTensorVersioned, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_FerryDevice[] = {  {&_swigt__p_FerryDevice, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_FerryError[] = {  {&_swigt__p_FerryError, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_f_p_void__void[] = {  {&_swigt__p_f_p_void__void, 0, 0, 0},{0, 0, 0, 0}};
@@ -4918,6 +5050,7 @@ static swig_cast_info _swigc__p_int32_t[] = {  {&_swigt__p_int32_t, 0, 0, 0},{0,
 static swig_cast_info _swigc__p_int64_t[] = {  {&_swigt__p_int64_t, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_p_ArrowArray[] = {  {&_swigt__p_p_ArrowArray, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_p_ArrowSchema[] = {  {&_swigt__p_p_ArrowSchema, 0, 0, 0},{0, 0, 0, 0}};
+static swig_cast_info _swigc__p_p_DLManagedTensorVersioned[] = {  {&_swigt__p_p_DLManagedTensorVersioned, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_p_FerryDevice[] = {  {&_swigt__p_p_FerryDevice, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_p_void[] = {  {&_swigt__p_p_void, 0, 0, 0},{0, 0, 0, 0}};
 
@@ -4926,6 +5059,7 @@ static swig_cast_info *swig_cast_initial[] = {
   _swigc__p_ArrowDeviceArray,
   _swigc__p_ArrowDeviceArrayStream,
   _swigc__p_ArrowSchema,
+  _swigc__p_DLManagedTensorVersioned,
   _swigc__p_FerryDevice,
   _swigc__p_FerryError,
   _swigc__p_f_p_void__void,
@@ -4936,6 +5070,7 @@ static swig_cast_info *swig_cast_initial[] = {
   _swigc__p_int64_t,
   _swigc__p_p_ArrowArray,
   _swigc__p_p_ArrowSchema,
+  _swigc__p_p_DLManagedTensorVersioned,
   _swigc__p_p_FerryDevice,
   _swigc__p_p_void,
 };

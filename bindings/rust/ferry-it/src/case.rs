@@ -103,9 +103,12 @@ pub struct Case {
 fn parse_int(spec: &str, key: &str, value: &str) -> Result<i64> {
     let ok = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit() || b == b'-');
     let parsed = if ok { value.parse::<i64>().ok() } else { None };
-    let n = parsed.ok_or_else(|| Error::invalid(format!("case {spec:?}: malformed number {value:?} for key {key:?}")))?;
+    let n =
+        parsed.ok_or_else(|| Error::invalid(format!("case {spec:?}: malformed number {value:?} for key {key:?}")))?;
     if n < 0 {
-        return Err(Error::invalid(format!("case {spec:?}: {key} must not be negative, got {n}")));
+        return Err(Error::invalid(format!(
+            "case {spec:?}: {key} must not be negative, got {n}"
+        )));
     }
     Ok(n)
 }
@@ -207,7 +210,10 @@ impl Case {
     pub fn require_device(&self) -> Result<()> {
         if self.device_type != DeviceType::CPU {
             Device::resolve(self.device_type, self.device_id).map_err(|e| {
-                Error::new(e.code(), format!("device {:?} is not available: {}", self.device_word, e.message()))
+                Error::new(
+                    e.code(),
+                    format!("device {:?} is not available: {}", self.device_word, e.message()),
+                )
             })?;
         }
         Ok(())

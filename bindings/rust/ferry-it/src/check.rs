@@ -35,8 +35,16 @@ fn buffer(array: &ArrayView, i: usize, path: &str) -> Result<*const u8> {
 }
 
 fn check_schema_field(schema: &SchemaView, path: &str, format: &str, name: &str) -> Result<()> {
-    ensure!(schema.format() == format, "{path}: format is {:?}, expected {format:?}", schema.format());
-    ensure!(schema.name().unwrap_or("") == name, "{path}: name is {:?}, expected {name:?}", schema.name());
+    ensure!(
+        schema.format() == format,
+        "{path}: format is {:?}, expected {format:?}",
+        schema.format()
+    );
+    ensure!(
+        schema.name().unwrap_or("") == name,
+        "{path}: name is {:?}, expected {name:?}",
+        schema.name()
+    );
     Ok(())
 }
 
@@ -52,8 +60,16 @@ pub fn check_schema(ty: Ty, schema: &SchemaView) -> Result<()> {
         Ty::DictInt32Utf8 => (0, true),
         _ => (0, false),
     };
-    ensure!(schema.n_children() == n_children, "schema: {} children, expected {n_children}", schema.n_children());
-    ensure!(schema.dictionary().is_some() == has_dict, "schema: dictionary present is {}, expected {has_dict}", schema.dictionary().is_some());
+    ensure!(
+        schema.n_children() == n_children,
+        "schema: {} children, expected {n_children}",
+        schema.n_children()
+    );
+    ensure!(
+        schema.dictionary().is_some() == has_dict,
+        "schema: dictionary present is {}, expected {has_dict}",
+        schema.dictionary().is_some()
+    );
     match ty {
         Ty::ListInt32 => check_schema_field(schema.child(0).unwrap(), "schema.children[0]", "i", "item")?,
         Ty::StructInt32Utf8 => {
@@ -62,7 +78,11 @@ pub fn check_schema(ty: Ty, schema: &SchemaView) -> Result<()> {
         }
         Ty::DictInt32Utf8 => {
             let d = schema.dictionary().unwrap();
-            ensure!(d.format() == "u", "schema.dictionary: format is {:?}, expected \"u\"", d.format());
+            ensure!(
+                d.format() == "u",
+                "schema.dictionary: format is {:?}, expected \"u\"",
+                d.format()
+            );
         }
         _ => {}
     }
@@ -72,18 +92,38 @@ pub fn check_schema(ty: Ty, schema: &SchemaView) -> Result<()> {
 /// A child or dictionary: offset 0, no nulls, at least `min_length` long.
 fn check_plain(array: &ArrayView, path: &str, n_buffers: usize, min_length: i64) -> Result<()> {
     ensure!(array.offset() == 0, "{path}: offset is {}, expected 0", array.offset());
-    ensure!(array.null_count() == 0, "{path}: null_count is {}, expected 0", array.null_count());
-    ensure!(array.n_buffers() == n_buffers, "{path}: {} buffers, expected {n_buffers}", array.n_buffers());
-    ensure!(array.length() >= min_length, "{path}: length {} is shorter than {min_length}", array.length());
+    ensure!(
+        array.null_count() == 0,
+        "{path}: null_count is {}, expected 0",
+        array.null_count()
+    );
+    ensure!(
+        array.n_buffers() == n_buffers,
+        "{path}: {} buffers, expected {n_buffers}",
+        array.n_buffers()
+    );
+    ensure!(
+        array.length() >= min_length,
+        "{path}: length {} is shorter than {min_length}",
+        array.length()
+    );
     Ok(())
 }
 
 /// Checks variable-size element `i` at physical slot `p` against `expected`.
 fn check_var(offsets: *const u8, data: *const u8, p: i64, expected: &[u8], path: &str, i: i64) -> Result<()> {
     let (start, end) = (read::<i32>(offsets, p), read::<i32>(offsets, p + 1));
-    ensure!(start >= 0 && end >= start, "{path}: offsets [{start}, {end}) of element {i} are not monotone");
+    ensure!(
+        start >= 0 && end >= start,
+        "{path}: offsets [{start}, {end}) of element {i} are not monotone"
+    );
     let got = unsafe { std::slice::from_raw_parts(data.add(start as usize), (end - start) as usize) };
-    ensure!(got == expected, "{path}: element {i} is {:?}, expected {:?}", String::from_utf8_lossy(got), String::from_utf8_lossy(expected));
+    ensure!(
+        got == expected,
+        "{path}: element {i} is {:?}, expected {:?}",
+        String::from_utf8_lossy(got),
+        String::from_utf8_lossy(expected)
+    );
     Ok(())
 }
 
@@ -92,24 +132,46 @@ pub fn check_array_contents(case: &Case, array: &ArrayView) -> Result<()> {
     let path = "array";
     let (seed, o) = (case.seed, case.offset);
     ensure!(!array.is_released(), "array is released");
-    ensure!(array.length() == case.length, "array: length is {}, expected {}", array.length(), case.length);
+    ensure!(
+        array.length() == case.length,
+        "array: length is {}, expected {}",
+        array.length(),
+        case.length
+    );
     ensure!(array.offset() == o, "array: offset is {}, expected {o}", array.offset());
-    ensure!(array.null_count() == case.null_count(), "array: null_count is {}, expected {}", array.null_count(), case.null_count());
+    ensure!(
+        array.null_count() == case.null_count(),
+        "array: null_count is {}, expected {}",
+        array.null_count(),
+        case.null_count()
+    );
     let n_buffers = match case.ty {
         Ty::Utf8 | Ty::Binary => 3,
         Ty::StructInt32Utf8 => 1,
         _ => 2,
     };
-    ensure!(array.n_buffers() == n_buffers, "array: {} buffers, expected {n_buffers}", array.n_buffers());
+    ensure!(
+        array.n_buffers() == n_buffers,
+        "array: {} buffers, expected {n_buffers}",
+        array.n_buffers()
+    );
     // A missing bitmap is fine only when no element is null; a present one
     // must match every bit (the same rule as the C checker).
     let validity = array.buffer(0) as *const u8;
     if validity.is_null() {
-        ensure!(case.null_count() == 0, "array: {} elements are null but buffer 0 (validity) is NULL", case.null_count());
+        ensure!(
+            case.null_count() == 0,
+            "array: {} elements are null but buffer 0 (validity) is NULL",
+            case.null_count()
+        );
     } else {
         for i in 0..case.length {
             let valid = bit(validity, i + o);
-            ensure!(valid != case.is_null(i), "array: validity bit of element {i} is {valid}, expected {}", !case.is_null(i));
+            ensure!(
+                valid != case.is_null(i),
+                "array: validity bit of element {i} is {valid}, expected {}",
+                !case.is_null(i)
+            );
         }
     }
     let n_children = match case.ty {
@@ -117,8 +179,16 @@ pub fn check_array_contents(case: &Case, array: &ArrayView) -> Result<()> {
         Ty::StructInt32Utf8 => 2,
         _ => 0,
     };
-    ensure!(array.n_children() == n_children, "array: {} children, expected {n_children}", array.n_children());
-    ensure!(array.dictionary().is_some() == (case.ty == Ty::DictInt32Utf8), "array: dictionary present is {}", array.dictionary().is_some());
+    ensure!(
+        array.n_children() == n_children,
+        "array: {} children, expected {n_children}",
+        array.n_children()
+    );
+    ensure!(
+        array.dictionary().is_some() == (case.ty == Ty::DictInt32Utf8),
+        "array: dictionary present is {}",
+        array.dictionary().is_some()
+    );
 
     let live = (0..case.length).filter(|i| !case.is_null(*i));
     macro_rules! primitive {
@@ -161,9 +231,15 @@ pub fn check_array_contents(case: &Case, array: &ArrayView) -> Result<()> {
             check_plain(child, "array.children[0]", 2, last)?;
             let items = buffer(child, 1, "array.children[0]")?;
             for i in live {
-                let (start, end) = (read::<i32>(offsets, i + o) as i64, read::<i32>(offsets, i + o + 1) as i64);
+                let (start, end) = (
+                    read::<i32>(offsets, i + o) as i64,
+                    read::<i32>(offsets, i + o + 1) as i64,
+                );
                 let want_len = f::list_len(seed, i) as i64;
-                ensure!(start >= 0 && end - start == want_len, "array: list {i} spans [{start}, {end}), expected {want_len} elements");
+                ensure!(
+                    start >= 0 && end - start == want_len,
+                    "array: list {i} spans [{start}, {end}), expected {want_len} elements"
+                );
                 for j in start..end {
                     let (got, want) = (read::<i32>(items, j), f::int32(seed, j));
                     ensure!(got == want, "array.children[0]: element {j} is {got}, expected {want}");
@@ -179,14 +255,28 @@ pub fn check_array_contents(case: &Case, array: &ArrayView) -> Result<()> {
             for i in live {
                 let (got, want) = (read::<i32>(a_values, i + o), f::int32(seed, i));
                 ensure!(got == want, "array.children[0]: element {i} is {got}, expected {want}");
-                check_var(b_offsets, b_data, i + o, f::utf8(seed.wrapping_add(1), i).as_bytes(), "array.children[1]", i)?;
+                check_var(
+                    b_offsets,
+                    b_data,
+                    i + o,
+                    f::utf8(seed.wrapping_add(1), i).as_bytes(),
+                    "array.children[1]",
+                    i,
+                )?;
             }
         }
         Ty::DictInt32Utf8 => {
             let dict = array.dictionary().unwrap();
             check_plain(dict, "array.dictionary", 3, 7)?;
-            ensure!(dict.length() == 7, "array.dictionary: length is {}, expected 7", dict.length());
-            let (d_offsets, d_data) = (buffer(dict, 1, "array.dictionary")?, buffer(dict, 2, "array.dictionary")?);
+            ensure!(
+                dict.length() == 7,
+                "array.dictionary: length is {}, expected 7",
+                dict.length()
+            );
+            let (d_offsets, d_data) = (
+                buffer(dict, 1, "array.dictionary")?,
+                buffer(dict, 2, "array.dictionary")?,
+            );
             for k in 0..7 {
                 check_var(d_offsets, d_data, k, f::dict_value(k).as_bytes(), "array.dictionary", k)?;
             }
@@ -208,7 +298,10 @@ pub fn check_device_array(case: &Case, schema: &SchemaView, array: &DeviceArray)
     );
     ensure!(array.reserved_is_zero(), "array: the reserved words are not zero");
     if array.device_type() == DeviceType::CPU {
-        ensure!(array.sync_event().is_null(), "array: a CPU array must have a NULL sync_event");
+        ensure!(
+            array.sync_event().is_null(),
+            "array: a CPU array must have a NULL sync_event"
+        );
     }
     // Wait on the producer's event before touching any buffer.
     array.wait(None)?;

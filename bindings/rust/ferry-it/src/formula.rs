@@ -4,7 +4,8 @@
 /// u(i) for `seed` and logical (or child) index `i`.
 #[inline]
 pub fn u(seed: u32, i: i64) -> u32 {
-    seed.wrapping_mul(2_654_435_761).wrapping_add((i as u32).wrapping_mul(40503))
+    seed.wrapping_mul(2_654_435_761)
+        .wrapping_add((i as u32).wrapping_mul(40503))
 }
 
 pub fn int8(seed: u32, i: i64) -> i8 {

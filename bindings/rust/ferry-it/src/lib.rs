@@ -56,7 +56,9 @@ unsafe fn case_str<'a>(spec: *const c_char) -> Result<&'a str> {
     if spec.is_null() {
         return Err(Error::invalid("case string is NULL"));
     }
-    CStr::from_ptr(spec).to_str().map_err(|_| Error::invalid("case string is not UTF-8"))
+    CStr::from_ptr(spec)
+        .to_str()
+        .map_err(|_| Error::invalid("case string is not UTF-8"))
 }
 
 fn injected(what: &str) -> Error {
@@ -84,7 +86,9 @@ pub unsafe extern "C" fn ferry_it_export_array(
             return Err(injected("export"));
         }
         if (*schema_out).release.is_some() || (*array_out).array.release.is_some() {
-            return Err(Error::invalid("ferry_it_export_array: output structs must be released beforehand"));
+            return Err(Error::invalid(
+                "ferry_it_export_array: output structs must be released beforehand",
+            ));
         }
         let schema = produce::schema(case.ty)?;
         let array = produce::array(&case)?;
@@ -153,7 +157,10 @@ impl ArrayProducer for CaseStream {
 /// # Safety
 /// `out` must be NULL or valid for writes.
 #[no_mangle]
-pub unsafe extern "C" fn ferry_it_export_stream(case_spec: *const c_char, out: *mut sys::ArrowDeviceArrayStream) -> c_int {
+pub unsafe extern "C" fn ferry_it_export_stream(
+    case_spec: *const c_char,
+    out: *mut sys::ArrowDeviceArrayStream,
+) -> c_int {
     entry(|| {
         let case = Case::parse(case_str(case_spec)?)?;
         if out.is_null() {
@@ -163,11 +170,18 @@ pub unsafe extern "C" fn ferry_it_export_stream(case_spec: *const c_char, out: *
             return Err(injected("export"));
         }
         if (*out).release.is_some() {
-            return Err(Error::invalid("ferry_it_export_stream: output stream must be released beforehand"));
+            return Err(Error::invalid(
+                "ferry_it_export_stream: output stream must be released beforehand",
+            ));
         }
         case.require_device()?;
         let device_type = case.device_type;
-        let producer = CaseStream { case, next_batch: 0, get_next_calls: 0, _alive: Counted::new(()) };
+        let producer = CaseStream {
+            case,
+            next_batch: 0,
+            get_next_calls: 0,
+            _alive: Counted::new(()),
+        };
         DeviceArrayStream::from_producer(device_type, producer)?.export_to(out)
     })
 }
@@ -186,7 +200,10 @@ pub unsafe extern "C" fn ferry_it_export_stream(case_spec: *const c_char, out: *
 /// # Safety
 /// `stream` must be NULL or point to a valid stream.
 #[no_mangle]
-pub unsafe extern "C" fn ferry_it_check_stream(case_spec: *const c_char, stream: *mut sys::ArrowDeviceArrayStream) -> c_int {
+pub unsafe extern "C" fn ferry_it_check_stream(
+    case_spec: *const c_char,
+    stream: *mut sys::ArrowDeviceArrayStream,
+) -> c_int {
     entry(|| {
         let stream = DeviceArrayStream::from_raw(stream);
         let case = Case::parse(case_str(case_spec)?)?;
@@ -218,9 +235,17 @@ pub unsafe extern "C" fn ferry_it_check_stream(case_spec: *const c_char, stream:
             match next? {
                 Some(array) if b < case.batches => check::check_device_array(&case.batch(b), &schema, &array)
                     .map_err(|e| Error::new(e.code(), format!("batch {b}: {}", e.message())))?,
-                Some(_) => return Err(Error::invalid(format!("stream yielded more than {} batches", case.batches))),
+                Some(_) => {
+                    return Err(Error::invalid(format!(
+                        "stream yielded more than {} batches",
+                        case.batches
+                    )))
+                }
                 None if b < case.batches => {
-                    return Err(Error::invalid(format!("stream ended after {b} batches, expected {}", case.batches)))
+                    return Err(Error::invalid(format!(
+                        "stream ended after {b} batches, expected {}",
+                        case.batches
+                    )))
                 }
                 None => {}
             }

@@ -37,7 +37,10 @@ pub struct Bytes {
 
 impl Bytes {
     fn zeroed(len: usize) -> Bytes {
-        Bytes { words: vec![0; len.div_ceil(8)], len }
+        Bytes {
+            words: vec![0; len.div_ceil(8)],
+            len,
+        }
     }
     fn from_slice(data: &[u8]) -> Bytes {
         let mut b = Bytes::zeroed(data.len());
@@ -103,7 +106,14 @@ fn var_size(physical: i64, offset: i64, value: impl Fn(i64) -> Vec<u8>) -> (Byte
 }
 
 fn plain(length: i64, buffers: Vec<Option<Bytes>>) -> Layout {
-    Layout { length, null_count: 0, offset: 0, buffers, children: Vec::new(), dictionary: None }
+    Layout {
+        length,
+        null_count: 0,
+        offset: 0,
+        buffers,
+        children: Vec::new(),
+        dictionary: None,
+    }
 }
 
 /// The host layout of `case`.
@@ -158,7 +168,10 @@ pub fn layout(case: &Case) -> Layout {
         }
         Ty::StructInt32Utf8 => {
             // Struct element i's fields sit at child position i + offset.
-            children.push(plain(physical, vec![None, Some(values(physical, o, |i| f::int32(seed, i)))]));
+            children.push(plain(
+                physical,
+                vec![None, Some(values(physical, o, |i| f::int32(seed, i)))],
+            ));
             let seed_b = seed.wrapping_add(1);
             let (offsets, data) = var_size(physical, o, |i| f::utf8(seed_b, i).into_bytes());
             children.push(plain(physical, vec![None, Some(offsets), Some(data)]));
@@ -186,7 +199,10 @@ pub fn schema(ty: Ty) -> Result<Schema> {
     let top = field(ty.format(), ty.word());
     match ty {
         Ty::ListInt32 => top.child(field("i", "item").build()?).build(),
-        Ty::StructInt32Utf8 => top.child(field("i", "a").build()?).child(field("u", "b").build()?).build(),
+        Ty::StructInt32Utf8 => top
+            .child(field("i", "a").build()?)
+            .child(field("u", "b").build()?)
+            .build(),
         Ty::DictInt32Utf8 => top.dictionary(field("u", "").build()?).build(),
         _ => top.build(),
     }
@@ -195,7 +211,9 @@ pub fn schema(ty: Ty) -> Result<Schema> {
 /// Turns a host layout into a builder: host buffers are handed over as they
 /// are (CPU), or copied to `device` on `stream` first.
 fn builder(layout: Layout, target: Option<(&Device, &DeviceStream)>) -> Result<ArrayBuilder> {
-    let mut b = ArrayBuilder::new(layout.length).null_count(layout.null_count).offset(layout.offset);
+    let mut b = ArrayBuilder::new(layout.length)
+        .null_count(layout.null_count)
+        .offset(layout.offset);
     for buffer in layout.buffers {
         b = b.buffer(match (buffer, target) {
             (None, _) => Buffer::null(),

@@ -19,8 +19,8 @@ fn c_plugin() -> Option<Plugin> {
 
 #[test]
 fn arrays_and_streams_cross_both_ways() {
+    let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let Some(c) = c_plugin() else { return };
-    let _lock = COUNTERS.lock().unwrap();
     let rust = rust_plugin();
     let (rust_before, c_before) = ((rust.live_allocations)(), (c.live_allocations)());
     let mut failures = Vec::new();
@@ -34,26 +34,42 @@ fn arrays_and_streams_cross_both_ways() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert_eq!((rust.live_allocations)(), rust_before);
     assert_eq!((c.live_allocations)(), c_before);
 }
 
 #[test]
 fn failures_cross_both_ways() {
+    let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let Some(c) = c_plugin() else { return };
     let rust = rust_plugin();
     for (producer, consumer) in [(&c, &rust), (&rust, &c)] {
         let pair = format!("{}->{}", producer.name, consumer.name);
         // Checkers told about the failure expect it exactly and succeed.
-        for case in ["int32:fail=get_next@2", "int32:batches=3:fail=get_next@4:device=sim", "utf8:fail=get_schema"] {
-            producer.stream_to(consumer, case).unwrap_or_else(|e| panic!("{pair} {case}: {e:?}"));
+        for case in [
+            "int32:fail=get_next@2",
+            "int32:batches=3:fail=get_next@4:device=sim",
+            "utf8:fail=get_schema",
+        ] {
+            producer
+                .stream_to(consumer, case)
+                .unwrap_or_else(|e| panic!("{pair} {case}: {e:?}"));
         }
         // Checkers not told about it pass the producer's code and message on.
-        let (rc, m) = producer.stream_to_as(consumer, "int32:fail=get_next@2", "int32").unwrap_err();
+        let (rc, m) = producer
+            .stream_to_as(consumer, "int32:fail=get_next@2", "int32")
+            .unwrap_err();
         assert_eq!(rc, errno::EIO, "{pair}");
         assert!(m.contains("injected failure at get_next 2"), "{pair}: {m}");
-        let (rc, m) = producer.stream_to_as(consumer, "utf8:fail=get_schema", "utf8").unwrap_err();
+        let (rc, m) = producer
+            .stream_to_as(consumer, "utf8:fail=get_schema", "utf8")
+            .unwrap_err();
         assert_eq!(rc, errno::EIO, "{pair}");
         assert!(m.contains("injected failure at get_schema"), "{pair}: {m}");
         let (rc, m) = producer.stream_to(consumer, "utf8:fail=export").unwrap_err();
@@ -66,7 +82,10 @@ fn failures_cross_both_ways() {
         let other = std::ffi::CString::new("int32:seed=2").unwrap();
         let mut schema = ferry::sys::ArrowSchema::default();
         let mut array = ferry::sys::ArrowDeviceArray::default();
-        assert_eq!(unsafe { (producer.export_array)(spec.as_ptr(), &mut schema, &mut array) }, 0);
+        assert_eq!(
+            unsafe { (producer.export_array)(spec.as_ptr(), &mut schema, &mut array) },
+            0
+        );
         let rc = unsafe { (consumer.check_array)(other.as_ptr(), &mut schema, &mut array) };
         assert_ne!(rc, 0, "{} accepted wrong values from {}", consumer.name, producer.name);
     }

@@ -9,12 +9,13 @@ use ferry::{errno, sys};
 
 #[test]
 fn every_case_round_trips_and_frees_everything() {
-    let _lock = COUNTERS.lock().unwrap();
+    let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let rust = rust_plugin();
     let before = (rust.live_allocations)();
     for case in all_cases() {
         rust.array_to(&rust, &case).unwrap();
-        rust.stream_to(&rust, &case).unwrap_or_else(|(rc, m)| panic!("stream {case}: {rc} {m}"));
+        rust.stream_to(&rust, &case)
+            .unwrap_or_else(|(rc, m)| panic!("stream {case}: {rc} {m}"));
     }
     rust.stream_to(&rust, "int32:batches=0").unwrap();
     assert_eq!((rust.live_allocations)(), before, "every export freed");
@@ -22,6 +23,7 @@ fn every_case_round_trips_and_frees_everything() {
 
 #[test]
 fn the_checker_catches_wrong_data() {
+    let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let rust = rust_plugin();
     let cases = [
         ("int32:seed=1", "int32:seed=2", "element 0"),
@@ -51,6 +53,7 @@ fn the_checker_catches_wrong_data() {
 
 #[test]
 fn bad_case_strings_are_errors_naming_the_part() {
+    let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let rust = rust_plugin();
     for (case, needle) in [
         ("int128", "int128"),
@@ -65,10 +68,21 @@ fn bad_case_strings_are_errors_naming_the_part() {
         let mut array = sys::ArrowDeviceArray::default();
         let rc = unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) };
         assert_eq!(rc, errno::EINVAL, "{case}");
-        assert!(rust.last_error_text().contains(needle), "{case}: {}", rust.last_error_text());
-        assert_eq!(unsafe { sys::ferry_device_array_is_released(&array) }, 1, "untouched on failure");
+        assert!(
+            rust.last_error_text().contains(needle),
+            "{case}: {}",
+            rust.last_error_text()
+        );
+        assert_eq!(
+            unsafe { sys::ferry_device_array_is_released(&array) },
+            1,
+            "untouched on failure"
+        );
         let mut stream = sys::ArrowDeviceArrayStream::default();
-        assert_eq!(unsafe { (rust.export_stream)(spec.as_ptr(), &mut stream) }, errno::EINVAL);
+        assert_eq!(
+            unsafe { (rust.export_stream)(spec.as_ptr(), &mut stream) },
+            errno::EINVAL
+        );
     }
     // A device that is not available fails with the device's own reason.
     let spec = CString::new("int32:device=cuda").unwrap();
@@ -86,21 +100,31 @@ fn bad_case_strings_are_errors_naming_the_part() {
     let mut schema = sys::ArrowSchema::default();
     let mut array = sys::ArrowDeviceArray::default();
     let good = CString::new("int32").unwrap();
-    assert_eq!(unsafe { (rust.export_array)(good.as_ptr(), &mut schema, &mut array) }, 0);
+    assert_eq!(
+        unsafe { (rust.export_array)(good.as_ptr(), &mut schema, &mut array) },
+        0
+    );
     let bad = CString::new("nonsense").unwrap();
-    assert_eq!(unsafe { (rust.check_array)(bad.as_ptr(), &mut schema, &mut array) }, errno::EINVAL);
+    assert_eq!(
+        unsafe { (rust.check_array)(bad.as_ptr(), &mut schema, &mut array) },
+        errno::EINVAL
+    );
     assert_eq!(unsafe { sys::ferry_device_array_is_released(&array) }, 1);
     assert_eq!(unsafe { sys::ferry_schema_is_released(&schema) }, 1);
 }
 
 #[test]
 fn injected_failures_travel_as_code_and_message() {
+    let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let rust = rust_plugin();
     // fail=export: the entry points themselves fail.
     let spec = CString::new("utf8:fail=export").unwrap();
     let mut schema = sys::ArrowSchema::default();
     let mut array = sys::ArrowDeviceArray::default();
-    assert_eq!(unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) }, errno::EIO);
+    assert_eq!(
+        unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) },
+        errno::EIO
+    );
     assert_eq!(rust.last_error_text(), "injected failure at export");
     let mut stream = sys::ArrowDeviceArrayStream::default();
     assert_eq!(unsafe { (rust.export_stream)(spec.as_ptr(), &mut stream) }, errno::EIO);
@@ -113,9 +137,13 @@ fn injected_failures_travel_as_code_and_message() {
     rust.stream_to(&rust, "list_int32:fail=get_schema").unwrap();
     // A checker not told about it gets the producer's code and message
     // through get_last_error.
-    let (rc, message) = rust.stream_to_as(&rust, "int32:batches=4:fail=get_next@2", "int32:batches=4").unwrap_err();
+    let (rc, message) = rust
+        .stream_to_as(&rust, "int32:batches=4:fail=get_next@2", "int32:batches=4")
+        .unwrap_err();
     assert_eq!((rc, message.as_str()), (errno::EIO, "injected failure at get_next 2"));
-    let (rc, message) = rust.stream_to_as(&rust, "list_int32:fail=get_schema", "list_int32").unwrap_err();
+    let (rc, message) = rust
+        .stream_to_as(&rust, "list_int32:fail=get_schema", "list_int32")
+        .unwrap_err();
     assert_eq!((rc, message.as_str()), (errno::EIO, "injected failure at get_schema"));
     // A checker that expects a failure that does not come says so.
     let (rc, message) = rust.stream_to_as(&rust, "int32", "int32:fail=get_next@2").unwrap_err();
@@ -128,6 +156,7 @@ fn injected_failures_travel_as_code_and_message() {
 
 #[test]
 fn stream_failures_are_exact_at_the_c_level() {
+    let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let rust = rust_plugin();
     let spec = CString::new("int16:batches=3:fail=get_next@3:device=sim").unwrap();
     let mut raw = sys::ArrowDeviceArrayStream::default();
@@ -158,6 +187,7 @@ fn stream_failures_are_exact_at_the_c_level() {
 
 #[test]
 fn a_sim_array_read_before_waiting_shows_poison() {
+    let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     ferry::sim_set_strict(true);
     let rust = rust_plugin();
     let spec = CString::new("int32:length=8:device=sim").unwrap();
@@ -176,12 +206,18 @@ fn a_sim_array_read_before_waiting_shows_poison() {
 
 #[test]
 fn threads_keep_their_own_last_error() {
+    let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let rust = rust_plugin();
     let spec = CString::new("bogus").unwrap();
     let mut schema = sys::ArrowSchema::default();
     let mut array = sys::ArrowDeviceArray::default();
-    assert_ne!(unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) }, 0);
-    let other = std::thread::spawn(move || rust_plugin().last_error_text()).join().unwrap();
+    assert_ne!(
+        unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) },
+        0
+    );
+    let other = std::thread::spawn(move || rust_plugin().last_error_text())
+        .join()
+        .unwrap();
     assert_eq!(other, "", "another thread has no failure");
     assert!(rust.last_error_text().contains("bogus"));
 }

@@ -8,7 +8,8 @@ use std::sync::Mutex;
 
 use ferry::sys;
 
-/// Serialises tests that compare allocation counters.
+/// Serialises the plugin tests: a test that compares allocation counters
+/// must not see another test's exports in flight.
 pub static COUNTERS: Mutex<()> = Mutex::new(());
 
 pub type ExportArray = unsafe extern "C" fn(*const c_char, *mut sys::ArrowSchema, *mut sys::ArrowDeviceArray) -> c_int;
@@ -72,8 +73,12 @@ pub fn load_plugin(name: &'static str, path: &str) -> Result<Plugin, String> {
             check_array: std::mem::transmute::<*mut c_void, CheckArray>(sym("ferry_it_check_array")?),
             export_stream: std::mem::transmute::<*mut c_void, ExportStream>(sym("ferry_it_export_stream")?),
             check_stream: std::mem::transmute::<*mut c_void, CheckStream>(sym("ferry_it_check_stream")?),
-            live_allocations: std::mem::transmute::<*mut c_void, extern "C" fn() -> i64>(sym("ferry_it_live_allocations")?),
-            last_error: std::mem::transmute::<*mut c_void, extern "C" fn() -> *const c_char>(sym("ferry_it_last_error")?),
+            live_allocations: std::mem::transmute::<*mut c_void, extern "C" fn() -> i64>(sym(
+                "ferry_it_live_allocations",
+            )?),
+            last_error: std::mem::transmute::<*mut c_void, extern "C" fn() -> *const c_char>(sym(
+                "ferry_it_last_error",
+            )?),
         })
     }
 }
@@ -102,14 +107,32 @@ impl Plugin {
         let mut array = sys::ArrowDeviceArray::default();
         let rc = unsafe { (self.export_array)(spec.as_ptr(), &mut schema, &mut array) };
         if rc != 0 {
-            return Err(format!("{} export of {case} failed ({rc}): {}", self.name, self.last_error_text()));
+            return Err(format!(
+                "{} export of {case} failed ({rc}): {}",
+                self.name,
+                self.last_error_text()
+            ));
         }
         let rc = unsafe { (checker.check_array)(spec.as_ptr(), &mut schema, &mut array) };
         // The checker took ownership: whatever it did, both must be released.
-        assert_eq!(unsafe { sys::ferry_schema_is_released(&schema) }, 1, "{}: schema not taken", checker.name);
-        assert_eq!(unsafe { sys::ferry_device_array_is_released(&array) }, 1, "{}: array not taken", checker.name);
+        assert_eq!(
+            unsafe { sys::ferry_schema_is_released(&schema) },
+            1,
+            "{}: schema not taken",
+            checker.name
+        );
+        assert_eq!(
+            unsafe { sys::ferry_device_array_is_released(&array) },
+            1,
+            "{}: array not taken",
+            checker.name
+        );
         if rc != 0 {
-            return Err(format!("{} check of {case} failed ({rc}): {}", checker.name, checker.last_error_text()));
+            return Err(format!(
+                "{} check of {case} failed ({rc}): {}",
+                checker.name,
+                checker.last_error_text()
+            ));
         }
         Ok(())
     }
@@ -129,7 +152,12 @@ impl Plugin {
             return Err((rc, self.last_error_text()));
         }
         let rc = unsafe { (checker.check_stream)(check_spec.as_ptr(), &mut stream) };
-        assert_eq!(unsafe { sys::ferry_stream_is_released(&stream) }, 1, "{}: stream not taken", checker.name);
+        assert_eq!(
+            unsafe { sys::ferry_stream_is_released(&stream) },
+            1,
+            "{}: stream not taken",
+            checker.name
+        );
         if rc != 0 {
             return Err((rc, checker.last_error_text()));
         }
@@ -140,8 +168,22 @@ impl Plugin {
 /// Cases covering every type and key of the grammar.
 pub fn all_cases() -> Vec<String> {
     let types = [
-        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool",
-        "utf8", "binary", "list_int32", "struct_int32_utf8", "dict_int32_utf8",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float32",
+        "float64",
+        "bool",
+        "utf8",
+        "binary",
+        "list_int32",
+        "struct_int32_utf8",
+        "dict_int32_utf8",
     ];
     let mut cases = Vec::new();
     for t in types {

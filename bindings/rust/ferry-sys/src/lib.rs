@@ -15,6 +15,7 @@
 #![allow(clippy::all)]
 #![allow(rustdoc::all)]
 
+#[rustfmt::skip]
 mod bindings;
 pub use bindings::*;
 

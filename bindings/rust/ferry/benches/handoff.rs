@@ -16,8 +16,9 @@
 //! - `floor_c_array_static`: ferry_array_init + ferry_device_array_init over
 //!   static memory (C producer helpers), ferry_device_array_move, two
 //!   accessors, ferry_device_array_release.
-//! - `floor_c_array_owned`: the same, but the producer keeps an owner record
-//!   (malloc) that its release hook frees: the realistic C shape.
+//! - `floor_c_array_owned`: the same, but the producer exports a refcounted
+//!   shared buffer: it takes a reference and mallocs an owner record, which
+//!   its release hook drops and frees (the C shape of what `Arc` does).
 //! - `floor_c_stream_roundtrip`: a stream made with ferry_stream_init whose
 //!   get_next does the static C production, consumed with
 //!   ferry_stream_get_next + accessors + ferry_device_array_release.
@@ -26,6 +27,9 @@
 //! - `rust_to_c_array_static` (floor_c_array_static): the safe
 //!   `ArrayBuilder` exports a `'static` slice into a raw struct that the C
 //!   side consumes with raw calls.
+//! - `rust_to_c_array_into` (floor_c_array_static): the same built straight
+//!   into the consumer's struct (`ArrayBuilder::build_into`), no
+//!   intermediate `DeviceArray`.
 //! - `rust_to_c_array_owned` (floor_c_array_owned): the same with an
 //!   `Arc<[i32]>` kept alive until release (one box, one Arc count).
 //! - `c_to_rust_array` (floor_c_array_static): raw C production, consumed by
@@ -37,6 +41,7 @@
 //! - `rust_to_rust_stream` (floor_c_stream_roundtrip): both sides safe Rust.
 use std::hint::black_box;
 use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -51,7 +56,12 @@ extern "C" {
     fn free(ptr: *mut c_void);
 }
 
+/// References to the shared buffer the "owned" producers export: the C
+/// floor counts them as a refcounted owner would, like Rust's `Arc`.
+static REFS: AtomicUsize = AtomicUsize::new(0);
+
 unsafe extern "C" fn free_record(user_data: *mut c_void) {
+    REFS.fetch_sub(1, Ordering::AcqRel);
     free(user_data)
 }
 
@@ -64,11 +74,16 @@ unsafe fn c_produce(out: *mut sys::ArrowDeviceArray) -> c_int {
 /// Raw C production with an owner record freed by the release hook.
 #[inline(always)]
 unsafe fn c_produce_owned(out: *mut sys::ArrowDeviceArray) -> c_int {
+    REFS.fetch_add(1, Ordering::Relaxed);
     c_produce_with(out, Some(free_record), malloc(16))
 }
 
 #[inline(always)]
-unsafe fn c_produce_with(out: *mut sys::ArrowDeviceArray, hook: sys::FerryReleaseHook, user_data: *mut c_void) -> c_int {
+unsafe fn c_produce_with(
+    out: *mut sys::ArrowDeviceArray,
+    hook: sys::FerryReleaseHook,
+    user_data: *mut c_void,
+) -> c_int {
     let buffers: [*const c_void; 2] = [std::ptr::null(), VALUES.as_ptr() as *const c_void];
     let mut array = sys::ArrowArray::default();
     let rc = sys::ferry_array_init(
@@ -151,13 +166,21 @@ unsafe fn c_pull(stream: *mut sys::ArrowDeviceArrayStream) -> i64 {
 /// the array.
 #[inline(always)]
 fn rust_produce(shared: &Arc<[i32]>) -> DeviceArray {
-    ArrayBuilder::new(LENGTH).buffer(Buffer::null()).buffer(Buffer::from_arc(shared.clone())).build().unwrap()
+    ArrayBuilder::new(LENGTH)
+        .buffer(Buffer::null())
+        .buffer(Buffer::from_arc(shared.clone()))
+        .build()
+        .unwrap()
 }
 
 /// The safe Rust producer of one batch over static memory.
 #[inline(always)]
 fn rust_produce_static() -> DeviceArray {
-    ArrayBuilder::new(LENGTH).buffer(Buffer::null()).buffer(Buffer::from_static(&VALUES)).build().unwrap()
+    ArrayBuilder::new(LENGTH)
+        .buffer(Buffer::null())
+        .buffer(Buffer::from_static(&VALUES))
+        .build()
+        .unwrap()
 }
 
 /// The safe Rust consumer of one batch.
@@ -184,118 +207,161 @@ fn cases() -> Vec<Case> {
     let shared: Arc<[i32]> = VALUES.to_vec().into();
     let version: unsafe extern "C" fn() -> i32 = black_box(sys::ferry_abi_version);
     let mut cases: Vec<Case> = Vec::new();
-    cases.push(("floor_fn_pointer_call", None, Box::new(move |n| {
-        let mut acc = 0i64;
-        for _ in 0..n {
-            acc += unsafe { black_box(version)() } as i64;
-        }
-        acc
-    })));
-    cases.push(("floor_c_array_static", None, Box::new(|n| {
-        let mut acc = 0;
-        for _ in 0..n {
-            let mut out = sys::ArrowDeviceArray::default();
-            unsafe {
-                c_produce(&mut out);
-                acc += c_consume(black_box(&mut out));
+    cases.push((
+        "floor_fn_pointer_call",
+        None,
+        Box::new(move |n| {
+            let mut acc = 0i64;
+            for _ in 0..n {
+                acc += unsafe { black_box(version)() } as i64;
             }
-        }
-        acc
-    })));
-    cases.push(("floor_c_array_owned", None, Box::new(|n| {
-        let mut acc = 0;
-        for _ in 0..n {
-            let mut out = sys::ArrowDeviceArray::default();
-            unsafe {
-                c_produce_owned(&mut out);
-                acc += c_consume(black_box(&mut out));
+            acc
+        }),
+    ));
+    cases.push((
+        "floor_c_array_static",
+        None,
+        Box::new(|n| {
+            let mut acc = 0;
+            for _ in 0..n {
+                let mut out = sys::ArrowDeviceArray::default();
+                unsafe {
+                    c_produce(&mut out);
+                    acc += c_consume(black_box(&mut out));
+                }
             }
-        }
-        acc
-    })));
+            acc
+        }),
+    ));
+    cases.push((
+        "floor_c_array_owned",
+        None,
+        Box::new(|n| {
+            let mut acc = 0;
+            for _ in 0..n {
+                let mut out = sys::ArrowDeviceArray::default();
+                unsafe {
+                    c_produce_owned(&mut out);
+                    acc += c_consume(black_box(&mut out));
+                }
+            }
+            acc
+        }),
+    ));
     let mut floor_stream = raw_stream();
-    cases.push(("floor_c_stream_roundtrip", None, Box::new(move |n| {
-        let mut acc = 0;
-        for _ in 0..n {
-            acc += unsafe { c_pull(&mut floor_stream) };
-        }
-        acc
-    })));
-    cases.push(("rust_to_c_array_static", Some("floor_c_array_static"), Box::new(|n| {
-        let mut acc = 0;
-        for _ in 0..n {
-            let mut out = sys::ArrowDeviceArray::default();
-            unsafe {
-                rust_produce_static().export_to(&mut out).unwrap();
-                acc += c_consume(black_box(&mut out));
+    cases.push((
+        "floor_c_stream_roundtrip",
+        None,
+        Box::new(move |n| {
+            let mut acc = 0;
+            for _ in 0..n {
+                acc += unsafe { c_pull(&mut floor_stream) };
             }
-        }
-        acc
-    })));
-    cases.push(("rust_to_c_array_into", Some("floor_c_array_static"), Box::new(|n| {
-        let mut acc = 0;
-        for _ in 0..n {
-            let mut out = sys::ArrowDeviceArray::default();
-            unsafe {
-                ArrayBuilder::new(LENGTH)
-                    .buffer(Buffer::null())
-                    .buffer(Buffer::from_static(&VALUES))
-                    .build_into(&mut out)
-                    .unwrap();
-                acc += c_consume(black_box(&mut out));
+            acc
+        }),
+    ));
+    cases.push((
+        "rust_to_c_array_static",
+        Some("floor_c_array_static"),
+        Box::new(|n| {
+            let mut acc = 0;
+            for _ in 0..n {
+                let mut out = sys::ArrowDeviceArray::default();
+                unsafe {
+                    rust_produce_static().export_to(&mut out).unwrap();
+                    acc += c_consume(black_box(&mut out));
+                }
             }
-        }
-        acc
-    })));
+            acc
+        }),
+    ));
+    cases.push((
+        "rust_to_c_array_into",
+        Some("floor_c_array_static"),
+        Box::new(|n| {
+            let mut acc = 0;
+            for _ in 0..n {
+                let mut out = sys::ArrowDeviceArray::default();
+                unsafe {
+                    ArrayBuilder::new(LENGTH)
+                        .buffer(Buffer::null())
+                        .buffer(Buffer::from_static(&VALUES))
+                        .build_into(&mut out)
+                        .unwrap();
+                    acc += c_consume(black_box(&mut out));
+                }
+            }
+            acc
+        }),
+    ));
     let s1 = shared.clone();
-    cases.push(("rust_to_c_array_owned", Some("floor_c_array_owned"), Box::new(move |n| {
-        let mut acc = 0;
-        for _ in 0..n {
-            let mut out = sys::ArrowDeviceArray::default();
-            unsafe {
-                rust_produce(&s1).export_to(&mut out).unwrap();
-                acc += c_consume(black_box(&mut out));
+    cases.push((
+        "rust_to_c_array_owned",
+        Some("floor_c_array_owned"),
+        Box::new(move |n| {
+            let mut acc = 0;
+            for _ in 0..n {
+                let mut out = sys::ArrowDeviceArray::default();
+                unsafe {
+                    rust_produce(&s1).export_to(&mut out).unwrap();
+                    acc += c_consume(black_box(&mut out));
+                }
             }
-        }
-        acc
-    })));
-    cases.push(("c_to_rust_array", Some("floor_c_array_static"), Box::new(|n| {
-        let mut acc = 0;
-        for _ in 0..n {
-            let mut out = sys::ArrowDeviceArray::default();
-            unsafe {
-                c_produce(&mut out);
-                acc += rust_consume(DeviceArray::from_raw(black_box(&mut out)).unwrap());
+            acc
+        }),
+    ));
+    cases.push((
+        "c_to_rust_array",
+        Some("floor_c_array_static"),
+        Box::new(|n| {
+            let mut acc = 0;
+            for _ in 0..n {
+                let mut out = sys::ArrowDeviceArray::default();
+                unsafe {
+                    c_produce(&mut out);
+                    acc += rust_consume(DeviceArray::from_raw(black_box(&mut out)).unwrap());
+                }
             }
-        }
-        acc
-    })));
+            acc
+        }),
+    ));
     let mut rust_stream = DeviceArrayStream::from_producer(DeviceType::CPU, Endless).unwrap();
-    cases.push(("rust_to_c_stream", Some("floor_c_stream_roundtrip"), Box::new(move |n| {
-        let mut acc = 0;
-        for _ in 0..n {
-            acc += unsafe { c_pull(rust_stream.as_mut_ptr()) };
-        }
-        acc
-    })));
-    let raw = raw_stream();
-    let mut c_stream = unsafe { DeviceArrayStream::from_raw(&raw as *const _ as *mut _).unwrap() };
-    std::mem::forget(raw); // moved: the original struct is released
-    cases.push(("c_to_rust_stream", Some("floor_c_stream_roundtrip"), Box::new(move |n| {
-        let mut acc = 0;
-        for _ in 0..n {
-            acc += rust_consume(c_stream.next().unwrap().unwrap());
-        }
-        acc
-    })));
+    cases.push((
+        "rust_to_c_stream",
+        Some("floor_c_stream_roundtrip"),
+        Box::new(move |n| {
+            let mut acc = 0;
+            for _ in 0..n {
+                acc += unsafe { c_pull(rust_stream.as_mut_ptr()) };
+            }
+            acc
+        }),
+    ));
+    let mut raw = raw_stream();
+    let mut c_stream = unsafe { DeviceArrayStream::from_raw(&mut raw).unwrap() }; // `raw` is released now
+    cases.push((
+        "c_to_rust_stream",
+        Some("floor_c_stream_roundtrip"),
+        Box::new(move |n| {
+            let mut acc = 0;
+            for _ in 0..n {
+                acc += rust_consume(c_stream.next().unwrap().unwrap());
+            }
+            acc
+        }),
+    ));
     let mut both = DeviceArrayStream::from_producer(DeviceType::CPU, Endless).unwrap();
-    cases.push(("rust_to_rust_stream", Some("floor_c_stream_roundtrip"), Box::new(move |n| {
-        let mut acc = 0;
-        for _ in 0..n {
-            acc += rust_consume(both.next().unwrap().unwrap());
-        }
-        acc
-    })));
+    cases.push((
+        "rust_to_rust_stream",
+        Some("floor_c_stream_roundtrip"),
+        Box::new(move |n| {
+            let mut acc = 0;
+            for _ in 0..n {
+                acc += rust_consume(both.next().unwrap().unwrap());
+            }
+            acc
+        }),
+    ));
     cases
 }
 
@@ -306,7 +372,11 @@ fn main() {
     // FERRY_BENCH_FILTER=word keeps the cases whose name contains it, plus
     // their floors (for profiling one case).
     if let Ok(filter) = std::env::var("FERRY_BENCH_FILTER") {
-        let floors: Vec<&str> = cases.iter().filter(|c| c.0.contains(&filter)).filter_map(|c| c.1).collect();
+        let floors: Vec<&str> = cases
+            .iter()
+            .filter(|c| c.0.contains(&filter))
+            .filter_map(|c| c.1)
+            .collect();
         cases.retain(|c| c.0.contains(&filter) || floors.contains(&c.0));
     }
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
@@ -330,7 +400,10 @@ fn main() {
     let median_of = |name: &str| cases.iter().position(|c| c.0 == name).map(|i| stats[i].1).unwrap();
     let min_of = |name: &str| cases.iter().position(|c| c.0 == name).map(|i| stats[i].0).unwrap();
     println!("ferry Rust handoff benchmark: int32 x {LENGTH}, {rounds} rounds x {ops} ops, ns/op");
-    println!("{:<26} {:>8} {:>8}  {:<26} {:>9} {:>9}  target 1.5", "case", "min", "median", "floor", "ratio min", "ratio med");
+    println!(
+        "{:<26} {:>8} {:>8}  {:<26} {:>9} {:>9}  target 1.5",
+        "case", "min", "median", "floor", "ratio min", "ratio med"
+    );
     let mut worst: f64 = 0.0;
     for (i, (name, floor, _)) in cases.iter().enumerate() {
         let (min, median) = stats[i];
@@ -342,7 +415,10 @@ fn main() {
                 let verdict = if ratio <= 1.5 { "ok" } else { "ABOVE TARGET" };
                 println!("{name:<26} {min:>8.1} {median:>8.1}  {floor:<26} {ratio_min:>9.2} {ratio:>9.2}  {verdict}");
             }
-            None => println!("{name:<26} {min:>8.1} {median:>8.1}  {:<26} {:>9} {:>9}", "(floor)", "-", "-"),
+            None => println!(
+                "{name:<26} {min:>8.1} {median:>8.1}  {:<26} {:>9} {:>9}",
+                "(floor)", "-", "-"
+            ),
         }
     }
     for (i, (name, _, _)) in cases.iter().enumerate() {

@@ -106,7 +106,15 @@ impl ArrayView {
     pub fn buffer_size(&self, schema: &SchemaView, device_type: DeviceType, device_id: i64, i: usize) -> Result<usize> {
         let mut size = 0i64;
         call(|err| unsafe {
-            sys::ferry_array_buffer_size(schema.as_ptr(), self.as_ptr(), device_type.0, device_id, i as i64, &mut size, err)
+            sys::ferry_array_buffer_size(
+                schema.as_ptr(),
+                self.as_ptr(),
+                device_type.0,
+                device_id,
+                i as i64,
+                &mut size,
+                err,
+            )
         })?;
         Ok(size.max(0) as usize)
     }
@@ -121,7 +129,10 @@ impl fmt::Debug for ArrayView {
         d.field("length", &self.length())
             .field("null_count", &self.null_count())
             .field("offset", &self.offset())
-            .field("buffers", &(0..self.n_buffers()).map(|i| self.buffer(i)).collect::<Vec<_>>());
+            .field(
+                "buffers",
+                &(0..self.n_buffers()).map(|i| self.buffer(i)).collect::<Vec<_>>(),
+            );
         if self.n_children() > 0 {
             d.field("children", &self.children().collect::<Vec<_>>());
         }
@@ -173,10 +184,13 @@ impl DeviceArray {
         if ptr.is_null() {
             return Err(Error::invalid("device array pointer is NULL"));
         }
-        let mut array = DeviceArray::released();
-        if sys::ferry_device_array_move(ptr, &mut array.raw) != 0 {
+        // The same bitwise move as ferry_device_array_move, done here through
+        // the ferry-sys type: it is on every consumer's hot path.
+        if (*ptr).array.release.is_none() {
             return Err(Error::invalid("cannot import a released device array"));
         }
+        let array = DeviceArray { raw: ptr::read(ptr) };
+        (*ptr).array.release = None;
         Ok(array)
     }
 
@@ -186,20 +200,31 @@ impl DeviceArray {
     /// # Safety
     /// `out` must point to a writable `ArrowDeviceArray`.
     #[inline]
-    pub unsafe fn export_to(mut self, out: *mut sys::ArrowDeviceArray) -> Result<()> {
+    pub unsafe fn export_to(self, out: *mut sys::ArrowDeviceArray) -> Result<()> {
         if out.is_null() {
             return Err(Error::invalid("output device array pointer is NULL"));
         }
-        if sys::ferry_device_array_move(&mut self.raw, out) != 0 {
-            return Err(Error::invalid("output device array is not released; refusing to overwrite it"));
+        if (*out).array.release.is_some() {
+            return Err(Error::invalid(
+                "output device array is not released; refusing to overwrite it",
+            ));
         }
+        if self.raw.array.release.is_none() {
+            return Err(Error::invalid("cannot export a released device array"));
+        }
+        // A bitwise move (as ferry_device_array_move does); `self` is then
+        // forgotten, so nothing is released here.
+        ptr::write(out, ptr::read(&self.raw));
+        std::mem::forget(self);
         Ok(())
     }
 
     /// A zeroed (released) array used as an out-parameter inside the crate.
     #[inline]
     pub(crate) fn released() -> DeviceArray {
-        DeviceArray { raw: sys::ArrowDeviceArray::default() }
+        DeviceArray {
+            raw: sys::ArrowDeviceArray::default(),
+        }
     }
 
     /// The raw struct, for filling as an out-parameter.
@@ -257,15 +282,17 @@ impl DeviceArray {
     /// device) waits and the host does not block. Returns at once without an
     /// event.
     pub fn wait(&self, consumer_stream: Option<*mut c_void>) -> Result<()> {
-        call(|err| unsafe {
-            sys::ferry_device_array_wait(&self.raw, consumer_stream.unwrap_or(ptr::null_mut()), err)
-        })
+        call(|err| unsafe { sys::ferry_device_array_wait(&self.raw, consumer_stream.unwrap_or(ptr::null_mut()), err) })
     }
 
     /// Validates against `schema` with the core; `full` also reads buffer
     /// contents (offsets, UTF-8, validity).
     pub fn validate(&self, schema: &SchemaView, full: bool) -> Result<()> {
-        let level = if full { sys::FERRY_VALIDATE_FULL } else { sys::FERRY_VALIDATE_DEFAULT };
+        let level = if full {
+            sys::FERRY_VALIDATE_FULL
+        } else {
+            sys::FERRY_VALIDATE_DEFAULT
+        };
         call(|err| unsafe {
             sys::ferry_validate_device_array(schema.as_ptr(), &self.raw, level, None, ptr::null_mut(), err)
         })

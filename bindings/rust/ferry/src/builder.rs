@@ -37,7 +37,10 @@ unsafe extern "C" fn release_boxed<O>(user_data: *mut c_void) {
 impl Owner {
     #[inline]
     fn new<O: Send + 'static>(owner: Box<O>) -> Owner {
-        Owner { ptr: Box::into_raw(owner) as *mut c_void, release: release_boxed::<O> }
+        Owner {
+            ptr: Box::into_raw(owner) as *mut c_void,
+            release: release_boxed::<O>,
+        }
     }
     /// Hands the owner to C: after this, only the hook may drop it.
     #[inline]
@@ -93,7 +96,11 @@ impl Buffer {
     /// An absent buffer (NULL), e.g. a validity bitmap with no nulls.
     #[inline(always)]
     pub fn null() -> Buffer {
-        Buffer { ptr: ptr::null(), len: 0, owner: None }
+        Buffer {
+            ptr: ptr::null(),
+            len: 0,
+            owner: None,
+        }
     }
 
     /// Takes ownership of `owner` and exports the slice it dereferences to.
@@ -108,7 +115,11 @@ impl Buffer {
         let boxed: Box<O> = Box::new(owner);
         let slice: &[T] = (*boxed).as_ref();
         let (ptr, len) = (slice.as_ptr() as *const c_void, std::mem::size_of_val(slice));
-        Buffer { ptr, len, owner: Some(Owner::new(boxed)) }
+        Buffer {
+            ptr,
+            len,
+            owner: Some(Owner::new(boxed)),
+        }
     }
 
     /// Exports a `Vec` without copying.
@@ -132,13 +143,21 @@ impl Buffer {
     /// Exports a `'static` slice (nothing to free).
     #[inline(always)]
     pub fn from_static<T: Copy + 'static>(values: &'static [T]) -> Buffer {
-        Buffer { ptr: values.as_ptr() as *const c_void, len: std::mem::size_of_val(values), owner: None }
+        Buffer {
+            ptr: values.as_ptr() as *const c_void,
+            len: std::mem::size_of_val(values),
+            owner: None,
+        }
     }
 
     /// Exports device memory; freed on the device at release.
     pub fn from_device(buffer: crate::device::DeviceBuffer) -> Buffer {
         let (ptr, len) = (buffer.as_ptr() as *const c_void, buffer.len());
-        Buffer { ptr, len, owner: Some(Owner::new(Box::new(buffer))) }
+        Buffer {
+            ptr,
+            len,
+            owner: Some(Owner::new(Box::new(buffer))),
+        }
     }
 
     /// Exports memory described by an address, kept alive by `owner`.
@@ -146,7 +165,11 @@ impl Buffer {
     /// # Safety
     /// `ptr` must stay valid for `len` bytes while `owner` lives.
     pub unsafe fn from_raw_parts<O: Send + 'static>(ptr: *const c_void, len: usize, owner: O) -> Buffer {
-        Buffer { ptr, len, owner: Some(Owner::new(Box::new(owner))) }
+        Buffer {
+            ptr,
+            len,
+            owner: Some(Owner::new(Box::new(owner))),
+        }
     }
 
     /// The exported address.
@@ -206,14 +229,39 @@ pub struct ArrayBuilder {
     /// The first buffers live inline (arrays rarely have more than three),
     /// and everything rarer sits behind one box: the common shape costs no
     /// allocation beyond its owners'.
-    inline: [Buffer; 3],
+    inline: [Slot; 3],
     n_inline: usize,
     more: Option<Box<More>>,
 }
 
+/// A buffer as the builder keeps it: the address and the owner (the size
+/// is not needed to export, and a smaller builder moves without memcpy).
+#[derive(Debug)]
+struct Slot {
+    ptr: *const c_void,
+    owner: Option<Owner>,
+}
+
+impl Slot {
+    const NULL: Slot = Slot {
+        ptr: ptr::null(),
+        owner: None,
+    };
+}
+
+impl From<Buffer> for Slot {
+    #[inline(always)]
+    fn from(b: Buffer) -> Slot {
+        Slot {
+            ptr: b.ptr,
+            owner: b.owner,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct More {
-    spilled: Vec<Buffer>,
+    spilled: Vec<Slot>,
     children: Vec<ArrayBuilder>,
     dictionary: Option<ArrayBuilder>,
     extra_owners: Vec<Owner>,
@@ -242,7 +290,7 @@ impl ArrayBuilder {
             length,
             null_count: 0,
             offset: 0,
-            inline: [Buffer::null(), Buffer::null(), Buffer::null()],
+            inline: [Slot::NULL, Slot::NULL, Slot::NULL],
             n_inline: 0,
             more: None,
         }
@@ -263,10 +311,10 @@ impl ArrayBuilder {
     #[inline(always)]
     pub fn buffer(mut self, buffer: Buffer) -> Self {
         if self.n_inline < self.inline.len() {
-            self.inline[self.n_inline] = buffer;
+            self.inline[self.n_inline] = buffer.into();
             self.n_inline += 1;
         } else {
-            self.more().spilled.push(buffer);
+            self.more().spilled.push(buffer.into());
         }
         self
     }
@@ -353,8 +401,11 @@ impl ArrayBuilder {
 
     /// Any shape: more buffers, several owners, children, a dictionary.
     fn fill_general(&mut self, out: *mut sys::ArrowArray, mut more: More) -> Result<()> {
-        let pointers: Vec<*const c_void> =
-            self.inline[..self.n_inline].iter().chain(&more.spilled).map(|b| b.ptr).collect();
+        let pointers: Vec<*const c_void> = self.inline[..self.n_inline]
+            .iter()
+            .chain(&more.spilled)
+            .map(|b| b.ptr)
+            .collect();
         let owners: Vec<Owner> = self.inline[..self.n_inline]
             .iter_mut()
             .chain(more.spilled.iter_mut())
@@ -400,12 +451,15 @@ impl ArrayBuilder {
                 if slot.is_null() {
                     return Err(Error::io(format!("the core gave no slot for child {i}")));
                 }
-                child.fill(slot).map_err(|e| Error::new(e.code(), format!("child {i}: {}", e.message())))?;
+                child
+                    .fill(slot)
+                    .map_err(|e| Error::new(e.code(), format!("child {i}: {}", e.message())))?;
             }
             if let Some(mut dict) = more.dictionary.take() {
                 let mut slot: *mut sys::ArrowArray = ptr::null_mut();
                 call(|err| unsafe { sys::ferry_array_allocate_dictionary(out, &mut slot, err) })?;
-                dict.fill(slot).map_err(|e| Error::new(e.code(), format!("dictionary: {}", e.message())))?;
+                dict.fill(slot)
+                    .map_err(|e| Error::new(e.code(), format!("dictionary: {}", e.message())))?;
             }
             Ok(())
         };
@@ -453,12 +507,21 @@ impl ArrayBuilder {
     /// with an optional event the consumer must wait on. The event is owned
     /// by the array and destroyed after the array is released.
     #[inline(always)]
-    pub fn build_on(mut self, device_type: DeviceType, device_id: i64, sync_event: Option<Event>) -> Result<DeviceArray> {
+    pub fn build_on(
+        mut self,
+        device_type: DeviceType,
+        device_id: i64,
+        sync_event: Option<Event>,
+    ) -> Result<DeviceArray> {
         let mut array = sys::ArrowArray::default();
         self.fill(&mut array)?;
         let mut out = DeviceArray::released();
         let (event_ptr, hook, user_data): (*mut c_void, sys::FerryReleaseHook, *mut c_void) = match sync_event {
-            Some(e) => (e.as_ptr(), Some(release_event), Box::into_raw(Box::new(e)) as *mut c_void),
+            Some(e) => (
+                e.as_ptr(),
+                Some(release_event),
+                Box::into_raw(Box::new(e)) as *mut c_void,
+            ),
             None => (ptr::null_mut(), None, ptr::null_mut()),
         };
         let mut err = ErrorBuf::new();
@@ -487,7 +550,12 @@ impl ArrayBuilder {
     /// Exports an array produced on `device` by work queued on
     /// `producer_stream` (`None`: nothing pending), recording an event or
     /// synchronizing according to `policy`.
-    pub fn build_async(mut self, device: &Device, producer_stream: Option<&DeviceStream>, policy: ExportPolicy) -> Result<DeviceArray> {
+    pub fn build_async(
+        mut self,
+        device: &Device,
+        producer_stream: Option<&DeviceStream>,
+        policy: ExportPolicy,
+    ) -> Result<DeviceArray> {
         let mut array = sys::ArrowArray::default();
         self.fill(&mut array)?;
         let mut out = DeviceArray::released();
@@ -597,7 +665,11 @@ pub fn export_utf8<S: AsRef<str>>(values: &[Option<S>]) -> Result<(Schema, Devic
     }
     let valid: Vec<bool> = values.iter().map(Option::is_some).collect();
     let (bits, nulls) = validity_bitmap(&valid);
-    let validity = if nulls == 0 { Buffer::null() } else { Buffer::from_vec(bits) };
+    let validity = if nulls == 0 {
+        Buffer::null()
+    } else {
+        Buffer::from_vec(bits)
+    };
     let array = ArrayBuilder::new(values.len() as i64)
         .null_count(nulls)
         .buffer(validity)

@@ -74,8 +74,8 @@ impl DeviceType {
     /// Parses a name the core knows ("cpu", "cuda", "rocm", "sim", ...);
     /// `EINVAL` naming the word otherwise.
     pub fn from_name(name: &str) -> Result<DeviceType> {
-        let c_name = CString::new(name)
-            .map_err(|_| Error::invalid(format!("device name {name:?} contains a NUL byte")))?;
+        let c_name =
+            CString::new(name).map_err(|_| Error::invalid(format!("device name {name:?} contains a NUL byte")))?;
         let mut out: sys::ArrowDeviceType = 0;
         call(|err| unsafe { sys::ferry_device_type_from_name(c_name.as_ptr(), &mut out, err) })?;
         Ok(DeviceType(out))
@@ -165,21 +165,31 @@ impl Device {
     pub fn allocate(&self, size: usize) -> Result<DeviceBuffer> {
         let mut out: *mut c_void = ptr::null_mut();
         call(|err| unsafe { sys::ferry_device_allocate(self.as_ptr(), size as i64, &mut out, err) })?;
-        Ok(DeviceBuffer { device: *self, ptr: out, len: size })
+        Ok(DeviceBuffer {
+            device: *self,
+            ptr: out,
+            len: size,
+        })
     }
 
     /// Creates a stream (queue) on the device; destroyed when dropped.
     pub fn create_stream(&self) -> Result<DeviceStream> {
         let mut out: *mut c_void = ptr::null_mut();
         call(|err| unsafe { sys::ferry_device_stream_create(self.as_ptr(), &mut out, err) })?;
-        Ok(DeviceStream { device: *self, raw: out })
+        Ok(DeviceStream {
+            device: *self,
+            raw: out,
+        })
     }
 
     /// Creates an event on the device; destroyed when dropped.
     pub fn create_event(&self) -> Result<Event> {
         let mut out: *mut c_void = ptr::null_mut();
         call(|err| unsafe { sys::ferry_device_event_create(self.as_ptr(), &mut out, err) })?;
-        Ok(Event { device: *self, raw: out })
+        Ok(Event {
+            device: *self,
+            raw: out,
+        })
     }
 
     /// Copies `size` bytes between devices with the core's
@@ -277,7 +287,14 @@ impl DeviceBuffer {
     pub unsafe fn copy_from_host_async(&mut self, src: &[u8], stream: &DeviceStream) -> Result<()> {
         self.check_len(src.len())?;
         let cpu = Device::cpu()?;
-        Device::memcpy(&self.device, self.ptr, &cpu, src.as_ptr().cast(), src.len(), Some(stream))
+        Device::memcpy(
+            &self.device,
+            self.ptr,
+            &cpu,
+            src.as_ptr().cast(),
+            src.len(),
+            Some(stream),
+        )
     }
 
     /// Copies the start of the buffer into `dst`, synchronously.
@@ -348,9 +365,7 @@ impl DeviceStream {
     }
     /// Makes this stream wait for `event` without blocking the host.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        call(|err| unsafe {
-            sys::ferry_device_stream_wait_event(self.device.as_ptr(), self.raw, event.raw, err)
-        })
+        call(|err| unsafe { sys::ferry_device_stream_wait_event(self.device.as_ptr(), self.raw, event.raw, err) })
     }
 }
 

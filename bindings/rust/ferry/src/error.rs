@@ -56,7 +56,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// An error with an errno `code` (non-zero) and a message.
     pub fn new(code: i32, message: impl Into<String>) -> Self {
-        Error { code, message: message.into() }
+        Error {
+            code,
+            message: message.into(),
+        }
     }
 
     /// An `EINVAL` error.
@@ -128,7 +131,13 @@ impl fmt::Display for Error {
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Error {{ code: {} ({}), message: {:?} }}", self.code, self.name(), self.message)
+        write!(
+            f,
+            "Error {{ code: {} ({}), message: {:?} }}",
+            self.code,
+            self.name(),
+            self.message
+        )
     }
 }
 

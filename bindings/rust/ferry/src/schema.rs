@@ -126,7 +126,11 @@ impl SchemaView {
 
     /// The value of metadata `key`, if present.
     pub fn metadata_value(&self, key: &str) -> Result<Option<&[u8]>> {
-        Ok(self.metadata()?.into_iter().find(|(k, _)| *k == key.as_bytes()).map(|(_, v)| v))
+        Ok(self
+            .metadata()?
+            .into_iter()
+            .find(|(k, _)| *k == key.as_bytes())
+            .map(|(_, v)| v))
     }
 
     /// Validates the schema with the core (`EINVAL` with the first finding).
@@ -166,7 +170,9 @@ impl fmt::Debug for SchemaView {
             return f.write_str("Schema(released)");
         }
         let mut d = f.debug_struct("Schema");
-        d.field("format", &self.format()).field("name", &self.name()).field("flags", &self.flags());
+        d.field("format", &self.format())
+            .field("name", &self.name())
+            .field("flags", &self.flags());
         if self.n_children() > 0 {
             d.field("children", &self.children().collect::<Vec<_>>());
         }
@@ -234,7 +240,9 @@ impl Schema {
         if ptr.is_null() {
             return Err(Error::invalid("schema pointer is NULL"));
         }
-        let mut schema = Schema { raw: sys::ArrowSchema::default() };
+        let mut schema = Schema {
+            raw: sys::ArrowSchema::default(),
+        };
         if sys::ferry_schema_move(ptr, &mut schema.raw) != 0 {
             return Err(Error::invalid("cannot import a released schema"));
         }
@@ -251,14 +259,18 @@ impl Schema {
             return Err(Error::invalid("output schema pointer is NULL"));
         }
         if sys::ferry_schema_move(&mut self.raw, out) != 0 {
-            return Err(Error::invalid("output schema is not released; refusing to overwrite it"));
+            return Err(Error::invalid(
+                "output schema is not released; refusing to overwrite it",
+            ));
         }
         Ok(())
     }
 
     /// A zeroed (released) schema used as an out-parameter inside the crate.
     pub(crate) fn new_released() -> Schema {
-        Schema { raw: sys::ArrowSchema::default() }
+        Schema {
+            raw: sys::ArrowSchema::default(),
+        }
     }
 
     /// The raw pointer (still owned by `self`).
@@ -374,7 +386,9 @@ impl SchemaBuilder {
             Some(n) => Some(CString::new(n.as_str()).map_err(|_| nul("name"))?),
             None => None,
         };
-        let mut schema = Schema { raw: sys::ArrowSchema::default() };
+        let mut schema = Schema {
+            raw: sys::ArrowSchema::default(),
+        };
         call(|err| unsafe {
             sys::ferry_schema_init(
                 &mut schema.raw,

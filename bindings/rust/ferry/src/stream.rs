@@ -135,7 +135,10 @@ impl DeviceArrayStream {
         if ptr.is_null() {
             return Err(Error::invalid("stream pointer is NULL"));
         }
-        let mut stream = DeviceArrayStream { raw: sys::ArrowDeviceArrayStream::default(), finished: false };
+        let mut stream = DeviceArrayStream {
+            raw: sys::ArrowDeviceArrayStream::default(),
+            finished: false,
+        };
         if sys::ferry_stream_move(ptr, &mut stream.raw) != 0 {
             return Err(Error::invalid("cannot import a released stream"));
         }
@@ -151,7 +154,9 @@ impl DeviceArrayStream {
             return Err(Error::invalid("output stream pointer is NULL"));
         }
         if sys::ferry_stream_move(&mut self.raw, out) != 0 {
-            return Err(Error::invalid("output stream is not released; refusing to overwrite it"));
+            return Err(Error::invalid(
+                "output stream is not released; refusing to overwrite it",
+            ));
         }
         Ok(())
     }
@@ -160,7 +165,10 @@ impl DeviceArrayStream {
     /// the consumer releases the stream.
     pub fn from_producer<P: ArrayProducer>(device_type: DeviceType, producer: P) -> Result<DeviceArrayStream> {
         let user_data = Box::into_raw(Box::new(producer)) as *mut c_void;
-        let mut stream = DeviceArrayStream { raw: sys::ArrowDeviceArrayStream::default(), finished: false };
+        let mut stream = DeviceArrayStream {
+            raw: sys::ArrowDeviceArrayStream::default(),
+            finished: false,
+        };
         let result = call(|err| unsafe {
             sys::ferry_stream_init(
                 &mut stream.raw,
@@ -187,7 +195,13 @@ impl DeviceArrayStream {
         I: IntoIterator<Item = Result<DeviceArray>>,
         I::IntoIter: Send + 'static,
     {
-        DeviceArrayStream::from_producer(device_type, IterProducer { schema, iter: batches.into_iter() })
+        DeviceArrayStream::from_producer(
+            device_type,
+            IterProducer {
+                schema,
+                iter: batches.into_iter(),
+            },
+        )
     }
 
     /// A stream over arrays that already exist, through the core's
@@ -200,7 +214,10 @@ impl DeviceArrayStream {
             unsafe { array.export_to(&mut slot)? };
             raw_arrays.push(slot);
         }
-        let mut stream = DeviceArrayStream { raw: sys::ArrowDeviceArrayStream::default(), finished: false };
+        let mut stream = DeviceArrayStream {
+            raw: sys::ArrowDeviceArrayStream::default(),
+            finished: false,
+        };
         let result = call(|err| unsafe {
             sys::ferry_stream_init_from_arrays(
                 &mut stream.raw,

@@ -30,7 +30,10 @@ fn vec_is_exported_without_copy_and_freed_once_at_release() {
     let address = values.as_ptr() as *const c_void;
     let array = ArrayBuilder::new(1000)
         .buffer(Buffer::null())
-        .buffer(Buffer::from_owner(Tracked { values, drops: drops.clone() }))
+        .buffer(Buffer::from_owner(Tracked {
+            values,
+            drops: drops.clone(),
+        }))
         .build()
         .unwrap();
     assert_eq!(array.buffer(1), address, "the exported buffer is the Vec's memory");
@@ -48,7 +51,11 @@ fn vec_is_exported_without_copy_and_freed_once_at_release() {
 #[test]
 fn drop_of_an_imported_array_releases_exactly_once() {
     let shared: Arc<[i64]> = (0..10).collect::<Vec<i64>>().into();
-    let array = ArrayBuilder::new(10).buffer(Buffer::null()).buffer(Buffer::from_arc(shared.clone())).build().unwrap();
+    let array = ArrayBuilder::new(10)
+        .buffer(Buffer::null())
+        .buffer(Buffer::from_arc(shared.clone()))
+        .build()
+        .unwrap();
     assert_eq!(Arc::strong_count(&shared), 2);
     let mut raw = sys::ArrowDeviceArray::default();
     unsafe { array.export_to(&mut raw).unwrap() };
@@ -91,7 +98,10 @@ fn export_into_a_live_struct_is_refused_and_nothing_leaks() {
     let make = |drops: &Arc<AtomicUsize>| {
         ArrayBuilder::new(1)
             .buffer(Buffer::null())
-            .buffer(Buffer::from_owner(Tracked { values: vec![1], drops: drops.clone() }))
+            .buffer(Buffer::from_owner(Tracked {
+                values: vec![1],
+                drops: drops.clone(),
+            }))
             .build()
             .unwrap()
     };
@@ -106,12 +116,19 @@ fn export_into_a_live_struct_is_refused_and_nothing_leaks() {
 
 #[test]
 fn children_and_dictionary_are_reachable_through_accessors() {
-    let a = ArrayBuilder::new(2).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![1i32, 2]));
+    let a = ArrayBuilder::new(2)
+        .buffer(Buffer::null())
+        .buffer(Buffer::from_vec(vec![1i32, 2]));
     let b = ArrayBuilder::new(2)
         .buffer(Buffer::null())
         .buffer(Buffer::from_vec(vec![0i32, 1, 2]))
         .buffer(Buffer::from_vec(b"pq".to_vec()));
-    let array = ArrayBuilder::new(2).buffer(Buffer::null()).child(a).child(b).build().unwrap();
+    let array = ArrayBuilder::new(2)
+        .buffer(Buffer::null())
+        .child(a)
+        .child(b)
+        .build()
+        .unwrap();
     assert_eq!(array.n_children(), 2);
     assert_eq!(array.child(0).unwrap().length(), 2);
     assert_eq!(array.child(1).unwrap().n_buffers(), 3);
@@ -138,7 +155,10 @@ fn children_and_dictionary_are_reachable_through_accessors() {
         .unwrap();
     let dict = dict_array.dictionary().unwrap();
     assert_eq!(dict.length(), 2);
-    let dict_schema = Schema::builder("i").dictionary(Schema::new("u", None).unwrap()).build().unwrap();
+    let dict_schema = Schema::builder("i")
+        .dictionary(Schema::new("u", None).unwrap())
+        .build()
+        .unwrap();
     dict_array.validate(&dict_schema, true).unwrap();
 }
 

@@ -4,7 +4,7 @@
 #![cfg(feature = "arrow")]
 use std::sync::Arc;
 
-use arrow_array::builder::{ListBuilder, StringDictionaryBuilder, Int32Builder};
+use arrow_array::builder::{Int32Builder, ListBuilder, StringDictionaryBuilder};
 use arrow_array::types::Int32Type;
 use arrow_array::{
     Array, ArrayRef, BinaryArray, BooleanArray, Float64Array, Int16Array, Int32Array, Int64Array, StringArray,
@@ -64,8 +64,14 @@ fn nested_and_dictionary_round_trip_equal() {
     let list: ArrayRef = Arc::new(list.finish());
 
     let strukt: ArrayRef = Arc::new(StructArray::from(vec![
-        (Arc::new(Field::new("a", DataType::Int32, false)), Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef),
-        (Arc::new(Field::new("b", DataType::Utf8, true)), Arc::new(StringArray::from(vec![Some("x"), None])) as ArrayRef),
+        (
+            Arc::new(Field::new("a", DataType::Int32, false)),
+            Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef,
+        ),
+        (
+            Arc::new(Field::new("b", DataType::Utf8, true)),
+            Arc::new(StringArray::from(vec![Some("x"), None])) as ArrayRef,
+        ),
     ]));
 
     let mut dict = StringDictionaryBuilder::<Int32Type>::new();
@@ -95,11 +101,17 @@ fn conversion_is_zero_copy() {
 fn ferry_made_arrays_import_into_arrow() {
     let (schema, array) = ferry::export_primitive(vec![5i32, 6, 7], Some(&[true, false, true])).unwrap();
     let arrow = array.to_arrow(&schema).unwrap();
-    assert_eq!(&arrow, &(Arc::new(Int32Array::from(vec![Some(5), None, Some(7)])) as ArrayRef));
+    assert_eq!(
+        &arrow,
+        &(Arc::new(Int32Array::from(vec![Some(5), None, Some(7)])) as ArrayRef)
+    );
 
     let (schema, array) = ferry::export_utf8(&[Some("a"), None]).unwrap();
     let arrow = array.to_arrow(&schema).unwrap();
-    assert_eq!(&arrow, &(Arc::new(StringArray::from(vec![Some("a"), None])) as ArrayRef));
+    assert_eq!(
+        &arrow,
+        &(Arc::new(StringArray::from(vec![Some("a"), None])) as ArrayRef)
+    );
 }
 
 #[test]
@@ -122,7 +134,11 @@ fn sim_arrays_are_copied_to_the_cpu_first() {
 
 #[test]
 fn schemas_convert_both_ways() {
-    let field = Field::new("l", DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), true);
+    let field = Field::new(
+        "l",
+        DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+        true,
+    );
     let schema = Schema::from_arrow_field(&field).unwrap();
     assert_eq!(schema.format(), "+l");
     assert_eq!(schema.child(0).unwrap().format(), "u");

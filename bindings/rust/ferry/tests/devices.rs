@@ -38,7 +38,10 @@ fn consumer_waits_on_the_event_before_reading() {
     // Strict mode: the queued copy has not run, the memory reads poison.
     let poison = ferry::sys::FERRY_SIM_POISON_BYTE as u8;
     let early = unsafe { array.buffer_slice::<u8>(1, 16) }.unwrap().to_vec();
-    assert!(early.iter().all(|b| *b == poison), "read before wait sees poison: {early:?}");
+    assert!(
+        early.iter().all(|b| *b == poison),
+        "read before wait sees poison: {early:?}"
+    );
 
     array.wait(None).unwrap();
     assert_eq!(read_i32(&array, 4), values);

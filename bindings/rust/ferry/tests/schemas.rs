@@ -61,13 +61,19 @@ fn move_out_and_back() {
 
 #[test]
 fn invalid_format_is_reported() {
-    let err = Schema::new("not a format", None).and_then(|s| s.validate().map(|_| s)).unwrap_err();
+    let err = Schema::new("not a format", None)
+        .and_then(|s| s.validate().map(|_| s))
+        .unwrap_err();
     assert!(err.is_invalid_argument(), "{err}");
 }
 
 #[test]
 fn dictionary_schema() {
-    let s = Schema::builder("i").name("codes").dictionary(Schema::new("u", None).unwrap()).build().unwrap();
+    let s = Schema::builder("i")
+        .name("codes")
+        .dictionary(Schema::new("u", None).unwrap())
+        .build()
+        .unwrap();
     assert_eq!(s.dictionary().unwrap().format(), "u");
     assert!(s.child(0).is_none());
 }

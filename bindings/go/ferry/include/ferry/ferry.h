@@ -458,6 +458,67 @@ FERRY_EXPORT int ferry_device_array_copy(const struct ArrowSchema* schema,
 FERRY_EXPORT void ferry_sim_set_strict(int32_t strict);
 FERRY_EXPORT int32_t ferry_sim_is_strict(void);
 
+/* ------------------------------------------------------------------------ */
+/* GPU interchange: consumer streams, moves between devices, DLPack          */
+/* (the three sync-event export policies are described in docs/events.md)    */
+/* ------------------------------------------------------------------------ */
+
+/** Like ferry_stream_get_next, then hands the batch to `consumer_stream`:
+ *  when the batch has a sync_event, that stream (a stream of the batch's
+ *  device) is made to wait on it and the host does not block; with
+ *  `consumer_stream` NULL the host waits for the event instead. On success
+ *  the caller owns `out` (released at the end of the stream); the batch's
+ *  event stays owned by the batch. On failure `out` is left released. */
+FERRY_EXPORT int ferry_stream_get_next_on(struct ArrowDeviceArrayStream* stream,
+                                          struct ArrowDeviceArray* out,
+                                          void* consumer_stream, struct FerryError* error);
+
+/** Moves `src` (described by `schema`, borrowed) to (`device_type`,
+ *  `device_id`): without copying when the destination can reach the memory
+ *  (the same device; cuda_host, rocm_host or cuda_managed memory to the CPU
+ *  after the host waited on the event; cuda_managed to cuda of the same id),
+ *  else by ferry_device_array_copy. On success `src` is consumed (moved into
+ *  `out`, or copied and released) and the caller owns `out` (released
+ *  beforehand); on failure `src` is untouched and still the caller's. */
+FERRY_EXPORT int ferry_device_array_move_to_device(const struct ArrowSchema* schema,
+                                                   struct ArrowDeviceArray* src,
+                                                   ArrowDeviceType device_type,
+                                                   int64_t device_id,
+                                                   struct ArrowDeviceArray* out,
+                                                   struct FerryError* error);
+
+/** DLPack's versioned managed tensor (DLPack 1.x); its definition is in
+ *  ferry/dlpack_abi.h or DLPack's own dlpack.h (the same ABI). */
+struct DLManagedTensorVersioned;
+
+/** Exports a fixed-width array without nulls (integers, floats, dates,
+ *  times, timestamps and durations; schema borrowed) as a one-dimensional
+ *  DLPack tensor over the same memory, on the array's device (device type
+ *  values are shared with DLPack; the CPU becomes device id 0). The tensor
+ *  carries no event, so first `consumer_stream` (a stream of the array's
+ *  device) is made to wait on the array's sync_event, or the host waits when
+ *  it is NULL. Flags: READ_ONLY (Arrow data is immutable), never IS_COPIED.
+ *  On success `array` is moved into the tensor and the caller owns `*out`,
+ *  which it releases by calling `(*out)->deleter(*out)` (that releases the
+ *  array); on failure `array` is untouched. */
+FERRY_EXPORT int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
+                                              struct ArrowDeviceArray* array,
+                                              void* consumer_stream,
+                                              struct DLManagedTensorVersioned** out,
+                                              struct FerryError* error);
+
+/** Imports a one-dimensional, contiguous DLPack 1.x tensor of integers or
+ *  floats, without copying, as a non-nullable Arrow array on the tensor's
+ *  device (sync_event NULL: DLPack's producer has synchronized already).
+ *  On success the tensor is moved in: ferry calls its deleter exactly once,
+ *  when `array_out` is released; the caller owns `schema_out` and
+ *  `array_out` (both released beforehand). On failure the caller still owns
+ *  the tensor and nothing was called. */
+FERRY_EXPORT int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
+                                                struct ArrowSchema* schema_out,
+                                                struct ArrowDeviceArray* array_out,
+                                                struct FerryError* error);
+
 #ifdef __cplusplus
 }
 #endif

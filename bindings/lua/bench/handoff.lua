@@ -1,0 +1,231 @@
+-- Lua handoff benchmark (not a test). Run on both interpreters with
+--   bindings/lua/bench/run.sh          (builds the helper, runs lua5.4 and luajit)
+-- It prints, for the interpreter it runs on, the raw boundary floors measured
+-- in the same run and the handoff shapes next to them:
+--   floor_lua_to_c     one trivial Lua -> C call
+--   floor_c_to_lua     one C -> Lua call (lua_pcall via a registry ref on 5.4,
+--                      an FFI callback on LuaJIT)
+--   c_to_lua_raw       C stream consumed from Lua with raw calls per batch
+--                      (get_next + end check + length + release): this shape's floor
+--   c_to_lua           the same through `for batch in stream:batches{reuse=true}`
+--   c_to_lua_objects   the same with a new DeviceArray object per batch
+--   lua_to_c_raw       Lua producer filling each batch with raw calls, pulled by C
+--   lua_to_c           Lua producer through ferry.stream (node -> export), pulled by C
+--   lua_round_trip     Lua producer -> Lua consumer (ferry.stream + batches())
+-- and ratios of each shape to its raw floor (target: within 1.5x).
+-- Output lines: RESULT <lua5.4|luajit> <case> <ns/op>
+local ferry = require("ferry")
+local raw = ferry.raw
+local backend = ferry._backend
+local name = ferry.backend
+local N = tonumber(os.getenv("FERRY_BENCH_N") or "") or 200000
+local REPEAT = 5
+
+local clock
+local bench_c
+if name == "luajit" then
+  local ffi = require("ffi")
+  ffi.cdef([[
+    int64_t lferry_bench_noop(int64_t x);
+    int lferry_bench_c_stream(struct ArrowDeviceArrayStream* out, int64_t n);
+    double lferry_bench_consume(struct ArrowDeviceArrayStream* stream, int64_t n);
+    double lferry_bench_callback(int64_t (*fn)(int64_t), int64_t n);
+    struct lferry_timespec { long tv_sec; long tv_nsec; };
+    int clock_gettime(int clock, struct lferry_timespec* ts);
+  ]])
+  local lib = ffi.load(os.getenv("FERRY_BUILD_DIR") .. "/lua/bench/liblferry_bench.so")
+  local ts = ffi.new("struct lferry_timespec")
+  clock = function()
+    ffi.C.clock_gettime(1, ts)
+    return tonumber(ts.tv_sec) * 1e9 + tonumber(ts.tv_nsec)
+  end
+  local callback = ffi.cast("int64_t (*)(int64_t)", function(x) return x + 1 end)
+  bench_c = {
+    noop = lib.lferry_bench_noop,
+    c_stream = function(ptr, n) return lib.lferry_bench_c_stream(ptr, n) end,
+    consume = function(ptr, n) return tonumber(lib.lferry_bench_consume(ptr, n)) end,
+    c_to_lua_floor = function(n) return tonumber(lib.lferry_bench_callback(callback, n)) end,
+  }
+else
+  package.cpath = os.getenv("FERRY_BUILD_DIR") .. "/lua/bench/?.so;" .. package.cpath
+  local m = require("lferry_bench54")
+  clock = function() return os.clock() * 1e9 end
+  bench_c = {
+    noop = m.noop,
+    c_stream = m.c_stream,
+    consume = m.consume,
+    c_to_lua_floor = function(n) return m.pcall_floor(function(x) return x end, n) end,
+  }
+end
+
+-- min and median over REPEAT runs of fn(n) -> ns per op
+local function measure(fn)
+  local samples = {}
+  fn(math.floor(N / 10)) -- warm-up (and JIT)
+  for r = 1, REPEAT do samples[r] = fn(N) end
+  table.sort(samples)
+  return samples[1], samples[math.ceil(REPEAT / 2)]
+end
+
+local function timed(body)
+  return function(n)
+    local start = clock()
+    body(n)
+    return (clock() - start) / n
+  end
+end
+
+local results = {}
+local function record(case, fn)
+  local min, median = measure(fn)
+  results[case] = min
+  print(string.format("RESULT %s %s %.1f", name, case, min))
+  io.stderr:write(string.format("  %-18s min %8.1f  median %8.1f ns/op\n", case, min, median))
+end
+
+-- ---- floors -----------------------------------------------------------------
+local noop = bench_c.noop
+record("floor_lua_to_c", timed(function(n)
+  local acc = 0
+  for _ = 1, n do acc = noop(acc) end
+end))
+record("floor_c_to_lua", function(n) return bench_c.c_to_lua_floor(n) end)
+
+-- ---- C -> Lua: a C stream consumed from Lua -----------------------------------
+local function c_stream(n)
+  local owner, ptr = backend.handle("stream")
+  assert(bench_c.c_stream(ptr, n) == 0)
+  return ferry.import_stream(ptr), owner
+end
+
+record("c_to_lua_raw", function(n)
+  local stream, owner = c_stream(n)
+  local sptr = stream:pointer()
+  local a_owner, out = backend.handle("array")
+  local arr = raw.ferry_device_array_array(out)
+  -- LuaJIT: the direct FFI functions (a C producer cannot call back into Lua)
+  local direct = backend.lib or raw
+  local get_next, length, release = raw.ferry_stream_get_next, direct.ferry_array_length,
+                                    direct.ferry_device_array_release
+  if backend.lib then
+    local lib = backend.lib
+    get_next = function(s, o) return lib.ferry_stream_get_next(s, o, nil) end
+  end
+  local is_released = direct.ferry_device_array_is_released
+  local start = clock()
+  local sum = 0
+  -- the minimal correct protocol: pull, check for the end, read, release
+  for _ = 1, n do
+    get_next(sptr, out)
+    if is_released(out) == 1 then break end
+    sum = sum + tonumber(length(arr))
+    release(out)
+  end
+  local per = (clock() - start) / n
+  backend.handle_free(a_owner)
+  stream:release()
+  backend.handle_free(owner)
+  assert(sum == 8 * n)
+  return per
+end)
+
+record("c_to_lua", function(n)
+  local stream, owner = c_stream(n)
+  stream:schema()
+  local start = clock()
+  local sum = 0
+  for batch in stream:batches{ reuse = true } do sum = sum + batch:length() end
+  local per = (clock() - start) / n
+  stream:release()
+  backend.handle_free(owner)
+  assert(sum == 8 * n)
+  return per
+end)
+
+record("c_to_lua_objects", function(n)
+  local stream, owner = c_stream(n)
+  stream:schema()
+  local start = clock()
+  local sum = 0
+  for batch in stream:batches() do
+    sum = sum + batch:length()
+    batch:release()
+  end
+  local per = (clock() - start) / n
+  stream:release()
+  backend.handle_free(owner)
+  assert(sum == 8 * n)
+  return per
+end)
+
+-- ---- Lua -> C: a Lua producer pulled by C ------------------------------------------
+-- One long-lived buffer of 8 int32 values, shared by every batch (zero-copy).
+local keep = backend.keeper_new()
+local values_ptr = backend.keeper_pack(keep, "i32", { 1, 2, 3, 4, 5, 6, 7, 8 }, 8)
+local schema_node = { format = "i", name = "values", length = 0, buffers = { n = 0 } }
+
+record("lua_to_c_raw", function(n)
+  local tmp = raw.ferry_array_new()
+  local buffers = { false, values_ptr }
+  local array_init, device_array_init = raw.ferry_array_init, raw.ferry_device_array_init
+  local remaining = n
+  local owner, ptr = backend.handle("stream")
+  local code = backend.stream_export(ptr, 1, function(out)
+    ferry.export_schema_to(schema_node, out)
+  end, function(out)
+    if remaining == 0 then return end
+    remaining = remaining - 1
+    array_init(tmp, 8, 0, 0, 2, buffers, 0, nil, nil)
+    device_array_init(out, tmp, 1, -1, nil, nil, nil)
+  end)
+  assert(code == 0)
+  local per = bench_c.consume(ptr, n)
+  backend.handle_free(owner)
+  raw.ferry_array_free(tmp)
+  return per
+end)
+
+record("lua_to_c", function(n)
+  local remaining = n
+  local node = { format = "i", name = "values", length = 8,
+                 buffers = { false, { pointer = values_ptr, size = 32 }, n = 2 } }
+  local stream = ferry.stream(schema_node, function()
+    if remaining == 0 then return nil end
+    remaining = remaining - 1
+    return node
+  end)
+  local per = bench_c.consume(stream:pointer(), n)
+  stream:release()
+  return per
+end)
+
+record("lua_round_trip", function(n)
+  local remaining = n
+  local node = { format = "i", name = "values", length = 8,
+                 buffers = { false, { pointer = values_ptr, size = 32 }, n = 2 } }
+  local stream = ferry.stream(schema_node, function()
+    if remaining == 0 then return nil end
+    remaining = remaining - 1
+    return node
+  end)
+  stream:schema()
+  local start = clock()
+  local sum = 0
+  for batch in stream:batches{ reuse = true } do sum = sum + batch:length() end
+  local per = (clock() - start) / n
+  stream:release()
+  assert(sum == 8 * n)
+  return per
+end)
+backend.keeper_free(keep)
+
+-- ---- ratios ---------------------------------------------------------------------------
+local function ratio(label, value, floor)
+  local r = value / floor
+  print(string.format("RATIO %s %s %.2f %s", name, label, r, r <= 1.5 and "(within 1.5x)" or "(above 1.5x)"))
+end
+ratio("c_to_lua/c_to_lua_raw", results.c_to_lua, results.c_to_lua_raw)
+ratio("c_to_lua_raw/(4*floor_lua_to_c)", results.c_to_lua_raw, 4 * results.floor_lua_to_c)
+ratio("lua_to_c/lua_to_c_raw", results.lua_to_c, results.lua_to_c_raw)
+ratio("lua_to_c_raw/(floor_c_to_lua+2*floor_lua_to_c)", results.lua_to_c_raw,
+      results.floor_c_to_lua + 2 * results.floor_lua_to_c)

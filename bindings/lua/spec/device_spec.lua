@@ -1,0 +1,27 @@
+-- The device API, as a producer uses it for sim memory.
+local ferry = require("ferry")
+
+describe("devices (" .. ferry.backend .. ")", function()
+  it("resolves the CPU and the simulated device", function()
+    local cpu = ferry.device("cpu")
+    assert.are.equal("cpu", cpu:type_name())
+    assert.is_true(cpu:is_host_accessible())
+    local sim = ferry.device("sim", 1)
+    assert.are.equal("ext_dev", sim:type_name())
+    assert.are.equal(1, sim.id)
+  end)
+
+  it("names what is wrong with a bad device", function()
+    local ok, err = pcall(ferry.device, "sim", 99)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("^ferry.device: E"))
+  end)
+
+  it("creates, synchronises and destroys device streams", function()
+    local sim = ferry.device("sim", 0)
+    local stream = sim:stream()
+    assert.is_not_nil(stream)
+    sim:synchronize(stream)
+    sim:destroy_stream(stream)
+  end)
+end)

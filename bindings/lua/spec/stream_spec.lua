@@ -1,0 +1,163 @@
+-- Streams: Lua iterators exported as device streams, consumed with
+-- `for batch in stream:batches()`, errors with their code and message.
+local ferry = require("ferry")
+local raw = ferry.raw
+
+local function counter_stream(n, opts)
+  local i = 0
+  return ferry.stream({ type = "int32" }, function()
+    i = i + 1
+    if i <= n then return { type = "int32", values = { i, i * 10 } } end
+  end, opts)
+end
+
+describe("streams (" .. ferry.backend .. ")", function()
+  local baseline
+  before_each(function()
+    collectgarbage()
+    baseline = ferry.live_allocations()
+  end)
+  after_each(function()
+    collectgarbage()
+    collectgarbage()
+    assert.are.equal(baseline, ferry.live_allocations())
+  end)
+
+  it("iterates batches with a for loop", function()
+    local stream = counter_stream(3)
+    assert.are.equal("i", stream:schema():format())
+    local seen = {}
+    for batch in stream:batches() do
+      seen[#seen + 1] = batch:value(1)
+      batch:release()
+    end
+    assert.are.same({ 10, 20, 30 }, seen)
+    assert.is_nil(stream:next()) -- the end is sticky
+    stream:release()
+  end)
+
+  it("reuses one batch object when asked", function()
+    local stream = counter_stream(4)
+    local objects, sum = {}, 0
+    for batch in stream:batches{ reuse = true } do
+      objects[batch] = true
+      sum = sum + batch:value(0)
+    end
+    local distinct = 0
+    for _ in pairs(objects) do distinct = distinct + 1 end
+    assert.are.equal(1, distinct)
+    assert.are.equal(10, sum)
+    stream:release()
+  end)
+
+  it("produces on the simulated device", function()
+    local stream = counter_stream(2, { device = "sim" })
+    assert.are.equal("ext_dev", stream:device_type())
+    for batch in stream:batches() do
+      assert.are.equal("ext_dev", batch:device_type())
+      assert.are.equal(batch:value(0) * 10, batch:value(1))
+      batch:release()
+    end
+    stream:release()
+  end)
+
+  it("reports a producer's failure with the function, the code and the message", function()
+    local i = 0
+    local stream = ferry.stream({ type = "int32" }, function()
+      i = i + 1
+      if i == 2 then return nil, "injected failure at get_next 2", ferry.errno.EIO end
+      return { type = "int32", values = { i } }
+    end)
+    local got = stream:next()
+    assert.are.equal(1, got:value(0))
+    got:release()
+    local ok, err = pcall(stream.next, stream)
+    assert.is_false(ok)
+    assert.are.equal(ferry.errno.EIO, err.code)
+    assert.are.equal("ferry.get_next: EIO: injected failure at get_next 2", tostring(err))
+    assert.are.equal("injected failure at get_next 2", raw.ferry_stream_get_last_error(stream:pointer()))
+    stream:release()
+  end)
+
+  it("turns a Lua error raised by a producer into EIO with a traceback", function()
+    local stream = ferry.stream({ type = "int32" }, function() error("producer exploded") end)
+    local ok, err = pcall(stream.next, stream)
+    assert.is_false(ok)
+    assert.are.equal(ferry.errno.EIO, err.code)
+    assert.truthy(err.message:find("producer exploded", 1, true))
+    assert.truthy(err.message:find("stack traceback", 1, true))
+    stream:release()
+  end)
+
+  it("keeps a producer's own error code", function()
+    local stream = ferry.stream(function() return nil, "no schema today", ferry.errno.ENOTSUP end,
+                                function() end)
+    local ok, err = pcall(stream.get_schema, stream)
+    assert.is_false(ok)
+    assert.are.equal("ferry.get_schema: ENOTSUP: no schema today", tostring(err))
+    stream:release()
+  end)
+
+  it("releases batches still held when the stream goes, and the stream once", function()
+    local stream = counter_stream(2)
+    local first = stream:next()
+    stream:release()
+    stream:release()
+    assert.are.equal(1, first:value(0)) -- a batch outlives its stream
+    first:release()
+    local ok, err = pcall(stream.next, stream)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("already released", 1, true))
+  end)
+
+  it("exports to a C struct and is consumed through the core", function()
+    local stream = counter_stream(2)
+    local c_stream = raw.ferry_stream_new()
+    stream:export(c_stream)
+    local imported = ferry.import_stream(c_stream)
+    local n = 0
+    for batch in imported:batches() do
+      n = n + 1
+      batch:release()
+    end
+    assert.are.equal(2, n)
+    imported:release()
+    raw.ferry_stream_free(c_stream)
+  end)
+
+  it("lets a Lua producer pull another Lua stream re-entrantly", function()
+    local inner = counter_stream(3)
+    local outer = ferry.stream({ type = "int32" }, function()
+      local batch = inner:next()
+      if not batch then return nil end
+      local doubled = { type = "int32", values = { batch:value(0) * 2 } }
+      batch:release()
+      return doubled
+    end)
+    local seen = {}
+    for batch in outer:batches() do
+      seen[#seen + 1] = batch:value(0)
+      batch:release()
+    end
+    assert.are.same({ 2, 4, 6 }, seen)
+    outer:release()
+    inner:release()
+  end)
+
+  it("streams DeviceArray objects a producer built itself", function()
+    local made = { ferry.array{ type = "utf8", values = { "a" } },
+                   ferry.array{ type = "utf8", values = { "b" } } }
+    local i = 0
+    local stream = ferry.stream({ type = "utf8" }, function()
+      i = i + 1
+      return made[i]
+    end)
+    local seen = {}
+    for batch in stream:batches() do
+      seen[#seen + 1] = batch:value(0)
+      batch:release()
+    end
+    assert.are.same({ "a", "b" }, seen)
+    stream:release()
+  end)
+end)

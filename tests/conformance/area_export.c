@@ -1,0 +1,257 @@
+/* Areas 1 and 2: what the plugin exports, verified by the suite's own
+ * checker, by ferry's validator and (second opinion) by the C reference. */
+#include <stdio.h>
+#include <string.h>
+
+#include "areas.h"
+#include "release_watch.h"
+#include "verify.h"
+
+int stream_get_schema(struct ArrowDeviceArrayStream* stream, struct ArrowSchema* out) {
+  memset(out, 0, sizeof *out);
+  return stream->get_schema(stream, out);
+}
+
+int stream_get_next(struct ArrowDeviceArrayStream* stream, struct ArrowDeviceArray* out) {
+  memset(out, 0, sizeof *out);
+  return stream->get_next(stream, out);
+}
+
+const char* stream_last_error(struct ArrowDeviceArrayStream* stream) {
+  const char* m = stream->get_last_error(stream);
+  return m == NULL ? "(NULL)" : m;
+}
+
+/* Releases through the struct's own callback, then checks it marked itself. */
+static void release_schema(struct test* t, struct ArrowSchema* schema, const char* what) {
+  if (schema->release == NULL) return;
+  schema->release(schema);
+  if (schema->release != NULL) test_fail(t, "%s: release did not set release to NULL", what);
+}
+
+static void release_array(struct test* t, struct ArrowDeviceArray* array, const char* what) {
+  if (array->array.release == NULL) return;
+  array->array.release(&array->array);
+  if (array->array.release != NULL) {
+    test_fail(t, "%s: release did not set release to NULL", what);
+  }
+}
+
+void run_array_export(struct suite* s, const char* case_text) {
+  struct test t, tv;
+  test_begin(&t, s, "export", case_text);
+  test_begin(&tv, s, "validate", case_text);
+  struct conf_case c;
+  if (suite_parse(&t, case_text, &c) != 0) {
+    test_end(&t);
+    return;
+  }
+  struct baseline before;
+  baseline_take(s, &before);
+  struct ArrowSchema schema;
+  struct ArrowDeviceArray array;
+  memset(&schema, 0, sizeof schema);
+  memset(&array, 0, sizeof array);
+  int rc = s->ut.export_array(case_text, &schema, &array);
+  if (rc != 0) {
+    test_fail(&t, "export_array failed with %s (%d): %s", ferry_errno_name(rc), rc,
+              conf_plugin_error(&s->ut));
+    if (schema.release != NULL || array.array.release != NULL) {
+      test_fail(&t, "export_array failed but left its out-structs live");
+    }
+    ferry_schema_release(&schema);
+    ferry_device_array_release(&array);
+    test_end(&t);
+    return;
+  }
+  int group = watch_new_group();
+  watch_schema(&schema, "schema");
+  watch_array(&array.array, "array");
+  char why[1024];
+  int schema_ok = verify_schema(&c, &schema, why, sizeof why) == 0;
+  if (!schema_ok) test_fail(&t, "%s", why);
+  int array_ok = verify_device_array(&c, c.seed, &schema, &array, why, sizeof why) == 0;
+  if (!array_ok) test_fail(&t, "%s", why);
+  if (schema_ok && array_ok) {
+    /* A third opinion: ferry's own FULL validator must agree with the suite. */
+    if (verify_with_core(&schema, &array, why, sizeof why) != 0) {
+      test_fail(&tv, "the suite accepts the export but %s", why);
+    }
+    test_end(&tv);
+  }
+  release_schema(&t, &schema, "schema");
+  release_array(&t, &array, "array");
+  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  baseline_expect(&t, &before, "after release");
+  test_end(&t);
+}
+
+void run_array_ref_check(struct suite* s, const char* case_text) {
+  if (s->ut_is_ref) return;
+  struct test t;
+  test_begin(&t, s, "ref-check", case_text);
+  struct baseline before;
+  baseline_take(s, &before);
+  struct ArrowSchema schema;
+  struct ArrowDeviceArray array;
+  memset(&schema, 0, sizeof schema);
+  memset(&array, 0, sizeof array);
+  int rc = s->ut.export_array(case_text, &schema, &array);
+  if (rc != 0) {
+    test_fail(&t, "export_array failed with %s: %s", ferry_errno_name(rc),
+              conf_plugin_error(&s->ut));
+    ferry_schema_release(&schema);
+    ferry_device_array_release(&array);
+    test_end(&t);
+    return;
+  }
+  int group = watch_new_group();
+  watch_schema(&schema, "schema");
+  watch_array(&array.array, "array");
+  rc = s->ref.check_array(case_text, &schema, &array);
+  if (rc != 0) {
+    test_fail(&t, "the C reference checker rejects the export (%s): %s", ferry_errno_name(rc),
+              conf_plugin_error(&s->ref));
+  }
+  if (schema.release != NULL || array.array.release != NULL) {
+    test_fail(&t, "the C checker left the structs live (suite bug or C plugin bug)");
+    ferry_schema_release(&schema);
+    ferry_device_array_release(&array);
+  }
+  char why[512];
+  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  baseline_expect(&t, &before, "after the C checker released");
+  test_end(&t);
+}
+
+void run_stream_export(struct suite* s, const char* case_text) {
+  struct test t;
+  test_begin(&t, s, "stream", case_text);
+  struct conf_case c;
+  if (suite_parse(&t, case_text, &c) != 0) {
+    test_end(&t);
+    return;
+  }
+  struct baseline before;
+  baseline_take(s, &before);
+  struct ArrowDeviceArrayStream stream;
+  memset(&stream, 0, sizeof stream);
+  int rc = s->ut.export_stream(case_text, &stream);
+  if (rc != 0) {
+    test_fail(&t, "export_stream failed with %s (%d): %s", ferry_errno_name(rc), rc,
+              conf_plugin_error(&s->ut));
+    if (stream.release != NULL) test_fail(&t, "export_stream failed but left the stream live");
+    ferry_stream_release(&stream);
+    test_end(&t);
+    return;
+  }
+  int group = watch_new_group();
+  watch_stream(&stream, "stream");
+  char why[1024];
+  if (stream.device_type != c.device_type) {
+    test_fail(&t, "stream device_type %d, the case says %s", (int)stream.device_type, c.device);
+  }
+  /* get_schema twice: each call hands out an independent schema. */
+  for (int k = 0; k < 2 && !t.failed; k++) {
+    struct ArrowSchema schema;
+    rc = stream_get_schema(&stream, &schema);
+    if (rc != 0) {
+      test_fail(&t, "get_schema call %d failed with %s: %s", k + 1, ferry_errno_name(rc),
+                stream_last_error(&stream));
+      break;
+    }
+    watch_schema(&schema, k == 0 ? "schema" : "schema(2nd)");
+    if (verify_schema(&c, &schema, why, sizeof why) != 0) test_fail(&t, "%s", why);
+    release_schema(&t, &schema, "schema");
+  }
+  struct ArrowSchema schema;
+  int have_schema = stream_get_schema(&stream, &schema) == 0;
+  if (have_schema) watch_schema(&schema, "schema(3rd)");
+  int64_t b = 0;
+  for (; b < c.batches && !t.failed; b++) {
+    struct ArrowDeviceArray batch;
+    rc = stream_get_next(&stream, &batch);
+    if (rc != 0) {
+      test_fail(&t, "get_next for batch %lld failed with %s: %s", (long long)b,
+                ferry_errno_name(rc), stream_last_error(&stream));
+      break;
+    }
+    if (batch.array.release == NULL) {
+      test_fail(&t, "the stream ended after %lld batches, expected %lld", (long long)b,
+                (long long)c.batches);
+      break;
+    }
+    char where[32];
+    snprintf(where, sizeof where, "batch %lld", (long long)b);
+    watch_array(&batch.array, where);
+    if (verify_device_array(&c, c.seed + (uint32_t)b, have_schema ? &schema : NULL, &batch,
+                            why, sizeof why) != 0) {
+      test_fail(&t, "batch %lld (seed %u): %s", (long long)b, (unsigned)(c.seed + (uint32_t)b),
+                why);
+    }
+    if (batch.device_type != stream.device_type) {
+      test_fail(&t, "batch %lld has device_type %d, the stream %d", (long long)b,
+                (int)batch.device_type, (int)stream.device_type);
+    }
+    release_array(&t, &batch, where);
+  }
+  if (!t.failed) {
+    /* The end is a released array; ferry's stream helper (and the Arrow
+     * spec's spirit) keep returning the end once it was reached. */
+    for (int k = 0; k < 2; k++) {
+      struct ArrowDeviceArray end;
+      rc = stream_get_next(&stream, &end);
+      if (rc != 0) {
+        test_fail(&t, "get_next after the last batch (call %d after it) failed with %s: %s",
+                  k + 1, ferry_errno_name(rc), stream_last_error(&stream));
+        break;
+      }
+      if (end.array.release != NULL) {
+        test_fail(&t, "get_next call %d after the last batch returned a live array (%lld "
+                  "batches expected)", k + 1, (long long)c.batches);
+        watch_array(&end.array, "extra batch");
+        release_array(&t, &end, "extra batch");
+        break;
+      }
+    }
+  }
+  if (have_schema) release_schema(&t, &schema, "schema");
+  stream.release(&stream);
+  if (stream.release != NULL) test_fail(&t, "stream release did not set release to NULL");
+  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  baseline_expect(&t, &before, "after releasing the stream");
+  test_end(&t);
+}
+
+void run_stream_ref_check(struct suite* s, const char* case_text) {
+  if (s->ut_is_ref) return;
+  struct test t;
+  test_begin(&t, s, "ref-check-stream", case_text);
+  struct baseline before;
+  baseline_take(s, &before);
+  struct ArrowDeviceArrayStream stream;
+  memset(&stream, 0, sizeof stream);
+  int rc = s->ut.export_stream(case_text, &stream);
+  if (rc != 0) {
+    test_fail(&t, "export_stream failed with %s: %s", ferry_errno_name(rc),
+              conf_plugin_error(&s->ut));
+    ferry_stream_release(&stream);
+    test_end(&t);
+    return;
+  }
+  int group = watch_new_group();
+  watch_stream(&stream, "stream");
+  rc = s->ref.check_stream(case_text, &stream);
+  if (rc != 0) {
+    test_fail(&t, "the C reference checker rejects the stream (%s): %s", ferry_errno_name(rc),
+              conf_plugin_error(&s->ref));
+  }
+  if (stream.release != NULL) {
+    test_fail(&t, "the C checker left the stream live");
+    ferry_stream_release(&stream);
+  }
+  char why[512];
+  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  baseline_expect(&t, &before, "after the C checker released");
+  test_end(&t);
+}

@@ -1,0 +1,187 @@
+/* Area 4: injected failures travel as return code plus message, and nothing
+ * leaks or is released twice on the way. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "areas.h"
+#include "release_watch.h"
+#include "verify.h"
+
+static void inject_export(struct suite* s, const char* case_text, int stream) {
+  struct test t, te;
+  char label[600];
+  snprintf(label, sizeof label, "%s[%s]", case_text, stream ? "export_stream" : "export_array");
+  test_begin(&t, s, "inject", label);
+  test_begin(&te, s, "errno", label);
+  struct baseline before;
+  baseline_take(s, &before);
+  int rc;
+  if (stream) {
+    struct ArrowDeviceArrayStream out;
+    memset(&out, 0, sizeof out);
+    rc = s->ut.export_stream(case_text, &out);
+    if (rc != 0 && out.release != NULL) test_fail(&t, "failed but left the stream live");
+    ferry_stream_release(&out);
+  } else {
+    struct ArrowSchema schema;
+    struct ArrowDeviceArray array;
+    memset(&schema, 0, sizeof schema);
+    memset(&array, 0, sizeof array);
+    rc = s->ut.export_array(case_text, &schema, &array);
+    if (rc != 0 && (schema.release != NULL || array.array.release != NULL)) {
+      test_fail(&t, "failed but left its out-structs live");
+    }
+    ferry_schema_release(&schema);
+    ferry_device_array_release(&array);
+  }
+  if (rc == 0) {
+    test_fail(&t, "fail=export: the export succeeded");
+  } else {
+    const char* m = conf_plugin_error(&s->ut);
+    if (strcmp(m, "injected failure at export") != 0) {
+      test_fail(&t, "fail=export: message \"%s\", expected exactly \"injected failure at export\"",
+                m);
+    }
+    if (rc != EIO) {
+      test_fail(&te, "fail=export returned %s (%d); ferry_it.h says EIO for injected failures",
+                ferry_errno_name(rc), rc);
+    }
+  }
+  baseline_expect(&t, &before, "after the injected failure");
+  test_end(&t);
+  test_end(&te);
+}
+
+static void inject_stream(struct suite* s, const struct conf_case* c) {
+  struct test t;
+  test_begin(&t, s, "inject", c->text);
+  struct baseline before;
+  baseline_take(s, &before);
+  struct ArrowDeviceArrayStream stream;
+  memset(&stream, 0, sizeof stream);
+  int rc = s->ut.export_stream(c->text, &stream);
+  if (rc != 0) {
+    test_fail(&t, "export_stream failed with %s: %s (the failure is injected later)",
+              ferry_errno_name(rc), conf_plugin_error(&s->ut));
+    ferry_stream_release(&stream);
+    test_end(&t);
+    return;
+  }
+  int group = watch_new_group();
+  watch_stream(&stream, "stream");
+  char why[1024];
+  struct ArrowSchema schema;
+  rc = stream_get_schema(&stream, &schema);
+  if (c->fail == CONF_FAIL_GET_SCHEMA) {
+    if (rc == 0) {
+      test_fail(&t, "fail=get_schema: get_schema succeeded");
+      watch_schema(&schema, "schema");
+      schema.release(&schema);
+    } else {
+      if (rc != EIO) test_fail(&t, "get_schema returned %s, expected EIO", ferry_errno_name(rc));
+      const char* m = stream_last_error(&stream);
+      if (strcmp(m, "injected failure at get_schema") != 0) {
+        test_fail(&t, "get_last_error \"%s\", expected exactly \"injected failure at get_schema\"",
+                  m);
+      }
+      if (schema.release != NULL) {
+        test_fail(&t, "get_schema failed but left its out-schema live");
+        schema.release(&schema);
+      }
+    }
+  } else {
+    int have_schema = rc == 0;
+    if (rc != 0) {
+      test_fail(&t, "get_schema failed with %s: %s", ferry_errno_name(rc),
+                stream_last_error(&stream));
+    } else {
+      watch_schema(&schema, "schema");
+      if (verify_schema(c, &schema, why, sizeof why) != 0) test_fail(&t, "%s", why);
+    }
+    /* Calls 1 .. N-1 succeed; call N fails (when a correct consumer gets
+     * there: N <= batches + 1); a larger N makes a plain stream. */
+    int64_t n = c->fail_n;
+    int64_t calls = n <= c->batches + 1 ? n : c->batches + 1;
+    for (int64_t call = 1; call <= calls && !t.failed; call++) {
+      struct ArrowDeviceArray batch;
+      rc = stream_get_next(&stream, &batch);
+      int expect_failure = call == n;
+      if (expect_failure) {
+        const char* m = stream_last_error(&stream);
+        char want[64];
+        snprintf(want, sizeof want, "injected failure at get_next %lld", (long long)n);
+        if (rc == 0) {
+          test_fail(&t, "get_next call %lld succeeded, expected the injected failure",
+                    (long long)call);
+          if (batch.array.release != NULL) {
+            watch_array(&batch.array, "batch");
+            batch.array.release(&batch.array);
+          }
+        } else {
+          if (rc != EIO) {
+            test_fail(&t, "get_next call %lld returned %s, expected EIO", (long long)call,
+                      ferry_errno_name(rc));
+          }
+          if (strcmp(m, want) != 0) {
+            test_fail(&t, "get_last_error \"%s\", expected exactly \"%s\"", m, want);
+          }
+          if (batch.array.release != NULL) {
+            test_fail(&t, "get_next failed but left its out-array live");
+            batch.array.release(&batch.array);
+          }
+        }
+        break;
+      }
+      if (rc != 0) {
+        test_fail(&t, "get_next call %lld failed with %s (%s), only call %lld may fail",
+                  (long long)call, ferry_errno_name(rc), stream_last_error(&stream),
+                  (long long)n);
+        break;
+      }
+      int64_t b = call - 1;
+      if (b < c->batches) {
+        if (batch.array.release == NULL) {
+          test_fail(&t, "the stream ended after %lld batches, expected %lld", (long long)b,
+                    (long long)c->batches);
+          break;
+        }
+        watch_array(&batch.array, "batch");
+        if (verify_device_array(c, c->seed + (uint32_t)b, have_schema ? &schema : NULL, &batch,
+                                why, sizeof why) != 0) {
+          test_fail(&t, "batch %lld: %s", (long long)b, why);
+        }
+        batch.array.release(&batch.array);
+      } else if (batch.array.release != NULL) {
+        test_fail(&t, "get_next call %lld returned a batch beyond batches=%lld", (long long)call,
+                  (long long)c->batches);
+        watch_array(&batch.array, "extra batch");
+        batch.array.release(&batch.array);
+      }
+    }
+    if (have_schema) schema.release(&schema);
+  }
+  stream.release(&stream);
+  if (stream.release != NULL) test_fail(&t, "stream release did not set release to NULL");
+  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  baseline_expect(&t, &before, "after releasing the failed stream");
+  test_end(&t);
+}
+
+void run_inject(struct suite* s, const char* case_text) {
+  struct conf_case c;
+  char why[256];
+  if (conf_case_parse(case_text, &c, why, sizeof why) != 0) {
+    struct test t;
+    test_begin(&t, s, "inject", case_text);
+    test_fail(&t, "the suite's own parser rejects its case: %s", why);
+    test_end(&t);
+    return;
+  }
+  if (c.fail == CONF_FAIL_EXPORT) {
+    inject_export(s, case_text, 0);
+    inject_export(s, case_text, 1);
+  } else if (c.fail != CONF_FAIL_NONE) {
+    inject_stream(s, &c);
+  }
+}
