@@ -266,6 +266,9 @@ EMU_EXPORT CUresult cuMemcpyDtoDAsync_v2(ferry_CUdeviceptr dst, ferry_CUdevicept
   return copy((void*)(uintptr_t)dst, (const void*)(uintptr_t)src, size, stream, 1, 1);
 }
 
+/* Left out of the "old driver" build (-DFERRY_CUDA_EMU_OLD_DRIVER), which
+ * tests ferry's report of a missing entry point. */
+#ifndef FERRY_CUDA_EMU_OLD_DRIVER
 EMU_EXPORT CUresult cuMemcpyPeerAsync(ferry_CUdeviceptr dst, ferry_CUcontext dst_context,
                                       ferry_CUdeviceptr src, ferry_CUcontext src_context,
                                       size_t size, ferry_CUstream stream) {
@@ -281,6 +284,7 @@ EMU_EXPORT CUresult cuMemcpyPeerAsync(ferry_CUdeviceptr dst, ferry_CUcontext dst
   }
   return copy((void*)(uintptr_t)dst, (const void*)(uintptr_t)src, size, stream, 1, 1);
 }
+#endif
 
 /* ---- streams and events ---------------------------------------------------------------------- */
 

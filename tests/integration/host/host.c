@@ -192,6 +192,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  /* Line-buffered: a crash or LeakSanitizer's exit loses no finished line. */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   /* Strict mode is what makes a consumer that skips the sync event fail. */
   ferry_sim_set_strict(1);
 
@@ -355,5 +357,6 @@ int main(int argc, char** argv) {
   }
   printf("%lld passed, %lld failed\n", (long long)passed, (long long)failed);
   it_case_list_free(&cases);
+  fflush(stdout);
   return failed == 0 && passed > 0 ? 0 : 1;
 }

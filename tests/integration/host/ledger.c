@@ -26,6 +26,7 @@ struct it_node {
   const void* buffers[IT_MAX_RECORDED_BUFFERS];
   int64_t n_buffers_at_release;
   const void* buffers_at_release[IT_MAX_RECORDED_BUFFERS];
+  int orphan; /* from an earlier handoff, still unreleased when it ended */
   char where[96];
 };
 
@@ -35,6 +36,8 @@ static int64_t g_n_nodes;
 static int64_t g_unknown_releases;
 static int64_t g_overflow;
 static int64_t g_release_ns;
+static int64_t g_late_releases;
+static char g_late_where[96];
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -44,7 +47,20 @@ static int64_t now_ns(void) {
 
 void it_ledger_reset(void) {
   pthread_mutex_lock(&g_lock);
-  g_n_nodes = 0;
+  /* Structs still unreleased stay as orphans, so that a late release (a
+   * consumer that releases from a finalizer or garbage collector, after its
+   * check returned) still reaches the producer and is reported where it
+   * happens instead of leaking and confusing every later handoff. */
+  int64_t kept = 0;
+  for (int64_t i = 0; i < g_n_nodes; i++) {
+    if (g_nodes[i].calls == 0 && kept < IT_MAX_NODES / 2) {
+      g_nodes[kept] = g_nodes[i];
+      g_nodes[kept].orphan = 1;
+      kept++;
+    }
+  }
+  g_n_nodes = kept;
+  g_late_releases = 0;
   g_unknown_releases = 0;
   g_overflow = 0;
   g_release_ns = 0;
@@ -69,7 +85,8 @@ int64_t it_ledger_release_ns(void) {
  * single unreleased entry of this kind whose private_data matches (a struct
  * the consumer moved before releasing). */
 static struct it_node* find_locked(enum it_node_kind kind, void* address, void* private_data) {
-  for (int64_t i = 0; i < g_n_nodes; i++) {
+  /* Newest first: a struct of this handoff may sit where an orphan's was. */
+  for (int64_t i = g_n_nodes - 1; i >= 0; i--) {
     struct it_node* n = &g_nodes[i];
     if (n->kind == kind && n->address == address && n->calls == 0) return n;
   }
@@ -83,7 +100,7 @@ static struct it_node* find_locked(enum it_node_kind kind, void* address, void* 
   }
   if (moved != NULL) return moved;
   /* A second release of a struct still at its address. */
-  for (int64_t i = 0; i < g_n_nodes; i++) {
+  for (int64_t i = g_n_nodes - 1; i >= 0; i--) {
     struct it_node* n = &g_nodes[i];
     if (n->kind == kind && n->address == address) return n;
   }
@@ -119,6 +136,9 @@ static void (*on_release(enum it_node_kind kind, void* address, void* private_da
   } else {
     n->calls++;
     if (n->calls == 1) forward = n->original;
+    if (n->orphan && g_late_releases++ == 0) {
+      snprintf(g_late_where, sizeof g_late_where, "%s", n->where);
+    }
   }
   *node_out = n;
   pthread_mutex_unlock(&g_lock);
@@ -262,6 +282,14 @@ int64_t it_ledger_verify(char* message, size_t size) {
     snprintf(first, sizeof first, "ledger full: %lld structs not tracked",
              (long long)g_overflow);
   }
+  if (g_late_releases > 0) {
+    if (findings++ == 0) {
+      snprintf(first, sizeof first,
+               "%lld structs of an earlier handoff were released during this one (first: "
+               "%s): the consumer released them after its check had returned",
+               (long long)g_late_releases, g_late_where);
+    }
+  }
   if (g_unknown_releases > 0) {
     if (findings++ == 0) {
       snprintf(first, sizeof first,
@@ -273,6 +301,7 @@ int64_t it_ledger_verify(char* message, size_t size) {
   }
   for (int64_t i = 0; i < g_n_nodes; i++) {
     const struct it_node* n = &g_nodes[i];
+    if (n->orphan) continue;
     const char* problem = NULL;
     char detail[256] = "";
     if (n->calls == 0) {
@@ -311,7 +340,7 @@ static void describe(const char* prefix, char* out, size_t size, int at_release)
   pthread_mutex_lock(&g_lock);
   for (int64_t i = 0; i < g_n_nodes && used + 1 < size; i++) {
     const struct it_node* n = &g_nodes[i];
-    if (n->kind != IT_NODE_ARRAY || strncmp(n->where, prefix, strlen(prefix)) != 0) continue;
+    if (n->orphan || n->kind != IT_NODE_ARRAY || strncmp(n->where, prefix, strlen(prefix)) != 0) continue;
     int64_t count = at_release ? n->n_buffers_at_release : n->n_buffers;
     const void* const* buffers = at_release ? n->buffers_at_release : n->buffers;
     int w = snprintf(out + used, size - used, "%s%s:", used == 0 ? "" : "; ", n->where);
