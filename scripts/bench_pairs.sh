@@ -12,6 +12,9 @@ BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
 export FERRY_ROOT="$ROOT" FERRY_BUILD_DIR="$BUILD"
 bash "$ROOT/scripts/build.sh"
 bash "$ROOT/tests/integration/build.sh" bench
+# The Java plugin's JVM (created inside this C process) reads JAVA_TOOL_OPTIONS:
+# its default direct-memory limit (the heap size) is below the 1 GiB case.
+export JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:-} -XX:MaxDirectMemorySize=3g"
 out="$ROOT/docs/bench"
 mkdir -p "$out"
 {

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Java <-> C handoff benchmark (not a test): builds the binding (tests skipped),
-# compiles src/bench and runs it in a fresh JVM. Prints "RESULT java CASE NS"
-# lines and a table of min/median ns/op against floors measured in the same run.
-# Options via JAVA_OPTS, e.g. JAVA_OPTS="-Dferry.bench.n=500000 -Dferry.bench.reps=9".
+# compiles src/bench and runs every case in a fresh JVM (a JIT shared between
+# cases skews them), one after the other. Each case is measured interleaved with
+# its own floor (same crossings, same C handoff, nothing else; see
+# HandoffBench.java). Prints "RESULT java CASE NS" lines, the load average, and a
+# table: min/median ns of the case and of its floor, median ratio, PASS (<= 1.5x)
+# or MISS.
+# Options: JAVA_OPTS="-Dferry.bench.n=500000 -Dferry.bench.reps=9"; case names as
+# arguments run only those.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export FERRY_ROOT="${FERRY_ROOT:-$(cd "$HERE/../.." && pwd)}"
@@ -11,7 +16,21 @@ export FERRY_BUILD_DIR="${FERRY_BUILD_DIR:-$FERRY_ROOT/build}"
 out="$HERE/target/bench-classes"
 mkdir -p "$out"
 javac -d "$out" -cp "$HERE/target/classes" $(find "$HERE/src/bench/java" -name '*.java')
-# One JVM, fixed heap and GC, so runs compare; one benchmark at a time on a shared machine.
-exec java -Xms256m -Xmx256m -XX:+UseSerialGC ${JAVA_OPTS:-} \
-  -Djava.library.path="$HERE/target/native" \
-  -cp "$out:$HERE/target/classes" org.ferry.bench.HandoffBench
+cases=("$@")
+if [ "${#cases[@]}" -eq 0 ]; then
+  cases=(primitives c_to_java_stream_cursor c_to_java_stream_deviceArray
+    c_to_java_array_deviceArray java_to_c_array java_to_c_stream)
+fi
+table=()
+for c in "${cases[@]}"; do
+  # Fixed heap and GC, so runs compare.
+  run="$(java -Xms256m -Xmx256m -XX:+UseSerialGC ${JAVA_OPTS:-} \
+    -Djava.library.path="$HERE/target/native" \
+    -cp "$out:$HERE/target/classes" org.ferry.bench.HandoffBench "$c")"
+  echo "$run" | grep -E '^(RESULT|LOAD)'
+  while IFS= read -r line; do table+=("${line#TABLE }"); done < <(echo "$run" | grep '^TABLE')
+done
+echo
+printf '%-30s %8s %8s   %-19s %-11s %s\n' "case (ns/op)" "min" "median" "floor min/median" "ratio" "vs 1.5x"
+printf '%s\n' "${table[@]}"
+echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -111,7 +111,8 @@ static const struct FerryCudaErrorName kCudaErrorNames[] = {
     {FERRY_CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE",
      "a resource is not in a valid state for this operation"},
     {FERRY_CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "a named symbol was not found"},
-    {FERRY_CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "the work has not completed yet"},
+    {FERRY_CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY",
+     "the work has not completed yet"},
     {FERRY_CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
      "the device accessed an illegal address (the context is now unusable)"},
     {FERRY_CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED",
@@ -172,8 +173,9 @@ static int cuda_fail_with(struct FerryError* error, int code_errno, ferry_CUresu
     return ferry_set_error(error, code_errno, "[%s][%s] %s (%s)", op, entry->name,
                            entry->description, context);
   }
-  return ferry_set_error(error, code_errno, "[%s][CUresult %u] an error ferry has no name for (%s)",
-                         op, rc, context);
+  return ferry_set_error(error, code_errno,
+                         "[%s][CUresult %u] an error ferry has no name for (%s)", op, rc,
+                         context);
 }
 
 #define cuda_fail(error, rc, op, ...) \
@@ -187,15 +189,18 @@ static void cuda_unload(void) {
 }
 
 /* Every probe failure means "unavailable": ENODEV with the driver's name. */
-static int cuda_probe_failed(struct FerryError* error, ferry_CUresult rc, const char* op) {
+static int cuda_probe_failed(struct FerryError* error, ferry_CUresult rc,
+                             const char* op) {
   const char* hint = "";
   if (rc == FERRY_CUDA_ERROR_STUB_LIBRARY) {
-    hint = "; install the NVIDIA driver, or point FERRY_CUDA_LIBRARY at the real libcuda.so.1";
+    hint =
+        "; install the NVIDIA driver, or point FERRY_CUDA_LIBRARY at the real "
+        "libcuda.so.1";
   } else if (rc == FERRY_CUDA_ERROR_NO_DEVICE) {
     hint = "; the driver is installed but sees no NVIDIA GPU";
   }
-  int code = cuda_fail_with(error, ENODEV, rc, op, "cuda backend: driver loaded from %s%s",
-                            g_cuda.path, hint);
+  int code = cuda_fail_with(error, ENODEV, rc, op,
+                            "cuda backend: driver loaded from %s%s", g_cuda.path, hint);
   cuda_unload();
   return code;
 }
@@ -211,28 +216,30 @@ static int cuda_probe(struct FerryError* error) {
   g_cuda.library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (g_cuda.library == NULL) {
     const char* why = dlerror();
-    int code = ferry_set_error(error, ENODEV,
-                               "cuda backend: cannot load the CUDA driver library %s%s: %s "
-                               "(no NVIDIA driver installed?)",
-                               path, override != NULL ? " (FERRY_CUDA_LIBRARY)" : "",
-                               why != NULL ? why : "unknown dlopen error");
+    int code =
+        ferry_set_error(error, ENODEV,
+                        "cuda backend: cannot load the CUDA driver library %s%s: %s "
+                        "(no NVIDIA driver installed?)",
+                        path, override != NULL ? " (FERRY_CUDA_LIBRARY)" : "",
+                        why != NULL ? why : "unknown dlopen error");
     cuda_unload();
     return code;
   }
 
   const char* missing = NULL;
-#define FERRY_CUDA_RESOLVE(name, params)                                       \
-  if (missing == NULL) {                                                       \
-    *(void**)(&g_cuda.name) = dlsym(g_cuda.library, #name);                    \
-    if (g_cuda.name == NULL) missing = #name;                                  \
+#define FERRY_CUDA_RESOLVE(name, params)                    \
+  if (missing == NULL) {                                    \
+    *(void**)(&g_cuda.name) = dlsym(g_cuda.library, #name); \
+    if (g_cuda.name == NULL) missing = #name;               \
   }
   FERRY_CUDA_DRIVER_FUNCTIONS(FERRY_CUDA_RESOLVE)
 #undef FERRY_CUDA_RESOLVE
   if (missing != NULL) {
-    int code = ferry_set_error(error, ENOTSUP,
-                               "cuda backend: the CUDA driver library %s does not export %s "
-                               "(ferry needs a driver for CUDA 11 or newer)",
-                               path, missing);
+    int code =
+        ferry_set_error(error, ENOTSUP,
+                        "cuda backend: the CUDA driver library %s does not export %s "
+                        "(ferry needs a driver for CUDA 11 or newer)",
+                        path, missing);
     cuda_unload();
     return code;
   }
@@ -244,11 +251,11 @@ static int cuda_probe(struct FerryError* error) {
   rc = g_cuda.cuDeviceGetCount(&g_cuda.device_count);
   if (rc != FERRY_CUDA_SUCCESS) return cuda_probe_failed(error, rc, "cuDeviceGetCount");
   if (g_cuda.device_count <= 0) {
-    int code = ferry_set_error(error, ENODEV,
-                               "[cuDeviceGetCount] cuda backend: the CUDA driver %d.%d (%s) "
-                               "reports no device",
-                               g_cuda.driver_version / 1000,
-                               (g_cuda.driver_version % 1000) / 10, path);
+    int code = ferry_set_error(
+        error, ENODEV,
+        "[cuDeviceGetCount] cuda backend: the CUDA driver %d.%d (%s) "
+        "reports no device",
+        g_cuda.driver_version / 1000, (g_cuda.driver_version % 1000) / 10, path);
     cuda_unload();
     return code;
   }
@@ -282,7 +289,8 @@ static int cuda_device_init(struct FerryDevice* device, struct FerryError* error
 }
 
 static int cuda_is_host_accessible(ArrowDeviceType device_type) {
-  return device_type == ARROW_DEVICE_CUDA_HOST || device_type == ARROW_DEVICE_CUDA_MANAGED;
+  return device_type == ARROW_DEVICE_CUDA_HOST ||
+         device_type == ARROW_DEVICE_CUDA_MANAGED;
 }
 
 /* ---- context bracketing ---------------------------------------------------------- */
@@ -308,7 +316,8 @@ static int cuda_push(const struct FerryDevice* device, struct FerryError* error)
 
 /* Restores the caller's context. `code` is the result of the bracketed work:
  * a failing pop only matters when that work succeeded. */
-static int cuda_pop(const struct FerryDevice* device, int code, struct FerryError* error) {
+static int cuda_pop(const struct FerryDevice* device, int code,
+                    struct FerryError* error) {
   ferry_CUcontext popped = NULL;
   ferry_CUresult rc = g_cuda.cuCtxPopCurrent_v2(&popped);
   if (rc != FERRY_CUDA_SUCCESS && code == FERRY_OK) {
@@ -321,13 +330,15 @@ static int cuda_pop(const struct FerryDevice* device, int code, struct FerryErro
 
 /* ---- memory ------------------------------------------------------------------------ */
 
-static int cuda_free_in_context(struct FerryDevice* device, void* ptr, const char** op) {
+/* Frees with the entry point that matches the device type (named in *op). */
+static ferry_CUresult cuda_free_in_context(struct FerryDevice* device, void* ptr,
+                                           const char** op) {
   if (device->device_type == ARROW_DEVICE_CUDA_HOST) {
     *op = "cuMemFreeHost";
-    return (int)g_cuda.cuMemFreeHost(ptr);
+    return g_cuda.cuMemFreeHost(ptr);
   }
   *op = "cuMemFree_v2";
-  return (int)g_cuda.cuMemFree_v2((ferry_CUdeviceptr)(uintptr_t)ptr);
+  return g_cuda.cuMemFree_v2((ferry_CUdeviceptr)(uintptr_t)ptr);
 }
 
 static int cuda_allocate(struct FerryDevice* device, int64_t size, void** out,
@@ -373,10 +384,11 @@ static int cuda_allocate(struct FerryDevice* device, int64_t size, void** out,
   return popped;
 }
 
-static int cuda_deallocate(struct FerryDevice* device, void* ptr, struct FerryError* error) {
+static int cuda_deallocate(struct FerryDevice* device, void* ptr,
+                           struct FerryError* error) {
   FERRY_RETURN_NOT_OK(cuda_push(device, error));
   const char* op;
-  ferry_CUresult rc = (ferry_CUresult)cuda_free_in_context(device, ptr, &op);
+  ferry_CUresult rc = cuda_free_in_context(device, ptr, &op);
   int code = FERRY_OK;
   if (rc != FERRY_CUDA_SUCCESS) {
     code = cuda_fail(error, rc, op, "freeing %p on %s device %" PRId64, ptr,
@@ -385,9 +397,9 @@ static int cuda_deallocate(struct FerryDevice* device, void* ptr, struct FerryEr
   return cuda_pop(device, code, error);
 }
 
-static int cuda_memcpy(struct FerryDevice* device, void* dst, struct FerryDevice* src_device,
-                       const void* src, int64_t size, enum FerryCopyKind kind, void* stream,
-                       struct FerryError* error) {
+static int cuda_memcpy(struct FerryDevice* device, void* dst,
+                       struct FerryDevice* src_device, const void* src, int64_t size,
+                       enum FerryCopyKind kind, void* stream, struct FerryError* error) {
   FERRY_RETURN_NOT_OK(cuda_push(device, error));
   ferry_CUstream s = (ferry_CUstream)stream;
   ferry_CUdeviceptr dst_address = (ferry_CUdeviceptr)(uintptr_t)dst;
@@ -423,9 +435,9 @@ static int cuda_memcpy(struct FerryDevice* device, void* dst, struct FerryDevice
   int code = FERRY_OK;
   if (rc != FERRY_CUDA_SUCCESS) {
     code = cuda_fail(error, rc, op,
-                     "copying %" PRId64 " bytes %s %s device %" PRId64 " (%p -> %p)", size,
-                     kind == FERRY_COPY_DEVICE_TO_HOST ? "from" : "to", type_name(device),
-                     device->device_id, src, dst);
+                     "copying %" PRId64 " bytes %s %s device %" PRId64 " (%p -> %p)",
+                     size, kind == FERRY_COPY_DEVICE_TO_HOST ? "from" : "to",
+                     type_name(device), device->device_id, src, dst);
   }
   return cuda_pop(device, code, error);
 }
@@ -439,8 +451,9 @@ static int cuda_stream_create(struct FerryDevice* device, void** stream_out,
   ferry_CUresult rc = g_cuda.cuStreamCreate(&stream, FERRY_CU_STREAM_NON_BLOCKING);
   int code = FERRY_OK;
   if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, "cuStreamCreate", "creating a stream on %s device %" PRId64,
-                     type_name(device), device->device_id);
+    code =
+        cuda_fail(error, rc, "cuStreamCreate", "creating a stream on %s device %" PRId64,
+                  type_name(device), device->device_id);
   }
   code = cuda_pop(device, code, error);
   if (code == FERRY_OK) {
@@ -458,8 +471,9 @@ static int cuda_stream_destroy(struct FerryDevice* device, void* stream,
   ferry_CUresult rc = g_cuda.cuStreamDestroy_v2((ferry_CUstream)stream);
   int code = FERRY_OK;
   if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, "cuStreamDestroy_v2", "destroying stream %p of %s device %" PRId64,
-                     stream, type_name(device), device->device_id);
+    code = cuda_fail(error, rc, "cuStreamDestroy_v2",
+                     "destroying stream %p of %s device %" PRId64, stream,
+                     type_name(device), device->device_id);
   }
   return cuda_pop(device, code, error);
 }
@@ -479,8 +493,8 @@ static int cuda_stream_synchronize(struct FerryDevice* device, void* stream,
   }
   int code = FERRY_OK;
   if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, op, "synchronizing stream %p of %s device %" PRId64, stream,
-                     type_name(device), device->device_id);
+    code = cuda_fail(error, rc, op, "synchronizing stream %p of %s device %" PRId64,
+                     stream, type_name(device), device->device_id);
   }
   return cuda_pop(device, code, error);
 }
@@ -488,7 +502,8 @@ static int cuda_stream_synchronize(struct FerryDevice* device, void* stream,
 static int cuda_event_create(struct FerryDevice* device, void** sync_event_out,
                              struct FerryError* error) {
   ferry_CUevent* slot = (ferry_CUevent*)malloc(sizeof(ferry_CUevent));
-  if (slot == NULL) return ferry_set_error(error, ENOMEM, "out of memory creating a CUDA event");
+  if (slot == NULL)
+    return ferry_set_error(error, ENOMEM, "out of memory creating a CUDA event");
   *slot = NULL;
   int code = cuda_push(device, error);
   if (code != FERRY_OK) {
@@ -497,8 +512,9 @@ static int cuda_event_create(struct FerryDevice* device, void** sync_event_out,
   }
   ferry_CUresult rc = g_cuda.cuEventCreate(slot, FERRY_CU_EVENT_DISABLE_TIMING);
   if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, "cuEventCreate", "creating an event on %s device %" PRId64,
-                     type_name(device), device->device_id);
+    code =
+        cuda_fail(error, rc, "cuEventCreate", "creating an event on %s device %" PRId64,
+                  type_name(device), device->device_id);
   }
   code = cuda_pop(device, code, error);
   if (code != FERRY_OK) {
@@ -521,8 +537,9 @@ static int cuda_event_destroy(struct FerryDevice* device, void* sync_event,
     ferry_CUresult rc = g_cuda.cuEventDestroy_v2(*slot);
     destroyed = rc == FERRY_CUDA_SUCCESS;
     if (!destroyed) {
-      code = cuda_fail(error, rc, "cuEventDestroy_v2", "destroying event %p of %s device %" PRId64,
-                       sync_event, type_name(device), device->device_id);
+      code = cuda_fail(error, rc, "cuEventDestroy_v2",
+                       "destroying event %p of %s device %" PRId64, sync_event,
+                       type_name(device), device->device_id);
     }
     code = cuda_pop(device, code, error);
   }
@@ -550,14 +567,15 @@ static int cuda_event_synchronize(struct FerryDevice* device, void* sync_event,
   ferry_CUresult rc = g_cuda.cuEventSynchronize(*(ferry_CUevent*)sync_event);
   int code = FERRY_OK;
   if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, "cuEventSynchronize", "waiting for event %p of %s device %" PRId64,
-                     sync_event, type_name(device), device->device_id);
+    code = cuda_fail(error, rc, "cuEventSynchronize",
+                     "waiting for event %p of %s device %" PRId64, sync_event,
+                     type_name(device), device->device_id);
   }
   return cuda_pop(device, code, error);
 }
 
-static int cuda_stream_wait_event(struct FerryDevice* device, void* stream, void* sync_event,
-                                  struct FerryError* error) {
+static int cuda_stream_wait_event(struct FerryDevice* device, void* stream,
+                                  void* sync_event, struct FerryError* error) {
   if (stream == NULL) return cuda_event_synchronize(device, sync_event, error);
   FERRY_RETURN_NOT_OK(cuda_push(device, error));
   ferry_CUresult rc =
@@ -565,13 +583,14 @@ static int cuda_stream_wait_event(struct FerryDevice* device, void* stream, void
   int code = FERRY_OK;
   if (rc != FERRY_CUDA_SUCCESS) {
     code = cuda_fail(error, rc, "cuStreamWaitEvent",
-                     "making stream %p of %s device %" PRId64 " wait for event %p", stream,
-                     type_name(device), device->device_id, sync_event);
+                     "making stream %p of %s device %" PRId64 " wait for event %p",
+                     stream, type_name(device), device->device_id, sync_event);
   }
   return cuda_pop(device, code, error);
 }
 
-/* ---- residency ------------------------------------------------------------------------- */
+/* ---- residency
+ * ------------------------------------------------------------------------- */
 
 /* What the driver says about one pointer. */
 struct FerryCudaPointerInfo {
@@ -608,20 +627,23 @@ static int cuda_check_pointer(struct FerryDevice* device, const void* ptr, int64
       {FERRY_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, &info.memory_type, "memory type"},
       {FERRY_CU_POINTER_ATTRIBUTE_IS_MANAGED, &info.is_managed, "managed flag"},
       {FERRY_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, &info.ordinal, "device ordinal"},
-      {FERRY_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, &info.range_start, "allocation start"},
+      {FERRY_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, &info.range_start,
+       "allocation start"},
       {FERRY_CU_POINTER_ATTRIBUTE_RANGE_SIZE, &info.range_size, "allocation size"},
   };
   int code = FERRY_OK;
   for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]) && code == FERRY_OK; i++) {
-    ferry_CUresult rc = g_cuda.cuPointerGetAttribute(queries[i].data, queries[i].attribute, address);
+    ferry_CUresult rc =
+        g_cuda.cuPointerGetAttribute(queries[i].data, queries[i].attribute, address);
     if (rc == FERRY_CUDA_ERROR_INVALID_VALUE && i == 0) {
       /* The driver does not know the pointer: pageable host memory, freed
        * memory, or another runtime's. */
-      code = ferry_set_error(error, EFAULT,
-                             "pointer %p is not %s device %" PRId64
-                             " memory (the CUDA driver does not know it: plain host memory "
-                             "or freed)",
-                             ptr, type_name(device), device->device_id);
+      code =
+          ferry_set_error(error, EFAULT,
+                          "pointer %p is not %s device %" PRId64
+                          " memory (the CUDA driver does not know it: plain host memory "
+                          "or freed)",
+                          ptr, type_name(device), device->device_id);
     } else if (rc != FERRY_CUDA_SUCCESS) {
       code = cuda_fail(error, rc, "cuPointerGetAttribute", "reading the %s of pointer %p",
                        queries[i].what, ptr);
@@ -647,17 +669,18 @@ static int cuda_check_pointer(struct FerryDevice* device, const void* ptr, int64
   if (!resident) {
     char found[128];
     describe_pointer(&info, found, sizeof(found));
-    return ferry_set_error(error, EFAULT, "pointer %p is not %s device %" PRId64
-                                          " memory (it is %s)",
+    return ferry_set_error(error, EFAULT,
+                           "pointer %p is not %s device %" PRId64 " memory (it is %s)",
                            ptr, type_name(device), device->device_id, found);
   }
   uint64_t end = (uint64_t)info.range_start + (uint64_t)info.range_size;
   if ((uint64_t)address + (uint64_t)size > end) {
     return ferry_set_error(error, EFAULT,
-                           "range [%p, +%" PRId64 ") runs past the end of its %zu-byte "
+                           "range [%p, +%" PRId64
+                           ") runs past the end of its %zu-byte "
                            "allocation on %s device %" PRId64 " at 0x%llx",
-                           ptr, size, info.range_size, type_name(device), device->device_id,
-                           (unsigned long long)info.range_start);
+                           ptr, size, info.range_size, type_name(device),
+                           device->device_id, (unsigned long long)info.range_start);
   }
   return FERRY_OK;
 }

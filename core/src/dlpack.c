@@ -30,14 +30,14 @@ struct FerryDlpackType {
  * numbers. Temporal types export as their integer storage. The first entry
  * of each (code, bits) pair is what an imported tensor becomes. */
 static const struct FerryDlpackType kDlpackTypes[] = {
-    {"c", kDLInt, 8},       {"s", kDLInt, 16},      {"i", kDLInt, 32},
-    {"l", kDLInt, 64},      {"C", kDLUInt, 8},      {"S", kDLUInt, 16},
-    {"I", kDLUInt, 32},     {"L", kDLUInt, 64},     {"e", kDLFloat, 16},
-    {"f", kDLFloat, 32},    {"g", kDLFloat, 64},    {"tdD", kDLInt, 32},
-    {"tdm", kDLInt, 64},    {"tts", kDLInt, 32},    {"ttm", kDLInt, 32},
-    {"ttu", kDLInt, 64},    {"ttn", kDLInt, 64},    {"tDs", kDLInt, 64},
-    {"tDm", kDLInt, 64},    {"tDu", kDLInt, 64},    {"tDn", kDLInt, 64},
-    {"tss:", kDLInt, 64},   {"tsm:", kDLInt, 64},   {"tsu:", kDLInt, 64},
+    {"c", kDLInt, 8},     {"s", kDLInt, 16},    {"i", kDLInt, 32},
+    {"l", kDLInt, 64},    {"C", kDLUInt, 8},    {"S", kDLUInt, 16},
+    {"I", kDLUInt, 32},   {"L", kDLUInt, 64},   {"e", kDLFloat, 16},
+    {"f", kDLFloat, 32},  {"g", kDLFloat, 64},  {"tdD", kDLInt, 32},
+    {"tdm", kDLInt, 64},  {"tts", kDLInt, 32},  {"ttm", kDLInt, 32},
+    {"ttu", kDLInt, 64},  {"ttn", kDLInt, 64},  {"tDs", kDLInt, 64},
+    {"tDm", kDLInt, 64},  {"tDu", kDLInt, 64},  {"tDn", kDLInt, 64},
+    {"tss:", kDLInt, 64}, {"tsm:", kDLInt, 64}, {"tsu:", kDLInt, 64},
     {"tsn:", kDLInt, 64},
 };
 #define FERRY_N_DLPACK_TYPES (sizeof(kDlpackTypes) / sizeof(kDlpackTypes[0]))
@@ -47,7 +47,8 @@ static const struct FerryDlpackType* type_for_format(const char* format) {
     const char* f = kDlpackTypes[i].format;
     size_t n = strlen(f);
     int is_prefix = f[n - 1] == ':';
-    if (is_prefix ? strncmp(format, f, n) == 0 : strcmp(format, f) == 0) return &kDlpackTypes[i];
+    if (is_prefix ? strncmp(format, f, n) == 0 : strcmp(format, f) == 0)
+      return &kDlpackTypes[i];
   }
   return NULL;
 }
@@ -67,7 +68,8 @@ static int device_type_is_shared(int32_t type) {
          (type >= ARROW_DEVICE_VULKAN && type <= ARROW_DEVICE_HEXAGON);
 }
 
-/* ---- export ------------------------------------------------------------------------------ */
+/* ---- export
+ * ------------------------------------------------------------------------------ */
 
 /* One allocation: the tensor, the array it owns, its shape and stride. */
 struct FerryDlpackExport {
@@ -90,7 +92,8 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
                                  struct DLManagedTensorVersioned** out,
                                  struct FerryError* error) {
   if (schema == NULL || schema->format == NULL) {
-    return ferry_set_error(error, EINVAL, "schema must not be NULL and must have a format");
+    return ferry_set_error(error, EINVAL,
+                           "schema must not be NULL and must have a format");
   }
   if (array == NULL) return ferry_set_error(error, EINVAL, "array must not be NULL");
   if (out == NULL) return ferry_set_error(error, EINVAL, "out must not be NULL");
@@ -111,25 +114,28 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
                            "decode it first");
   }
   if (a->n_buffers != 2 || a->buffers == NULL || a->n_children != 0) {
-    return ferry_set_error(error, EINVAL,
-                           "a \"%s\" array must have 2 buffers and no children (it has %" PRId64
-                           " buffers, %" PRId64 " children)",
-                           schema->format, a->n_buffers, a->n_children);
+    return ferry_set_error(
+        error, EINVAL,
+        "a \"%s\" array must have 2 buffers and no children (it has %" PRId64
+        " buffers, %" PRId64 " children)",
+        schema->format, a->n_buffers, a->n_children);
   }
   if (a->length < 0 || a->offset < 0) {
-    return ferry_set_error(error, EINVAL, "length (%" PRId64 ") and offset (%" PRId64
-                                          ") must not be negative",
+    return ferry_set_error(error, EINVAL,
+                           "length (%" PRId64 ") and offset (%" PRId64
+                           ") must not be negative",
                            a->length, a->offset);
   }
   if (a->null_count > 0 || (a->null_count < 0 && a->buffers[0] != NULL)) {
-    return ferry_set_error(error, EINVAL,
-                           "the array has %s nulls: DLPack tensors cannot represent nulls",
-                           a->null_count > 0 ? "some" : "an unknown number of (null_count -1 "
-                                                        "with a validity bitmap)");
+    return ferry_set_error(
+        error, EINVAL, "the array has %s nulls: DLPack tensors cannot represent nulls",
+        a->null_count > 0 ? "some"
+                          : "an unknown number of (null_count -1 "
+                            "with a validity bitmap)");
   }
   if (a->length > 0 && a->buffers[1] == NULL) {
-    return ferry_set_error(error, EINVAL, "buffer 1 (data) is NULL for %" PRId64 " values",
-                           a->length);
+    return ferry_set_error(error, EINVAL,
+                           "buffer 1 (data) is NULL for %" PRId64 " values", a->length);
   }
   if (!device_type_is_shared(array->device_type)) {
     return ferry_set_error(error, EINVAL, "device type %d has no DLPack equivalent",
@@ -137,15 +143,16 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
   }
   int64_t id = array->device_type == ARROW_DEVICE_CPU ? 0 : array->device_id;
   if (id < 0 || id > INT32_MAX) {
-    return ferry_set_error(error, EINVAL,
-                           "device id %" PRId64 " does not fit DLPack's int32 device id", id);
+    return ferry_set_error(
+        error, EINVAL, "device id %" PRId64 " does not fit DLPack's int32 device id", id);
   }
   /* The tensor has no event: order the consumer (or the host) first. */
   FERRY_RETURN_NOT_OK(ferry_device_array_wait(array, consumer_stream, error));
 
   struct FerryDlpackExport* exported =
       (struct FerryDlpackExport*)calloc(1, sizeof(struct FerryDlpackExport));
-  if (exported == NULL) return ferry_set_error(error, ENOMEM, "out of memory (DLPack tensor)");
+  if (exported == NULL)
+    return ferry_set_error(error, ENOMEM, "out of memory (DLPack tensor)");
   DLManagedTensorVersioned* tensor = &exported->tensor;
   tensor->version.major = DLPACK_MAJOR_VERSION;
   tensor->version.minor = DLPACK_MINOR_VERSION;
@@ -172,7 +179,8 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
   return FERRY_OK;
 }
 
-/* ---- import -------------------------------------------------------------------------------- */
+/* ---- import
+ * -------------------------------------------------------------------------------- */
 
 /* Owned by the imported array's release hook. `armed` is set once the import
  * has succeeded: before that, the caller still owns the tensor. */
@@ -183,7 +191,8 @@ struct FerryDlpackImport {
 
 static void release_imported_tensor(void* user_data) {
   struct FerryDlpackImport* import = (struct FerryDlpackImport*)user_data;
-  if (import->armed && import->tensor->deleter != NULL) import->tensor->deleter(import->tensor);
+  if (import->armed && import->tensor->deleter != NULL)
+    import->tensor->deleter(import->tensor);
   free(import);
 }
 
@@ -201,17 +210,19 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
                            "schema_out and array_out must be released beforehand");
   }
   if (tensor->version.major != DLPACK_MAJOR_VERSION) {
-    return ferry_set_error(error, EINVAL,
-                           "DLPack major version %u is not %d: ferry cannot read this tensor "
-                           "(only its deleter may be called)",
-                           tensor->version.major, DLPACK_MAJOR_VERSION);
+    return ferry_set_error(
+        error, EINVAL,
+        "DLPack major version %u is not %d: ferry cannot read this tensor "
+        "(only its deleter may be called)",
+        tensor->version.major, DLPACK_MAJOR_VERSION);
   }
   const DLTensor* t = &tensor->dl_tensor;
   if (t->ndim != 0 && t->ndim != 1) {
-    return ferry_set_error(error, EINVAL,
-                           "the tensor has %d dimensions; only 1-D (or 0-D) tensors become "
-                           "Arrow arrays without a copy",
-                           (int)t->ndim);
+    return ferry_set_error(
+        error, EINVAL,
+        "the tensor has %d dimensions; only 1-D (or 0-D) tensors become "
+        "Arrow arrays without a copy",
+        (int)t->ndim);
   }
   int64_t length = 1;
   if (t->ndim == 1) {
@@ -232,32 +243,32 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
   }
   const struct FerryDlpackType* type = type_for_dtype(t->dtype);
   if (type == NULL) {
-    return ferry_set_error(error, EINVAL,
-                           "DLPack type code %u with %u bits has no zero-copy Arrow type%s",
-                           (unsigned)t->dtype.code, (unsigned)t->dtype.bits,
-                           t->dtype.code == kDLBool
-                               ? " (DLPack booleans are bytes, Arrow's are bits)"
-                               : "");
+    return ferry_set_error(
+        error, EINVAL, "DLPack type code %u with %u bits has no zero-copy Arrow type%s",
+        (unsigned)t->dtype.code, (unsigned)t->dtype.bits,
+        t->dtype.code == kDLBool ? " (DLPack booleans are bytes, Arrow's are bits)" : "");
   }
   int32_t device_type = (int32_t)t->device.device_type;
   if (!device_type_is_shared(device_type)) {
     return ferry_set_error(error, EINVAL,
-                           "DLPack device type %d has no Arrow equivalent%s", (int)device_type,
+                           "DLPack device type %d has no Arrow equivalent%s",
+                           (int)device_type,
                            device_type == kDLMAIA  ? " (kDLMAIA)"
                            : device_type == kDLTrn ? " (kDLTrn)"
                                                    : "");
   }
   int64_t device_id = device_type == ARROW_DEVICE_CPU ? -1 : t->device.device_id;
   if (t->data == NULL && length > 0) {
-    return ferry_set_error(error, EINVAL, "the tensor's data is NULL for %" PRId64 " values",
-                           length);
+    return ferry_set_error(error, EINVAL,
+                           "the tensor's data is NULL for %" PRId64 " values", length);
   }
   const void* buffers[2] = {NULL, NULL};
   if (t->data != NULL) buffers[1] = (const char*)t->data + t->byte_offset;
 
   struct FerryDlpackImport* import =
       (struct FerryDlpackImport*)calloc(1, sizeof(struct FerryDlpackImport));
-  if (import == NULL) return ferry_set_error(error, ENOMEM, "out of memory (DLPack import)");
+  if (import == NULL)
+    return ferry_set_error(error, ENOMEM, "out of memory (DLPack import)");
   import->tensor = tensor;
   int code = ferry_schema_init(schema_out, type->format, NULL, 0, 0, error);
   if (code != FERRY_OK) {
@@ -266,15 +277,15 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
   }
   struct ArrowArray array;
   memset(&array, 0, sizeof(array));
-  code = ferry_array_init(&array, length, 0, 0, 2, buffers, 0, release_imported_tensor, import,
-                          error);
+  code = ferry_array_init(&array, length, 0, 0, 2, buffers, 0, release_imported_tensor,
+                          import, error);
   if (code != FERRY_OK) {
     free(import); /* the hook never runs when ferry_array_init fails */
     ferry_schema_release(schema_out);
     return code;
   }
-  code = ferry_device_array_init(array_out, &array, device_type, device_id, NULL, NULL, NULL,
-                                 error);
+  code = ferry_device_array_init(array_out, &array, device_type, device_id, NULL, NULL,
+                                 NULL, error);
   if (code != FERRY_OK) {
     array.release(&array); /* unarmed: frees `import`, leaves the tensor alone */
     ferry_schema_release(schema_out);

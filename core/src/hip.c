@@ -72,7 +72,8 @@ static const struct FerryHipErrorName kHipErrorNames[] = {
     {FERRY_HIP_ERROR_OUT_OF_MEMORY, "hipErrorOutOfMemory", "out of memory"},
     {FERRY_HIP_ERROR_NOT_INITIALIZED, "hipErrorNotInitialized",
      "the runtime is not initialized"},
-    {FERRY_HIP_ERROR_DEINITIALIZED, "hipErrorDeinitialized", "the runtime is shutting down"},
+    {FERRY_HIP_ERROR_DEINITIALIZED, "hipErrorDeinitialized",
+     "the runtime is shutting down"},
     {FERRY_HIP_ERROR_INVALID_DEVICE_POINTER, "hipErrorInvalidDevicePointer",
      "the pointer is not a device pointer"},
     {FERRY_HIP_ERROR_INVALID_MEMCPY_DIRECTION, "hipErrorInvalidMemcpyDirection",
@@ -120,8 +121,9 @@ static const struct FerryHipErrorName* hip_error_entry(ferry_hipError_t code) {
 }
 
 static int hip_errno(ferry_hipError_t code) {
-  return code == FERRY_HIP_ERROR_NO_DEVICE || code == FERRY_HIP_ERROR_INVALID_DEVICE ? ENODEV
-                                                                                      : EIO;
+  return code == FERRY_HIP_ERROR_NO_DEVICE || code == FERRY_HIP_ERROR_INVALID_DEVICE
+             ? ENODEV
+             : EIO;
 }
 
 static int hip_fail_with(struct FerryError* error, int code_errno, ferry_hipError_t rc,
@@ -138,26 +140,31 @@ static int hip_fail_with(struct FerryError* error, int code_errno, ferry_hipErro
     return ferry_set_error(error, code_errno, "[%s][%s] %s (%s)", op, entry->name,
                            entry->description, context);
   }
-  return ferry_set_error(error, code_errno, "[%s][hipError_t %u] an error ferry has no name for (%s)",
-                         op, rc, context);
+  return ferry_set_error(error, code_errno,
+                         "[%s][hipError_t %u] an error ferry has no name for (%s)", op,
+                         rc, context);
 }
 
-#define hip_fail(error, rc, op, ...) hip_fail_with((error), hip_errno(rc), (rc), (op), __VA_ARGS__)
+#define hip_fail(error, rc, op, ...) \
+  hip_fail_with((error), hip_errno(rc), (rc), (op), __VA_ARGS__)
 
-/* ---- loading the runtime -------------------------------------------------------------- */
+/* ---- loading the runtime --------------------------------------------------------------
+ */
 
 static void hip_forget(void) {
   /* Deliberately no dlclose (see the top of the file). */
   memset(&g_hip, 0, sizeof(g_hip));
 }
 
-static int hip_probe_failed(struct FerryError* error, ferry_hipError_t rc, const char* op) {
-  int code = hip_fail_with(error, ENODEV, rc, op, "rocm backend: HIP runtime %d.%d loaded from %s%s",
-                           g_hip.runtime_version / 10000000,
-                           (g_hip.runtime_version / 100000) % 100, g_hip.path,
-                           rc == FERRY_HIP_ERROR_INVALID_DEVICE || rc == FERRY_HIP_ERROR_NO_DEVICE
-                               ? "; the runtime is installed but finds no AMD GPU"
-                               : "");
+static int hip_probe_failed(struct FerryError* error, ferry_hipError_t rc,
+                            const char* op) {
+  int code = hip_fail_with(
+      error, ENODEV, rc, op, "rocm backend: HIP runtime %d.%d loaded from %s%s",
+      g_hip.runtime_version / 10000000, (g_hip.runtime_version / 100000) % 100,
+      g_hip.path,
+      rc == FERRY_HIP_ERROR_INVALID_DEVICE || rc == FERRY_HIP_ERROR_NO_DEVICE
+          ? "; the runtime is installed but finds no AMD GPU"
+          : "");
   hip_forget();
   return code;
 }
@@ -170,14 +177,16 @@ static int hip_open(struct FerryError* error) {
     g_hip.library = dlopen(override, RTLD_NOW | RTLD_LOCAL);
     if (g_hip.library == NULL) {
       const char* why = dlerror();
-      return ferry_set_error(error, ENODEV,
-                             "rocm backend: cannot load the HIP runtime %s (FERRY_HIP_LIBRARY): %s", override,
-                             why != NULL ? why : "unknown dlopen error");
+      return ferry_set_error(
+          error, ENODEV,
+          "rocm backend: cannot load the HIP runtime %s (FERRY_HIP_LIBRARY): %s",
+          override, why != NULL ? why : "unknown dlopen error");
     }
     return FERRY_OK;
   }
   char first_failure[512] = "";
-  for (size_t i = 0; i < sizeof(kHipDefaultLibraries) / sizeof(kHipDefaultLibraries[0]); i++) {
+  for (size_t i = 0; i < sizeof(kHipDefaultLibraries) / sizeof(kHipDefaultLibraries[0]);
+       i++) {
     g_hip.library = dlopen(kHipDefaultLibraries[i], RTLD_NOW | RTLD_LOCAL);
     if (g_hip.library != NULL) {
       snprintf(g_hip.path, sizeof(g_hip.path), "%s", kHipDefaultLibraries[i]);
@@ -188,10 +197,11 @@ static int hip_open(struct FerryError* error) {
       snprintf(first_failure, sizeof(first_failure), "%s", why != NULL ? why : "");
     }
   }
-  return ferry_set_error(error, ENODEV,
-                         "rocm backend: cannot load the HIP runtime (tried libamdhip64.so, "
-                         ".so.7, .so.6, .so.5): %s (ROCm not installed?)",
-                         first_failure);
+  return ferry_set_error(
+      error, ENODEV,
+      "rocm backend: cannot load the HIP runtime (tried libamdhip64.so, "
+      ".so.7, .so.6, .so.5): %s (ROCm not installed?)",
+      first_failure);
 }
 
 static int hip_probe(struct FerryError* error) {
@@ -202,19 +212,20 @@ static int hip_probe(struct FerryError* error) {
     return code;
   }
   const char* missing = NULL;
-#define FERRY_HIP_RESOLVE(name, params)                     \
-  if (missing == NULL) {                                    \
-    *(void**)(&g_hip.name) = dlsym(g_hip.library, #name);   \
-    if (g_hip.name == NULL) missing = #name;                \
+#define FERRY_HIP_RESOLVE(name, params)                   \
+  if (missing == NULL) {                                  \
+    *(void**)(&g_hip.name) = dlsym(g_hip.library, #name); \
+    if (g_hip.name == NULL) missing = #name;              \
   }
   FERRY_HIP_RUNTIME_FUNCTIONS(FERRY_HIP_RESOLVE)
   FERRY_HIP_RESOLVE(hipPointerGetAttributes, ())
 #undef FERRY_HIP_RESOLVE
   if (missing != NULL) {
-    code = ferry_set_error(error, ENOTSUP,
-                           "rocm backend: the HIP runtime %s does not export %s (ferry needs "
-                           "HIP 5 or newer)",
-                           g_hip.path, missing);
+    code = ferry_set_error(
+        error, ENOTSUP,
+        "rocm backend: the HIP runtime %s does not export %s (ferry needs "
+        "HIP 5 or newer)",
+        g_hip.path, missing);
     hip_forget();
     return code;
   }
@@ -225,7 +236,8 @@ static int hip_probe(struct FerryError* error) {
   if (rc != FERRY_HIP_SUCCESS) return hip_probe_failed(error, rc, "hipInit");
   rc = g_hip.hipGetDeviceCount(&g_hip.device_count);
   if (rc != FERRY_HIP_SUCCESS) return hip_probe_failed(error, rc, "hipGetDeviceCount");
-  if (g_hip.device_count <= 0) return hip_probe_failed(error, FERRY_HIP_ERROR_NO_DEVICE, "hipGetDeviceCount");
+  if (g_hip.device_count <= 0)
+    return hip_probe_failed(error, FERRY_HIP_ERROR_NO_DEVICE, "hipGetDeviceCount");
   return FERRY_OK;
 }
 
@@ -239,14 +251,16 @@ static int hip_is_host_accessible(ArrowDeviceType device_type) {
   return device_type == ARROW_DEVICE_ROCM_HOST;
 }
 
-/* ---- current device bracketing ------------------------------------------------------- */
+/* ---- current device bracketing -------------------------------------------------------
+ */
 
 static const char* type_name(const struct FerryDevice* device) {
   return ferry_device_type_name(device->device_type);
 }
 
 /* Makes the device current on this thread; `*saved` gets the caller's. */
-static int hip_enter(const struct FerryDevice* device, int* saved, struct FerryError* error) {
+static int hip_enter(const struct FerryDevice* device, int* saved,
+                     struct FerryError* error) {
   ferry_hipError_t rc = g_hip.hipGetDevice(saved);
   if (rc != FERRY_HIP_SUCCESS) {
     return hip_fail(error, rc, "hipGetDevice", "reading the caller's current device");
@@ -273,7 +287,8 @@ static int hip_leave(const struct FerryDevice* device, int saved, int code,
   return code;
 }
 
-/* ---- memory -------------------------------------------------------------------------------- */
+/* ---- memory
+ * -------------------------------------------------------------------------------- */
 
 static ferry_hipError_t hip_free_any(const struct FerryDevice* device, void* ptr,
                                      const char** op) {
@@ -302,8 +317,8 @@ static int hip_allocate(struct FerryDevice* device, int64_t size, void** out,
   }
   int code = FERRY_OK;
   if (rc != FERRY_HIP_SUCCESS) {
-    code = hip_fail(error, rc, op, "allocating %" PRId64 " bytes on %s device %" PRId64, size,
-                    type_name(device), device->device_id);
+    code = hip_fail(error, rc, op, "allocating %" PRId64 " bytes on %s device %" PRId64,
+                    size, type_name(device), device->device_id);
   }
   int left = hip_leave(device, saved, code, error);
   if (left != FERRY_OK && code == FERRY_OK) {
@@ -313,22 +328,23 @@ static int hip_allocate(struct FerryDevice* device, int64_t size, void** out,
   return left;
 }
 
-static int hip_deallocate(struct FerryDevice* device, void* ptr, struct FerryError* error) {
+static int hip_deallocate(struct FerryDevice* device, void* ptr,
+                          struct FerryError* error) {
   int saved = 0;
   FERRY_RETURN_NOT_OK(hip_enter(device, &saved, error));
   const char* op;
   ferry_hipError_t rc = hip_free_any(device, ptr, &op);
   int code = FERRY_OK;
   if (rc != FERRY_HIP_SUCCESS) {
-    code = hip_fail(error, rc, op, "freeing %p on %s device %" PRId64, ptr, type_name(device),
-                    device->device_id);
+    code = hip_fail(error, rc, op, "freeing %p on %s device %" PRId64, ptr,
+                    type_name(device), device->device_id);
   }
   return hip_leave(device, saved, code, error);
 }
 
-static int hip_memcpy(struct FerryDevice* device, void* dst, struct FerryDevice* src_device,
-                      const void* src, int64_t size, enum FerryCopyKind kind, void* stream,
-                      struct FerryError* error) {
+static int hip_memcpy(struct FerryDevice* device, void* dst,
+                      struct FerryDevice* src_device, const void* src, int64_t size,
+                      enum FerryCopyKind kind, void* stream, struct FerryError* error) {
   int saved = 0;
   FERRY_RETURN_NOT_OK(hip_enter(device, &saved, error));
   ferry_hipStream_t s = (ferry_hipStream_t)stream;
@@ -336,14 +352,17 @@ static int hip_memcpy(struct FerryDevice* device, void* dst, struct FerryDevice*
   ferry_hipError_t rc;
   switch (kind) {
     case FERRY_COPY_HOST_TO_DEVICE:
-      rc = g_hip.hipMemcpyAsync(dst, src, (size_t)size, FERRY_HIP_MEMCPY_HOST_TO_DEVICE, s);
+      rc = g_hip.hipMemcpyAsync(dst, src, (size_t)size, FERRY_HIP_MEMCPY_HOST_TO_DEVICE,
+                                s);
       break;
     case FERRY_COPY_DEVICE_TO_HOST:
-      rc = g_hip.hipMemcpyAsync(dst, src, (size_t)size, FERRY_HIP_MEMCPY_DEVICE_TO_HOST, s);
+      rc = g_hip.hipMemcpyAsync(dst, src, (size_t)size, FERRY_HIP_MEMCPY_DEVICE_TO_HOST,
+                                s);
       break;
     default:
       if (src_device->device_id == device->device_id) {
-        rc = g_hip.hipMemcpyAsync(dst, src, (size_t)size, FERRY_HIP_MEMCPY_DEVICE_TO_DEVICE, s);
+        rc = g_hip.hipMemcpyAsync(dst, src, (size_t)size,
+                                  FERRY_HIP_MEMCPY_DEVICE_TO_DEVICE, s);
       } else {
         op = "hipMemcpyPeerAsync";
         rc = g_hip.hipMemcpyPeerAsync(dst, (int)device->device_id, src,
@@ -357,25 +376,29 @@ static int hip_memcpy(struct FerryDevice* device, void* dst, struct FerryDevice*
   }
   int code = FERRY_OK;
   if (rc != FERRY_HIP_SUCCESS) {
-    code = hip_fail(error, rc, op, "copying %" PRId64 " bytes %s %s device %" PRId64 " (%p -> %p)",
-                    size, kind == FERRY_COPY_DEVICE_TO_HOST ? "from" : "to", type_name(device),
+    code = hip_fail(error, rc, op,
+                    "copying %" PRId64 " bytes %s %s device %" PRId64 " (%p -> %p)", size,
+                    kind == FERRY_COPY_DEVICE_TO_HOST ? "from" : "to", type_name(device),
                     device->device_id, src, dst);
   }
   return hip_leave(device, saved, code, error);
 }
 
-/* ---- streams and events -------------------------------------------------------------------- */
+/* ---- streams and events
+ * -------------------------------------------------------------------- */
 
 static int hip_stream_create(struct FerryDevice* device, void** stream_out,
                              struct FerryError* error) {
   int saved = 0;
   FERRY_RETURN_NOT_OK(hip_enter(device, &saved, error));
   ferry_hipStream_t stream = NULL;
-  ferry_hipError_t rc = g_hip.hipStreamCreateWithFlags(&stream, FERRY_HIP_STREAM_NON_BLOCKING);
+  ferry_hipError_t rc =
+      g_hip.hipStreamCreateWithFlags(&stream, FERRY_HIP_STREAM_NON_BLOCKING);
   int code = FERRY_OK;
   if (rc != FERRY_HIP_SUCCESS) {
-    code = hip_fail(error, rc, "hipStreamCreateWithFlags", "creating a stream on %s device %" PRId64,
-                    type_name(device), device->device_id);
+    code = hip_fail(error, rc, "hipStreamCreateWithFlags",
+                    "creating a stream on %s device %" PRId64, type_name(device),
+                    device->device_id);
   }
   int left = hip_leave(device, saved, code, error);
   if (left != FERRY_OK && code == FERRY_OK) g_hip.hipStreamDestroy(stream);
@@ -390,8 +413,9 @@ static int hip_stream_destroy(struct FerryDevice* device, void* stream,
   ferry_hipError_t rc = g_hip.hipStreamDestroy((ferry_hipStream_t)stream);
   int code = FERRY_OK;
   if (rc != FERRY_HIP_SUCCESS) {
-    code = hip_fail(error, rc, "hipStreamDestroy", "destroying stream %p of %s device %" PRId64,
-                    stream, type_name(device), device->device_id);
+    code = hip_fail(error, rc, "hipStreamDestroy",
+                    "destroying stream %p of %s device %" PRId64, stream,
+                    type_name(device), device->device_id);
   }
   return hip_leave(device, saved, code, error);
 }
@@ -411,8 +435,8 @@ static int hip_stream_synchronize(struct FerryDevice* device, void* stream,
   }
   int code = FERRY_OK;
   if (rc != FERRY_HIP_SUCCESS) {
-    code = hip_fail(error, rc, op, "synchronizing stream %p of %s device %" PRId64, stream,
-                    type_name(device), device->device_id);
+    code = hip_fail(error, rc, op, "synchronizing stream %p of %s device %" PRId64,
+                    stream, type_name(device), device->device_id);
   }
   return hip_leave(device, saved, code, error);
 }
@@ -420,7 +444,8 @@ static int hip_stream_synchronize(struct FerryDevice* device, void* stream,
 static int hip_event_create(struct FerryDevice* device, void** sync_event_out,
                             struct FerryError* error) {
   ferry_hipEvent_t* slot = (ferry_hipEvent_t*)malloc(sizeof(ferry_hipEvent_t));
-  if (slot == NULL) return ferry_set_error(error, ENOMEM, "out of memory creating a HIP event");
+  if (slot == NULL)
+    return ferry_set_error(error, ENOMEM, "out of memory creating a HIP event");
   *slot = NULL;
   int saved = 0;
   int code = hip_enter(device, &saved, error);
@@ -428,10 +453,12 @@ static int hip_event_create(struct FerryDevice* device, void** sync_event_out,
     free(slot);
     return code;
   }
-  ferry_hipError_t rc = g_hip.hipEventCreateWithFlags(slot, FERRY_HIP_EVENT_DISABLE_TIMING);
+  ferry_hipError_t rc =
+      g_hip.hipEventCreateWithFlags(slot, FERRY_HIP_EVENT_DISABLE_TIMING);
   if (rc != FERRY_HIP_SUCCESS) {
-    code = hip_fail(error, rc, "hipEventCreateWithFlags", "creating an event on %s device %" PRId64,
-                    type_name(device), device->device_id);
+    code = hip_fail(error, rc, "hipEventCreateWithFlags",
+                    "creating an event on %s device %" PRId64, type_name(device),
+                    device->device_id);
   }
   code = hip_leave(device, saved, code, error);
   if (code != FERRY_OK) {
@@ -455,8 +482,9 @@ static int hip_event_destroy(struct FerryDevice* device, void* sync_event,
     ferry_hipError_t rc = g_hip.hipEventDestroy(*slot);
     destroyed = rc == FERRY_HIP_SUCCESS;
     if (!destroyed) {
-      code = hip_fail(error, rc, "hipEventDestroy", "destroying event %p of %s device %" PRId64,
-                      sync_event, type_name(device), device->device_id);
+      code = hip_fail(error, rc, "hipEventDestroy",
+                      "destroying event %p of %s device %" PRId64, sync_event,
+                      type_name(device), device->device_id);
     }
     code = hip_leave(device, saved, code, error);
   }
@@ -473,8 +501,8 @@ static int hip_event_record(struct FerryDevice* device, void* sync_event, void* 
   int code = FERRY_OK;
   if (rc != FERRY_HIP_SUCCESS) {
     code = hip_fail(error, rc, "hipEventRecord",
-                    "recording event %p on stream %p of %s device %" PRId64, sync_event, stream,
-                    type_name(device), device->device_id);
+                    "recording event %p on stream %p of %s device %" PRId64, sync_event,
+                    stream, type_name(device), device->device_id);
   }
   return hip_leave(device, saved, code, error);
 }
@@ -486,14 +514,15 @@ static int hip_event_synchronize(struct FerryDevice* device, void* sync_event,
   ferry_hipError_t rc = g_hip.hipEventSynchronize(*(ferry_hipEvent_t*)sync_event);
   int code = FERRY_OK;
   if (rc != FERRY_HIP_SUCCESS) {
-    code = hip_fail(error, rc, "hipEventSynchronize", "waiting for event %p of %s device %" PRId64,
-                    sync_event, type_name(device), device->device_id);
+    code = hip_fail(error, rc, "hipEventSynchronize",
+                    "waiting for event %p of %s device %" PRId64, sync_event,
+                    type_name(device), device->device_id);
   }
   return hip_leave(device, saved, code, error);
 }
 
-static int hip_stream_wait_event(struct FerryDevice* device, void* stream, void* sync_event,
-                                 struct FerryError* error) {
+static int hip_stream_wait_event(struct FerryDevice* device, void* stream,
+                                 void* sync_event, struct FerryError* error) {
   if (stream == NULL) return hip_event_synchronize(device, sync_event, error);
   int saved = 0;
   FERRY_RETURN_NOT_OK(hip_enter(device, &saved, error));
@@ -508,7 +537,8 @@ static int hip_stream_wait_event(struct FerryDevice* device, void* stream, void*
   return hip_leave(device, saved, code, error);
 }
 
-/* ---- residency ------------------------------------------------------------------------------- */
+/* ---- residency
+ * ------------------------------------------------------------------------------- */
 
 static int hip_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
                              struct FerryError* error) {
@@ -517,7 +547,8 @@ static int hip_check_pointer(struct FerryDevice* device, const void* ptr, int64_
   struct ferry_hipPointerAttribute attributes;
   memset(&attributes, 0, sizeof(attributes));
   int hip6 = g_hip.runtime_version >= 60000000;
-  unsigned int host_type = hip6 ? FERRY_HIP6_MEMORY_TYPE_HOST : FERRY_HIP5_MEMORY_TYPE_HOST;
+  unsigned int host_type =
+      hip6 ? FERRY_HIP6_MEMORY_TYPE_HOST : FERRY_HIP5_MEMORY_TYPE_HOST;
   unsigned int device_type =
       hip6 ? FERRY_HIP6_MEMORY_TYPE_DEVICE : FERRY_HIP5_MEMORY_TYPE_DEVICE;
   ferry_hipError_t rc = g_hip.hipPointerGetAttributes(&attributes, ptr);
@@ -526,14 +557,15 @@ static int hip_check_pointer(struct FerryDevice* device, const void* ptr, int64_
                 (rc == FERRY_HIP_SUCCESS && hip6 &&
                  attributes.memory_type == FERRY_HIP6_MEMORY_TYPE_UNREGISTERED);
   if (unknown) {
-    code = ferry_set_error(error, EFAULT,
-                           "pointer %p is not %s device %" PRId64
-                           " memory (the HIP runtime does not know it: plain host memory or "
-                           "freed)",
-                           ptr, type_name(device), device->device_id);
+    code =
+        ferry_set_error(error, EFAULT,
+                        "pointer %p is not %s device %" PRId64
+                        " memory (the HIP runtime does not know it: plain host memory or "
+                        "freed)",
+                        ptr, type_name(device), device->device_id);
   } else if (rc != FERRY_HIP_SUCCESS) {
-    code = hip_fail(error, rc, "hipPointerGetAttributes", "reading the attributes of pointer %p",
-                    ptr);
+    code = hip_fail(error, rc, "hipPointerGetAttributes",
+                    "reading the attributes of pointer %p", ptr);
   }
   void* base = NULL;
   size_t range = 0;
@@ -545,8 +577,8 @@ static int hip_check_pointer(struct FerryDevice* device, const void* ptr, int64_
     if (rc == FERRY_HIP_SUCCESS) {
       have_range = 1;
     } else if (device->device_type == ARROW_DEVICE_ROCM) {
-      code = hip_fail(error, rc, "hipMemGetAddressRange", "reading the allocation of pointer %p",
-                      ptr);
+      code = hip_fail(error, rc, "hipMemGetAddressRange",
+                      "reading the allocation of pointer %p", ptr);
     }
   }
   code = hip_leave(device, saved, code, error);
@@ -569,12 +601,14 @@ static int hip_check_pointer(struct FerryDevice* device, const void* ptr, int64_
     resident = 0;
   }
   if (!resident) {
-    return ferry_set_error(error, EFAULT, "pointer %p is not %s device %" PRId64 " memory (it is %s)",
+    return ferry_set_error(error, EFAULT,
+                           "pointer %p is not %s device %" PRId64 " memory (it is %s)",
                            ptr, type_name(device), device->device_id, found);
   }
   if (have_range && (uintptr_t)ptr + (uint64_t)size > (uintptr_t)base + range) {
     return ferry_set_error(error, EFAULT,
-                           "range [%p, +%" PRId64 ") runs past the end of its %zu-byte "
+                           "range [%p, +%" PRId64
+                           ") runs past the end of its %zu-byte "
                            "allocation on %s device %" PRId64 " at %p",
                            ptr, size, range, type_name(device), device->device_id, base);
   }

@@ -39,7 +39,8 @@ int ferry_device_array_move_to_device(const struct ArrowSchema* schema,
     return ferry_set_error(error, EINVAL, "src is released (nothing to move)");
   }
   if (out->array.release != NULL) {
-    return ferry_set_error(error, EINVAL, "out is a live device array (release it first)");
+    return ferry_set_error(error, EINVAL,
+                           "out is a live device array (release it first)");
   }
   /* The destination must exist (and its backend be usable) in every case. */
   struct FerryDevice* destination = NULL;
@@ -60,7 +61,8 @@ int ferry_device_array_move_to_device(const struct ArrowSchema* schema,
     if (to_host) out->sync_event = NULL;
     return FERRY_OK;
   }
-  FERRY_RETURN_NOT_OK(ferry_device_array_copy(schema, src, device_type, device_id, out, error));
+  FERRY_RETURN_NOT_OK(
+      ferry_device_array_copy(schema, src, device_type, device_id, out, error));
   ferry_device_array_release(src);
   return FERRY_OK;
 }

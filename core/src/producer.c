@@ -35,7 +35,9 @@
  *   handoff; the reader (ferry_live_exports, a diagnostic) pays instead.
  * - Small array blocks (<= 3 buffers, no children) are recycled through a
  *   capped singly linked list, two loads and two stores instead of
- *   malloc + free.
+ *   malloc + free. `free_room` is how many more blocks the list may take:
+ *   the cap minus its length on a registered thread, 0 on a thread that is
+ *   not registered (whose list nobody would free), so one test decides.
  * A thread registers on first use; a pthread key destructor folds its count
  * into the exited total and frees its list at thread exit, and the library
  * destructor does the same for the thread that exits the process or
@@ -46,7 +48,7 @@
 struct FerryThreadState {
   _Atomic int64_t live; /* exports minus releases on this thread */
   void* free_head;
-  int32_t free_count;
+  int32_t free_room; /* see above; > 0 implies registered */
   int32_t registered;
   struct FerryThreadState* next; /* in ferry_threads, under ferry_threads_lock */
   struct FerryThreadState* prev;
@@ -87,7 +89,7 @@ static void ferry_thread_state_retire(void* arg) {
     state->free_head = *(void**)block;
     free(block);
   }
-  state->free_count = 0;
+  state->free_room = 0;
 }
 
 static void ferry_thread_key_create(void) {
@@ -108,6 +110,9 @@ __attribute__((noinline)) static int ferry_thread_state_register(
   ferry_threads = state;
   state->registered = 1;
   pthread_mutex_unlock(&ferry_threads_lock);
+  /* The list is empty here: retiring emptied it, and nothing is cached on
+   * an unregistered thread. */
+  state->free_room = FERRY_FREE_LIST_MAX;
   return 1;
 }
 
@@ -143,22 +148,10 @@ static void* ferry_small_block_alloc(size_t size) {
   void* block = state->free_head;
   if (block != NULL) {
     state->free_head = *(void**)block;
-    state->free_count--;
+    state->free_room++;
     return block;
   }
   return malloc(size);
-}
-
-static void ferry_small_block_free(void* block) {
-  struct FerryThreadState* state = &ferry_thread_state;
-  /* An unregistered thread would never get its list freed: no caching. */
-  if (state->free_count >= FERRY_FREE_LIST_MAX || !state->registered) {
-    free(block);
-    return;
-  }
-  *(void**)block = state->free_head;
-  state->free_head = block;
-  state->free_count++;
 }
 
 /* The exiting (or dlclose-ing) thread is not covered by the key destructor;
@@ -404,19 +397,33 @@ fail:
 
 #define FERRY_INLINE_BUFFERS 3
 
+/* The private block of an array. Two shapes, told apart by the release
+ * callback: small (<= 3 buffers, no children; recycled through the free
+ * list, released by ferry_array_release_small) and large (anything else;
+ * calloc'ed, released by ferry_array_release_large). A small block on the
+ * free list always has dictionary == NULL, n_children == 0 and children ==
+ * NULL (release keeps it so), which lets the export fast path skip those
+ * stores; its first word (`hook`) is the free-list link. */
 struct FerryArrayPrivate {
   FerryReleaseHook hook;
   void* user_data;
   struct ArrowArray* dictionary; /* allocated by allocate_dictionary */
   int64_t n_children;
   struct ArrowArray** children; /* points into this block */
-  int64_t is_small;             /* the block came from ferry_small_block_alloc */
   const void* inline_buffers[FERRY_INLINE_BUFFERS];
   /* Larger shapes continue in the same block with the buffer pointer
    * table (when n_buffers > 3), child pointers and child structs. */
 };
 
-static void ferry_array_release_private(struct ArrowArray* array) {
+/* Releases and frees the dictionary slot of `priv`, leaving it NULL. */
+__attribute__((noinline)) static void ferry_array_release_dictionary(
+    struct FerryArrayPrivate* priv) {
+  if (priv->dictionary->release != NULL) priv->dictionary->release(priv->dictionary);
+  free(priv->dictionary);
+  priv->dictionary = NULL;
+}
+
+static void ferry_array_release_large(struct ArrowArray* array) {
   struct FerryArrayPrivate* priv = (struct FerryArrayPrivate*)array->private_data;
   /* Children first (those the consumer moved out are released already),
    * then the dictionary, then the producer's hook: the hook may free the
@@ -425,22 +432,68 @@ static void ferry_array_release_private(struct ArrowArray* array) {
     struct ArrowArray* child = priv->children[i];
     if (child->release != NULL) child->release(child);
   }
-  if (priv->dictionary != NULL) {
-    if (priv->dictionary->release != NULL) priv->dictionary->release(priv->dictionary);
-    free(priv->dictionary);
-  }
+  if (priv->dictionary != NULL) ferry_array_release_dictionary(priv);
   if (priv->hook != NULL) priv->hook(priv->user_data);
-  if (priv->is_small) {
-    ferry_small_block_free(priv);
-  } else {
-    free(priv);
-  }
+  free(priv);
   ferry_live_add(-1);
   array->release = NULL;
 }
 
+/* Returns a small block to this thread's free list; the caller has checked
+ * that free_room > 0 (which implies the thread is registered, so the live
+ * counter is this thread's too). */
+static inline void ferry_small_block_recycle(struct FerryThreadState* state,
+                                             void* block) {
+  *(void**)block = state->free_head;
+  state->free_head = block;
+  state->free_room--;
+  atomic_store_explicit(&state->live,
+                        atomic_load_explicit(&state->live, memory_order_relaxed) - 1,
+                        memory_order_relaxed);
+}
+
+/* ferry_array_release_small when the array has a dictionary, the free list
+ * is full or the thread is not registered. */
+__attribute__((noinline)) static void ferry_array_release_small_slow(
+    struct ArrowArray* array) {
+  struct FerryArrayPrivate* priv = (struct FerryArrayPrivate*)array->private_data;
+  if (priv->dictionary != NULL) ferry_array_release_dictionary(priv);
+  FerryReleaseHook hook = priv->hook;
+  void* user_data = priv->user_data;
+  struct FerryThreadState* state = &ferry_thread_state;
+  if (state->free_room > 0) {
+    ferry_small_block_recycle(state, priv);
+  } else {
+    free(priv);
+    ferry_live_add(-1);
+  }
+  array->release = NULL;
+  if (hook != NULL) hook(user_data);
+}
+
+/* The release half of every small handoff. The producer's hook runs last,
+ * as a tail call, so the fast path needs no stack frame; only the hook and
+ * its user_data are read from the block before it is recycled, so a hook
+ * that exports again on this thread may reuse the block at once. */
+static void ferry_array_release_small(struct ArrowArray* array) {
+  struct FerryArrayPrivate* priv = (struct FerryArrayPrivate*)array->private_data;
+  struct FerryThreadState* state = &ferry_thread_state;
+  if (__builtin_expect(priv->dictionary != NULL || state->free_room <= 0, 0)) {
+    ferry_array_release_small_slow(array);
+    return;
+  }
+  FerryReleaseHook hook = priv->hook;
+  void* user_data = priv->user_data;
+  ferry_small_block_recycle(state, priv);
+  array->release = NULL;
+  if (hook != NULL) hook(user_data);
+}
+
 static struct FerryArrayPrivate* ferry_array_private(const struct ArrowArray* array) {
-  if (array == NULL || array->release != ferry_array_release_private) return NULL;
+  if (array == NULL || (array->release != ferry_array_release_small &&
+                        array->release != ferry_array_release_large)) {
+    return NULL;
+  }
   return (struct FerryArrayPrivate*)array->private_data;
 }
 
@@ -490,12 +543,29 @@ ferry_array_private_alloc_large(int64_t n_buffers, int64_t n_children,
   return priv;
 }
 
-/* ferry_array_init for every case: argument errors, any shape, an empty
- * free list. */
+/* The arguments of ferry_array_init, gathered for its out-of-line part. */
+struct FerryArrayInitArgs {
+  struct ArrowArray* out;
+  int64_t length, null_count, offset, n_buffers;
+  const void* const* buffers;
+  int64_t n_children;
+  FerryReleaseHook release_hook;
+  void* user_data;
+  struct FerryError* error;
+};
+
+/* ferry_array_init for every case: argument errors, any shape, a NULL
+ * buffer list, an empty free list. It takes its arguments as one struct so
+ * that ferry_array_init's fast path has no stack frame at all: a tail call
+ * passing four stack arguments made gcc copy them to saved registers on
+ * every call, fast path included. */
 __attribute__((noinline)) static int ferry_array_init_general(
-    struct ArrowArray* out, int64_t length, int64_t null_count, int64_t offset,
-    int64_t n_buffers, const void* const* buffers, int64_t n_children,
-    FerryReleaseHook release_hook, void* user_data, struct FerryError* error) {
+    const struct FerryArrayInitArgs* args) {
+  struct ArrowArray* out = args->out;
+  int64_t length = args->length, null_count = args->null_count, offset = args->offset;
+  int64_t n_buffers = args->n_buffers, n_children = args->n_children;
+  const void* const* buffers = args->buffers;
+  struct FerryError* error = args->error;
   /* Unsigned compares fold "< 0 || > 2^32" into one test each. */
   if (__builtin_expect(out == NULL || out->release != NULL || length < 0 || offset < 0 ||
                            null_count < -1 || (uint64_t)n_buffers > (UINT64_C(1) << 32) ||
@@ -506,24 +576,23 @@ __attribute__((noinline)) static int ferry_array_init_general(
   }
   struct FerryArrayPrivate* priv;
   const void** buffer_table;
-  if (__builtin_expect(n_buffers <= FERRY_INLINE_BUFFERS && n_children == 0, 1)) {
+  int small = n_buffers <= FERRY_INLINE_BUFFERS && n_children == 0;
+  if (small) {
     priv = (struct FerryArrayPrivate*)ferry_small_block_alloc(sizeof(*priv));
     if (priv == NULL) goto out_of_memory;
+    /* A recycled block has these already; a fresh one needs them. */
     priv->dictionary = NULL;
     priv->n_children = 0;
     priv->children = NULL;
-    priv->is_small = 1;
     buffer_table = priv->inline_buffers;
   } else {
     priv = ferry_array_private_alloc_large(n_buffers, n_children, &buffer_table);
     if (priv == NULL) goto out_of_memory;
   }
-  priv->hook = release_hook;
-  priv->user_data = user_data;
-  if (buffers != NULL) {
-    for (int64_t i = 0; i < n_buffers; i++) buffer_table[i] = buffers[i];
-  } else {
-    for (int64_t i = 0; i < n_buffers; i++) buffer_table[i] = NULL;
+  priv->hook = args->release_hook;
+  priv->user_data = args->user_data;
+  for (int64_t i = 0; i < n_buffers; i++) {
+    buffer_table[i] = buffers != NULL ? buffers[i] : NULL;
   }
   out->length = length;
   out->null_count = null_count;
@@ -534,7 +603,7 @@ __attribute__((noinline)) static int ferry_array_init_general(
   out->children = n_children > 0 ? priv->children : NULL;
   out->dictionary = NULL;
   out->private_data = priv;
-  out->release = ferry_array_release_private;
+  out->release = small ? ferry_array_release_small : ferry_array_release_large;
   ferry_live_add(1);
   return FERRY_OK;
 out_of_memory:
@@ -548,31 +617,37 @@ int ferry_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
                      int64_t offset, int64_t n_buffers, const void* const* buffers,
                      int64_t n_children, FerryReleaseHook release_hook, void* user_data,
                      struct FerryError* error) {
-  /* The fast path: valid arguments, the common shape and a recycled block
-   * at hand. It makes no calls, so it needs no stack frame; everything else
-   * is a tail call to the general version. A non-empty free list implies
-   * the thread is registered. */
+  /* The fast path: valid arguments, the common shape (<= 3 buffers given,
+   * no children) and a recycled block at hand. It makes no calls, so it
+   * needs no stack frame; everything else goes to the general version.
+   * A non-empty free list implies the
+   * thread is registered. Every check of the general version is made here
+   * too (or implied: n_buffers <= 3 is within [0, 2^32]). */
   struct FerryThreadState* state = &ferry_thread_state;
   struct FerryArrayPrivate* priv = (struct FerryArrayPrivate*)state->free_head;
   if (__builtin_expect(priv == NULL || out == NULL || out->release != NULL ||
                            length < 0 || offset < 0 || null_count < -1 ||
-                           (uint64_t)n_buffers > FERRY_INLINE_BUFFERS || n_children != 0,
+                           (uint64_t)n_buffers > FERRY_INLINE_BUFFERS ||
+                           n_children != 0 || buffers == NULL,
                        0)) {
-    return ferry_array_init_general(out, length, null_count, offset, n_buffers, buffers,
-                                    n_children, release_hook, user_data, error);
+    struct FerryArrayInitArgs args = {out,       length,  null_count, offset,
+                                      n_buffers, buffers, n_children, release_hook,
+                                      user_data, error};
+    return ferry_array_init_general(&args);
   }
   state->free_head = *(void**)priv;
-  state->free_count--;
+  state->free_room++;
   priv->hook = release_hook;
   priv->user_data = user_data;
-  priv->dictionary = NULL;
-  priv->n_children = 0;
-  priv->children = NULL;
-  priv->is_small = 1;
+  /* Only the slots in use are written: nothing reads past n_buffers
+   * (ferry_array_set_buffer checks the index). */
   const void** table = priv->inline_buffers;
-  table[0] = table[1] = table[2] = NULL;
-  if (buffers != NULL) {
-    for (int64_t i = 0; i < n_buffers; i++) table[i] = buffers[i];
+  if (n_buffers > 0) {
+    table[0] = buffers[0];
+    if (n_buffers > 1) {
+      table[1] = buffers[1];
+      if (n_buffers > 2) table[2] = buffers[2];
+    }
   }
   out->length = length;
   out->null_count = null_count;
@@ -583,7 +658,7 @@ int ferry_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
   out->children = NULL;
   out->dictionary = NULL;
   out->private_data = priv;
-  out->release = ferry_array_release_private;
+  out->release = ferry_array_release_small;
   atomic_store_explicit(&state->live,
                         atomic_load_explicit(&state->live, memory_order_relaxed) + 1,
                         memory_order_relaxed);
@@ -703,39 +778,75 @@ __attribute__((noinline)) static int ferry_device_array_wrap_event(
   return FERRY_OK;
 }
 
+/* Writes everything of `out` after the embedded array, padding included, so
+ * that out is fully defined whatever it held before (the spec wants
+ * reserved zero; tools compare and hash whole structs). Each store is a
+ * whole aligned 8-byte word, device_type and its padding included, so that
+ * a consumer's copy (8-byte or 4-byte loads) forwards from the store
+ * buffer instead of stalling. */
+static inline void ferry_device_array_set_device(struct ArrowDeviceArray* out,
+                                                 ArrowDeviceType device_type,
+                                                 int64_t device_id, void* sync_event) {
+  _Static_assert(offsetof(struct ArrowDeviceArray, sync_event) -
+                         offsetof(struct ArrowDeviceArray, device_type) ==
+                     sizeof(uint64_t),
+                 "device_type plus padding is one 8-byte word");
+  out->device_id = device_id;
+  uint64_t word = (uint64_t)(uint32_t)device_type;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  word <<= 32; /* device_type is the first 4 bytes of the word */
+#endif
+  memcpy((char*)out + offsetof(struct ArrowDeviceArray, device_type), &word,
+         sizeof(word));
+  out->sync_event = sync_event;
+  out->reserved[0] = 0;
+  out->reserved[1] = 0;
+  out->reserved[2] = 0;
+}
+
+/* ferry_device_array_init for argument errors and for an event_release
+ * hook; the same arguments as the public function (a plain tail call). */
+__attribute__((noinline)) static int ferry_device_array_init_general(
+    struct ArrowDeviceArray* out, struct ArrowArray* array, ArrowDeviceType device_type,
+    int64_t device_id, void* sync_event, FerryReleaseHook event_release,
+    void* event_user_data, struct FerryError* error) {
+  if (out == NULL || array == NULL || array->release == NULL ||
+      (out->array.release != NULL && &out->array != array) || device_type <= 0) {
+    return ferry_device_array_init_invalid(out, array, device_type, error);
+  }
+  if (event_release != NULL) {
+    FERRY_RETURN_NOT_OK(
+        ferry_device_array_wrap_event(out, array, event_release, event_user_data, error));
+  } else if (array != &out->array) {
+    ferry_copy_words(&out->array, array, sizeof(*array) / sizeof(uint64_t));
+    array->release = NULL;
+  }
+  ferry_device_array_set_device(out, device_type, device_id, sync_event);
+  return FERRY_OK;
+}
+
 /* Moves live `array` into released `out` on (device_type, device_id) with
  * `sync_event` (owned by the producer); the caller releases `out`. */
 int ferry_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* array,
                             ArrowDeviceType device_type, int64_t device_id,
                             void* sync_event, FerryReleaseHook event_release,
                             void* event_user_data, struct FerryError* error) {
-  /* `array` may be out's own embedded array (an in-place upgrade). */
+  /* The fast path makes no calls (no stack frame): valid arguments and no
+   * event hook. Everything else is a tail call with the same arguments.
+   * `array` may be out's own embedded array (an in-place upgrade). */
   if (__builtin_expect(out == NULL || array == NULL || array->release == NULL ||
                            (out->array.release != NULL && &out->array != array) ||
-                           device_type <= 0,
+                           device_type <= 0 || event_release != NULL,
                        0)) {
-    return ferry_device_array_init_invalid(out, array, device_type, error);
+    return ferry_device_array_init_general(out, array, device_type, device_id, sync_event,
+                                           event_release, event_user_data, error);
   }
-  if (event_release != NULL) {
-    int rc =
-        ferry_device_array_wrap_event(out, array, event_release, event_user_data, error);
-    if (rc != FERRY_OK) return rc;
-  } else if (array != &out->array) {
-    /* Hot path: a plain move straight into out (no temporary). */
-    out->array = *array;
+  if (array != &out->array) {
+    /* One copy, straight into out (no temporary), with 8-byte words: the
+     * producer has usually just written `array` field by field. */
+    ferry_copy_words(&out->array, array, sizeof(*array) / sizeof(uint64_t));
     array->release = NULL;
   }
-  out->device_id = device_id;
-  /* Every byte after the array is written, padding included, so that out
-   * is fully defined whatever it held before (the spec wants reserved zero;
-   * tools compare and hash whole structs). */
-  memset((char*)out + offsetof(struct ArrowDeviceArray, device_type), 0,
-         offsetof(struct ArrowDeviceArray, sync_event) -
-             offsetof(struct ArrowDeviceArray, device_type));
-  out->device_type = device_type;
-  out->sync_event = sync_event;
-  out->reserved[0] = 0;
-  out->reserved[1] = 0;
-  out->reserved[2] = 0;
+  ferry_device_array_set_device(out, device_type, device_id, sync_event);
   return FERRY_OK;
 }

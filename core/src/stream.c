@@ -76,23 +76,40 @@ int ferry_stream_get_schema(struct ArrowDeviceArrayStream* stream,
   return FERRY_OK;
 }
 
+/* The argument errors of ferry_stream_get_next, out of line. */
+__attribute__((noinline, cold)) static int ferry_stream_get_next_invalid(
+    struct ArrowDeviceArrayStream* stream, struct ArrowDeviceArray* out,
+    struct FerryError* error) {
+  FERRY_RETURN_NOT_OK(ferry_stream_check_usable(
+      stream, "get_next", stream != NULL && stream->get_next != NULL, error));
+  if (out == NULL) return ferry_set_error(error, EINVAL, "get_next: out is NULL");
+  return ferry_set_error(error, EINVAL,
+                         "get_next: out is a live array (release it first)");
+}
+
+/* A failed get_next: the producer's message, and nothing handed over. */
+__attribute__((noinline)) static int ferry_stream_get_next_failed(
+    struct ArrowDeviceArrayStream* stream, struct ArrowDeviceArray* out, int rc,
+    struct FerryError* error) {
+  ferry_stream_fail(stream, "get_next", rc, error);
+  if (out->array.release != NULL) out->array.release(&out->array);
+  memset(out, 0, sizeof(*out));
+  return rc;
+}
+
 /* Calls get_next into released `out`; the caller owns `out` on success, and
  * a released `out` on success means end of stream. */
 int ferry_stream_get_next(struct ArrowDeviceArrayStream* stream,
                           struct ArrowDeviceArray* out, struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(ferry_stream_check_usable(
-      stream, "get_next", stream != NULL && stream->get_next != NULL, error));
-  if (out == NULL) return ferry_set_error(error, EINVAL, "get_next: out is NULL");
-  if (out->array.release != NULL) {
-    return ferry_set_error(error, EINVAL,
-                           "get_next: out is a live array (release it first)");
+  if (__builtin_expect(stream == NULL || stream->release == NULL ||
+                           stream->get_next == NULL || out == NULL ||
+                           out->array.release != NULL,
+                       0)) {
+    return ferry_stream_get_next_invalid(stream, out, error);
   }
   int rc = stream->get_next(stream, out);
-  if (rc != FERRY_OK) {
-    ferry_stream_fail(stream, "get_next", rc, error);
-    if (out->array.release != NULL) out->array.release(&out->array);
-    memset(out, 0, sizeof(*out));
-    return rc;
+  if (__builtin_expect(rc != FERRY_OK, 0)) {
+    return ferry_stream_get_next_failed(stream, out, rc, error);
   }
   return FERRY_OK;
 }
@@ -160,6 +177,31 @@ static int ferry_stream_private_get_schema(struct ArrowDeviceArrayStream* stream
   return FERRY_OK;
 }
 
+/* The unusual ends of ferry_stream_private_get_next, out of line: the
+ * callback failed (`rc`), reached the end (released `out`) or returned a
+ * batch on the wrong device. */
+__attribute__((noinline)) static int ferry_stream_private_get_next_unusual(
+    struct FerryStreamPrivate* priv, struct ArrowDeviceArray* out, int rc) {
+  if (rc != FERRY_OK) {
+    if (out->array.release != NULL) out->array.release(&out->array);
+    ferry_zero_words(out, sizeof(*out) / sizeof(uint64_t));
+    return ferry_stream_record_failure(priv, "get_next", rc);
+  }
+  if (out->array.release == NULL) {
+    priv->ended = 1;
+    return FERRY_OK;
+  }
+  ArrowDeviceType got = out->device_type;
+  out->array.release(&out->array);
+  ferry_zero_words(out, sizeof(*out) / sizeof(uint64_t));
+  ferry_set_error(&priv->last_error, EINVAL,
+                  "get_next: the producer returned a batch on device type %d (%s) but "
+                  "the stream's device type is %d (%s); the batch was released",
+                  (int)got, ferry_device_type_name(got), (int)priv->device_type,
+                  ferry_device_type_name(priv->device_type));
+  return ferry_stream_record_failure(priv, "get_next", EINVAL);
+}
+
 static int ferry_stream_private_get_next(struct ArrowDeviceArrayStream* stream,
                                          struct ArrowDeviceArray* out) {
   if (stream == NULL || out == NULL) return EINVAL;
@@ -167,35 +209,18 @@ static int ferry_stream_private_get_next(struct ArrowDeviceArrayStream* stream,
   if (stream->release == NULL || priv == NULL) return EINVAL;
   priv->has_error = 0;
   priv->last_error.message[0] = '\0';
-  if (priv->ended) {
-    memset(out, 0, sizeof(*out));
-    return FERRY_OK;
-  }
   /* Consumers may hand over uninitialised memory; the producer callback
-   * then always starts from a released, zeroed struct. */
-  memset(out, 0, sizeof(*out));
+   * then always starts from a released, zeroed struct (and an ended stream
+   * answers with one). */
+  ferry_zero_words(out, sizeof(*out) / sizeof(uint64_t));
+  if (priv->ended) return FERRY_OK;
   int rc = priv->get_next(priv->user_data, out, &priv->last_error);
-  if (rc != FERRY_OK) {
-    if (out->array.release != NULL) out->array.release(&out->array);
-    memset(out, 0, sizeof(*out));
-    return ferry_stream_record_failure(priv, "get_next", rc);
-  }
-  if (out->array.release == NULL) {
-    priv->ended = 1;
+  if (__builtin_expect(rc == FERRY_OK && out->array.release != NULL &&
+                           out->device_type == priv->device_type,
+                       1)) {
     return FERRY_OK;
   }
-  if (out->device_type != priv->device_type) {
-    ArrowDeviceType got = out->device_type;
-    out->array.release(&out->array);
-    memset(out, 0, sizeof(*out));
-    ferry_set_error(&priv->last_error, EINVAL,
-                    "get_next: the producer returned a batch on device type %d (%s) but "
-                    "the stream's device type is %d (%s); the batch was released",
-                    (int)got, ferry_device_type_name(got), (int)priv->device_type,
-                    ferry_device_type_name(priv->device_type));
-    return ferry_stream_record_failure(priv, "get_next", EINVAL);
-  }
-  return FERRY_OK;
+  return ferry_stream_private_get_next_unusual(priv, out, rc);
 }
 
 static const char* ferry_stream_private_get_last_error(

@@ -286,6 +286,50 @@ FERRY_TEST(abi_callbacks_accept_uninitialised_out_and_guard_released_streams) {
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 
+/* A producer that writes only some fields, trusting ferry's zeroing. */
+static int sparse_get_next(void* user_data, struct ArrowDeviceArray* out,
+                           struct FerryError* error) {
+  int* calls = (int*)user_data;
+  if (++*calls > 1) return FERRY_OK; /* end of stream */
+  static int32_t values[1] = {9};
+  const void* buffers[2] = {NULL, values};
+  int rc = ferry_array_init(&out->array, 1, 0, 0, 2, buffers, 0, NULL, NULL, error);
+  out->device_type = ARROW_DEVICE_CPU;
+  return rc;
+}
+
+FERRY_TEST(get_next_hands_the_producer_a_zeroed_struct_and_ends_zeroed) {
+  int64_t base = ferry_live_exports();
+  int calls = 0;
+  struct ArrowDeviceArrayStream stream;
+  memset(&stream, 0, sizeof(stream));
+  CHECK_EQ_INT(FERRY_OK, ferry_stream_init(&stream, ARROW_DEVICE_CPU, NULL,
+                                           sparse_get_next, NULL, &calls, NULL));
+  struct ArrowDeviceArray batch, zero;
+  memset(&zero, 0, sizeof(zero));
+  memset(&batch, 0xAB, sizeof(batch)); /* a consumer's uninitialised stack */
+  CHECK_EQ_INT(FERRY_OK, stream.get_next(&stream, &batch));
+  CHECK(batch.array.release != NULL);
+  /* Everything the producer did not write is zero, padding included. */
+  struct ArrowDeviceArray expected;
+  memset(&expected, 0, sizeof(expected));
+  expected.array = batch.array;
+  expected.device_type = ARROW_DEVICE_CPU;
+  CHECK_EQ_INT(0, memcmp(&batch, &expected, sizeof(batch)));
+  CHECK_EQ_INT(1, ferry_device_array_reserved_is_zero(&batch));
+  ferry_device_array_release(&batch);
+  /* End of stream on garbage memory: an all-zero struct, every time. */
+  memset(&batch, 0xAB, sizeof(batch));
+  CHECK_EQ_INT(FERRY_OK, stream.get_next(&stream, &batch));
+  CHECK_EQ_INT(0, memcmp(&batch, &zero, sizeof(batch)));
+  memset(&batch, 0xAB, sizeof(batch));
+  batch.array.release = NULL; /* the wrapper wants a released struct */
+  CHECK_EQ_INT(FERRY_OK, ferry_stream_get_next(&stream, &batch, NULL));
+  CHECK_EQ_INT(0, memcmp(&batch, &zero, sizeof(batch)));
+  ferry_stream_release(&stream);
+  CHECK_EQ_INT(base, ferry_live_exports());
+}
+
 FERRY_TEST(stream_without_get_schema_reports_enosys) {
   int64_t base = ferry_live_exports();
   struct Script script = new_script(0);

@@ -189,6 +189,27 @@ FERRY_TEST(device_array_move_copies_device_fields) {
   CHECK_EQ_INT(1, array_releases);
 }
 
+FERRY_TEST(device_array_move_copies_every_byte) {
+  /* The move copies word by word (and device_type as two halves); every
+   * byte, padding included, must still arrive exactly once and unchanged. */
+  reset_counts();
+  struct ArrowDeviceArray src, dst, expected;
+  unsigned char* bytes = (unsigned char*)&src;
+  for (size_t i = 0; i < sizeof(src); i++) bytes[i] = (unsigned char)(i * 7 + 1);
+  src.array.release = count_array_release;
+  expected = src;
+  memset(&dst, 0, sizeof(dst));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_array_move(&src, &dst));
+  CHECK_EQ_INT(0, memcmp(&dst, &expected, sizeof(dst)));
+  /* The source changes only in its release callback. */
+  CHECK(src.array.release == NULL);
+  src.array.release = count_array_release;
+  CHECK_EQ_INT(0, memcmp(&src, &expected, sizeof(src)));
+  src.array.release = NULL;
+  ferry_device_array_release(&dst);
+  CHECK_EQ_INT(1, array_releases);
+}
+
 FERRY_TEST(stream_move_and_einval) {
   reset_counts();
   struct ArrowDeviceArrayStream src = {0}, dst = {0};

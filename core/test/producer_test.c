@@ -387,6 +387,77 @@ FERRY_TEST(device_array_init_moves_the_array_in_and_zeroes_reserved) {
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 
+FERRY_TEST(device_array_init_defines_every_byte_after_the_array) {
+  /* Garbage in `out` (device_type's padding included) must not survive:
+   * tools compare and hash whole structs. */
+  int64_t base = ferry_live_exports();
+  int32_t values[1] = {5};
+  const void* buffers[2] = {NULL, values};
+  int event = 0;
+  struct ArrowArray array = {0};
+  CHECK_EQ_INT(FERRY_OK,
+               ferry_array_init(&array, 1, 0, 0, 2, buffers, 0, NULL, NULL, NULL));
+  struct ArrowArray expected_array = array;
+  struct ArrowDeviceArray out;
+  memset(&out, 0xEE, sizeof(out));
+  out.array.release = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_device_array_init(&out, &array, ARROW_DEVICE_EXT_DEV, 3,
+                                                 &event, NULL, NULL, NULL));
+  CHECK_EQ_INT(0, memcmp(&out.array, &expected_array, sizeof(expected_array)));
+  struct ArrowDeviceArray expected;
+  memset(&expected, 0, sizeof(expected));
+  expected.array = expected_array;
+  expected.device_id = 3;
+  expected.device_type = ARROW_DEVICE_EXT_DEV;
+  expected.sync_event = &event;
+  CHECK_EQ_INT(0, memcmp(&out, &expected, sizeof(out)));
+  ferry_device_array_release(&out);
+  CHECK_EQ_INT(base, ferry_live_exports());
+}
+
+FERRY_TEST(recycled_array_blocks_start_clean) {
+  /* Released small arrays are recycled; a new export must not inherit the
+   * old one's dictionary, buffers or hook, for any buffer count, and the
+   * recycling must stay exact past the free list's capacity (64). */
+  int64_t base = ferry_live_exports();
+  reset();
+  int32_t a[1] = {1}, b[1] = {2}, c[1] = {3};
+  const void* buffers[3] = {a, b, c};
+  enum { kMany = 150 };
+  static struct ArrowArray arrays[kMany];
+  int hook_hits = 0;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < kMany; i++) {
+      memset(&arrays[i], 0, sizeof(arrays[i]));
+      int64_t n_buffers = i % 4;
+      CHECK_EQ_INT(FERRY_OK, ferry_array_init(&arrays[i], i, 0, 0, n_buffers, buffers, 0,
+                                              hook_count, &hook_hits, NULL));
+      CHECK_EQ_INT(n_buffers, ferry_array_n_buffers(&arrays[i]));
+      for (int64_t k = 0; k < n_buffers; k++) {
+        CHECK(ferry_array_buffer(&arrays[i], k) == buffers[k]);
+      }
+      CHECK(ferry_array_dictionary(&arrays[i]) == NULL);
+      CHECK(arrays[i].children == NULL && arrays[i].n_children == 0);
+      /* Every third array gets a dictionary, filled or not, so that its
+       * block returns to the list after having had one. */
+      if (i % 3 == 0) {
+        struct ArrowArray* dictionary = NULL;
+        CHECK_EQ_INT(FERRY_OK,
+                     ferry_array_allocate_dictionary(&arrays[i], &dictionary, NULL));
+        if (i % 2 == 0) {
+          CHECK_EQ_INT(FERRY_OK, ferry_array_init(dictionary, 1, 0, 0, 1, buffers, 0,
+                                                  NULL, NULL, NULL));
+        }
+      }
+    }
+    CHECK(ferry_live_exports() > base + kMany - 1);
+    for (int i = 0; i < kMany; i++) ferry_array_release(&arrays[i]);
+    CHECK_EQ_INT(base, ferry_live_exports());
+    CHECK_EQ_INT((round + 1) * kMany, hook_hits);
+  }
+  CHECK_EQ_INT(2 * kMany, hook_calls);
+}
+
 FERRY_TEST(device_array_event_hook_runs_once_after_the_array) {
   int64_t base = ferry_live_exports();
   reset();

@@ -52,6 +52,10 @@ FERRY_ADDRESS(struct ArrowDeviceArrayStream*)
 FERRY_ADDRESS(const struct ArrowDeviceArrayStream*)
 FERRY_ADDRESS(struct FerryDevice*)
 FERRY_ADDRESS(const struct FerryDevice*)
+/* DLPack tensors are opaque to Java too: their address is what Java hands to
+ * another library (e.g. a DLPack-speaking consumer), never a proxy. */
+FERRY_ADDRESS(struct DLManagedTensorVersioned*)
+FERRY_ADDRESS(const struct DLManagedTensorVersioned*)
 FERRY_ADDRESS(void*)
 FERRY_ADDRESS(const void*)
 FERRY_ADDRESS(const void* const*)
@@ -92,6 +96,7 @@ FERRY_ADDRESS_OUT(void** stream_out)
 FERRY_ADDRESS_OUT(void** sync_event_out)
 FERRY_ADDRESS_OUT(struct ArrowSchema** dictionary_out)
 FERRY_ADDRESS_OUT(struct ArrowArray** dictionary_out)
+FERRY_ADDRESS_OUT(struct DLManagedTensorVersioned** out)
 
 %apply int* OUTPUT { ArrowDeviceType* out };
 %apply int* OUTPUT { int32_t* length };

@@ -6,6 +6,8 @@
 # nvidia-cuda-runtime-cu12 wheel (pinned), which ships
 # nvidia/cuda_runtime/include/cuda.h. Idempotent and quiet when present.
 #   destination: $FERRY_DEPS_DIR/cuda/include (default $FERRY_BUILD_DIR/deps)
+# A failed download only warns (exit 0), so that the other components still
+# install and test; scripts/backends_test.sh then retries and, in CI, fails.
 set -euo pipefail
 ROOT="${FERRY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 DEPS="${FERRY_DEPS_DIR:-${FERRY_BUILD_DIR:-$ROOT/build}/deps}"
@@ -18,15 +20,15 @@ if ! python3 -m pip --version >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -qq python3-pip >/tmp/ferry-apt.log 2>&1 ||
     { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq python3-pip >/tmp/ferry-apt.log 2>&1; } ||
-    { cat /tmp/ferry-apt.log; echo "deps: cannot install pip; cuda.h not installed" >&2; exit 1; }
+    { cat /tmp/ferry-apt.log; echo "deps: WARNING: cannot install pip; cuda.h not installed" >&2; exit 0; }
 fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 if ! python3 -m pip download --no-deps --quiet --disable-pip-version-check \
     --only-binary=:all: -d "$tmp" "$WHEEL_SPEC" >"$tmp/pip.log" 2>&1; then
   cat "$tmp/pip.log" >&2
-  echo "deps: could not download $WHEEL_SPEC from PyPI; cuda.h not installed" >&2
-  exit 1
+  echo "deps: WARNING: could not download $WHEEL_SPEC from PyPI; cuda.h not installed" >&2
+  exit 0
 fi
 mkdir -p "$DEST"
 # Extract the one header with Python's zipfile (unzip may be absent).

@@ -26,15 +26,39 @@ const char* stream_last_error(struct ArrowDeviceArrayStream* stream) {
 static void release_schema(struct test* t, struct ArrowSchema* schema, const char* what) {
   if (schema->release == NULL) return;
   schema->release(schema);
-  if (schema->release != NULL) test_fail(t, "%s: release did not set release to NULL", what);
+  if (schema->release != NULL)
+    test_fail(t, "%s: release did not set release to NULL", what);
 }
 
-static void release_array(struct test* t, struct ArrowDeviceArray* array, const char* what) {
+static void release_array(struct test* t, struct ArrowDeviceArray* array,
+                          const char* what) {
   if (array->array.release == NULL) return;
   array->array.release(&array->array);
   if (array->array.release != NULL) {
     test_fail(t, "%s: release did not set release to NULL", what);
   }
+}
+
+/* Peeks at a sim export BEFORE waiting: in strict mode, pending copies read
+ * as FERRY_SIM_POISON_BYTE. Poison with no sync_event to wait on is a
+ * producer bug (the verification after the no-op wait fails too); poison
+ * with an event proves the export really is asynchronous. */
+static void note_sim_export(struct suite* s, const struct conf_case* c,
+                            const struct ArrowDeviceArray* array) {
+  s->sim_exports++;
+  if (array->sync_event != NULL) s->sim_with_event++;
+  if (c->length == 0 || !ferry_sim_is_strict()) return;
+  const struct ArrowArray* a = &array->array;
+  if (conf_type_layout(c->type) == LAYOUT_STRUCT) {
+    if (a->n_children < 1 || a->children == NULL || a->children[0] == NULL) return;
+    a = a->children[0];
+  }
+  if (a->n_buffers < 2 || a->buffers == NULL || a->buffers[1] == NULL) return;
+  const unsigned char* bytes = a->buffers[1];
+  for (int k = 0; k < 4; k++) {
+    if (bytes[k] != FERRY_SIM_POISON_BYTE) return;
+  }
+  s->sim_poison_before_wait++;
 }
 
 void run_array_export(struct suite* s, const char* case_text) {
@@ -64,9 +88,22 @@ void run_array_export(struct suite* s, const char* case_text) {
     test_end(&t);
     return;
   }
+  /* The counter must see a live export, or its return to the baseline
+   * proves nothing about release. */
+  int64_t during = s->ut.live_allocations();
+  if (c.length > 0 && during <= before.ut) {
+    test_fail(&t,
+              "ferry_it_live_allocations() is %lld while the export is live, %lld before "
+              "it: the counter does not count this export",
+              (long long)during, (long long)before.ut);
+  }
   int group = watch_new_group();
   watch_schema(&schema, "schema");
   watch_array(&array.array, "array");
+  if (c.device_type == ARROW_DEVICE_EXT_DEV &&
+      array.device_type == ARROW_DEVICE_EXT_DEV) {
+    note_sim_export(s, &c, &array);
+  }
   char why[1024];
   int schema_ok = verify_schema(&c, &schema, why, sizeof why) == 0;
   if (!schema_ok) test_fail(&t, "%s", why);
@@ -110,8 +147,8 @@ void run_array_ref_check(struct suite* s, const char* case_text) {
   watch_array(&array.array, "array");
   rc = s->ref.check_array(case_text, &schema, &array);
   if (rc != 0) {
-    test_fail(&t, "the C reference checker rejects the export (%s): %s", ferry_errno_name(rc),
-              conf_plugin_error(&s->ref));
+    test_fail(&t, "the C reference checker rejects the export (%s): %s",
+              ferry_errno_name(rc), conf_plugin_error(&s->ref));
   }
   if (schema.release != NULL || array.array.release != NULL) {
     test_fail(&t, "the C checker left the structs live (suite bug or C plugin bug)");
@@ -140,7 +177,8 @@ void run_stream_export(struct suite* s, const char* case_text) {
   if (rc != 0) {
     test_fail(&t, "export_stream failed with %s (%d): %s", ferry_errno_name(rc), rc,
               conf_plugin_error(&s->ut));
-    if (stream.release != NULL) test_fail(&t, "export_stream failed but left the stream live");
+    if (stream.release != NULL)
+      test_fail(&t, "export_stream failed but left the stream live");
     ferry_stream_release(&stream);
     test_end(&t);
     return;
@@ -149,7 +187,8 @@ void run_stream_export(struct suite* s, const char* case_text) {
   watch_stream(&stream, "stream");
   char why[1024];
   if (stream.device_type != c.device_type) {
-    test_fail(&t, "stream device_type %d, the case says %s", (int)stream.device_type, c.device);
+    test_fail(&t, "stream device_type %d, the case says %s", (int)stream.device_type,
+              c.device);
   }
   /* get_schema twice: each call hands out an independent schema. */
   for (int k = 0; k < 2 && !t.failed; k++) {
@@ -184,10 +223,14 @@ void run_stream_export(struct suite* s, const char* case_text) {
     char where[32];
     snprintf(where, sizeof where, "batch %lld", (long long)b);
     watch_array(&batch.array, where);
-    if (verify_device_array(&c, c.seed + (uint32_t)b, have_schema ? &schema : NULL, &batch,
-                            why, sizeof why) != 0) {
-      test_fail(&t, "batch %lld (seed %u): %s", (long long)b, (unsigned)(c.seed + (uint32_t)b),
-                why);
+    if (c.length > 0 && s->ut.live_allocations() <= before.ut) {
+      test_fail(&t, "ferry_it_live_allocations() does not grow while batch %lld is live",
+                (long long)b);
+    }
+    if (verify_device_array(&c, c.seed + (uint32_t)b, have_schema ? &schema : NULL,
+                            &batch, why, sizeof why) != 0) {
+      test_fail(&t, "batch %lld (seed %u): %s", (long long)b,
+                (unsigned)(c.seed + (uint32_t)b), why);
     }
     if (batch.device_type != stream.device_type) {
       test_fail(&t, "batch %lld has device_type %d, the stream %d", (long long)b,
@@ -202,13 +245,16 @@ void run_stream_export(struct suite* s, const char* case_text) {
       struct ArrowDeviceArray end;
       rc = stream_get_next(&stream, &end);
       if (rc != 0) {
-        test_fail(&t, "get_next after the last batch (call %d after it) failed with %s: %s",
+        test_fail(&t,
+                  "get_next after the last batch (call %d after it) failed with %s: %s",
                   k + 1, ferry_errno_name(rc), stream_last_error(&stream));
         break;
       }
       if (end.array.release != NULL) {
-        test_fail(&t, "get_next call %d after the last batch returned a live array (%lld "
-                  "batches expected)", k + 1, (long long)c.batches);
+        test_fail(&t,
+                  "get_next call %d after the last batch returned a live array (%lld "
+                  "batches expected)",
+                  k + 1, (long long)c.batches);
         watch_array(&end.array, "extra batch");
         release_array(&t, &end, "extra batch");
         break;
@@ -243,8 +289,8 @@ void run_stream_ref_check(struct suite* s, const char* case_text) {
   watch_stream(&stream, "stream");
   rc = s->ref.check_stream(case_text, &stream);
   if (rc != 0) {
-    test_fail(&t, "the C reference checker rejects the stream (%s): %s", ferry_errno_name(rc),
-              conf_plugin_error(&s->ref));
+    test_fail(&t, "the C reference checker rejects the stream (%s): %s",
+              ferry_errno_name(rc), conf_plugin_error(&s->ref));
   }
   if (stream.release != NULL) {
     test_fail(&t, "the C checker left the stream live");

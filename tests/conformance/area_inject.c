@@ -11,7 +11,8 @@
 static void inject_export(struct suite* s, const char* case_text, int stream) {
   struct test t, te;
   char label[600];
-  snprintf(label, sizeof label, "%s[%s]", case_text, stream ? "export_stream" : "export_array");
+  snprintf(label, sizeof label, "%s[%s]", case_text,
+           stream ? "export_stream" : "export_array");
   test_begin(&t, s, "inject", label);
   test_begin(&te, s, "errno", label);
   struct baseline before;
@@ -40,11 +41,14 @@ static void inject_export(struct suite* s, const char* case_text, int stream) {
   } else {
     const char* m = conf_plugin_error(&s->ut);
     if (strcmp(m, "injected failure at export") != 0) {
-      test_fail(&t, "fail=export: message \"%s\", expected exactly \"injected failure at export\"",
-                m);
+      test_fail(
+          &t,
+          "fail=export: message \"%s\", expected exactly \"injected failure at export\"",
+          m);
     }
     if (rc != EIO) {
-      test_fail(&te, "fail=export returned %s (%d); ferry_it.h says EIO for injected failures",
+      test_fail(&te,
+                "fail=export returned %s (%d); ferry_it.h says EIO for injected failures",
                 ferry_errno_name(rc), rc);
     }
   }
@@ -79,11 +83,14 @@ static void inject_stream(struct suite* s, const struct conf_case* c) {
       watch_schema(&schema, "schema");
       schema.release(&schema);
     } else {
-      if (rc != EIO) test_fail(&t, "get_schema returned %s, expected EIO", ferry_errno_name(rc));
+      if (rc != EIO)
+        test_fail(&t, "get_schema returned %s, expected EIO", ferry_errno_name(rc));
       const char* m = stream_last_error(&stream);
       if (strcmp(m, "injected failure at get_schema") != 0) {
-        test_fail(&t, "get_last_error \"%s\", expected exactly \"injected failure at get_schema\"",
-                  m);
+        test_fail(
+            &t,
+            "get_last_error \"%s\", expected exactly \"injected failure at get_schema\"",
+            m);
       }
       if (schema.release != NULL) {
         test_fail(&t, "get_schema failed but left its out-schema live");
@@ -142,19 +149,19 @@ static void inject_stream(struct suite* s, const struct conf_case* c) {
       int64_t b = call - 1;
       if (b < c->batches) {
         if (batch.array.release == NULL) {
-          test_fail(&t, "the stream ended after %lld batches, expected %lld", (long long)b,
-                    (long long)c->batches);
+          test_fail(&t, "the stream ended after %lld batches, expected %lld",
+                    (long long)b, (long long)c->batches);
           break;
         }
         watch_array(&batch.array, "batch");
-        if (verify_device_array(c, c->seed + (uint32_t)b, have_schema ? &schema : NULL, &batch,
-                                why, sizeof why) != 0) {
+        if (verify_device_array(c, c->seed + (uint32_t)b, have_schema ? &schema : NULL,
+                                &batch, why, sizeof why) != 0) {
           test_fail(&t, "batch %lld: %s", (long long)b, why);
         }
         batch.array.release(&batch.array);
       } else if (batch.array.release != NULL) {
-        test_fail(&t, "get_next call %lld returned a batch beyond batches=%lld", (long long)call,
-                  (long long)c->batches);
+        test_fail(&t, "get_next call %lld returned a batch beyond batches=%lld",
+                  (long long)call, (long long)c->batches);
         watch_array(&batch.array, "extra batch");
         batch.array.release(&batch.array);
       }

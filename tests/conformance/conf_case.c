@@ -12,13 +12,20 @@ struct type_info {
 };
 
 static const struct type_info k_types[CONF_TYPE_COUNT] = {
-    {"int8", "c", LAYOUT_FIXED, 1},      {"int16", "s", LAYOUT_FIXED, 2},
-    {"int32", "i", LAYOUT_FIXED, 4},     {"int64", "l", LAYOUT_FIXED, 8},
-    {"uint8", "C", LAYOUT_FIXED, 1},     {"uint16", "S", LAYOUT_FIXED, 2},
-    {"uint32", "I", LAYOUT_FIXED, 4},    {"uint64", "L", LAYOUT_FIXED, 8},
-    {"float32", "f", LAYOUT_FIXED, 4},   {"float64", "g", LAYOUT_FIXED, 8},
-    {"bool", "b", LAYOUT_BOOL, 0},       {"utf8", "u", LAYOUT_VARBIN, 0},
-    {"binary", "z", LAYOUT_VARBIN, 0},   {"list_int32", "+l", LAYOUT_LIST, 0},
+    {"int8", "c", LAYOUT_FIXED, 1},
+    {"int16", "s", LAYOUT_FIXED, 2},
+    {"int32", "i", LAYOUT_FIXED, 4},
+    {"int64", "l", LAYOUT_FIXED, 8},
+    {"uint8", "C", LAYOUT_FIXED, 1},
+    {"uint16", "S", LAYOUT_FIXED, 2},
+    {"uint32", "I", LAYOUT_FIXED, 4},
+    {"uint64", "L", LAYOUT_FIXED, 8},
+    {"float32", "f", LAYOUT_FIXED, 4},
+    {"float64", "g", LAYOUT_FIXED, 8},
+    {"bool", "b", LAYOUT_BOOL, 0},
+    {"utf8", "u", LAYOUT_VARBIN, 0},
+    {"binary", "z", LAYOUT_VARBIN, 0},
+    {"list_int32", "+l", LAYOUT_LIST, 0},
     {"struct_int32_utf8", "+s", LAYOUT_STRUCT, 0},
     {"dict_int32_utf8", "i", LAYOUT_DICT, 4},
 };
@@ -39,7 +46,8 @@ int64_t conf_null_count(int64_t nulls, int64_t length) {
   return nulls > 0 ? length / nulls : 0;
 }
 
-int conf_fixed_value(enum conf_type type, uint32_t seed, int64_t i, unsigned char out[8]) {
+int conf_fixed_value(enum conf_type type, uint32_t seed, int64_t i,
+                     unsigned char out[8]) {
   uint32_t v = conf_u(seed, (uint64_t)i);
   uint64_t wide = ((uint64_t)v << 32) | conf_u(seed, (uint64_t)i + 1);
   int width = k_types[type].width;
@@ -65,12 +73,15 @@ int conf_fixed_value(enum conf_type type, uint32_t seed, int64_t i, unsigned cha
   }
 }
 
-int conf_bool_value(uint32_t seed, int64_t i) { return (int)(conf_u(seed, (uint64_t)i) & 1u); }
+int conf_bool_value(uint32_t seed, int64_t i) {
+  return (int)(conf_u(seed, (uint64_t)i) & 1u);
+}
 
 int conf_utf8_value(uint32_t seed, int64_t i, char out[8]) {
   if (i % 5 == 0) return 0;
   char tmp[16];
-  int n = snprintf(tmp, sizeof tmp, "%u", (unsigned)(conf_u(seed, (uint64_t)i) % 100000u));
+  int n =
+      snprintf(tmp, sizeof tmp, "%u", (unsigned)(conf_u(seed, (uint64_t)i) % 100000u));
   memcpy(out, tmp, (size_t)n);
   return n;
 }
@@ -90,9 +101,13 @@ static int parse_number(const char* s, size_t n, uint64_t max, uint64_t* out) {
 }
 
 static int set_device(struct conf_case* c, const char* v, size_t n) {
-  static const struct { const char* name; ArrowDeviceType type; } devices[] = {
-      {"cpu", ARROW_DEVICE_CPU}, {"sim", ARROW_DEVICE_EXT_DEV},
-      {"cuda", ARROW_DEVICE_CUDA}, {"rocm", ARROW_DEVICE_ROCM}};
+  static const struct {
+    const char* name;
+    ArrowDeviceType type;
+  } devices[] = {{"cpu", ARROW_DEVICE_CPU},
+                 {"sim", ARROW_DEVICE_EXT_DEV},
+                 {"cuda", ARROW_DEVICE_CUDA},
+                 {"rocm", ARROW_DEVICE_ROCM}};
   for (size_t k = 0; k < sizeof devices / sizeof devices[0]; k++) {
     if (strlen(devices[k].name) == n && memcmp(devices[k].name, v, n) == 0) {
       snprintf(c->device, sizeof c->device, "%s", devices[k].name);
@@ -116,7 +131,8 @@ int conf_case_parse(const char* text, struct conf_case* out, char* why, size_t w
   size_t type_len = colon ? (size_t)(colon - text) : strlen(text);
   int found = 0;
   for (int t = 0; t < CONF_TYPE_COUNT; t++) {
-    if (strlen(k_types[t].name) == type_len && memcmp(k_types[t].name, text, type_len) == 0) {
+    if (strlen(k_types[t].name) == type_len &&
+        memcmp(k_types[t].name, text, type_len) == 0) {
       out->type = (enum conf_type)t;
       found = 1;
     }

@@ -10,31 +10,54 @@
 #include "ferry/arrow_c_device_abi.h"
 
 enum conf_type {
-  CONF_INT8, CONF_INT16, CONF_INT32, CONF_INT64,
-  CONF_UINT8, CONF_UINT16, CONF_UINT32, CONF_UINT64,
-  CONF_FLOAT32, CONF_FLOAT64, CONF_BOOL, CONF_UTF8, CONF_BINARY,
-  CONF_LIST_INT32, CONF_STRUCT_INT32_UTF8, CONF_DICT_INT32_UTF8,
+  CONF_INT8,
+  CONF_INT16,
+  CONF_INT32,
+  CONF_INT64,
+  CONF_UINT8,
+  CONF_UINT16,
+  CONF_UINT32,
+  CONF_UINT64,
+  CONF_FLOAT32,
+  CONF_FLOAT64,
+  CONF_BOOL,
+  CONF_UTF8,
+  CONF_BINARY,
+  CONF_LIST_INT32,
+  CONF_STRUCT_INT32_UTF8,
+  CONF_DICT_INT32_UTF8,
   CONF_TYPE_COUNT
 };
 
 /* How the values of a type are laid out in Arrow buffers. */
-enum conf_layout { LAYOUT_FIXED, LAYOUT_BOOL, LAYOUT_VARBIN, LAYOUT_LIST, LAYOUT_STRUCT,
-                   LAYOUT_DICT };
+enum conf_layout {
+  LAYOUT_FIXED,
+  LAYOUT_BOOL,
+  LAYOUT_VARBIN,
+  LAYOUT_LIST,
+  LAYOUT_STRUCT,
+  LAYOUT_DICT
+};
 
-enum conf_fail { CONF_FAIL_NONE, CONF_FAIL_EXPORT, CONF_FAIL_GET_NEXT, CONF_FAIL_GET_SCHEMA };
+enum conf_fail {
+  CONF_FAIL_NONE,
+  CONF_FAIL_EXPORT,
+  CONF_FAIL_GET_NEXT,
+  CONF_FAIL_GET_SCHEMA
+};
 
 struct conf_case {
-  char text[512];          /* the case string as given */
+  char text[512]; /* the case string as given */
   enum conf_type type;
-  int64_t length;          /* default 16 */
-  int64_t nulls;           /* default 0 */
-  uint32_t seed;           /* default 1 */
-  int64_t offset;          /* default 0 */
-  char device[16];         /* default "cpu" */
+  int64_t length;  /* default 16 */
+  int64_t nulls;   /* default 0 */
+  uint32_t seed;   /* default 1 */
+  int64_t offset;  /* default 0 */
+  char device[16]; /* default "cpu" */
   ArrowDeviceType device_type;
-  int64_t batches;         /* default 3 */
+  int64_t batches; /* default 3 */
   enum conf_fail fail;
-  int64_t fail_n;          /* N of fail=get_next@N */
+  int64_t fail_n; /* N of fail=get_next@N */
 };
 
 /* Type names (the TYPE words), their top-level format strings and layouts. */

@@ -26,13 +26,13 @@ int conf_plugin_load(struct conf_plugin* p, const char* path, char* why, size_t 
     snprintf(why, size, "dlopen %s: %s", path, e ? e : "?");
     return -1;
   }
-#define NEED(field, symbol, type)                                          \
-  do {                                                                     \
-    p->field = (type)dlsym(p->handle, symbol);                             \
-    if (p->field == NULL) {                                                \
-      snprintf(why, size, "%s does not export %s", path, symbol);          \
-      return -1;                                                           \
-    }                                                                      \
+#define NEED(field, symbol, type)                                 \
+  do {                                                            \
+    p->field = (type)dlsym(p->handle, symbol);                    \
+    if (p->field == NULL) {                                       \
+      snprintf(why, size, "%s does not export %s", path, symbol); \
+      return -1;                                                  \
+    }                                                             \
   } while (0)
   NEED(export_array, "ferry_it_export_array", ferry_it_export_array_fn);
   NEED(check_array, "ferry_it_check_array", ferry_it_check_array_fn);

@@ -20,7 +20,8 @@ struct conf_plugin {
 
 /* Loads `path` (RTLD_LOCAL, never unloaded: a Go runtime or a JVM cannot be);
  * 0 on success, else -1 with the reason in `why`. */
-int conf_plugin_load(struct conf_plugin* plugin, const char* path, char* why, size_t why_size);
+int conf_plugin_load(struct conf_plugin* plugin, const char* path, char* why,
+                     size_t why_size);
 /* The plugin's last error, "(NULL)" when it returns NULL. */
 const char* conf_plugin_error(const struct conf_plugin* plugin);
 

@@ -19,6 +19,10 @@ struct watch_node {
   char where[160];
 };
 
+/* The group of nodes reported as never released: kept so that a late
+ * release (a garbage collector, a finalizer) is still forwarded once. */
+#define WATCH_ORPHAN (-1)
+
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct watch_node* g_nodes;
 static int64_t g_count;
@@ -40,7 +44,9 @@ static struct watch_node* find_node(enum watch_kind kind, void* address) {
   return NULL;
 }
 
-/* Under g_lock: the single unreleased node of `kind` with this private_data. */
+/* Under g_lock: the node of a struct that a consumer moved before releasing
+ * it, by its private_data: the single unreleased one, or else (a second
+ * release of a moved struct) the latest released one. */
 static struct watch_node* find_moved(enum watch_kind kind, void* private_data) {
   struct watch_node* found = NULL;
   for (int64_t i = 0; i < g_count; i++) {
@@ -50,16 +56,29 @@ static struct watch_node* find_moved(enum watch_kind kind, void* private_data) {
       found = n;
     }
   }
-  return found;
+  if (found != NULL) return found;
+  for (int64_t i = g_count - 1; i >= 0; i--) {
+    struct watch_node* n = &g_nodes[i];
+    if (n->kind == kind && n->private_data == private_data) return n;
+  }
+  return NULL;
 }
+
+/* Release calls on structs the watch cannot place (reported by the next
+ * watch_verify). */
+static int64_t g_unknown_releases;
 
 static int add_node(enum watch_kind kind, void* address, void* private_data,
                     void (*original)(void*), const char* where) {
   pthread_mutex_lock(&g_lock);
-  if (find_node(kind, address) != NULL) {
+  struct watch_node* existing = find_node(kind, address);
+  if (existing != NULL && existing->group != WATCH_ORPHAN) {
     pthread_mutex_unlock(&g_lock);
     return -1;
   }
+  /* An orphan (reported unreleased) no longer lives at this address: the
+   * consumer moved it away; it stays findable by its private_data. */
+  if (existing != NULL) existing->address = NULL;
   if (g_count == g_capacity) {
     int64_t capacity = g_capacity == 0 ? 64 : g_capacity * 2;
     struct watch_node* grown = realloc(g_nodes, (size_t)capacity * sizeof *grown);
@@ -89,7 +108,11 @@ static void (*on_release(enum watch_kind kind, void* address, void* private_data
                          int* index))(void*) {
   pthread_mutex_lock(&g_lock);
   struct watch_node* n = find_node(kind, address);
-  if (n == NULL) n = find_moved(kind, private_data);
+  if (n == NULL) {
+    n = find_moved(kind, private_data);
+    /* From now on the struct lives at its new address. */
+    if (n != NULL) n->address = address;
+  }
   void (*original)(void*) = NULL;
   if (n != NULL) {
     n->calls++;
@@ -97,7 +120,7 @@ static void (*on_release(enum watch_kind kind, void* address, void* private_data
     *index = (int)(n - g_nodes);
   } else {
     *index = -1;
-    fprintf(stderr, "conformance: release of an unwatched struct at %p\n", address);
+    g_unknown_releases++;
   }
   pthread_mutex_unlock(&g_lock);
   return original;
@@ -111,7 +134,8 @@ static void mark_left_set(int index) {
 
 static void watched_schema_release(struct ArrowSchema* schema) {
   int index;
-  void (*original)(void*) = on_release(WATCH_SCHEMA, schema, schema->private_data, &index);
+  void (*original)(void*) =
+      on_release(WATCH_SCHEMA, schema, schema->private_data, &index);
   if (original == NULL) return;
   schema->release = (void (*)(struct ArrowSchema*))original;
   schema->release(schema);
@@ -135,7 +159,8 @@ static void watched_array_release(struct ArrowArray* array) {
 
 static void watched_stream_release(struct ArrowDeviceArrayStream* stream) {
   int index;
-  void (*original)(void*) = on_release(WATCH_STREAM, stream, stream->private_data, &index);
+  void (*original)(void*) =
+      on_release(WATCH_STREAM, stream, stream->private_data, &index);
   if (original == NULL) return;
   stream->release = (void (*)(struct ArrowDeviceArrayStream*))original;
   stream->release(stream);
@@ -145,11 +170,12 @@ static void watched_stream_release(struct ArrowDeviceArrayStream* stream) {
   }
 }
 
-static void walk_schema(struct ArrowSchema* schema, char* where, size_t length, int depth) {
+static void walk_schema(struct ArrowSchema* schema, char* where, size_t length,
+                        int depth) {
   if (schema == NULL || schema->release == NULL || depth > 32) return;
   if (schema->release == watched_schema_release) return;
-  if (add_node(WATCH_SCHEMA, schema, schema->private_data, (void (*)(void*))schema->release,
-               where) != 0) {
+  if (add_node(WATCH_SCHEMA, schema, schema->private_data,
+               (void (*)(void*))schema->release, where) != 0) {
     return;
   }
   schema->release = watched_schema_release;
@@ -226,12 +252,14 @@ int64_t watch_verify(int group, char* why, size_t why_size) {
   for (int64_t i = 0; i < g_count; i++) {
     struct watch_node* n = &g_nodes[i];
     if (n->group != group) {
-      g_nodes[kept++] = *n;
+      /* Orphans that were released late are forgotten now. */
+      if (n->group != WATCH_ORPHAN || n->calls == 0) g_nodes[kept++] = *n;
       continue;
     }
     char what[256] = "";
     if (n->calls == 0) {
-      snprintf(what, sizeof what, "%s %s was never released", kind_name(n->kind), n->where);
+      snprintf(what, sizeof what, "%s %s was never released", kind_name(n->kind),
+               n->where);
     } else if (n->calls > 1) {
       snprintf(what, sizeof what, "%s %s was released %lld times", kind_name(n->kind),
                n->where, (long long)n->calls);
@@ -240,11 +268,31 @@ int64_t watch_verify(int group, char* why, size_t why_size) {
                kind_name(n->kind), n->where);
     }
     if (what[0] != '\0') {
-      if (findings == 0) snprintf(why, why_size, "%s", what);
+      /* Every finding, joined, as far as `why` reaches. */
+      size_t used = findings == 0 ? 0 : strlen(why);
+      if (used < why_size) {
+        snprintf(why + used, why_size - used, "%s%s", findings == 0 ? "" : "; ", what);
+      }
       findings++;
+    }
+    if (n->calls == 0) {
+      n->group = WATCH_ORPHAN;
+      g_nodes[kept++] = *n;
     }
   }
   g_count = kept;
+  if (g_unknown_releases > 0) {
+    size_t used = findings == 0 ? 0 : strlen(why);
+    if (used < why_size) {
+      snprintf(
+          why + used, why_size - used,
+          "%s%lld release call(s) on a struct that was never exported or was already "
+          "released and forgotten",
+          findings == 0 ? "" : "; ", (long long)g_unknown_releases);
+    }
+    findings += g_unknown_releases;
+    g_unknown_releases = 0;
+  }
   pthread_mutex_unlock(&g_lock);
   return findings;
 }

@@ -21,7 +21,9 @@ void watch_array(struct ArrowArray* array, const char* where);
 void watch_stream(struct ArrowDeviceArrayStream* stream, const char* where);
 /* Checks that every struct of `group` was released exactly once and left
  * with release == NULL, then forgets the group. Returns the number of
- * findings; the first one is written to `why`. */
+ * findings, all written to `why` (joined by "; ", as far as it reaches). Structs never
+ * released stay known (as orphans) so that a late release is still forwarded exactly
+ * once. */
 int64_t watch_verify(int group, char* why, size_t why_size);
 
 #endif  // FERRY_CONFORMANCE_RELEASE_WATCH_H

@@ -18,6 +18,8 @@ struct suite {
   int64_t passed, failed, skipped;
   struct FerryDevice* sim[FERRY_SIM_DEVICE_COUNT];
   int cuda_available, rocm_available;
+  /* How the plugin's sim exports synchronise (reported at the end). */
+  int64_t sim_exports, sim_with_event, sim_poison_before_wait;
 };
 
 /* One test: any number of FAIL lines, counted once. */
@@ -30,11 +32,13 @@ struct test {
 
 void test_begin(struct test* t, struct suite* s, const char* area, const char* case_text);
 /* Prints `FAIL <runtime> <area> <case>: <what>` and marks the test failed. */
-void test_fail(struct test* t, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void test_fail(struct test* t, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Counts the test (passed unless a test_fail happened); prints PASS when verbose. */
 void test_end(struct test* t);
 /* Prints a loud SKIPPED line and counts it (not a pass, not a failure). */
-void suite_skip(struct suite* s, const char* area, const char* case_text, const char* why);
+void suite_skip(struct suite* s, const char* area, const char* case_text,
+                const char* why);
 
 /* Every allocation counter the suite can see. */
 struct baseline {

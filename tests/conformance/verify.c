@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int fail(char* why, size_t size, const char* fmt, ...)
@@ -33,8 +34,8 @@ static void hex(const unsigned char* bytes, int n, char* out, size_t size) {
 
 /* "every field is nullable": top level, "item", "a" and "b". */
 static int check_field(const struct ArrowSchema* s, const char* where, const char* format,
-                       const char* name, int64_t n_children, int has_dictionary, char* why,
-                       size_t size) {
+                       const char* name, int64_t n_children, int has_dictionary,
+                       char* why, size_t size) {
   if (s == NULL) return fail(why, size, "%s: schema is NULL", where);
   if (s->release == NULL) return fail(why, size, "%s: schema is released", where);
   if (s->format == NULL || strcmp(s->format, format) != 0) {
@@ -57,8 +58,9 @@ static int check_field(const struct ArrowSchema* s, const char* where, const cha
     return fail(why, size, "%s: children is NULL", where);
   }
   if (has_dictionary != (s->dictionary != NULL)) {
-    return fail(why, size, "%s: %s", where,
-                has_dictionary ? "dictionary schema missing" : "unexpected dictionary schema");
+    return fail(
+        why, size, "%s: %s", where,
+        has_dictionary ? "dictionary schema missing" : "unexpected dictionary schema");
   }
   return 0;
 }
@@ -72,10 +74,12 @@ int verify_schema(const struct conf_case* c, const struct ArrowSchema* s, char* 
     return -1;
   }
   if (layout == LAYOUT_LIST) {
-    return check_field(s->children[0], "schema.children[0]", "i", "item", 0, 0, why, size);
+    return check_field(s->children[0], "schema.children[0]", "i", "item", 0, 0, why,
+                       size);
   }
   if (layout == LAYOUT_STRUCT) {
-    if (check_field(s->children[0], "schema.children[0]", "i", "a", 0, 0, why, size) != 0) {
+    if (check_field(s->children[0], "schema.children[0]", "i", "a", 0, 0, why, size) !=
+        0) {
       return -1;
     }
     return check_field(s->children[1], "schema.children[1]", "u", "b", 0, 0, why, size);
@@ -97,7 +101,8 @@ static int check_shape(const struct ArrowArray* a, const char* where, int64_t n_
     return fail(why, size, "%s: n_buffers %lld, expected %lld", where,
                 (long long)a->n_buffers, (long long)n_buffers);
   }
-  if (n_buffers > 0 && a->buffers == NULL) return fail(why, size, "%s: buffers is NULL", where);
+  if (n_buffers > 0 && a->buffers == NULL)
+    return fail(why, size, "%s: buffers is NULL", where);
   if (a->n_children != n_children) {
     return fail(why, size, "%s: n_children %lld, expected %lld", where,
                 (long long)a->n_children, (long long)n_children);
@@ -118,8 +123,8 @@ static int check_shape(const struct ArrowArray* a, const char* where, int64_t n_
 static int check_child_header(const struct ArrowArray* a, const char* where,
                               int64_t min_length, char* why, size_t size) {
   if (a->offset != 0) {
-    return fail(why, size, "%s: offset %lld, children and dictionaries have offset 0", where,
-                (long long)a->offset);
+    return fail(why, size, "%s: offset %lld, children and dictionaries have offset 0",
+                where, (long long)a->offset);
   }
   if (a->null_count != 0) {
     return fail(why, size, "%s: null_count %lld, children never contain nulls", where,
@@ -157,9 +162,9 @@ static int check_offsets(const struct ArrowArray* a, const char* where, int64_t 
 
 /* A utf8/binary array at positions [first, first + count) holding the formula
  * with `seed` at logical index (position - shift), skipping nulls. */
-static int check_varbin_values(const struct ArrowArray* a, const char* where, const char* type,
-                               uint32_t seed, int64_t shift, int64_t count, int64_t nulls,
-                               char* why, size_t size) {
+static int check_varbin_values(const struct ArrowArray* a, const char* where,
+                               const char* type, uint32_t seed, int64_t shift,
+                               int64_t count, int64_t nulls, char* why, size_t size) {
   const int32_t* offsets = a->buffers[1];
   const char* data = a->buffers[2];
   for (int64_t i = 0; i < count; i++) {
@@ -169,12 +174,16 @@ static int check_varbin_values(const struct ArrowArray* a, const char* where, co
     int n = conf_utf8_value(seed, i, expected);
     int64_t got_n = (int64_t)offsets[p + 1] - offsets[p];
     if (got_n != n) {
-      return fail(why, size, "%s: %s element %lld (physical %lld): expected %d bytes \"%.*s\", got %lld bytes",
-                  where, type, (long long)i, (long long)p, n, n, expected, (long long)got_n);
+      return fail(why, size,
+                  "%s: %s element %lld (physical %lld): expected %d bytes \"%.*s\", got "
+                  "%lld bytes",
+                  where, type, (long long)i, (long long)p, n, n, expected,
+                  (long long)got_n);
     }
     if (n > 0 && data == NULL) return fail(why, size, "%s: data buffer is NULL", where);
     if (n > 0 && memcmp(data + offsets[p], expected, (size_t)n) != 0) {
-      return fail(why, size, "%s: %s element %lld (physical %lld): expected \"%.*s\", got \"%.*s\"",
+      return fail(why, size,
+                  "%s: %s element %lld (physical %lld): expected \"%.*s\", got \"%.*s\"",
                   where, type, (long long)i, (long long)p, n, expected, n,
                   data + offsets[p]);
     }
@@ -197,7 +206,8 @@ static int verify_host_array(const struct conf_case* c, uint32_t seed,
   const char* type = conf_type_name(c->type);
   int64_t n_buffers = layout == LAYOUT_VARBIN ? 3 : layout == LAYOUT_STRUCT ? 1 : 2;
   int64_t n_children = layout == LAYOUT_LIST ? 1 : layout == LAYOUT_STRUCT ? 2 : 0;
-  if (check_shape(a, "array", n_buffers, n_children, layout == LAYOUT_DICT, why, size) != 0) {
+  if (check_shape(a, "array", n_buffers, n_children, layout == LAYOUT_DICT, why, size) !=
+      0) {
     return -1;
   }
   int64_t length = c->length, offset = c->offset;
@@ -211,8 +221,8 @@ static int verify_host_array(const struct conf_case* c, uint32_t seed,
                 (long long)offset);
   }
   if (a->null_count != expected_nulls) {
-    return fail(why, size, "array: null_count %lld, expected %lld", (long long)a->null_count,
-                (long long)expected_nulls);
+    return fail(why, size, "array: null_count %lld, expected %lld",
+                (long long)a->null_count, (long long)expected_nulls);
   }
   /* "nulls 0: no validity bitmap (buffer 0 is NULL, null_count 0)". */
   const void* validity = a->buffers[0];
@@ -227,8 +237,10 @@ static int verify_host_array(const struct conf_case* c, uint32_t seed,
     for (int64_t i = 0; i < length; i++) {
       int valid = bit_at(validity, i + offset);
       if (valid == conf_is_null(c->nulls, i)) {
-        return fail(why, size, "array: validity bit of element %lld (physical %lld) is %d, expected %d",
-                    (long long)i, (long long)(i + offset), valid, !valid);
+        return fail(
+            why, size,
+            "array: validity bit of element %lld (physical %lld) is %d, expected %d",
+            (long long)i, (long long)(i + offset), valid, !valid);
       }
     }
   }
@@ -237,7 +249,8 @@ static int verify_host_array(const struct conf_case* c, uint32_t seed,
     case LAYOUT_FIXED: {
       int width = conf_type_width(c->type);
       const unsigned char* values = a->buffers[1];
-      if (values == NULL && slots > 0) return fail(why, size, "array: data buffer is NULL");
+      if (values == NULL && slots > 0)
+        return fail(why, size, "array: data buffer is NULL");
       for (int64_t i = 0; i < length; i++) {
         if (conf_is_null(c->nulls, i)) continue;
         unsigned char expected[8];
@@ -247,8 +260,9 @@ static int verify_host_array(const struct conf_case* c, uint32_t seed,
           char e[24], g[24];
           hex(expected, width, e, sizeof e);
           hex(got, width, g, sizeof g);
-          return fail(why, size, "%s element %lld (physical %lld): expected 0x%s, got 0x%s",
-                      type, (long long)i, (long long)(i + offset), e, g);
+          return fail(why, size,
+                      "%s element %lld (physical %lld): expected 0x%s, got 0x%s", type,
+                      (long long)i, (long long)(i + offset), e, g);
         }
       }
       return 0;
@@ -268,13 +282,15 @@ static int verify_host_array(const struct conf_case* c, uint32_t seed,
     }
     case LAYOUT_VARBIN:
       if (check_offsets(a, "array", slots, why, size) != 0) return -1;
-      return check_varbin_values(a, "array", type, seed, offset, length, c->nulls, why, size);
+      return check_varbin_values(a, "array", type, seed, offset, length, c->nulls, why,
+                                 size);
     case LAYOUT_LIST: {
       if (check_offsets(a, "array", slots, why, size) != 0) return -1;
       const int32_t* offsets = a->buffers[1];
       const struct ArrowArray* child = a->children[0];
       if (check_shape(child, "array.children[0]", 2, 0, 0, why, size) != 0) return -1;
-      if (check_child_header(child, "array.children[0]", offsets[slots], why, size) != 0) {
+      if (check_child_header(child, "array.children[0]", offsets[slots], why, size) !=
+          0) {
         return -1;
       }
       const int32_t* items = child->buffers[1];
@@ -286,9 +302,11 @@ static int verify_host_array(const struct conf_case* c, uint32_t seed,
         int64_t p = i + offset;
         int64_t n = conf_u(seed, (uint64_t)i) % 4u;
         if ((int64_t)offsets[p + 1] - offsets[p] != n) {
-          return fail(why, size, "list_int32 element %lld (physical %lld): expected %lld items, got %lld",
-                      (long long)i, (long long)p, (long long)n,
-                      (long long)offsets[p + 1] - offsets[p]);
+          return fail(
+              why, size,
+              "list_int32 element %lld (physical %lld): expected %lld items, got %lld",
+              (long long)i, (long long)p, (long long)n,
+              (long long)offsets[p + 1] - offsets[p]);
         }
         for (int64_t j = offsets[p]; j < offsets[p + 1]; j++) {
           /* "the child ... indexed by its own position j (values u(j))" */
@@ -326,7 +344,8 @@ static int verify_host_array(const struct conf_case* c, uint32_t seed,
     }
     case LAYOUT_DICT: {
       const int32_t* indices = a->buffers[1];
-      if (indices == NULL && slots > 0) return fail(why, size, "array: indices buffer is NULL");
+      if (indices == NULL && slots > 0)
+        return fail(why, size, "array: indices buffer is NULL");
       for (int64_t i = 0; i < length; i++) {
         if (conf_is_null(c->nulls, i)) continue;
         if (check_int32_at(indices, "dict_int32_utf8 index", i, i + offset,
@@ -338,7 +357,8 @@ static int verify_host_array(const struct conf_case* c, uint32_t seed,
       if (check_shape(d, "array.dictionary", 3, 0, 0, why, size) != 0) return -1;
       if (check_child_header(d, "array.dictionary", 7, why, size) != 0) return -1;
       if (d->length != 7) {
-        return fail(why, size, "array.dictionary: length %lld, expected 7", (long long)d->length);
+        return fail(why, size, "array.dictionary: length %lld, expected 7",
+                    (long long)d->length);
       }
       if (check_offsets(d, "array.dictionary", 7, why, size) != 0) return -1;
       const int32_t* offsets = d->buffers[1];
@@ -347,7 +367,8 @@ static int verify_host_array(const struct conf_case* c, uint32_t seed,
         char expected[3] = {'d', (char)('0' + k), 0};
         if (offsets[k + 1] - offsets[k] != 2 || data == NULL ||
             memcmp(data + offsets[k], expected, 2) != 0) {
-          return fail(why, size, "array.dictionary element %d: expected \"%s\", got \"%.*s\"", k,
+          return fail(why, size,
+                      "array.dictionary element %d: expected \"%s\", got \"%.*s\"", k,
                       expected, data ? (int)(offsets[k + 1] - offsets[k]) : 0,
                       data ? data + offsets[k] : "");
         }
@@ -363,31 +384,40 @@ int verify_device_array(const struct conf_case* c, uint32_t seed,
                         char* why, size_t size) {
   if (array->array.release == NULL) return fail(why, size, "device array is released");
   if (array->device_type != c->device_type) {
-    return fail(why, size, "device_type %d (%s), the case says %s", (int)array->device_type,
-                ferry_device_type_name(array->device_type), c->device);
+    return fail(why, size, "device_type %d (%s), the case says %s",
+                (int)array->device_type, ferry_device_type_name(array->device_type),
+                c->device);
   }
   if (!ferry_device_array_reserved_is_zero(array)) {
     return fail(why, size, "reserved words are not zero");
   }
   if (c->device_type == ARROW_DEVICE_CPU) {
     if (array->device_id != -1 && array->device_id != 0) {
-      return fail(why, size, "CPU device_id %lld (expected -1 or 0)", (long long)array->device_id);
+      return fail(why, size, "CPU device_id %lld (expected -1 or 0)",
+                  (long long)array->device_id);
     }
-    if (array->sync_event != NULL) return fail(why, size, "CPU array with a non-NULL sync_event");
+    if (array->sync_event != NULL)
+      return fail(why, size, "CPU array with a non-NULL sync_event");
   }
   struct FerryError error;
   ferry_error_init(&error);
   struct FerryDevice* device = NULL;
   if (ferry_device_resolve(array->device_type, array->device_id, &device, &error) != 0) {
-    return fail(why, size, "device (%d, %lld) does not resolve: %s", (int)array->device_type,
-                (long long)array->device_id, ferry_error_message(&error));
+    return fail(why, size, "device (%d, %lld) does not resolve: %s",
+                (int)array->device_type, (long long)array->device_id,
+                ferry_error_message(&error));
   }
   /* "the device type of the array (and that sync_event was waited on
    * before the buffers were read)". */
   if (ferry_device_array_wait(array, NULL, &error) != 0) {
-    return fail(why, size, "ferry_device_array_wait failed: %s", ferry_error_message(&error));
+    return fail(why, size, "ferry_device_array_wait failed: %s",
+                ferry_error_message(&error));
   }
-  if (ferry_device_is_host_accessible(device)) {
+  /* FERRY_CONFORMANCE_FORCE_COPY=1 reads every export through ferry's deep
+   * copy to the CPU, the path a GPU needs, on host-accessible devices too. */
+  const char* force = getenv("FERRY_CONFORMANCE_FORCE_COPY");
+  int force_copy = force != NULL && strcmp(force, "1") == 0;
+  if (ferry_device_is_host_accessible(device) && !(force_copy && schema != NULL)) {
     return verify_host_array(c, seed, &array->array, why, size);
   }
   struct ArrowDeviceArray copy;
@@ -395,17 +425,28 @@ int verify_device_array(const struct conf_case* c, uint32_t seed,
   if (ferry_device_array_copy(schema, array, ARROW_DEVICE_CPU, -1, &copy, &error) != 0) {
     return fail(why, size, "copy to the host failed: %s", ferry_error_message(&error));
   }
+  if (copy.device_type != ARROW_DEVICE_CPU || copy.sync_event != NULL) {
+    ferry_device_array_release(&copy);
+    return fail(why, size, "ferry_device_array_copy made device_type %d, sync_event %p",
+                (int)copy.device_type, copy.sync_event);
+  }
   int rc = verify_host_array(c, seed, &copy.array, why, size);
+  if (rc != 0) {
+    size_t used = strlen(why);
+    snprintf(why + used, size - used, " (read through ferry_device_array_copy)");
+  }
   ferry_device_array_release(&copy);
   return rc;
 }
 
-int verify_with_core(const struct ArrowSchema* schema, const struct ArrowDeviceArray* array,
-                     char* why, size_t size) {
+int verify_with_core(const struct ArrowSchema* schema,
+                     const struct ArrowDeviceArray* array, char* why, size_t size) {
   struct FerryError error;
   ferry_error_init(&error);
-  if (ferry_validate_device_array(schema, array, FERRY_VALIDATE_FULL, NULL, NULL, &error) != 0) {
-    return fail(why, size, "ferry_validate_device_array(FULL): %s", ferry_error_message(&error));
+  if (ferry_validate_device_array(schema, array, FERRY_VALIDATE_FULL, NULL, NULL,
+                                  &error) != 0) {
+    return fail(why, size, "ferry_validate_device_array(FULL): %s",
+                ferry_error_message(&error));
   }
   return 0;
 }

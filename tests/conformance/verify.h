@@ -24,7 +24,7 @@ int verify_device_array(const struct conf_case* c, uint32_t seed,
                         char* why, size_t why_size);
 
 /* ferry's own validator (FULL level) as a third opinion: 0 when clean. */
-int verify_with_core(const struct ArrowSchema* schema, const struct ArrowDeviceArray* array,
-                     char* why, size_t why_size);
+int verify_with_core(const struct ArrowSchema* schema,
+                     const struct ArrowDeviceArray* array, char* why, size_t why_size);
 
 #endif  // FERRY_CONFORMANCE_VERIFY_H

@@ -11,6 +11,8 @@
  *
  * Links libferry's internal archive (to reach the backends' residency check,
  * which the validator turns into findings). Prints "N passed, N failed". */
+#include "backend.h" /* ferry_device_check_pointer (linked from the internal archive) */
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -19,12 +21,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h" /* ferry_device_check_pointer (linked from the internal archive) */
 #include "ferry/dlpack_abi.h"
 #include "ferry/ferry.h"
 #include "ferry_test.h"
 
-/* ---- the emulations' test controls ---------------------------------------------------- */
+/* ---- the emulations' test controls ----------------------------------------------------
+ */
 
 struct Emu {
   const char* backend; /* "cuda" or "rocm" */
@@ -47,8 +49,12 @@ struct Emu {
   void* handle;
 };
 
-static struct Emu g_cuda = {.backend = "cuda", .device_type = ARROW_DEVICE_CUDA, .host_type = ARROW_DEVICE_CUDA_HOST};
-static struct Emu g_hip = {.backend = "rocm", .device_type = ARROW_DEVICE_ROCM, .host_type = ARROW_DEVICE_ROCM_HOST};
+static struct Emu g_cuda = {.backend = "cuda",
+                            .device_type = ARROW_DEVICE_CUDA,
+                            .host_type = ARROW_DEVICE_CUDA_HOST};
+static struct Emu g_hip = {.backend = "rocm",
+                           .device_type = ARROW_DEVICE_ROCM,
+                           .host_type = ARROW_DEVICE_ROCM_HOST};
 
 static void* emu_symbol(struct Emu* emu, const char* prefix, const char* name) {
   char full[128];
@@ -61,7 +67,8 @@ static void* emu_symbol(struct Emu* emu, const char* prefix, const char* name) {
   return symbol;
 }
 
-static void emu_load(struct Emu* emu, const char* variable, const char* file, const char* prefix) {
+static void emu_load(struct Emu* emu, const char* variable, const char* file,
+                     const char* prefix) {
   static char paths[2][PATH_MAX + 64];
   const char* path = getenv(variable);
   if (path == NULL || path[0] == '\0') {
@@ -101,8 +108,6 @@ __attribute__((constructor(200))) static void load_emulations(void) {
   emu_load(&g_hip, "FERRY_HIP_LIBRARY", "libhip_emu.so", "hip_emu");
   *(void**)&g_cuda.context_depth = emu_symbol(&g_cuda, "cuda_emu", "context_depth");
   *(void**)&g_hip.current_device = emu_symbol(&g_hip, "hip_emu", "current_device");
-  /* Strict sim mode would make the sim lazy; these tests want it eager only
-   * where they say so, so keep the default and wait explicitly. */
 }
 
 static struct Emu* const kEmus[] = {&g_cuda, &g_hip};
@@ -112,7 +117,9 @@ static struct FerryDevice* device(ArrowDeviceType type, int64_t id) {
   struct FerryError error;
   ferry_error_init(&error);
   int rc = ferry_device_resolve(type, id, &d, &error);
-  if (rc != 0) printf("resolve %s:%d failed: %s\n", ferry_device_type_name(type), (int)id, error.message);
+  if (rc != 0)
+    printf("resolve %s:%d failed: %s\n", ferry_device_type_name(type), (int)id,
+           error.message);
   return rc == 0 ? d : NULL;
 }
 
@@ -127,7 +134,8 @@ static void fill_pattern(uint8_t* bytes, size_t n, uint8_t seed) {
   for (size_t i = 0; i < n; i++) bytes[i] = (uint8_t)(seed + i * 7);
 }
 
-/* ---- probing and the registry ---------------------------------------------------------- */
+/* ---- probing and the registry
+ * ---------------------------------------------------------- */
 
 /* First in the file: it needs (type, id) pairs the registry has not made. */
 FERRY_TEST(device_init_failures_are_reported_and_not_cached) {
@@ -152,8 +160,9 @@ FERRY_TEST(emulated_backends_probe_available_with_two_devices_each) {
   ferry_error_init(&error);
   CHECK_EQ_INT(0, ferry_backend_probe(2, &error));
   CHECK_EQ_INT(0, ferry_backend_probe(3, &error));
-  ArrowDeviceType types[] = {ARROW_DEVICE_CUDA, ARROW_DEVICE_CUDA_HOST, ARROW_DEVICE_CUDA_MANAGED,
-                             ARROW_DEVICE_ROCM, ARROW_DEVICE_ROCM_HOST};
+  ArrowDeviceType types[] = {ARROW_DEVICE_CUDA, ARROW_DEVICE_CUDA_HOST,
+                             ARROW_DEVICE_CUDA_MANAGED, ARROW_DEVICE_ROCM,
+                             ARROW_DEVICE_ROCM_HOST};
   for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
     CHECK(device(types[t], 0) != NULL);
     CHECK(device(types[t], 1) != NULL);
@@ -168,20 +177,25 @@ FERRY_TEST(emulated_backends_probe_available_with_two_devices_each) {
   CHECK_EQ_INT(1, ferry_device_is_host_accessible(device(ARROW_DEVICE_ROCM_HOST, 0)));
   CHECK_EQ_INT(0, ferry_device_is_host_accessible(device(ARROW_DEVICE_ROCM, 0)));
   /* One primary context retain per (type, id) the registry created. */
-  int (*retains)(int) = (int (*)(int))dlsym(g_cuda.handle, "cuda_emu_primary_context_retains");
+  int (*retains)(int) =
+      (int (*)(int))dlsym(g_cuda.handle, "cuda_emu_primary_context_retains");
   CHECK(retains != NULL);
   CHECK_EQ_INT(3, retains(0));
   CHECK_EQ_INT(3, retains(1));
   check_bracketing();
 }
 
-/* ---- memory ------------------------------------------------------------------------------ */
+/* ---- memory
+ * ------------------------------------------------------------------------------ */
 
 FERRY_TEST(every_device_type_allocates_on_its_device_and_frees) {
-  ArrowDeviceType types[] = {ARROW_DEVICE_CUDA, ARROW_DEVICE_CUDA_HOST, ARROW_DEVICE_CUDA_MANAGED,
-                             ARROW_DEVICE_ROCM, ARROW_DEVICE_ROCM_HOST};
+  ArrowDeviceType types[] = {ARROW_DEVICE_CUDA, ARROW_DEVICE_CUDA_HOST,
+                             ARROW_DEVICE_CUDA_MANAGED, ARROW_DEVICE_ROCM,
+                             ARROW_DEVICE_ROCM_HOST};
   for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-    struct Emu* emu = types[t] >= ARROW_DEVICE_ROCM && types[t] <= ARROW_DEVICE_ROCM_HOST ? &g_hip : &g_cuda;
+    struct Emu* emu = types[t] >= ARROW_DEVICE_ROCM && types[t] <= ARROW_DEVICE_ROCM_HOST
+                          ? &g_hip
+                          : &g_cuda;
     for (int64_t id = 0; id < 2; id++) {
       struct FerryDevice* d = device(types[t], id);
       CHECK(d != NULL);
@@ -209,12 +223,14 @@ FERRY_TEST(freeing_memory_of_another_kind_is_a_driver_error_not_a_crash) {
   char host[16];
   CHECK_EQ_INT(EIO, ferry_device_deallocate(device(ARROW_DEVICE_CUDA, 0), host, &error));
   CHECK_CONTAINS(error.message, "[cuMemFree_v2][CUDA_ERROR_INVALID_VALUE]");
-  CHECK_EQ_INT(EIO, ferry_device_deallocate(device(ARROW_DEVICE_ROCM_HOST, 0), host, &error));
+  CHECK_EQ_INT(EIO,
+               ferry_device_deallocate(device(ARROW_DEVICE_ROCM_HOST, 0), host, &error));
   CHECK_CONTAINS(error.message, "[hipHostFree][hipErrorInvalidValue]");
   check_bracketing();
 }
 
-/* ---- copies -------------------------------------------------------------------------------- */
+/* ---- copies
+ * -------------------------------------------------------------------------------- */
 
 /* H2D, D2H, D2D (same device) and peer (device 0 -> 1) on `type`, checked
  * byte for byte, with the driver entry point each one used. */
@@ -250,7 +266,8 @@ static void check_copies(struct Emu* emu, ArrowDeviceType type, const char* htod
 }
 
 FERRY_TEST(cuda_copies_host_to_device_device_to_host_device_to_device_and_peer) {
-  ArrowDeviceType types[] = {ARROW_DEVICE_CUDA, ARROW_DEVICE_CUDA_HOST, ARROW_DEVICE_CUDA_MANAGED};
+  ArrowDeviceType types[] = {ARROW_DEVICE_CUDA, ARROW_DEVICE_CUDA_HOST,
+                             ARROW_DEVICE_CUDA_MANAGED};
   for (size_t t = 0; t < 3; t++) {
     check_copies(&g_cuda, types[t], "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2",
                  "cuMemcpyDtoDAsync_v2", "cuMemcpyPeerAsync");
@@ -292,7 +309,8 @@ FERRY_TEST(copies_between_cuda_and_rocm_and_sim_are_staged_through_the_host) {
   check_bracketing();
 }
 
-/* ---- streams and events ------------------------------------------------------------------------ */
+/* ---- streams and events
+ * ------------------------------------------------------------------------ */
 
 FERRY_TEST(stream_work_stays_pending_until_the_stream_runs_and_keeps_its_order) {
   for (size_t e = 0; e < 2; e++) {
@@ -339,8 +357,8 @@ FERRY_TEST(null_stream_synchronize_waits_for_every_stream_of_the_device) {
     void* on_device = NULL;
     CHECK_EQ_INT(0, ferry_device_allocate(d, 64, &on_device, NULL));
     uint8_t source[64] = {1, 2, 3};
-    CHECK_EQ_INT(0, ferry_device_memcpy(d, on_device, device(ARROW_DEVICE_CPU, -1), source, 64,
-                                        stream, NULL));
+    CHECK_EQ_INT(0, ferry_device_memcpy(d, on_device, device(ARROW_DEVICE_CPU, -1),
+                                        source, 64, stream, NULL));
     CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, NULL, NULL));
     CHECK_EQ_INT(0, emu->stream_pending(stream));
     CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
@@ -359,7 +377,7 @@ FERRY_TEST(events_are_pointers_to_native_handles_and_complete_in_order) {
     CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
     CHECK_EQ_INT(0, ferry_device_event_create(d, &event, NULL));
     CHECK_EQ_INT(events_before + 1, emu->live_events());
-    void* handle = *(void**)event; /* CUevent* / hipEvent_t* */
+    void* handle = *(void**)event;            /* CUevent* / hipEvent_t* */
     CHECK_EQ_INT(1, emu->event_done(handle)); /* never recorded */
     CHECK_EQ_INT(0, emu->gate_close(stream));
     CHECK_EQ_INT(0, ferry_device_event_record(d, event, stream, NULL));
@@ -379,9 +397,9 @@ FERRY_TEST(events_are_pointers_to_native_handles_and_complete_in_order) {
 
 /* Builds a one-buffer int32 array of `n` values 0..n-1 on `d`, produced on
  * `stream` (behind a closed gate when `gated`), exported with `policy`. */
-static void make_int32_array(struct FerryDevice* d, void* stream, int32_t policy, int64_t n,
-                             struct ArrowSchema* schema, struct ArrowDeviceArray* out,
-                             void** buffer_out);
+static void make_int32_array(struct FerryDevice* d, void* stream, int32_t policy,
+                             int64_t n, struct ArrowSchema* schema,
+                             struct ArrowDeviceArray* out, void** buffer_out);
 
 struct OwnedBuffer {
   struct FerryDevice* device;
@@ -398,22 +416,23 @@ static void free_owned_buffer(void* user_data) {
 
 static int g_released_buffers;
 
-static void make_int32_array(struct FerryDevice* d, void* stream, int32_t policy, int64_t n,
-                             struct ArrowSchema* schema, struct ArrowDeviceArray* out,
-                             void** buffer_out) {
+static void make_int32_array(struct FerryDevice* d, void* stream, int32_t policy,
+                             int64_t n, struct ArrowSchema* schema,
+                             struct ArrowDeviceArray* out, void** buffer_out) {
   int32_t* values = (int32_t*)malloc((size_t)n * sizeof(int32_t) + 1);
   for (int64_t i = 0; i < n; i++) values[i] = (int32_t)(i * 3 + 1);
   struct OwnedBuffer* owned = (struct OwnedBuffer*)calloc(1, sizeof(*owned));
   owned->device = d;
   owned->released = &g_released_buffers;
   CHECK_EQ_INT(0, ferry_device_allocate(d, n * 4, &owned->pointer, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, owned->pointer, device(ARROW_DEVICE_CPU, -1), values,
-                                      n * 4, stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_memcpy(d, owned->pointer, device(ARROW_DEVICE_CPU, -1),
+                                      values, n * 4, stream, NULL));
   free(values); /* the copy captured it */
   const void* buffers[2] = {NULL, owned->pointer};
   struct ArrowArray array;
   memset(&array, 0, sizeof array);
-  CHECK_EQ_INT(0, ferry_array_init(&array, n, 0, 0, 2, buffers, 0, free_owned_buffer, owned, NULL));
+  CHECK_EQ_INT(0, ferry_array_init(&array, n, 0, 0, 2, buffers, 0, free_owned_buffer,
+                                   owned, NULL));
   if (schema != NULL) CHECK_EQ_INT(0, ferry_schema_init(schema, "i", "x", 0, 0, NULL));
   struct FerryError error;
   ferry_error_init(&error);
@@ -425,12 +444,14 @@ static void make_int32_array(struct FerryDevice* d, void* stream, int32_t policy
 
 /* Checks that the array's values are (i + first) * 3 + 1, as made by
  * make_int32_array; `first` is the index of the first value it shows. */
-static void check_int32_values_from(const struct ArrowDeviceArray* array, int64_t n, int64_t first) {
+static void check_int32_values_from(const struct ArrowDeviceArray* array, int64_t n,
+                                    int64_t first) {
   struct FerryDevice* d = device(array->device_type, array->device_id);
   int32_t* back = (int32_t*)calloc((size_t)n + 1, sizeof(int32_t));
-  CHECK_EQ_INT(0, ferry_device_memcpy(device(ARROW_DEVICE_CPU, -1), back, d,
-                                      (const int32_t*)array->array.buffers[1] + array->array.offset,
-                                      n * 4, NULL, NULL));
+  CHECK_EQ_INT(0, ferry_device_memcpy(
+                      device(ARROW_DEVICE_CPU, -1), back, d,
+                      (const int32_t*)array->array.buffers[1] + array->array.offset,
+                      n * 4, NULL, NULL));
   for (int64_t i = 0; i < n; i++) {
     if (back[i] != (int32_t)((i + first) * 3 + 1)) {
       free(back);
@@ -519,8 +540,9 @@ FERRY_TEST(export_policy_pass_through_keeps_the_producers_event_until_release) {
     CHECK_EQ_INT(0, ferry_array_init(&inner, 4, 0, 0, 2, buffers, 0, NULL, NULL, NULL));
     struct ArrowDeviceArray array;
     memset(&array, 0, sizeof array);
-    CHECK_EQ_INT(0, ferry_device_array_init(&array, &inner, emu->device_type, 0, producer.event,
-                                            release_producer_event, &producer, NULL));
+    CHECK_EQ_INT(
+        0, ferry_device_array_init(&array, &inner, emu->device_type, 0, producer.event,
+                                   release_producer_event, &producer, NULL));
     CHECK(array.sync_event == producer.event);
     CHECK_EQ_INT(0, ferry_device_array_wait(&array, NULL, NULL));
     CHECK_EQ_INT(0, producer.released);
@@ -532,7 +554,8 @@ FERRY_TEST(export_policy_pass_through_keeps_the_producers_event_until_release) {
   }
 }
 
-/* ---- consumer stream handoff ---------------------------------------------------------------------- */
+/* ---- consumer stream handoff
+ * ---------------------------------------------------------------------- */
 
 FERRY_TEST(consumer_stream_waits_on_the_event_while_the_host_goes_on) {
   for (size_t e = 0; e < 2; e++) {
@@ -554,7 +577,8 @@ FERRY_TEST(consumer_stream_waits_on_the_event_while_the_host_goes_on) {
     CHECK_EQ_INT(1, emu->stream_pending(consumer)); /* the queued wait */
     int32_t back[N];
     memset(back, 0xEE, sizeof back);
-    CHECK_EQ_INT(0, ferry_device_memcpy(cpu, back, d, buffer, sizeof back, consumer, NULL));
+    CHECK_EQ_INT(0,
+                 ferry_device_memcpy(cpu, back, d, buffer, sizeof back, consumer, NULL));
     /* Host returned with the producer still held by its gate. */
     CHECK_EQ_INT(2, emu->stream_pending(consumer));
     CHECK(emu->stream_pending(producer) >= 2);
@@ -582,14 +606,15 @@ FERRY_TEST(stream_get_next_on_hands_every_batch_to_the_consumer_stream) {
     struct ArrowDeviceArray batches[3];
     memset(batches, 0, sizeof batches);
     for (int b = 0; b < 3; b++) {
-      make_int32_array(d, producer, FERRY_EXPORT_RECORD_EVENT, 10 + b, b == 0 ? &schema : NULL,
-                       &batches[b], NULL);
+      make_int32_array(d, producer, FERRY_EXPORT_RECORD_EVENT, 10 + b,
+                       b == 0 ? &schema : NULL, &batches[b], NULL);
     }
     struct ArrowDeviceArrayStream stream;
     memset(&stream, 0, sizeof stream);
-    CHECK_EQ_INT(0, ferry_stream_init_from_arrays(&stream, emu->device_type, &schema, batches, 3,
-                                                  NULL));
-    int64_t waits_before = emu->calls(emu == &g_cuda ? "cuStreamWaitEvent" : "hipStreamWaitEvent");
+    CHECK_EQ_INT(0, ferry_stream_init_from_arrays(&stream, emu->device_type, &schema,
+                                                  batches, 3, NULL));
+    int64_t waits_before =
+        emu->calls(emu == &g_cuda ? "cuStreamWaitEvent" : "hipStreamWaitEvent");
     struct ArrowDeviceArray got[3];
     memset(got, 0, sizeof got);
     for (int b = 0; b < 3; b++) {
@@ -632,7 +657,8 @@ FERRY_TEST(stream_get_next_on_with_a_failing_wait_returns_no_batch) {
   make_int32_array(d, producer, FERRY_EXPORT_RECORD_EVENT, 5, &schema, &batch, NULL);
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof stream);
-  CHECK_EQ_INT(0, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_CUDA, &schema, &batch, 1, NULL));
+  CHECK_EQ_INT(0, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_CUDA, &schema,
+                                                &batch, 1, NULL));
   g_cuda.fail("cuStreamWaitEvent", 1, 999);
   struct FerryError error;
   ferry_error_init(&error);
@@ -648,7 +674,8 @@ FERRY_TEST(stream_get_next_on_with_a_failing_wait_returns_no_batch) {
   check_bracketing();
 }
 
-/* ---- injected driver failures ------------------------------------------------------------------------ */
+/* ---- injected driver failures
+ * ------------------------------------------------------------------------ */
 
 /* One injected failure: `entry` fails on its next call while `action` runs;
  * the action must report EIO (or `expected_errno`) naming entry and code,
@@ -660,7 +687,9 @@ struct Injection {
   const char* expected_name; /* the code's name in the message */
 };
 
-static struct FerryDevice* main_device(struct Emu* emu) { return device(emu->device_type, 0); }
+static struct FerryDevice* main_device(struct Emu* emu) {
+  return device(emu->device_type, 0);
+}
 
 static int act_allocate(struct Emu* emu, struct FerryError* error) {
   void* p = NULL;
@@ -696,7 +725,8 @@ static int act_deallocate(struct Emu* emu, struct FerryError* error) {
 static int act_deallocate_host(struct Emu* emu, struct FerryError* error) {
   return act_deallocate_on(device(emu->host_type, 0), error);
 }
-static int copy_with(struct Emu* emu, int direction, void* stream, struct FerryError* error) {
+static int copy_with(struct Emu* emu, int direction, void* stream,
+                     struct FerryError* error) {
   struct FerryDevice* cpu = device(ARROW_DEVICE_CPU, -1);
   struct FerryDevice* d0 = main_device(emu);
   struct FerryDevice* d1 = device(emu->device_type, 1);
@@ -706,19 +736,35 @@ static int copy_with(struct Emu* emu, int direction, void* stream, struct FerryE
   ferry_device_allocate(d1, 32, &b, NULL);
   int rc;
   switch (direction) {
-    case 0: rc = ferry_device_memcpy(d0, a, cpu, host, 32, stream, error); break;
-    case 1: rc = ferry_device_memcpy(cpu, host, d0, a, 32, stream, error); break;
-    case 2: rc = ferry_device_memcpy(d0, a, d0, a, 32, stream, error); break;
-    default: rc = ferry_device_memcpy(d1, b, d0, a, 32, stream, error); break;
+    case 0:
+      rc = ferry_device_memcpy(d0, a, cpu, host, 32, stream, error);
+      break;
+    case 1:
+      rc = ferry_device_memcpy(cpu, host, d0, a, 32, stream, error);
+      break;
+    case 2:
+      rc = ferry_device_memcpy(d0, a, d0, a, 32, stream, error);
+      break;
+    default:
+      rc = ferry_device_memcpy(d1, b, d0, a, 32, stream, error);
+      break;
   }
   ferry_device_deallocate(d0, a, NULL);
   ferry_device_deallocate(d1, b, NULL);
   return rc;
 }
-static int act_copy_htod(struct Emu* emu, struct FerryError* error) { return copy_with(emu, 0, NULL, error); }
-static int act_copy_dtoh(struct Emu* emu, struct FerryError* error) { return copy_with(emu, 1, NULL, error); }
-static int act_copy_dtod(struct Emu* emu, struct FerryError* error) { return copy_with(emu, 2, NULL, error); }
-static int act_copy_peer(struct Emu* emu, struct FerryError* error) { return copy_with(emu, 3, NULL, error); }
+static int act_copy_htod(struct Emu* emu, struct FerryError* error) {
+  return copy_with(emu, 0, NULL, error);
+}
+static int act_copy_dtoh(struct Emu* emu, struct FerryError* error) {
+  return copy_with(emu, 1, NULL, error);
+}
+static int act_copy_dtod(struct Emu* emu, struct FerryError* error) {
+  return copy_with(emu, 2, NULL, error);
+}
+static int act_copy_peer(struct Emu* emu, struct FerryError* error) {
+  return copy_with(emu, 3, NULL, error);
+}
 static int act_stream_create(struct Emu* emu, struct FerryError* error) {
   void* s = NULL;
   int rc = ferry_device_stream_create(main_device(emu), &s, error);
@@ -775,9 +821,15 @@ static int with_event_and_stream(struct Emu* emu, int what, struct FerryError* e
   ferry_device_event_destroy(d, ev, NULL);
   return rc;
 }
-static int act_event_record(struct Emu* emu, struct FerryError* error) { return with_event_and_stream(emu, 0, error); }
-static int act_event_synchronize(struct Emu* emu, struct FerryError* error) { return with_event_and_stream(emu, 1, error); }
-static int act_stream_wait_event(struct Emu* emu, struct FerryError* error) { return with_event_and_stream(emu, 2, error); }
+static int act_event_record(struct Emu* emu, struct FerryError* error) {
+  return with_event_and_stream(emu, 0, error);
+}
+static int act_event_synchronize(struct Emu* emu, struct FerryError* error) {
+  return with_event_and_stream(emu, 1, error);
+}
+static int act_stream_wait_event(struct Emu* emu, struct FerryError* error) {
+  return with_event_and_stream(emu, 2, error);
+}
 /* The backend's residency answer for a fresh 64-byte allocation of `d`. */
 static int check_one_pointer(struct FerryDevice* d, struct FerryError* error) {
   void* p = NULL;
@@ -811,6 +863,7 @@ static const struct Injection kInjections[] = {
     {&g_cuda, "cuEventSynchronize", act_event_synchronize, "CUDA_ERROR_UNKNOWN"},
     {&g_cuda, "cuStreamWaitEvent", act_stream_wait_event, "CUDA_ERROR_UNKNOWN"},
     {&g_cuda, "cuCtxPushCurrent_v2", act_allocate, "CUDA_ERROR_UNKNOWN"},
+    {&g_cuda, "cuCtxPushCurrent_v2", act_event_create, "CUDA_ERROR_UNKNOWN"},
     {&g_cuda, "cuPointerGetAttribute", act_check_pointer, "CUDA_ERROR_UNKNOWN"},
     {&g_hip, "hipMalloc", act_allocate, "hipErrorOutOfMemory"},
     {&g_hip, "hipHostMalloc", act_allocate_host, "hipErrorOutOfMemory"},
@@ -829,6 +882,7 @@ static const struct Injection kInjections[] = {
     {&g_hip, "hipEventSynchronize", act_event_synchronize, "hipErrorUnknown"},
     {&g_hip, "hipStreamWaitEvent", act_stream_wait_event, "hipErrorUnknown"},
     {&g_hip, "hipGetDevice", act_allocate, "hipErrorUnknown"},
+    {&g_hip, "hipGetDevice", act_event_create, "hipErrorUnknown"},
     {&g_hip, "hipPointerGetAttributes", act_check_pointer, "hipErrorUnknown"},
     {&g_hip, "hipMemGetAddressRange", act_check_pointer, "hipErrorUnknown"},
 };
@@ -843,7 +897,11 @@ FERRY_TEST(every_injected_driver_failure_is_eio_with_its_name_and_leaks_nothing)
             events = emu->live_events();
     int64_t ferry_allocations = ferry_device_live_allocations(main_device(emu));
     int64_t calls_before = emu->calls(inj->entry);
-    emu->fail(inj->entry, 1, strstr(inj->expected_name, "MEMORY") || strstr(inj->expected_name, "OutOfMemory") ? 2u : 999u);
+    emu->fail(
+        inj->entry, 1,
+        strstr(inj->expected_name, "MEMORY") || strstr(inj->expected_name, "OutOfMemory")
+            ? 2u
+            : 999u);
     struct FerryError error;
     ferry_error_init(&error);
     int rc = inj->action(emu, &error);
@@ -908,7 +966,52 @@ FERRY_TEST(a_failing_context_pop_is_reported_and_the_allocation_given_back) {
   check_bracketing();
 }
 
-/* ---- the HIP current device ------------------------------------------------------------------------ */
+FERRY_TEST(failing_restores_after_creating_streams_and_events_give_them_back) {
+  typedef unsigned (*pop_fn)(void**);
+  pop_fn pop = (pop_fn)dlsym(g_cuda.handle, "cuCtxPopCurrent_v2");
+  struct FerryError error;
+  ferry_error_init(&error);
+  struct FerryDevice* d = device(ARROW_DEVICE_CUDA, 0);
+  int64_t streams = g_cuda.live_streams(), events = g_cuda.live_events();
+  void* out = NULL;
+  g_cuda.fail("cuCtxPopCurrent_v2", 1, 999);
+  CHECK_EQ_INT(EIO, ferry_device_stream_create(d, &out, &error));
+  CHECK_CONTAINS(error.message, "[cuCtxPopCurrent_v2][CUDA_ERROR_UNKNOWN]");
+  CHECK_EQ_INT(0, pop(NULL));
+  CHECK_EQ_INT(streams, g_cuda.live_streams());
+  g_cuda.fail("cuCtxPopCurrent_v2", 1, 999);
+  CHECK_EQ_INT(EIO, ferry_device_event_create(d, &out, &error));
+  CHECK_EQ_INT(0, pop(NULL));
+  CHECK_EQ_INT(events, g_cuda.live_events());
+
+  typedef unsigned (*set_fn)(int);
+  set_fn set_device = (set_fn)dlsym(g_hip.handle, "hipSetDevice");
+  struct FerryDevice* h1 = device(ARROW_DEVICE_ROCM, 1);
+  streams = g_hip.live_streams();
+  events = g_hip.live_events();
+  g_hip.fail("hipSetDevice", 2, 999);
+  CHECK_EQ_INT(EIO, ferry_device_stream_create(h1, &out, &error));
+  CHECK_EQ_INT(0, set_device(0));
+  CHECK_EQ_INT(streams, g_hip.live_streams());
+  g_hip.fail("hipSetDevice", 2, 999);
+  CHECK_EQ_INT(EIO, ferry_device_event_create(h1, &out, &error));
+  CHECK_EQ_INT(0, set_device(0));
+  CHECK_EQ_INT(events, g_hip.live_events());
+  /* Entering fails: nothing was done at all. */
+  g_hip.fail("hipSetDevice", 1, 101);
+  CHECK_EQ_INT(ENODEV, ferry_device_allocate(h1, 8, &out, &error));
+  CHECK_CONTAINS(error.message, "[hipSetDevice][hipErrorInvalidDevice]");
+  CHECK_CONTAINS(error.message, "making rocm device 1 current");
+  g_hip.fail("hipMalloc", 1, 4242);
+  CHECK_EQ_INT(EIO, ferry_device_allocate(device(ARROW_DEVICE_ROCM, 0), 8, &out, &error));
+  CHECK_CONTAINS(error.message, "[hipMalloc][hipError_t 4242]");
+  g_hip.clear_failures();
+  g_cuda.clear_failures();
+  check_bracketing();
+}
+
+/* ---- the HIP current device
+ * ------------------------------------------------------------------------ */
 
 FERRY_TEST(rocm_calls_leave_the_callers_current_device_alone) {
   typedef unsigned (*set_fn)(int);
@@ -925,16 +1028,19 @@ FERRY_TEST(rocm_calls_leave_the_callers_current_device_alone) {
   check_bracketing();
 }
 
-/* ---- residency in validation ------------------------------------------------------------------------- */
+/* ---- residency in validation
+ * ------------------------------------------------------------------------- */
 
 struct Findings {
   int count;
   char first[512];
 };
 
-static void collect(void* user_data, const char* rule, const char* where, const char* what) {
+static void collect(void* user_data, const char* rule, const char* where,
+                    const char* what) {
   struct Findings* f = (struct Findings*)user_data;
-  if (f->count++ == 0) snprintf(f->first, sizeof f->first, "%s: %s: %s", rule, where, what);
+  if (f->count++ == 0)
+    snprintf(f->first, sizeof f->first, "%s: %s: %s", rule, where, what);
 }
 
 /* Validates an int32 array of `length` values whose data buffer is `p`,
@@ -952,8 +1058,8 @@ static int validate_declared(void* p, int64_t length, ArrowDeviceType type, int6
   memset(&array, 0, sizeof array);
   ferry_device_array_init(&array, &inner, type, id, NULL, NULL, NULL, NULL);
   memset(findings, 0, sizeof *findings);
-  int rc = ferry_validate_device_array(&schema, &array, FERRY_VALIDATE_DEFAULT, collect, findings,
-                                       NULL);
+  int rc = ferry_validate_device_array(&schema, &array, FERRY_VALIDATE_DEFAULT, collect,
+                                       findings, NULL);
   ferry_device_array_release(&array);
   ferry_schema_release(&schema);
   return rc;
@@ -970,14 +1076,17 @@ FERRY_TEST(validation_checks_residency_on_cuda_and_rocm) {
   } cases[] = {
       {ARROW_DEVICE_CUDA, 0, ARROW_DEVICE_CUDA, 0, NULL},
       {ARROW_DEVICE_CUDA, 1, ARROW_DEVICE_CUDA, 0, "(it is cuda device 1 memory)"},
-      {ARROW_DEVICE_CUDA_HOST, 0, ARROW_DEVICE_CUDA, 0, "(it is cuda_host (pinned host) memory)"},
+      {ARROW_DEVICE_CUDA_HOST, 0, ARROW_DEVICE_CUDA, 0,
+       "(it is cuda_host (pinned host) memory)"},
       {ARROW_DEVICE_CUDA, 0, ARROW_DEVICE_CUDA_HOST, 0, "(it is cuda device 0 memory)"},
       {ARROW_DEVICE_CUDA_HOST, 1, ARROW_DEVICE_CUDA_HOST, 1, NULL},
       {ARROW_DEVICE_CUDA_MANAGED, 1, ARROW_DEVICE_CUDA_MANAGED, 0, NULL},
-      {ARROW_DEVICE_CUDA_MANAGED, 0, ARROW_DEVICE_CUDA, 0, "(it is cuda_managed memory (of device 0))"},
+      {ARROW_DEVICE_CUDA_MANAGED, 0, ARROW_DEVICE_CUDA, 0,
+       "(it is cuda_managed memory (of device 0))"},
       {ARROW_DEVICE_ROCM, 0, ARROW_DEVICE_ROCM, 0, NULL},
       {ARROW_DEVICE_ROCM, 1, ARROW_DEVICE_ROCM, 0, "(it is rocm device 1 memory)"},
-      {ARROW_DEVICE_ROCM_HOST, 0, ARROW_DEVICE_ROCM, 1, "(it is rocm_host (pinned host) memory)"},
+      {ARROW_DEVICE_ROCM_HOST, 0, ARROW_DEVICE_ROCM, 1,
+       "(it is rocm_host (pinned host) memory)"},
       {ARROW_DEVICE_ROCM_HOST, 1, ARROW_DEVICE_ROCM_HOST, 0, NULL},
       {ARROW_DEVICE_CUDA, 0, ARROW_DEVICE_ROCM, 0, "the HIP runtime does not know it"},
   };
@@ -997,7 +1106,8 @@ FERRY_TEST(validation_checks_residency_on_cuda_and_rocm) {
     }
     /* Twice the values fit no allocation: the range runs past its end. */
     if (cases[i].expected == NULL) {
-      CHECK_EQ_INT(EINVAL, validate_declared(p, 20, cases[i].declared_type, cases[i].declared_id, &f));
+      CHECK_EQ_INT(EINVAL, validate_declared(p, 20, cases[i].declared_type,
+                                             cases[i].declared_id, &f));
       CHECK_CONTAINS(f.first, "runs past the end of its 40-byte allocation");
     }
     CHECK_EQ_INT(0, ferry_device_deallocate(owner, p, NULL));
@@ -1011,6 +1121,33 @@ FERRY_TEST(validation_checks_residency_on_cuda_and_rocm) {
   check_bracketing();
 }
 
+FERRY_TEST(residency_names_memory_types_ferry_does_not_allocate) {
+  typedef int (*override_fn)(const void*, int, int);
+  override_fn cuda_override =
+      (override_fn)dlsym(g_cuda.handle, "cuda_emu_override_report");
+  override_fn hip_override = (override_fn)dlsym(g_hip.handle, "hip_emu_override_report");
+  CHECK(cuda_override != NULL && hip_override != NULL);
+  struct FerryError error;
+  ferry_error_init(&error);
+  struct FerryDevice* cuda = device(ARROW_DEVICE_CUDA, 0);
+  struct FerryDevice* rocm = device(ARROW_DEVICE_ROCM, 0);
+  void *c = NULL, *r = NULL;
+  CHECK_EQ_INT(0, ferry_device_allocate(cuda, 16, &c, NULL));
+  CHECK_EQ_INT(0, ferry_device_allocate(rocm, 16, &r, NULL));
+  CHECK_EQ_INT(0, cuda_override(c, 3, -1)); /* CU_MEMORYTYPE_ARRAY */
+  CHECK_EQ_INT(EFAULT, ferry_device_check_pointer(cuda, c, 16, &error));
+  CHECK_CONTAINS(error.message, "(it is CUDA memory of type 3)");
+  CHECK_EQ_INT(0, hip_override(r, -1, 1)); /* hipMallocManaged memory */
+  CHECK_EQ_INT(EFAULT, ferry_device_check_pointer(rocm, r, 16, &error));
+  CHECK_CONTAINS(error.message, "(it is managed memory of device 0)");
+  CHECK_EQ_INT(0, hip_override(r, 10, 0)); /* hipMemoryTypeArray (HIP 6) */
+  CHECK_EQ_INT(EFAULT, ferry_device_check_pointer(rocm, r, 16, &error));
+  CHECK_CONTAINS(error.message, "(it is HIP memory of type 10)");
+  CHECK_EQ_INT(0, ferry_device_deallocate(cuda, c, NULL));
+  CHECK_EQ_INT(0, ferry_device_deallocate(rocm, r, NULL));
+  check_bracketing();
+}
+
 FERRY_TEST(rocm_host_memory_without_an_address_range_is_still_resident) {
   g_hip.fail("hipMemGetAddressRange", 1, 500);
   struct FerryError error;
@@ -1020,7 +1157,8 @@ FERRY_TEST(rocm_host_memory_without_an_address_range_is_still_resident) {
   check_bracketing();
 }
 
-/* ---- deep copies of whole arrays between every device --------------------------------------------------- */
+/* ---- deep copies of whole arrays between every device
+ * --------------------------------------------------- */
 
 /* A struct<int32 "a", utf8 "b", dictionary<int8 -> utf8> "c", string_view
  * "d"> of 4 rows in CPU memory, with nulls in "a" and a long (variadic)
@@ -1028,7 +1166,8 @@ FERRY_TEST(rocm_host_memory_without_an_address_range_is_still_resident) {
 static const uint8_t kValidityA[1] = {0x0B}; /* rows 0, 1, 3 valid */
 static const int32_t kValuesA[4] = {10, 20, 0, 40};
 static const int32_t kOffsetsB[5] = {0, 3, 3, 8, 12};
-static const char kDataB[12] = {'o', 'n', 'e', 't', 'h', 'r', 'e', 'e', 'f', 'o', 'u', 'r'};
+static const char kDataB[12] = {'o', 'n', 'e', 't', 'h', 'r',
+                                'e', 'e', 'f', 'o', 'u', 'r'};
 static const int8_t kIndicesC[4] = {1, 0, 1, 1};
 static const int32_t kDictOffsets[3] = {0, 3, 8};
 static const char kDictData[8] = {'r', 'e', 'd', 'g', 'r', 'e', 'e', 'n'};
@@ -1058,30 +1197,40 @@ static void build_sample(struct ArrowSchema* schema, struct ArrowDeviceArray* ou
   CHECK_EQ_INT(0, ferry_schema_init(ferry_schema_child(schema, 1), "u", "b", 2, 0, NULL));
   CHECK_EQ_INT(0, ferry_schema_init(ferry_schema_child(schema, 2), "c", "c", 2, 0, NULL));
   struct ArrowSchema* dict_schema = NULL;
-  CHECK_EQ_INT(0, ferry_schema_allocate_dictionary(ferry_schema_child(schema, 2), &dict_schema, NULL));
+  CHECK_EQ_INT(0, ferry_schema_allocate_dictionary(ferry_schema_child(schema, 2),
+                                                   &dict_schema, NULL));
   CHECK_EQ_INT(0, ferry_schema_init(dict_schema, "u", NULL, 2, 0, NULL));
-  CHECK_EQ_INT(0, ferry_schema_init(ferry_schema_child(schema, 3), "vu", "d", 2, 0, NULL));
+  CHECK_EQ_INT(0,
+               ferry_schema_init(ferry_schema_child(schema, 3), "vu", "d", 2, 0, NULL));
 
   struct ArrowArray root;
   memset(&root, 0, sizeof root);
   const void* root_buffers[1] = {NULL};
   CHECK_EQ_INT(0, ferry_array_init(&root, 4, 0, 0, 1, root_buffers, 4, NULL, NULL, NULL));
   const void* a[2] = {kValidityA, kValuesA};
-  CHECK_EQ_INT(0, ferry_array_init(ferry_array_child(&root, 0), 4, 1, 0, 2, a, 0, NULL, NULL, NULL));
+  CHECK_EQ_INT(0, ferry_array_init(ferry_array_child(&root, 0), 4, 1, 0, 2, a, 0, NULL,
+                                   NULL, NULL));
   const void* b[3] = {NULL, kOffsetsB, kDataB};
-  CHECK_EQ_INT(0, ferry_array_init(ferry_array_child(&root, 1), 4, 0, 0, 3, b, 0, NULL, NULL, NULL));
+  CHECK_EQ_INT(0, ferry_array_init(ferry_array_child(&root, 1), 4, 0, 0, 3, b, 0, NULL,
+                                   NULL, NULL));
   const void* c[2] = {NULL, kIndicesC};
-  CHECK_EQ_INT(0, ferry_array_init(ferry_array_child(&root, 2), 4, 0, 0, 2, c, 0, NULL, NULL, NULL));
+  CHECK_EQ_INT(0, ferry_array_init(ferry_array_child(&root, 2), 4, 0, 0, 2, c, 0, NULL,
+                                   NULL, NULL));
   struct ArrowArray* dict = NULL;
-  CHECK_EQ_INT(0, ferry_array_allocate_dictionary(ferry_array_child(&root, 2), &dict, NULL));
+  CHECK_EQ_INT(0,
+               ferry_array_allocate_dictionary(ferry_array_child(&root, 2), &dict, NULL));
   const void* dict_buffers[3] = {NULL, kDictOffsets, kDictData};
   CHECK_EQ_INT(0, ferry_array_init(dict, 2, 0, 0, 3, dict_buffers, 0, NULL, NULL, NULL));
   const void* d[4] = {NULL, kViewsD, kLongView, kVariadicSizesD};
-  CHECK_EQ_INT(0, ferry_array_init(ferry_array_child(&root, 3), 4, 0, 0, 4, d, 0, NULL, NULL, NULL));
-  CHECK_EQ_INT(0, ferry_device_array_init(out, &root, ARROW_DEVICE_CPU, -1, NULL, NULL, NULL, NULL));
+  CHECK_EQ_INT(0, ferry_array_init(ferry_array_child(&root, 3), 4, 0, 0, 4, d, 0, NULL,
+                                   NULL, NULL));
+  CHECK_EQ_INT(0, ferry_device_array_init(out, &root, ARROW_DEVICE_CPU, -1, NULL, NULL,
+                                          NULL, NULL));
 }
 
-static int same_bytes(const void* a, const void* b, size_t n) { return memcmp(a, b, n) == 0; }
+static int same_bytes(const void* a, const void* b, size_t n) {
+  return memcmp(a, b, n) == 0;
+}
 
 static void check_sample_on_cpu(const struct ArrowDeviceArray* array) {
   CHECK_EQ_INT(ARROW_DEVICE_CPU, array->device_type);
@@ -1105,7 +1254,8 @@ static void check_sample_on_cpu(const struct ArrowDeviceArray* array) {
   CHECK(same_bytes(d->buffers[3], kVariadicSizesD, sizeof kVariadicSizesD));
 }
 
-FERRY_TEST(whole_arrays_copy_through_cpu_sim_cuda_and_rocm_with_children_dictionaries_and_views) {
+FERRY_TEST(
+    whole_arrays_copy_through_cpu_sim_cuda_and_rocm_with_children_dictionaries_and_views) {
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   struct ArrowDeviceArray current;
@@ -1113,26 +1263,36 @@ FERRY_TEST(whole_arrays_copy_through_cpu_sim_cuda_and_rocm_with_children_diction
   build_sample(&schema, &current);
   struct FerryError error;
   ferry_error_init(&error);
-  CHECK_EQ_INT(0, ferry_validate_device_array(&schema, &current, FERRY_VALIDATE_FULL, NULL, NULL, &error));
+  CHECK_EQ_INT(0, ferry_validate_device_array(&schema, &current, FERRY_VALIDATE_FULL,
+                                              NULL, NULL, &error));
   struct {
     ArrowDeviceType type;
     int64_t id;
-  } route[] = {{ARROW_DEVICE_CUDA, 0},      {ARROW_DEVICE_CUDA, 1},     {ARROW_DEVICE_ROCM, 1},
-               {ARROW_DEVICE_EXT_DEV, 2},   {ARROW_DEVICE_ROCM_HOST, 0}, {ARROW_DEVICE_CUDA_MANAGED, 1},
-               {ARROW_DEVICE_CUDA_HOST, 0}, {ARROW_DEVICE_ROCM, 0},     {ARROW_DEVICE_CPU, -1}};
-  int64_t cuda_allocations = g_cuda.live_allocations(), hip_allocations = g_hip.live_allocations();
+  } route[] = {{ARROW_DEVICE_CUDA, 0},      {ARROW_DEVICE_CUDA, 1},
+               {ARROW_DEVICE_ROCM, 1},      {ARROW_DEVICE_EXT_DEV, 2},
+               {ARROW_DEVICE_ROCM_HOST, 0}, {ARROW_DEVICE_CUDA_MANAGED, 1},
+               {ARROW_DEVICE_CUDA_HOST, 0}, {ARROW_DEVICE_ROCM, 0},
+               {ARROW_DEVICE_CPU, -1}};
+  int64_t cuda_allocations = g_cuda.live_allocations(),
+          hip_allocations = g_hip.live_allocations();
   for (size_t i = 0; i < sizeof route / sizeof route[0]; i++) {
     struct ArrowDeviceArray next;
     memset(&next, 0, sizeof next);
-    int rc = ferry_device_array_copy(&schema, &current, route[i].type, route[i].id, &next, &error);
-    if (rc != 0) printf("  copy to %s:%d: %s\n", ferry_device_type_name(route[i].type), (int)route[i].id, error.message);
+    int rc = ferry_device_array_copy(&schema, &current, route[i].type, route[i].id, &next,
+                                     &error);
+    if (rc != 0)
+      printf("  copy to %s:%d: %s\n", ferry_device_type_name(route[i].type),
+             (int)route[i].id, error.message);
     CHECK_EQ_INT(0, rc);
     CHECK_EQ_INT(route[i].type, next.device_type);
     CHECK(next.sync_event == NULL);
     /* Every buffer, child, dictionary and variadic buffer is on the new device. */
     if (route[i].type != ARROW_DEVICE_CPU) {
-      rc = ferry_validate_device_array(&schema, &next, FERRY_VALIDATE_FULL, NULL, NULL, &error);
-      if (rc != 0) printf("  validate on %s: %s\n", ferry_device_type_name(route[i].type), error.message);
+      rc = ferry_validate_device_array(&schema, &next, FERRY_VALIDATE_FULL, NULL, NULL,
+                                       &error);
+      if (rc != 0)
+        printf("  validate on %s: %s\n", ferry_device_type_name(route[i].type),
+               error.message);
       CHECK_EQ_INT(0, rc);
     }
     ferry_device_array_release(&current);
@@ -1146,10 +1306,11 @@ FERRY_TEST(whole_arrays_copy_through_cpu_sim_cuda_and_rocm_with_children_diction
   check_bracketing();
 }
 
-/* ---- move without copying -------------------------------------------------------------------------------- */
+/* ---- move without copying
+ * -------------------------------------------------------------------------------- */
 
-static void move_and_check(ArrowDeviceType from, int64_t from_id, ArrowDeviceType to, int64_t to_id,
-                           int expect_zero_copy) {
+static void move_and_check(ArrowDeviceType from, int64_t from_id, ArrowDeviceType to,
+                           int64_t to_id, int expect_zero_copy) {
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   struct ArrowDeviceArray src, out;
@@ -1218,19 +1379,37 @@ FERRY_TEST(move_to_device_refuses_bad_input_and_leaves_src_alone) {
   struct ArrowDeviceArray src, out;
   memset(&src, 0, sizeof src);
   memset(&out, 0, sizeof out);
-  make_int32_array(device(ARROW_DEVICE_CUDA, 0), NULL, FERRY_EXPORT_RECORD_EVENT, 4, &schema, &src, NULL);
+  make_int32_array(device(ARROW_DEVICE_CUDA, 0), NULL, FERRY_EXPORT_RECORD_EVENT, 4,
+                   &schema, &src, NULL);
   struct FerryError error;
   ferry_error_init(&error);
-  CHECK_EQ_INT(ENODEV, ferry_device_array_move_to_device(&schema, &src, ARROW_DEVICE_CUDA, 7, &out, &error));
+  CHECK_EQ_INT(ENODEV, ferry_device_array_move_to_device(&schema, &src, ARROW_DEVICE_CUDA,
+                                                         7, &out, &error));
   CHECK_CONTAINS(error.message, "cuda device 7 does not exist");
   CHECK(src.array.release != NULL);
-  CHECK_EQ_INT(EINVAL, ferry_device_array_move_to_device(NULL, &src, ARROW_DEVICE_CPU, -1, &out, &error));
+  CHECK_EQ_INT(EINVAL, ferry_device_array_move_to_device(NULL, &src, ARROW_DEVICE_CPU, -1,
+                                                         &out, &error));
   CHECK(src.array.release != NULL);
+  struct ArrowDeviceArray live;
+  memset(&live, 0, sizeof live);
+  make_int32_array(device(ARROW_DEVICE_CPU, -1), NULL, FERRY_EXPORT_RECORD_EVENT, 2, NULL,
+                   &live, NULL);
+  CHECK_EQ_INT(EINVAL, ferry_device_array_move_to_device(&schema, &src, ARROW_DEVICE_CPU,
+                                                         -1, &live, &error));
+  CHECK_CONTAINS(error.message, "out is a live device array");
+  struct ArrowDeviceArray released;
+  memset(&released, 0, sizeof released);
+  CHECK_EQ_INT(EINVAL, ferry_device_array_move_to_device(
+                           &schema, &released, ARROW_DEVICE_CPU, -1, &out, &error));
+  CHECK_CONTAINS(error.message, "src is released");
+  ferry_device_array_release(&live);
   ferry_device_array_release(&src);
   ferry_schema_release(&schema);
 }
 
-/* ---- DLPack ------------------------------------------------------------------------------------------------ */
+/* ---- DLPack
+ * ------------------------------------------------------------------------------------------------
+ */
 
 FERRY_TEST(dlpack_round_trips_zero_copy_on_every_device_with_exact_device_mapping) {
   struct {
@@ -1264,7 +1443,9 @@ FERRY_TEST(dlpack_round_trips_zero_copy_on_every_device_with_exact_device_mappin
     struct FerryError error;
     ferry_error_init(&error);
     int rc = ferry_device_array_to_dlpack(&schema, &array, NULL, &tensor, &error);
-    if (rc != 0) printf("  to_dlpack %s: %s\n", ferry_device_type_name(cases[i].type), error.message);
+    if (rc != 0)
+      printf("  to_dlpack %s: %s\n", ferry_device_type_name(cases[i].type),
+             error.message);
     CHECK_EQ_INT(0, rc);
     CHECK(array.array.release == NULL); /* moved into the tensor */
     CHECK_EQ_INT(1, tensor->version.major);
@@ -1327,7 +1508,10 @@ FERRY_TEST(dlpack_export_orders_the_consumer_stream_after_the_event) {
 }
 
 static int g_foreign_deleted;
-static void foreign_deleter(DLManagedTensorVersioned* self) { g_foreign_deleted++; (void)self; }
+static void foreign_deleter(DLManagedTensorVersioned* self) {
+  g_foreign_deleted++;
+  (void)self;
+}
 
 FERRY_TEST(dlpack_imports_foreign_tensors_and_refuses_what_arrow_cannot_hold) {
   static float data[6] = {0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f};
@@ -1383,14 +1567,25 @@ FERRY_TEST(dlpack_imports_foreign_tensors_and_refuses_what_arrow_cannot_hold) {
     DLManagedTensorVersioned bad = t;
     shape[0] = 5;
     const char* w = refusals[i].what;
-    if (strcmp(w, "bool") == 0) { bad.dl_tensor.dtype.code = kDLBool; bad.dl_tensor.dtype.bits = 8; }
+    if (strcmp(w, "bool") == 0) {
+      bad.dl_tensor.dtype.code = kDLBool;
+      bad.dl_tensor.dtype.bits = 8;
+    }
     if (strcmp(w, "maia") == 0) bad.dl_tensor.device.device_type = kDLMAIA;
     if (strcmp(w, "trn") == 0) bad.dl_tensor.device.device_type = kDLTrn;
-    if (strcmp(w, "2d") == 0) { bad.dl_tensor.ndim = 2; }
-    if (strcmp(w, "strided") == 0) { strides[0] = 2; bad.dl_tensor.strides = strides; }
+    if (strcmp(w, "2d") == 0) {
+      bad.dl_tensor.ndim = 2;
+    }
+    if (strcmp(w, "strided") == 0) {
+      strides[0] = 2;
+      bad.dl_tensor.strides = strides;
+    }
     if (strcmp(w, "version") == 0) bad.version.major = 2;
     if (strcmp(w, "lanes") == 0) bad.dl_tensor.dtype.lanes = 4;
-    if (strcmp(w, "bfloat") == 0) { bad.dl_tensor.dtype.code = kDLBfloat; bad.dl_tensor.dtype.bits = 16; }
+    if (strcmp(w, "bfloat") == 0) {
+      bad.dl_tensor.dtype.code = kDLBfloat;
+      bad.dl_tensor.dtype.bits = 16;
+    }
     struct FerryError error;
     ferry_error_init(&error);
     memset(&schema, 0, sizeof schema);
@@ -1402,6 +1597,37 @@ FERRY_TEST(dlpack_imports_foreign_tensors_and_refuses_what_arrow_cannot_hold) {
     strides[0] = 1;
   }
   CHECK_EQ_INT(1, g_foreign_deleted);
+
+  /* Bad calls and a 0-D tensor (one value). */
+  struct FerryError error;
+  ferry_error_init(&error);
+  CHECK_EQ_INT(EINVAL, ferry_device_array_from_dlpack(&t, NULL, &array, &error));
+  memset(&schema, 0, sizeof schema);
+  ferry_schema_init(&schema, "i", NULL, 0, 0, NULL);
+  CHECK_EQ_INT(EINVAL, ferry_device_array_from_dlpack(&t, &schema, &array, &error));
+  CHECK_CONTAINS(error.message, "must be released beforehand");
+  ferry_schema_release(&schema);
+  DLManagedTensorVersioned bad = t;
+  bad.dl_tensor.shape = NULL;
+  CHECK_EQ_INT(EINVAL, ferry_device_array_from_dlpack(&bad, &schema, &array, &error));
+  CHECK_CONTAINS(error.message, "shape is missing or negative");
+  bad = t;
+  bad.dl_tensor.data = NULL;
+  CHECK_EQ_INT(EINVAL, ferry_device_array_from_dlpack(&bad, &schema, &array, &error));
+  CHECK_CONTAINS(error.message, "data is NULL for 5 values");
+  DLManagedTensorVersioned scalar = t;
+  scalar.dl_tensor.ndim = 0;
+  scalar.dl_tensor.shape = NULL;
+  scalar.dl_tensor.byte_offset = 0;
+  scalar.dl_tensor.device.device_type = kDLROCM;
+  scalar.dl_tensor.device.device_id = 1;
+  CHECK_EQ_INT(0, ferry_device_array_from_dlpack(&scalar, &schema, &array, &error));
+  CHECK_EQ_INT(1, array.array.length);
+  CHECK_EQ_INT(ARROW_DEVICE_ROCM, array.device_type);
+  CHECK_EQ_INT(1, array.device_id);
+  ferry_device_array_release(&array);
+  ferry_schema_release(&schema);
+  CHECK_EQ_INT(2, g_foreign_deleted);
 }
 
 FERRY_TEST(dlpack_export_refuses_nulls_and_non_numeric_types_and_keeps_the_array) {
@@ -1415,26 +1641,70 @@ FERRY_TEST(dlpack_export_refuses_nulls_and_non_numeric_types_and_keeps_the_array
   ferry_error_init(&error);
   struct DLManagedTensorVersioned* tensor = NULL;
   array.array.null_count = 1;
-  CHECK_EQ_INT(EINVAL, ferry_device_array_to_dlpack(&schema, &array, NULL, &tensor, &error));
+  CHECK_EQ_INT(EINVAL,
+               ferry_device_array_to_dlpack(&schema, &array, NULL, &tensor, &error));
   CHECK_CONTAINS(error.message, "DLPack tensors cannot represent nulls");
   CHECK(array.array.release != NULL && tensor == NULL);
   array.array.null_count = 0;
   struct ArrowSchema utf8;
   memset(&utf8, 0, sizeof utf8);
   ferry_schema_init(&utf8, "u", NULL, 0, 0, NULL);
-  CHECK_EQ_INT(EINVAL, ferry_device_array_to_dlpack(&utf8, &array, NULL, &tensor, &error));
+  CHECK_EQ_INT(EINVAL,
+               ferry_device_array_to_dlpack(&utf8, &array, NULL, &tensor, &error));
   CHECK_CONTAINS(error.message, "format \"u\" is not a fixed-width number type");
   struct ArrowSchema boolean;
   memset(&boolean, 0, sizeof boolean);
   ferry_schema_init(&boolean, "b", NULL, 0, 0, NULL);
-  CHECK_EQ_INT(EINVAL, ferry_device_array_to_dlpack(&boolean, &array, NULL, &tensor, &error));
+  CHECK_EQ_INT(EINVAL,
+               ferry_device_array_to_dlpack(&boolean, &array, NULL, &tensor, &error));
   CHECK_CONTAINS(error.message, "booleans are bit-packed");
+  /* Structural refusals, each leaving the array alone. */
+  CHECK_EQ_INT(EINVAL, ferry_device_array_to_dlpack(NULL, &array, NULL, &tensor, &error));
+  array.array.offset = -1;
+  CHECK_EQ_INT(EINVAL,
+               ferry_device_array_to_dlpack(&schema, &array, NULL, &tensor, &error));
+  CHECK_CONTAINS(error.message, "must not be negative");
+  array.array.offset = 0;
+  array.array.n_buffers = 1;
+  CHECK_EQ_INT(EINVAL,
+               ferry_device_array_to_dlpack(&schema, &array, NULL, &tensor, &error));
+  CHECK_CONTAINS(error.message, "must have 2 buffers and no children (it has 1 buffers");
+  array.array.n_buffers = 2;
+  const void* data = array.array.buffers[1];
+  array.array.buffers[1] = NULL;
+  CHECK_EQ_INT(EINVAL,
+               ferry_device_array_to_dlpack(&schema, &array, NULL, &tensor, &error));
+  CHECK_CONTAINS(error.message, "buffer 1 (data) is NULL for 8 values");
+  array.array.buffers[1] = data;
+  array.device_type = 5; /* no device type has the value 5 */
+  CHECK_EQ_INT(EINVAL,
+               ferry_device_array_to_dlpack(&schema, &array, NULL, &tensor, &error));
+  CHECK_CONTAINS(error.message, "device type 5 has no DLPack equivalent");
+  array.device_type = ARROW_DEVICE_CUDA;
+  array.device_id = (int64_t)1 << 40;
+  CHECK_EQ_INT(EINVAL,
+               ferry_device_array_to_dlpack(&schema, &array, NULL, &tensor, &error));
+  CHECK_CONTAINS(error.message, "does not fit DLPack's int32 device id");
+  array.device_type = ARROW_DEVICE_CPU;
+  array.device_id = -1;
+  struct ArrowSchema dictionary_encoded;
+  memset(&dictionary_encoded, 0, sizeof dictionary_encoded);
+  ferry_schema_init(&dictionary_encoded, "i", NULL, 0, 0, NULL);
+  struct ArrowSchema* values_schema = NULL;
+  ferry_schema_allocate_dictionary(&dictionary_encoded, &values_schema, NULL);
+  ferry_schema_init(values_schema, "u", NULL, 0, 0, NULL);
+  CHECK_EQ_INT(EINVAL, ferry_device_array_to_dlpack(&dictionary_encoded, &array, NULL,
+                                                    &tensor, &error));
+  CHECK_CONTAINS(error.message, "dictionary-encoded");
+  ferry_schema_release(&dictionary_encoded);
+  CHECK(array.array.release != NULL && tensor == NULL);
   /* A timestamp exports as its int64 storage. */
   struct ArrowSchema timestamp;
   memset(&timestamp, 0, sizeof timestamp);
   ferry_schema_init(&timestamp, "tsu:UTC", NULL, 0, 0, NULL);
   array.array.length = 4; /* 4 int64 values fit the 8 int32 values' 32 bytes */
-  CHECK_EQ_INT(0, ferry_device_array_to_dlpack(&timestamp, &array, NULL, &tensor, &error));
+  CHECK_EQ_INT(0,
+               ferry_device_array_to_dlpack(&timestamp, &array, NULL, &tensor, &error));
   CHECK_EQ_INT(64, tensor->dl_tensor.dtype.bits);
   CHECK_EQ_INT(kDLInt, tensor->dl_tensor.dtype.code);
   tensor->deleter(tensor);

@@ -31,7 +31,8 @@ _Static_assert(offsetof(DLManagedTensorVersioned, version) == 0 &&
                    sizeof(DLManagedTensorVersioned) == 80,
                "DLManagedTensorVersioned");
 _Static_assert(offsetof(DLManagedTensor, manager_ctx) == 48 &&
-                   offsetof(DLManagedTensor, deleter) == 56 && sizeof(DLManagedTensor) == 64,
+                   offsetof(DLManagedTensor, deleter) == 56 &&
+                   sizeof(DLManagedTensor) == 64,
                "DLManagedTensor");
 _Static_assert(sizeof(DLDeviceType) == 4, "DLDeviceType is 32-bit");
 
@@ -64,8 +65,9 @@ FERRY_TEST(dlpack_device_types_equal_arrow_device_types) {
 
 FERRY_TEST(ferry_h_forward_declaration_is_the_dlpack_struct) {
   /* Assigning through ferry.h's prototype type-checks the pointer types. */
-  int (*to)(const struct ArrowSchema*, struct ArrowDeviceArray*, void*, DLManagedTensorVersioned**,
-            struct FerryError*) = ferry_device_array_to_dlpack;
+  int (*to)(const struct ArrowSchema*, struct ArrowDeviceArray*, void*,
+            DLManagedTensorVersioned**, struct FerryError*) =
+      ferry_device_array_to_dlpack;
   int (*from)(DLManagedTensorVersioned*, struct ArrowSchema*, struct ArrowDeviceArray*,
               struct FerryError*) = ferry_device_array_from_dlpack;
   CHECK(to != NULL && from != NULL);

@@ -105,7 +105,10 @@ run() {
   local p f; read -r p _ f _ <<<"$summary"
   total_passed=$((total_passed + p)); total_failed=$((total_failed + f))
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    note_failure "$name: exit code $rc with no failed case (log $log)"
+    # LeakSanitizer reports after the summary, at exit: show its findings.
+    grep -E -A 6 -m 4 '^(Direct|Indirect) leak' "$log" | sed 's/^/   /'
+    grep -E '^SUMMARY: ' "$log" | sed 's/^/   /'
+    note_failure "$name: exit code $rc after \"$summary\" (log $log)"
   fi
   echo "   $name: $summary ($((SECONDS - start)) s, log $log)"
 }
@@ -114,9 +117,9 @@ run() {
 run host-selftest bash "$HERE/host/selftest.sh"
 
 # --- 2./3. the C host, both load orders ----------------------------------------------
-run c-host "$BUILD/bin/ferry_it_host" --require "$require_list" "${extra_cases[@]}"
+run c-host "$BUILD/bin/ferry_it_host" --plugin-dir "$PLUGINS" --require "$require_list" "${extra_cases[@]}"
 if [ -f "$PLUGINS/libferry_it_go.so" ] && [ -f "$PLUGINS/libferry_it_java.so" ]; then
-  run c-host-go-first "$BUILD/bin/ferry_it_host" --go-first --require "$require_list" \
+  run c-host-go-first "$BUILD/bin/ferry_it_host" --plugin-dir "$PLUGINS" --go-first --require "$require_list" \
     "${extra_cases[@]}"
 fi
 
@@ -130,6 +133,7 @@ if bash "$HERE/build.sh" asan >"$LOGS/build-asan.log" 2>&1; then
   LSAN_OPTIONS="suppressions=$HERE/host/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
     run c-host-asan "$BUILD/it/asan/ferry_it_host" --asan --require "$asan_require" \
+      --plugin-dir "$PLUGINS" \
       --plugin "c=$BUILD/san-address-undefined/plugins/libferry_it_c.so" "${extra_cases[@]}"
 else
   cat "$LOGS/build-asan.log"

@@ -41,7 +41,8 @@ static __thread struct EmuContext* tls_contexts[EMU_CONTEXT_STACK];
 static __thread int tls_depth;
 
 static unsigned default_failure_code(const char* name) {
-  return strstr(name, "Alloc") != NULL ? FERRY_CUDA_ERROR_OUT_OF_MEMORY : FERRY_CUDA_ERROR_UNKNOWN;
+  return strstr(name, "Alloc") != NULL ? FERRY_CUDA_ERROR_OUT_OF_MEMORY
+                                       : FERRY_CUDA_ERROR_UNKNOWN;
 }
 
 __attribute__((constructor)) static void cuda_emu_load(void) {
@@ -56,23 +57,24 @@ __attribute__((constructor)) static void cuda_emu_load(void) {
 }
 
 /* Every entry point starts here: stub mode, injected failures, cuInit. */
-#define CU_ENTER(name)                                          \
-  do {                                                          \
-    if (emu_stub_mode) return FERRY_CUDA_ERROR_STUB_LIBRARY;    \
-    unsigned injected_ = emu_enter(name);                       \
-    if (injected_ != 0) return injected_;                       \
+#define CU_ENTER(name)                                       \
+  do {                                                       \
+    if (emu_stub_mode) return FERRY_CUDA_ERROR_STUB_LIBRARY; \
+    unsigned injected_ = emu_enter(name);                    \
+    if (injected_ != 0) return injected_;                    \
   } while (0)
-#define CU_NEED_INIT()                                                \
-  do {                                                                \
-    if (!emu_initialized) return FERRY_CUDA_ERROR_NOT_INITIALIZED;    \
+#define CU_NEED_INIT()                                             \
+  do {                                                             \
+    if (!emu_initialized) return FERRY_CUDA_ERROR_NOT_INITIALIZED; \
   } while (0)
-#define CU_NEED_CONTEXT(context_var)                                           \
+#define CU_NEED_CONTEXT(context_var)                                                   \
   struct EmuContext* context_var = tls_depth > 0 ? tls_contexts[tls_depth - 1] : NULL; \
   if (context_var == NULL) return FERRY_CUDA_ERROR_INVALID_CONTEXT
 
 static struct EmuContext* context_from_handle(ferry_CUcontext handle) {
   for (int i = 0; i < emu_device_count; i++) {
-    if ((ferry_CUcontext)(void*)&emu_contexts[i] == handle && emu_contexts[i].retains > 0) {
+    if ((ferry_CUcontext)(void*)&emu_contexts[i] == handle &&
+        emu_contexts[i].retains > 0) {
       return &emu_contexts[i];
     }
   }
@@ -91,7 +93,8 @@ static CUresult stream_for(ferry_CUstream handle, int device, struct EmuStream**
   return FERRY_CUDA_SUCCESS;
 }
 
-/* ---- initialization, devices, contexts ------------------------------------------------- */
+/* ---- initialization, devices, contexts
+ * ------------------------------------------------- */
 
 EMU_EXPORT CUresult cuInit(unsigned int flags) {
   CU_ENTER("cuInit");
@@ -125,7 +128,8 @@ EMU_EXPORT CUresult cuDeviceGet(ferry_CUdevice* device, int ordinal) {
   return FERRY_CUDA_SUCCESS;
 }
 
-EMU_EXPORT CUresult cuDevicePrimaryCtxRetain(ferry_CUcontext* context, ferry_CUdevice device) {
+EMU_EXPORT CUresult cuDevicePrimaryCtxRetain(ferry_CUcontext* context,
+                                             ferry_CUdevice device) {
   CU_ENTER("cuDevicePrimaryCtxRetain");
   CU_NEED_INIT();
   if (context == NULL) return FERRY_CUDA_ERROR_INVALID_VALUE;
@@ -152,7 +156,8 @@ EMU_EXPORT CUresult cuCtxPushCurrent_v2(ferry_CUcontext context) {
   CU_ENTER("cuCtxPushCurrent_v2");
   CU_NEED_INIT();
   struct EmuContext* c = context_from_handle(context);
-  if (c == NULL || tls_depth == EMU_CONTEXT_STACK) return FERRY_CUDA_ERROR_INVALID_CONTEXT;
+  if (c == NULL || tls_depth == EMU_CONTEXT_STACK)
+    return FERRY_CUDA_ERROR_INVALID_CONTEXT;
   tls_contexts[tls_depth++] = c;
   return FERRY_CUDA_SUCCESS;
 }
@@ -174,7 +179,8 @@ EMU_EXPORT CUresult cuCtxSynchronize(void) {
   return FERRY_CUDA_SUCCESS;
 }
 
-/* ---- memory ------------------------------------------------------------------------------- */
+/* ---- memory
+ * ------------------------------------------------------------------------------- */
 
 static CUresult allocate(enum EmuMemoryKind kind, size_t size, void** out) {
   CU_NEED_INIT();
@@ -230,7 +236,8 @@ EMU_EXPORT CUresult cuMemFreeHost(void* pointer) {
                                                  : FERRY_CUDA_ERROR_INVALID_VALUE;
 }
 
-/* ---- copies ----------------------------------------------------------------------------------- */
+/* ---- copies
+ * ----------------------------------------------------------------------------------- */
 
 static CUresult copy(void* dst, const void* src, size_t size, ferry_CUstream stream,
                      int dst_must_be_known, int src_must_be_known) {
@@ -248,8 +255,8 @@ static CUresult copy(void* dst, const void* src, size_t size, ferry_CUstream str
                                                     : FERRY_CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-EMU_EXPORT CUresult cuMemcpyHtoDAsync_v2(ferry_CUdeviceptr dst, const void* src, size_t size,
-                                         ferry_CUstream stream) {
+EMU_EXPORT CUresult cuMemcpyHtoDAsync_v2(ferry_CUdeviceptr dst, const void* src,
+                                         size_t size, ferry_CUstream stream) {
   CU_ENTER("cuMemcpyHtoDAsync_v2");
   return copy((void*)(uintptr_t)dst, src, size, stream, 1, 0);
 }
@@ -278,15 +285,17 @@ EMU_EXPORT CUresult cuMemcpyPeerAsync(ferry_CUdeviceptr dst, ferry_CUcontext dst
   struct EmuContext* src_c = context_from_handle(src_context);
   if (dst_c == NULL || src_c == NULL) return FERRY_CUDA_ERROR_INVALID_CONTEXT;
   struct EmuAllocation d, s;
-  if (emu_lookup((void*)(uintptr_t)dst, &d) != 0 || emu_lookup((void*)(uintptr_t)src, &s) != 0 ||
-      d.device != dst_c->device || s.device != src_c->device) {
+  if (emu_lookup((void*)(uintptr_t)dst, &d) != 0 ||
+      emu_lookup((void*)(uintptr_t)src, &s) != 0 || d.device != dst_c->device ||
+      s.device != src_c->device) {
     return FERRY_CUDA_ERROR_INVALID_VALUE; /* each pointer must be of its context */
   }
   return copy((void*)(uintptr_t)dst, (const void*)(uintptr_t)src, size, stream, 1, 1);
 }
 #endif
 
-/* ---- streams and events ---------------------------------------------------------------------- */
+/* ---- streams and events
+ * ---------------------------------------------------------------------- */
 
 EMU_EXPORT CUresult cuStreamCreate(ferry_CUstream* stream, unsigned int flags) {
   CU_ENTER("cuStreamCreate");
@@ -302,7 +311,8 @@ EMU_EXPORT CUresult cuStreamCreate(ferry_CUstream* stream, unsigned int flags) {
 EMU_EXPORT CUresult cuStreamDestroy_v2(ferry_CUstream stream) {
   CU_ENTER("cuStreamDestroy_v2");
   CU_NEED_INIT();
-  return emu_stream_destroy(stream) == 0 ? FERRY_CUDA_SUCCESS : FERRY_CUDA_ERROR_INVALID_HANDLE;
+  return emu_stream_destroy(stream) == 0 ? FERRY_CUDA_SUCCESS
+                                         : FERRY_CUDA_ERROR_INVALID_HANDLE;
 }
 
 EMU_EXPORT CUresult cuStreamSynchronize(ferry_CUstream stream) {
@@ -340,7 +350,8 @@ EMU_EXPORT CUresult cuEventCreate(ferry_CUevent* event, unsigned int flags) {
 EMU_EXPORT CUresult cuEventDestroy_v2(ferry_CUevent event) {
   CU_ENTER("cuEventDestroy_v2");
   CU_NEED_INIT();
-  return emu_event_destroy(event) == 0 ? FERRY_CUDA_SUCCESS : FERRY_CUDA_ERROR_INVALID_HANDLE;
+  return emu_event_destroy(event) == 0 ? FERRY_CUDA_SUCCESS
+                                       : FERRY_CUDA_ERROR_INVALID_HANDLE;
 }
 
 EMU_EXPORT CUresult cuEventRecord(ferry_CUevent event, ferry_CUstream stream) {
@@ -366,7 +377,7 @@ EMU_EXPORT CUresult cuEventQuery(ferry_CUevent event) {
   CU_NEED_INIT();
   pthread_mutex_lock(&emu_lock);
   struct EmuEvent* e = emu_event_lookup_locked(event);
-  CUresult rc = e == NULL                   ? FERRY_CUDA_ERROR_INVALID_HANDLE
+  CUresult rc = e == NULL                  ? FERRY_CUDA_ERROR_INVALID_HANDLE
                 : emu_event_done_locked(e) ? FERRY_CUDA_SUCCESS
                                            : FERRY_CUDA_ERROR_NOT_READY;
   pthread_mutex_unlock(&emu_lock);
@@ -403,7 +414,8 @@ EMU_EXPORT CUresult cuStreamWaitEvent(ferry_CUstream stream, ferry_CUevent event
   return rc;
 }
 
-/* ---- pointer queries and error names ------------------------------------------------------------ */
+/* ---- pointer queries and error names
+ * ------------------------------------------------------------ */
 
 EMU_EXPORT CUresult cuPointerGetAttribute(void* data, ferry_CUpointer_attribute attribute,
                                           ferry_CUdeviceptr pointer) {
@@ -415,11 +427,13 @@ EMU_EXPORT CUresult cuPointerGetAttribute(void* data, ferry_CUpointer_attribute 
   }
   switch (attribute) {
     case FERRY_CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-      *(unsigned int*)data =
-          a.kind == EMU_MEMORY_HOST ? FERRY_CU_MEMORYTYPE_HOST : FERRY_CU_MEMORYTYPE_DEVICE;
+      *(unsigned int*)data = a.reported_type >= 0        ? (unsigned)a.reported_type
+                             : a.kind == EMU_MEMORY_HOST ? FERRY_CU_MEMORYTYPE_HOST
+                                                         : FERRY_CU_MEMORYTYPE_DEVICE;
       return FERRY_CUDA_SUCCESS;
     case FERRY_CU_POINTER_ATTRIBUTE_IS_MANAGED:
-      *(unsigned int*)data = a.kind == EMU_MEMORY_MANAGED;
+      *(unsigned int*)data = a.reported_managed >= 0 ? (unsigned)a.reported_managed
+                                                     : a.kind == EMU_MEMORY_MANAGED;
       return FERRY_CUDA_SUCCESS;
     case FERRY_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
       *(int*)data = a.device;
@@ -441,10 +455,17 @@ EMU_EXPORT CUresult cuGetErrorName(CUresult code, const char** name) {
   CU_ENTER("cuGetErrorName");
   if (name == NULL) return FERRY_CUDA_ERROR_INVALID_VALUE;
   switch (code) {
-    case FERRY_CUDA_SUCCESS: *name = "CUDA_SUCCESS"; return FERRY_CUDA_SUCCESS;
-    case FERRY_CUDA_ERROR_OUT_OF_MEMORY: *name = "CUDA_ERROR_OUT_OF_MEMORY"; return FERRY_CUDA_SUCCESS;
-    case FERRY_CUDA_ERROR_UNKNOWN: *name = "CUDA_ERROR_UNKNOWN"; return FERRY_CUDA_SUCCESS;
-    default: return FERRY_CUDA_ERROR_INVALID_VALUE;
+    case FERRY_CUDA_SUCCESS:
+      *name = "CUDA_SUCCESS";
+      return FERRY_CUDA_SUCCESS;
+    case FERRY_CUDA_ERROR_OUT_OF_MEMORY:
+      *name = "CUDA_ERROR_OUT_OF_MEMORY";
+      return FERRY_CUDA_SUCCESS;
+    case FERRY_CUDA_ERROR_UNKNOWN:
+      *name = "CUDA_ERROR_UNKNOWN";
+      return FERRY_CUDA_SUCCESS;
+    default:
+      return FERRY_CUDA_ERROR_INVALID_VALUE;
   }
 }
 
@@ -455,7 +476,8 @@ EMU_EXPORT CUresult cuGetErrorString(CUresult code, const char** text) {
   return FERRY_CUDA_SUCCESS;
 }
 
-/* ---- controls for tests (not part of the CUDA API) ------------------------------------------------ */
+/* ---- controls for tests (not part of the CUDA API)
+ * ------------------------------------------------ */
 
 EMU_EXPORT void cuda_emu_fail(const char* name, int64_t nth, unsigned code) {
   emu_fail(name, nth, code);
@@ -464,7 +486,9 @@ EMU_EXPORT void cuda_emu_clear_failures(void) { emu_clear_failures(); }
 EMU_EXPORT int64_t cuda_emu_calls(const char* name) { return emu_calls(name); }
 EMU_EXPORT int cuda_emu_gate_close(void* stream) { return emu_gate_close(stream); }
 EMU_EXPORT void cuda_emu_gates_open(void) { emu_gates_open(); }
-EMU_EXPORT int64_t cuda_emu_stream_pending(void* stream) { return emu_stream_pending(stream); }
+EMU_EXPORT int64_t cuda_emu_stream_pending(void* stream) {
+  return emu_stream_pending(stream);
+}
 EMU_EXPORT int64_t cuda_emu_live_allocations(void) { return emu_live(0); }
 EMU_EXPORT int64_t cuda_emu_live_streams(void) { return emu_live(1); }
 EMU_EXPORT int64_t cuda_emu_live_events(void) { return emu_live(2); }
@@ -484,6 +508,11 @@ EMU_EXPORT int cuda_emu_event_done(void* event) {
   int done = e == NULL ? -1 : emu_event_done_locked(e);
   pthread_mutex_unlock(&emu_lock);
   return done;
+}
+/* Pointer queries about `pointer`'s allocation report this memory type
+ * and managed flag from now on (-1: the truth). */
+EMU_EXPORT int cuda_emu_override_report(const void* pointer, int type, int managed) {
+  return emu_override_report(pointer, type, managed);
 }
 /* The device and kind the emulation recorded for a pointer (-1: unknown). */
 EMU_EXPORT int cuda_emu_pointer_device(const void* pointer) {

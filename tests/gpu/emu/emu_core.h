@@ -40,6 +40,10 @@ struct EmuAllocation {
   size_t size;
   int device;
   enum EmuMemoryKind kind;
+  /* What pointer queries report instead of the kind, when >= 0: lets tests
+   * show ferry memory types it does not make (arrays, managed HIP memory). */
+  int reported_type;
+  int reported_managed;
   struct EmuAllocation* next;
 };
 
@@ -215,6 +219,8 @@ static void* emu_allocate(int device, enum EmuMemoryKind kind, size_t size) {
   a->size = size == 0 ? 1 : size;
   a->device = device;
   a->kind = kind;
+  a->reported_type = -1;
+  a->reported_managed = -1;
   pthread_mutex_lock(&emu_lock);
   a->next = emu_allocations;
   emu_allocations = a;
@@ -272,6 +278,19 @@ static int emu_lookup(const void* pointer, struct EmuAllocation* out) {
   pthread_mutex_lock(&emu_lock);
   struct EmuAllocation* a = emu_find_allocation_locked(pointer);
   if (a != NULL) *out = *a;
+  pthread_mutex_unlock(&emu_lock);
+  return a != NULL ? 0 : -1;
+}
+
+/* Makes pointer queries about the allocation holding `pointer` report
+ * `type` and `managed` (-1: the truth). Returns -1 for unknown memory. */
+static int emu_override_report(const void* pointer, int type, int managed) {
+  pthread_mutex_lock(&emu_lock);
+  struct EmuAllocation* a = emu_find_allocation_locked(pointer);
+  if (a != NULL) {
+    a->reported_type = type;
+    a->reported_managed = managed;
+  }
   pthread_mutex_unlock(&emu_lock);
   return a != NULL ? 0 : -1;
 }

@@ -49,14 +49,15 @@ __attribute__((constructor)) static void hip_emu_load(void) {
   emu_fail_from_env("FERRY_HIP_EMU_FAIL", default_failure_code);
 }
 
-#define HIP_ENTER(name)                       \
-  do {                                        \
-    unsigned injected_ = emu_enter(name);     \
-    if (injected_ != 0) return injected_;     \
+#define HIP_ENTER(name)                   \
+  do {                                    \
+    unsigned injected_ = emu_enter(name); \
+    if (injected_ != 0) return injected_; \
   } while (0)
-#define HIP_NEED_DEVICE()                                                  \
-  do {                                                                     \
-    if (emu_no_device_mode || emu_device_count == 0) return FERRY_HIP_ERROR_INVALID_DEVICE; \
+#define HIP_NEED_DEVICE()                            \
+  do {                                               \
+    if (emu_no_device_mode || emu_device_count == 0) \
+      return FERRY_HIP_ERROR_INVALID_DEVICE;         \
   } while (0)
 
 static int hip6(void) { return emu_runtime_version >= 60000000; }
@@ -72,7 +73,8 @@ static hipError_t stream_for(ferry_hipStream_t handle, struct EmuStream** out) {
   return FERRY_HIP_SUCCESS;
 }
 
-/* ---- runtime and devices ------------------------------------------------------------------ */
+/* ---- runtime and devices
+ * ------------------------------------------------------------------ */
 
 EMU_EXPORT hipError_t hipInit(unsigned int flags) {
   HIP_ENTER("hipInit");
@@ -129,7 +131,8 @@ EMU_EXPORT hipError_t hipDeviceSynchronize(void) {
   return FERRY_HIP_SUCCESS;
 }
 
-/* ---- memory ------------------------------------------------------------------------------- */
+/* ---- memory
+ * ------------------------------------------------------------------------------- */
 
 static hipError_t allocate(enum EmuMemoryKind kind, size_t size, void** out) {
   HIP_NEED_DEVICE();
@@ -171,7 +174,8 @@ EMU_EXPORT hipError_t hipHostFree(void* pointer) {
                                                  : FERRY_HIP_ERROR_INVALID_VALUE;
 }
 
-/* ---- copies ---------------------------------------------------------------------------------- */
+/* ---- copies
+ * ---------------------------------------------------------------------------------- */
 
 static hipError_t copy(void* dst, const void* src, size_t size, ferry_hipStream_t stream,
                        int dst_must_be_known, int src_must_be_known) {
@@ -203,8 +207,12 @@ EMU_EXPORT hipError_t hipMemcpyAsync(void* dst, const void* src, size_t size,
   }
 }
 
+/* Left out of the "old runtime" build (-DFERRY_HIP_EMU_OLD_RUNTIME), which
+ * tests ferry's report of a missing entry point. */
+#ifndef FERRY_HIP_EMU_OLD_RUNTIME
 EMU_EXPORT hipError_t hipMemcpyPeerAsync(void* dst, int dst_device, const void* src,
-                                         int src_device, size_t size, ferry_hipStream_t stream) {
+                                         int src_device, size_t size,
+                                         ferry_hipStream_t stream) {
   HIP_ENTER("hipMemcpyPeerAsync");
   HIP_NEED_DEVICE();
   struct EmuAllocation d, s;
@@ -214,10 +222,13 @@ EMU_EXPORT hipError_t hipMemcpyPeerAsync(void* dst, int dst_device, const void* 
   }
   return copy(dst, src, size, stream, 1, 1);
 }
+#endif
 
-/* ---- streams and events ----------------------------------------------------------------------- */
+/* ---- streams and events
+ * ----------------------------------------------------------------------- */
 
-EMU_EXPORT hipError_t hipStreamCreateWithFlags(ferry_hipStream_t* stream, unsigned int flags) {
+EMU_EXPORT hipError_t hipStreamCreateWithFlags(ferry_hipStream_t* stream,
+                                               unsigned int flags) {
   HIP_ENTER("hipStreamCreateWithFlags");
   HIP_NEED_DEVICE();
   if (stream == NULL || flags > 1u) return FERRY_HIP_ERROR_INVALID_VALUE;
@@ -230,7 +241,8 @@ EMU_EXPORT hipError_t hipStreamCreateWithFlags(ferry_hipStream_t* stream, unsign
 EMU_EXPORT hipError_t hipStreamDestroy(ferry_hipStream_t stream) {
   HIP_ENTER("hipStreamDestroy");
   HIP_NEED_DEVICE();
-  return emu_stream_destroy(stream) == 0 ? FERRY_HIP_SUCCESS : FERRY_HIP_ERROR_INVALID_HANDLE;
+  return emu_stream_destroy(stream) == 0 ? FERRY_HIP_SUCCESS
+                                         : FERRY_HIP_ERROR_INVALID_HANDLE;
 }
 
 EMU_EXPORT hipError_t hipStreamSynchronize(ferry_hipStream_t stream) {
@@ -253,7 +265,8 @@ EMU_EXPORT hipError_t hipStreamQuery(ferry_hipStream_t stream) {
   return pending == 0 ? FERRY_HIP_SUCCESS : FERRY_HIP_ERROR_NOT_READY;
 }
 
-EMU_EXPORT hipError_t hipEventCreateWithFlags(ferry_hipEvent_t* event, unsigned int flags) {
+EMU_EXPORT hipError_t hipEventCreateWithFlags(ferry_hipEvent_t* event,
+                                              unsigned int flags) {
   HIP_ENTER("hipEventCreateWithFlags");
   HIP_NEED_DEVICE();
   if (event == NULL || (flags & ~7u) != 0) return FERRY_HIP_ERROR_INVALID_VALUE;
@@ -265,7 +278,8 @@ EMU_EXPORT hipError_t hipEventCreateWithFlags(ferry_hipEvent_t* event, unsigned 
 
 EMU_EXPORT hipError_t hipEventDestroy(ferry_hipEvent_t event) {
   HIP_ENTER("hipEventDestroy");
-  return emu_event_destroy(event) == 0 ? FERRY_HIP_SUCCESS : FERRY_HIP_ERROR_INVALID_HANDLE;
+  return emu_event_destroy(event) == 0 ? FERRY_HIP_SUCCESS
+                                       : FERRY_HIP_ERROR_INVALID_HANDLE;
 }
 
 EMU_EXPORT hipError_t hipEventRecord(ferry_hipEvent_t event, ferry_hipStream_t stream) {
@@ -289,7 +303,7 @@ EMU_EXPORT hipError_t hipEventQuery(ferry_hipEvent_t event) {
   HIP_ENTER("hipEventQuery");
   pthread_mutex_lock(&emu_lock);
   struct EmuEvent* e = emu_event_lookup_locked(event);
-  hipError_t rc = e == NULL                   ? FERRY_HIP_ERROR_INVALID_HANDLE
+  hipError_t rc = e == NULL                  ? FERRY_HIP_ERROR_INVALID_HANDLE
                   : emu_event_done_locked(e) ? FERRY_HIP_SUCCESS
                                              : FERRY_HIP_ERROR_NOT_READY;
   pthread_mutex_unlock(&emu_lock);
@@ -324,10 +338,11 @@ EMU_EXPORT hipError_t hipStreamWaitEvent(ferry_hipStream_t stream, ferry_hipEven
   return rc;
 }
 
-/* ---- pointer queries and error names --------------------------------------------------------------- */
+/* ---- pointer queries and error names
+ * --------------------------------------------------------------- */
 
-EMU_EXPORT hipError_t hipPointerGetAttributes(struct ferry_hipPointerAttribute* attributes,
-                                              const void* pointer) {
+EMU_EXPORT hipError_t hipPointerGetAttributes(
+    struct ferry_hipPointerAttribute* attributes, const void* pointer) {
   HIP_ENTER("hipPointerGetAttributes");
   if (attributes == NULL) return FERRY_HIP_ERROR_INVALID_VALUE;
   struct EmuAllocation a;
@@ -340,10 +355,14 @@ EMU_EXPORT hipError_t hipPointerGetAttributes(struct ferry_hipPointerAttribute* 
   }
   int host = a.kind == EMU_MEMORY_HOST;
   if (hip6()) {
-    attributes->memory_type = host ? FERRY_HIP6_MEMORY_TYPE_HOST : FERRY_HIP6_MEMORY_TYPE_DEVICE;
+    attributes->memory_type =
+        host ? FERRY_HIP6_MEMORY_TYPE_HOST : FERRY_HIP6_MEMORY_TYPE_DEVICE;
   } else {
-    attributes->memory_type = host ? FERRY_HIP5_MEMORY_TYPE_HOST : FERRY_HIP5_MEMORY_TYPE_DEVICE;
+    attributes->memory_type =
+        host ? FERRY_HIP5_MEMORY_TYPE_HOST : FERRY_HIP5_MEMORY_TYPE_DEVICE;
   }
+  if (a.reported_type >= 0) attributes->memory_type = (unsigned)a.reported_type;
+  if (a.reported_managed >= 0) attributes->is_managed = a.reported_managed;
   attributes->device = a.device;
   attributes->device_pointer = (void*)pointer;
   attributes->host_pointer = host ? (void*)pointer : NULL;
@@ -363,7 +382,8 @@ EMU_EXPORT const char* hipGetErrorName(hipError_t code) {
   return code == FERRY_HIP_SUCCESS ? "hipSuccess" : "hipErrorEmulated";
 }
 
-/* ---- controls for tests (not part of the HIP API) ------------------------------------------------------ */
+/* ---- controls for tests (not part of the HIP API)
+ * ------------------------------------------------------ */
 
 EMU_EXPORT void hip_emu_fail(const char* name, int64_t nth, unsigned code) {
   emu_fail(name, nth, code);
@@ -372,7 +392,9 @@ EMU_EXPORT void hip_emu_clear_failures(void) { emu_clear_failures(); }
 EMU_EXPORT int64_t hip_emu_calls(const char* name) { return emu_calls(name); }
 EMU_EXPORT int hip_emu_gate_close(void* stream) { return emu_gate_close(stream); }
 EMU_EXPORT void hip_emu_gates_open(void) { emu_gates_open(); }
-EMU_EXPORT int64_t hip_emu_stream_pending(void* stream) { return emu_stream_pending(stream); }
+EMU_EXPORT int64_t hip_emu_stream_pending(void* stream) {
+  return emu_stream_pending(stream);
+}
 EMU_EXPORT int64_t hip_emu_live_allocations(void) { return emu_live(0); }
 EMU_EXPORT int64_t hip_emu_live_streams(void) { return emu_live(1); }
 EMU_EXPORT int64_t hip_emu_live_events(void) { return emu_live(2); }
@@ -383,6 +405,9 @@ EMU_EXPORT int hip_emu_event_done(void* event) {
   int done = e == NULL ? -1 : emu_event_done_locked(e);
   pthread_mutex_unlock(&emu_lock);
   return done;
+}
+EMU_EXPORT int hip_emu_override_report(const void* pointer, int type, int managed) {
+  return emu_override_report(pointer, type, managed);
 }
 EMU_EXPORT int hip_emu_pointer_device(const void* pointer) {
   struct EmuAllocation a;

@@ -124,7 +124,7 @@ static int part_pipeline(const char* device, int64_t rows) {
   char spec[256];
   snprintf(spec, sizeof spec, "struct_int32_utf8:length=%lld:batches=%d:device=%s",
            (long long)rows, n_consumers, device);
-  printf("\n== part 1: %s produces %d record batches {a: int32, b: utf8} x %lld rows on %s\n",
+  printf("\n== part 1: %s produces %d record batch(es) {a: int32, b: utf8} x %lld rows on %s\n",
          producer->name, n_consumers, (long long)rows, device);
   printf("   case %s\n", spec);
 
@@ -163,7 +163,7 @@ static int part_pipeline(const char* device, int64_t rows) {
     it_ledger_track_schema(&schema, "schema");
     it_ledger_track_array(&batch.array, "batch");
     int pending = batch.device_type == ARROW_DEVICE_EXT_DEV ? it_sim_pending(&batch) : -1;
-    printf("\n   hop %d.1  %s -> host   batch %d: %lld rows on %s:%lld in %.3f ms "
+    printf("\n   hop %d.1  %-4s -> host  batch %d: %lld rows on %s:%lld in %.3f ms "
            "(the producer computed them)%s\n",
            b + 1, producer->name, b, (long long)batch.array.length,
            ferry_device_type_name(batch.device_type), (long long)batch.device_id, ms(t1 - t0),
@@ -179,7 +179,7 @@ static int part_pipeline(const char* device, int64_t rows) {
       printf("FAIL %s rejected batch %d: %s\n", consumer->name, b, it_runtime_error(consumer));
       ok = 0;
     } else {
-      printf("   hop %d.2  host -> %s   verified %lld rows x 2 columns in place against the "
+      printf("   hop %d.2  host -> %-4s  verified %lld rows x 2 columns in place against the "
              "formula in %.3f ms%s\n",
              b + 1, consumer->name, (long long)rows, ms(t1 - t0),
              b == n_consumers - 1 ? " (the last consumer reports: all batches correct)" : "");
@@ -260,6 +260,8 @@ int main(int argc, char** argv) {
   }
   char why[2048];
   const char* device = best_device(why, sizeof why);
+  printf("   buffer lists below: one address per buffer, \"-\" for an absent one (no "
+         "validity bitmap)\n");
   printf("   device: %s%s%s%s\n", device, why[0] ? " (" : "", why,
          why[0] ? "; using ferry's simulated device in strict mode)" : "");
   int64_t start = now_ns();

@@ -9,6 +9,8 @@ use ferry_sys as sys;
 use crate::device::{Device, DeviceType};
 use crate::error::{call, Error, Result};
 use crate::schema::{Schema, SchemaView};
+use crate::stream::ArraySlot;
+use crate::words::move_device_array;
 
 /// A borrowed `struct ArrowArray` (the array inside a [`DeviceArray`], a
 /// child or a dictionary), read through the core's `ferry_array_*`.
@@ -31,45 +33,70 @@ impl ArrayView {
     /// # Safety
     /// `ptr` must point to a valid `ArrowArray` that outlives `'a` and is not
     /// released or moved meanwhile.
+    #[inline]
     pub unsafe fn from_ptr<'a>(ptr: *const sys::ArrowArray) -> &'a ArrayView {
         &*(ptr as *const ArrayView)
     }
     /// The raw pointer.
+    #[inline]
     pub fn as_ptr(&self) -> *const sys::ArrowArray {
         &self.0
     }
+    // The accessors read the ABI struct's fields directly: its layout is
+    // fixed by the Arrow specification and proven by ferry-sys's bindgen
+    // layout tests, and a call into the core per field read would cost more
+    // than the read (these sit on every consumer's hot path). They answer
+    // as the core's ferry_array_* accessors do (NULL / 0 when out of range).
+
     /// True when the release callback is NULL.
+    #[inline]
     pub fn is_released(&self) -> bool {
-        unsafe { sys::ferry_array_is_released(self.as_ptr()) != 0 }
+        self.0.release.is_none()
     }
     /// Logical length.
+    #[inline]
     pub fn length(&self) -> i64 {
-        unsafe { sys::ferry_array_length(self.as_ptr()) }
+        self.0.length
     }
     /// Null count (-1 when the producer did not compute it).
+    #[inline]
     pub fn null_count(&self) -> i64 {
-        unsafe { sys::ferry_array_null_count(self.as_ptr()) }
+        self.0.null_count
     }
     /// Offset of the first logical element in the buffers.
+    #[inline]
     pub fn offset(&self) -> i64 {
-        unsafe { sys::ferry_array_offset(self.as_ptr()) }
+        self.0.offset
     }
     /// Number of buffers.
+    #[inline]
     pub fn n_buffers(&self) -> usize {
-        unsafe { sys::ferry_array_n_buffers(self.as_ptr()) }.max(0) as usize
+        self.0.n_buffers.max(0) as usize
     }
     /// Address of buffer `i` (NULL when absent or out of range). It may be
     /// device memory: check the device before dereferencing.
+    #[inline]
     pub fn buffer(&self, i: usize) -> *const c_void {
-        unsafe { sys::ferry_array_buffer(self.as_ptr(), i as i64) }
+        if self.0.buffers.is_null() || i >= self.n_buffers() {
+            return ptr::null();
+        }
+        // SAFETY: the producer's table holds n_buffers entries.
+        unsafe { *self.0.buffers.add(i) }
     }
     /// Number of children.
+    #[inline]
     pub fn n_children(&self) -> usize {
-        unsafe { sys::ferry_array_n_children(self.as_ptr()) }.max(0) as usize
+        self.0.n_children.max(0) as usize
     }
     /// Child `i`, or `None` when out of range.
+    #[inline]
     pub fn child(&self, i: usize) -> Option<&ArrayView> {
-        let c = unsafe { sys::ferry_array_child(self.as_ptr(), i as i64) };
+        if self.0.children.is_null() || i >= self.n_children() {
+            return None;
+        }
+        // SAFETY: the producer's table holds n_children entries, each a
+        // valid array that lives as long as this one.
+        let c = unsafe { *self.0.children.add(i) };
         (!c.is_null()).then(|| unsafe { ArrayView::from_ptr(c) })
     }
     /// All children in order.
@@ -77,8 +104,9 @@ impl ArrayView {
         (0..self.n_children()).filter_map(move |i| self.child(i))
     }
     /// The dictionary, if any.
+    #[inline]
     pub fn dictionary(&self) -> Option<&ArrayView> {
-        let d = unsafe { sys::ferry_array_dictionary(self.as_ptr()) };
+        let d = self.0.dictionary;
         (!d.is_null()).then(|| unsafe { ArrayView::from_ptr(d) })
     }
 
@@ -166,6 +194,9 @@ impl fmt::Debug for ArrayView {
 /// let back = unsafe { DeviceArray::from_raw(&mut raw).unwrap() };
 /// assert_eq!(back.length(), 2);
 /// ```
+// 16-byte aligned so that the compiler's 16-byte moves of the value line up
+// with the 16-byte stores the crate fills it with (see words.rs).
+#[repr(C, align(16))]
 pub struct DeviceArray {
     raw: sys::ArrowDeviceArray,
 }
@@ -184,12 +215,14 @@ impl DeviceArray {
         if ptr.is_null() {
             return Err(Error::invalid("device array pointer is NULL"));
         }
-        // The same bitwise move as ferry_device_array_move, done here through
-        // the ferry-sys type: it is on every consumer's hot path.
         if (*ptr).array.release.is_none() {
             return Err(Error::invalid("cannot import a released device array"));
         }
-        let array = DeviceArray { raw: ptr::read(ptr) };
+        // The same bitwise move as ferry_device_array_move, done here with
+        // 8-byte loads: the producer has usually just written `*ptr` (see
+        // words.rs).
+        let mut array = DeviceArray::released();
+        move_device_array(&mut array.raw, ptr);
         (*ptr).array.release = None;
         Ok(array)
     }
@@ -213,10 +246,40 @@ impl DeviceArray {
             return Err(Error::invalid("cannot export a released device array"));
         }
         // A bitwise move (as ferry_device_array_move does); `self` is then
-        // forgotten, so nothing is released here.
-        ptr::write(out, ptr::read(&self.raw));
+        // forgotten, so nothing is released here. A plain copy: the crate
+        // writes the arrays it makes in 16-byte words (see words.rs).
+        ptr::copy_nonoverlapping(&self.raw, out, 1);
         std::mem::forget(self);
         Ok(())
+    }
+
+    /// Lends a slot over a new, released array to `fill` (say an
+    /// [`ArrayProducer::next_into`](crate::ArrayProducer::next_into)) and
+    /// returns the array when `fill` reports one (`Ok(true)`); `Ok(None)`
+    /// for `Ok(false)`. `EIO` when the answer and the slot disagree.
+    ///
+    /// ```
+    /// use ferry::{ArrayBuilder, Buffer, DeviceArray};
+    /// let array = DeviceArray::produce(|slot| {
+    ///     slot.build(ArrayBuilder::new(1).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![9i16])))?;
+    ///     Ok(true)
+    /// })
+    /// .unwrap()
+    /// .unwrap();
+    /// assert_eq!(array.length(), 1);
+    /// assert!(DeviceArray::produce(|_| Ok(false)).unwrap().is_none());
+    /// ```
+    pub fn produce(fill: impl FnOnce(&mut ArraySlot<'_>) -> Result<bool>) -> Result<Option<DeviceArray>> {
+        let mut array = DeviceArray::released();
+        let more = fill(&mut ArraySlot::new_released(&mut array.raw))?;
+        match (more, array.is_released()) {
+            (true, false) => Ok(Some(array)),
+            (false, true) => Ok(None),
+            (true, true) => Err(Error::io("the producer reported a batch but left the slot empty")),
+            (false, false) => Err(Error::io(
+                "the producer reported the end of the stream but filled the slot",
+            )),
+        }
     }
 
     /// A zeroed (released) array used as an out-parameter inside the crate.
@@ -246,20 +309,21 @@ impl DeviceArray {
     /// The embedded array.
     #[inline]
     pub fn array(&self) -> &ArrayView {
-        // ferry_device_array_array is the documented accessor; it returns the
-        // address of the first member, the same memory.
-        unsafe { ArrayView::from_ptr(sys::ferry_device_array_array(&self.raw as *const _ as *mut _)) }
+        // The first member (what ferry_device_array_array returns), read
+        // directly like every hot accessor here.
+        unsafe { ArrayView::from_ptr(&self.raw.array) }
     }
 
     /// The device type.
     #[inline]
     pub fn device_type(&self) -> DeviceType {
-        DeviceType(unsafe { sys::ferry_device_array_device_type(&self.raw) })
+        DeviceType(self.raw.device_type)
     }
 
     /// The device id.
+    #[inline]
     pub fn device_id(&self) -> i64 {
-        unsafe { sys::ferry_device_array_device_id(&self.raw) }
+        self.raw.device_id
     }
 
     /// The device, resolved in ferry's registry.
@@ -268,8 +332,9 @@ impl DeviceArray {
     }
 
     /// The producer's sync event (a pointer to the native handle), or NULL.
+    #[inline]
     pub fn sync_event(&self) -> *mut c_void {
-        unsafe { sys::ferry_device_array_sync_event(&self.raw) }
+        self.raw.sync_event
     }
 
     /// True when the reserved words are zero, as the specification requires.

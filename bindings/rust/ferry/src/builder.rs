@@ -15,6 +15,7 @@ use crate::device::{Device, DeviceStream, DeviceType, Event};
 use crate::error::{call, Error, ErrorBuf, Result};
 use crate::panic::guard_silent;
 use crate::schema::Schema;
+use crate::words::{rewrite_wide, write_device_fields, ARRAY_CHUNKS};
 
 /// A type-erased owner: one heap allocation (`Box<O>`) and the
 /// monomorphised hook that drops it. A single owner goes to the core as
@@ -226,44 +227,30 @@ pub struct ArrayBuilder {
     length: i64,
     null_count: i64,
     offset: i64,
-    /// The first buffers live inline (arrays rarely have more than three),
-    /// and everything rarer sits behind one box: the common shape costs no
-    /// allocation beyond its owners'.
-    inline: [Slot; 3],
-    n_inline: usize,
-    more: Option<Box<More>>,
-}
-
-/// A buffer as the builder keeps it: the address and the owner (the size
-/// is not needed to export, and a smaller builder moves without memcpy).
-#[derive(Debug)]
-struct Slot {
-    ptr: *const c_void,
+    /// The addresses of the first three buffers (arrays rarely have more)
+    /// and the first owner live inline, everything rarer behind one box:
+    /// the common shape costs no allocation beyond its owner's, and stays
+    /// small enough for the compiler to keep in registers.
+    // Three fields rather than an array: a runtime-indexed array keeps the
+    // compiler from holding the builder in registers, and its copies then
+    // cost more than the export.
+    p0: *const c_void,
+    p1: *const c_void,
+    p2: *const c_void,
+    n_buffers: usize,
     owner: Option<Owner>,
-}
-
-impl Slot {
-    const NULL: Slot = Slot {
-        ptr: ptr::null(),
-        owner: None,
-    };
-}
-
-impl From<Buffer> for Slot {
-    #[inline(always)]
-    fn from(b: Buffer) -> Slot {
-        Slot {
-            ptr: b.ptr,
-            owner: b.owner,
-        }
-    }
+    more: Option<Box<More>>,
 }
 
 #[derive(Debug, Default)]
 struct More {
-    spilled: Vec<Slot>,
+    /// Addresses of buffers 4, 5, ...
+    spilled: Vec<*const c_void>,
+    /// Owners of buffers after the first owning one, in buffer order.
+    buffer_owners: Vec<Owner>,
     children: Vec<ArrayBuilder>,
     dictionary: Option<ArrayBuilder>,
+    /// Owners from keep_alive, dropped after the buffers' owners.
     extra_owners: Vec<Owner>,
 }
 
@@ -282,6 +269,103 @@ unsafe extern "C" fn release_event(user_data: *mut c_void) {
     });
 }
 
+/// The message for a negative length, offset or null count, out of line.
+#[cold]
+#[inline(never)]
+fn negative(length: i64, offset: i64, null_count: i64) -> Error {
+    Error::invalid(format!(
+        "array length {length}, offset {offset} and null_count {null_count} must not be negative"
+    ))
+}
+
+/// A failed ferry_array_init, out of line: the hook did not run, so the
+/// owner is still ours to drop.
+#[cold]
+#[inline(never)]
+fn fill_failed(err: &ErrorBuf, code: i32, hook: sys::FerryReleaseHook, user_data: *mut c_void) -> Result<()> {
+    if let Some(hook) = hook {
+        unsafe { hook(user_data) };
+    }
+    err.check(code)
+}
+
+/// Any shape: more buffers, several owners, children, a dictionary.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn fill_general(
+    out: *mut sys::ArrowArray,
+    length: i64,
+    null_count: i64,
+    offset: i64,
+    inline: [*const c_void; 3],
+    n_buffers: usize,
+    first_owner: Option<Owner>,
+    mut more: More,
+) -> Result<()> {
+    let pointers: Vec<*const c_void> = inline[..n_buffers.min(3)]
+        .iter()
+        .chain(&more.spilled)
+        .copied()
+        .collect();
+    let owners: Vec<Owner> = first_owner
+        .into_iter()
+        .chain(more.buffer_owners.drain(..))
+        .chain(more.extra_owners.drain(..))
+        .collect();
+    // One owner goes to the core as (hook, box); several in a boxed vector
+    // whose hook drops them all, in order.
+    let (hook, user_data): (sys::FerryReleaseHook, *mut c_void) = match owners.len() {
+        0 => (None, ptr::null_mut()),
+        1 => {
+            let (hook, ptr) = owners.into_iter().next().unwrap().into_raw();
+            (Some(hook), ptr)
+        }
+        _ => (Some(release_owners), Box::into_raw(Box::new(owners)) as *mut c_void),
+    };
+    let result = call(|err| unsafe {
+        sys::ferry_array_init(
+            out,
+            length,
+            null_count,
+            offset,
+            pointers.len() as i64,
+            pointers.as_ptr(),
+            more.children.len() as i64,
+            hook,
+            user_data,
+            err,
+        )
+    });
+    if let Err(e) = result {
+        // The hook is not called on failure: the owners are still ours.
+        if let Some(hook) = hook {
+            unsafe { hook(user_data) };
+        }
+        return Err(e);
+    }
+    // `out` is live now; on any later failure releasing it drops what was
+    // built so far, exactly once.
+    let mut finish = || -> Result<()> {
+        for (i, child) in std::mem::take(&mut more.children).into_iter().enumerate() {
+            let slot = unsafe { sys::ferry_array_child(out, i as i64) };
+            if slot.is_null() {
+                return Err(Error::io(format!("the core gave no slot for child {i}")));
+            }
+            child
+                .fill(slot)
+                .map_err(|e| Error::new(e.code(), format!("child {i}: {}", e.message())))?;
+        }
+        if let Some(dict) = more.dictionary.take() {
+            let mut slot: *mut sys::ArrowArray = ptr::null_mut();
+            call(|err| unsafe { sys::ferry_array_allocate_dictionary(out, &mut slot, err) })?;
+            dict.fill(slot)
+                .map_err(|e| Error::new(e.code(), format!("dictionary: {}", e.message())))?;
+        }
+        Ok(())
+    };
+    finish().inspect_err(|_| unsafe { sys::ferry_array_release(out) })
+}
+
 impl ArrayBuilder {
     /// An array of logical `length` with no buffers yet.
     #[inline(always)]
@@ -290,8 +374,11 @@ impl ArrayBuilder {
             length,
             null_count: 0,
             offset: 0,
-            inline: [Slot::NULL, Slot::NULL, Slot::NULL],
-            n_inline: 0,
+            p0: ptr::null(),
+            p1: ptr::null(),
+            p2: ptr::null(),
+            n_buffers: 0,
+            owner: None,
             more: None,
         }
     }
@@ -310,11 +397,20 @@ impl ArrayBuilder {
     /// Appends a buffer.
     #[inline(always)]
     pub fn buffer(mut self, buffer: Buffer) -> Self {
-        if self.n_inline < self.inline.len() {
-            self.inline[self.n_inline] = buffer.into();
-            self.n_inline += 1;
-        } else {
-            self.more().spilled.push(buffer.into());
+        let Buffer { ptr, owner, .. } = buffer;
+        match self.n_buffers {
+            0 => self.p0 = ptr,
+            1 => self.p1 = ptr,
+            2 => self.p2 = ptr,
+            _ => self.more().spilled.push(ptr),
+        }
+        self.n_buffers += 1;
+        if let Some(owner) = owner {
+            if self.owner.is_none() {
+                self.owner = Some(owner);
+            } else {
+                self.more().buffer_owners.push(owner);
+            }
         }
         self
     }
@@ -337,6 +433,7 @@ impl ArrayBuilder {
         self
     }
 
+    #[inline(never)]
     fn more(&mut self) -> &mut More {
         self.more.get_or_insert_with(Default::default)
     }
@@ -344,44 +441,43 @@ impl ArrayBuilder {
     /// Fills `out` (released) through ferry_array_init. On failure `out` is
     /// left released and every owner has been dropped.
     #[inline(always)]
-    fn fill(&mut self, out: *mut sys::ArrowArray) -> Result<()> {
-        if self.length < 0 || self.offset < 0 || self.null_count < -1 {
-            return Err(Error::invalid(format!(
-                "array length {}, offset {} and null_count {} must not be negative",
-                self.length, self.offset, self.null_count
-            )));
+    fn fill(self, out: *mut sys::ArrowArray) -> Result<()> {
+        if (self.length | self.offset) < 0 || self.null_count < -1 {
+            return Err(negative(self.length, self.offset, self.null_count));
         }
-        let n_owners = self.inline.iter().filter(|b| b.owner.is_some()).count();
-        match self.more.take() {
-            None if n_owners <= 1 => self.fill_flat(out),
-            more => self.fill_general(out, more.map(|m| *m).unwrap_or_default()),
+        let ArrayBuilder {
+            length,
+            null_count,
+            offset,
+            p0,
+            p1,
+            p2,
+            n_buffers,
+            owner,
+            more,
+        } = self;
+        if let Some(more) = more {
+            return fill_general(out, length, null_count, offset, [p0, p1, p2], n_buffers, owner, *more);
         }
-    }
-
-    /// The common shape (at most three buffers, at most one owner, no
-    /// children or dictionary) with nothing to allocate on the Rust side:
-    /// the owner's own hook and box go to the core as they are.
-    #[inline(always)]
-    fn fill_flat(&mut self, out: *mut sys::ArrowArray) -> Result<()> {
-        let mut pointers: [*const c_void; 3] = [ptr::null(); 3];
-        let mut hook: sys::FerryReleaseHook = None;
-        let mut user_data: *mut c_void = ptr::null_mut();
-        for (slot, b) in pointers.iter_mut().zip(self.inline.iter_mut()) {
-            *slot = b.ptr;
-            if let Some(owner) = b.owner.take() {
-                let (h, p) = owner.into_raw();
-                hook = Some(h);
-                user_data = p;
+        // The common shape (at most three buffers, at most one owner, no
+        // children or dictionary): nothing to allocate on the Rust side, the
+        // owner's own hook and box go to the core as they are.
+        let (hook, user_data) = match owner {
+            Some(owner) => {
+                let (hook, user_data) = owner.into_raw();
+                (Some(hook), user_data)
             }
-        }
+            None => (None, ptr::null_mut()),
+        };
+        let pointers = [p0, p1, p2];
         let mut err = ErrorBuf::new();
         let code = unsafe {
             sys::ferry_array_init(
                 out,
-                self.length,
-                self.null_count,
-                self.offset,
-                self.n_inline as i64,
+                length,
+                null_count,
+                offset,
+                n_buffers as i64,
                 pointers.as_ptr(),
                 0,
                 hook,
@@ -390,80 +486,9 @@ impl ArrayBuilder {
             )
         };
         if code != 0 {
-            // The hook is not called on failure: the owner is still ours.
-            if let Some(hook) = hook {
-                unsafe { hook(user_data) };
-            }
-            return err.check(code);
+            return fill_failed(&err, code, hook, user_data);
         }
         Ok(())
-    }
-
-    /// Any shape: more buffers, several owners, children, a dictionary.
-    fn fill_general(&mut self, out: *mut sys::ArrowArray, mut more: More) -> Result<()> {
-        let pointers: Vec<*const c_void> = self.inline[..self.n_inline]
-            .iter()
-            .chain(&more.spilled)
-            .map(|b| b.ptr)
-            .collect();
-        let owners: Vec<Owner> = self.inline[..self.n_inline]
-            .iter_mut()
-            .chain(more.spilled.iter_mut())
-            .filter_map(|b| b.owner.take())
-            .chain(more.extra_owners.drain(..))
-            .collect();
-        // One owner goes to the core as (hook, box); several in a boxed vector
-        // whose hook drops them all, in order.
-        let (hook, user_data): (sys::FerryReleaseHook, *mut c_void) = match owners.len() {
-            0 => (None, ptr::null_mut()),
-            1 => {
-                let (hook, ptr) = owners.into_iter().next().unwrap().into_raw();
-                (Some(hook), ptr)
-            }
-            _ => (Some(release_owners), Box::into_raw(Box::new(owners)) as *mut c_void),
-        };
-        let result = call(|err| unsafe {
-            sys::ferry_array_init(
-                out,
-                self.length,
-                self.null_count,
-                self.offset,
-                pointers.len() as i64,
-                pointers.as_ptr(),
-                more.children.len() as i64,
-                hook,
-                user_data,
-                err,
-            )
-        });
-        if let Err(e) = result {
-            // The hook is not called on failure: the owners are still ours.
-            if let Some(hook) = hook {
-                unsafe { hook(user_data) };
-            }
-            return Err(e);
-        }
-        // `out` is live now; on any later failure releasing it drops what was
-        // built so far, exactly once.
-        let mut finish = || -> Result<()> {
-            for (i, mut child) in std::mem::take(&mut more.children).into_iter().enumerate() {
-                let slot = unsafe { sys::ferry_array_child(out, i as i64) };
-                if slot.is_null() {
-                    return Err(Error::io(format!("the core gave no slot for child {i}")));
-                }
-                child
-                    .fill(slot)
-                    .map_err(|e| Error::new(e.code(), format!("child {i}: {}", e.message())))?;
-            }
-            if let Some(mut dict) = more.dictionary.take() {
-                let mut slot: *mut sys::ArrowArray = ptr::null_mut();
-                call(|err| unsafe { sys::ferry_array_allocate_dictionary(out, &mut slot, err) })?;
-                dict.fill(slot)
-                    .map_err(|e| Error::new(e.code(), format!("dictionary: {}", e.message())))?;
-            }
-            Ok(())
-        };
-        finish().inspect_err(|_| unsafe { sys::ferry_array_release(out) })
     }
 
     /// Exports a CPU array (`ARROW_DEVICE_CPU`, id -1, no sync event).
@@ -474,84 +499,114 @@ impl ArrayBuilder {
 
     /// Builds straight into a C consumer's struct, which must be released or
     /// zeroed: what `build()?.export_to(out)` does, without the
-    /// intermediate move. CPU only; `out` is untouched on failure.
+    /// intermediate move. CPU only; `out` is left released on failure.
     ///
     /// # Safety
     /// `out` must point to a writable `ArrowDeviceArray`.
     #[inline(always)]
-    pub unsafe fn build_into(mut self, out: *mut sys::ArrowDeviceArray) -> Result<()> {
+    pub unsafe fn build_into(self, out: *mut sys::ArrowDeviceArray) -> Result<()> {
         if out.is_null() || (*out).array.release.is_some() {
             return Err(Error::invalid("output device array is NULL or not released"));
         }
-        let mut array = sys::ArrowArray::default();
-        self.fill(&mut array)?;
-        let mut err = ErrorBuf::new();
-        let code = sys::ferry_device_array_init(
-            out,
-            &mut array,
-            DeviceType::CPU.0,
-            -1,
-            ptr::null_mut(),
-            None,
-            ptr::null_mut(),
-            err.as_mut_ptr(),
-        );
-        if code != 0 {
-            sys::ferry_array_release(&mut array);
-            return err.check(code);
-        }
-        Ok(())
+        self.fill_device(out, DeviceType::CPU, -1, None)
+    }
+
+    /// [`build_on`](Self::build_on) straight into released `out`.
+    ///
+    /// # Safety
+    /// `out` must point to a writable, released `ArrowDeviceArray`.
+    #[inline(always)]
+    pub(crate) unsafe fn build_on_into(
+        self,
+        out: *mut sys::ArrowDeviceArray,
+        device_type: DeviceType,
+        device_id: i64,
+        sync_event: Option<Event>,
+    ) -> Result<()> {
+        self.fill_device(out, device_type, device_id, sync_event)
     }
 
     /// Exports an array whose buffers live on (`device_type`, `device_id`),
     /// with an optional event the consumer must wait on. The event is owned
     /// by the array and destroyed after the array is released.
     #[inline(always)]
-    pub fn build_on(
-        mut self,
+    pub fn build_on(self, device_type: DeviceType, device_id: i64, sync_event: Option<Event>) -> Result<DeviceArray> {
+        let mut out = DeviceArray::released();
+        // SAFETY: `out` is a released struct we own; on failure it stays
+        // released and dropping it does nothing.
+        unsafe {
+            self.fill_device(out.raw_mut(), device_type, device_id, sync_event)?;
+            // The value is about to be moved (by the compiler, by
+            // export_to): re-store what C wrote so those moves forward.
+            rewrite_wide(out.raw_mut(), ARRAY_CHUNKS);
+        }
+        Ok(out)
+    }
+
+    /// Fills released `out` in place: the array through ferry_array_init
+    /// straight into `out.array`, then the device fields. Without an event
+    /// that is all ferry_device_array_init would do, so it is done here and
+    /// the array is never moved (a 128-byte copy right after the fill costs
+    /// more than the rest of the export). An event needs the core's release
+    /// wrapper, so that rarer path goes through ferry_device_array_init.
+    /// On failure `out` is left released and every owner has been dropped.
+    #[inline(always)]
+    unsafe fn fill_device(
+        self,
+        out: *mut sys::ArrowDeviceArray,
         device_type: DeviceType,
         device_id: i64,
         sync_event: Option<Event>,
-    ) -> Result<DeviceArray> {
+    ) -> Result<()> {
+        if device_type.0 <= 0 {
+            return Err(Error::invalid(format!("invalid device type {}", device_type.0)));
+        }
+        if let Some(event) = sync_event {
+            return self.fill_device_with_event(out, device_type, device_id, event);
+        }
+        self.fill(ptr::addr_of_mut!((*out).array))?;
+        write_device_fields(out, device_type.0, device_id, ptr::null_mut());
+        Ok(())
+    }
+
+    /// The event path of [`fill_device`](Self::fill_device).
+    #[inline(never)]
+    unsafe fn fill_device_with_event(
+        self,
+        out: *mut sys::ArrowDeviceArray,
+        device_type: DeviceType,
+        device_id: i64,
+        event: Event,
+    ) -> Result<()> {
         let mut array = sys::ArrowArray::default();
         self.fill(&mut array)?;
-        let mut out = DeviceArray::released();
-        let (event_ptr, hook, user_data): (*mut c_void, sys::FerryReleaseHook, *mut c_void) = match sync_event {
-            Some(e) => (
-                e.as_ptr(),
-                Some(release_event),
-                Box::into_raw(Box::new(e)) as *mut c_void,
-            ),
-            None => (ptr::null_mut(), None, ptr::null_mut()),
-        };
-        let mut err = ErrorBuf::new();
-        let code = unsafe {
+        let event_ptr = event.as_ptr();
+        let user_data = Box::into_raw(Box::new(event)) as *mut c_void;
+        let result = call(|err| {
             sys::ferry_device_array_init(
-                out.raw_mut(),
+                out,
                 &mut array,
                 device_type.0,
                 device_id,
                 event_ptr,
-                hook,
+                Some(release_event),
                 user_data,
-                err.as_mut_ptr(),
+                err,
             )
-        };
-        if code != 0 {
-            unsafe { sys::ferry_array_release(&mut array) };
-            if !user_data.is_null() {
-                drop(unsafe { Box::from_raw(user_data as *mut Event) });
-            }
-            return Err(err.check(code).unwrap_err());
+        });
+        if result.is_err() {
+            // Nothing was moved and the hook did not run: both are still ours.
+            sys::ferry_array_release(&mut array);
+            drop(Box::from_raw(user_data as *mut Event));
         }
-        Ok(out)
+        result
     }
 
     /// Exports an array produced on `device` by work queued on
     /// `producer_stream` (`None`: nothing pending), recording an event or
     /// synchronizing according to `policy`.
     pub fn build_async(
-        mut self,
+        self,
         device: &Device,
         producer_stream: Option<&DeviceStream>,
         policy: ExportPolicy,

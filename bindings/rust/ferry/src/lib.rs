@@ -55,6 +55,7 @@ mod error;
 mod panic;
 mod schema;
 mod stream;
+mod words;
 
 #[cfg(feature = "arrow")]
 mod arrow;
@@ -65,7 +66,7 @@ pub use device::{Device, DeviceBuffer, DeviceStream, DeviceType, Event};
 pub use error::{errno, errno_name, write_error, Error, Result};
 pub use panic::guard;
 pub use schema::{Schema, SchemaBuilder, SchemaView, FLAG_DICTIONARY_ORDERED, FLAG_MAP_KEYS_SORTED, FLAG_NULLABLE};
-pub use stream::{ArrayProducer, DeviceArrayStream};
+pub use stream::{ArrayProducer, ArraySlot, DeviceArrayStream, ExportArray};
 
 /// Number of simulated devices (ids 0 .. `SIM_DEVICE_COUNT - 1`).
 pub const SIM_DEVICE_COUNT: i64 = sys::FERRY_SIM_DEVICE_COUNT as i64;

@@ -8,10 +8,12 @@ use std::os::raw::{c_int, c_void};
 use ferry_sys as sys;
 
 use crate::array::DeviceArray;
-use crate::device::DeviceType;
+use crate::builder::ArrayBuilder;
+use crate::device::{DeviceType, Event};
 use crate::error::{call, write_error, Error, ErrorBuf, Result};
 use crate::panic::{guard, guard_silent};
 use crate::schema::{opt_str, Schema};
+use crate::words::rewrite_wide;
 
 /// The producing side of a stream written in Rust. `schema` may be called
 /// more than once (each call returns a new owned schema); `next` returns
@@ -36,11 +38,199 @@ use crate::schema::{opt_str, Schema};
 /// let stream = DeviceArrayStream::from_producer(DeviceType::CPU, Countdown(3)).unwrap();
 /// assert_eq!(stream.count(), 3);
 /// ```
+///
+/// A producer on the hot path also implements [`next_into`](Self::next_into)
+/// and builds each batch straight into the consumer's struct (no
+/// intermediate [`DeviceArray`], no 128-byte move):
+///
+/// ```
+/// use ferry::{ArrayBuilder, ArrayProducer, ArraySlot, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Schema};
+/// static VALUES: [i64; 3] = [1, 2, 3];
+/// struct Repeat(u32);
+/// impl ArrayProducer for Repeat {
+///     fn schema(&mut self) -> ferry::Result<Schema> {
+///         Schema::new("l", None)
+///     }
+///     fn next(&mut self) -> ferry::Result<Option<DeviceArray>> {
+///         DeviceArray::produce(|slot| self.next_into(slot))
+///     }
+///     fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry::Result<bool> {
+///         if self.0 == 0 {
+///             return Ok(false); // the end: the slot stays empty
+///         }
+///         self.0 -= 1;
+///         slot.build(ArrayBuilder::new(3).buffer(Buffer::null()).buffer(Buffer::from_static(&VALUES)))?;
+///         Ok(true)
+///     }
+/// }
+/// let stream = DeviceArrayStream::from_producer(DeviceType::CPU, Repeat(4)).unwrap();
+/// assert_eq!(stream.map(|b| b.unwrap().length()).sum::<i64>(), 12);
+/// ```
 pub trait ArrayProducer: Send + 'static {
     /// The stream's schema (a new owned copy per call).
     fn schema(&mut self) -> Result<Schema>;
     /// The next batch, or `None` at the end.
     fn next(&mut self) -> Result<Option<DeviceArray>>;
+    /// Writes the next batch into `slot` (the consumer's own struct) and
+    /// returns `Ok(true)`, or returns `Ok(false)` at the end leaving the slot
+    /// empty. This is what the stream calls; the default forwards to
+    /// [`next`](Self::next) and moves the batch in.
+    #[inline]
+    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> Result<bool> {
+        match self.next()? {
+            Some(array) => slot.put(array).map(|()| true),
+            None => Ok(false),
+        }
+    }
+}
+
+/// Something a stream can hand to its consumer as one batch: a finished
+/// [`DeviceArray`] (moved in) or an [`ArrayBuilder`] (built in place, the
+/// cheaper way). [`DeviceArrayStream::from_iter`] accepts iterators of
+/// either.
+///
+/// ```
+/// use ferry::{ArrayBuilder, Buffer, DeviceArrayStream, DeviceType, Schema};
+/// // A stream straight from an iterator of builders: each batch is built
+/// // directly in the consumer's struct when it asks for it.
+/// let batches = (1..=3i64).map(|n| Ok(ArrayBuilder::new(n).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![n; n as usize]))));
+/// let stream = DeviceArrayStream::from_iter(DeviceType::CPU, Schema::new("l", None).unwrap(), batches).unwrap();
+/// assert_eq!(stream.map(|b| b.unwrap().length()).collect::<Vec<_>>(), vec![1, 2, 3]);
+/// ```
+pub trait ExportArray {
+    /// Hands the batch over into `slot` (which is empty).
+    fn export_into(self, slot: &mut ArraySlot<'_>) -> Result<()>;
+    /// The batch as an owned array.
+    fn into_device_array(self) -> Result<DeviceArray>;
+}
+
+impl ExportArray for DeviceArray {
+    #[inline(always)]
+    fn export_into(self, slot: &mut ArraySlot<'_>) -> Result<()> {
+        slot.put(self)
+    }
+    #[inline(always)]
+    fn into_device_array(self) -> Result<DeviceArray> {
+        Ok(self)
+    }
+}
+
+impl ExportArray for ArrayBuilder {
+    #[inline(always)]
+    fn export_into(self, slot: &mut ArraySlot<'_>) -> Result<()> {
+        slot.build(self)
+    }
+    #[inline(always)]
+    fn into_device_array(self) -> Result<DeviceArray> {
+        self.build()
+    }
+}
+
+/// A consumer's released `struct ArrowDeviceArray` lent to a producer to
+/// fill in place, at most once: the stream's `get_next` out-parameter, or
+/// any C struct through [`ArraySlot::from_raw`]. Filling it hands the batch
+/// over (the consumer then owns and releases it); a slot left empty means
+/// no batch. The borrow keeps it from outliving the call it was lent for.
+///
+/// ```
+/// use ferry::{ArrayBuilder, ArraySlot, Buffer, DeviceArray};
+/// let mut raw = ferry::sys::ArrowDeviceArray::default();
+/// let mut slot = unsafe { ArraySlot::from_raw(&mut raw) }.unwrap();
+/// assert!(!slot.is_filled());
+/// slot.build(ArrayBuilder::new(2).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![5u8, 6]))).unwrap();
+/// assert!(slot.is_filled());
+/// // A second batch is refused (it would leak the first).
+/// assert!(slot.build(ArrayBuilder::new(0)).is_err());
+/// let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+/// assert_eq!(array.length(), 2);
+/// ```
+pub struct ArraySlot<'a> {
+    raw: &'a mut sys::ArrowDeviceArray,
+}
+
+impl<'a> ArraySlot<'a> {
+    /// Lends the released struct at `ptr`; `EINVAL` for NULL or a live
+    /// (unreleased) struct.
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or point to a writable `ArrowDeviceArray` that
+    /// nothing else uses for `'a`.
+    #[inline]
+    pub unsafe fn from_raw(ptr: *mut sys::ArrowDeviceArray) -> Result<ArraySlot<'a>> {
+        if ptr.is_null() {
+            return Err(Error::invalid("output device array pointer is NULL"));
+        }
+        if (*ptr).array.release.is_some() {
+            return Err(Error::invalid(
+                "output device array is not released; refusing to overwrite it",
+            ));
+        }
+        Ok(ArraySlot { raw: &mut *ptr })
+    }
+
+    /// A slot over a struct known to be released (the crate's own paths).
+    #[inline(always)]
+    pub(crate) fn new_released(raw: &'a mut sys::ArrowDeviceArray) -> ArraySlot<'a> {
+        debug_assert!(raw.array.release.is_none());
+        ArraySlot { raw }
+    }
+
+    /// True once a batch has been written.
+    #[inline(always)]
+    pub fn is_filled(&self) -> bool {
+        self.raw.array.release.is_some()
+    }
+
+    #[inline(always)]
+    fn check_empty(&self) -> Result<()> {
+        if self.is_filled() {
+            return Err(Error::invalid("the slot already holds a batch"));
+        }
+        Ok(())
+    }
+
+    /// Moves `array` in.
+    #[inline(always)]
+    pub fn put(&mut self, array: DeviceArray) -> Result<()> {
+        self.check_empty()?;
+        // SAFETY: the slot is released and exclusively ours.
+        unsafe { array.export_to(self.raw) }
+    }
+
+    /// Builds a CPU array in place (what [`ArrayBuilder::build`] exports).
+    #[inline(always)]
+    pub fn build(&mut self, builder: ArrayBuilder) -> Result<()> {
+        self.check_empty()?;
+        // SAFETY: as above.
+        unsafe { builder.build_into(self.raw) }
+    }
+
+    /// Builds in place an array on (`device_type`, `device_id`) with an
+    /// optional event (what [`ArrayBuilder::build_on`] exports).
+    #[inline]
+    pub fn build_on(
+        &mut self,
+        builder: ArrayBuilder,
+        device_type: DeviceType,
+        device_id: i64,
+        sync_event: Option<Event>,
+    ) -> Result<()> {
+        self.check_empty()?;
+        // SAFETY: as above.
+        unsafe { builder.build_on_into(self.raw, device_type, device_id, sync_event) }
+    }
+
+    /// The raw pointer (for C producers that fill the struct themselves).
+    #[inline]
+    pub fn as_mut_ptr(&mut self) -> *mut sys::ArrowDeviceArray {
+        self.raw
+    }
+}
+
+impl fmt::Debug for ArraySlot<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ArraySlot").field("filled", &self.is_filled()).finish()
+    }
 }
 
 /// Adapts a schema plus an iterator of batches to [`ArrayProducer`].
@@ -49,15 +239,23 @@ struct IterProducer<I> {
     iter: I,
 }
 
-impl<I> ArrayProducer for IterProducer<I>
+impl<I, B> ArrayProducer for IterProducer<I>
 where
-    I: Iterator<Item = Result<DeviceArray>> + Send + 'static,
+    I: Iterator<Item = Result<B>> + Send + 'static,
+    B: ExportArray,
 {
     fn schema(&mut self) -> Result<Schema> {
         self.schema.to_owned_schema()
     }
     fn next(&mut self) -> Result<Option<DeviceArray>> {
-        self.iter.next().transpose()
+        self.iter.next().map(|b| b.and_then(B::into_device_array)).transpose()
+    }
+    #[inline]
+    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> Result<bool> {
+        match self.iter.next() {
+            Some(batch) => batch?.export_into(slot).map(|()| true),
+            None => Ok(false),
+        }
     }
 }
 
@@ -84,12 +282,22 @@ unsafe extern "C" fn get_next_trampoline<P: ArrayProducer>(
     error: *mut sys::FerryError,
 ) -> c_int {
     let producer = &mut *(user_data as *mut P);
-    match guard(|| match producer.next()? {
-        Some(array) => unsafe { array.export_to(out) },
-        None => Ok(()), // `out` stays released: the end of the stream
-    }) {
+    // SAFETY: the core's get_next passes a non-NULL struct it has just
+    // zeroed, and it is ours to fill until we return.
+    let slot = &mut *out;
+    let result = guard(|| {
+        let more = producer.next_into(&mut ArraySlot::new_released(&mut *slot))?;
+        match (more, slot.array.release.is_some()) {
+            (true, true) | (false, false) => Ok(()),
+            (true, false) => Err(Error::io("next_into reported a batch but left the slot empty")),
+            (false, true) => Err(Error::io("next_into reported the end of the stream but filled the slot")),
+        }
+    });
+    match result {
         Ok(()) => 0,
         Err(e) => {
+            // A failed call hands nothing over: drop whatever was written.
+            sys::ferry_device_array_release(slot);
             write_error(error, e.message());
             e.code()
         }
@@ -190,10 +398,14 @@ impl DeviceArrayStream {
 
     /// A stream of `device_type` yielding `schema` and then each batch of
     /// `batches` (an `Err` batch fails that `get_next` call).
-    pub fn from_iter<I>(device_type: DeviceType, schema: Schema, batches: I) -> Result<DeviceArrayStream>
+    /// `batches` yields [`DeviceArray`]s or [`ArrayBuilder`]s (any
+    /// [`ExportArray`]); builders are built in place in the consumer's
+    /// struct, the cheapest way to stream Rust data.
+    pub fn from_iter<I, B>(device_type: DeviceType, schema: Schema, batches: I) -> Result<DeviceArrayStream>
     where
-        I: IntoIterator<Item = Result<DeviceArray>>,
+        I: IntoIterator<Item = Result<B>>,
         I::IntoIter: Send + 'static,
+        B: ExportArray,
     {
         DeviceArrayStream::from_producer(
             device_type,
@@ -260,10 +472,15 @@ impl DeviceArrayStream {
         let mut array = DeviceArray::released();
         let mut err = ErrorBuf::new();
         let code = unsafe { sys::ferry_stream_get_next(&mut self.raw, array.raw_mut(), err.as_mut_ptr()) };
-        err.check(code)?;
+        if code != 0 {
+            return Err(err.check(code).unwrap_err());
+        }
         if array.is_released() {
             return Ok(None);
         }
+        // The producer has just written the struct and the value is about
+        // to be moved: re-store it so those moves forward (see words.rs).
+        unsafe { rewrite_wide(array.raw_mut(), 8) };
         Ok(Some(array))
     }
 

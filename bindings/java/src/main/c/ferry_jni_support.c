@@ -60,6 +60,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   JNIEnv* env = NULL;
   if ((*vm)->GetEnv(vm, (void**)&env, JNI_VERSION_1_8) != JNI_OK) return JNI_ERR;
   g_vm = vm;
+  ferry_jni_release_queue_init();
   if (pthread_key_create(&g_detach_key, ferry_jni_detach_at_exit) != 0) return JNI_ERR;
 
   g_ferry_exception = ferry_jni_global_class(env, "org/ferry/FerryException");
@@ -201,15 +202,13 @@ static int ferry_jni_stream_upcall(jmethodID method, void* user_data, void* out,
                         "Java stream producer unreachable: no JVM attached to this thread");
     return EIO;
   }
-  if ((*env)->PushLocalFrame(env, 16) != 0) {
-    (*env)->ExceptionClear(env);
-    if (error) snprintf(error->message, sizeof error->message, "JNI local frame unavailable");
-    return ENOMEM;
-  }
+  /* No local frame: the call creates no local reference (long arguments,
+   * int result) and ferry_jni_take_exception deletes the ones it makes, so
+   * attached threads accumulate nothing; a frame would cost two more JNI
+   * functions per batch. */
   jint rc = (*env)->CallStaticIntMethod(env, g_upcalls, method, (jlong)(intptr_t)user_data,
                                         (jlong)(intptr_t)out);
   int code = ferry_jni_take_exception(env, error);
-  (*env)->PopLocalFrame(env, NULL);
   if (code != FERRY_OK) return code;
   if (rc != FERRY_OK && error != NULL && error->message[0] == '\0') {
     snprintf(error->message, sizeof error->message, "Java stream producer failed: %s",
@@ -270,25 +269,4 @@ JNIEXPORT jlongArray JNICALL Java_org_ferry_jni_Support_attachCounts(JNIEnv* env
   jlongArray out = (*env)->NewLongArray(env, 2);
   if (out != NULL) (*env)->SetLongArrayRegion(env, out, 0, 2, counts);
   return out;
-}
-
-/* ---- the lean stream cursor (org.ferry.DeviceArrayStream.Cursor) -------- */
-
-/* Releases the previous batch held in `reused` (if any) and pulls the next
- * one into it, in one JNI call: the per-batch cost is one Java->C crossing
- * plus the producer's work. Returns the batch length, -1 at the end, or
- * throws FerryException with the producer's code and message. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Support_streamAdvance(JNIEnv* env, jclass cls,
-                                                                jlong stream, jlong reused) {
-  struct ArrowDeviceArray* batch = (struct ArrowDeviceArray*)(intptr_t)reused;
-  ferry_device_array_release(batch);
-  struct FerryError error;
-  error.message[0] = '\0';
-  int rc = ferry_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, batch, &error);
-  if (rc != FERRY_OK) {
-    ferry_jni_throw_ferry(env, rc, error.message, "ferry_stream_get_next");
-    return -1;
-  }
-  if (ferry_device_array_is_released(batch)) return -1;
-  return (jlong)ferry_array_length(ferry_device_array_array(batch));
 }

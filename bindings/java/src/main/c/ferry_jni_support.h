@@ -39,6 +39,13 @@ int ferry_jni_stream_get_next(void* user_data, struct ArrowDeviceArray* out,
  *  NULL). Returns FERRY_OK when nothing was pending. */
 int ferry_jni_take_exception(JNIEnv* env, struct FerryError* error);
 
+/** Release hook of Java exports without onRelease actions (ferry_jni_handoff.c):
+ *  queues `user_data` (the export's handle) for Java to drain; calls
+ *  ferry_jni_release_hook instead when the queue is full. Any thread. */
+void ferry_jni_queued_release_hook(void* user_data);
+/** Prepares the release queue; called once by JNI_OnLoad. */
+void ferry_jni_release_queue_init(void);
+
 /** The cached JavaVM (NULL before JNI_OnLoad). */
 JavaVM* ferry_jni_vm(void);
 

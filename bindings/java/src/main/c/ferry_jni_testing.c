@@ -223,3 +223,145 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_callJavaLoop(JNIEnv* env, jcl
   (*env)->DeleteLocalRef(env, upcalls);
   return acc == n ? elapsed : -1;
 }
+
+/* ---- release helpers for the release-queue tests ------------------------ */
+
+static void* ferry_jni_release_thread(void* arg) {
+  ferry_device_array_release((struct ArrowDeviceArray*)arg);
+  return NULL;
+}
+
+/* Releases the device array (the struct memory stays the caller's) on a new
+ * pthread the JVM has never seen; returns 0, or -1 if no thread started. */
+JNIEXPORT jint JNICALL Java_org_ferry_jni_Testing_releaseOnForeignThread(JNIEnv* env,
+                                                                         jclass cls,
+                                                                         jlong array) {
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, ferry_jni_release_thread,
+                     (void*)(intptr_t)array) != 0) {
+    return -1;
+  }
+  pthread_join(thread, NULL);
+  return 0;
+}
+
+/* Releases every device array of `arrays` back to back, in C. */
+JNIEXPORT void JNICALL Java_org_ferry_jni_Testing_releaseAll(JNIEnv* env, jclass cls,
+                                                            jlongArray arrays) {
+  jsize n = (*env)->GetArrayLength(env, arrays);
+  jlong* values = (*env)->GetLongArrayElements(env, arrays, NULL);
+  if (values == NULL) return;
+  for (jsize i = 0; i < n; i++) {
+    ferry_device_array_release((struct ArrowDeviceArray*)(intptr_t)values[i]);
+  }
+  (*env)->ReleaseLongArrayElements(env, arrays, values, JNI_ABORT);
+}
+
+/* ---- per-case floors of the benchmark ------------------------------------
+ * Each floor makes the same boundary crossings as its case and the same C
+ * handoff (static producer, 128-byte move, read length and one value,
+ * release), and nothing else: no heap struct, no ferry bookkeeping, no Java
+ * object. */
+
+/* Moves a device array (and the schema when both addresses are given) from
+ * the producer's structs into the consumer's and reads it: the take half of
+ * an owning handoff. Returns length + first value. */
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_floorTake(JNIEnv* env, jclass cls,
+                                                            jlong schema_src, jlong array_src,
+                                                            jlong schema_dst,
+                                                            jlong array_dst) {
+  if (schema_src != 0 && schema_dst != 0) {
+    struct ArrowSchema* from = (struct ArrowSchema*)(intptr_t)schema_src;
+    memcpy((void*)(intptr_t)schema_dst, from, sizeof *from);
+    from->release = NULL;
+  }
+  struct ArrowDeviceArray* from = (struct ArrowDeviceArray*)(intptr_t)array_src;
+  struct ArrowDeviceArray* to = (struct ArrowDeviceArray*)(intptr_t)array_dst;
+  memcpy(to, from, sizeof *to);
+  from->array.release = NULL;
+  return to->array.length + ((const int32_t*)to->array.buffers[1])[0];
+}
+
+/* The release half: releases the consumer's array (and schema, when given). */
+JNIEXPORT void JNICALL Java_org_ferry_jni_Testing_floorRelease(JNIEnv* env, jclass cls,
+                                                              jlong schema, jlong array) {
+  struct ArrowDeviceArray* a = (struct ArrowDeviceArray*)(intptr_t)array;
+  a->array.release(&a->array);
+  if (schema != 0) {
+    struct ArrowSchema* s = (struct ArrowSchema*)(intptr_t)schema;
+    s->release(s);
+  }
+}
+
+/* get_next of a stream into the consumer's struct, then read: the take half
+ * of a stream pull. Returns length + first value. */
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_floorStreamTake(JNIEnv* env, jclass cls,
+                                                                  jlong stream, jlong dst) {
+  struct ArrowDeviceArrayStream* s = (struct ArrowDeviceArrayStream*)(intptr_t)stream;
+  struct ArrowDeviceArray* to = (struct ArrowDeviceArray*)(intptr_t)dst;
+  if (s->get_next(s, to) != 0 || to->array.release == NULL) return -1;
+  return to->array.length + ((const int32_t*)to->array.buffers[1])[0];
+}
+
+/* Releases the previous batch in `dst` (if live), pulls the next into it and
+ * reads it: a cursor advance in one crossing. */
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_floorStreamAdvance(JNIEnv* env, jclass cls,
+                                                                     jlong stream, jlong dst) {
+  struct ArrowDeviceArray* to = (struct ArrowDeviceArray*)(intptr_t)dst;
+  if (to->array.release != NULL) to->array.release(&to->array);
+  return Java_org_ferry_jni_Testing_floorStreamTake(env, cls, stream, dst);
+}
+
+/* A producer filling a static array into `out`: the export half. */
+JNIEXPORT void JNICALL Java_org_ferry_jni_Testing_floorFill(JNIEnv* env, jclass cls,
+                                                           jlong out) {
+  pthread_once(&g_static_once, ferry_jni_static_values_init);
+  ferry_jni_fill_static_array((struct ArrowDeviceArray*)(intptr_t)out, 1024);
+}
+
+/* A stream whose get_next calls the Java method Testing.floorGetNext(out),
+ * which calls floorFill: a Java producer's pull in its cheapest form. */
+static jclass g_testing_class;
+static jmethodID g_testing_floor_get_next;
+
+static int ferry_jni_floor_stream_get_next(struct ArrowDeviceArrayStream* s,
+                                           struct ArrowDeviceArray* out) {
+  JNIEnv* env = ferry_jni_env();
+  if (env == NULL) return EIO;
+  (*env)->CallStaticVoidMethod(env, g_testing_class, g_testing_floor_get_next,
+                               (jlong)(intptr_t)out);
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionClear(env);
+    return EIO;
+  }
+  return 0;
+}
+
+JNIEXPORT jint JNICALL Java_org_ferry_jni_Testing_floorJavaStream(JNIEnv* env, jclass cls,
+                                                                 jlong stream_out) {
+  if (g_testing_class == NULL) {
+    g_testing_class = (jclass)(*env)->NewGlobalRef(env, cls);
+    g_testing_floor_get_next = (*env)->GetStaticMethodID(env, cls, "floorGetNext", "(J)V");
+    if (g_testing_floor_get_next == NULL) return -1;
+  }
+  struct ArrowDeviceArrayStream* s = (struct ArrowDeviceArrayStream*)(intptr_t)stream_out;
+  memset(s, 0, sizeof *s);
+  s->device_type = ARROW_DEVICE_CPU;
+  s->get_schema = ferry_jni_static_stream_get_schema;
+  s->get_next = ferry_jni_floor_stream_get_next;
+  s->get_last_error = ferry_jni_static_stream_last_error;
+  s->release = ferry_jni_static_stream_release;
+  return 0;
+}
+
+/* One Java->C crossing plus the C->C handoff: the floor of the cursor. */
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_floorJniC2c(JNIEnv* env, jclass cls) {
+  struct ArrowDeviceArray produced, consumed;
+  pthread_once(&g_static_once, ferry_jni_static_values_init);
+  ferry_jni_fill_static_array(&produced, 1024);
+  memcpy(&consumed, &produced, sizeof consumed);
+  produced.array.release = NULL;
+  jlong out = consumed.array.length + ((const int32_t*)consumed.array.buffers[1])[0];
+  consumed.array.release(&consumed.array);
+  return out;
+}

@@ -2191,6 +2191,145 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1sim_1is_1strict
 }
 
 
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1get_1next_1on(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+  jint jresult = 0 ;
+  struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  void *arg3 = (void *) 0 ;
+  struct FerryError *arg4 = (struct FerryError *) 0 ;
+  struct FerryError temp4 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp4);
+  arg4 = &temp4;
+  
+  arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
+  arg3 = (void *)(intptr_t)jarg3; 
+  result = (int)ferry_stream_get_next_on(arg1,arg2,arg3,arg4);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp4), "ferry_stream_get_next_on");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1move_1to_1device(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5) {
+  jint jresult = 0 ;
+  struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  ArrowDeviceType arg3 ;
+  int64_t arg4 ;
+  struct ArrowDeviceArray *arg5 = (struct ArrowDeviceArray *) 0 ;
+  struct FerryError *arg6 = (struct FerryError *) 0 ;
+  struct FerryError temp6 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp6);
+  arg6 = &temp6;
+  
+  arg1 = (struct ArrowSchema *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
+  arg3 = (ArrowDeviceType)jarg3; 
+  arg4 = (int64_t)jarg4; 
+  arg5 = (struct ArrowDeviceArray *)(intptr_t)jarg5; 
+  result = (int)ferry_device_array_move_to_device((struct ArrowSchema const *)arg1,arg2,arg3,arg4,arg5,arg6);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp6), "ferry_device_array_move_to_device");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1to_1dlpack(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlongArray jarg4) {
+  jint jresult = 0 ;
+  struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  void *arg3 = (void *) 0 ;
+  struct DLManagedTensorVersioned **arg4 = (struct DLManagedTensorVersioned **) 0 ;
+  struct FerryError *arg5 = (struct FerryError *) 0 ;
+  struct DLManagedTensorVersioned *temp4 = 0 ;
+  struct FerryError temp5 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp5);
+  arg5 = &temp5;
+  
+  arg1 = (struct ArrowSchema *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
+  arg3 = (void *)(intptr_t)jarg3; 
+  
+  if (!jarg4 || (*jenv)->GetArrayLength(jenv, jarg4) < 1) {
+    ferry_jni_throw_illegal_argument(jenv, "out parameter must be an array of length >= 1");
+    return 0;
+  }
+  arg4 = &temp4;
+  
+  result = (int)ferry_device_array_to_dlpack((struct ArrowSchema const *)arg1,arg2,arg3,arg4,arg5);
+  jresult = (jint)result; 
+  
+  {
+    jlong value = (jlong)(intptr_t)temp4;
+    (*jenv)->SetLongArrayRegion(jenv, jarg4, 0, 1, &value);
+  }
+  
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp5), "ferry_device_array_to_dlpack");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1from_1dlpack(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+  jint jresult = 0 ;
+  struct DLManagedTensorVersioned *arg1 = (struct DLManagedTensorVersioned *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArray *arg3 = (struct ArrowDeviceArray *) 0 ;
+  struct FerryError *arg4 = (struct FerryError *) 0 ;
+  struct FerryError temp4 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp4);
+  arg4 = &temp4;
+  
+  arg1 = (struct DLManagedTensorVersioned *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  arg3 = (struct ArrowDeviceArray *)(intptr_t)jarg3; 
+  result = (int)ferry_device_array_from_dlpack(arg1,arg2,arg3,arg4);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp4), "ferry_device_array_from_dlpack");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,13 +4,20 @@ import java.nio.ByteBuffer;
 import java.util.Map;
 import org.ferry.jni.FerryNative;
 import org.ferry.jni.FerryNativeConstants;
+import org.ferry.jni.Handoff;
 import org.ferry.jni.Support;
 
 /**
  * Exports Java-owned memory as ArrowSchema / ArrowDeviceArray without copying.
  * The exported array points at the direct ByteBuffers (or device addresses) of
- * an {@link ExportedBatch}; ferry's release hook, called exactly once when the
- * consumer releases the array, drops the last Java reference to them.
+ * an {@link ExportedBatch}; a handle table keeps them reachable until the
+ * consumer releases the array.
+ *
+ * <p>A flat batch (no children, dictionary or producer device) is exported with
+ * one JNI call, which reads the ByteBuffers' addresses in C. A batch without
+ * onRelease actions is released through the release queue (no call into Java;
+ * see {@link ReleaseQueue}); one with actions through a C-to-Java call that runs
+ * them on the releasing thread.
  */
 public final class ArrayExporter {
   private static final System.Logger LOG = System.getLogger("org.ferry");
@@ -119,11 +126,17 @@ public final class ArrayExporter {
    * run and the caller still owns its memory.
    */
   public static void exportDeviceArray(ExportedBatch batch, long out) {
+    boolean actions = batch.hasReleaseActionsInTree();
+    if (!actions && batch.isFlat() && batch.bufferCount() <= Handoff.MAX_EXPORT_BUFFERS) {
+      exportQueued(batch, out);
+      return;
+    }
     Record record = new Record(batch);
     long handle = HandleTable.put(record);
+    if (!actions) ReleaseQueue.ensureDrainer();
     long array = DeviceArray.newOrThrow(FerryNative.ferry_array_new(), "ArrowArray");
     try {
-      fillArray(batch, array, RELEASE_HOOK, handle);
+      fillArray(batch, array, actions ? RELEASE_HOOK : ReleaseQueue.HOOK, handle);
       Device device = batch.producerDevice();
       if (device != null) {
         FerryNative.ferry_device_array_init_async(out, array, device.address(),
@@ -142,14 +155,33 @@ public final class ArrayExporter {
     }
   }
 
+  /** The one-call export of a flat batch without actions (the hot path). */
+  private static void exportQueued(ExportedBatch batch, long out) {
+    ReleaseQueue.ensureDrainer();
+    long handle = HandleTable.put(batch);
+    long popped;
+    try {
+      popped = Handoff.exportArray(out, batch.length(), batch.nullCountValue(),
+          batch.offsetValue(), batch.byteBuffers(), batch.rawAddresses(), batch.deviceType(),
+          batch.deviceId(), ReleaseQueue.HOOK, handle);
+    } catch (RuntimeException | Error e) {
+      HandleTable.remove(handle); // the handle is never reused: a queued copy is ignored
+      throw e;
+    }
+    ReleaseQueue.popped(popped);
+  }
+
   private static void fillArray(ExportedBatch batch, long array, long hook, long handle) {
-    Object[] buffers = batch.bufferList();
     ExportedBatch[] children = batch.childList();
     // Check every buffer before ferry_array_init, so a bad buffer fails early.
-    long[] addresses = new long[buffers.length];
-    for (int i = 0; i < buffers.length; i++) addresses[i] = addressOf(buffers[i], i);
+    int n = batch.bufferCount();
+    long[] addresses = new long[n];
+    ByteBuffer[] buffers = batch.byteBuffers();
+    for (int i = 0; i < n; i++) {
+      addresses[i] = buffers != null ? addressOf(buffers[i], i) : batch.rawAddresses()[i];
+    }
     FerryNative.ferry_array_init(array, batch.length(), batch.nullCountValue(),
-        batch.offsetValue(), buffers.length, 0, children.length, hook, handle);
+        batch.offsetValue(), n, 0, children.length, hook, handle);
     for (int i = 0; i < addresses.length; i++) {
       if (addresses[i] != 0) FerryNative.ferry_array_set_buffer(array, i, addresses[i]);
     }
@@ -163,10 +195,8 @@ public final class ArrayExporter {
     }
   }
 
-  private static long addressOf(Object buffer, int i) {
-    if (buffer == null) return 0;
-    if (buffer instanceof Long) return (Long) buffer;
-    ByteBuffer b = (ByteBuffer) buffer;
+  private static long addressOf(ByteBuffer b, int i) {
+    if (b == null) return 0;
     if (!b.isDirect()) {
       throw new IllegalArgumentException("buffer " + i + " is a heap ByteBuffer; only direct "
           + "ByteBuffers can be exported without copying");
@@ -188,8 +218,19 @@ public final class ArrayExporter {
     }
   }
 
-  /** Java exports (arrays and streams) whose consumers have not released them yet. */
+  /** Java exports (arrays and streams) whose consumers have not released them yet
+   *  (drains the release queue first, so the count is exact). */
   public static long liveExports() {
+    ReleaseQueue.drainAll();
     return HandleTable.size();
+  }
+
+  /**
+   * Drops every export whose consumer has released it since the last drain, now,
+   * on this thread (the release queue is otherwise drained by later exports and a
+   * daemon thread). Returns how many were dropped.
+   */
+  public static int drainReleases() {
+    return ReleaseQueue.drainAll();
   }
 }

@@ -3,22 +3,46 @@ package org.ferry;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.ferry.jni.FerryNative;
+import org.ferry.jni.Handoff;
 import org.ferry.jni.Support;
 
 /**
  * A read-only view of one ArrowArray inside a {@link DeviceArray} (the root, a
  * child or a dictionary) together with its schema. Valid while the DeviceArray
- * is open; every accessor checks that.
+ * is open; every accessor checks that. Length, null count, offset, counts and
+ * the first buffer addresses are read with one native call (the root's come from
+ * the import) and cached: the struct does not change while it is owned.
  */
 public final class ArrayView {
   private final DeviceArray owner;
   private final long array;
   private final long schema;
+  private long[] info;
 
-  ArrayView(DeviceArray owner, long array, long schema) {
+  ArrayView(DeviceArray owner, long array, long schema, long[] info) {
     this.owner = owner;
     this.array = array;
     this.schema = schema;
+    this.info = info;
+  }
+
+  private long[] info() {
+    owner.checkOpen();
+    long[] i = info;
+    if (i == null) {
+      i = new long[Handoff.INFO_SIZE];
+      Handoff.arrayInfo(array, i);
+      info = i;
+    }
+    return i;
+  }
+
+  /** Buffer {@code i} of the ArrowArray at {@code array} described by {@code info}. */
+  static long bufferAddress(long array, long[] info, int i) {
+    long n = info[Handoff.N_BUFFERS];
+    if (i < 0 || i >= n) throw new IndexOutOfBoundsException("buffer " + i + " of " + n);
+    if (i < Handoff.INLINE_BUFFERS) return info[Handoff.BUFFER0 + i];
+    return FerryNative.ferry_array_buffer(array, i);
   }
 
   /** The ArrowArray's address (borrowed). */
@@ -33,29 +57,28 @@ public final class ArrayView {
   }
 
   public long length() {
-    return FerryNative.ferry_array_length(address());
+    return info()[Handoff.LENGTH];
   }
 
   public long nullCount() {
-    return FerryNative.ferry_array_null_count(address());
+    return info()[Handoff.NULL_COUNT];
   }
 
   public long offset() {
-    return FerryNative.ferry_array_offset(address());
+    return info()[Handoff.OFFSET];
   }
 
   public int bufferCount() {
-    return Math.toIntExact(FerryNative.ferry_array_n_buffers(address()));
+    return Math.toIntExact(info()[Handoff.N_BUFFERS]);
   }
 
   public int childCount() {
-    return Math.toIntExact(FerryNative.ferry_array_n_children(address()));
+    return Math.toIntExact(info()[Handoff.N_CHILDREN]);
   }
 
   /** Buffer {@code i}'s address on the array's device (0 when absent). */
   public long bufferAddress(int i) {
-    checkBufferIndex(i);
-    return FerryNative.ferry_array_buffer(address(), i);
+    return bufferAddress(array, info(), i);
   }
 
   /** Buffer {@code i}'s size in bytes, from the format, length and offset. */
@@ -94,18 +117,18 @@ public final class ArrayView {
     if (child == 0 || childSchema == 0) {
       throw new IndexOutOfBoundsException("child " + i + " of " + childCount());
     }
-    return new ArrayView(owner, child, childSchema);
+    return new ArrayView(owner, child, childSchema, null);
   }
 
   /** The dictionary, or null. */
   public ArrayView dictionary() {
-    long dictionary = FerryNative.ferry_array_dictionary(address());
+    long dictionary = info()[Handoff.DICTIONARY];
     if (dictionary == 0) return null;
     long dictionarySchema = FerryNative.ferry_schema_dictionary(schema);
     if (dictionarySchema == 0) {
       throw new FerryException(FerryException.EINVAL, "array has a dictionary, schema has none");
     }
-    return new ArrayView(owner, dictionary, dictionarySchema);
+    return new ArrayView(owner, dictionary, dictionarySchema, null);
   }
 
   private void checkBufferIndex(int i) {

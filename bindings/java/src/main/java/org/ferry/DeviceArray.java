@@ -1,48 +1,55 @@
 package org.ferry;
 
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import org.ferry.jni.FerryNative;
 import org.ferry.jni.FerryNativeConstants;
+import org.ferry.jni.Handoff;
 
 /**
  * An ArrowDeviceArray and its schema owned by Java. The structs live on the C
  * heap; the array was moved in from its producer, so this object is the only
- * owner and {@link #close()} releases it exactly once (a {@link java.lang.ref.Cleaner}
- * releases it, and reports a leak, if it becomes unreachable unclosed).
+ * owner and {@link #close()} releases it exactly once (a safety net releases it,
+ * and reports a leak, if it becomes unreachable unclosed: see {@link NativeHandle}).
  *
- * <p>Accessors read through ferry's C accessors; buffers of host-readable memory
- * are exposed as read-only direct ByteBuffers without copying. Not thread-safe,
- * like the underlying struct.
+ * <p>Import is one JNI call, which also reports the top-level length, null count,
+ * offset, buffer count, buffer addresses and device; those accessors read that
+ * cache and make no native call. Close is one JNI call. Buffers of host-readable
+ * memory are exposed as read-only direct ByteBuffers without copying. Not
+ * thread-safe, like the underlying struct.
  */
 public final class DeviceArray implements AutoCloseable, Schema.Owner {
   private final NativeHandle handle;
-  private final long address;
   private final SchemaOwner schema;
-  private final int deviceType;
-  private final long deviceId;
+  /** What the import call reported (Handoff.* slots); the struct never changes. */
+  private final long[] info;
   private int hostAccessible = -1;
 
   /** Takes ownership of a heap ArrowDeviceArray and one hold on {@code schema}. */
-  private DeviceArray(long address, SchemaOwner schema) {
-    this.address = address;
+  private DeviceArray(long address, SchemaOwner schema, long[] info) {
     this.schema = schema;
-    this.deviceType = FerryNative.ferry_device_array_device_type(address);
-    this.deviceId = FerryNative.ferry_device_array_device_id(address);
-    this.handle = new NativeHandle(this, address, a -> {
-      FerryNative.ferry_device_array_free(a);
-      schema.release();
-    }, "DeviceArray");
+    this.info = info;
+    this.handle = new NativeHandle(this, address, schema, "DeviceArray");
+  }
+
+  /** Wraps a filled heap array and one hold on {@code schema} (already taken);
+   *  on failure frees both. {@code info} may be null: it is read here then. */
+  static DeviceArray wrap(long heapDeviceArray, SchemaOwner schema, long[] info) {
+    try {
+      if (info == null) {
+        info = new long[Handoff.INFO_SIZE];
+        Handoff.deviceArrayInfo(heapDeviceArray, info);
+      }
+      return new DeviceArray(heapDeviceArray, schema, info);
+    } catch (RuntimeException | Error e) {
+      schema.accept(heapDeviceArray);
+      throw e;
+    }
   }
 
   /** For DeviceArrayStream: wraps a filled heap array sharing the stream's schema. */
-  static DeviceArray adopt(long heapDeviceArray, SchemaOwner schema) {
-    try {
-      return new DeviceArray(heapDeviceArray, schema.retain());
-    } catch (RuntimeException | Error e) {
-      FerryNative.ferry_device_array_free(heapDeviceArray);
-      schema.release();
-      throw e;
-    }
+  static DeviceArray adopt(long heapDeviceArray, SchemaOwner schema, long[] info) {
+    return wrap(heapDeviceArray, schema.retain(), info);
   }
 
   /**
@@ -51,39 +58,9 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
    * Java owns everything; on failure nothing was moved.
    */
   public static DeviceArray importFrom(long schemaAddress, long deviceArrayAddress) {
-    if (schemaAddress == 0 || deviceArrayAddress == 0) {
-      throw new IllegalArgumentException("null ArrowSchema or ArrowDeviceArray address");
-    }
-    if (FerryNative.ferry_schema_is_released(schemaAddress)) {
-      throw new FerryException(FerryException.EINVAL, "the ArrowSchema to import is released");
-    }
-    if (FerryNative.ferry_device_array_is_released(deviceArrayAddress)) {
-      throw new FerryException(FerryException.EINVAL,
-          "the ArrowDeviceArray to import is released");
-    }
-    long array = newOrThrow(FerryNative.ferry_device_array_new(), "ArrowDeviceArray");
-    long schema = FerryNative.ferry_schema_new();
-    if (schema == 0) {
-      FerryNative.ferry_device_array_free(array);
-      throw new OutOfMemoryError("ferry_schema_new: out of memory");
-    }
-    // The array is moved last, so a failure leaves the producer's array untouched.
-    try {
-      FerryNative.ferry_schema_move(schemaAddress, schema);
-    } catch (RuntimeException e) {
-      FerryNative.ferry_schema_free(schema);
-      FerryNative.ferry_device_array_free(array);
-      throw e;
-    }
-    try {
-      FerryNative.ferry_device_array_move(deviceArrayAddress, array);
-    } catch (RuntimeException e) {
-      FerryNative.ferry_schema_move(schema, schemaAddress); // hand the schema back
-      FerryNative.ferry_schema_free(schema);
-      FerryNative.ferry_device_array_free(array);
-      throw e;
-    }
-    return new DeviceArray(array, new SchemaOwner(schema));
+    long[] info = new long[Handoff.INFO_SIZE];
+    long array = Handoff.importArray(schemaAddress, deviceArrayAddress, info);
+    return wrap(array, new SchemaOwner(info[Handoff.SCHEMA]), info);
   }
 
   /**
@@ -129,30 +106,31 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
     return new Schema(schema.address(), this);
   }
 
-  /** The top-level array. */
+  /** The top-level array (its ArrowArray is the device array's first member). */
   public ArrayView root() {
-    long array = FerryNative.ferry_device_array_array(address());
-    return new ArrayView(this, array, schema.address());
+    return new ArrayView(this, address(), schema.address(), info);
   }
 
   public int deviceType() {
-    return deviceType;
+    return (int) info[Handoff.DEVICE_TYPE];
   }
 
   public long deviceId() {
-    return deviceId;
+    return info[Handoff.DEVICE_ID];
   }
 
   /** The producer's sync event (a pointer to the native event), 0 when none. */
   public long syncEvent() {
-    return FerryNative.ferry_device_array_sync_event(address());
+    checkOpen();
+    return info[Handoff.SYNC_EVENT];
   }
 
   /** True when the host may read this array's memory directly. */
   public boolean isHostAccessible() {
     if (hostAccessible < 0) {
-      hostAccessible = deviceType == DeviceType.CPU
-          || Device.resolve(deviceType, deviceId).isHostAccessible() ? 1 : 0;
+      int type = deviceType();
+      hostAccessible = type == DeviceType.CPU
+          || Device.resolve(type, deviceId()).isHostAccessible() ? 1 : 0;
     }
     return hostAccessible == 1;
   }
@@ -169,23 +147,29 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
   }
 
   public long length() {
-    return root().length();
+    checkOpen();
+    return info[Handoff.LENGTH];
   }
 
   public long nullCount() {
-    return root().nullCount();
+    checkOpen();
+    return info[Handoff.NULL_COUNT];
   }
 
   public long offset() {
-    return root().offset();
+    checkOpen();
+    return info[Handoff.OFFSET];
   }
 
   public int bufferCount() {
-    return root().bufferCount();
+    checkOpen();
+    return Math.toIntExact(info[Handoff.N_BUFFERS]);
   }
 
+  /** Buffer {@code i}'s address on the array's device (0 when absent). */
   public long bufferAddress(int i) {
-    return root().bufferAddress(i);
+    long a = address();
+    return ArrayView.bufferAddress(a, info, i);
   }
 
   /** See {@link ArrayView#buffer(int)}. */
@@ -194,7 +178,8 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
   }
 
   public int childCount() {
-    return root().childCount();
+    checkOpen();
+    return Math.toIntExact(info[Handoff.N_CHILDREN]);
   }
 
   public ArrayView child(int i) {
@@ -223,7 +208,7 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
       FerryNative.ferry_device_array_free(out);
       throw e;
     }
-    return adopt(out, schema);
+    return adopt(out, schema, null);
   }
 
   /**
@@ -246,9 +231,9 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
   /** Moves the array out as a plain CPU ArrowSchema + ArrowArray (for Arrow Java's
    *  C data module). Waits on the sync event first; CPU arrays only. */
   public void exportArrowC(long arrowSchemaOut, long arrowArrayOut) {
-    if (deviceType != DeviceType.CPU) {
+    if (deviceType() != DeviceType.CPU) {
       throw new FerryException(FerryException.EINVAL, "only CPU arrays export as a plain "
-          + "ArrowArray; this one is on " + DeviceType.name(deviceType));
+          + "ArrowArray; this one is on " + DeviceType.name(deviceType()));
     }
     await();
     long a = address();
@@ -265,16 +250,62 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
     }
   }
 
+  /**
+   * Moves this array into a DLPack 1.x tensor over the same memory (fixed-width
+   * types without nulls; one dimension) and returns its
+   * {@code DLManagedTensorVersioned*} address; this object is closed. The caller
+   * owns the tensor: hand it to a DLPack consumer, or {@link Dlpack#delete} it
+   * (which releases the array). {@code consumerStream} (a stream of the array's
+   * device) is made to wait on the array's sync event; 0 makes the host wait.
+   * On failure nothing changes.
+   */
+  public long toDlpack(long consumerStream) {
+    long a = address();
+    long[] out = new long[1];
+    FerryNative.ferry_device_array_to_dlpack(schema.address(), a, consumerStream, out);
+    handle.close(); // the struct was moved into the tensor: frees it and the schema hold
+    return out[0];
+  }
+
+  /** {@link #toDlpack(long)} with the host waiting on the sync event. */
+  public long toDlpack() {
+    return toDlpack(0);
+  }
+
+  /**
+   * Takes in the DLPack 1.x tensor at {@code tensor} (one-dimensional, contiguous,
+   * integers or floats) without copying. On success ferry owns the tensor and
+   * calls its deleter once, when the returned array is closed; on failure the
+   * caller still owns it.
+   */
+  public static DeviceArray fromDlpack(long tensor) {
+    if (tensor == 0) throw new IllegalArgumentException("null DLManagedTensorVersioned address");
+    long schema = newOrThrow(FerryNative.ferry_schema_new(), "ArrowSchema");
+    long array = FerryNative.ferry_device_array_new();
+    try {
+      if (array == 0) throw new OutOfMemoryError("ferry: cannot allocate ArrowDeviceArray");
+      FerryNative.ferry_device_array_from_dlpack(tensor, schema, array);
+    } catch (RuntimeException | Error e) {
+      FerryNative.ferry_schema_free(schema);
+      FerryNative.ferry_device_array_free(array);
+      throw e;
+    }
+    return wrap(array, new SchemaOwner(schema), null);
+  }
+
   /** Releases the array (exactly once; later calls do nothing). */
   @Override
   public void close() {
     handle.close();
+    // Keeps this object reachable until the free is done, so that the safety
+    // net cannot see it unreachable (and report a leak) in the middle of close.
+    Reference.reachabilityFence(this);
   }
 
   @Override
   public String toString() {
     if (isClosed()) return "DeviceArray(closed)";
     return "DeviceArray(" + schema().format() + ", length " + length() + ", "
-        + DeviceType.name(deviceType) + ":" + deviceId + ")";
+        + DeviceType.name(deviceType()) + ":" + deviceId() + ")";
   }
 }

@@ -2,7 +2,9 @@ package org.ferry;
 
 import java.util.Iterator;
 import java.util.NoSuchElementException;
+import java.lang.ref.Reference;
 import org.ferry.jni.FerryNative;
+import org.ferry.jni.Handoff;
 
 /**
  * An ArrowDeviceArrayStream owned by Java: moved in from its producer, released
@@ -84,22 +86,14 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     return schemaCell.owner;
   }
 
-  /** The next batch (owned by the caller), or null at the end of the stream. */
+  /** The next batch (owned by the caller), or null at the end of the stream. One
+   *  JNI call: get_next into a new heap struct, reporting what the accessors read. */
   public DeviceArray next() {
     SchemaOwner schema = schemaOwner();
-    long stream = address();
-    long array = DeviceArray.newOrThrow(FerryNative.ferry_device_array_new(), "ArrowDeviceArray");
-    try {
-      FerryNative.ferry_stream_get_next(stream, array);
-    } catch (RuntimeException e) {
-      FerryNative.ferry_device_array_free(array);
-      throw e;
-    }
-    if (FerryNative.ferry_device_array_is_released(array)) {
-      FerryNative.ferry_device_array_free(array);
-      return null;
-    }
-    return DeviceArray.adopt(array, schema);
+    long[] info = new long[Handoff.INFO_SIZE];
+    long array = Handoff.streamNext(address(), info);
+    if (array == 0) return null;
+    return DeviceArray.adopt(array, schema, info);
   }
 
   /** Iterates the remaining batches; each must be closed by the caller. */
@@ -142,6 +136,8 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
   public static final class Cursor implements AutoCloseable {
     private final DeviceArrayStream stream;
     private final NativeHandle batch;
+    /** What the last advance reported (Handoff.* slots). */
+    private final long[] info = new long[Handoff.INFO_SIZE];
     private long length = -1;
 
     private Cursor(DeviceArrayStream stream) {
@@ -152,9 +148,10 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
           "DeviceArrayStream.Cursor");
     }
 
-    /** Releases the current batch and moves to the next; false at the end. */
+    /** Releases the current batch and moves to the next; false at the end. One JNI
+     *  call, which also reports length, counts and buffer addresses. */
     public boolean advance() {
-      length = org.ferry.jni.Support.streamAdvance(stream.address(), batch.checkedAddress());
+      length = Handoff.cursorAdvance(stream.address(), batch.checkedAddress(), info);
       return length >= 0;
     }
 
@@ -170,13 +167,21 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
 
     /** Buffer {@code i} of the current batch's top-level array. */
     public long bufferAddress(int i) {
-      return FerryNative.ferry_array_buffer(FerryNative.ferry_device_array_array(address()), i);
+      long a = address();
+      if (length < 0) throw new IllegalStateException("the cursor holds no batch");
+      return ArrayView.bufferAddress(a, info, i);
+    }
+
+    /** The current batch's device type (valid while it holds a batch). */
+    public int deviceType() {
+      return (int) info[Handoff.DEVICE_TYPE];
     }
 
     /** Releases the current batch. */
     @Override
     public void close() {
       batch.close();
+      Reference.reachabilityFence(this);
     }
   }
 
@@ -190,5 +195,6 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
   @Override
   public void close() {
     handle.close();
+    Reference.reachabilityFence(this);
   }
 }

@@ -16,7 +16,9 @@ public final class ExportedBatch {
   private final long length;
   private long nullCount;
   private long offset;
-  private Object[] buffers = new Object[0];
+  /** Exactly one of these is non-null: direct buffers, or raw addresses. */
+  private ByteBuffer[] buffers = new ByteBuffer[0];
+  private long[] addresses;
   private ExportedBatch[] children = new ExportedBatch[0];
   private ExportedBatch dictionary;
   private int deviceType = DeviceType.CPU;
@@ -47,15 +49,15 @@ public final class ExportedBatch {
   /** Buffers as direct ByteBuffers (null for an absent buffer); exported from index 0. */
   public ExportedBatch buffers(ByteBuffer... newBuffers) {
     this.buffers = newBuffers.clone();
+    this.addresses = null;
     return this;
   }
 
   /** Buffers as raw addresses (0 for absent), e.g. device memory; keep the memory
    *  alive with {@link #onRelease}. */
   public ExportedBatch bufferAddresses(long... addresses) {
-    Object[] b = new Object[addresses.length];
-    for (int i = 0; i < addresses.length; i++) b[i] = addresses[i];
-    this.buffers = b;
+    this.addresses = addresses.clone();
+    this.buffers = null;
     return this;
   }
 
@@ -87,7 +89,9 @@ public final class ExportedBatch {
     return this;
   }
 
-  /** Runs once when the consumer releases the exported array (not on a failed export). */
+  /** Runs once when the consumer releases the exported array (not on a failed export),
+   *  on the releasing thread. A batch with actions is released through a C-to-Java
+   *  call; one without (only buffers to keep alive) through the release queue. */
   public ExportedBatch onRelease(Runnable action) {
     onRelease.add(action);
     return this;
@@ -105,8 +109,32 @@ public final class ExportedBatch {
     return offset;
   }
 
-  Object[] bufferList() {
+  /** The direct buffers, or null when raw addresses were given. */
+  ByteBuffer[] byteBuffers() {
     return buffers;
+  }
+
+  /** The raw addresses, or null when direct buffers were given. */
+  long[] rawAddresses() {
+    return addresses;
+  }
+
+  int bufferCount() {
+    return buffers != null ? buffers.length : addresses.length;
+  }
+
+  /** No children, dictionary or producer device: the one-call export applies. */
+  boolean isFlat() {
+    return children.length == 0 && dictionary == null && producerDevice == null;
+  }
+
+  /** True when this batch or any child or dictionary has onRelease actions. */
+  boolean hasReleaseActionsInTree() {
+    if (!onRelease.isEmpty()) return true;
+    for (ExportedBatch child : children) {
+      if (child.hasReleaseActionsInTree()) return true;
+    }
+    return dictionary != null && dictionary.hasReleaseActionsInTree();
   }
 
   ExportedBatch[] childList() {

@@ -1,15 +1,18 @@
 package org.ferry;
 
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
-
 /**
  * What Java exported and a C consumer still holds: the handle passed to C as
- * user_data maps to an entry that keeps the exported Java objects (direct
- * buffers, iterators) reachable until ferry calls the release hook.
+ * user_data maps to an object that keeps the exported Java objects (direct
+ * buffers, iterators) reachable until the consumer releases the export.
+ *
+ * <p>Handles are {@code generation << 32 | slot}: slots are reused, generations
+ * are not (per slot), so a stale handle (a release still queued for an export
+ * whose entry was dropped after a failure) never hits a newer entry. Handles are
+ * never 0 and below 2^63 (ferry_jni_handoff.c uses bit 63). One monitor guards
+ * the table: exports and releases take it once each (a drain of k releases once).
  */
 final class HandleTable {
-  /** One exported object; {@link #released()} runs once, when the consumer releases. */
+  /** An entry with a release action; any other object is only kept reachable. */
   abstract static class Entry {
     private volatile boolean cancelled;
 
@@ -25,29 +28,92 @@ final class HandleTable {
     abstract void released();
   }
 
-  private static final ConcurrentHashMap<Long, Entry> ENTRIES = new ConcurrentHashMap<>();
-  private static final AtomicLong NEXT = new AtomicLong(1);
+  private static Object[] entries = new Object[256];
+  private static int[] generations = new int[256];
+  private static int[] freeSlots = new int[256];
+  private static int freeCount;
+  private static int highWater;
+  private static int live;
 
   private HandleTable() {}
 
-  static long put(Entry entry) {
-    long handle = NEXT.getAndIncrement();
-    ENTRIES.put(handle, entry);
-    return handle;
+  static synchronized long put(Object entry) {
+    int slot;
+    if (freeCount > 0) {
+      slot = freeSlots[--freeCount];
+    } else {
+      if (highWater == entries.length) grow();
+      slot = highWater++;
+    }
+    int generation = (generations[slot] + 1) & Integer.MAX_VALUE;
+    if (generation == 0) generation = 1;
+    generations[slot] = generation;
+    entries[slot] = entry;
+    live++;
+    return ((long) generation << 32) | slot;
   }
 
-  static Entry get(long handle) {
-    return ENTRIES.get(handle);
+  private static void grow() {
+    int n = entries.length * 2;
+    entries = java.util.Arrays.copyOf(entries, n);
+    generations = java.util.Arrays.copyOf(generations, n);
+    freeSlots = java.util.Arrays.copyOf(freeSlots, n);
+  }
+
+  private static int slotOf(long handle) {
+    int slot = (int) handle;
+    int generation = (int) (handle >>> 32);
+    if (slot < 0 || slot >= highWater || generation == 0 || generations[slot] != generation
+        || entries[slot] == null) {
+      return -1;
+    }
+    return slot;
+  }
+
+  static synchronized Object get(long handle) {
+    int slot = slotOf(handle);
+    return slot < 0 ? null : entries[slot];
+  }
+
+  private static Object removeLocked(long handle) {
+    int slot = slotOf(handle);
+    if (slot < 0) return null;
+    Object entry = entries[slot];
+    entries[slot] = null;
+    freeSlots[freeCount++] = slot;
+    live--;
+    return entry;
+  }
+
+  /** Drops the entry without running anything (a failed export). */
+  static synchronized void remove(long handle) {
+    removeLocked(handle);
   }
 
   /** Removes the entry and runs its release action (once; unknown handles are ignored). */
   static void release(long handle) {
-    Entry entry = ENTRIES.remove(handle);
-    if (entry != null && !entry.isCancelled()) entry.released();
+    Object entry;
+    synchronized (HandleTable.class) {
+      entry = removeLocked(handle);
+    }
+    runReleased(entry);
   }
 
-  /** Exports not yet released by their consumers. */
-  static int size() {
-    return ENTRIES.size();
+  /** {@link #release} for {@code handles[0..n)}, under one lock. */
+  static void releaseAll(long[] handles, int n) {
+    Object[] removed = new Object[n];
+    synchronized (HandleTable.class) {
+      for (int i = 0; i < n; i++) removed[i] = removeLocked(handles[i]);
+    }
+    for (Object entry : removed) runReleased(entry);
+  }
+
+  private static void runReleased(Object entry) {
+    if (entry instanceof Entry && !((Entry) entry).isCancelled()) ((Entry) entry).released();
+  }
+
+  /** Exports not yet released by their consumers (as far as Java has heard). */
+  static synchronized int size() {
+    return live;
   }
 }

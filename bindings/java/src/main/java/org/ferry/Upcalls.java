@@ -42,7 +42,7 @@ final class Upcalls {
   }
 
   private static StreamExporter.Record streamRecord(long handle) {
-    HandleTable.Entry entry = HandleTable.get(handle);
+    Object entry = HandleTable.get(handle);
     if (!(entry instanceof StreamExporter.Record)) {
       throw new FerryException(FerryException.EINVAL, "unknown Java stream handle " + handle);
     }

@@ -334,4 +334,20 @@ public class FerryNative implements FerryNativeConstants {
     return FerryNativeJNI.ferry_sim_is_strict();
   }
 
+  public static int ferry_stream_get_next_on(long stream, long out, long consumer_stream) {
+    return FerryNativeJNI.ferry_stream_get_next_on(stream, out, consumer_stream);
+  }
+
+  public static int ferry_device_array_move_to_device(long schema, long src, int device_type, long device_id, long out) {
+    return FerryNativeJNI.ferry_device_array_move_to_device(schema, src, device_type, device_id, out);
+  }
+
+  public static int ferry_device_array_to_dlpack(long schema, long array, long consumer_stream, long[] out) {
+    return FerryNativeJNI.ferry_device_array_to_dlpack(schema, array, consumer_stream, out);
+  }
+
+  public static int ferry_device_array_from_dlpack(long tensor, long schema_out, long array_out) {
+    return FerryNativeJNI.ferry_device_array_from_dlpack(tensor, schema_out, array_out);
+  }
+
 }

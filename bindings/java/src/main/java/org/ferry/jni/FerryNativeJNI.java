@@ -106,4 +106,8 @@ public class FerryNativeJNI {
   public final static native int ferry_device_array_copy(long jarg1, long jarg2, int jarg3, long jarg4, long jarg5);
   public final static native void ferry_sim_set_strict(int jarg1);
   public final static native int ferry_sim_is_strict();
+  public final static native int ferry_stream_get_next_on(long jarg1, long jarg2, long jarg3);
+  public final static native int ferry_device_array_move_to_device(long jarg1, long jarg2, int jarg3, long jarg4, long jarg5);
+  public final static native int ferry_device_array_to_dlpack(long jarg1, long jarg2, long jarg3, long[] jarg4);
+  public final static native int ferry_device_array_from_dlpack(long jarg1, long jarg2, long jarg3);
 }

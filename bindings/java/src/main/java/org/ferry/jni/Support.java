@@ -33,10 +33,6 @@ public final class Support {
   /** Copies {@code length} bytes at {@code address} into a new array. */
   public static native byte[] copyBytes(long address, int length);
 
-  /** Releases the batch in {@code reusedDeviceArray} (if live), pulls the next one into
-   *  it and returns its length, or -1 at the end; throws FerryException on errors. */
-  public static native long streamAdvance(long stream, long reusedDeviceArray);
-
   /** {threads attached by callbacks, threads detached at their exit}, process-wide. */
   public static native long[] attachCounts();
 }

@@ -36,4 +36,41 @@ public final class Testing {
 
   /** n raw C-to-Java calls (CallStaticLongMethod); elapsed ns. */
   public static native long callJavaLoop(long n);
+
+  /** Releases the device array on a new pthread the JVM has never seen (the struct
+   *  memory stays the caller's); 0, or -1 when no thread could start. */
+  public static native int releaseOnForeignThread(long deviceArray);
+
+  /** Releases every device array at the given addresses, back to back, in C. */
+  public static native void releaseAll(long[] deviceArrays);
+
+  // ---- per-case floors of the benchmark: the same crossings and C handoff as
+  // ---- the case, nothing else (see ferry_jni_testing.c)
+
+  /** Moves the producer's structs into the consumer's and reads them. */
+  public static native long floorTake(long schemaSource, long arraySource, long schemaTarget,
+      long arrayTarget);
+
+  /** Releases the consumer's array (and schema when not 0). */
+  public static native void floorRelease(long schema, long array);
+
+  /** get_next into {@code target} and read. */
+  public static native long floorStreamTake(long stream, long target);
+
+  /** Releases the batch in {@code target} if live, then get_next into it and read. */
+  public static native long floorStreamAdvance(long stream, long target);
+
+  /** A static producer filling {@code out} (1024 int32). */
+  public static native void floorFill(long out);
+
+  /** A stream whose get_next calls {@link #floorGetNext} in Java; 0 or -1. */
+  public static native int floorJavaStream(long streamOut);
+
+  /** One Java->C crossing doing one static C->C handoff. */
+  public static native long floorJniC2c();
+
+  /** Called from C by the floorJavaStream's get_next. */
+  static void floorGetNext(long out) {
+    floorFill(out);
+  }
 }

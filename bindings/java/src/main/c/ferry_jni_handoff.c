@@ -1,0 +1,431 @@
+/* ferry_jni_handoff.c: the one-call hot paths of the Java binding
+ * (org.ferry.jni.Handoff) and the release queue of Java exports.
+ *
+ * Why this file exists: a JNI crossing costs ~8 ns, and the idiomatic object
+ * paths used to make 10-15 of them per array (and one C->Java upcall, ~50-110
+ * ns, per release of a Java export). Here each step is one crossing:
+ * - import: move the producer's structs into heap structs and report
+ *   everything Java's accessors need (length, null count, offset, buffer
+ *   addresses, device) in one long[] (layout: FERRY_JNI_INFO_* below, mirrored
+ *   by org.ferry.jni.Handoff);
+ * - stream pull: get_next into a new heap struct, same report;
+ * - close: release and free the struct (and the schema, when the last holder
+ *   lets go);
+ * - export: read the addresses of direct ByteBuffers here
+ *   (GetDirectBufferAddress) and fill the consumer's struct.
+ *
+ * Release queue: a Java export without onRelease actions only has to keep its
+ * ByteBuffers reachable until the consumer releases it. Its release hook
+ * therefore does not call into Java: it pushes the export's handle onto a
+ * bounded lock-free queue (any thread, no JVM attachment, no allocation);
+ * Java drains the queue on its next export (in the same JNI call), when
+ * asked (ArrayExporter.drainReleases, liveExports) and from a daemon thread
+ * that this file wakes when a release arrives while it waits. Until Java has
+ * drained a handle, its buffers stay referenced, so memory is never freed
+ * early. When the queue is full the hook falls back to the synchronous
+ * upcall (ferry_jni_release_hook): slower, equally correct.
+ */
+#include <errno.h>
+#include <jni.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ferry/ferry.h"
+#include "ferry_jni_support.h"
+
+/* ---- the info block (keep in sync with org.ferry.jni.Handoff) ----------- */
+
+enum {
+  FERRY_JNI_INFO_LENGTH = 0,
+  FERRY_JNI_INFO_NULL_COUNT = 1,
+  FERRY_JNI_INFO_OFFSET = 2,
+  FERRY_JNI_INFO_N_BUFFERS = 3,
+  FERRY_JNI_INFO_N_CHILDREN = 4,
+  FERRY_JNI_INFO_DEVICE_TYPE = 5,
+  FERRY_JNI_INFO_DEVICE_ID = 6,
+  FERRY_JNI_INFO_SYNC_EVENT = 7,
+  FERRY_JNI_INFO_DICTIONARY = 8,
+  FERRY_JNI_INFO_SCHEMA = 9,
+  FERRY_JNI_INFO_BUFFER0 = 10,
+  FERRY_JNI_INFO_INLINE_BUFFERS = 6,
+  FERRY_JNI_INFO_SIZE = FERRY_JNI_INFO_BUFFER0 + FERRY_JNI_INFO_INLINE_BUFFERS
+};
+
+/* Most buffers an export passes on the stack; Java uses the general path
+ * beyond (Handoff.MAX_EXPORT_BUFFERS). */
+enum { FERRY_JNI_MAX_EXPORT_BUFFERS = 16 };
+
+/* Writes what Java caches about `array` into `info` with one JNI call; the
+ * buffer addresses beyond the inline ones are read on demand. */
+static void ferry_jni_fill_info(JNIEnv* env, jlongArray info, const struct ArrowArray* array,
+                                jlong device_type, jlong device_id, const void* sync_event,
+                                jlong schema) {
+  jlong values[FERRY_JNI_INFO_SIZE];
+  values[FERRY_JNI_INFO_LENGTH] = array->length;
+  values[FERRY_JNI_INFO_NULL_COUNT] = array->null_count;
+  values[FERRY_JNI_INFO_OFFSET] = array->offset;
+  values[FERRY_JNI_INFO_N_BUFFERS] = array->n_buffers;
+  values[FERRY_JNI_INFO_N_CHILDREN] = array->n_children;
+  values[FERRY_JNI_INFO_DEVICE_TYPE] = device_type;
+  values[FERRY_JNI_INFO_DEVICE_ID] = device_id;
+  values[FERRY_JNI_INFO_SYNC_EVENT] = (jlong)(intptr_t)sync_event;
+  values[FERRY_JNI_INFO_DICTIONARY] = (jlong)(intptr_t)array->dictionary;
+  values[FERRY_JNI_INFO_SCHEMA] = schema;
+  int64_t inline_buffers = array->n_buffers;
+  if (inline_buffers > FERRY_JNI_INFO_INLINE_BUFFERS) inline_buffers = FERRY_JNI_INFO_INLINE_BUFFERS;
+  if (inline_buffers < 0 || array->buffers == NULL) inline_buffers = 0;
+  for (int64_t i = 0; i < inline_buffers; i++) {
+    values[FERRY_JNI_INFO_BUFFER0 + i] = (jlong)(intptr_t)array->buffers[i];
+  }
+  (*env)->SetLongArrayRegion(env, info, 0, (jsize)(FERRY_JNI_INFO_BUFFER0 + inline_buffers),
+                             values);
+}
+
+/* ---- import ------------------------------------------------------------- */
+
+/* Moves the producer's schema and device array into new heap structs (the
+ * sources are left released) and fills `info` (its SCHEMA slot receives the
+ * heap schema). Returns the heap device array; on failure throws and moves
+ * nothing. */
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_importArray(JNIEnv* env, jclass cls,
+                                                              jlong schema_src,
+                                                              jlong array_src,
+                                                              jlongArray info) {
+  struct ArrowSchema* schema_in = (struct ArrowSchema*)(intptr_t)schema_src;
+  struct ArrowDeviceArray* array_in = (struct ArrowDeviceArray*)(intptr_t)array_src;
+  if (schema_in == NULL || array_in == NULL) {
+    ferry_jni_throw_illegal_argument(env, "null ArrowSchema or ArrowDeviceArray address");
+    return 0;
+  }
+  if (ferry_schema_is_released(schema_in)) {
+    ferry_jni_throw_ferry(env, EINVAL, "the ArrowSchema to import is released", NULL);
+    return 0;
+  }
+  if (ferry_device_array_is_released(array_in)) {
+    ferry_jni_throw_ferry(env, EINVAL, "the ArrowDeviceArray to import is released", NULL);
+    return 0;
+  }
+  struct ArrowSchema* schema = malloc(sizeof *schema);
+  struct ArrowDeviceArray* array = malloc(sizeof *array);
+  if (schema == NULL || array == NULL) {
+    free(schema);
+    free(array);
+    ferry_jni_throw_ferry(env, ENOMEM, "ferry: cannot allocate the imported structs", NULL);
+    return 0;
+  }
+  /* Both sources are live and both targets fresh, so neither move fails. */
+  schema->release = NULL;
+  array->array.release = NULL;
+  ferry_schema_move(schema_in, schema);
+  ferry_device_array_move(array_in, array);
+  ferry_jni_fill_info(env, info, &array->array, array->device_type, array->device_id,
+                      array->sync_event, (jlong)(intptr_t)schema);
+  return (jlong)(intptr_t)array;
+}
+
+/* Pulls the next batch of `stream` into a new heap device array and fills
+ * `info`. Returns it, or 0 at the end of the stream; throws FerryException
+ * with the producer's code and message on failure. */
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_streamNext(JNIEnv* env, jclass cls,
+                                                             jlong stream, jlongArray info) {
+  struct ArrowDeviceArray* array = malloc(sizeof *array);
+  if (array == NULL) {
+    ferry_jni_throw_ferry(env, ENOMEM, "ferry: cannot allocate an ArrowDeviceArray", NULL);
+    return 0;
+  }
+  array->array.release = NULL;
+  struct FerryError error;
+  error.message[0] = '\0';
+  int rc = ferry_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, array, &error);
+  if (rc != FERRY_OK) {
+    free(array); /* get_next left it released */
+    ferry_jni_throw_ferry(env, rc, error.message, "ferry_stream_get_next");
+    return 0;
+  }
+  if (array->array.release == NULL) {
+    free(array);
+    return 0;
+  }
+  ferry_jni_fill_info(env, info, &array->array, array->device_type, array->device_id,
+                      array->sync_event, 0);
+  return (jlong)(intptr_t)array;
+}
+
+/* The cursor's step: releases the batch held in `reused` (if any), pulls the
+ * next one into it and fills `info`. Returns the batch length, -1 at the end;
+ * throws FerryException with the producer's code and message on failure. */
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_cursorAdvance(JNIEnv* env, jclass cls,
+                                                                jlong stream, jlong reused,
+                                                                jlongArray info) {
+  struct ArrowDeviceArray* batch = (struct ArrowDeviceArray*)(intptr_t)reused;
+  ferry_device_array_release(batch);
+  struct FerryError error;
+  error.message[0] = '\0';
+  int rc = ferry_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, batch, &error);
+  if (rc != FERRY_OK) {
+    ferry_jni_throw_ferry(env, rc, error.message, "ferry_stream_get_next");
+    return -1;
+  }
+  if (batch->array.release == NULL) return -1;
+  ferry_jni_fill_info(env, info, &batch->array, batch->device_type, batch->device_id,
+                      batch->sync_event, 0);
+  return batch->array.length;
+}
+
+/* Releases and frees a heap device array from importArray/streamNext (or any
+ * ferry_device_array_new struct), and frees `schema` too when it is not 0. */
+JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_closeArray(JNIEnv* env, jclass cls,
+                                                            jlong array, jlong schema) {
+  ferry_device_array_free((struct ArrowDeviceArray*)(intptr_t)array);
+  if (schema != 0) ferry_schema_free((struct ArrowSchema*)(intptr_t)schema);
+}
+
+/* Fills `info` for a child or dictionary ArrowArray (device fields 0). */
+JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_arrayInfo(JNIEnv* env, jclass cls,
+                                                           jlong array, jlongArray info) {
+  ferry_jni_fill_info(env, info, (const struct ArrowArray*)(intptr_t)array, 0, 0, NULL, 0);
+}
+
+/* Fills `info` for a live ArrowDeviceArray (device fields included). */
+JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_deviceArrayInfo(JNIEnv* env, jclass cls,
+                                                                 jlong device_array,
+                                                                 jlongArray info) {
+  const struct ArrowDeviceArray* a = (const struct ArrowDeviceArray*)(intptr_t)device_array;
+  ferry_jni_fill_info(env, info, &a->array, a->device_type, a->device_id, a->sync_event, 0);
+}
+
+/* ---- the release queue -------------------------------------------------- */
+
+/* A bounded multi-producer multi-consumer queue of handles (D. Vyukov's
+ * design): each cell's sequence number says whether it is free for the
+ * enqueue at position p (seq == p) or holds the value for the dequeue at p
+ * (seq == p + 1). One CAS per operation, no allocation, no lock. */
+enum { FERRY_JNI_QUEUE_SIZE = 4096 };
+
+struct ferry_jni_queue_cell {
+  atomic_size_t sequence;
+  uint64_t handle;
+};
+
+static struct ferry_jni_queue_cell g_queue[FERRY_JNI_QUEUE_SIZE];
+/* Head and tail on their own cache lines: producers and the drainer write
+ * different ones. */
+static _Alignas(64) atomic_size_t g_queue_tail;
+static _Alignas(64) atomic_size_t g_queue_head;
+static _Alignas(64) atomic_llong g_queue_fallbacks;
+static atomic_llong g_queue_pushed;
+
+/* The drainer thread waits here while the queue is empty. */
+static pthread_mutex_t g_drainer_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_drainer_wake = PTHREAD_COND_INITIALIZER;
+static atomic_int g_drainer_waiting;
+
+void ferry_jni_release_queue_init(void) {
+  for (size_t i = 0; i < FERRY_JNI_QUEUE_SIZE; i++) {
+    atomic_store_explicit(&g_queue[i].sequence, i, memory_order_relaxed);
+  }
+  atomic_store(&g_queue_tail, 0);
+  atomic_store(&g_queue_head, 0);
+}
+
+/* Returns 0 when the queue is full. */
+static int ferry_jni_queue_push(uint64_t handle) {
+  size_t position = atomic_load_explicit(&g_queue_tail, memory_order_relaxed);
+  for (;;) {
+    struct ferry_jni_queue_cell* cell = &g_queue[position & (FERRY_JNI_QUEUE_SIZE - 1)];
+    size_t sequence = atomic_load_explicit(&cell->sequence, memory_order_acquire);
+    intptr_t diff = (intptr_t)sequence - (intptr_t)position;
+    if (diff == 0) {
+      if (atomic_compare_exchange_weak_explicit(&g_queue_tail, &position, position + 1,
+                                                memory_order_relaxed, memory_order_relaxed)) {
+        cell->handle = handle;
+        atomic_store_explicit(&cell->sequence, position + 1, memory_order_release);
+        return 1;
+      }
+    } else if (diff < 0) {
+      return 0;
+    } else {
+      position = atomic_load_explicit(&g_queue_tail, memory_order_relaxed);
+    }
+  }
+}
+
+/* Returns 0 when the queue is empty. */
+static int ferry_jni_queue_pop(uint64_t* handle) {
+  size_t position = atomic_load_explicit(&g_queue_head, memory_order_relaxed);
+  for (;;) {
+    struct ferry_jni_queue_cell* cell = &g_queue[position & (FERRY_JNI_QUEUE_SIZE - 1)];
+    size_t sequence = atomic_load_explicit(&cell->sequence, memory_order_acquire);
+    intptr_t diff = (intptr_t)sequence - (intptr_t)(position + 1);
+    if (diff == 0) {
+      if (atomic_compare_exchange_weak_explicit(&g_queue_head, &position, position + 1,
+                                                memory_order_relaxed, memory_order_relaxed)) {
+        *handle = cell->handle;
+        atomic_store_explicit(&cell->sequence, position + FERRY_JNI_QUEUE_SIZE,
+                              memory_order_release);
+        return 1;
+      }
+    } else if (diff < 0) {
+      return 0;
+    } else {
+      position = atomic_load_explicit(&g_queue_head, memory_order_relaxed);
+    }
+  }
+}
+
+static int ferry_jni_queue_is_empty(void) {
+  size_t position = atomic_load_explicit(&g_queue_head, memory_order_acquire);
+  struct ferry_jni_queue_cell* cell = &g_queue[position & (FERRY_JNI_QUEUE_SIZE - 1)];
+  return atomic_load_explicit(&cell->sequence, memory_order_acquire) != position + 1;
+}
+
+/* Release hook of queued Java exports: never calls into Java unless the queue
+ * is full. Wakes the drainer only when it is waiting (at most once per drain
+ * round), so a steady stream of releases costs one CAS each. */
+void ferry_jni_queued_release_hook(void* user_data) {
+  if (!ferry_jni_queue_push((uint64_t)(uintptr_t)user_data)) {
+    atomic_fetch_add_explicit(&g_queue_fallbacks, 1, memory_order_relaxed);
+    ferry_jni_release_hook(user_data);
+    return;
+  }
+  atomic_fetch_add_explicit(&g_queue_pushed, 1, memory_order_relaxed);
+  /* Pairs with the fence in awaitReleases: either the drainer sees the new
+   * handle before it sleeps, or this thread sees it waiting and signals. */
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&g_drainer_waiting, memory_order_relaxed)) {
+    pthread_mutex_lock(&g_drainer_mutex);
+    pthread_cond_signal(&g_drainer_wake);
+    pthread_mutex_unlock(&g_drainer_mutex);
+  }
+}
+
+/* Pops up to out.length (at most 64) handles into `out`; returns how many. */
+static jint ferry_jni_drain_into(JNIEnv* env, jlongArray out) {
+  jlong handles[64];
+  jsize capacity = (*env)->GetArrayLength(env, out);
+  if (capacity > 64) capacity = 64;
+  jint n = 0;
+  uint64_t handle;
+  while (n < capacity && ferry_jni_queue_pop(&handle)) handles[n++] = (jlong)handle;
+  if (n > 0) (*env)->SetLongArrayRegion(env, out, 0, n, handles);
+  return n;
+}
+
+/* Pops one handle for the export path: 0 when the queue is empty, else the
+ * handle, negated-in-sign (bit 63 set) when more are queued. Handles are
+ * below 2^63 (a 31-bit generation above a 32-bit slot, see HandleTable). */
+static jlong ferry_jni_pop_one(void) {
+  uint64_t handle;
+  if (!ferry_jni_queue_pop(&handle)) return 0;
+  if (!ferry_jni_queue_is_empty()) handle |= UINT64_C(1) << 63;
+  return (jlong)handle;
+}
+
+JNIEXPORT jint JNICALL Java_org_ferry_jni_Handoff_drainReleases(JNIEnv* env, jclass cls,
+                                                               jlongArray out) {
+  return ferry_jni_drain_into(env, out);
+}
+
+/* Blocks the calling (drainer) thread until the queue holds a handle. */
+JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_awaitReleases(JNIEnv* env, jclass cls) {
+  pthread_mutex_lock(&g_drainer_mutex);
+  atomic_store_explicit(&g_drainer_waiting, 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_seq_cst);
+  while (ferry_jni_queue_is_empty()) pthread_cond_wait(&g_drainer_wake, &g_drainer_mutex);
+  atomic_store_explicit(&g_drainer_waiting, 0, memory_order_relaxed);
+  pthread_mutex_unlock(&g_drainer_mutex);
+}
+
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_queuedReleaseHookAddress(JNIEnv* env,
+                                                                           jclass cls) {
+  return (jlong)(intptr_t)&ferry_jni_queued_release_hook;
+}
+
+/* {capacity, handles queued so far, releases that fell back to the upcall}. */
+JNIEXPORT jlongArray JNICALL Java_org_ferry_jni_Handoff_releaseQueueStats(JNIEnv* env,
+                                                                         jclass cls) {
+  jlong stats[3] = {FERRY_JNI_QUEUE_SIZE, (jlong)atomic_load(&g_queue_pushed),
+                    (jlong)atomic_load(&g_queue_fallbacks)};
+  jlongArray out = (*env)->NewLongArray(env, 3);
+  if (out != NULL) (*env)->SetLongArrayRegion(env, out, 0, 3, stats);
+  return out;
+}
+
+/* ---- export ------------------------------------------------------------- */
+
+/* Fills the released ArrowDeviceArray `out` with a flat array (no children,
+ * no dictionary) over either `buffers` (direct ByteBuffers, null entries are
+ * absent buffers) or `addresses`, on (device_type, device_id) without an
+ * event; its release hook is `hook(handle)`. Every buffer is checked before
+ * anything is filled, so a failure (IllegalArgumentException naming the
+ * buffer, or FerryException) leaves `out` released. Then pops one released
+ * handle off the queue for Java to drop, in the same crossing (see
+ * ferry_jni_pop_one for the encoding). */
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_exportArray(
+    JNIEnv* env, jclass cls, jlong out_address, jlong length, jlong null_count, jlong offset,
+    jobjectArray buffers, jlongArray addresses, jint device_type, jlong device_id, jlong hook,
+    jlong handle) {
+  struct ArrowDeviceArray* out = (struct ArrowDeviceArray*)(intptr_t)out_address;
+  if (out == NULL) {
+    ferry_jni_throw_illegal_argument(env, "null ArrowDeviceArray address");
+    return 0;
+  }
+  const void* table[FERRY_JNI_MAX_EXPORT_BUFFERS];
+  jsize n_buffers = 0;
+  if (buffers != NULL) {
+    n_buffers = (*env)->GetArrayLength(env, buffers);
+    if (n_buffers > FERRY_JNI_MAX_EXPORT_BUFFERS) {
+      ferry_jni_throw_illegal_argument(env, "too many buffers for the one-call export");
+      return 0;
+    }
+    for (jsize i = 0; i < n_buffers; i++) {
+      jobject buffer = (*env)->GetObjectArrayElement(env, buffers, i);
+      if (buffer == NULL) {
+        table[i] = NULL;
+        continue;
+      }
+      table[i] = (*env)->GetDirectBufferAddress(env, buffer);
+      (*env)->DeleteLocalRef(env, buffer);
+      if (table[i] == NULL) {
+        char message[160];
+        snprintf(message, sizeof message,
+                 "buffer %d is a heap ByteBuffer; only direct ByteBuffers can be exported "
+                 "without copying",
+                 (int)i);
+        ferry_jni_throw_illegal_argument(env, message);
+        return 0;
+      }
+    }
+  } else if (addresses != NULL) {
+    n_buffers = (*env)->GetArrayLength(env, addresses);
+    if (n_buffers > FERRY_JNI_MAX_EXPORT_BUFFERS) {
+      ferry_jni_throw_illegal_argument(env, "too many buffers for the one-call export");
+      return 0;
+    }
+    jlong values[FERRY_JNI_MAX_EXPORT_BUFFERS];
+    (*env)->GetLongArrayRegion(env, addresses, 0, n_buffers, values);
+    for (jsize i = 0; i < n_buffers; i++) table[i] = (const void*)(intptr_t)values[i];
+  }
+  struct FerryError error;
+  error.message[0] = '\0';
+  int rc = ferry_array_init(&out->array, length, null_count, offset, n_buffers, table, 0,
+                            (FerryReleaseHook)(intptr_t)hook, (void*)(intptr_t)handle, &error);
+  if (rc != FERRY_OK) {
+    ferry_jni_throw_ferry(env, rc, error.message, "ferry_array_init");
+    return 0;
+  }
+  rc = ferry_device_array_init(out, &out->array, (ArrowDeviceType)device_type, device_id, NULL,
+                               NULL, NULL, &error);
+  if (rc != FERRY_OK) {
+    /* The hook must not reach Java's table as a release: Java cancels the
+     * entry when this throws, and the handle is never reused. */
+    ferry_array_release(&out->array);
+    ferry_jni_throw_ferry(env, rc, error.message, "ferry_device_array_init");
+    return 0;
+  }
+  return ferry_jni_pop_one();
+}

@@ -1,0 +1,79 @@
+package org.ferry;
+
+import org.ferry.jni.Handoff;
+
+/**
+ * The Java side of the release queue (ferry_jni_handoff.c). A Java export without
+ * onRelease actions is released by a C hook that only queues its handle: no call
+ * into Java, no thread attachment, ~one CAS. Java drops the queued handles from
+ * the {@link HandleTable} (which is what lets their ByteBuffers be collected):
+ * <ul>
+ *   <li>one per export, popped by the export's own JNI call;</li>
+ *   <li>all of them in {@link ArrayExporter#drainReleases()} and
+ *       {@link ArrayExporter#liveExports()};</li>
+ *   <li>from the daemon thread "ferry-release-drainer", which blocks in C until a
+ *       release arrives, waits {@link #LINGER_MS} so that exports can pick the
+ *       handles up first (so C wakes it at most once per round), then drains.</li>
+ * </ul>
+ * Until its handle is drained an export's buffers stay referenced: memory is
+ * never freed early, only possibly late (by at most one linger round).
+ */
+final class ReleaseQueue {
+  /** The C hook that queues its handle. */
+  static final long HOOK = Handoff.queuedReleaseHookAddress();
+  /** How long the drainer leaves released handles to the exporting threads. */
+  static final long LINGER_MS = 10;
+
+  private static volatile boolean drainerStarted;
+
+  private ReleaseQueue() {}
+
+  /** Handles a value popped by Handoff.exportArray (0: nothing). */
+  static void popped(long value) {
+    if (value == 0) return;
+    HandleTable.release(value & Long.MAX_VALUE);
+    if (value < 0) drainAll();
+  }
+
+  /** Drops every queued handle; returns how many. */
+  static int drainAll() {
+    long[] handles = new long[64];
+    int total = 0;
+    int n;
+    while ((n = Handoff.drainReleases(handles)) > 0) {
+      HandleTable.releaseAll(handles, n);
+      total += n;
+    }
+    return total;
+  }
+
+  /** Starts the drainer thread once (before the first queued export). */
+  static void ensureDrainer() {
+    if (!drainerStarted) startDrainer();
+  }
+
+  private static synchronized void startDrainer() {
+    if (drainerStarted) return;
+    Thread t = new Thread(ReleaseQueue::drainLoop, "ferry-release-drainer");
+    t.setDaemon(true);
+    t.start();
+    drainerStarted = true;
+  }
+
+  private static void drainLoop() {
+    System.Logger log = System.getLogger("org.ferry");
+    for (;;) {
+      try {
+        Handoff.awaitReleases();
+        // A rate limit, not synchronization: while this thread is not waiting,
+        // releases do not signal it, and exports drain in passing.
+        Thread.sleep(LINGER_MS);
+        drainAll();
+      } catch (InterruptedException e) {
+        // Daemon: keep draining; nobody is meant to stop it.
+      } catch (RuntimeException | Error e) {
+        log.log(System.Logger.Level.WARNING, "ferry: release drainer failed", e);
+      }
+    }
+  }
+}
