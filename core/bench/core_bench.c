@@ -55,11 +55,20 @@
  * every case alike; min is the figure least disturbed by other processes),
  * the load average before and after, "RESULT c <case> <ns/op>" lines
  * (medians), and the ratios:
- *   handoff_1KiB / raw_move_fill   target <= 1.5  (PASS/MISS, min-based and
- *                                  median-based)
- *   handoff_1GiB / handoff_1KiB    target <= 1.1  (PASS/MISS)
- * plus, for information only, handoff against the other two floors and
- * stream_get_next / c2c_static.
+ *   handoff_1KiB / raw_move_fill   target <= 1.5
+ *   handoff_1GiB / handoff_1KiB    target <= 1.1
+ * each min-based and median-based: PASS when both meet the target, "PASS
+ * (min-based only ...)" when only the min-based one does (a loaded
+ * machine), MISS otherwise; plus, for information only, the handoff
+ * against the other floors and stream_get_next / c2c_static.
+ *
+ * Reading the numbers: ferry's handoff copies the struct twice (array into
+ * device array, then the consumer's move), both times with 8-byte words
+ * that forward from the producer's stores, and runs several times the
+ * instructions of raw_move_fill (see scripts/bench_core_ir.sh). It can come
+ * close to raw_move_fill because that floor's plain copy stalls; against
+ * the stall-free raw_move_fill_words and raw_move_stable it is several
+ * times slower, which the information ratios show.
  *
  * With --case only that case runs (once per repetition, after a warm-up of
  * N/10 + 1 operations), which is what scripts/bench_core_ir.sh uses under
@@ -106,11 +115,12 @@ static const void* small_buffers[2] = {NULL, small_data};
 /* Fills every field of `out` the way a producer does, one 8-byte store per
  * field (device_type and its padding as one word). */
 static inline void fill_static(struct ArrowDeviceArray* out, const void** buffers) {
-  int64_t length = 256, zero = 0, two = 2, device_id = -1;
+  int64_t length = 256, zero = 0, zero2 = 0, two = 2, device_id = -1;
   uint64_t device_type = ARROW_DEVICE_CPU;
   void (*release)(struct ArrowArray*) = static_release;
   OPAQUE(length);
   OPAQUE(zero);
+  OPAQUE(zero2); /* two registers: no pairing of zeros into 16-byte stores */
   OPAQUE(two);
   OPAQUE(device_id);
   OPAQUE(device_type);
@@ -130,7 +140,7 @@ static inline void fill_static(struct ArrowDeviceArray* out, const void** buffer
   memcpy(&out->device_type, &device_type, sizeof(device_type)); /* + padding */
   out->sync_event = (void*)(uintptr_t)zero;
   out->reserved[0] = zero;
-  out->reserved[1] = zero;
+  out->reserved[1] = zero2;
   out->reserved[2] = zero;
 }
 

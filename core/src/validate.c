@@ -505,6 +505,12 @@ static void check_residency(struct Validator* v, const void* ptr, int64_t size,
     report(v, "device", "%s at %p (%lld bytes) is not on %s:%lld: %s", label, ptr,
            (long long)size, ferry_device_type_name(v->device_type), (long long)v->device_id,
            residency_error.message);
+  } else if (rc != FERRY_OK && rc != ENOTSUP) {
+    /* The backend could not answer (a driver error): the residency of this
+     * buffer is unknown, which a consumer must hear about. */
+    report(v, "device", "%s at %p: residency could not be checked on %s:%lld: %s", label,
+           ptr, ferry_device_type_name(v->device_type), (long long)v->device_id,
+           residency_error.message);
   }
 }
 

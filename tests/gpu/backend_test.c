@@ -1121,6 +1121,26 @@ FERRY_TEST(validation_checks_residency_on_cuda_and_rocm) {
   check_bracketing();
 }
 
+/* A driver that cannot answer the residency question leaves the buffer's
+ * residency unknown: validation reports it instead of passing silently. */
+FERRY_TEST(validation_reports_a_residency_check_the_driver_could_not_answer) {
+  struct Findings f;
+  struct FerryDevice* cuda = device(ARROW_DEVICE_CUDA, 0);
+  void* p = NULL;
+  CHECK_EQ_INT(0, ferry_device_allocate(cuda, 40, &p, NULL));
+  g_cuda.fail("cuPointerGetAttribute", 1, 999u);
+  int rc = validate_declared(p, 10, ARROW_DEVICE_CUDA, 0, &f);
+  g_cuda.clear_failures();
+  CHECK_EQ_INT(EINVAL, rc);
+  CHECK_EQ_INT(1, f.count);
+  CHECK_CONTAINS(f.first, "residency could not be checked");
+  CHECK_CONTAINS(f.first, "[cuPointerGetAttribute][CUDA_ERROR_UNKNOWN]");
+  /* With the driver answering again the same array is clean. */
+  CHECK_EQ_INT(0, validate_declared(p, 10, ARROW_DEVICE_CUDA, 0, &f));
+  CHECK_EQ_INT(0, ferry_device_deallocate(cuda, p, NULL));
+  check_bracketing();
+}
+
 FERRY_TEST(residency_names_memory_types_ferry_does_not_allocate) {
   typedef int (*override_fn)(const void*, int, int);
   override_fn cuda_override =

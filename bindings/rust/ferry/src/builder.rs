@@ -242,6 +242,11 @@ pub struct ArrayBuilder {
     more: Option<Box<More>>,
 }
 
+// SAFETY: as for `Buffer`: every owner is Send and the addresses are only
+// read by consumers. A builder may be made on one thread and exported on
+// another (an iterator of builders behind a stream, say).
+unsafe impl Send for ArrayBuilder {}
+
 #[derive(Debug, Default)]
 struct More {
     /// Addresses of buffers 4, 5, ...
