@@ -51,6 +51,10 @@ for lang in rust go java lua; do
   [ -e "$ROOT/bindings/$lang/test.sh" ] && step "binding-$lang" bash "$ROOT/bindings/$lang/test.sh"
 done
 # --- cross-language -------------------------------------------------------------
+# cases.md conformance of every runtime's plugin, one plugin per process.
+[ -e "$ROOT/tests/conformance/run.sh" ] && step conformance bash "$ROOT/tests/conformance/run.sh"
+# Every ordered pair of runtimes in one process (C host, Go-first C host,
+# C host under ASan, JVM host).
 [ -e "$ROOT/tests/integration/run.sh" ] && step cross-language bash "$ROOT/tests/integration/run.sh"
 
 echo

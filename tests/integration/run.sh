@@ -40,7 +40,8 @@ plugin_builder() {
   case "$lang" in
     lua)  [ -f "$dir/build.sh" ] && echo "bash $dir/build.sh plugin" ;;
     java) [ -f "$dir/test.sh" ] && echo "bash $dir/test.sh" ;;
-    go)   [ -f "$dir/plugin/build.sh" ] && echo "bash $dir/plugin/build.sh" ;;
+    go)   if [ -f "$dir/plugin/build.sh" ]; then echo "bash $dir/plugin/build.sh"
+          elif [ -f "$dir/test.sh" ]; then echo "bash $dir/test.sh"; fi ;;
   esac
 }
 

@@ -383,8 +383,13 @@ function M.check_stream(spec, stream_in)
       calls = calls + 1
       local expect_failure = case.fail == "get_next" and calls == case.fail_at
       local got, batch = pcall(stream.next, stream)
+      -- A batch must be released on every path, a failed check included.
+      local function fail_with_batch(...)
+        if got and batch ~= nil then batch:release() end
+        expect(false, ...)
+      end
       if expect_failure then
-        expect(not got, "get_next call %d succeeded, expected the injected failure", calls)
+        if got then fail_with_batch("get_next call %d succeeded, expected the injected failure", calls) end
         expect(type(batch) == "table" and batch.code == EIO, "get_next call %d failed with %s, expected EIO",
                calls, tostring(batch))
         local want = "injected failure at get_next " .. calls
@@ -400,7 +405,7 @@ function M.check_stream(spec, stream_in)
                "stream ended before the injected failure at get_next %d", case.fail_at or 0)
         return
       end
-      expect(calls <= case.batches, "stream yields more than %d batches", case.batches)
+      if calls > case.batches then fail_with_batch("stream yields more than %d batches", case.batches) end
       local seed = (case.seed + calls - 1) & 0xFFFFFFFF
       local checked, problem = pcall(check_one, case, batch, seed, "batch " .. (calls - 1))
       batch:release()

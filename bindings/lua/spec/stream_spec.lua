@@ -36,6 +36,23 @@ describe("streams (" .. ferry.backend .. ")", function()
     stream:release()
   end)
 
+  it("releases the stream's schema at release, not at garbage collection", function()
+    -- A C consumer of a Lua checker must see every struct back at once.
+    local before = raw.ferry_live_exports()
+    local stream = counter_stream(2)
+    local first = stream:next()
+    assert.are.equal("i", stream:schema():format())
+    stream:release()
+    -- A batch still alive keeps the shared schema until it goes.
+    assert.are.equal("i", first:schema():format())
+    first:release()
+    assert.are.equal(before, raw.ferry_live_exports())
+    local plain = counter_stream(1)
+    for batch in plain:batches({ reuse = true }) do batch:value(1) end
+    plain:release()
+    assert.are.equal(before, raw.ferry_live_exports())
+  end)
+
   it("reuses one batch object when asked", function()
     local stream = counter_stream(4)
     local objects, sum = {}, 0

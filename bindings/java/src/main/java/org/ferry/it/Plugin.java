@@ -3,6 +3,7 @@ package org.ferry.it;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import org.ferry.ArrayExporter;
+import org.ferry.Device;
 import org.ferry.DeviceArray;
 import org.ferry.DeviceArrayStream;
 import org.ferry.ExportedBatch;
@@ -55,6 +56,9 @@ public final class Plugin {
     return run(() -> {
       Case c = Case.parse(spec);
       if (c.fail == Case.Fail.EXPORT) throw injected("injected failure at export");
+      // An unavailable device is an error of the entry point itself
+      // (cases.md), not of a later get_next: resolve it before exporting.
+      Device.resolve(c.deviceType, c.deviceId());
       FieldSpec field = CaseProducer.field(c);
       StreamExporter.export(() -> {
         if (c.fail == Case.Fail.GET_SCHEMA) throw injected("injected failure at get_schema");
