@@ -63,11 +63,12 @@
 %typemap(in, numinputs=0) struct FerryDevice** out (struct FerryDevice* temp = NULL),
     void** out (void* temp = NULL), void** stream_out (void* temp = NULL),
     void** sync_event_out (void* temp = NULL),
+    struct DLManagedTensorVersioned** out (struct DLManagedTensorVersioned* temp = NULL),
     struct ArrowSchema** dictionary_out (struct ArrowSchema* temp = NULL),
     struct ArrowArray** dictionary_out (struct ArrowArray* temp = NULL)
 %{ $1 = &temp; %}
 %typemap(argout) struct FerryDevice** out, void** out, void** stream_out,
-    void** sync_event_out, struct ArrowSchema** dictionary_out,
+    void** sync_event_out, struct DLManagedTensorVersioned** out, struct ArrowSchema** dictionary_out,
     struct ArrowArray** dictionary_out
 %{ if (*$1) lua_pushlightuserdata(L, (void*)*$1); else lua_pushnil(L); SWIG_arg++; %}
 
@@ -79,9 +80,10 @@
 %{ if (result) lua_pushlstring(L, result, (size_t)*$1); else lua_pushnil(L); SWIG_arg++; %}
 
 /* The buffer array of ferry_array_init: nil (set later) or a table of
- * lightuserdata/false, copied into a GC-managed scratch block before the call. */
-%typemap(in, checkfn="lferry_is_table_or_nil") const void* const* buffers
-%{ $1 = lferry_to_buffer_list(L, $input); %}
+ * lightuserdata/false, copied before the call into a stack block (up to 16
+ * buffers: no allocation per export) or a GC-managed one. */
+%typemap(in, checkfn="lferry_is_table_or_nil") const void* const* buffers (void* temp[16])
+%{ $1 = ($1_ltype)lferry_to_buffer_list(L, $input, temp, 16); %}
 
 /* Binary metadata is read through the key/value accessors, never as a C string. */
 %ignore ferry_schema_metadata;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the Lua binding's generated files from core/include/ferry/ferry.h:
 #   bindings/lua/src/generated/ferry_core_wrap.c  (SWIG 4.1, from ferry_lua.i)
-#   bindings/lua/ferry/cdef.lua                   (LuaJIT ffi.cdef, via gcc -E)
+#   bindings/lua/ferry/cdef.lua                   (LuaJIT ffi.cdef, via gcc -E of ferry.h
+#                                                  and ferry/dlpack_abi.h)
 # Usage: gen.sh            regenerate in place
 #        gen.sh --check    regenerate into a temporary directory and diff;
 #                          exits 1 with "stale: run ./dev.sh regen" when different.
@@ -18,8 +19,11 @@ generate() { # $1: output directory (gets ferry_core_wrap.c and cdef.lua)
     -o "$scratch/ferry_core_wrap.c" ferry_lua.i)
   # SWIG names the header it was run on; nothing else varies between runs.
   cp "$scratch/ferry_core_wrap.c" "$out/ferry_core_wrap.c"
-  (cd "$ROOT" && gcc -E -D'__attribute__(x)=' -Icore/include core/include/ferry/ferry.h \
-    >"$scratch/ferry.i" && gcc -dM -E -Icore/include core/include/ferry/ferry.h >"$scratch/macros.txt")
+  # ferry.h, plus the DLPack structures its DLPack functions exchange (the
+  # FFI reads tensor fields directly).
+  (cd "$ROOT" && printf '#include "ferry/ferry.h"\n#include "ferry/dlpack_abi.h"\n' >"$scratch/all.h" &&
+    gcc -E -D'__attribute__(x)=' -Icore/include "$scratch/all.h" >"$scratch/ferry.i" &&
+    gcc -dM -E -Icore/include "$scratch/all.h" >"$scratch/macros.txt")
   lua5.4 "$HERE/gen_cdef.lua" "$scratch/ferry.i" "$scratch/macros.txt" >"$out/cdef.lua"
   rm -rf "$scratch"
 }

@@ -375,18 +375,66 @@ function DeviceArray:validate(full)
   return code == 0, message, findings
 end
 
+-- Handles of released DeviceArrays are kept for the next one (a released,
+-- zeroed struct and its userdata/cdata): no allocation, no finaliser and no
+-- garbage per batch. At most POOL_SIZE are kept.
+local POOL_SIZE = 64
+local pool_owner, pool_ptr, pool_arr, pool_n = {}, {}, {}, 0
+local raw_device_array_array = raw.ferry_device_array_array
+local release_device_array = backend.release_device_array
+
+local function take_array_handle()
+  local n = pool_n
+  if n > 0 then
+    local owner, ptr, arr = pool_owner[n], pool_ptr[n], pool_arr[n]
+    pool_owner[n], pool_ptr[n], pool_arr[n] = nil, nil, nil
+    pool_n = n - 1
+    return owner, ptr, arr
+  end
+  local owner, ptr = backend.handle("array")
+  return owner, ptr, raw_device_array_array(ptr)
+end
+
+local function recycle_array_handle(owner, ptr, arr)
+  release_device_array(ptr) -- runs the producer's release (may call a Lua producer)
+  if pool_n < POOL_SIZE then
+    local n = pool_n + 1
+    pool_owner[n], pool_ptr[n], pool_arr[n] = owner, ptr, arr
+    pool_n = n
+  else
+    backend.handle_free(owner)
+  end
+end
+
 --- release(): releases the array (and its schema when owned) exactly once.
 function DeviceArray:release()
   if self._released then return end
   self._released = true
-  if self._owner then
-    backend.handle_free(self._owner)
-    self._owner = nil
+  if self._loop then
+    -- The reused object of a batch loop: this batch goes now, the loop keeps
+    -- the struct for the next one.
+    release_device_array(self._ptr)
+    return
   end
-  if self._schema_owned and self._schema then self._schema:release() end
+  local owner = self._owner
+  if owner then
+    self._owner = nil
+    recycle_array_handle(owner, self._ptr, self._arr)
+  end
+  if self._schema_owned and self._schema then
+    self._schema:release()
+  elseif self._schema_shared then
+    self._schema_shared = false
+    local schema = self._schema
+    schema._users = schema._users - 1
+    -- The stream went first: the last batch using its schema releases it.
+    if schema._users == 0 and schema._orphaned then schema:release() end
+  end
 end
 DeviceArray.__close = DeviceArray.release
-DeviceArray.__gc = DeviceArray.release
+-- No __gc on the table: its handle (userdata on 5.4, cdata on LuaJIT) frees
+-- and thereby releases the struct when collected; a table finaliser would
+-- only add cost to every batch.
 
 --- export(schema_out, array_out): moves both into consumer-allocated
 --- structs (schema_out may be nil to keep the schema); this object is then
@@ -411,35 +459,62 @@ function DeviceArray:__tostring()
                        self:length(), self:device_type())
 end
 
--- A fresh owned DeviceArray around a new zeroed struct (filled by the caller).
-function ferry._new_device_array()
-  local owner, ptr = backend.handle("array")
-  return setmetatable({ _owner = owner, _ptr = ptr }, DeviceArray)
+-- A fresh owned DeviceArray around a released struct (filled by the caller).
+-- Every field is present from the start, `false` meaning unset: the table is
+-- sized once, lookups never fall through to the metatables, and resetting
+-- a field stores into an existing slot (storing nil into a missing key is
+-- ~50 ns in LuaJIT traces).
+-- schema_shared: the schema is a stream's, counted in its `_users` (see
+-- share_schema) and given back by release().
+local new_device_array
+if backend.name == "luajit" then
+  new_device_array = function(schema, schema_owned, schema_shared)
+    local owner, ptr, arr = take_array_handle()
+    return setmetatable({ _owner = owner, _ptr = ptr, _arr = arr, _schema = schema,
+                          _schema_owned = schema_owned, _schema_shared = schema_shared,
+                          _root = false, _device_type = false, _device_id = false,
+                          _host_ok = false, _released = false, _loop = false }, DeviceArray)
+  end
+else
+  -- Lua 5.4: a table of 5 fields (8 slots) costs ~100 ns less to make and
+  -- collect than one of 12; absent fields read as nil through the metatable.
+  -- Fields added later (_device_type, _host_ok...) are not per batch.
+  new_device_array = function(schema, schema_owned, schema_shared)
+    local owner, ptr, arr = take_array_handle()
+    return setmetatable({ _owner = owner, _ptr = ptr, _arr = arr, _schema = schema,
+                          _schema_shared = schema_shared, _root = false, _released = false,
+                          _loop = false }, DeviceArray)
+  end
 end
 
+function ferry._new_device_array() return new_device_array(nil, false, false) end
+
+-- A batch shares its stream's schema: the schema counts its users so that it
+-- is released promptly, by the stream or by the last batch, whichever is last
+-- (never left to the garbage collector, which may run much later).
+local function share_schema(arr, schema)
+  if arr._schema_shared then return arr end -- counted at construction (pull)
+  schema._users = (schema._users or 0) + 1
+  arr._schema_shared = true
+  return arr
+end
+
+-- Gives the (filled) array its schema; device type and id are read on
+-- first use (device_info).
 function DeviceArray:_adopt(schema, schema_owned)
   self._schema = schema
   self._schema_owned = schema_owned == true
-  self._arr = raw.ferry_device_array_array(self._ptr)
-  self._device_type = raw.ferry_device_array_device_type(self._ptr)
-  self._device_id = raw.ferry_device_array_device_id(self._ptr)
-  self._host_ok = nil
+  self._device_type = false
+  self._host_ok = false
   return self
 end
 
--- Refill of a reused batch: the embedded ArrowArray stays at the same
--- address; only what can change between batches is read again.
 local raw_device_type, raw_device_id = raw.ferry_device_array_device_type,
                                        raw.ferry_device_array_device_id
-function DeviceArray:_refill()
-  self._device_type = nil -- read again on first use (see device_info)
-  self._host_ok = nil
-  return self
-end
 
 device_info = function(self)
   local root = self._root or self
-  if root._device_type == nil then
+  if not root._device_type then
     root._device_type = raw_device_type(root._ptr)
     root._device_id = raw_device_id(root._ptr)
   end
@@ -449,6 +524,175 @@ end
 local function new_owned_schema()
   local owner, ptr = backend.handle("schema")
   return wrap_schema(ptr, owner, nil)
+end
+
+-- Hands this array's schema over to `out`, which replaces it (moves).
+local function hand_over_schema(self, out)
+  local schema = self._schema
+  if self._schema_owned then
+    out:_adopt(schema, true)
+    self._schema_owned = false
+  else
+    out:_adopt(schema, false)
+    if self._schema_shared then
+      schema._users = (schema._users or 0) + 1
+      out._schema_shared = true
+    end
+  end
+end
+
+--- move_to_device(kind, id) -> DeviceArray on device (kind, id) ("cpu",
+--- "sim", "cuda", ... or a device type code; id defaults to -1 for the CPU,
+--- else 0). Zero-copy when the destination can reach the memory (same
+--- device; pinned or managed memory to the CPU), else a deep copy. This
+--- array is consumed on success (released, its schema passed on); on
+--- failure it is untouched and the error is raised.
+function DeviceArray:move_to_device(kind, id)
+  local where = "ferry.DeviceArray.move_to_device"
+  live_root(self, where)
+  local device_type = device_type_code(kind or "cpu")
+  if id == nil then id = device_type == 1 and -1 or 0 end
+  local out = new_device_array(nil, false, false)
+  local code, message = raw.ferry_device_array_move_to_device(self._schema:pointer(), self._ptr,
+                                                              device_type, id, out._ptr)
+  if code ~= 0 then
+    out:release()
+    raise(where, code, message)
+  end
+  hand_over_schema(self, out)
+  self:release()
+  return out
+end
+
+-- ---- DLPack ----------------------------------------------------------------------
+
+local DLPackTensor = {}
+DLPackTensor.__index = DLPackTensor
+ferry.DLPackTensor = DLPackTensor
+
+local DLPACK_READ_ONLY, DLPACK_IS_COPIED = 1, 2
+local dlpack_codes = { [0] = "int", [1] = "uint", [2] = "float", [4] = "bfloat", [5] = "complex",
+                       [6] = "bool" }
+
+local function wrap_tensor(ptr)
+  -- LuaJIT does not run __gc on tables: the backend anchors a finaliser on
+  -- the pointer itself there (nil on 5.4, where DLPackTensor.__gc runs).
+  return setmetatable({ _ptr = ptr, _anchor = backend.gc_anchor(ptr, backend.dlpack_delete),
+                        _released = false }, DLPackTensor)
+end
+
+local function tensor_ptr(self, where)
+  if self._released then raise(where, errno.EINVAL, "the DLPack tensor was deleted or handed over") end
+  return self._ptr
+end
+
+-- Forgets the tensor without deleting it (ownership moved elsewhere).
+local function disown_tensor(self)
+  self._released = true
+  if self._anchor ~= nil then backend.gc_anchor_drop(self._anchor) end
+  self._anchor = nil
+end
+
+--- to_dlpack(consumer_stream) -> DLPackTensor over the same memory (a
+--- fixed-width array without nulls; zero-copy, read-only). The consumer's
+--- device stream is made to wait on the array's sync event first, or the
+--- host waits when consumer_stream is nil. This array is moved into the
+--- tensor on success; on failure it is untouched and the error is raised.
+function DeviceArray:to_dlpack(consumer_stream)
+  local where = "ferry.DeviceArray.to_dlpack"
+  live_root(self, where)
+  local code, tensor, message = raw.ferry_device_array_to_dlpack(self._schema:pointer(), self._ptr,
+                                                                 consumer_stream)
+  if code ~= 0 then raise(where, code, message) end
+  self:release() -- the struct was moved into the tensor: nothing left to release
+  return wrap_tensor(tensor)
+end
+
+--- ferry.from_dlpack(tensor) -> DeviceArray (non-nullable, on the tensor's
+--- device, zero-copy). `tensor` is a DLPackTensor or a raw
+--- DLManagedTensorVersioned pointer; on success ferry owns it and calls its
+--- deleter exactly once, when the array is released. On failure the caller
+--- still owns it and the error is raised.
+function ferry.from_dlpack(tensor)
+  local where = "ferry.from_dlpack"
+  local object
+  if getmetatable(tensor) == DLPackTensor then
+    object = tensor
+    tensor = tensor_ptr(object, where)
+  end
+  if tensor == nil then raise(where, errno.EINVAL, "tensor must not be nil") end
+  local schema = new_owned_schema()
+  local arr = new_device_array(nil, false, false)
+  local code, message = raw.ferry_device_array_from_dlpack(tensor, schema._ptr, arr._ptr)
+  if code ~= 0 then
+    schema:release()
+    arr:release()
+    raise(where, code, message)
+  end
+  if object then disown_tensor(object) end
+  return arr:_adopt(schema, true)
+end
+
+--- info() -> { device_type, device_id, ndim, shape = {...}, strides = {...}
+--- or nil, code, bits, lanes, byte_offset, flags, data, major, minor }
+function DLPackTensor:info()
+  local ptr = tensor_ptr(self, "ferry.DLPackTensor.info")
+  local info = self._info
+  if not info then
+    info = backend.dlpack_info(ptr)
+    self._info = info
+  end
+  return info
+end
+function DLPackTensor:pointer() return tensor_ptr(self, "ferry.DLPackTensor.pointer") end
+--- device() -> device type name ("cpu", "ext_dev", ...), DLPack device id
+function DLPackTensor:device()
+  local info = self:info()
+  return raw.ferry_device_type_name(info.device_type), info.device_id
+end
+--- dtype() -> "int32", "uint8", "float64", ... (code name .. bits), lanes
+function DLPackTensor:dtype()
+  local info = self:info()
+  return (dlpack_codes[info.code] or ("code" .. info.code)) .. info.bits, info.lanes
+end
+function DLPackTensor:shape()
+  local shape = {}
+  for i, n in ipairs(self:info().shape) do shape[i] = n end
+  return shape
+end
+function DLPackTensor:length() return self:info().shape[1] end
+--- data() -> address of the first element (data + byte_offset)
+function DLPackTensor:data()
+  local info = self:info()
+  if info.data == nil then return nil end
+  return backend.pointer_add(info.data, info.byte_offset)
+end
+function DLPackTensor:is_read_only() return math.floor(self:info().flags / DLPACK_READ_ONLY) % 2 == 1 end
+function DLPackTensor:is_copied() return math.floor(self:info().flags / DLPACK_IS_COPIED) % 2 == 1 end
+
+--- release(): calls the tensor's deleter, exactly once (also __gc, __close).
+function DLPackTensor:release()
+  if self._released then return end
+  local ptr = self._ptr
+  disown_tensor(self)
+  backend.dlpack_delete(ptr)
+end
+DLPackTensor.__gc = DLPackTensor.release
+DLPackTensor.__close = DLPackTensor.release
+
+--- export() -> the DLManagedTensorVersioned pointer; the caller (another
+--- library) now owns the tensor and calls its deleter.
+function DLPackTensor:export()
+  local ptr = tensor_ptr(self, "ferry.DLPackTensor.export")
+  disown_tensor(self)
+  return ptr
+end
+
+function DLPackTensor:__tostring()
+  if self._released then return "ferry.DLPackTensor(released)" end
+  local device, id = self:device()
+  return string.format("ferry.DLPackTensor(%s[%d], %s:%d)", (self:dtype()), self:length() or 0,
+                       device, id)
 end
 
 --- ferry.import_array(schema_ptr, device_array_ptr): takes ownership of
@@ -519,16 +763,18 @@ end
 -- Initialises `ptr` (released) from `node` with the given hook, then its
 -- children and dictionary (no hooks: the root's hook frees everything).
 local function fill_array(ptr, node, hook, user_data)
-  local children = node.children or {}
+  local children = node.children
   local code, message = raw.ferry_array_init(ptr, node.length, node.null_count or 0,
                                              node.offset or 0, node._n_buffers, node._pointers,
-                                             #children, hook, user_data)
+                                             children and #children or 0, hook, user_data)
   return code, message
 end
 
+local no_children = {}
+
 local function fill_array_children(ptr, node)
   local code, message = 0, nil
-  for i, child in ipairs(node.children or {}) do
+  for i, child in ipairs(node.children or no_children) do
     local child_ptr = raw.ferry_array_child(ptr, i - 1)
     code, message = fill_array(child_ptr, child, nil, nil)
     if code == 0 then code, message = fill_array_children(child_ptr, child) end
@@ -732,44 +978,69 @@ local function borrows_only(node)
       if buf and not (type(buf) == "table" and buf.pointer ~= nil) then return false end
     end
   end
-  for _, child in ipairs(node.children or {}) do
-    if not borrows_only(child) then return false end
+  local children = node.children
+  if children then
+    for i = 1, #children do
+      if not borrows_only(children[i]) then return false end
+    end
   end
   return node.dictionary == nil or borrows_only(node.dictionary)
 end
+
+local raw_array_init, raw_device_array_init = raw.ferry_array_init, raw.ferry_device_array_init
+local export_flat = backend.export_flat
 
 -- Scratch ArrowArray structs, one per nesting depth (producers may nest):
 -- every export moves its scratch array out or releases it before returning.
 local scratch, scratch_depth = {}, 0
 
--- Fast path for exports that own nothing: no keeper, no hook.
+-- Fast path for exports that own nothing: no keeper, no hook, and no
+-- garbage when a producer returns the same node again (its pointer list is
+-- rewritten in place).
 local function export_borrowed(node, out)
-  local pointers, n = {}, node.buffers and (node.buffers.n or #node.buffers) or 0
+  local buffers = node.buffers
+  local n = buffers and (buffers.n or #buffers) or 0
+  local pointers = node._pointers or {}
   for i = 1, n do
-    local buf = node.buffers[i]
+    local buf = buffers[i]
     pointers[i] = buf and buf.pointer or false
   end
+  for i = n + 1, #pointers do pointers[i] = nil end
   node._pointers, node._n_buffers = pointers, n
-  for _, child in ipairs(node.children or {}) do export_borrowed(child, nil) end
+  local children = node.children
+  if children then
+    for i = 1, #children do export_borrowed(children[i], nil) end
+  end
   if node.dictionary then export_borrowed(node.dictionary, nil) end
   if out == nil then return end
+  if not children and not node.dictionary then
+    -- the common producer case: one call, no scratch struct
+    local code, message = export_flat(out, node.length, node.null_count or 0, node.offset or 0,
+                                      pointers, n)
+    if code ~= 0 then raise("ferry.export", code, message) end
+    return
+  end
   scratch_depth = scratch_depth + 1
   local tmp = scratch[scratch_depth]
   if not tmp then
     tmp = raw.ferry_array_new()
     scratch[scratch_depth] = tmp
   end
-  local code, message = fill_array(tmp, node, nil, nil)
-  if code == 0 then code, message = fill_array_children(tmp, node) end
-  if code == 0 then code, message = raw.ferry_device_array_init(out, tmp, 1, -1, nil, nil, nil) end
-  raw.ferry_array_release(tmp)
+  local code, message = raw_array_init(tmp, node.length, node.null_count or 0, node.offset or 0,
+                                       n, pointers, children and #children or 0, nil, nil)
+  if code == 0 and (children or node.dictionary) then
+    code, message = fill_array_children(tmp, node)
+  end
+  if code == 0 then code, message = raw_device_array_init(out, tmp, 1, -1, nil, nil, nil) end
+  -- On success tmp was moved into out; otherwise it may hold a partial tree.
+  if code ~= 0 then raw.ferry_array_release(tmp) end
   scratch_depth = scratch_depth - 1
   if code ~= 0 then raise("ferry.export", code, message) end
 end
 
 function ferry.export_array_to(spec, out, opts)
   opts = opts or spec
-  local node = to_node(spec)
+  local node = spec.format and spec or to_node(spec)
   if (opts.device == nil or opts.device == "cpu") and borrows_only(node) then
     return export_borrowed(node, out)
   end
@@ -859,7 +1130,8 @@ function ferry.import_stream(stream_in)
     backend.handle_free(owner)
     raise("ferry.import_stream", code, "the stream is released or NULL")
   end
-  return setmetatable({ _owner = owner, _ptr = ptr }, DeviceStream)
+  return setmetatable({ _owner = owner, _ptr = ptr, _schema = false, _released = false },
+                      DeviceStream)
 end
 
 function DeviceStream:pointer() return stream_ptr(self) end
@@ -885,61 +1157,138 @@ function DeviceStream:schema()
   return self._schema
 end
 
---- next() -> DeviceArray, or nil at the end of the stream.
-function DeviceStream:next()
+local get_next_raw, get_next_on_raw = backend.get_next, backend.get_next_on
+local is_released = backend.is_released
+
+-- Pulls one batch into a new DeviceArray: plain get_next, or with `on` the
+-- consumer-stream handoff of ferry_stream_get_next_on.
+local function pull(self, on, consumer_stream)
   local ptr = stream_ptr(self, "ferry.get_next")
-  local schema = self:schema()
-  local arr = ferry._new_device_array()
-  local code, message = raw.ferry_stream_get_next(ptr, arr._ptr)
+  local schema = self._schema or self:schema()
+  local arr = new_device_array(schema, false, false)
+  local code, message
+  if on then
+    code, message = get_next_on_raw(ptr, arr._ptr, consumer_stream)
+  else
+    code, message = get_next_raw(ptr, arr._ptr)
+  end
   if code ~= 0 then
     arr:release()
     raise("ferry.get_next", code, message)
   end
-  if raw.ferry_device_array_is_released(arr._ptr) == 1 then
+  if is_released(arr._ptr) then
     arr:release()
     return nil
   end
-  return arr:_adopt(schema, false)
+  schema._users = (schema._users or 0) + 1
+  arr._schema_shared = true -- an existing slot: no rehash
+  return arr
+end
+
+--- next() -> DeviceArray, or nil at the end of the stream.
+function DeviceStream:next() return pull(self, false, nil) end
+
+--- next_on(consumer_stream) -> DeviceArray, or nil at the end: the batch is
+--- handed to `consumer_stream` (a device stream of the batch's device, as
+--- from Device:stream()), which is made to wait on the batch's sync event
+--- without blocking the host; with consumer_stream nil the host waits.
+function DeviceStream:next_on(consumer_stream) return pull(self, true, consumer_stream) end
+
+-- Iterator of `batches()` without reuse: a new DeviceArray per batch.
+local function pull_step(state)
+  return pull(state.stream, state.on, state.consumer)
+end
+
+local function end_reuse_loop(state, code, message)
+  state.done = true
+  state.batch:_end_loop()
+  if code ~= 0 then raise("ferry.get_next", code, message) end
+end
+
+-- Iterator of `batches{ reuse = true }` (LuaJIT; Lua 5.4 runs the same steps
+-- in C): releases the previous batch, pulls the next into the same struct.
+-- Compiled into the loop's trace whenever no Lua callback can run
+-- (backend.get_next and release_device_array pick the path per call).
+local function reuse_step(state)
+  if state.done then return nil end
+  if state.stream._released then
+    return end_reuse_loop(state, errno.EINVAL, "stream already released")
+  end
+  local out = state.out
+  release_device_array(out)
+  local code, message
+  if state.on then
+    code, message = get_next_on_raw(state.ptr, out, state.consumer)
+  else
+    code, message = get_next_raw(state.ptr, out)
+  end
+  if code ~= 0 then return end_reuse_loop(state, code, message) end
+  if is_released(out) then return end_reuse_loop(state, 0) end
+  local batch = state.batch
+  batch._released = false
+  batch._host_ok = false
+  batch._device_type = false
+  return batch
+end
+
+-- The 4th value of the generic for (Lua 5.4 closes it when the loop ends,
+-- `break` included): disposes the loop's reused batch object.
+local LoopCloser = {}
+LoopCloser.__close = function(closer) closer.batch:_end_loop() end
+
+function DeviceArray:_end_loop()
+  if not self._loop then return end
+  self._loop = false
+  self._released = false -- so that release() below runs in full
+  self:release()
 end
 
 --- batches(opts) -> iterator for `for batch in stream:batches() do ... end`.
---- With opts.reuse one DeviceArray is refilled for every batch (faster; each
---- batch is released when the loop advances, so do not keep it).
+--- opts.reuse: one DeviceArray is refilled for every batch (no object per
+---   batch; each batch is released when the loop advances, or by
+---   batch:release() in the body, so do not keep it).
+--- opts.consumer_stream: every batch is handed to this device stream as by
+---   next_on(consumer_stream); opts.host_wait = true: the host waits on
+---   every batch's event instead.
 function DeviceStream:batches(opts)
+  local on, consumer_stream = false, nil
+  if opts then
+    if opts.consumer_stream ~= nil then on, consumer_stream = true, opts.consumer_stream end
+    if opts.host_wait then on = true end
+  end
   if not (opts and opts.reuse) then
-    return function() return self:next() end
+    return pull_step, { stream = self, on = on, consumer = consumer_stream }, nil
   end
   local ptr = stream_ptr(self, "ferry.get_next")
   local schema = self:schema()
-  local arr = ferry._new_device_array():_adopt(schema, false)
-  local out = arr._ptr
-  local release, get_next = raw.ferry_device_array_release, raw.ferry_stream_get_next
-  local is_released = raw.ferry_device_array_is_released
-  local done = false
-  return function()
-    if done then return nil end
-    release(out)
-    local code, message = get_next(ptr, out)
-    if code ~= 0 then
-      done = true
-      arr:release()
-      raise("ferry.get_next", code, message)
+  local arr = share_schema(new_device_array(schema, false, false), schema)
+  arr._loop = true
+  local closer = setmetatable({ batch = arr }, LoopCloser)
+  if backend.batch_iterator then
+    -- Lua 5.4: one C call per step (release, pull, reset, return the object)
+    local function finish(code, message)
+      arr:_end_loop()
+      if code ~= 0 then raise("ferry.get_next", code, message) end
     end
-    if is_released(out) == 1 then
-      done = true
-      arr:release()
-      return nil
-    end
-    return arr:_refill()
+    return backend.batch_iterator(self._owner, arr._owner, arr, finish, consumer_stream,
+                                  on and 1 or 0), nil, nil, closer
   end
+  -- LuaJIT: one shared step function and a state table (a closure per loop
+  -- would make every new loop miss the compiled trace).
+  return reuse_step, { stream = self, ptr = ptr, out = arr._ptr, batch = arr, on = on,
+                       consumer = consumer_stream, done = false }, nil, closer
 end
 
 function DeviceStream:release()
   if self._released then return end
   self._released = true
-  -- Batches may outlive the stream and share its schema: the schema object
-  -- is left to the garbage collector (it is freed when the last batch goes).
+  -- Batches may outlive the stream and share its schema: release it now
+  -- when none is alive, else the last batch released does (share_schema).
+  local schema = self._schema
   self._schema = nil
+  if schema then
+    if (schema._users or 0) == 0 then schema:release() else schema._orphaned = true end
+  end
   backend.handle_free(self._owner)
   self._owner = nil
 end
@@ -971,6 +1320,11 @@ function ferry.export_stream_to(out, schema, producer, opts)
     local ok, err = pcall(ferry.export_schema_to, spec, schema_out)
     if not ok then return nil, err end
   end
+  -- Per batch: no table and no extra protected call. An error raised by the
+  -- export (a ferry.Error) reaches the trampoline, which keeps its code and
+  -- message; anything else becomes EIO with a traceback.
+  local spec_opts = { device = opts.device, device_id = opts.device_id }
+  local export_array_to = ferry.export_array_to
   local function get_next(array_out)
     local item, message, code = producer()
     if item == nil then
@@ -980,9 +1334,7 @@ function ferry.export_stream_to(out, schema, producer, opts)
     if getmetatable(item) == DeviceArray then
       item:export(nil, array_out)
     else
-      local spec_opts = { device = opts.device, device_id = opts.device_id }
-      local ok, err = pcall(ferry.export_array_to, item, array_out, spec_opts)
-      if not ok then return nil, err end
+      export_array_to(item, array_out, spec_opts)
     end
   end
   local code, message = backend.stream_export(out, device_type, get_schema, get_next)
@@ -997,7 +1349,8 @@ function ferry.stream(schema, producer, opts)
     backend.handle_free(owner)
     error(err, 2)
   end
-  return setmetatable({ _owner = owner, _ptr = ptr }, DeviceStream)
+  return setmetatable({ _owner = owner, _ptr = ptr, _schema = false, _released = false },
+                      DeviceStream)
 end
 
 --- ferry.stream_from_arrays(list_of_specs, opts): a stream over fixed batches
@@ -1008,6 +1361,13 @@ function ferry.stream_from_arrays(specs, opts)
     i = i + 1
     return specs[i]
   end, opts)
+end
+
+-- DeviceArray inherits Array's methods: copy them in, so that a method call
+-- on a batch finds its function with one lookup instead of walking the
+-- __index chain.
+for name, fn in pairs(Array) do
+  if name ~= "__index" and rawget(DeviceArray, name) == nil then DeviceArray[name] = fn end
 end
 
 return ferry

@@ -3,6 +3,8 @@
 #include "lferry_support.h"
 
 #include <errno.h>
+
+#include "ferry/dlpack_abi.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -62,12 +64,14 @@ static void push_function_address(lua_State* L, generic_function function) {
   lua_pushlightuserdata(L, address.data);
 }
 
-void** lferry_to_buffer_list(lua_State* L, int index) {
+void** lferry_to_buffer_list(lua_State* L, int index, void** scratch, int scratch_size) {
   if (lua_isnil(L, index)) return NULL;
   lua_Integer n = (lua_Integer)lua_rawlen(L, index);
-  /* The scratch block is a userdata left on the stack: the GC owns it, so a
-   * later argument error cannot leak it. */
-  void** list = (void**)lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof(void*), 0);
+  /* Small lists use the caller's stack block; larger ones a userdata left on
+   * the stack: the GC owns it, so a later argument error cannot leak it. */
+  void** list = n <= scratch_size
+                    ? scratch
+                    : (void**)lua_newuserdatauv(L, (size_t)n * sizeof(void*), 0);
   for (lua_Integer i = 1; i <= n; i++) {
     lua_rawgeti(L, index, i);
     list[i - 1] = lua_touserdata(L, -1); /* false/nil -> NULL */
@@ -93,6 +97,8 @@ struct lferry_runtime {
 };
 
 static char runtime_key; /* its address keys the runtime in the registry */
+
+static int message_handler(lua_State* L);
 
 static void runtime_retain(struct lferry_runtime* rt) { atomic_fetch_add(&rt->refcount, 1); }
 
@@ -168,6 +174,9 @@ struct lferry_runtime* lferry_runtime_get(lua_State* L) {
   }
   lua_setmetatable(L, -2);
   lua_State* thread = lua_newthread(L);
+  /* Index 1 of the callback thread: the message handler of every callback
+   * (pushing a light C function does not allocate). */
+  lua_pushcfunction(thread, message_handler);
   int thread_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   rt = (struct lferry_runtime*)calloc(1, sizeof(*rt));
   if (!rt) luaL_error(L, "ferry: out of memory creating the Lua runtime");
@@ -188,15 +197,10 @@ struct lferry_runtime* lferry_runtime_get(lua_State* L) {
 /* Calling Lua from C callbacks                                              */
 /* ------------------------------------------------------------------------ */
 
-struct invocation {
-  int function_ref;
-  void* argument;
-  int code;
-  char message[FERRY_ERROR_MESSAGE_SIZE];
-};
-
 /* Message handler: ferry error tables ({code=, message=}) pass unchanged,
- * anything else becomes a string with a traceback. */
+ * anything else becomes a string with a traceback. It sits at index 1 of the
+ * callback thread for the thread's whole life (see lferry_runtime_get), so a
+ * callback pushes nothing but the function and its argument. */
 static int message_handler(lua_State* L) {
   if (lua_istable(L, 1)) return 1;
   const char* message = lua_tostring(L, 1);
@@ -205,80 +209,86 @@ static int message_handler(lua_State* L) {
   return 1;
 }
 
-/* Reads an error value (string or ferry error table) into the invocation. */
-static void describe_error(lua_State* L, int index, int default_code, struct invocation* inv) {
-  index = lua_absindex(L, index);
-  inv->code = default_code;
+/* The outcome of a failed callback, filled under protection. */
+struct failure {
+  int code;
+  char message[FERRY_ERROR_MESSAGE_SIZE];
+};
+
+/* describe_protected(value, default_code, failure*): reads an error value
+ * (string or ferry error table) into the failure. Runs under lua_pcall
+ * because reading a table or converting a number may allocate, and a
+ * memory error must not escape into the core's frames. */
+static int describe_protected(lua_State* L) {
+  struct failure* out = (struct failure*)lua_touserdata(L, 3);
+  out->code = (int)lua_tointeger(L, 2);
   const char* message = NULL;
-  if (lua_istable(L, index)) {
-    lua_pushliteral(L, "code");
-    if (lua_rawget(L, index) == LUA_TNUMBER && lua_tointeger(L, -1) > 0)
-      inv->code = (int)lua_tointeger(L, -1);
-    lua_pop(L, 1);
-    lua_pushliteral(L, "message");
-    lua_rawget(L, index);
+  if (lua_istable(L, 1)) {
+    lua_getfield(L, 1, "code");
+    if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > 0) out->code = (int)lua_tointeger(L, -1);
+    lua_getfield(L, 1, "message");
     message = lua_tostring(L, -1);
   } else {
-    message = lua_tostring(L, index);
+    message = lua_tostring(L, 1);
   }
-  snprintf(inv->message, sizeof(inv->message), "%s", message ? message : "Lua error");
+  snprintf(out->message, sizeof(out->message), "%s", message ? message : "Lua error");
+  return 0;
 }
 
-/* Runs under an outer lua_pcall so that even memory errors while reading the
- * results are contained. Callback convention: return nothing (or true) on
- * success; return nil, message[, code] (or raise) on failure. */
-static int invoke_protected(lua_State* L) {
-  struct invocation* inv = (struct invocation*)lua_touserdata(L, 1);
-  lua_pushcfunction(L, message_handler);
-  int handler = lua_gettop(L);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, inv->function_ref);
-  lua_pushlightuserdata(L, inv->argument);
-  if (lua_pcall(L, 1, 3, handler) != LUA_OK) {
-    describe_error(L, -1, EIO, inv);
-    return 0;
+/* Turns the failure value at `index` into `out` (never raises). */
+static void describe_failure(lua_State* L, int index, int default_code, struct failure* out) {
+  out->code = default_code;
+  snprintf(out->message, sizeof(out->message), "Lua error");
+  index = lua_absindex(L, index);
+  if (!lua_checkstack(L, 4)) return;
+  lua_pushcfunction(L, describe_protected);
+  lua_pushvalue(L, index);
+  lua_pushinteger(L, default_code);
+  lua_pushlightuserdata(L, out);
+  if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
+    out->code = ENOMEM;
+    snprintf(out->message, sizeof(out->message), "Lua failure while reading a callback's error");
   }
-  if (!lua_isnil(L, -2)) {
-    int code = lua_isinteger(L, -1) && lua_tointeger(L, -1) > 0 ? (int)lua_tointeger(L, -1) : EIO;
-    describe_error(L, -2, code, inv);
-  }
-  return 0;
 }
 
 /* Calls the Lua function `function_ref` with `argument` on the runtime's
  * callback thread, holding the runtime lock; returns 0 or an errno code with
- * the message in `error`. Never raises. */
+ * the message in `error`. Never raises. One lua_pcall on the success path:
+ * the function comes from the registry, the message handler is already on
+ * the thread's stack. Callback convention: return nothing (or true) on
+ * success; return nil, message[, code] (or raise) on failure. */
 static int call_lua(struct lferry_runtime* rt, int function_ref, void* argument,
                     struct FerryError* error) {
-  struct invocation inv;
-  inv.function_ref = function_ref;
-  inv.argument = argument;
-  inv.code = 0;
-  inv.message[0] = '\0';
+  struct failure failure;
+  failure.code = 0;
   lferry_runtime_lock(rt);
   if (rt->closed || !rt->thread) {
-    inv.code = EIO;
-    snprintf(inv.message, sizeof(inv.message), "the Lua state of this producer was closed");
+    failure.code = EIO;
+    snprintf(failure.message, sizeof(failure.message), "the Lua state of this producer was closed");
   } else {
     lua_State* L = rt->thread;
     int top = lua_gettop(L);
     if (!lua_checkstack(L, 8)) {
-      inv.code = ENOMEM;
-      snprintf(inv.message, sizeof(inv.message), "Lua stack overflow in a ferry callback");
+      failure.code = ENOMEM;
+      snprintf(failure.message, sizeof(failure.message), "Lua stack overflow in a ferry callback");
     } else {
-      lua_pushcfunction(L, invoke_protected);
-      lua_pushlightuserdata(L, &inv);
-      if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
-        inv.code = ENOMEM;
-        const char* message = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-        snprintf(inv.message, sizeof(inv.message), "Lua failure in a ferry callback: %s",
-                 message ? message : "(no message)");
+      /* Neither push allocates: the registry lookup hits its array part. */
+      lua_rawgeti(L, LUA_REGISTRYINDEX, function_ref);
+      lua_pushlightuserdata(L, argument);
+      if (lua_pcall(L, 1, 3, 1) != LUA_OK) {
+        describe_failure(L, -1, EIO, &failure);
+      } else if (!lua_isnil(L, top + 2)) {
+        int code = lua_isinteger(L, top + 3) && lua_tointeger(L, top + 3) > 0
+                       ? (int)lua_tointeger(L, top + 3)
+                       : EIO;
+        describe_failure(L, top + 2, code, &failure);
       }
     }
     lua_settop(L, top);
   }
   lferry_runtime_unlock(rt);
-  if (inv.code && error) snprintf(error->message, sizeof(error->message), "%s", inv.message);
-  return inv.code;
+  if (failure.code && error) snprintf(error->message, sizeof(error->message), "%s", failure.message);
+  return failure.code;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -697,6 +707,196 @@ static int l_stream_export(lua_State* L) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Consuming streams: the batch loop of `stream:batches{ reuse = true }`    */
+/* ------------------------------------------------------------------------ */
+
+/* Upvalues of the iterator closure. */
+enum {
+  BATCH_STREAM = 1,  /* the stream's handle userdata */
+  BATCH_ARRAY,       /* the reused batch's handle userdata */
+  BATCH_OBJECT,      /* the DeviceArray table handed to the loop body */
+  BATCH_FINISH,      /* Lua function(code, message): disposes, raises on code ~= 0 */
+  BATCH_CONSUMER,    /* consumer device stream (lightuserdata) or nil */
+  BATCH_MODE,        /* 0: get_next, 1: get_next_on(consumer) */
+  BATCH_DONE,        /* boolean */
+  BATCH_KEYS         /* first of the per-batch fields reset on refill */
+};
+static const char* const batch_reset_keys[] = {"_released", "_host_ok", "_device_type"};
+#define N_BATCH_RESET_KEYS (int)(sizeof(batch_reset_keys) / sizeof(batch_reset_keys[0]))
+
+/* Ends the loop: calls finish(code, message), which raises a ferry.Error
+ * when code ~= 0 (no foreign frame is live any more), then returns nil. */
+static int batch_finish(lua_State* L, int code, const char* message) {
+  lua_pushboolean(L, 1);
+  lua_replace(L, lua_upvalueindex(BATCH_DONE));
+  lua_pushvalue(L, lua_upvalueindex(BATCH_FINISH));
+  lua_pushinteger(L, code);
+  if (message && message[0]) lua_pushstring(L, message);
+  else lua_pushnil(L);
+  lua_call(L, 2, 0);
+  lua_pushnil(L);
+  return 1;
+}
+
+/* One step of the loop in a single C call: releases the previous batch,
+ * pulls the next one into the same struct (so nothing is allocated per
+ * batch), resets the object's per-batch fields and returns the object, or
+ * nil at the end. */
+static int batch_step(lua_State* L) {
+  if (lua_toboolean(L, lua_upvalueindex(BATCH_DONE))) {
+    lua_pushnil(L);
+    return 1;
+  }
+  struct handle* stream = (struct handle*)lua_touserdata(L, lua_upvalueindex(BATCH_STREAM));
+  struct handle* batch = (struct handle*)lua_touserdata(L, lua_upvalueindex(BATCH_ARRAY));
+  if (!stream->ptr) return batch_finish(L, EINVAL, "stream already released");
+  if (!batch->ptr) return batch_finish(L, EINVAL, "the loop's batch was freed");
+  struct ArrowDeviceArray* out = (struct ArrowDeviceArray*)batch->ptr;
+  if (out->array.release) ferry_device_array_release(out);
+  struct FerryError error;
+  error.message[0] = '\0';
+  int rc;
+  if (lua_tointeger(L, lua_upvalueindex(BATCH_MODE)) == 0) {
+    rc = ferry_stream_get_next((struct ArrowDeviceArrayStream*)stream->ptr, out, &error);
+  } else {
+    rc = ferry_stream_get_next_on((struct ArrowDeviceArrayStream*)stream->ptr, out,
+                                  lua_touserdata(L, lua_upvalueindex(BATCH_CONSUMER)), &error);
+  }
+  if (rc != FERRY_OK) return batch_finish(L, rc, error.message);
+  if (!out->array.release) return batch_finish(L, 0, NULL);
+  lua_pushvalue(L, lua_upvalueindex(BATCH_OBJECT));
+  for (int i = 0; i < N_BATCH_RESET_KEYS; i++) {
+    lua_pushvalue(L, lua_upvalueindex(BATCH_KEYS + i));
+    lua_pushboolean(L, 0); /* false = unset (see new_device_array in init.lua) */
+    lua_rawset(L, -3);
+  }
+  return 1;
+}
+
+/* batch_iterator(stream_handle, array_handle, object, finish, consumer_stream,
+ * mode) -> the iterator function of a reusing batch loop. */
+static int l_batch_iterator(lua_State* L) {
+  luaL_checkudata(L, 1, HANDLE_METATABLE);
+  luaL_checkudata(L, 2, HANDLE_METATABLE);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  luaL_checktype(L, 4, LUA_TFUNCTION);
+  luaL_argcheck(L, lua_isnoneornil(L, 5) || lua_islightuserdata(L, 5), 5,
+                "consumer stream pointer expected");
+  lua_Integer mode = luaL_optinteger(L, 6, 0);
+  lua_settop(L, 6);
+  lua_pushinteger(L, mode);
+  lua_replace(L, 6);
+  lua_pushboolean(L, 0);
+  for (int i = 0; i < N_BATCH_RESET_KEYS; i++) lua_pushstring(L, batch_reset_keys[i]);
+  lua_pushcclosure(L, batch_step, BATCH_KEYS - 1 + N_BATCH_RESET_KEYS);
+  return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Producing: one flat CPU array in one call                                 */
+/* ------------------------------------------------------------------------ */
+
+/* export_flat(out, length, null_count, offset, buffers, n_buffers) -> code,
+ * message: fills the released ArrowDeviceArray `out` with a CPU array
+ * without children whose buffers (a table of lightuserdata/false) are
+ * borrowed, i.e. owned by the caller for as long as the array lives. The
+ * hot path of a Lua producer returning borrowed buffers: one C call instead
+ * of ferry_array_init + ferry_device_array_init through the wrappers. */
+static int l_export_flat(lua_State* L) {
+  struct ArrowDeviceArray* out = (struct ArrowDeviceArray*)lua_touserdata(L, 1);
+  lua_Integer length = luaL_checkinteger(L, 2);
+  lua_Integer null_count = luaL_checkinteger(L, 3);
+  lua_Integer offset = luaL_checkinteger(L, 4);
+  luaL_checktype(L, 5, LUA_TTABLE);
+  lua_Integer n = luaL_checkinteger(L, 6);
+  luaL_argcheck(L, out != NULL, 1, "device array pointer expected");
+  luaL_argcheck(L, n >= 0, 6, "negative buffer count");
+  void* scratch[16];
+  void** buffers = n <= 16 ? scratch : (void**)lua_newuserdatauv(L, (size_t)n * sizeof(void*), 0);
+  for (lua_Integer i = 0; i < n; i++) {
+    lua_rawgeti(L, 5, i + 1);
+    buffers[i] = lua_touserdata(L, -1); /* false/nil -> NULL */
+    lua_pop(L, 1);
+  }
+  /* From here on nothing raises. ferry copies the buffer list, and a moved
+   * ArrowArray may live anywhere, so a stack struct is fine. */
+  struct ArrowArray tmp;
+  memset(&tmp, 0, sizeof(tmp));
+  struct FerryError error;
+  error.message[0] = '\0';
+  int rc = ferry_array_init(&tmp, length, null_count, offset, n, (const void* const*)buffers, 0,
+                            NULL, NULL, &error);
+  if (rc == FERRY_OK)
+    rc = ferry_device_array_init(out, &tmp, ARROW_DEVICE_CPU, -1, NULL, NULL, NULL, &error);
+  if (rc != FERRY_OK && tmp.release) tmp.release(&tmp);
+  lua_pushinteger(L, rc);
+  if (rc != FERRY_OK) lua_pushstring(L, error.message);
+  else lua_pushnil(L);
+  return 2;
+}
+
+/* ------------------------------------------------------------------------ */
+/* DLPack tensors                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* dlpack_info(tensor) -> table of the tensor's fields (host memory of the
+ * struct itself; the data pointer is returned, never read). */
+static int l_dlpack_info(lua_State* L) {
+  const DLManagedTensorVersioned* t = (const DLManagedTensorVersioned*)lua_touserdata(L, 1);
+  luaL_argcheck(L, t != NULL, 1, "DLPack tensor pointer expected");
+  const DLTensor* d = &t->dl_tensor;
+  lua_createtable(L, 0, 14);
+  lua_pushinteger(L, t->version.major);
+  lua_setfield(L, -2, "major");
+  lua_pushinteger(L, t->version.minor);
+  lua_setfield(L, -2, "minor");
+  lua_pushinteger(L, (lua_Integer)t->flags);
+  lua_setfield(L, -2, "flags");
+  if (d->data) lua_pushlightuserdata(L, d->data);
+  else lua_pushnil(L);
+  lua_setfield(L, -2, "data");
+  lua_pushinteger(L, d->device.device_type);
+  lua_setfield(L, -2, "device_type");
+  lua_pushinteger(L, d->device.device_id);
+  lua_setfield(L, -2, "device_id");
+  lua_pushinteger(L, d->ndim);
+  lua_setfield(L, -2, "ndim");
+  lua_pushinteger(L, d->dtype.code);
+  lua_setfield(L, -2, "code");
+  lua_pushinteger(L, d->dtype.bits);
+  lua_setfield(L, -2, "bits");
+  lua_pushinteger(L, d->dtype.lanes);
+  lua_setfield(L, -2, "lanes");
+  lua_pushinteger(L, (lua_Integer)d->byte_offset);
+  lua_setfield(L, -2, "byte_offset");
+  int ndim = d->ndim > 0 ? d->ndim : 0;
+  lua_createtable(L, ndim, 0);
+  for (int i = 0; d->shape && i < ndim; i++) {
+    lua_pushinteger(L, d->shape[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "shape");
+  if (d->strides) {
+    lua_createtable(L, ndim, 0);
+    for (int i = 0; i < ndim; i++) {
+      lua_pushinteger(L, d->strides[i]);
+      lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "strides");
+  }
+  return 1;
+}
+
+/* dlpack_delete(tensor): calls the tensor's deleter (the owner does this
+ * exactly once; it may release a Lua export, which takes the runtime lock). */
+static int l_dlpack_delete(lua_State* L) {
+  DLManagedTensorVersioned* t = (DLManagedTensorVersioned*)lua_touserdata(L, 1);
+  luaL_argcheck(L, t != NULL, 1, "DLPack tensor pointer expected");
+  if (t->deleter) t->deleter(t);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Reading host-accessible memory                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -845,6 +1045,10 @@ void lferry_support_register(lua_State* L) {
       {"keeper_device_stream", l_keeper_device_stream},
       {"keeper_free", l_keeper_free},
       {"stream_export", l_stream_export},
+      {"batch_iterator", l_batch_iterator},
+      {"export_flat", l_export_flat},
+      {"dlpack_info", l_dlpack_info},
+      {"dlpack_delete", l_dlpack_delete},
       {"read", l_read},
       {"read_bytes", l_read_bytes},
       {"pointer_add", l_pointer_add},

@@ -28,9 +28,11 @@ LFERRY_INTERNAL int lferry_is_pointer(lua_State* L, int index);
 LFERRY_INTERNAL int lferry_is_table_or_nil(lua_State* L, int index);
 /** Converts a lightuserdata to a C function pointer (NULL for nil). */
 LFERRY_INTERNAL void (*lferry_to_function_pointer(lua_State* L, int index))(void);
-/** Copies a table of lightuserdata/false into a GC-owned scratch block and
- *  returns it (NULL for nil); the block lives until the wrapper returns. */
-LFERRY_INTERNAL void** lferry_to_buffer_list(lua_State* L, int index);
+/** Copies a table of lightuserdata/false into `scratch` when it has at most
+ *  `scratch_size` entries, else into a GC-owned block that lives until the
+ *  wrapper returns; returns the list (NULL for nil). */
+LFERRY_INTERNAL void** lferry_to_buffer_list(lua_State* L, int index, void** scratch,
+                                             int scratch_size);
 
 /* ---- the runtime of one Lua universe ----------------------------------- */
 struct lferry_runtime;

@@ -31,6 +31,25 @@ backend.stream_export = support.stream_export
 backend.validate = support.validate
 backend.live_allocations = support.live_allocations
 
+-- The consumer's per-batch calls (LuaJIT picks compiled or interpreted
+-- paths here; on 5.4 the raw functions are the fast path).
+backend.get_next = core.ferry_stream_get_next
+backend.get_next_on = core.ferry_stream_get_next_on
+backend.release_device_array = core.ferry_device_array_release
+local device_array_is_released = core.ferry_device_array_is_released
+function backend.is_released(ptr) return device_array_is_released(ptr) == 1 end
+-- A flat CPU export over borrowed buffers in one call (producers).
+backend.export_flat = support.export_flat
+-- The reusing batch loop as one C function per step.
+backend.batch_iterator = support.batch_iterator
+
+-- DLPack tensors: field table and deleter.
+backend.dlpack_info = support.dlpack_info
+backend.dlpack_delete = support.dlpack_delete
+-- Tables get __gc on 5.4: nothing to anchor.
+function backend.gc_anchor() return nil end
+function backend.gc_anchor_drop() end
+
 local keeper_hook = support.keeper_hook()
 function backend.keeper_hook() return keeper_hook end
 

@@ -65,6 +65,7 @@ local integer_types = {
 }
 local out_boxes = {
   ["ArrowDeviceType*"] = "number", ["int64_t*"] = "number",
+  ["struct DLManagedTensorVersioned**"] = "pointer",
   ["struct FerryDevice**"] = "pointer", ["void**"] = "pointer",
   ["struct ArrowSchema**"] = "pointer", ["struct ArrowArray**"] = "pointer",
 }
@@ -137,12 +138,16 @@ local function make_wrapper(fn)
   return chunk()
 end
 
+-- Buffer lists are read by the callee during the call only (ferry copies
+-- them), and no Lua runs in between: one scratch block serves small lists.
+local buffer_scratch = ffi.new("const void*[16]")
 function backend.to_buffer_list(list)
   if list == nil then return nil end
   local n = #list
-  local out = ffi.new("const void*[?]", n > 0 and n or 1)
+  local out = n <= 16 and buffer_scratch or ffi.new("const void*[?]", n)
   for i = 1, n do
-    if list[i] then out[i - 1] = list[i] end
+    local p = list[i]
+    out[i - 1] = p or nil
   end
   return out
 end
@@ -161,13 +166,56 @@ backend.raw = raw
 -- compiles up to the call and resumes after it. backend.lib is the direct,
 -- compiled path for callers that know no Lua producer is involved.
 local may_call_back = {
-  "ferry_stream_get_next", "ferry_stream_get_schema", "ferry_stream_get_last_error",
+  "ferry_stream_get_next", "ferry_stream_get_next_on", "ferry_device_array_move_to_device",
+  "ferry_stream_get_schema", "ferry_stream_get_last_error",
   "ferry_stream_release", "ferry_stream_free", "ferry_schema_release", "ferry_schema_free",
   "ferry_array_release", "ferry_array_free", "ferry_device_array_release",
   "ferry_device_array_free", "ferry_validate_schema", "ferry_validate_device_array",
 }
 for _, name in ipairs(may_call_back) do
   if raw[name] then jit.off(raw[name]) end
+end
+
+-- How many things that can call into Lua from C exist right now: Lua-backed
+-- streams plus exports whose release hook is a Lua callback (held by some
+-- consumer). While it is 0, no C function can reach a Lua callback, so the
+-- per-batch calls below go straight through the FFI and compile into the
+-- caller's trace; otherwise they take the interpreted wrappers. The test is
+-- per call, so creating a Lua stream inside a loop is safe.
+local callbacks = { live = 0 }
+backend.callbacks = callbacks
+
+local interpreted_get_next = raw.ferry_stream_get_next
+local interpreted_get_next_on = raw.ferry_stream_get_next_on
+local interpreted_release = raw.ferry_device_array_release
+local fast_error = ffi.new("struct FerryError")
+
+--- get_next(stream, out) -> code, message (message only on failure)
+function backend.get_next(stream, out)
+  if callbacks.live ~= 0 then return interpreted_get_next(stream, out) end
+  fast_error.message[0] = 0
+  local rc = lib.ferry_stream_get_next(stream, out, fast_error)
+  if rc == 0 then return 0 end
+  return rc, ffi.string(fast_error.message)
+end
+
+--- get_next_on(stream, out, consumer_stream) -> code, message
+function backend.get_next_on(stream, out, consumer_stream)
+  if callbacks.live ~= 0 then return interpreted_get_next_on(stream, out, consumer_stream) end
+  fast_error.message[0] = 0
+  local rc = lib.ferry_stream_get_next_on(stream, out, consumer_stream, fast_error)
+  if rc == 0 then return 0 end
+  return rc, ffi.string(fast_error.message)
+end
+
+function backend.release_device_array(array)
+  if callbacks.live ~= 0 then return interpreted_release(array) end
+  lib.ferry_device_array_release(array)
+end
+
+local device_array_ptr = ffi.typeof("struct ArrowDeviceArray*")
+function backend.is_released(array)
+  return ffi.cast(device_array_ptr, array).array.release == nil
 end
 
 -- ---- handles --------------------------------------------------------------
@@ -266,7 +314,10 @@ end
 -- The release hook of every export: looks the keeper up by id.
 local keeper_hook = ffi.cast("FerryReleaseHook", function(user_data)
   local k = keepers[tonumber(ffi.cast("intptr_t", user_data))]
-  if k then pcall(keeper_destroy, k) end
+  if k then
+    callbacks.live = callbacks.live - 1 -- counted at keeper_disown
+    pcall(keeper_destroy, k)
+  end
 end)
 
 function backend.keeper_new()
@@ -276,7 +327,12 @@ function backend.keeper_new()
   return k
 end
 function backend.keeper_pointer(k) return ffi.cast("void*", k.id) end
-function backend.keeper_disown(k) k.owned = false end
+function backend.keeper_disown(k)
+  if k.owned then
+    k.owned = false
+    callbacks.live = callbacks.live + 1 -- a consumer now holds a Lua release hook
+  end
+end
 function backend.keeper_free(k) if k.owned then k.owned = false; keeper_destroy(k) end end
 function backend.keeper_hook() return keeper_hook end
 
@@ -412,42 +468,46 @@ local function handler(e)
   return debug.traceback(tostring(e), 2)
 end
 
-local function invoke(field, user_data, out, err)
-  local ctx = streams[tonumber(ffi.cast("intptr_t", user_data))]
-  if not ctx then
-    write_error(err, "ferry: stream producer state is gone")
-    return EIO
-  end
-  local ok, r1, r2, r3 = xpcall(ctx[field], handler, out)
+-- Writes a failed callback's outcome into `err`; runs under pcall.
+local function report(err, ok, r1, r2, r3)
   local code, message
   if not ok then
     code, message = describe(r1)
     code = code or EIO
-  elseif r2 ~= nil then
+  else
     code, message = describe(r2)
     code = code or (type(r3) == "number" and r3 > 0 and r3) or EIO
-  else
-    return 0
   end
   write_error(err, message)
   return code
 end
 
-local get_schema_callback = ffi.cast("FerryStreamGetSchemaFn", function(ud, out, err)
-  local ok, rc = pcall(invoke, "get_schema", ud, out, err)
-  if ok then return rc end
-  return EIO
-end)
-local get_next_callback = ffi.cast("FerryStreamGetNextFn", function(ud, out, err)
-  local ok, rc = pcall(invoke, "get_next", ud, out, err)
-  if ok then return rc end
-  return EIO
-end)
+-- One protected call per callback on the success path: the producer's
+-- function runs under xpcall (traceback handler); only a failure pays for
+-- a second, protected, report. Nothing before xpcall can raise.
+local function trampoline(field)
+  return function(user_data, out, err)
+    local ctx = streams[tonumber(ffi.cast("intptr_t", user_data))]
+    if not ctx then
+      pcall(write_error, err, "ferry: stream producer state is gone")
+      return EIO
+    end
+    local ok, r1, r2, r3 = xpcall(ctx[field], handler, out)
+    if ok and r2 == nil then return 0 end
+    local reported, code = pcall(report, err, ok, r1, r2, r3)
+    if reported then return code end
+    return EIO
+  end
+end
+
+local get_schema_callback = ffi.cast("FerryStreamGetSchemaFn", trampoline("get_schema"))
+local get_next_callback = ffi.cast("FerryStreamGetNextFn", trampoline("get_next"))
 local stream_release_callback = ffi.cast("FerryReleaseHook", function(ud)
   local id = tonumber(ffi.cast("intptr_t", ud))
   if streams[id] then
     streams[id] = nil
     live = live - 1
+    callbacks.live = callbacks.live - 1
   end
 end)
 
@@ -464,7 +524,28 @@ function backend.stream_export(out, device_type, get_schema, get_next)
   if rc ~= 0 then
     streams[id] = nil
     live = live - 1
+  else
+    callbacks.live = callbacks.live + 1
   end
+  return rc, message
+end
+
+-- ---- producing: one flat CPU array in one call -----------------------------------
+
+-- No Lua runs between the two calls: one scratch struct serves every export.
+local flat_tmp = ffi.new("struct ArrowArray")
+local flat_size = ffi.sizeof("struct ArrowArray")
+
+--- export_flat(out, length, null_count, offset, buffers, n_buffers) -> code,
+--- message: a CPU array without children over borrowed buffers (as on 5.4).
+function backend.export_flat(out, length, null_count, offset, buffers, n)
+  local list = backend.to_buffer_list(buffers)
+  local err = acquire_error()
+  ffi.fill(flat_tmp, flat_size)
+  local rc = lib.ferry_array_init(flat_tmp, length, null_count, offset, n, list, 0, nil, nil, err)
+  if rc == 0 then rc = lib.ferry_device_array_init(out, flat_tmp, 1, -1, nil, nil, nil, err) end
+  if rc ~= 0 and flat_tmp.release ~= nil then lib.ferry_array_release(flat_tmp) end
+  local message = release_error(err)
   return rc, message
 end
 
@@ -492,6 +573,50 @@ function backend.validate(schema, array, level)
   sink:free()
   return tonumber(rc), message, findings
 end
+
+-- The finding sink is a Lua callback: never call validation from a trace.
+jit.off(backend.validate)
+
+-- ---- DLPack tensors ----------------------------------------------------------------
+
+local tensor_ptr = ffi.typeof("DLManagedTensorVersioned*")
+
+--- dlpack_info(tensor) -> table of the tensor's fields (the data is not read)
+function backend.dlpack_info(tensor)
+  local t = ffi.cast(tensor_ptr, tensor)
+  local d = t.dl_tensor
+  local ndim = tonumber(d.ndim)
+  local info = {
+    major = tonumber(t.version.major), minor = tonumber(t.version.minor),
+    flags = tonumber(t.flags), data = d.data ~= nil and d.data or nil,
+    device_type = tonumber(d.device.device_type), device_id = tonumber(d.device.device_id),
+    ndim = ndim, code = tonumber(d.dtype.code), bits = tonumber(d.dtype.bits),
+    lanes = tonumber(d.dtype.lanes), byte_offset = tonumber(d.byte_offset), shape = {},
+  }
+  for i = 0, ndim - 1 do
+    if d.shape ~= nil then info.shape[i + 1] = tonumber(d.shape[i]) end
+  end
+  if d.strides ~= nil then
+    info.strides = {}
+    for i = 0, ndim - 1 do info.strides[i + 1] = tonumber(d.strides[i]) end
+  end
+  return info
+end
+
+--- dlpack_delete(tensor): calls the deleter (may release a Lua export, so
+--- never from a trace).
+function backend.dlpack_delete(tensor)
+  local t = ffi.cast(tensor_ptr, tensor)
+  if t.deleter ~= nil then t.deleter(t) end
+end
+jit.off(backend.dlpack_delete)
+
+-- LuaJIT runs no __gc on tables: a finaliser is attached to a cdata copy of
+-- the pointer instead, and dropped when ownership ends another way.
+function backend.gc_anchor(ptr, finaliser)
+  return ffi.gc(ffi.cast("void*", ptr), finaliser)
+end
+function backend.gc_anchor_drop(anchor) ffi.gc(anchor, nil) end
 
 function backend.live_allocations() return live end
 

@@ -3857,6 +3857,7 @@ static int _wrap_ferry_array_init(lua_State* L) {
   FerryReleaseHook arg8 = (FerryReleaseHook) 0 ;
   void *arg9 = (void *) 0 ;
   struct FerryError *arg10 = (struct FerryError *) 0 ;
+  void *temp6[16] ;
   struct FerryError temp10 ;
   int result;
   
@@ -3876,7 +3877,7 @@ static int _wrap_ferry_array_init(lua_State* L) {
   arg3 = (int64_t)lua_tointeger(L, 3); 
   arg4 = (int64_t)lua_tointeger(L, 4); 
   arg5 = (int64_t)lua_tointeger(L, 5); 
-  arg6 = lferry_to_buffer_list(L, 6); 
+  arg6 = (void **)lferry_to_buffer_list(L, 6, temp6, 16); 
   arg7 = (int64_t)lua_tointeger(L, 7); 
   arg8 = (FerryReleaseHook)lferry_to_function_pointer(L, 8); 
   arg9 = (void *)lua_touserdata(L, 9); 
@@ -4789,21 +4790,22 @@ static int _wrap_ferry_device_array_to_dlpack(lua_State* L) {
   void *arg3 = (void *) 0 ;
   struct DLManagedTensorVersioned **arg4 = (struct DLManagedTensorVersioned **) 0 ;
   struct FerryError *arg5 = (struct FerryError *) 0 ;
+  struct DLManagedTensorVersioned *temp4 = NULL ;
   struct FerryError temp5 ;
   int result;
   
+  arg4 = &temp4; 
   ferry_error_init(&temp5); arg5 = &temp5; 
-  SWIG_check_num_args("ferry_device_array_to_dlpack",4,4)
+  SWIG_check_num_args("ferry_device_array_to_dlpack",3,3)
   if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_device_array_to_dlpack",1,"struct ArrowSchema const *");
   if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_device_array_to_dlpack",2,"struct ArrowDeviceArray *");
   if(!lferry_is_pointer(L,3)) SWIG_fail_arg("ferry_device_array_to_dlpack",3,"void *");
-  if(!lferry_is_pointer(L,4)) SWIG_fail_arg("ferry_device_array_to_dlpack",4,"struct DLManagedTensorVersioned **");
   arg1 = (struct ArrowSchema *)lua_touserdata(L, 1); 
   arg2 = (struct ArrowDeviceArray *)lua_touserdata(L, 2); 
   arg3 = (void *)lua_touserdata(L, 3); 
-  arg4 = (struct DLManagedTensorVersioned **)lua_touserdata(L, 4); 
   result = (int)ferry_device_array_to_dlpack((struct ArrowSchema const *)arg1,arg2,arg3,arg4,arg5);
   lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
+  if (*arg4) lua_pushlightuserdata(L, (void*)*arg4); else lua_pushnil(L); SWIG_arg++; 
   if (arg5->message[0]) lua_pushstring(L, arg5->message); else lua_pushnil(L); SWIG_arg++; 
   return SWIG_arg;
   
