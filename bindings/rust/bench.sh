@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Runs the Rust handoff benchmark (ferry/benches/handoff.rs) against the
-# core in $FERRY_BUILD_DIR, pinned to one core when taskset exists. Prints
-# min/median ns per handoff, the matching raw-C floor from the same run, the
-# ratio against the 1.5 target, and `RESULT rust <case> <ns/op>` lines.
+# core in $FERRY_BUILD_DIR, pinned to one core when taskset exists:
+#   1. wall time: min/median ns per handoff, the matching raw-C floor from
+#      the same run, the ratios against the 1.5 target, `RESULT rust <case>
+#      <ns/op>` lines;
+#   2. instructions (when valgrind is installed): each case runs alone under
+#      callgrind twice, with N1 and N2 operations; Ir/op = (Ir(N2) - Ir(N1))
+#      / (N2 - N1) cancels start-up and warm-up, and does not move with the
+#      machine's load. Printed next to the floor's Ir/op with the ratio, plus
+#      `RESULT_IR rust <case> <Ir/op>` lines. Callgrind counts instructions,
+#      not stalls: the wall-time table is the one that sees those.
+# Environment: FERRY_BENCH_QUICK=1 (fewer rounds), FERRY_BENCH_FILTER=word
+# (matching cases and their floors), FERRY_BENCH_CALLGRIND=0 (skip 2),
+# FERRY_BENCH_WALL=0 (skip 1).
 set -euo pipefail
 # rustup installs cargo in ~/.cargo/bin, which a CI shell may not have on PATH.
 [ -d "${HOME:-/root}/.cargo/bin" ] && PATH="${HOME:-/root}/.cargo/bin:$PATH"
@@ -12,7 +22,59 @@ BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$BUILD/rust-target}"
 export PKG_CONFIG_PATH="$BUILD/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export FERRY_BUILD_DIR="$BUILD"
-cargo bench --quiet --locked --manifest-path "$HERE/Cargo.toml" -p ferry --bench handoff --no-run 2>/dev/null
+
+bin="$(cargo bench --quiet --locked --manifest-path "$HERE/Cargo.toml" -p ferry --bench handoff --no-run \
+  --message-format=json 2>/dev/null | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)"
+if [ -z "$bin" ] || [ ! -x "$bin" ]; then
+  echo "bench.sh: could not build the handoff benchmark" >&2
+  exit 1
+fi
 pin=()
 command -v taskset >/dev/null && pin=(taskset -c 1)
-exec "${pin[@]}" cargo bench --quiet --locked --manifest-path "$HERE/Cargo.toml" -p ferry --bench handoff
+
+if [ "${FERRY_BENCH_WALL:-1}" != 0 ]; then
+  "${pin[@]}" "$bin"
+fi
+
+[ "${FERRY_BENCH_CALLGRIND:-1}" = 0 ] && exit 0
+if ! command -v valgrind >/dev/null; then
+  echo "bench.sh: SKIPPED the callgrind Ir/op table: valgrind is not installed"
+  exit 0
+fi
+n1=10000
+n2=60000
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+# "case floor" pairs (floor "-" for the floors themselves), filtered as the
+# wall-time run filters.
+FERRY_BENCH_LIST=1 "$bin" >"$tmp/list"
+if [ -n "${FERRY_BENCH_FILTER:-}" ]; then
+  awk -v f="$FERRY_BENCH_FILTER" 'NR == FNR { if (index($1, f) && $2 != "-") keep[$2] = 1; next }
+       index($1, f) || ($1 in keep)' "$tmp/list" "$tmp/list" >"$tmp/list.f"
+  mv "$tmp/list.f" "$tmp/list"
+fi
+ir_total() { # ir_total CASE N: total Ir of one run
+  FERRY_BENCH_CASE="$1" FERRY_BENCH_OPS="$2" "${pin[@]}" valgrind --tool=callgrind \
+    --callgrind-out-file="$tmp/out" "$bin" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; return 1; }
+  awk '/^summary:/ { print $2 }' "$tmp/out"
+}
+while read -r name floor; do
+  a="$(ir_total "$name" "$n1")"
+  b="$(ir_total "$name" "$n2")"
+  echo "$name $floor $(awk -v a="$a" -v b="$b" -v n1="$n1" -v n2="$n2" 'BEGIN { printf "%.1f", (b - a) / (n2 - n1) }')"
+done <"$tmp/list" >"$tmp/ir"
+echo
+echo "instructions per handoff (callgrind, Ir(N=$n2) - Ir(N=$n1) over $((n2 - n1)) ops; same floors as above)"
+awk '{ ir[$1] = $3; floor[$1] = $2; order[NR] = $1 }
+  END {
+    printf "%-31s %8s  %-25s %8s %7s  target <= 1.5\n", "case", "Ir/op", "floor", "floor Ir", "ratio"
+    worst = 0
+    for (i = 1; i <= NR; i++) {
+      c = order[i]; f = floor[c]
+      if (f == "-") { printf "%-31s %8.1f  %-25s %8s %7s\n", c, ir[c], "(floor)", "-", "-"; continue }
+      r = ir[c] / ir[f]; if (r > worst) worst = r
+      printf "%-31s %8.1f  %-25s %8.1f %7.2f  %s\n", c, ir[c], f, ir[f], r, (r <= 1.5 ? "ok" : "ABOVE TARGET")
+    }
+    for (i = 1; i <= NR; i++) printf "RESULT_IR rust %s %.1f\n", order[i], ir[order[i]]
+    printf "worst Ir/op ratio against its floor: %.2f (target <= 1.5)\n", worst
+  }' "$tmp/ir"

@@ -2,8 +2,8 @@
 //! in the same process and run (perf-floors.md: gate on ratios from one run,
 //! never on absolutes).
 //!
-//! Run: `bindings/rust/bench.sh` (wall time, then callgrind Ir/op with
-//! `--callgrind`), or `cargo bench -p ferry --bench handoff`.
+//! Run: `bindings/rust/bench.sh` (this wall-time table, then callgrind
+//! Ir/op per case), or `cargo bench -p ferry --bench handoff`.
 //!
 //! Each case is one handoff of an int32 array (length 1024, two buffers,
 //! validity NULL): the producer exports, the consumer takes it, reads
@@ -94,7 +94,11 @@ unsafe fn c_produce_owned(out: *mut sys::ArrowDeviceArray) -> c_int {
 }
 
 #[inline(always)]
-unsafe fn c_produce_with(out: *mut sys::ArrowDeviceArray, hook: sys::FerryReleaseHook, user_data: *mut c_void) -> c_int {
+unsafe fn c_produce_with(
+    out: *mut sys::ArrowDeviceArray,
+    hook: sys::FerryReleaseHook,
+    user_data: *mut c_void,
+) -> c_int {
     let buffers: [*const c_void; 2] = [std::ptr::null(), VALUES.as_ptr() as *const c_void];
     let rc = sys::ferry_array_init(
         &mut (*out).array,
@@ -251,9 +255,8 @@ impl ArrayProducer for EndlessInPlace {
     fn next(&mut self) -> ferry::Result<Option<DeviceArray>> {
         DeviceArray::produce(|slot| self.next_into(slot))
     }
-    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry::Result<bool> {
-        slot.build(static_batch())?;
-        Ok(true)
+    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry::Result<()> {
+        slot.build(static_batch())
     }
 }
 
@@ -271,8 +274,7 @@ fn array_stream() -> DeviceArrayStream {
 
 type Case = (&'static str, Option<&'static str>, Box<dyn FnMut(u64) -> i64>);
 
-/// A case whose loop body pulls one batch from a stream made by `make`
-/// with raw C calls.
+/// A case whose loop body pulls one batch from `stream` with raw C calls.
 fn c_pull_case(name: &'static str, mut stream: DeviceArrayStream) -> Case {
     (
         name,
@@ -296,6 +298,22 @@ fn rust_pull_case(name: &'static str, mut stream: DeviceArrayStream) -> Case {
             let mut acc = 0;
             for _ in 0..n {
                 acc += rust_consume(stream.next().unwrap().unwrap());
+            }
+            acc
+        }),
+    )
+}
+
+/// A case whose loop body borrows one batch with `next_ref`.
+fn rust_lend_case(name: &'static str, mut stream: DeviceArrayStream) -> Case {
+    (
+        name,
+        Some("floor_c_stream_roundtrip"),
+        Box::new(move |n| {
+            let mut acc = 0;
+            for _ in 0..n {
+                let array = stream.next_ref().unwrap().unwrap();
+                acc += array.length() + unsafe { *(array.buffer(1) as *const i32) } as i64;
             }
             acc
         }),
@@ -467,24 +485,70 @@ fn cases() -> Vec<Case> {
         DeviceArrayStream::from_raw(&mut raw).unwrap()
     }));
     cases.push(rust_pull_case("rust_to_rust_stream", builder_stream()));
+    let mut raw = raw_stream();
+    cases.push(rust_lend_case("c_to_rust_stream_ref", unsafe {
+        DeviceArrayStream::from_raw(&mut raw).unwrap()
+    }));
+    cases.push(rust_lend_case("rust_to_rust_stream_ref", builder_stream()));
     cases.push(rust_pull_case("rust_to_rust_stream_arrays", array_stream()));
     cases
 }
 
 /// Per-case descriptions printed under the table.
 const CASES: &[(&str, &str)] = &[
-    ("rust_to_c_array_static", "ArrayBuilder (Buffer::from_static) .build() then DeviceArray::export_to into the C struct"),
-    ("rust_to_c_array_into", "the same built straight into the C struct (ArrayBuilder::build_into)"),
-    ("rust_to_c_array_owned", "Buffer::from_arc(Arc<[i32]>) .build() + export_to (one box, one Arc count)"),
+    (
+        "rust_to_c_array_static",
+        "ArrayBuilder (Buffer::from_static) .build() then DeviceArray::export_to into the C struct",
+    ),
+    (
+        "rust_to_c_array_into",
+        "the same built straight into the C struct (ArrayBuilder::build_into)",
+    ),
+    (
+        "rust_to_c_array_owned",
+        "Buffer::from_arc(Arc<[i32]>) .build() + export_to (one box, one Arc count)",
+    ),
     ("rust_to_c_array_owned_into", "the same with build_into"),
-    ("c_to_rust_array", "C production, DeviceArray::from_raw + accessors + drop"),
-    ("rust_to_c_stream", "DeviceArrayStream::from_iter over an iterator of ArrayBuilders, pulled with raw C calls"),
-    ("rust_to_c_stream_arrays", "from_iter over an iterator of finished DeviceArrays (moved in), raw C pull"),
-    ("rust_to_c_stream_producer", "an ArrayProducer implementing next_into (slot.build), raw C pull"),
-    ("rust_to_c_stream_producer_next", "an ArrayProducer implementing only next (DeviceArray moved in), raw C pull"),
-    ("c_to_rust_stream", "the raw C stream consumed as a Rust Iterator (DeviceArray per batch, dropped)"),
-    ("rust_to_rust_stream", "from_iter over ArrayBuilders consumed as a Rust Iterator"),
-    ("rust_to_rust_stream_arrays", "from_iter over DeviceArrays consumed as a Rust Iterator"),
+    (
+        "c_to_rust_array",
+        "C production, DeviceArray::from_raw + accessors + drop",
+    ),
+    (
+        "rust_to_c_stream",
+        "DeviceArrayStream::from_iter over an iterator of ArrayBuilders, pulled with raw C calls",
+    ),
+    (
+        "rust_to_c_stream_arrays",
+        "from_iter over an iterator of finished DeviceArrays (moved in), raw C pull",
+    ),
+    (
+        "rust_to_c_stream_producer",
+        "an ArrayProducer implementing next_into (slot.build), raw C pull",
+    ),
+    (
+        "rust_to_c_stream_producer_next",
+        "an ArrayProducer implementing only next (DeviceArray moved in), raw C pull",
+    ),
+    (
+        "c_to_rust_stream",
+        "the raw C stream consumed as a Rust Iterator (DeviceArray per batch, dropped)",
+    ),
+    (
+        "rust_to_rust_stream",
+        "from_iter over ArrayBuilders consumed as a Rust Iterator",
+    ),
+    (
+        "c_to_rust_stream_ref",
+        "the raw C stream read with DeviceArrayStream::next_ref (lent batch, no move)",
+    ),
+    (
+        "rust_to_rust_stream_ref",
+        "from_iter over ArrayBuilders read with next_ref",
+    ),
+    (
+        "rust_to_rust_stream_arrays",
+        "from_iter over DeviceArrays consumed as a Rust Iterator",
+    ),
 ];
 
 fn main() {
@@ -571,7 +635,10 @@ fn main() {
                 };
                 println!("{name:<31} {lo:>7.1} {med:>7.1}  {floor:<25} {ratio_min:>9.2} {ratio:>10.2}  {verdict}");
             }
-            None => println!("{name:<31} {lo:>7.1} {med:>7.1}  {:<25} {:>9} {:>10}", "(floor)", "-", "-"),
+            None => println!(
+                "{name:<31} {lo:>7.1} {med:>7.1}  {:<25} {:>9} {:>10}",
+                "(floor)", "-", "-"
+            ),
         }
     }
     println!("floors (raw ferry_* calls from this process, no Rust wrapper on the way):");

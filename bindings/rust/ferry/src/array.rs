@@ -255,31 +255,30 @@ impl DeviceArray {
 
     /// Lends a slot over a new, released array to `fill` (say an
     /// [`ArrayProducer::next_into`](crate::ArrayProducer::next_into)) and
-    /// returns the array when `fill` reports one (`Ok(true)`); `Ok(None)`
-    /// for `Ok(false)`. `EIO` when the answer and the slot disagree.
+    /// returns the array if `fill` wrote one, `Ok(None)` if it left the
+    /// slot empty.
     ///
     /// ```
     /// use ferry::{ArrayBuilder, Buffer, DeviceArray};
     /// let array = DeviceArray::produce(|slot| {
-    ///     slot.build(ArrayBuilder::new(1).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![9i16])))?;
-    ///     Ok(true)
+    ///     slot.build(ArrayBuilder::new(1).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![9i16])))
     /// })
     /// .unwrap()
     /// .unwrap();
     /// assert_eq!(array.length(), 1);
-    /// assert!(DeviceArray::produce(|_| Ok(false)).unwrap().is_none());
+    /// assert!(DeviceArray::produce(|_| Ok(())).unwrap().is_none());
     /// ```
-    pub fn produce(fill: impl FnOnce(&mut ArraySlot<'_>) -> Result<bool>) -> Result<Option<DeviceArray>> {
+    pub fn produce(fill: impl FnOnce(&mut ArraySlot<'_>) -> Result<()>) -> Result<Option<DeviceArray>> {
         let mut array = DeviceArray::released();
-        let more = fill(&mut ArraySlot::new_released(&mut array.raw))?;
-        match (more, array.is_released()) {
-            (true, false) => Ok(Some(array)),
-            (false, true) => Ok(None),
-            (true, true) => Err(Error::io("the producer reported a batch but left the slot empty")),
-            (false, false) => Err(Error::io(
-                "the producer reported the end of the stream but filled the slot",
-            )),
-        }
+        // On failure `array` is dropped, releasing whatever was written.
+        fill(&mut ArraySlot::new_released(&mut array.raw))?;
+        Ok((!array.is_released()).then_some(array))
+    }
+
+    /// Takes ownership of a struct the crate has just filled.
+    #[inline(always)]
+    pub(crate) fn from_filled(raw: sys::ArrowDeviceArray) -> DeviceArray {
+        DeviceArray { raw }
     }
 
     /// A zeroed (released) array used as an out-parameter inside the crate.

@@ -4,6 +4,7 @@
 //! together with a release hook that drops the owners when the consumer
 //! releases the array, exactly once.
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::os::raw::c_void;
 use std::ptr;
 use std::sync::Arc;
@@ -224,22 +225,28 @@ pub enum ExportPolicy {
 /// ```
 #[derive(Debug)]
 pub struct ArrayBuilder {
+    shape: Shape,
+    /// The first owner (arrays rarely have more than one); everything rarer
+    /// sits behind one box: the common shape costs no allocation beyond its
+    /// owner's.
+    owner: Option<Owner>,
+    more: Option<Box<More>>,
+}
+
+/// Everything about a builder that needs no dropping, kept apart (and
+/// `Copy`) so that the compiler holds it in registers: a builder that
+/// round-trips through memory costs more than the export itself.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
     length: i64,
     null_count: i64,
     offset: i64,
-    /// The addresses of the first three buffers (arrays rarely have more)
-    /// and the first owner live inline, everything rarer behind one box:
-    /// the common shape costs no allocation beyond its owner's, and stays
-    /// small enough for the compiler to keep in registers.
-    // Three fields rather than an array: a runtime-indexed array keeps the
-    // compiler from holding the builder in registers, and its copies then
-    // cost more than the export.
+    /// The addresses of the first three buffers, as fields rather than an
+    /// array (a runtime-indexed array lives in memory).
     p0: *const c_void,
     p1: *const c_void,
     p2: *const c_void,
     n_buffers: usize,
-    owner: Option<Owner>,
-    more: Option<Box<More>>,
 }
 
 // SAFETY: as for `Buffer`: every owner is Send and the addresses are only
@@ -272,6 +279,11 @@ unsafe extern "C" fn release_event(user_data: *mut c_void) {
     guard_silent("the event release hook of a Rust-exported array", || {
         drop(unsafe { Box::from_raw(user_data as *mut Event) });
     });
+}
+
+#[inline(never)]
+fn new_more() -> Box<More> {
+    Box::default()
 }
 
 /// The message for a negative length, offset or null count, out of line.
@@ -376,13 +388,15 @@ impl ArrayBuilder {
     #[inline(always)]
     pub fn new(length: i64) -> Self {
         ArrayBuilder {
-            length,
-            null_count: 0,
-            offset: 0,
-            p0: ptr::null(),
-            p1: ptr::null(),
-            p2: ptr::null(),
-            n_buffers: 0,
+            shape: Shape {
+                length,
+                null_count: 0,
+                offset: 0,
+                p0: ptr::null(),
+                p1: ptr::null(),
+                p2: ptr::null(),
+                n_buffers: 0,
+            },
             owner: None,
             more: None,
         }
@@ -390,26 +404,26 @@ impl ArrayBuilder {
     /// Sets the null count (default 0).
     #[inline(always)]
     pub fn null_count(mut self, null_count: i64) -> Self {
-        self.null_count = null_count;
+        self.shape.null_count = null_count;
         self
     }
     /// Sets the offset (default 0).
     #[inline(always)]
     pub fn offset(mut self, offset: i64) -> Self {
-        self.offset = offset;
+        self.shape.offset = offset;
         self
     }
     /// Appends a buffer.
     #[inline(always)]
     pub fn buffer(mut self, buffer: Buffer) -> Self {
         let Buffer { ptr, owner, .. } = buffer;
-        match self.n_buffers {
-            0 => self.p0 = ptr,
-            1 => self.p1 = ptr,
-            2 => self.p2 = ptr,
+        match self.shape.n_buffers {
+            0 => self.shape.p0 = ptr,
+            1 => self.shape.p1 = ptr,
+            2 => self.shape.p2 = ptr,
             _ => self.more().spilled.push(ptr),
         }
-        self.n_buffers += 1;
+        self.shape.n_buffers += 1;
         if let Some(owner) = owner {
             if self.owner.is_none() {
                 self.owner = Some(owner);
@@ -438,19 +452,24 @@ impl ArrayBuilder {
         self
     }
 
-    #[inline(never)]
+    /// The rarer parts, allocated (out of line) on first use.
+    #[inline(always)]
     fn more(&mut self) -> &mut More {
-        self.more.get_or_insert_with(Default::default)
+        if self.more.is_none() {
+            self.more = Some(new_more());
+        }
+        match &mut self.more {
+            Some(more) => more,
+            None => unreachable!(),
+        }
     }
 
     /// Fills `out` (released) through ferry_array_init. On failure `out` is
     /// left released and every owner has been dropped.
     #[inline(always)]
     fn fill(self, out: *mut sys::ArrowArray) -> Result<()> {
-        if (self.length | self.offset) < 0 || self.null_count < -1 {
-            return Err(negative(self.length, self.offset, self.null_count));
-        }
-        let ArrayBuilder {
+        let ArrayBuilder { shape, owner, more } = self;
+        let Shape {
             length,
             null_count,
             offset,
@@ -458,9 +477,10 @@ impl ArrayBuilder {
             p1,
             p2,
             n_buffers,
-            owner,
-            more,
-        } = self;
+        } = shape;
+        if (length | offset) < 0 || null_count < -1 {
+            return Err(negative(length, offset, null_count));
+        }
         if let Some(more) = more {
             return fill_general(out, length, null_count, offset, [p0, p1, p2], n_buffers, owner, *more);
         }
@@ -536,16 +556,21 @@ impl ArrayBuilder {
     /// by the array and destroyed after the array is released.
     #[inline(always)]
     pub fn build_on(self, device_type: DeviceType, device_id: i64, sync_event: Option<Event>) -> Result<DeviceArray> {
-        let mut out = DeviceArray::released();
-        // SAFETY: `out` is a released struct we own; on failure it stays
-        // released and dropping it does nothing.
+        // Not zeroed first: a successful fill writes all 128 bytes (every
+        // field of the array through ferry_array_init, every byte after it
+        // here), and a failed one is never read. Only `release` must start
+        // NULL (ferry_array_init refuses a live struct).
+        let mut raw = MaybeUninit::<sys::ArrowDeviceArray>::uninit();
+        let p = raw.as_mut_ptr();
+        // SAFETY: `p` is ours; on failure nothing is read from it.
         unsafe {
-            self.fill_device(out.raw_mut(), device_type, device_id, sync_event)?;
+            ptr::addr_of_mut!((*p).array.release).write(None);
+            self.fill_device(p, device_type, device_id, sync_event)?;
             // The value is about to be moved (by the compiler, by
             // export_to): re-store what C wrote so those moves forward.
-            rewrite_wide(out.raw_mut(), ARRAY_CHUNKS);
+            rewrite_wide(p, ARRAY_CHUNKS);
+            Ok(DeviceArray::from_filled(raw.assume_init()))
         }
-        Ok(out)
     }
 
     /// Fills released `out` in place: the array through ferry_array_init

@@ -178,17 +178,24 @@ impl ErrorBuf {
     }
 
     /// Turns a return code into a `Result`, taking the message on failure.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check(&self, code: c_int) -> Result<()> {
         if code == 0 {
             Ok(())
         } else {
-            let mut message = self.message();
-            if message.is_empty() {
-                message = format!("ferry call failed with {}", errno_name(code));
-            }
-            Err(Error::new(code, message))
+            Err(self.failure(code))
         }
+    }
+
+    /// The error for a failed call (out of line: callers are hot paths).
+    #[cold]
+    #[inline(never)]
+    fn failure(&self, code: c_int) -> Error {
+        let mut message = self.message();
+        if message.is_empty() {
+            message = format!("ferry call failed with {}", errno_name(code));
+        }
+        Error::new(code, message)
     }
 }
 

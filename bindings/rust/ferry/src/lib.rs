@@ -13,6 +13,11 @@
 //! - [`DeviceArrayStream::from_iter`] / [`from_producer`](DeviceArrayStream::from_producer)
 //!   export any iterator as a stream; [`DeviceArrayStream`] is itself an
 //!   `Iterator<Item = Result<DeviceArray>>`.
+//! - Hot paths fill the consumer's struct in place instead of moving a
+//!   128-byte [`DeviceArray`]: [`ArrayBuilder::build_into`], iterators of
+//!   [`ArrayBuilder`]s as streams, [`ArrayProducer::next_into`] with an
+//!   [`ArraySlot`], and [`DeviceArrayStream::next_ref`] on the consuming
+//!   side.
 //! - [`Device`] allocates, copies, and creates streams and events through the
 //!   core, so Rust code can produce on any device ferry knows (the simulated
 //!   one included); [`DeviceArray::wait`] waits on a producer's sync event.

@@ -18,22 +18,37 @@ use crate::error::{errno, Error, Result};
 /// assert_eq!(err.code(), ferry::errno::EIO);
 /// assert!(err.message().contains("boom"));
 /// ```
+#[inline(always)]
 pub fn guard<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(result) => result,
-        Err(payload) => Err(Error::new(
-            errno::EIO,
-            format!("panic in Rust code called from C: {}", panic_message(&*payload)),
-        )),
+        Err(payload) => Err(panic_error(payload)),
     }
 }
 
 /// Runs `f` where no error can be reported (release hooks): a panic is
 /// caught and written to stderr, because unwinding further would abort.
+#[inline(always)]
 pub(crate) fn guard_silent(what: &str, f: impl FnOnce()) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
-        eprintln!("ferry: panic in {what} contained: {}", panic_message(&*payload));
+        report_panic(what, payload);
     }
+}
+
+/// The error for a caught panic (out of line: guard is on hot paths).
+#[cold]
+#[inline(never)]
+fn panic_error(payload: Box<dyn Any + Send>) -> Error {
+    Error::new(
+        errno::EIO,
+        format!("panic in Rust code called from C: {}", panic_message(&*payload)),
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn report_panic(what: &str, payload: Box<dyn Any + Send>) {
+    eprintln!("ferry: panic in {what} contained: {}", panic_message(&*payload));
 }
 
 /// The text of a panic payload (`&str` or `String`), else a placeholder.

@@ -54,13 +54,12 @@ use crate::words::rewrite_wide;
 ///     fn next(&mut self) -> ferry::Result<Option<DeviceArray>> {
 ///         DeviceArray::produce(|slot| self.next_into(slot))
 ///     }
-///     fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry::Result<bool> {
+///     fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry::Result<()> {
 ///         if self.0 == 0 {
-///             return Ok(false); // the end: the slot stays empty
+///             return Ok(()); // the end: the slot stays empty
 ///         }
 ///         self.0 -= 1;
-///         slot.build(ArrayBuilder::new(3).buffer(Buffer::null()).buffer(Buffer::from_static(&VALUES)))?;
-///         Ok(true)
+///         slot.build(ArrayBuilder::new(3).buffer(Buffer::null()).buffer(Buffer::from_static(&VALUES)))
 ///     }
 /// }
 /// let stream = DeviceArrayStream::from_producer(DeviceType::CPU, Repeat(4)).unwrap();
@@ -71,15 +70,18 @@ pub trait ArrayProducer: Send + 'static {
     fn schema(&mut self) -> Result<Schema>;
     /// The next batch, or `None` at the end.
     fn next(&mut self) -> Result<Option<DeviceArray>>;
-    /// Writes the next batch into `slot` (the consumer's own struct) and
-    /// returns `Ok(true)`, or returns `Ok(false)` at the end leaving the slot
-    /// empty. This is what the stream calls; the default forwards to
-    /// [`next`](Self::next) and moves the batch in.
+    /// Writes the next batch into `slot` (the consumer's own struct), or
+    /// leaves the slot empty at the end of the stream, as the C interface
+    /// does with its out-parameter. This is what the stream calls; the
+    /// default forwards to [`next`](Self::next) and moves the batch in.
+    /// (No `bool` besides the slot: one source of truth, and cheaper: a
+    /// returned `Ok(true)` was written as a tag word plus a byte and read
+    /// back as words, which stalls store forwarding on every batch.)
     #[inline]
-    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> Result<bool> {
+    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> Result<()> {
         match self.next()? {
-            Some(array) => slot.put(array).map(|()| true),
-            None => Ok(false),
+            Some(array) => slot.put(array),
+            None => Ok(()),
         }
     }
 }
@@ -251,10 +253,10 @@ where
         self.iter.next().map(|b| b.and_then(B::into_device_array)).transpose()
     }
     #[inline]
-    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> Result<bool> {
+    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> Result<()> {
         match self.iter.next() {
-            Some(batch) => batch?.export_into(slot).map(|()| true),
-            None => Ok(false),
+            Some(batch) => batch?.export_into(slot),
+            None => Ok(()),
         }
     }
 }
@@ -281,18 +283,17 @@ unsafe extern "C" fn get_next_trampoline<P: ArrayProducer>(
     out: *mut sys::ArrowDeviceArray,
     error: *mut sys::FerryError,
 ) -> c_int {
+    if user_data.is_null() || out.is_null() {
+        // The core never does this; a caller bypassing it gets an error.
+        write_error(error, "get_next: NULL producer or output array");
+        return crate::error::errno::EINVAL;
+    }
     let producer = &mut *(user_data as *mut P);
-    // SAFETY: the core's get_next passes a non-NULL struct it has just
-    // zeroed, and it is ours to fill until we return.
+    // SAFETY: the core's get_next passes a struct it has just zeroed, and
+    // it is ours to fill until we return.
     let slot = &mut *out;
-    let result = guard(|| {
-        let more = producer.next_into(&mut ArraySlot::new_released(&mut *slot))?;
-        match (more, slot.array.release.is_some()) {
-            (true, true) | (false, false) => Ok(()),
-            (true, false) => Err(Error::io("next_into reported a batch but left the slot empty")),
-            (false, true) => Err(Error::io("next_into reported the end of the stream but filled the slot")),
-        }
-    });
+    // An empty slot on success is the end of the stream.
+    let result = guard(|| producer.next_into(&mut ArraySlot::new_released(&mut *slot)));
     match result {
         Ok(()) => 0,
         Err(e) => {
@@ -329,6 +330,10 @@ unsafe extern "C" fn release_trampoline<P: ArrayProducer>(user_data: *mut c_void
 pub struct DeviceArrayStream {
     raw: sys::ArrowDeviceArrayStream,
     finished: bool,
+    /// The batch lent out by [`next_ref`](Self::next_ref); released by
+    /// the next call or on drop. Boxed on first use, so that streams that
+    /// are only iterated stay small.
+    current: Option<Box<DeviceArray>>,
 }
 
 // SAFETY: see the type's documentation.
@@ -346,6 +351,7 @@ impl DeviceArrayStream {
         let mut stream = DeviceArrayStream {
             raw: sys::ArrowDeviceArrayStream::default(),
             finished: false,
+            current: None,
         };
         if sys::ferry_stream_move(ptr, &mut stream.raw) != 0 {
             return Err(Error::invalid("cannot import a released stream"));
@@ -376,6 +382,7 @@ impl DeviceArrayStream {
         let mut stream = DeviceArrayStream {
             raw: sys::ArrowDeviceArrayStream::default(),
             finished: false,
+            current: None,
         };
         let result = call(|err| unsafe {
             sys::ferry_stream_init(
@@ -429,6 +436,7 @@ impl DeviceArrayStream {
         let mut stream = DeviceArrayStream {
             raw: sys::ArrowDeviceArrayStream::default(),
             finished: false,
+            current: None,
         };
         let result = call(|err| unsafe {
             sys::ferry_stream_init_from_arrays(
@@ -482,6 +490,37 @@ impl DeviceArrayStream {
         // to be moved: re-store it so those moves forward (see words.rs).
         unsafe { rewrite_wide(array.raw_mut(), 8) };
         Ok(Some(array))
+    }
+
+    /// The next batch, lent: it stays in the stream and is released by the
+    /// next call to `next_ref` or when the stream is dropped (the borrow
+    /// checker ends the loan before either). `Ok(None)` at the end. The
+    /// consumer's struct is filled in place and never moved: the cheapest
+    /// way to read a stream from Rust; use the `Iterator` (or
+    /// [`next_array`](Self::next_array)) to keep batches.
+    ///
+    /// ```
+    /// use ferry::{DeviceArrayStream, DeviceType, Schema};
+    /// let batches = (1..=3).map(|n| ferry::export_primitive(vec![7i32; n], None).map(|(_, a)| a));
+    /// let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, Schema::new("i", None).unwrap(), batches).unwrap();
+    /// let mut total = 0;
+    /// while let Some(batch) = stream.next_ref().unwrap() {
+    ///     total += batch.length();
+    /// }
+    /// assert_eq!(total, 6);
+    /// ```
+    #[inline]
+    pub fn next_ref(&mut self) -> Result<Option<&DeviceArray>> {
+        let current = self.current.get_or_insert_with(|| Box::new(DeviceArray::released()));
+        if !current.is_released() {
+            unsafe { sys::ferry_device_array_release(current.raw_mut()) };
+        }
+        let mut err = ErrorBuf::new();
+        let code = unsafe { sys::ferry_stream_get_next(&mut self.raw, current.raw_mut(), err.as_mut_ptr()) };
+        if code != 0 {
+            return Err(err.check(code).unwrap_err());
+        }
+        Ok((!current.is_released()).then_some(&**current))
     }
 
     /// The producer's last error message, if any (valid after a failure).

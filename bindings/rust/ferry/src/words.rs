@@ -138,9 +138,16 @@ mod tests {
         let mut a = pattern();
         let event = 0x1234usize as *mut std::os::raw::c_void;
         unsafe { write_device_fields(&mut a, 10, 3, event) };
-        assert_eq!((a.device_id, a.device_type, a.sync_event, a.reserved), (3, 10, event, [0; 3]));
+        assert_eq!(
+            (a.device_id, a.device_type, a.sync_event, a.reserved),
+            (3, 10, event, [0; 3])
+        );
         let w = words(&a);
-        assert_eq!(&w[11].to_ne_bytes()[4..], &[0; 4], "the padding after device_type is zero");
+        assert_eq!(
+            &w[11].to_ne_bytes()[4..],
+            &[0; 4],
+            "the padding after device_type is zero"
+        );
         assert_eq!(&w[..10], &words(&pattern())[..10], "the array is untouched");
     }
 }

@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ferry::sys;
-use ferry::{errno, ArrayBuilder, ArrayProducer, ArraySlot, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Error, Schema};
+use ferry::{
+    errno, ArrayBuilder, ArrayProducer, ArraySlot, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Error, Schema,
+};
 
 fn batch(values: Vec<i32>) -> ferry::Result<DeviceArray> {
     ferry::export_primitive(values, None).map(|(_, a)| a)
@@ -191,7 +193,11 @@ fn an_iterator_of_builders_is_built_in_the_consumers_struct() {
         unsafe { sys::ferry_device_array_release(&mut out) };
     }
     assert_eq!(lengths, vec![1, 2, 3, 4]);
-    assert_eq!(drops.load(Ordering::SeqCst), 4, "each batch's owner dropped once, at its release");
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        4,
+        "each batch's owner dropped once, at its release"
+    );
     unsafe { sys::ferry_stream_release(&mut raw) };
 }
 
@@ -211,73 +217,101 @@ fn an_error_item_among_builders_fails_that_call_only() {
     assert!(err.is_invalid_argument() && err.message().contains("negative"), "{err}");
 }
 
-/// A producer whose next_into misbehaves in the way `mode` says.
-struct Liar {
+/// A producer written against next_into, behaving as `mode` says.
+struct InPlace {
     mode: u32,
+    calls: u32,
     drops: Arc<AtomicUsize>,
 }
-impl ArrayProducer for Liar {
+impl ArrayProducer for InPlace {
     fn schema(&mut self) -> ferry::Result<Schema> {
         Schema::new("i", None)
     }
     fn next(&mut self) -> ferry::Result<Option<DeviceArray>> {
         DeviceArray::produce(|slot| self.next_into(slot))
     }
-    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry::Result<bool> {
+    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry::Result<()> {
+        self.calls += 1;
         let owner = Owned(vec![1, 2], self.drops.clone());
-        let builder = ArrayBuilder::new(2).buffer(Buffer::null()).buffer(Buffer::from_owner(owner));
+        let builder = ArrayBuilder::new(2)
+            .buffer(Buffer::null())
+            .buffer(Buffer::from_owner(owner));
         match self.mode {
-            0 => Ok(true), // claims a batch, writes none
+            // Two batches, then the end (the slot left empty).
+            0 if self.calls <= 2 => slot.build(builder),
+            0 => Ok(()),
             1 => {
-                slot.build(builder)?; // writes a batch, claims the end
-                Ok(false)
+                slot.build(builder)?;
+                panic!("after filling the slot");
             }
             2 => {
                 slot.build(builder)?;
-                panic!("after filling the slot");
+                Err(Error::new(errno::ENOMEM, "failed after filling the slot"))
             }
             _ => {
                 slot.build(builder)?;
                 // A second batch into the same slot is refused: it would
                 // overwrite (leak) the first.
-                let again = ArrayBuilder::new(1).buffer(Buffer::null()).buffer(Buffer::from_static(&[1i32]));
+                let again = ArrayBuilder::new(1)
+                    .buffer(Buffer::null())
+                    .buffer(Buffer::from_static(&[1i32]));
                 let err = slot.build(again).unwrap_err();
                 assert!(err.is_invalid_argument());
-                Ok(true)
+                assert!(slot.put(batch(vec![1]).unwrap()).unwrap_err().is_invalid_argument());
+                Ok(())
             }
         }
     }
 }
 
-#[test]
-fn next_into_answers_that_disagree_with_the_slot_are_errors_and_nothing_leaks() {
-    for (mode, expect) in [(0, "left the slot empty"), (1, "filled the slot"), (2, "after filling the slot")] {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let mut stream = DeviceArrayStream::from_producer(
-            DeviceType::CPU,
-            Liar {
-                mode,
-                drops: drops.clone(),
-            },
-        )
-        .unwrap();
-        let err = stream.next_array().unwrap_err();
-        assert_eq!(err.code(), errno::EIO, "mode {mode}: {err}");
-        assert!(err.message().contains(expect), "mode {mode}: {err}");
-        // Built into the slot and released by the trampoline (modes 1, 2),
-        // or never exported and dropped with the builder (mode 0): once.
-        assert_eq!(drops.load(Ordering::SeqCst), 1, "mode {mode}: the owner is dropped exactly once");
-        drop(stream);
-    }
+fn in_place(mode: u32) -> (DeviceArrayStream, Arc<AtomicUsize>) {
     let drops = Arc::new(AtomicUsize::new(0));
-    let mut stream = DeviceArrayStream::from_producer(
-        DeviceType::CPU,
-        Liar {
-            mode: 3,
-            drops: drops.clone(),
-        },
+    let producer = InPlace {
+        mode,
+        calls: 0,
+        drops: drops.clone(),
+    };
+    (
+        DeviceArrayStream::from_producer(DeviceType::CPU, producer).unwrap(),
+        drops,
     )
-    .unwrap();
+}
+
+#[test]
+fn next_into_fills_the_slot_or_leaves_it_empty_at_the_end() {
+    let (stream, drops) = in_place(0);
+    let lengths: Vec<i64> = stream.map(|b| b.unwrap().length()).collect();
+    assert_eq!(lengths, vec![2, 2]);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        3,
+        "two batches released, one builder never exported"
+    );
+}
+
+#[test]
+fn a_failure_after_filling_the_slot_releases_the_batch_once() {
+    for (mode, code, text) in [
+        (1, errno::EIO, "after filling the slot"),
+        (2, errno::ENOMEM, "failed after filling"),
+    ] {
+        let (mut stream, drops) = in_place(mode);
+        let err = stream.next_array().unwrap_err();
+        assert_eq!(err.code(), code, "mode {mode}: {err}");
+        assert!(err.message().contains(text), "mode {mode}: {err}");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "mode {mode}: the written batch is released once"
+        );
+        drop(stream);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+}
+
+#[test]
+fn a_filled_slot_refuses_a_second_batch() {
+    let (mut stream, drops) = in_place(3);
     let batch = stream.next().unwrap().unwrap();
     assert_eq!(batch.length(), 2);
     drop(batch);
@@ -285,34 +319,42 @@ fn next_into_answers_that_disagree_with_the_slot_are_errors_and_nothing_leaks() 
 }
 
 #[test]
-fn produce_lends_a_slot_and_checks_the_answer() {
-    let drops = Arc::new(AtomicUsize::new(0));
-    let mut liar = Liar {
-        mode: 1,
-        drops: drops.clone(),
+fn produce_lends_a_slot() {
+    let mut producer = InPlace {
+        mode: 2,
+        calls: 0,
+        drops: Arc::new(AtomicUsize::new(0)),
     };
-    let err = liar.next().unwrap_err();
-    assert_eq!(err.code(), errno::EIO);
-    assert_eq!(drops.load(Ordering::SeqCst), 1, "the unclaimed batch is released");
-    let array = DeviceArray::produce(|slot| {
-        slot.put(batch(vec![4, 5, 6])?)?;
-        Ok(true)
-    })
-    .unwrap()
-    .unwrap();
+    let err = producer.next().unwrap_err();
+    assert_eq!(err.code(), errno::ENOMEM);
+    assert_eq!(
+        producer.drops.load(Ordering::SeqCst),
+        1,
+        "the batch of a failed call is released"
+    );
+    let array = DeviceArray::produce(|slot| slot.put(batch(vec![4, 5, 6])?))
+        .unwrap()
+        .unwrap();
     assert_eq!(array.length(), 3);
+    assert!(DeviceArray::produce(|_| Ok(())).unwrap().is_none());
 }
 
 #[test]
 fn a_slot_refuses_null_and_live_structs() {
-    assert!(unsafe { ArraySlot::from_raw(std::ptr::null_mut()) }.unwrap_err().is_invalid_argument());
+    assert!(unsafe { ArraySlot::from_raw(std::ptr::null_mut()) }
+        .unwrap_err()
+        .is_invalid_argument());
     let mut raw = sys::ArrowDeviceArray::default();
     unsafe { batch(vec![1]).unwrap().export_to(&mut raw).unwrap() };
-    assert!(unsafe { ArraySlot::from_raw(&mut raw) }.unwrap_err().is_invalid_argument());
+    assert!(unsafe { ArraySlot::from_raw(&mut raw) }
+        .unwrap_err()
+        .is_invalid_argument());
     unsafe { sys::ferry_device_array_release(&mut raw) };
     let mut slot = unsafe { ArraySlot::from_raw(&mut raw) }.unwrap();
     slot.build_on(
-        ArrayBuilder::new(1).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![3u8])),
+        ArrayBuilder::new(1)
+            .buffer(Buffer::null())
+            .buffer(Buffer::from_vec(vec![3u8])),
         DeviceType::CPU,
         -1,
         None,
@@ -321,4 +363,64 @@ fn a_slot_refuses_null_and_live_structs() {
     assert!(slot.is_filled());
     let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
     assert_eq!(array.device_type(), DeviceType::CPU);
+}
+
+#[test]
+fn next_ref_lends_each_batch_and_releases_it_exactly_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    let batches = (1..=3).map(move |n: i32| {
+        Ok(ArrayBuilder::new(n as i64)
+            .buffer(Buffer::null())
+            .buffer(Buffer::from_owner(Owned((0..n).collect(), d.clone()))))
+    });
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    // Through the C struct, as a foreign producer's stream would arrive.
+    let mut raw = sys::ArrowDeviceArrayStream::default();
+    unsafe { stream.export_to(&mut raw).unwrap() };
+    let mut stream = unsafe { DeviceArrayStream::from_raw(&mut raw).unwrap() };
+
+    let first = stream.next_ref().unwrap().unwrap();
+    assert_eq!(first.length(), 1);
+    assert_eq!(drops.load(Ordering::SeqCst), 0, "the lent batch is alive");
+    let second = stream.next_ref().unwrap().unwrap();
+    assert_eq!(second.length(), 2);
+    let values = unsafe { second.buffer_slice::<i32>(1, 2) }.unwrap();
+    assert_eq!(values, &[0, 1]);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the previous batch is released by the next call"
+    );
+    // Mixing with the owning forms is fine.
+    let third = stream.next_array().unwrap().unwrap();
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "next_array leaves the lent batch alone"
+    );
+    assert_eq!(third.length(), 3);
+    drop(third);
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
+    assert!(stream.next_ref().unwrap().is_none(), "end of stream");
+    assert_eq!(drops.load(Ordering::SeqCst), 3, "the lent batch is released at the end");
+    assert!(stream.next_ref().unwrap().is_none());
+}
+
+#[test]
+fn dropping_the_stream_releases_the_lent_batch() {
+    let (mut stream, drops) = in_place(0);
+    assert_eq!(stream.next_ref().unwrap().unwrap().length(), 2);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(stream);
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "released once, with the stream");
+}
+
+#[test]
+fn next_ref_reports_producer_errors() {
+    let batches = vec![batch(vec![1]), Err(Error::new(errno::ENOMEM, "no room"))];
+    let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    assert!(stream.next_ref().unwrap().is_some());
+    let err = stream.next_ref().unwrap_err();
+    assert_eq!((err.code(), err.message()), (errno::ENOMEM, "no room"));
 }
