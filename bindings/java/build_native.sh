@@ -25,7 +25,7 @@ mkdir -p "$out_dir"
 gcc -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -shared -fno-strict-aliasing \
   -Wall -Wextra -Wno-unused-parameter -Werror \
   -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" -I"$ROOT/core/include" -I"$src" \
-  "$src/generated/ferry_java_wrap.c" "$src/ferry_jni_support.c" "$src/ferry_jni_handoff.c" \
+  "$src/generated/ferry_java_wrap.c" "$src/ferry_jni_support.c" "$src/ferry_jni_handoff.c" "$src/ferry_jni_slab.c" \
   "$src/ferry_jni_dlpack.c" "$src/ferry_jni_testing.c" \
   -L"$BUILD/lib" -lferry -lpthread -Wl,-rpath,"$BUILD/lib" -Wl,--no-undefined \
   -o "$out_dir/libferry_jni.so.tmp"

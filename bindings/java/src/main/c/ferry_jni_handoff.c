@@ -4,13 +4,14 @@
  * Why this file exists: a JNI crossing costs ~8 ns, and the idiomatic object
  * paths used to make 10-15 of them per array (and one C->Java upcall, ~50-110
  * ns, per release of a Java export). Here each step is one crossing:
- * - import: move the producer's structs into heap structs and report
- *   everything Java's accessors need (length, null count, offset, buffer
- *   addresses, device) in one long[] (layout: FERRY_JNI_INFO_* below, mirrored
- *   by org.ferry.jni.Handoff);
- * - stream pull: get_next into a new heap struct, same report;
- * - close: release and free the struct (and the schema, when the last holder
- *   lets go);
+ * - import: move the producer's array into a slot (ferry_jni_slab.h) and
+ *   write everything Java's accessors need (length, null count, offset,
+ *   buffer addresses, device) next to it, where Java reads it through a
+ *   direct ByteBuffer (layout: FERRY_JNI_INFO_* below, mirrored by
+ *   org.ferry.jni.Handoff);
+ * - stream pull and cursor step: get_next into a slot, same report;
+ * - close: release the array and return the slot (and free the schema, when
+ *   the last holder lets go);
  * - export: read the addresses of direct ByteBuffers here
  *   (GetDirectBufferAddress) and fill the consumer's struct.
  *
@@ -35,10 +36,13 @@
 #include <string.h>
 
 #include "ferry/ferry.h"
+#include "ferry_jni_slab.h"
 #include "ferry_jni_support.h"
 
 /* ---- the info block (keep in sync with org.ferry.jni.Handoff) ----------- */
 
+/* What Java's accessors read: in a slot (ferry_jni_slab.h) at
+ * FERRY_JNI_SLOT_INFO_OFFSET, or in a long[] for child and dictionary views. */
 enum {
   FERRY_JNI_INFO_LENGTH = 0,
   FERRY_JNI_INFO_NULL_COUNT = 1,
@@ -51,7 +55,7 @@ enum {
   FERRY_JNI_INFO_DICTIONARY = 8,
   FERRY_JNI_INFO_SCHEMA = 9,
   FERRY_JNI_INFO_BUFFER0 = 10,
-  FERRY_JNI_INFO_INLINE_BUFFERS = 6,
+  FERRY_JNI_INFO_INLINE_BUFFERS = 5, /* slot 15 is FERRY_JNI_SLOT_ID */
   FERRY_JNI_INFO_SIZE = FERRY_JNI_INFO_BUFFER0 + FERRY_JNI_INFO_INLINE_BUFFERS
 };
 
@@ -59,12 +63,11 @@ enum {
  * beyond (Handoff.MAX_EXPORT_BUFFERS). */
 enum { FERRY_JNI_MAX_EXPORT_BUFFERS = 16 };
 
-/* Writes what Java caches about `array` into `info` with one JNI call; the
- * buffer addresses beyond the inline ones are read on demand. */
-static void ferry_jni_fill_info(JNIEnv* env, jlongArray info, const struct ArrowArray* array,
-                                jlong device_type, jlong device_id, const void* sync_event,
-                                jlong schema) {
-  jlong values[FERRY_JNI_INFO_SIZE];
+/* Writes what Java caches about `array` into `values` (FERRY_JNI_INFO_SIZE
+ * entries); buffer addresses beyond the inline ones are read on demand. */
+static void ferry_jni_fill_info(int64_t* values, const struct ArrowArray* array,
+                                int64_t device_type, int64_t device_id, const void* sync_event,
+                                const struct ArrowSchema* schema) {
   values[FERRY_JNI_INFO_LENGTH] = array->length;
   values[FERRY_JNI_INFO_NULL_COUNT] = array->null_count;
   values[FERRY_JNI_INFO_OFFSET] = array->offset;
@@ -72,130 +75,166 @@ static void ferry_jni_fill_info(JNIEnv* env, jlongArray info, const struct Arrow
   values[FERRY_JNI_INFO_N_CHILDREN] = array->n_children;
   values[FERRY_JNI_INFO_DEVICE_TYPE] = device_type;
   values[FERRY_JNI_INFO_DEVICE_ID] = device_id;
-  values[FERRY_JNI_INFO_SYNC_EVENT] = (jlong)(intptr_t)sync_event;
-  values[FERRY_JNI_INFO_DICTIONARY] = (jlong)(intptr_t)array->dictionary;
-  values[FERRY_JNI_INFO_SCHEMA] = schema;
+  values[FERRY_JNI_INFO_SYNC_EVENT] = (int64_t)(intptr_t)sync_event;
+  values[FERRY_JNI_INFO_DICTIONARY] = (int64_t)(intptr_t)array->dictionary;
+  values[FERRY_JNI_INFO_SCHEMA] = (int64_t)(intptr_t)schema;
   int64_t inline_buffers = array->n_buffers;
   if (inline_buffers > FERRY_JNI_INFO_INLINE_BUFFERS) inline_buffers = FERRY_JNI_INFO_INLINE_BUFFERS;
   if (inline_buffers < 0 || array->buffers == NULL) inline_buffers = 0;
   for (int64_t i = 0; i < inline_buffers; i++) {
-    values[FERRY_JNI_INFO_BUFFER0 + i] = (jlong)(intptr_t)array->buffers[i];
+    values[FERRY_JNI_INFO_BUFFER0 + i] = (int64_t)(intptr_t)array->buffers[i];
   }
-  (*env)->SetLongArrayRegion(env, info, 0, (jsize)(FERRY_JNI_INFO_BUFFER0 + inline_buffers),
-                             values);
+}
+
+static void ferry_jni_fill_slot_info(struct ferry_jni_slot* slot,
+                                     const struct ArrowSchema* schema) {
+  const struct ArrowDeviceArray* a = &slot->array;
+  ferry_jni_fill_info(slot->info, &a->array, a->device_type, a->device_id, a->sync_event,
+                      schema);
 }
 
 /* ---- import ------------------------------------------------------------- */
 
-/* Moves the producer's schema and device array into new heap structs (the
- * sources are left released) and fills `info` (its SCHEMA slot receives the
- * heap schema). Returns the heap device array; on failure throws and moves
- * nothing. */
+/* Moves the producer's schema (into a new heap struct) and device array (into
+ * a new slot); the sources are left released. Returns the slot's id; its info
+ * holds the heap schema. On failure throws and moves nothing. */
 JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_importArray(JNIEnv* env, jclass cls,
                                                               jlong schema_src,
-                                                              jlong array_src,
-                                                              jlongArray info) {
+                                                              jlong array_src) {
   struct ArrowSchema* schema_in = (struct ArrowSchema*)(intptr_t)schema_src;
   struct ArrowDeviceArray* array_in = (struct ArrowDeviceArray*)(intptr_t)array_src;
   if (schema_in == NULL || array_in == NULL) {
     ferry_jni_throw_illegal_argument(env, "null ArrowSchema or ArrowDeviceArray address");
-    return 0;
+    return -1;
   }
   if (ferry_schema_is_released(schema_in)) {
     ferry_jni_throw_ferry(env, EINVAL, "the ArrowSchema to import is released", NULL);
-    return 0;
+    return -1;
   }
   if (ferry_device_array_is_released(array_in)) {
     ferry_jni_throw_ferry(env, EINVAL, "the ArrowDeviceArray to import is released", NULL);
-    return 0;
+    return -1;
   }
+  int64_t id;
   struct ArrowSchema* schema = malloc(sizeof *schema);
-  struct ArrowDeviceArray* array = malloc(sizeof *array);
-  if (schema == NULL || array == NULL) {
+  struct ferry_jni_slot* slot = schema == NULL ? NULL : ferry_jni_slot_alloc(&id);
+  if (slot == NULL) {
     free(schema);
-    free(array);
     ferry_jni_throw_ferry(env, ENOMEM, "ferry: cannot allocate the imported structs", NULL);
-    return 0;
+    return -1;
   }
   /* Both sources are live and both targets fresh, so neither move fails. */
   schema->release = NULL;
-  array->array.release = NULL;
   ferry_schema_move(schema_in, schema);
-  ferry_device_array_move(array_in, array);
-  ferry_jni_fill_info(env, info, &array->array, array->device_type, array->device_id,
-                      array->sync_event, (jlong)(intptr_t)schema);
-  return (jlong)(intptr_t)array;
+  ferry_device_array_move(array_in, &slot->array);
+  ferry_jni_fill_slot_info(slot, schema);
+  return id;
 }
 
-/* Pulls the next batch of `stream` into a new heap device array and fills
- * `info`. Returns it, or 0 at the end of the stream; throws FerryException
+/* Moves a live device array (e.g. a ferry_device_array_new struct that ferry
+ * filled) into a new slot and fills its info; the source is left released.
+ * Returns the slot id; throws (moving nothing) on failure. */
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_adopt(JNIEnv* env, jclass cls,
+                                                        jlong device_array) {
+  struct ArrowDeviceArray* src = (struct ArrowDeviceArray*)(intptr_t)device_array;
+  if (src == NULL || src->array.release == NULL) {
+    ferry_jni_throw_ferry(env, EINVAL, "the ArrowDeviceArray to adopt is released", NULL);
+    return -1;
+  }
+  int64_t id;
+  struct ferry_jni_slot* slot = ferry_jni_slot_alloc(&id);
+  if (slot == NULL) {
+    ferry_jni_throw_ferry(env, ENOMEM, "ferry: cannot allocate a slot", NULL);
+    return -1;
+  }
+  ferry_device_array_move(src, &slot->array);
+  ferry_jni_fill_slot_info(slot, NULL);
+  return id;
+}
+
+/* Pulls the next batch of `stream` into a new slot and fills its info.
+ * Returns the slot id, or -1 at the end of the stream; throws FerryException
  * with the producer's code and message on failure. */
 JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_streamNext(JNIEnv* env, jclass cls,
-                                                             jlong stream, jlongArray info) {
-  struct ArrowDeviceArray* array = malloc(sizeof *array);
-  if (array == NULL) {
-    ferry_jni_throw_ferry(env, ENOMEM, "ferry: cannot allocate an ArrowDeviceArray", NULL);
-    return 0;
+                                                             jlong stream) {
+  int64_t id;
+  struct ferry_jni_slot* slot = ferry_jni_slot_alloc(&id);
+  if (slot == NULL) {
+    ferry_jni_throw_ferry(env, ENOMEM, "ferry: cannot allocate a slot", NULL);
+    return -1;
   }
-  array->array.release = NULL;
   struct FerryError error;
   error.message[0] = '\0';
-  int rc = ferry_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, array, &error);
-  if (rc != FERRY_OK) {
-    free(array); /* get_next left it released */
-    ferry_jni_throw_ferry(env, rc, error.message, "ferry_stream_get_next");
-    return 0;
+  int rc = ferry_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, &slot->array,
+                                 &error);
+  if (rc != FERRY_OK || slot->array.array.release == NULL) {
+    ferry_jni_slot_free(slot); /* get_next left it released */
+    if (rc != FERRY_OK) ferry_jni_throw_ferry(env, rc, error.message, "ferry_stream_get_next");
+    return -1;
   }
-  if (array->array.release == NULL) {
-    free(array);
-    return 0;
-  }
-  ferry_jni_fill_info(env, info, &array->array, array->device_type, array->device_id,
-                      array->sync_event, 0);
-  return (jlong)(intptr_t)array;
+  ferry_jni_fill_slot_info(slot, NULL);
+  return id;
 }
 
-/* The cursor's step: releases the batch held in `reused` (if any), pulls the
- * next one into it and fills `info`. Returns the batch length, -1 at the end;
- * throws FerryException with the producer's code and message on failure. */
+/* The cursor's step: releases the batch held in the slot at `slot_address`
+ * (if any), pulls the next one into it and fills its info. Returns the batch
+ * length, -1 at the end; throws FerryException with the producer's code and
+ * message on failure. */
 JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_cursorAdvance(JNIEnv* env, jclass cls,
-                                                                jlong stream, jlong reused,
-                                                                jlongArray info) {
-  struct ArrowDeviceArray* batch = (struct ArrowDeviceArray*)(intptr_t)reused;
-  ferry_device_array_release(batch);
+                                                                jlong stream,
+                                                                jlong slot_address) {
+  struct ferry_jni_slot* slot = (struct ferry_jni_slot*)(intptr_t)slot_address;
+  ferry_device_array_release(&slot->array);
   struct FerryError error;
   error.message[0] = '\0';
-  int rc = ferry_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, batch, &error);
+  int rc = ferry_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, &slot->array,
+                                 &error);
   if (rc != FERRY_OK) {
     ferry_jni_throw_ferry(env, rc, error.message, "ferry_stream_get_next");
     return -1;
   }
-  if (batch->array.release == NULL) return -1;
-  ferry_jni_fill_info(env, info, &batch->array, batch->device_type, batch->device_id,
-                      batch->sync_event, 0);
-  return batch->array.length;
+  if (slot->array.array.release == NULL) return -1;
+  ferry_jni_fill_slot_info(slot, NULL);
+  return slot->array.array.length;
 }
 
-/* Releases and frees a heap device array from importArray/streamNext (or any
- * ferry_device_array_new struct), and frees `schema` too when it is not 0. */
-JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_closeArray(JNIEnv* env, jclass cls,
-                                                            jlong array, jlong schema) {
-  ferry_device_array_free((struct ArrowDeviceArray*)(intptr_t)array);
+/* A new empty slot (for the cursor); returns its id, throws when out of memory. */
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_newSlot(JNIEnv* env, jclass cls) {
+  int64_t id;
+  struct ferry_jni_slot* slot = ferry_jni_slot_alloc(&id);
+  if (slot == NULL) {
+    ferry_jni_throw_ferry(env, ENOMEM, "ferry: cannot allocate a slot", NULL);
+    return -1;
+  }
+  return id;
+}
+
+/* Releases the array in a slot and returns the slot; frees `schema` too when
+ * it is not 0 (the last holder of an imported schema let go). */
+JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_closeSlot(JNIEnv* env, jclass cls,
+                                                           jlong slot_address, jlong schema) {
+  struct ferry_jni_slot* slot = (struct ferry_jni_slot*)(intptr_t)slot_address;
+  ferry_device_array_release(&slot->array);
+  ferry_jni_slot_free(slot);
   if (schema != 0) ferry_schema_free((struct ArrowSchema*)(intptr_t)schema);
 }
 
-/* Fills `info` for a child or dictionary ArrowArray (device fields 0). */
-JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_arrayInfo(JNIEnv* env, jclass cls,
-                                                           jlong array, jlongArray info) {
-  ferry_jni_fill_info(env, info, (const struct ArrowArray*)(intptr_t)array, 0, 0, NULL, 0);
+/* A direct ByteBuffer over slab chunk `chunk` (null if it does not exist yet). */
+JNIEXPORT jobject JNICALL Java_org_ferry_jni_Handoff_slabChunk(JNIEnv* env, jclass cls,
+                                                              jint chunk) {
+  void* base = ferry_jni_slab_chunk(chunk);
+  if (base == NULL) return NULL;
+  return (*env)->NewDirectByteBuffer(
+      env, base, (jlong)FERRY_JNI_SLOTS_PER_CHUNK * FERRY_JNI_SLOT_SIZE);
 }
 
-/* Fills `info` for a live ArrowDeviceArray (device fields included). */
-JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_deviceArrayInfo(JNIEnv* env, jclass cls,
-                                                                 jlong device_array,
-                                                                 jlongArray info) {
-  const struct ArrowDeviceArray* a = (const struct ArrowDeviceArray*)(intptr_t)device_array;
-  ferry_jni_fill_info(env, info, &a->array, a->device_type, a->device_id, a->sync_event, 0);
+/* Fills `info` (a long[] of at least FERRY_JNI_INFO_SIZE) for a child or
+ * dictionary ArrowArray (device slots 0). */
+JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_arrayInfo(JNIEnv* env, jclass cls,
+                                                           jlong array, jlongArray info) {
+  int64_t values[FERRY_JNI_INFO_SIZE] = {0};
+  ferry_jni_fill_info(values, (const struct ArrowArray*)(intptr_t)array, 0, 0, NULL, NULL);
+  (*env)->SetLongArrayRegion(env, info, 0, FERRY_JNI_INFO_SIZE, (const jlong*)values);
 }
 
 /* ---- the release queue -------------------------------------------------- */
@@ -217,7 +256,6 @@ static struct ferry_jni_queue_cell g_queue[FERRY_JNI_QUEUE_SIZE];
 static _Alignas(64) atomic_size_t g_queue_tail;
 static _Alignas(64) atomic_size_t g_queue_head;
 static _Alignas(64) atomic_llong g_queue_fallbacks;
-static atomic_llong g_queue_pushed;
 
 /* The drainer thread waits here while the queue is empty. */
 static pthread_mutex_t g_drainer_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -240,8 +278,10 @@ static int ferry_jni_queue_push(uint64_t handle) {
     size_t sequence = atomic_load_explicit(&cell->sequence, memory_order_acquire);
     intptr_t diff = (intptr_t)sequence - (intptr_t)position;
     if (diff == 0) {
+      /* seq_cst: ordered before the load of g_drainer_waiting in the hook
+       * (a locked instruction on x86 either way, so it costs nothing). */
       if (atomic_compare_exchange_weak_explicit(&g_queue_tail, &position, position + 1,
-                                                memory_order_relaxed, memory_order_relaxed)) {
+                                                memory_order_seq_cst, memory_order_relaxed)) {
         cell->handle = handle;
         atomic_store_explicit(&cell->sequence, position + 1, memory_order_release);
         return 1;
@@ -283,20 +323,28 @@ static int ferry_jni_queue_is_empty(void) {
   return atomic_load_explicit(&cell->sequence, memory_order_acquire) != position + 1;
 }
 
+/* True when some release claimed a cell the drainer has not popped (the
+ * value may still be being written; the drainer then simply comes back). */
+static int ferry_jni_queue_has_claims(void) {
+  return atomic_load_explicit(&g_queue_tail, memory_order_seq_cst) !=
+         atomic_load_explicit(&g_queue_head, memory_order_seq_cst);
+}
+
 /* Release hook of queued Java exports: never calls into Java unless the queue
- * is full. Wakes the drainer only when it is waiting (at most once per drain
- * round), so a steady stream of releases costs one CAS each. */
+ * is full; one CAS and one plain load on the common path. Wakes the drainer
+ * only when it is waiting (at most once per drain round).
+ * No lost wake-up: the push's CAS on the tail and the drainer's store of
+ * g_drainer_waiting are both seq_cst, and each side then reads the other's
+ * variable, so either this thread sees the drainer waiting and signals (under
+ * the mutex, so the signal cannot fall between its check and its wait) or the
+ * drainer sees the claimed cell and does not sleep. */
 void ferry_jni_queued_release_hook(void* user_data) {
   if (!ferry_jni_queue_push((uint64_t)(uintptr_t)user_data)) {
     atomic_fetch_add_explicit(&g_queue_fallbacks, 1, memory_order_relaxed);
     ferry_jni_release_hook(user_data);
     return;
   }
-  atomic_fetch_add_explicit(&g_queue_pushed, 1, memory_order_relaxed);
-  /* Pairs with the fence in awaitReleases: either the drainer sees the new
-   * handle before it sleeps, or this thread sees it waiting and signals. */
-  atomic_thread_fence(memory_order_seq_cst);
-  if (atomic_load_explicit(&g_drainer_waiting, memory_order_relaxed)) {
+  if (atomic_load_explicit(&g_drainer_waiting, memory_order_seq_cst)) {
     pthread_mutex_lock(&g_drainer_mutex);
     pthread_cond_signal(&g_drainer_wake);
     pthread_mutex_unlock(&g_drainer_mutex);
@@ -330,12 +378,11 @@ JNIEXPORT jint JNICALL Java_org_ferry_jni_Handoff_drainReleases(JNIEnv* env, jcl
   return ferry_jni_drain_into(env, out);
 }
 
-/* Blocks the calling (drainer) thread until the queue holds a handle. */
+/* Blocks the calling (drainer) thread until a release claimed a cell. */
 JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_awaitReleases(JNIEnv* env, jclass cls) {
   pthread_mutex_lock(&g_drainer_mutex);
-  atomic_store_explicit(&g_drainer_waiting, 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_seq_cst);
-  while (ferry_jni_queue_is_empty()) pthread_cond_wait(&g_drainer_wake, &g_drainer_mutex);
+  atomic_store_explicit(&g_drainer_waiting, 1, memory_order_seq_cst);
+  while (!ferry_jni_queue_has_claims()) pthread_cond_wait(&g_drainer_wake, &g_drainer_mutex);
   atomic_store_explicit(&g_drainer_waiting, 0, memory_order_relaxed);
   pthread_mutex_unlock(&g_drainer_mutex);
 }
@@ -345,10 +392,11 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_queuedReleaseHookAddress(JNIE
   return (jlong)(intptr_t)&ferry_jni_queued_release_hook;
 }
 
-/* {capacity, handles queued so far, releases that fell back to the upcall}. */
+/* {capacity, handles queued so far (claimed cells), releases that fell back
+ * to the upcall}. */
 JNIEXPORT jlongArray JNICALL Java_org_ferry_jni_Handoff_releaseQueueStats(JNIEnv* env,
                                                                          jclass cls) {
-  jlong stats[3] = {FERRY_JNI_QUEUE_SIZE, (jlong)atomic_load(&g_queue_pushed),
+  jlong stats[3] = {FERRY_JNI_QUEUE_SIZE, (jlong)atomic_load(&g_queue_tail),
                     (jlong)atomic_load(&g_queue_fallbacks)};
   jlongArray out = (*env)->NewLongArray(env, 3);
   if (out != NULL) (*env)->SetLongArrayRegion(env, out, 0, 3, stats);
@@ -358,57 +406,35 @@ JNIEXPORT jlongArray JNICALL Java_org_ferry_jni_Handoff_releaseQueueStats(JNIEnv
 /* ---- export ------------------------------------------------------------- */
 
 /* Fills the released ArrowDeviceArray `out` with a flat array (no children,
- * no dictionary) over either `buffers` (direct ByteBuffers, null entries are
- * absent buffers) or `addresses`, on (device_type, device_id) without an
- * event; its release hook is `hook(handle)`. Every buffer is checked before
- * anything is filled, so a failure (IllegalArgumentException naming the
- * buffer, or FerryException) leaves `out` released. Then pops one released
- * handle off the queue for Java to drop, in the same crossing (see
- * ferry_jni_pop_one for the encoding). */
+ * no dictionary) of `n_buffers` buffers, on (device_type, device_id) without
+ * an event; its release hook is `hook(handle)`. The buffer addresses are
+ * a0..a2 when n_buffers <= 3 (no array to read: the common case costs no JNI
+ * function call), else `addresses`. On failure (FerryException) `out` stays
+ * released. Then pops one released handle off the queue for Java to drop, in
+ * the same crossing (see ferry_jni_pop_one for the encoding). */
 JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_exportArray(
     JNIEnv* env, jclass cls, jlong out_address, jlong length, jlong null_count, jlong offset,
-    jobjectArray buffers, jlongArray addresses, jint device_type, jlong device_id, jlong hook,
-    jlong handle) {
+    jint n_buffers, jlong a0, jlong a1, jlong a2, jlongArray addresses, jint device_type,
+    jlong device_id, jlong hook, jlong handle) {
   struct ArrowDeviceArray* out = (struct ArrowDeviceArray*)(intptr_t)out_address;
   if (out == NULL) {
     ferry_jni_throw_illegal_argument(env, "null ArrowDeviceArray address");
     return 0;
   }
   const void* table[FERRY_JNI_MAX_EXPORT_BUFFERS];
-  jsize n_buffers = 0;
-  if (buffers != NULL) {
-    n_buffers = (*env)->GetArrayLength(env, buffers);
-    if (n_buffers > FERRY_JNI_MAX_EXPORT_BUFFERS) {
-      ferry_jni_throw_illegal_argument(env, "too many buffers for the one-call export");
-      return 0;
-    }
-    for (jsize i = 0; i < n_buffers; i++) {
-      jobject buffer = (*env)->GetObjectArrayElement(env, buffers, i);
-      if (buffer == NULL) {
-        table[i] = NULL;
-        continue;
-      }
-      table[i] = (*env)->GetDirectBufferAddress(env, buffer);
-      (*env)->DeleteLocalRef(env, buffer);
-      if (table[i] == NULL) {
-        char message[160];
-        snprintf(message, sizeof message,
-                 "buffer %d is a heap ByteBuffer; only direct ByteBuffers can be exported "
-                 "without copying",
-                 (int)i);
-        ferry_jni_throw_illegal_argument(env, message);
-        return 0;
-      }
-    }
-  } else if (addresses != NULL) {
-    n_buffers = (*env)->GetArrayLength(env, addresses);
-    if (n_buffers > FERRY_JNI_MAX_EXPORT_BUFFERS) {
-      ferry_jni_throw_illegal_argument(env, "too many buffers for the one-call export");
-      return 0;
-    }
+  if (n_buffers < 0 || n_buffers > FERRY_JNI_MAX_EXPORT_BUFFERS) {
+    ferry_jni_throw_illegal_argument(env, "buffer count out of range for the one-call export");
+    return 0;
+  }
+  if (n_buffers <= 3) {
+    table[0] = (const void*)(intptr_t)a0;
+    table[1] = (const void*)(intptr_t)a1;
+    table[2] = (const void*)(intptr_t)a2;
+  } else {
     jlong values[FERRY_JNI_MAX_EXPORT_BUFFERS];
     (*env)->GetLongArrayRegion(env, addresses, 0, n_buffers, values);
-    for (jsize i = 0; i < n_buffers; i++) table[i] = (const void*)(intptr_t)values[i];
+    if ((*env)->ExceptionCheck(env)) return 0;
+    for (jint i = 0; i < n_buffers; i++) table[i] = (const void*)(intptr_t)values[i];
   }
   struct FerryError error;
   error.message[0] = '\0';
@@ -421,11 +447,18 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_exportArray(
   rc = ferry_device_array_init(out, &out->array, (ArrowDeviceType)device_type, device_id, NULL,
                                NULL, NULL, &error);
   if (rc != FERRY_OK) {
-    /* The hook must not reach Java's table as a release: Java cancels the
-     * entry when this throws, and the handle is never reused. */
+    /* The hook must not reach Java's table as a release: Java drops the entry
+     * when this throws, and the handle is never reused. */
     ferry_array_release(&out->array);
     ferry_jni_throw_ferry(env, rc, error.message, "ferry_device_array_init");
     return 0;
   }
   return ferry_jni_pop_one();
+}
+
+/* The address of a direct ByteBuffer, or 0 for a heap buffer (Java caches it
+ * per buffer: one call per buffer, not per export). */
+JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_directAddress(JNIEnv* env, jclass cls,
+                                                                jobject buffer) {
+  return (jlong)(intptr_t)(*env)->GetDirectBufferAddress(env, buffer);
 }

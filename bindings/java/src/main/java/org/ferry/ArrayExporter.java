@@ -157,13 +157,37 @@ public final class ArrayExporter {
 
   /** The one-call export of a flat batch without actions (the hot path). */
   private static void exportQueued(ExportedBatch batch, long out) {
+    int n = batch.bufferCount();
+    long a0 = 0;
+    long a1 = 0;
+    long a2 = 0;
+    long[] addresses = null;
+    ByteBuffer[] buffers = batch.byteBuffers();
+    if (n <= 3) {
+      // Checked before anything is exported (a heap buffer fails here).
+      if (buffers != null) {
+        if (n > 0) a0 = DirectAddresses.of(buffers[0], 0);
+        if (n > 1) a1 = DirectAddresses.of(buffers[1], 1);
+        if (n > 2) a2 = DirectAddresses.of(buffers[2], 2);
+      } else {
+        long[] raw = batch.rawAddresses();
+        if (n > 0) a0 = raw[0];
+        if (n > 1) a1 = raw[1];
+        if (n > 2) a2 = raw[2];
+      }
+    } else if (buffers != null) {
+      addresses = new long[n];
+      for (int i = 0; i < n; i++) addresses[i] = DirectAddresses.of(buffers[i], i);
+    } else {
+      addresses = batch.rawAddresses();
+    }
     ReleaseQueue.ensureDrainer();
     long handle = HandleTable.put(batch);
     long popped;
     try {
       popped = Handoff.exportArray(out, batch.length(), batch.nullCountValue(),
-          batch.offsetValue(), batch.byteBuffers(), batch.rawAddresses(), batch.deviceType(),
-          batch.deviceId(), ReleaseQueue.HOOK, handle);
+          batch.offsetValue(), n, a0, a1, a2, addresses, batch.deviceType(), batch.deviceId(),
+          ReleaseQueue.HOOK, handle);
     } catch (RuntimeException | Error e) {
       HandleTable.remove(handle); // the handle is never reused: a queued copy is ignored
       throw e;
@@ -178,7 +202,7 @@ public final class ArrayExporter {
     long[] addresses = new long[n];
     ByteBuffer[] buffers = batch.byteBuffers();
     for (int i = 0; i < n; i++) {
-      addresses[i] = buffers != null ? addressOf(buffers[i], i) : batch.rawAddresses()[i];
+      addresses[i] = buffers != null ? DirectAddresses.of(buffers[i], i) : batch.rawAddresses()[i];
     }
     FerryNative.ferry_array_init(array, batch.length(), batch.nullCountValue(),
         batch.offsetValue(), n, 0, children.length, hook, handle);
@@ -193,15 +217,6 @@ public final class ArrayExporter {
       FerryNative.ferry_array_allocate_dictionary(array, dictionary);
       fillArray(batch.dictionaryValue(), dictionary[0], 0, 0);
     }
-  }
-
-  private static long addressOf(ByteBuffer b, int i) {
-    if (b == null) return 0;
-    if (!b.isDirect()) {
-      throw new IllegalArgumentException("buffer " + i + " is a heap ByteBuffer; only direct "
-          + "ByteBuffers can be exported without copying");
-    }
-    return Support.directBufferAddress(b);
   }
 
   /** Exports and imports back: a Java-produced DeviceArray (mostly for tests). */

@@ -17,32 +17,31 @@ public final class ArrayView {
   private final DeviceArray owner;
   private final long array;
   private final long schema;
+  /** The root's info lives in its slot (slab, slabInfo); others' in a long[]
+   *  read on first use. */
+  private final ByteBuffer slab;
+  private final int slabInfo;
   private long[] info;
 
-  ArrayView(DeviceArray owner, long array, long schema, long[] info) {
+  /** A view whose info is in a slot ({@code slab} non-null) or read lazily. */
+  ArrayView(DeviceArray owner, long array, long schema, ByteBuffer slab, int slabInfo) {
     this.owner = owner;
     this.array = array;
     this.schema = schema;
-    this.info = info;
+    this.slab = slab;
+    this.slabInfo = slabInfo;
   }
 
-  private long[] info() {
+  private long info(int k) {
     owner.checkOpen();
+    if (slab != null) return slab.getLong(slabInfo + 8 * k);
     long[] i = info;
     if (i == null) {
       i = new long[Handoff.INFO_SIZE];
       Handoff.arrayInfo(array, i);
       info = i;
     }
-    return i;
-  }
-
-  /** Buffer {@code i} of the ArrowArray at {@code array} described by {@code info}. */
-  static long bufferAddress(long array, long[] info, int i) {
-    long n = info[Handoff.N_BUFFERS];
-    if (i < 0 || i >= n) throw new IndexOutOfBoundsException("buffer " + i + " of " + n);
-    if (i < Handoff.INLINE_BUFFERS) return info[Handoff.BUFFER0 + i];
-    return FerryNative.ferry_array_buffer(array, i);
+    return i[k];
   }
 
   /** The ArrowArray's address (borrowed). */
@@ -57,28 +56,30 @@ public final class ArrayView {
   }
 
   public long length() {
-    return info()[Handoff.LENGTH];
+    return info(Handoff.LENGTH);
   }
 
   public long nullCount() {
-    return info()[Handoff.NULL_COUNT];
+    return info(Handoff.NULL_COUNT);
   }
 
   public long offset() {
-    return info()[Handoff.OFFSET];
+    return info(Handoff.OFFSET);
   }
 
   public int bufferCount() {
-    return Math.toIntExact(info()[Handoff.N_BUFFERS]);
+    return Math.toIntExact(info(Handoff.N_BUFFERS));
   }
 
   public int childCount() {
-    return Math.toIntExact(info()[Handoff.N_CHILDREN]);
+    return Math.toIntExact(info(Handoff.N_CHILDREN));
   }
 
   /** Buffer {@code i}'s address on the array's device (0 when absent). */
   public long bufferAddress(int i) {
-    return bufferAddress(array, info(), i);
+    checkBufferIndex(i);
+    if (i < Handoff.INLINE_BUFFERS) return info(Handoff.BUFFER0 + i);
+    return FerryNative.ferry_array_buffer(array, i);
   }
 
   /** Buffer {@code i}'s size in bytes, from the format, length and offset. */
@@ -117,18 +118,18 @@ public final class ArrayView {
     if (child == 0 || childSchema == 0) {
       throw new IndexOutOfBoundsException("child " + i + " of " + childCount());
     }
-    return new ArrayView(owner, child, childSchema, null);
+    return new ArrayView(owner, child, childSchema, null, 0);
   }
 
   /** The dictionary, or null. */
   public ArrayView dictionary() {
-    long dictionary = info()[Handoff.DICTIONARY];
+    long dictionary = info(Handoff.DICTIONARY);
     if (dictionary == 0) return null;
     long dictionarySchema = FerryNative.ferry_schema_dictionary(schema);
     if (dictionarySchema == 0) {
       throw new FerryException(FerryException.EINVAL, "array has a dictionary, schema has none");
     }
-    return new ArrayView(owner, dictionary, dictionarySchema, null);
+    return new ArrayView(owner, dictionary, dictionarySchema, null, 0);
   }
 
   private void checkBufferIndex(int i) {

@@ -21,35 +21,50 @@ import org.ferry.jni.Handoff;
 public final class DeviceArray implements AutoCloseable, Schema.Owner {
   private final NativeHandle handle;
   private final SchemaOwner schema;
-  /** What the import call reported (Handoff.* slots); the struct never changes. */
-  private final long[] info;
+  /** The slot's chunk and the offset of its info there: what the import call
+   *  reported (Handoff.* indices); the struct never changes while owned. */
+  private final ByteBuffer slab;
+  private final int info;
   private int hostAccessible = -1;
 
-  /** Takes ownership of a heap ArrowDeviceArray and one hold on {@code schema}. */
-  private DeviceArray(long address, SchemaOwner schema, long[] info) {
+  /** Takes ownership of a filled slot and one hold on {@code schema}. */
+  private DeviceArray(long slot, long slotAddress, SchemaOwner schema) {
     this.schema = schema;
-    this.info = info;
-    this.handle = new NativeHandle(this, address, schema, "DeviceArray");
+    this.slab = Slab.chunk(slot);
+    this.info = Slab.offset(slot) + Handoff.SLOT_INFO_OFFSET;
+    this.handle = new NativeHandle(this, slotAddress, schema, "DeviceArray");
   }
 
-  /** Wraps a filled heap array and one hold on {@code schema} (already taken);
-   *  on failure frees both. {@code info} may be null: it is read here then. */
-  static DeviceArray wrap(long heapDeviceArray, SchemaOwner schema, long[] info) {
+  /** Wraps a filled slot and one hold on {@code schema} (already taken); on
+   *  failure releases both. */
+  static DeviceArray wrap(long slot, SchemaOwner schema) {
+    long slotAddress = 0;
     try {
-      if (info == null) {
-        info = new long[Handoff.INFO_SIZE];
-        Handoff.deviceArrayInfo(heapDeviceArray, info);
-      }
-      return new DeviceArray(heapDeviceArray, schema, info);
+      slotAddress = Slab.address(slot);
+      return new DeviceArray(slot, slotAddress, schema);
     } catch (RuntimeException | Error e) {
-      schema.accept(heapDeviceArray);
+      if (slotAddress != 0) schema.accept(slotAddress);
       throw e;
     }
   }
 
-  /** For DeviceArrayStream: wraps a filled heap array sharing the stream's schema. */
-  static DeviceArray adopt(long heapDeviceArray, SchemaOwner schema, long[] info) {
-    return wrap(heapDeviceArray, schema.retain(), info);
+  /** Wraps a live heap device array (moved into a slot; the heap struct is
+   *  freed) with one hold on {@code schema} (already taken). */
+  static DeviceArray wrapHeap(long heapDeviceArray, SchemaOwner schema) {
+    long slot;
+    try {
+      slot = Handoff.adopt(heapDeviceArray);
+    } catch (RuntimeException | Error e) {
+      FerryNative.ferry_device_array_free(heapDeviceArray);
+      schema.release();
+      throw e;
+    }
+    FerryNative.ferry_device_array_free(heapDeviceArray); // released by the move
+    return wrap(slot, schema);
+  }
+
+  private long info(int k) {
+    return slab.getLong(info + 8 * k);
   }
 
   /**
@@ -58,9 +73,10 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
    * Java owns everything; on failure nothing was moved.
    */
   public static DeviceArray importFrom(long schemaAddress, long deviceArrayAddress) {
-    long[] info = new long[Handoff.INFO_SIZE];
-    long array = Handoff.importArray(schemaAddress, deviceArrayAddress, info);
-    return wrap(array, new SchemaOwner(info[Handoff.SCHEMA]), info);
+    long slot = Handoff.importArray(schemaAddress, deviceArrayAddress);
+    ByteBuffer chunk = Slab.chunk(slot);
+    long schema = chunk.getLong(Slab.offset(slot) + Handoff.SLOT_INFO_OFFSET + 8 * Handoff.SCHEMA);
+    return wrap(slot, new SchemaOwner(schema));
   }
 
   /**
@@ -108,21 +124,21 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
 
   /** The top-level array (its ArrowArray is the device array's first member). */
   public ArrayView root() {
-    return new ArrayView(this, address(), schema.address(), info);
+    return new ArrayView(this, address(), schema.address(), slab, info);
   }
 
   public int deviceType() {
-    return (int) info[Handoff.DEVICE_TYPE];
+    return (int) info(Handoff.DEVICE_TYPE);
   }
 
   public long deviceId() {
-    return info[Handoff.DEVICE_ID];
+    return info(Handoff.DEVICE_ID);
   }
 
   /** The producer's sync event (a pointer to the native event), 0 when none. */
   public long syncEvent() {
     checkOpen();
-    return info[Handoff.SYNC_EVENT];
+    return info(Handoff.SYNC_EVENT);
   }
 
   /** True when the host may read this array's memory directly. */
@@ -148,28 +164,31 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
 
   public long length() {
     checkOpen();
-    return info[Handoff.LENGTH];
+    return info(Handoff.LENGTH);
   }
 
   public long nullCount() {
     checkOpen();
-    return info[Handoff.NULL_COUNT];
+    return info(Handoff.NULL_COUNT);
   }
 
   public long offset() {
     checkOpen();
-    return info[Handoff.OFFSET];
+    return info(Handoff.OFFSET);
   }
 
   public int bufferCount() {
     checkOpen();
-    return Math.toIntExact(info[Handoff.N_BUFFERS]);
+    return Math.toIntExact(info(Handoff.N_BUFFERS));
   }
 
   /** Buffer {@code i}'s address on the array's device (0 when absent). */
   public long bufferAddress(int i) {
     long a = address();
-    return ArrayView.bufferAddress(a, info, i);
+    long n = info(Handoff.N_BUFFERS);
+    if (i < 0 || i >= n) throw new IndexOutOfBoundsException("buffer " + i + " of " + n);
+    if (i < Handoff.INLINE_BUFFERS) return info(Handoff.BUFFER0 + i);
+    return FerryNative.ferry_array_buffer(a, i);
   }
 
   /** See {@link ArrayView#buffer(int)}. */
@@ -179,7 +198,7 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
 
   public int childCount() {
     checkOpen();
-    return Math.toIntExact(info[Handoff.N_CHILDREN]);
+    return Math.toIntExact(info(Handoff.N_CHILDREN));
   }
 
   public ArrayView child(int i) {
@@ -208,7 +227,7 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
       FerryNative.ferry_device_array_free(out);
       throw e;
     }
-    return adopt(out, schema, null);
+    return wrapHeap(out, schema.retain());
   }
 
   /**
@@ -290,7 +309,12 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
       FerryNative.ferry_device_array_free(array);
       throw e;
     }
-    return wrap(array, new SchemaOwner(schema), null);
+    return wrapHeap(array, new SchemaOwner(schema));
+  }
+
+  /** True when no stream or other array shares this array's schema (tests). */
+  boolean schemaIsSoleHolderForTest() {
+    return schema.isSoleHolder();
   }
 
   /** Releases the array (exactly once; later calls do nothing). */

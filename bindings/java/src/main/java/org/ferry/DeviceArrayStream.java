@@ -3,6 +3,7 @@ package org.ferry;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
 import org.ferry.jni.FerryNative;
 import org.ferry.jni.Handoff;
 
@@ -19,9 +20,13 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
   private final NativeHandle handle;
   private final SchemaCell schemaCell;
 
-  /** The schema, fetched once; shared with batches, released with the stream. */
+  /** The schema, fetched once; shared with batches, released with the stream
+   *  (see SchemaOwner: the stream counts the batches it handed out). */
   private static final class SchemaCell {
     SchemaOwner owner;
+    /** Batches handed out; written by the stream's thread only (streams are
+     *  single-threaded), read when the stream is freed. */
+    long handedOut;
   }
 
   private DeviceArrayStream(long address) {
@@ -29,7 +34,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     this.schemaCell = cell;
     this.handle = new NativeHandle(this, address, a -> {
       FerryNative.ferry_stream_free(a);
-      if (cell.owner != null) cell.owner.release();
+      if (cell.owner != null) cell.owner.endStreamHold(cell.handedOut);
     }, "DeviceArrayStream");
   }
 
@@ -81,7 +86,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
         FerryNative.ferry_schema_free(schema);
         throw e;
       }
-      schemaCell.owner = new SchemaOwner(schema);
+      schemaCell.owner = SchemaOwner.forStream(schema);
     }
     return schemaCell.owner;
   }
@@ -90,10 +95,10 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
    *  JNI call: get_next into a new heap struct, reporting what the accessors read. */
   public DeviceArray next() {
     SchemaOwner schema = schemaOwner();
-    long[] info = new long[Handoff.INFO_SIZE];
-    long array = Handoff.streamNext(address(), info);
-    if (array == 0) return null;
-    return DeviceArray.adopt(array, schema, info);
+    long slot = Handoff.streamNext(address());
+    if (slot < 0) return null;
+    schemaCell.handedOut++; // the batch's hold on the schema (see SchemaOwner)
+    return DeviceArray.wrap(slot, schema);
   }
 
   /** Iterates the remaining batches; each must be closed by the caller. */
@@ -135,23 +140,31 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
   /** See {@link #cursor()}. Not thread-safe; close it before closing the stream. */
   public static final class Cursor implements AutoCloseable {
     private final DeviceArrayStream stream;
+    /** A slot: the reused struct, and what the last advance reported after it. */
     private final NativeHandle batch;
-    /** What the last advance reported (Handoff.* slots). */
-    private final long[] info = new long[Handoff.INFO_SIZE];
+    private final ByteBuffer slab;
+    private final int info;
     private long length = -1;
 
     private Cursor(DeviceArrayStream stream) {
       this.stream = stream;
-      long address = DeviceArray.newOrThrow(FerryNative.ferry_device_array_new(),
-          "ArrowDeviceArray");
-      this.batch = new NativeHandle(this, address, FerryNative::ferry_device_array_free,
+      long slot = Handoff.newSlot();
+      long address;
+      try {
+        this.slab = Slab.chunk(slot);
+        address = Slab.address(slot);
+      } catch (RuntimeException | Error e) {
+        throw new IllegalStateException("ferry: slot " + slot + " unreachable", e);
+      }
+      this.info = Slab.offset(slot) + Handoff.SLOT_INFO_OFFSET;
+      this.batch = new NativeHandle(this, address, a -> Handoff.closeSlot(a, 0),
           "DeviceArrayStream.Cursor");
     }
 
     /** Releases the current batch and moves to the next; false at the end. One JNI
      *  call, which also reports length, counts and buffer addresses. */
     public boolean advance() {
-      length = Handoff.cursorAdvance(stream.address(), batch.checkedAddress(), info);
+      length = Handoff.cursorAdvance(stream.address(), batch.checkedAddress());
       return length >= 0;
     }
 
@@ -169,12 +182,16 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     public long bufferAddress(int i) {
       long a = address();
       if (length < 0) throw new IllegalStateException("the cursor holds no batch");
-      return ArrayView.bufferAddress(a, info, i);
+      long n = slab.getLong(info + 8 * Handoff.N_BUFFERS);
+      if (i < 0 || i >= n) throw new IndexOutOfBoundsException("buffer " + i + " of " + n);
+      if (i < Handoff.INLINE_BUFFERS) return slab.getLong(info + 8 * (Handoff.BUFFER0 + i));
+      return FerryNative.ferry_array_buffer(a, i);
     }
 
     /** The current batch's device type (valid while it holds a batch). */
     public int deviceType() {
-      return (int) info[Handoff.DEVICE_TYPE];
+      if (length < 0) throw new IllegalStateException("the cursor holds no batch");
+      return (int) slab.getLong(info + 8 * Handoff.DEVICE_TYPE);
     }
 
     /** Releases the current batch. */

@@ -25,7 +25,8 @@ public final class ExportedBatch {
   private long deviceId = -1;
   private Device producerDevice;
   private long producerStream;
-  private final List<Runnable> onRelease = new ArrayList<>();
+  /** Null until the first onRelease (most batches have none). */
+  private List<Runnable> onRelease;
 
   private ExportedBatch(long length) {
     if (length < 0) throw new IllegalArgumentException("negative length " + length);
@@ -93,6 +94,7 @@ public final class ExportedBatch {
    *  on the releasing thread. A batch with actions is released through a C-to-Java
    *  call; one without (only buffers to keep alive) through the release queue. */
   public ExportedBatch onRelease(Runnable action) {
+    if (onRelease == null) onRelease = new ArrayList<>(2);
     onRelease.add(action);
     return this;
   }
@@ -130,7 +132,7 @@ public final class ExportedBatch {
 
   /** True when this batch or any child or dictionary has onRelease actions. */
   boolean hasReleaseActionsInTree() {
-    if (!onRelease.isEmpty()) return true;
+    if (onRelease != null) return true;
     for (ExportedBatch child : children) {
       if (child.hasReleaseActionsInTree()) return true;
     }
@@ -162,6 +164,6 @@ public final class ExportedBatch {
   }
 
   List<Runnable> releaseActions() {
-    return onRelease;
+    return onRelease != null ? onRelease : List.of();
   }
 }

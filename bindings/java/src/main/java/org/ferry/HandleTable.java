@@ -28,8 +28,14 @@ final class HandleTable {
     abstract void released();
   }
 
-  private static Object[] entries = new Object[256];
-  private static int[] generations = new int[256];
+  private static final java.lang.invoke.VarHandle ENTRY =
+      java.lang.invoke.MethodHandles.arrayElementVarHandle(Object[].class);
+  private static final java.lang.invoke.VarHandle GENERATION =
+      java.lang.invoke.MethodHandles.arrayElementVarHandle(int[].class);
+  /** Written under the monitor; read without it by {@link #get} (volatile arrays,
+   *  release/acquire elements), which a stream's get_next does per batch. */
+  private static volatile Object[] entries = new Object[256];
+  private static volatile int[] generations = new int[256];
   private static int[] freeSlots = new int[256];
   private static int freeCount;
   private static int highWater;
@@ -47,17 +53,17 @@ final class HandleTable {
     }
     int generation = (generations[slot] + 1) & Integer.MAX_VALUE;
     if (generation == 0) generation = 1;
-    generations[slot] = generation;
-    entries[slot] = entry;
+    GENERATION.setRelease(generations, slot, generation);
+    ENTRY.setRelease(entries, slot, entry);
     live++;
     return ((long) generation << 32) | slot;
   }
 
   private static void grow() {
     int n = entries.length * 2;
-    entries = java.util.Arrays.copyOf(entries, n);
-    generations = java.util.Arrays.copyOf(generations, n);
     freeSlots = java.util.Arrays.copyOf(freeSlots, n);
+    generations = java.util.Arrays.copyOf(generations, n);
+    entries = java.util.Arrays.copyOf(entries, n);
   }
 
   private static int slotOf(long handle) {
@@ -70,16 +76,25 @@ final class HandleTable {
     return slot;
   }
 
-  static synchronized Object get(long handle) {
-    int slot = slotOf(handle);
-    return slot < 0 ? null : entries[slot];
+  /** The live entry of {@code handle}, or null; lock-free. A handle is looked up
+   *  only while its export is live (a consumer calling get_next), so its slot is
+   *  not being reused meanwhile. */
+  static Object get(long handle) {
+    int slot = (int) handle;
+    int generation = (int) (handle >>> 32);
+    Object[] es = entries;
+    int[] gs = generations;
+    if (slot < 0 || slot >= es.length || slot >= gs.length || generation == 0) return null;
+    Object entry = ENTRY.getAcquire(es, slot);
+    if (entry == null || (int) GENERATION.getAcquire(gs, slot) != generation) return null;
+    return entry;
   }
 
   private static Object removeLocked(long handle) {
     int slot = slotOf(handle);
     if (slot < 0) return null;
     Object entry = entries[slot];
-    entries[slot] = null;
+    ENTRY.setRelease(entries, slot, null);
     freeSlots[freeCount++] = slot;
     live--;
     return entry;

@@ -3,17 +3,25 @@ package org.ferry.jni;
 import java.nio.ByteBuffer;
 
 /**
- * The one-call hot paths of the binding (ferry_jni_handoff.c): each import, stream
- * pull, close and export is a single JNI crossing, and what the accessors need is
- * reported in a {@code long[]} ("info", layout below) filled by that same call.
- * Also the release queue of Java exports. Internal to the binding.
+ * The one-call hot paths of the binding (ferry_jni_handoff.c, ferry_jni_slab.c):
+ * each import, stream pull, cursor step, close and export is a single JNI
+ * crossing. An imported array lives in a 256-byte off-heap <i>slot</i>: the
+ * ArrowDeviceArray, then 16 longs of "info" (layout below) that the same call
+ * wrote and that Java reads through a direct ByteBuffer over the slot's chunk
+ * ({@link #slabChunk}), without further native calls. Also the release queue of
+ * Java exports. Internal to the binding.
  */
 public final class Handoff {
   static {
     NativeLoader.load();
   }
 
-  /** Info slots (mirrored by the FERRY_JNI_INFO_* enum of ferry_jni_handoff.c). */
+  /** Slot geometry (mirrored by ferry_jni_slab.h). */
+  public static final int SLOT_SIZE = 256;
+  public static final int SLOT_INFO_OFFSET = 128;
+  public static final int SLOTS_PER_CHUNK = 1024;
+
+  /** Info slots, in longs (mirrored by the FERRY_JNI_INFO_* enum of ferry_jni_handoff.c). */
   public static final int LENGTH = 0;
   public static final int NULL_COUNT = 1;
   public static final int OFFSET = 2;
@@ -27,46 +35,58 @@ public final class Handoff {
   public static final int SCHEMA = 9;
   /** Buffer i's address is at BUFFER0 + i for i < INLINE_BUFFERS. */
   public static final int BUFFER0 = 10;
-  public static final int INLINE_BUFFERS = 6;
+  public static final int INLINE_BUFFERS = 5;
+  /** Length of a long[] info ({@link #arrayInfo}). */
   public static final int INFO_SIZE = BUFFER0 + INLINE_BUFFERS;
   /** Most buffers {@link #exportArray} takes. */
   public static final int MAX_EXPORT_BUFFERS = 16;
 
   private Handoff() {}
 
-  /** Moves the producer's schema and device array (left released) into new heap
-   *  structs; returns the heap device array, info[SCHEMA] the heap schema. Throws
-   *  IllegalArgumentException for 0 addresses, FerryException(EINVAL) for released
-   *  sources (nothing moved then). */
-  public static native long importArray(long schemaSource, long deviceArraySource, long[] info);
+  /** Moves the producer's schema (into a heap struct) and device array (into a new
+   *  slot), leaving both released; returns the slot id, whose info[SCHEMA] is the
+   *  heap schema. IllegalArgumentException for 0 addresses, FerryException(EINVAL)
+   *  for released sources (nothing moved then). */
+  public static native long importArray(long schemaSource, long deviceArraySource);
 
-  /** get_next into a new heap device array: returns it (info filled), or 0 at the
-   *  end of the stream; FerryException with the producer's code and message. */
-  public static native long streamNext(long stream, long[] info);
+  /** Moves a live device array into a new slot (source left released); slot id. */
+  public static native long adopt(long deviceArray);
 
-  /** The cursor's step: releases the batch in {@code reused} (if live), pulls the
-   *  next one into it and fills info; returns its length, or -1 at the end. */
-  public static native long cursorAdvance(long stream, long reused, long[] info);
+  /** get_next into a new slot: its id, or -1 at the end of the stream;
+   *  FerryException with the producer's code and message. */
+  public static native long streamNext(long stream);
 
-  /** Releases and frees a heap device array, and frees {@code schema} when not 0. */
-  public static native void closeArray(long deviceArray, long schema);
+  /** The cursor's step: releases the batch in the slot at {@code slotAddress} (if
+   *  live), pulls the next one into it and fills its info; returns its length, or
+   *  -1 at the end. */
+  public static native long cursorAdvance(long stream, long slotAddress);
 
-  /** Fills info for an ArrowArray (a child or dictionary; device slots 0). */
+  /** A new empty slot; its id. */
+  public static native long newSlot();
+
+  /** Releases the array of the slot at {@code slotAddress} and frees the slot, and
+   *  frees {@code schema} when not 0. */
+  public static native void closeSlot(long slotAddress, long schema);
+
+  /** A direct ByteBuffer over slab chunk {@code chunk}, or null when it does not exist. */
+  public static native ByteBuffer slabChunk(int chunk);
+
+  /** Fills a long[INFO_SIZE] for an ArrowArray (a child or dictionary; device 0). */
   public static native void arrayInfo(long array, long[] info);
 
-  /** Fills info for a live ArrowDeviceArray. */
-  public static native void deviceArrayInfo(long deviceArray, long[] info);
-
   /**
-   * Fills the released ArrowDeviceArray {@code out} with a flat array over
-   * {@code buffers} (direct ByteBuffers; null = absent) or, when that is null,
-   * {@code addresses}; release hook {@code hook(handle)}. On failure {@code out}
-   * stays released. Returns one released handle popped off the release queue (0:
-   * none; negative: {@code handle | Long.MIN_VALUE}, more are queued).
+   * Fills the released ArrowDeviceArray {@code out} with a flat array of
+   * {@code nBuffers} buffers at {@code a0..a2} (nBuffers <= 3) or {@code addresses}
+   * (0 = absent); release hook {@code hook(handle)}. On failure {@code out} stays
+   * released. Returns one released handle popped off the release queue (0: none;
+   * negative: {@code handle | Long.MIN_VALUE}, more are queued).
    */
   public static native long exportArray(long out, long length, long nullCount, long offset,
-      ByteBuffer[] buffers, long[] addresses, int deviceType, long deviceId, long hook,
-      long handle);
+      int nBuffers, long a0, long a1, long a2, long[] addresses, int deviceType, long deviceId,
+      long hook, long handle);
+
+  /** The address of a direct ByteBuffer; 0 for a heap buffer. */
+  public static native long directAddress(ByteBuffer buffer);
 
   /** Pops up to min(64, out.length) released handles into {@code out}; returns how many. */
   public static native int drainReleases(long[] out);
