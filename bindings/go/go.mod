@@ -1,3 +1,3 @@
 module github.com/ferry-project/ferry/bindings/go
 
-go 1.23
+go 1.24

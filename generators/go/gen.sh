@@ -13,7 +13,7 @@
 set -euo pipefail
 ROOT="${FERRY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 HERE="$ROOT/generators/go"
-HEADERS=(ferry.h arrow_c_device_abi.h ferry_version.h)
+HEADERS=(ferry.h arrow_c_device_abi.h ferry_version.h dlpack_abi.h)
 GO_PKG=bindings/go/ferry
 mode="${1:-write}"
 

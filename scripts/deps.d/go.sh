@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure a Go toolchain new enough for the Go binding is on the machine
-# (bindings/go needs Go 1.23; its ferryarrow module, through arrow-go, 1.25).
+# (bindings/go needs Go 1.24; its ferryarrow module, through arrow-go, 1.25).
 # Quiet and idempotent: prints nothing when a suitable `go` is present.
 # Otherwise Debian's golang-go is installed (Go 1.19 on Debian 12) and used
 # only to fetch the current toolchain as a Go module (golang.org/toolchain)

@@ -20,17 +20,34 @@ type DeviceArray struct {
 	c       *C.struct_ArrowDeviceArray
 	schema  *Schema // may be nil; owned unless the array is a stream batch
 	batchOf *DeviceArrayStream
-	cleanup runtime.Cleanup
+	guard   leakGuard // owned arrays only (see guard.go)
 }
 
 // newOwnedDeviceArray wraps a C-allocated device array owned by Go.
 func newOwnedDeviceArray(c *C.struct_ArrowDeviceArray, schema *Schema) *DeviceArray {
 	d := &DeviceArray{c: c, schema: schema}
-	d.cleanup = runtime.AddCleanup(d, func(c *C.struct_ArrowDeviceArray) {
+	track(d)
+	return d
+}
+
+func (d *DeviceArray) guardState() *leakGuard { return &d.guard }
+
+func (d *DeviceArray) addCleanup() runtime.Cleanup {
+	return runtime.AddCleanup(d, func(c *C.struct_ArrowDeviceArray) {
 		reportLeak("DeviceArray")
 		C.ferry_device_array_free(c)
-	}, c)
-	return d
+	}, d.c)
+}
+
+// handOver ends Go's ownership of an owned array and returns its C struct
+// (still live) for the caller to move and free; the schema is released.
+func (d *DeviceArray) handOver() *C.struct_ArrowDeviceArray {
+	d.guard.disarm()
+	c := d.c
+	d.c = nil
+	d.schema.Release()
+	d.schema = nil
+	return c
 }
 
 // ImportDeviceArray takes ownership of the live ArrowDeviceArray at array
@@ -40,7 +57,8 @@ func ImportDeviceArray(array unsafe.Pointer, schema unsafe.Pointer) (*DeviceArra
 	if array == nil {
 		return nil, errorf(syscall.EINVAL, "ImportDeviceArray: NULL array")
 	}
-	if C.ferry_device_array_is_released((*C.struct_ArrowDeviceArray)(array)) != 0 {
+	src := (*C.struct_ArrowDeviceArray)(array)
+	if src.array.release == nil {
 		return nil, errorf(syscall.EINVAL, "ImportDeviceArray: the array is released")
 	}
 	var s *Schema
@@ -50,12 +68,14 @@ func ImportDeviceArray(array unsafe.Pointer, schema unsafe.Pointer) (*DeviceArra
 			return nil, err
 		}
 	}
-	c := C.ferry_device_array_new()
+	c := newArrayStruct()
 	if c == nil {
 		s.Release()
 		return nil, errorf(syscall.ENOMEM, "ImportDeviceArray: out of memory")
 	}
-	C.ferry_device_array_move((*C.struct_ArrowDeviceArray)(array), c)
+	// Moved in Go: a copy that marks the source released (both C memory).
+	*c = *src
+	src.array.release = nil
 	return newOwnedDeviceArray(c, s), nil
 }
 
@@ -69,11 +89,9 @@ func (d *DeviceArray) Release() {
 		C.ferry_device_array_release(d.c)
 		return
 	}
-	d.cleanup.Stop()
-	C.ferry_device_array_free(d.c)
-	d.c = nil
-	d.schema.Release()
-	d.schema = nil
+	c := d.handOver()
+	C.ferry_device_array_release(c)
+	recycle(c) // the emptied struct serves the next export or import
 }
 
 // Move returns a new DeviceArray that owns what d owned (schema included; a
@@ -84,11 +102,12 @@ func (d *DeviceArray) Move() (*DeviceArray, error) {
 	if d.IsReleased() {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.Move: the array is released")
 	}
-	c := C.ferry_device_array_new()
+	c := newArrayStruct()
 	if c == nil {
 		return nil, errorf(syscall.ENOMEM, "DeviceArray.Move: out of memory")
 	}
-	C.ferry_device_array_move(d.c, c)
+	*c = *d.c // a move: copy, then mark the source released
+	d.c.array.release = nil
 	if d.batchOf != nil {
 		return newOwnedDeviceArray(c, nil), nil
 	}
@@ -123,18 +142,20 @@ func (d *DeviceArray) ExportTo(dst unsafe.Pointer, schemaDst unsafe.Pointer) err
 		}
 		return nil
 	}
-	// One call moves the array and frees Go's struct.
-	if rc := C.ferrygo_device_array_export_to(d.c, (*C.struct_ArrowDeviceArray)(dst)); rc != 0 {
+	if (*C.struct_ArrowDeviceArray)(dst).array.release != nil {
 		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: destination array is not released")
 	}
-	d.cleanup.Stop()
-	d.c = nil
 	if schemaDst != nil {
 		_ = d.schema.ExportTo(schemaDst) // checked above: cannot fail
-	} else {
-		d.schema.Release()
+		d.schema = nil
 	}
-	d.schema = nil
+	// Moved in Go (both structs are C memory; a move is a copy that marks
+	// the source released), without a cgo call; the emptied struct is kept
+	// for the next export.
+	c := d.handOver()
+	*(*C.struct_ArrowDeviceArray)(dst) = *c
+	c.array.release = nil
+	recycle(c)
 	return nil
 }
 
@@ -142,8 +163,10 @@ func (d *DeviceArray) ExportTo(dst unsafe.Pointer, schemaDst unsafe.Pointer) err
 func (d *DeviceArray) Ptr() unsafe.Pointer { return unsafe.Pointer(d.c) }
 
 // IsReleased reports whether the array is gone (released, moved or nil).
+// (Read from Go: the struct is C memory, and a cgo call would cost more
+// than the test.)
 func (d *DeviceArray) IsReleased() bool {
-	return d == nil || d.c == nil || C.ferry_device_array_is_released(d.c) != 0
+	return d == nil || d.c == nil || d.c.array.release == nil
 }
 
 // Schema returns the schema describing the array (owned by d, or by the
@@ -260,6 +283,49 @@ func (d *DeviceArray) CopyTo(deviceType DeviceType, deviceID int64) (*DeviceArra
 		return nil, err
 	}
 	return newOwnedDeviceArray(c, nil), nil
+}
+
+// MoveToDevice moves the array to (deviceType, deviceID): without copying
+// when the destination can reach the memory (the same device; cuda_host,
+// rocm_host or cuda_managed memory to the CPU, after the host waited on the
+// event; cuda_managed to cuda of the same id), else as a deep copy made after
+// waiting on the event. schema describes the array; nil means the one
+// attached to it. On success d is consumed (left released) and the result
+// carries d's schema when d owned one; on failure d is untouched and still
+// the caller's.
+func (d *DeviceArray) MoveToDevice(schema *Schema, deviceType DeviceType, deviceID int64) (*DeviceArray, error) {
+	if d.IsReleased() {
+		return nil, errorf(syscall.EINVAL, "DeviceArray.MoveToDevice: the array is released")
+	}
+	if schema == nil {
+		if schema = d.Schema(); schema == nil {
+			return nil, errorf(syscall.EINVAL, "DeviceArray.MoveToDevice: no schema given or attached")
+		}
+	}
+	out := C.ferry_device_array_new()
+	if out == nil {
+		return nil, errorf(syscall.ENOMEM, "DeviceArray.MoveToDevice: out of memory")
+	}
+	err := call(func(e *C.struct_FerryError) C.int {
+		return C.ferry_device_array_move_to_device(schema.c, d.c, C.ArrowDeviceType(deviceType), C.int64_t(deviceID), out, e)
+	})
+	if err != nil {
+		C.ferry_device_array_free(out)
+		return nil, err
+	}
+	return d.consumedInto(out), nil
+}
+
+// consumedInto wraps out, which now holds what d held (d's struct was moved
+// or released by the core), and leaves d released; d's schema goes along.
+func (d *DeviceArray) consumedInto(out *C.struct_ArrowDeviceArray) *DeviceArray {
+	if d.batchOf != nil {
+		return newOwnedDeviceArray(out, nil) // the schema stays the stream's
+	}
+	schema := d.schema
+	d.schema = nil
+	C.ferry_device_array_free(d.handOver()) // released already: only freed
+	return newOwnedDeviceArray(out, schema)
 }
 
 // ArrayView is a borrowed ArrowArray (the top level, a child or a

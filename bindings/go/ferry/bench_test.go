@@ -17,6 +17,7 @@ import (
 //   Callback/...            C -> Go calls on a Go thread and on a C thread
 //   Export/cmem vs /pinned  exporting 4 KB from C memory or a pinned slice
 //   Handle/table vs /cgo    the two ways to name Go state from C
+//   Guard/...               leak safety nets (guard_bench_test.go)
 
 func BenchmarkCgoCall(b *testing.B) {
 	p := NewRawDeviceArray()
@@ -78,7 +79,7 @@ func BenchmarkGoToC(b *testing.B) {
 		}
 	})
 	b.Run("object", func(b *testing.B) {
-		// Through a DeviceArray (with its leak-reporting cleanup).
+		// Through a DeviceArray (with its leak guard, see guard.go).
 		for i := 0; i < b.N; i++ {
 			buf, err := AllocBuffer(64)
 			if err != nil {

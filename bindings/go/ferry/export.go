@@ -5,12 +5,14 @@ package ferry
 // Go, so Go may leave the per-node buffer lists on its stack.
 #cgo noescape ferrygo_export_leaf_c_only
 #cgo nocallback ferrygo_export_leaf_c_only
+#include <stdlib.h>
 #include "shim.h"
 */
 import "C"
 
 import (
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -202,6 +204,44 @@ type ExportOptions struct {
 	// sync_event; ExportSynchronize: the stream is synchronized now).
 	ProducerStream unsafe.Pointer
 	Policy         SyncPolicy
+	// SyncEvent passes the producer's own event through unchanged (the third
+	// policy of docs/events.md): a pointer to the native event handle (a
+	// CUevent*, a hipEvent_t*, a sim event) made by the producer on Device,
+	// which must be set; ProducerStream must be nil. ReleaseEvent, when not
+	// nil, is called exactly once after the consumer has released the array:
+	// that is where the producer destroys the event. With ReleaseEvent nil
+	// the producer keeps the event and promises that it outlives the array.
+	// If the export fails, ReleaseEvent is not called and the event is still
+	// the producer's. Not for streams: each batch needs an event of its own.
+	SyncEvent    unsafe.Pointer
+	ReleaseEvent func()
+}
+
+// check refuses contradictory options, naming the problem.
+func (o *ExportOptions) check(where string) error {
+	if o.SyncEvent == nil {
+		if o.ReleaseEvent != nil {
+			return errorf(syscall.EINVAL, "%s: ExportOptions.ReleaseEvent is set without a SyncEvent", where)
+		}
+		return nil
+	}
+	if o.Device == nil {
+		return errorf(syscall.EINVAL, "%s: ExportOptions.SyncEvent needs the Device it belongs to", where)
+	}
+	if o.ProducerStream != nil {
+		return errorf(syscall.EINVAL, "%s: ExportOptions.SyncEvent and ProducerStream exclude each other "+
+			"(pass your own event, or let ferry record or synchronize on the stream)", where)
+	}
+	return nil
+}
+
+// eventHandle puts the producer's event release behind a handle (0 when
+// there is none); the caller takes it back if the export fails.
+func (o *ExportOptions) eventHandle() uintptr {
+	if o.SyncEvent == nil || o.ReleaseEvent == nil {
+		return 0
+	}
+	return handles.put(&exportState{releases: []func(){o.ReleaseEvent}})
 }
 
 // ExportArray exports data (zero-copy: the buffers are pointed at, not
@@ -237,54 +277,112 @@ func ExportArrayNoSchema(data *ArrayData, opts *ExportOptions) (*DeviceArray, er
 }
 
 func exportDeviceArray(data *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
+	spare := spareArray.Swap(nil) // nil: the export allocates
+	c, err := exportDeviceArrayC(data, opts, spare)
+	if err != nil {
+		if spare != nil {
+			recycle(spare) // still released: kept for the next export
+		}
+		return nil, err
+	}
+	return newOwnedDeviceArray(c, nil), nil
+}
+
+// spareArray holds one released ArrowDeviceArray struct (C memory) for the
+// next export to fill: DeviceArray.ExportTo moves the array out in Go and
+// leaves its struct here, which saves the cgo call that would free it (and
+// the allocation in the export that follows).
+var spareArray atomic.Pointer[C.struct_ArrowDeviceArray]
+
+// newArrayStruct returns a released ArrowDeviceArray struct in C memory:
+// the spare, or a new one (nil when out of memory).
+func newArrayStruct() *C.struct_ArrowDeviceArray {
+	if c := spareArray.Swap(nil); c != nil {
+		return c
+	}
+	return C.ferry_device_array_new()
+}
+
+// recycle keeps the released struct c as the spare (freeing the one it
+// replaces, if any).
+func recycle(c *C.struct_ArrowDeviceArray) {
+	if old := spareArray.Swap(c); old != nil {
+		C.ferry_device_array_free(old)
+	}
+}
+
+// noOptions is the zero ExportOptions (the CPU), shared and never written.
+var noOptions ExportOptions
+
+// exportDeviceArrayC exports data into `into` (a released struct; nil: a new
+// C struct, which the caller owns) without making a Go object: for a leaf
+// this is one cgo call.
+func exportDeviceArrayC(data *ArrayData, opts *ExportOptions, into *C.struct_ArrowDeviceArray) (*C.struct_ArrowDeviceArray, error) {
 	if opts == nil {
-		opts = &ExportOptions{}
+		opts = &noOptions
+	}
+	if err := opts.check("ExportArray"); err != nil {
+		data.Free()
+		return nil, err
 	}
 	if len(data.Children) == 0 && data.Dictionary == nil {
-		return exportLeaf(data, opts)
+		return exportLeafInto(data, opts, into)
+	}
+	if into != nil && into.array.release != nil {
+		data.Free()
+		return nil, errorf(syscall.EINVAL, "ExportArray: the destination ArrowDeviceArray is not released")
 	}
 	tmp := C.ferry_array_new()
-	out := C.ferry_device_array_new()
+	out := into
+	if out == nil {
+		out = C.ferry_device_array_new()
+	}
 	if tmp == nil || out == nil {
 		C.ferry_array_free(tmp)
-		C.ferry_device_array_free(out)
+		if into == nil {
+			C.ferry_device_array_free(out)
+		}
 		data.Free()
 		return nil, errorf(syscall.ENOMEM, "ExportArray: out of memory")
 	}
-	if err := exportNode(tmp, data); err != nil {
-		C.ferry_array_free(tmp) // releases the nodes already exported
-		C.ferry_device_array_free(out)
+	fail := func(err error) (*C.struct_ArrowDeviceArray, error) {
+		C.ferry_array_free(tmp) // releases the nodes exported so far, giving back
+		if into == nil {
+			C.ferry_device_array_free(out)
+		}
 		return nil, err
 	}
+	if err := exportNode(tmp, data); err != nil {
+		return fail(err)
+	}
 	var err error
-	if opts.Device == nil {
+	switch {
+	case opts.Device == nil:
 		err = call(func(e *C.struct_FerryError) C.int {
 			return C.ferrygo_device_array_init(out, tmp, C.ArrowDeviceType(DeviceCPU), -1, nil, e)
 		})
-	} else {
+	case opts.SyncEvent != nil:
+		h := opts.eventHandle()
+		err = call(func(e *C.struct_FerryError) C.int {
+			return C.ferrygo_device_array_init_event(out, tmp, opts.Device.c, opts.SyncEvent, C.uintptr_t(h), e)
+		})
+		if err != nil {
+			handles.take(h) // not attached: the event stays the producer's
+		}
+	default:
 		err = call(func(e *C.struct_FerryError) C.int {
 			return C.ferry_device_array_init_async(out, tmp, opts.Device.c, opts.ProducerStream, C.int32_t(opts.Policy), e)
 		})
 	}
-	C.ferry_array_free(tmp) // moved on success; released (giving back) on failure
 	if err != nil {
-		C.ferry_device_array_free(out)
-		return nil, err
+		return fail(err)
 	}
-	return newOwnedDeviceArray(out, nil), nil
+	C.ferry_array_free(tmp) // moved into out: only the struct is freed
+	return out, nil
 }
 
-// exportLeaf is the one-cgo-call export of an array without children or
-// dictionary (the common shape of stream batches and columns).
-func exportLeaf(a *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
-	out, err := exportLeafInto(a, opts, nil)
-	if err != nil {
-		return nil, err
-	}
-	return newOwnedDeviceArray(out, nil), nil
-}
-
-// exportLeafInto exports a leaf into `into` (nil: a new C struct).
+// exportLeafInto exports a leaf into `into` (nil: a new C struct) in one
+// cgo call.
 func exportLeafInto(a *ArrayData, opts *ExportOptions, into *C.struct_ArrowDeviceArray) (*C.struct_ArrowDeviceArray, error) {
 	n := nodeBuffers{}
 	n.collect(a)
@@ -293,18 +391,25 @@ func exportLeafInto(a *ArrayData, opts *ExportOptions, into *C.struct_ArrowDevic
 	if opts.Device != nil {
 		dev = opts.Device.c
 	}
+	var rc C.int
+	if n.handle == 0 && opts.SyncEvent == nil {
+		var message *C.char
+		out := C.ferrygo_export_leaf_c_only(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
+			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(),
+			devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &rc, &message)
+		if out == nil {
+			err := &Error{Code: syscall.Errno(rc), Message: C.GoString(message)}
+			C.free(unsafe.Pointer(message))
+			return nil, err
+		}
+		return out, nil
+	}
 	e := getErrorBuffer()
 	defer putErrorBuffer(e)
-	var rc C.int
-	var out *C.struct_ArrowDeviceArray
-	if n.handle == 0 {
-		out = C.ferrygo_export_leaf_c_only(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
-			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(),
-			devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &rc, e)
-	} else {
-		out = exportLeafWithGoState(into, a, opts, n, dev, &rc, e)
-	}
+	eventHandle := opts.eventHandle()
+	out := exportLeafWithGoState(into, a, opts, n, dev, eventHandle, &rc, e)
 	if out == nil {
+		handles.take(eventHandle) // not attached: the event stays the producer's
 		return nil, codeError(rc, e)
 	}
 	return out, nil
@@ -313,12 +418,42 @@ func exportLeafInto(a *ArrayData, opts *ExportOptions, into *C.struct_ArrowDevic
 // exportLeafWithGoState is the export of a leaf holding pinned or foreign
 // buffers: its release calls back into Go, so its lists live on the heap.
 func exportLeafWithGoState(into *C.struct_ArrowDeviceArray, a *ArrayData, opts *ExportOptions, n nodeBuffers,
-	dev *C.struct_FerryDevice, rc *C.int, e *C.struct_FerryError) *C.struct_ArrowDeviceArray {
+	dev *C.struct_FerryDevice, eventHandle uintptr, rc *C.int, e *C.struct_FerryError) *C.struct_ArrowDeviceArray {
 	heap := new(nodeBuffers)
 	*heap = n
 	return C.ferrygo_export_leaf(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
 		C.int64_t(len(a.Buffers)), heap.bufPtr(), C.int64_t(heap.owned), heap.ownedPtr(), C.uintptr_t(heap.handle),
-		C.ArrowDeviceType(DeviceCPU), -1, dev, opts.ProducerStream, C.int32_t(opts.Policy), rc, e)
+		C.ArrowDeviceType(DeviceCPU), -1, dev, opts.ProducerStream, C.int32_t(opts.Policy),
+		opts.SyncEvent, C.uintptr_t(eventHandle), rc, e)
+}
+
+// describeLeaf describes a leaf export of a in batch, for the stream
+// trampoline to perform once get_next has returned (see exports.go); false
+// when a does not fit there (children, a dictionary, more than
+// FERRYGO_BATCH_MAX_BUFFERS buffers) and must be exported directly.
+func describeLeaf(batch *C.struct_ferrygo_batch, a *ArrayData, opts *ExportOptions) bool {
+	if len(a.Children) != 0 || a.Dictionary != nil || len(a.Buffers)+len(a.Keep) > C.FERRYGO_BATCH_MAX_BUFFERS {
+		return false
+	}
+	if opts == nil {
+		opts = &noOptions
+	}
+	n := nodeBuffers{}
+	n.collect(a)
+	batch.kind = C.FERRYGO_BATCH_LEAF
+	batch.length, batch.null_count, batch.offset = C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset)
+	batch.n_buffers, batch.n_owned = C.int64_t(n.bufs), C.int64_t(n.owned)
+	copy(batch.buffers[:], n.inlineBufs[:n.bufs])
+	copy(batch.owned[:], n.inlineOwned[:n.owned])
+	batch.go_handle = C.uintptr_t(n.handle)
+	// The struct is uninitialized C stack memory: every field is written.
+	batch.device, batch.producer_stream, batch.policy = 0, 0, 0
+	if opts.Device != nil {
+		batch.device = C.uintptr_t(uintptr(unsafe.Pointer(opts.Device.c)))
+		batch.producer_stream = C.uintptr_t(uintptr(opts.ProducerStream))
+		batch.policy = C.int32_t(opts.Policy)
+	}
+	return true
 }
 
 // ExportArrayTo exports data straight into the released ArrowDeviceArray at
@@ -330,22 +465,8 @@ func ExportArrayTo(data *ArrayData, opts *ExportOptions, dst unsafe.Pointer) err
 		data.Free()
 		return errorf(syscall.EINVAL, "ExportArrayTo: nil data or destination")
 	}
-	if opts == nil {
-		opts = &ExportOptions{}
-	}
-	if len(data.Children) == 0 && data.Dictionary == nil {
-		_, err := exportLeafInto(data, opts, (*C.struct_ArrowDeviceArray)(dst))
-		return err
-	}
-	a, err := exportDeviceArray(data, opts)
-	if err != nil {
-		return err
-	}
-	if err := a.ExportTo(dst, nil); err != nil {
-		a.Release()
-		return err
-	}
-	return nil
+	_, err := exportDeviceArrayC(data, opts, (*C.struct_ArrowDeviceArray)(dst))
+	return err
 }
 
 // nodeBuffers gathers what one node points at and owns, for the C side, as
@@ -504,5 +625,11 @@ func LiveAllocations() int64 {
 	return int64(C.ferrygo_live_allocations()) + handles.live.Load()
 }
 
-// LiveExports returns the exported array nodes and streams not released yet.
-func LiveExports() int64 { return int64(C.ferrygo_live_exports()) }
+// LiveGoExports returns the array nodes and streams exported by this
+// package that are not released yet: zero when every consumer let go.
+func LiveGoExports() int64 { return int64(C.ferrygo_live_exports()) }
+
+// LiveExports returns the schemas, arrays and streams made by the core's
+// producer helpers (ferry_live_exports) that are not released yet: counted
+// process-wide, whichever runtime exported them.
+func LiveExports() int64 { return int64(C.ferry_live_exports()) }

@@ -56,8 +56,14 @@ func ferrygoStreamGetSchema(h C.uintptr_t, out *C.struct_ArrowSchema, e *C.struc
 	return 0
 }
 
+// ferrygoStreamGetNext produces one batch. A leaf batch is not exported from
+// here: it is described in `batch` (C memory on the trampoline's stack) and
+// the trampoline exports it after this returns, which saves the nested
+// Go -> C call per batch; the same for an owned DeviceArray, which the
+// trampoline moves into out and frees.
+//
 //export ferrygoStreamGetNext
-func ferrygoStreamGetNext(h C.uintptr_t, out *C.struct_ArrowDeviceArray, e *C.struct_FerryError) (rc C.int) {
+func ferrygoStreamGetNext(h C.uintptr_t, out *C.struct_ArrowDeviceArray, batch *C.struct_ferrygo_batch, e *C.struct_FerryError) (rc C.int) {
 	defer func() {
 		if r := recover(); r != nil {
 			rc = recovered(r, e, "get_next")
@@ -77,6 +83,9 @@ func ferrygoStreamGetNext(h C.uintptr_t, out *C.struct_ArrowDeviceArray, e *C.st
 		if d == nil {
 			return 0 // end of stream
 		}
+		if describeLeaf(batch, d, p.opts) {
+			return 0
+		}
 		if err := ExportArrayTo(d, p.opts, unsafe.Pointer(out)); err != nil {
 			return fillCError(err, e)
 		}
@@ -94,7 +103,13 @@ func ferrygoStreamGetNext(h C.uintptr_t, out *C.struct_ArrowDeviceArray, e *C.st
 		setCError(e, "get_next: the Go producer returned a released array")
 		return C.int(syscall.EINVAL)
 	}
-	C.ferry_device_array_move(a.c, out)
-	a.Release()
+	if a.batchOf != nil {
+		// A batch of another stream: moved out, the struct stays that stream's.
+		C.ferry_device_array_move(a.c, out)
+		return 0
+	}
+	c := a.handOver()
+	batch.kind = C.FERRYGO_BATCH_MOVE
+	batch.src = C.uintptr_t(uintptr(unsafe.Pointer(c)))
 	return 0
 }

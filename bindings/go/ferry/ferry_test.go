@@ -14,13 +14,16 @@ import (
 // of the test that every export was given back.
 func baseline(t *testing.T) {
 	t.Helper()
-	allocs, exports := LiveAllocations(), LiveExports()
+	allocs, exports, core := LiveAllocations(), LiveGoExports(), LiveExports()
 	t.Cleanup(func() {
 		if got := LiveAllocations(); got != allocs {
 			t.Errorf("live allocations: %d at start, %d at end", allocs, got)
 		}
-		if got := LiveExports(); got != exports {
-			t.Errorf("live exports: %d at start, %d at end", exports, got)
+		if got := LiveGoExports(); got != exports {
+			t.Errorf("live Go exports: %d at start, %d at end", exports, got)
+		}
+		if got := LiveExports(); got != core {
+			t.Errorf("live exports of the core: %d at start, %d at end", core, got)
 		}
 	})
 }
@@ -223,6 +226,21 @@ func TestExportFailureGivesEverythingBack(t *testing.T) {
 	if err == nil {
 		t.Fatal("a negative length must fail")
 	}
+	// The same failure on the one-call leaf paths carries the core's message.
+	for _, export := range []func(*ArrayData) error{
+		func(d *ArrayData) error { _, err := ExportArrayNoSchema(d, nil); return err },
+		func(d *ArrayData) error {
+			dst := NewRawDeviceArray()
+			defer FreeRawDeviceArray(dst)
+			return ExportArrayTo(d, nil, dst)
+		},
+	} {
+		more, _ := CopySlice([]int32{1})
+		err := export(&ArrayData{Format: "i", Length: -1, Buffers: []Buffer{{}, more}})
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "length (-1)") {
+			t.Errorf("leaf export with a negative length: %v", err)
+		}
+	}
 }
 
 func TestMoveAndDoubleRelease(t *testing.T) {
@@ -264,7 +282,7 @@ func TestForgottenArrayIsReportedAndReleasedByItsCleanup(t *testing.T) {
 	}()
 	// Cleanups run on their own goroutine after a collection; poll a
 	// bounded number of collections rather than sleeping.
-	for i := 0; i < 100 && (reported.Load() == 0 || LiveExports() != 0); i++ {
+	for i := 0; i < 100 && (reported.Load() == 0 || LiveGoExports() != 0); i++ {
 		runtime.GC()
 		runtime.Gosched()
 	}

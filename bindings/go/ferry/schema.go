@@ -18,20 +18,26 @@ import (
 // (a child, a dictionary, the schema attached to a stream batch) lives as long
 // as its owner and its Release does nothing.
 type Schema struct {
-	c       *C.struct_ArrowSchema
-	owned   bool
-	cleanup runtime.Cleanup
+	c     *C.struct_ArrowSchema
+	owned bool
+	guard leakGuard // owned schemas only (see guard.go)
 }
 
 // newOwnedSchema wraps a C-allocated schema that the Go object now owns; the
-// cleanup releases it if the user forgets, and reports the leak.
+// safety net releases it if the user forgets, and reports the leak.
 func newOwnedSchema(c *C.struct_ArrowSchema) *Schema {
 	s := &Schema{c: c, owned: true}
-	s.cleanup = runtime.AddCleanup(s, func(c *C.struct_ArrowSchema) {
+	track(s)
+	return s
+}
+
+func (s *Schema) guardState() *leakGuard { return &s.guard }
+
+func (s *Schema) addCleanup() runtime.Cleanup {
+	return runtime.AddCleanup(s, func(c *C.struct_ArrowSchema) {
 		reportLeak("Schema")
 		C.ferry_schema_free(c)
-	}, c)
-	return s
+	}, s.c)
 }
 
 // ImportSchema takes ownership of the live ArrowSchema at ptr (moving it out
@@ -57,7 +63,7 @@ func (s *Schema) Release() {
 	if s == nil || !s.owned || s.c == nil {
 		return
 	}
-	s.cleanup.Stop()
+	s.guard.disarm()
 	C.ferry_schema_free(s.c)
 	s.c = nil
 }

@@ -121,8 +121,8 @@ struct ArrowDeviceArray* ferrygo_export_leaf(
     struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
     const uintptr_t* buffers, int64_t n_owned, const struct ferrygo_owned_ptr* owned,
     uintptr_t go_handle, ArrowDeviceType device_type, int64_t device_id,
-    struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
-    struct FerryError* error) {
+    struct FerryDevice* device, void* producer_stream, int32_t policy, void* sync_event,
+    uintptr_t event_handle, int* rc_out, struct FerryError* error) {
   if (into != NULL && !ferry_device_array_is_released(into)) {
     ferry_error_init(error);
     ferrygo_set_error(error, "the destination ArrowDeviceArray is not released", -1);
@@ -146,6 +146,9 @@ struct ArrowDeviceArray* ferrygo_export_leaf(
     if (device == NULL) {
       rc = ferry_device_array_init(out, &array, device_type, device_id, NULL, NULL, NULL,
                                    error);
+    } else if (sync_event != NULL) {
+      rc = ferrygo_device_array_init_event(out, &array, device, sync_event, event_handle,
+                                           error);
     } else {
       rc = ferry_device_array_init_async(out, &array, device, producer_stream, policy, error);
     }
@@ -165,21 +168,28 @@ struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
     int64_t n_buffers, const uintptr_t* buffers, int64_t n_owned,
     const struct ferrygo_owned_ptr* owned, ArrowDeviceType device_type, int64_t device_id,
     struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
-    struct FerryError* error) {
-  return ferrygo_export_leaf(into, length, null_count, offset, n_buffers, buffers, n_owned,
-                             owned, 0, device_type, device_id, device, producer_stream, policy,
-                             rc_out, error);
+    char** message_out) {
+  struct FerryError error;
+  ferry_error_init(&error);
+  struct ArrowDeviceArray* out =
+      ferrygo_export_leaf(into, length, null_count, offset, n_buffers, buffers, n_owned, owned,
+                          0, device_type, device_id, device, producer_stream, policy, NULL, 0,
+                          rc_out, &error);
+  *message_out = out == NULL ? strdup(error.message) : NULL;
+  return out;
 }
 
-int ferrygo_device_array_export_to(struct ArrowDeviceArray* src,
-                                   struct ArrowDeviceArray* dst) {
-  if (src == NULL || dst == NULL || ferry_device_array_is_released(src) ||
-      !ferry_device_array_is_released(dst)) {
-    return EINVAL;
-  }
-  int rc = ferry_device_array_move(src, dst);
-  if (rc == FERRY_OK) ferry_device_array_free(src);
-  return rc;
+// The producer's own event is released through Go (its release function).
+static void ferrygo_event_release(void* user_data) {
+  ferrygoReleaseHandle((uintptr_t)user_data);
+}
+
+int ferrygo_device_array_init_event(struct ArrowDeviceArray* out, struct ArrowArray* array,
+                                    struct FerryDevice* device, void* sync_event,
+                                    uintptr_t event_handle, struct FerryError* error) {
+  return ferry_device_array_init(out, array, ferry_device_type(device), ferry_device_id(device),
+                                 sync_event, event_handle != 0 ? ferrygo_event_release : NULL,
+                                 (void*)event_handle, error);
 }
 
 int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* array,
@@ -202,9 +212,47 @@ static int ferrygo_get_schema_trampoline(void* user_data, struct ArrowSchema* ou
   return ferrygoStreamGetSchema((uintptr_t)user_data, out, error);
 }
 
+int ferrygo_stream_next_on(struct ArrowDeviceArrayStream* stream,
+                           struct ArrowDeviceArray* batch, void* consumer_stream,
+                           struct FerryError* error) {
+  ferry_device_array_release(batch);
+  int rc = ferry_stream_get_next_on(stream, batch, consumer_stream, error);
+  if (rc == FERRY_OK && ferry_device_array_is_released(batch)) return FERRYGO_END;
+  return rc;
+}
+
 static int ferrygo_get_next_trampoline(void* user_data, struct ArrowDeviceArray* out,
                                        struct FerryError* error) {
-  return ferrygoStreamGetNext((uintptr_t)user_data, out, error);
+  struct ferrygo_batch batch;
+  batch.kind = FERRYGO_BATCH_NONE;
+  int rc = ferrygoStreamGetNext((uintptr_t)user_data, out, &batch, error);
+  if (rc != FERRY_OK) return rc;
+  switch (batch.kind) {
+    case FERRYGO_BATCH_LEAF: {
+      int64_t n_buffers = batch.n_buffers;
+      int64_t n_owned = batch.n_owned;
+      if (n_buffers > FERRYGO_BATCH_MAX_BUFFERS) n_buffers = FERRYGO_BATCH_MAX_BUFFERS;
+      if (n_owned > FERRYGO_BATCH_MAX_BUFFERS) n_owned = FERRYGO_BATCH_MAX_BUFFERS;
+      struct FerryDevice* device = (struct FerryDevice*)batch.device;
+      ferrygo_export_leaf(out, batch.length, batch.null_count, batch.offset, n_buffers,
+                          n_buffers > 0 ? batch.buffers : NULL, n_owned, batch.owned,
+                          batch.go_handle, ARROW_DEVICE_CPU, -1, device,
+                          (void*)batch.producer_stream, batch.policy, NULL, 0, &rc, error);
+      return rc;
+    }
+    case FERRYGO_BATCH_MOVE: {
+      struct ArrowDeviceArray* src = (struct ArrowDeviceArray*)batch.src;
+      rc = ferry_device_array_move(src, out);
+      if (rc != FERRY_OK) {
+        // Go has let go of src already: release it rather than leak it.
+        ferrygo_set_error(error, "get_next: the consumer's ArrowDeviceArray is not released", -1);
+      }
+      ferry_device_array_free(src);
+      return rc;
+    }
+    default:
+      return FERRY_OK;
+  }
 }
 
 static void ferrygo_stream_release_trampoline(void* user_data) {
@@ -219,6 +267,56 @@ int ferrygo_stream_init(struct ArrowDeviceArrayStream* out, ArrowDeviceType devi
                              (void*)go_handle, error);
   if (rc == FERRY_OK) atomic_fetch_add(&live_exports, 1);
   return rc;
+}
+
+int ferrygo_stream_init_from_arrays(struct ArrowDeviceArrayStream* out,
+                                    ArrowDeviceType device_type, struct ArrowSchema* schema,
+                                    const uintptr_t* arrays, int64_t n, struct FerryError* error) {
+  if (n < 0) n = 0;
+  // The core takes a contiguous list: gather shallow copies, which become the
+  // moved arrays only when the core accepts them.
+  struct ArrowDeviceArray* list = NULL;
+  if (n > 0) {
+    list = malloc((size_t)n * sizeof(*list));
+    if (list == NULL) {
+      ferrygo_set_error(error, "out of memory for the array list", -1);
+      return ENOMEM;
+    }
+    for (int64_t i = 0; i < n; i++) memcpy(&list[i], (void*)arrays[i], sizeof(*list));
+  }
+  int rc = ferry_stream_init_from_arrays(out, device_type, schema, list, n, error);
+  if (rc == FERRY_OK) {
+    for (int64_t i = 0; i < n; i++) ((struct ArrowDeviceArray*)arrays[i])->array.release = NULL;
+  }
+  free(list);
+  return rc;
+}
+
+int32_t ferrygo_dlpack_describe(const DLManagedTensorVersioned* tensor, void** data,
+                                int32_t* device_type, int32_t* device_id, uint8_t* code,
+                                uint8_t* bits, uint16_t* lanes, uint64_t* byte_offset,
+                                uint64_t* flags, uint32_t* major, uint32_t* minor,
+                                int64_t* shape, int64_t* strides, int32_t max_dims) {
+  const DLTensor* t = &tensor->dl_tensor;
+  *major = tensor->version.major;
+  *minor = tensor->version.minor;
+  *flags = tensor->flags;
+  *data = t->data;
+  *device_type = (int32_t)t->device.device_type;
+  *device_id = t->device.device_id;
+  *code = t->dtype.code;
+  *bits = t->dtype.bits;
+  *lanes = t->dtype.lanes;
+  *byte_offset = t->byte_offset;
+  for (int32_t i = 0; i < t->ndim && i < max_dims; i++) {
+    shape[i] = t->shape != NULL ? t->shape[i] : 0;
+    strides[i] = t->strides != NULL ? t->strides[i] : 0;
+  }
+  return t->ndim;
+}
+
+void ferrygo_dlpack_delete(DLManagedTensorVersioned* tensor) {
+  if (tensor != NULL && tensor->deleter != NULL) tensor->deleter(tensor);
 }
 
 void ferrygo_set_error(struct FerryError* error, const char* message, int64_t length) {

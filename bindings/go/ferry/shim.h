@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "ferry/dlpack_abi.h"
 #include "ferry/ferry.h"
 
 /* One piece of memory an exported array node owns: freed with free() when
@@ -58,35 +59,43 @@ int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* a
                               ArrowDeviceType device_type, int64_t device_id,
                               void* sync_event, struct FerryError* error);
 
+/* ferry_device_array_init on `device` with the producer's own event
+ * `sync_event` (the third export policy of docs/events.md): when
+ * `event_handle` is not 0, the Go state behind it (the producer's event
+ * release function) is given back exactly once after the array is released;
+ * on failure it is not, and the caller still owns handle and event. */
+int ferrygo_device_array_init_event(struct ArrowDeviceArray* out, struct ArrowArray* array,
+                                    struct FerryDevice* device, void* sync_event,
+                                    uintptr_t event_handle, struct FerryError* error);
+
 /* Exports a leaf array (no children, no dictionary) in one call: into the
  * released `into` (a consumer's struct) or, when `into` is NULL, into a newly
  * allocated ArrowDeviceArray; fills its array as ferrygo_array_init does and sets
- * the device: (device_type, device_id) when `device` is NULL, else
+ * the device: (device_type, device_id) when `device` is NULL; else, with
+ * `sync_event` set, ferrygo_device_array_init_event on `device`; else
  * ferry_device_array_init_async on `device` with `producer_stream` and
  * `policy`. Returns the struct (when allocated here the caller frees it with
- * ferry_device_array_free) or NULL with `*rc_out` and `error` set; on failure everything
- * owned is given back. */
+ * ferry_device_array_free) or NULL with `*rc_out` and `error` set; on failure
+ * everything owned is given back (not `event_handle`: see above). */
 struct ArrowDeviceArray* ferrygo_export_leaf(
     struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
     const uintptr_t* buffers, int64_t n_owned, const struct ferrygo_owned_ptr* owned,
     uintptr_t go_handle, ArrowDeviceType device_type, int64_t device_id,
-    struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
-    struct FerryError* error);
+    struct FerryDevice* device, void* producer_stream, int32_t policy, void* sync_event,
+    uintptr_t event_handle, int* rc_out, struct FerryError* error);
 
-/* ferrygo_export_leaf for nodes without Go state (`go_handle` 0), which
- * never call back into Go: declared nocallback + noescape to cgo, so the
- * buffer lists can stay on the Go stack. */
+/* ferrygo_export_leaf for nodes without Go state (`go_handle` 0) or
+ * producer event, which never call back into Go: declared nocallback +
+ * noescape to cgo, so the buffer lists can stay on the Go stack. The error
+ * message buffer lives on the C stack: on failure `*message_out` is a
+ * malloc'd copy of the message (the caller frees it; NULL when out of
+ * memory), so a successful export needs no message buffer from Go. */
 struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
     struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset,
     int64_t n_buffers, const uintptr_t* buffers, int64_t n_owned,
     const struct ferrygo_owned_ptr* owned, ArrowDeviceType device_type, int64_t device_id,
     struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
-    struct FerryError* error);
-
-/* Moves the live `src` into the released `dst` and frees `src`; EINVAL (and
- * nothing changes) when `dst` is live or `src` released. */
-int ferrygo_device_array_export_to(struct ArrowDeviceArray* src,
-                                   struct ArrowDeviceArray* dst);
+    char** message_out);
 
 /* Releases `batch` if it is live, then calls ferry_stream_get_next into it:
  * the consumer's whole per-batch step in one call. Returns 0 with a batch,
@@ -95,9 +104,52 @@ int ferrygo_device_array_export_to(struct ArrowDeviceArray* src,
 int ferrygo_stream_next(struct ArrowDeviceArrayStream* stream,
                         struct ArrowDeviceArray* batch, struct FerryError* error);
 
+/* ferrygo_stream_next with ferry_stream_get_next_on: the batch is handed to
+ * `consumer_stream` (or the host waits on its event when that is NULL). */
+int ferrygo_stream_next_on(struct ArrowDeviceArrayStream* stream,
+                           struct ArrowDeviceArray* batch, void* consumer_stream,
+                           struct FerryError* error);
+
+/* What a Go stream producer hands back from get_next without a nested cgo
+ * call: Go fills this C struct (on the trampoline's stack) and the
+ * trampoline does the export after the callback has returned, so a batch
+ * costs one C -> Go transition and no Go -> C one. The trampoline sets only
+ * `kind`; Go writes every field that its kind uses. */
+#define FERRYGO_BATCH_NONE 0   /* Go filled `out` itself, or the stream ended */
+#define FERRYGO_BATCH_LEAF 1   /* export the leaf described below into `out` */
+#define FERRYGO_BATCH_MOVE 2   /* move the live `src` into `out`, then free `src` */
+#define FERRYGO_BATCH_MAX_BUFFERS 8
+struct ferrygo_batch {
+  int32_t kind;
+  int32_t policy;
+  int64_t length, null_count, offset, n_buffers, n_owned;
+  uintptr_t buffers[FERRYGO_BATCH_MAX_BUFFERS];
+  struct ferrygo_owned_ptr owned[FERRYGO_BATCH_MAX_BUFFERS];
+  uintptr_t go_handle;
+  uintptr_t device, producer_stream; /* C pointers, as integers */
+  uintptr_t src;                     /* FERRYGO_BATCH_MOVE */
+};
+
 /* ferry_stream_init with the Go trampolines; `go_handle` names the producer. */
 int ferrygo_stream_init(struct ArrowDeviceArrayStream* out, ArrowDeviceType device_type,
                         uintptr_t go_handle, struct FerryError* error);
+
+/* ferry_stream_init_from_arrays over the live arrays at the addresses
+ * `arrays[0..n)` (each left released on success, untouched on failure). */
+int ferrygo_stream_init_from_arrays(struct ArrowDeviceArrayStream* out,
+                                    ArrowDeviceType device_type, struct ArrowSchema* schema,
+                                    const uintptr_t* arrays, int64_t n, struct FerryError* error);
+
+/* Reads the DLPack tensor at `tensor` for Go: scalar fields through the out
+ * parameters, shape and strides (up to `max_dims` each; strides all 0 when
+ * the tensor has none) into the arrays. Returns ndim. */
+int32_t ferrygo_dlpack_describe(const DLManagedTensorVersioned* tensor, void** data,
+                                int32_t* device_type, int32_t* device_id, uint8_t* code,
+                                uint8_t* bits, uint16_t* lanes, uint64_t* byte_offset,
+                                uint64_t* flags, uint32_t* major, uint32_t* minor,
+                                int64_t* shape, int64_t* strides, int32_t max_dims);
+/* Calls the tensor's deleter (Go cannot call C function pointers). */
+void ferrygo_dlpack_delete(DLManagedTensorVersioned* tensor);
 
 /* Copies `message` into `error` (either may be NULL), truncating. */
 void ferrygo_set_error(struct FerryError* error, const char* message, int64_t length);

@@ -25,14 +25,14 @@ import (
 // stream when done; a cleanup reports and releases forgotten streams. A
 // stream must not be used from two goroutines at once.
 type DeviceArrayStream struct {
-	c       *C.struct_ArrowDeviceArrayStream
-	batchC  *C.struct_ArrowDeviceArray
-	errC    *C.struct_FerryError // C memory: no allocation per Next
-	batch   DeviceArray
-	schema  *Schema
-	err     error
-	done    bool
-	cleanup runtime.Cleanup
+	c      *C.struct_ArrowDeviceArrayStream
+	batchC *C.struct_ArrowDeviceArray
+	errC   *C.struct_FerryError // C memory: no allocation per Next
+	batch  DeviceArray
+	schema *Schema
+	err    error
+	done   bool
+	guard  leakGuard // see guard.go
 }
 
 type streamMemory struct {
@@ -55,12 +55,18 @@ func newStream() (*DeviceArrayStream, error) {
 		return nil, errorf(syscall.ENOMEM, "stream: out of memory")
 	}
 	s := &DeviceArrayStream{c: m.c, batchC: m.batchC, errC: m.errC}
-	s.batch = DeviceArray{c: m.batchC, batchOf: s}
-	s.cleanup = runtime.AddCleanup(s, func(m streamMemory) {
+	s.batch.c, s.batch.batchOf = m.batchC, s
+	track(s)
+	return s, nil
+}
+
+func (s *DeviceArrayStream) guardState() *leakGuard { return &s.guard }
+
+func (s *DeviceArrayStream) addCleanup() runtime.Cleanup {
+	return runtime.AddCleanup(s, func(m streamMemory) {
 		reportLeak("DeviceArrayStream")
 		m.free()
-	}, m)
-	return s, nil
+	}, streamMemory{s.c, s.batchC, s.errC})
 }
 
 // ImportStream takes ownership of the live ArrowDeviceArrayStream at ptr
@@ -83,7 +89,7 @@ func (s *DeviceArrayStream) Release() {
 	if s == nil || s.c == nil {
 		return
 	}
-	s.cleanup.Stop()
+	s.guard.disarm()
 	s.schema.Release()
 	s.schema = nil
 	streamMemory{s.c, s.batchC, s.errC}.free()
@@ -162,15 +168,39 @@ func (s *DeviceArrayStream) Schema() (*Schema, error) {
 }
 
 // Next releases the current batch and fetches the next one; false at the end
-// of the stream or on failure (then Err says why).
+// of the stream or on failure (then Err says why). The batch may still be
+// pending on its device: use NextOn, or the batch's Wait, before reading
+// device memory.
 func (s *DeviceArrayStream) Next() bool {
 	if s.done || s.c == nil {
-		if s.batchC != nil {
-			C.ferry_device_array_release(s.batchC)
-		}
+		s.releaseBatch()
 		return false
 	}
-	switch rc := C.ferrygo_stream_next(s.c, s.batchC, s.errC); rc {
+	return s.stepped(C.ferrygo_stream_next(s.c, s.batchC, s.errC))
+}
+
+// NextOn is Next, then hands the batch to consumerStream, a stream of the
+// batch's device: that stream is made to wait on the batch's sync event, so
+// work queued on it afterwards sees the data, and the host does not block.
+// With consumerStream nil the host waits for the event instead, so the
+// batch can be read at once. A batch whose wait cannot be queued is released
+// and ends the stream with the error (never handed out unordered).
+func (s *DeviceArrayStream) NextOn(consumerStream unsafe.Pointer) bool {
+	if s.done || s.c == nil {
+		s.releaseBatch()
+		return false
+	}
+	return s.stepped(C.ferrygo_stream_next_on(s.c, s.batchC, consumerStream, s.errC))
+}
+
+func (s *DeviceArrayStream) releaseBatch() {
+	if s.batchC != nil && s.batchC.array.release != nil {
+		C.ferry_device_array_release(s.batchC)
+	}
+}
+
+func (s *DeviceArrayStream) stepped(rc C.int) bool {
+	switch rc {
 	case 0:
 		return true
 	case C.FERRYGO_END:
@@ -193,8 +223,18 @@ func (s *DeviceArrayStream) Err() error { return s.err }
 // All returns an iterator over the batches (each valid for one iteration
 // unless moved); a failure is yielded once as the error, with a nil batch.
 func (s *DeviceArrayStream) All() iter.Seq2[*DeviceArray, error] {
+	return s.iterate(s.Next)
+}
+
+// AllOn is All with every batch handed to consumerStream as NextOn does
+// (nil: the host waits for each batch's event).
+func (s *DeviceArrayStream) AllOn(consumerStream unsafe.Pointer) iter.Seq2[*DeviceArray, error] {
+	return s.iterate(func() bool { return s.NextOn(consumerStream) })
+}
+
+func (s *DeviceArrayStream) iterate(next func() bool) iter.Seq2[*DeviceArray, error] {
 	return func(yield func(*DeviceArray, error) bool) {
-		for s.Next() {
+		for next() {
 			if !yield(s.Batch(), nil) {
 				return
 			}
@@ -203,6 +243,51 @@ func (s *DeviceArrayStream) All() iter.Seq2[*DeviceArray, error] {
 			yield(nil, s.err)
 		}
 	}
+}
+
+// NewStreamFromArrays makes a stream of deviceType that yields schema and
+// then the arrays, in order (the core's ferry_stream_init_from_arrays). On
+// success the schema and every array are moved in (left released; a schema
+// attached to an array is released, since the stream's describes them all);
+// on failure nothing is moved and all stay the caller's. Every array must be
+// live, on deviceType, and given once.
+func NewStreamFromArrays(schema *Schema, deviceType DeviceType, arrays ...*DeviceArray) (*DeviceArrayStream, error) {
+	if schema.IsReleased() || !schema.owned {
+		return nil, errorf(syscall.EINVAL, "NewStreamFromArrays: the schema is released or borrowed")
+	}
+	addrs := make([]C.uintptr_t, len(arrays))
+	seen := make(map[*C.struct_ArrowDeviceArray]int, len(arrays))
+	for i, a := range arrays {
+		if a.IsReleased() {
+			return nil, errorf(syscall.EINVAL, "NewStreamFromArrays: arrays[%d] is released", i)
+		}
+		if j, dup := seen[a.c]; dup {
+			return nil, errorf(syscall.EINVAL, "NewStreamFromArrays: arrays[%d] and arrays[%d] are the same array", j, i)
+		}
+		seen[a.c] = i
+		addrs[i] = C.uintptr_t(uintptr(unsafe.Pointer(a.c)))
+	}
+	s, err := newStream()
+	if err != nil {
+		return nil, err
+	}
+	var first *C.uintptr_t
+	if len(addrs) > 0 {
+		first = &addrs[0]
+	}
+	s.errC.message[0] = 0
+	if rc := C.ferrygo_stream_init_from_arrays(s.c, C.ArrowDeviceType(deviceType), schema.c, first, C.int64_t(len(addrs)), s.errC); rc != 0 {
+		err := codeError(rc, s.errC)
+		s.Release()
+		return nil, err
+	}
+	schema.Release() // moved in: only the struct is freed
+	for _, a := range arrays {
+		if a.batchOf == nil {
+			C.ferry_device_array_free(a.handOver()) // moved in: only freed
+		}
+	}
+	return s, nil
 }
 
 // ---- producing streams from Go -------------------------------------------
@@ -255,6 +340,10 @@ func ExportStream(field Field, deviceType DeviceType, next func() (*DeviceArray,
 // to produce a stream from Go. opts (may be nil: the CPU) places the
 // batches; next returns nil, nil at the end.
 func ExportDataStream(field Field, deviceType DeviceType, opts *ExportOptions, next func() (*ArrayData, error)) (*DeviceArrayStream, error) {
+	if opts != nil && (opts.SyncEvent != nil || opts.ReleaseEvent != nil) {
+		return nil, errorf(syscall.EINVAL, "ExportDataStream: ExportOptions.SyncEvent cannot serve every batch "+
+			"(use ProducerStream with ExportRecordEvent, or ExportStream with arrays exported one by one)")
+	}
 	return exportStream(&streamProducer{field: field, data: next, opts: opts}, deviceType)
 }
 

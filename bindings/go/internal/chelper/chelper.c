@@ -1,6 +1,8 @@
 #include "chelper.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -151,3 +153,45 @@ int64_t chelper_c2c_handoffs(int64_t n) {
   stream.release(&stream);
   return now_ns() - start;
 }
+
+/* ---- a C DLPack producer ------------------------------------------------ */
+
+static _Atomic int64_t dlpack_deleted;
+
+struct chelper_tensor {
+  DLManagedTensorVersioned managed;
+  int64_t shape[2];
+  int64_t values[];
+};
+
+static void chelper_tensor_delete(DLManagedTensorVersioned* self) {
+  atomic_fetch_add(&dlpack_deleted, 1);
+  free(self->manager_ctx);
+}
+
+DLManagedTensorVersioned* chelper_dlpack_tensor(int64_t n, int32_t ndim) {
+  struct chelper_tensor* t = calloc(1, sizeof(*t) + (size_t)n * sizeof(int64_t));
+  if (t == NULL) return NULL;
+  for (int64_t i = 0; i < n; i++) t->values[i] = 3 * i;
+  t->managed.version.major = DLPACK_MAJOR_VERSION;
+  t->managed.version.minor = DLPACK_MINOR_VERSION;
+  t->managed.manager_ctx = t;
+  t->managed.deleter = chelper_tensor_delete;
+  t->managed.dl_tensor.data = t->values;
+  t->managed.dl_tensor.device.device_type = kDLCPU;
+  t->managed.dl_tensor.device.device_id = 0;
+  t->managed.dl_tensor.ndim = ndim;
+  t->managed.dl_tensor.dtype.code = kDLInt;
+  t->managed.dl_tensor.dtype.bits = 64;
+  t->managed.dl_tensor.dtype.lanes = 1;
+  if (ndim == 2) {
+    t->shape[0] = 1;
+    t->shape[1] = n;
+  } else {
+    t->shape[0] = n;
+  }
+  t->managed.dl_tensor.shape = t->shape;
+  return &t->managed;
+}
+
+int64_t chelper_dlpack_deleted(void) { return atomic_load(&dlpack_deleted); }

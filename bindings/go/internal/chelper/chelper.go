@@ -46,6 +46,15 @@ func CallGo(n int64, newThread bool) int64 {
 // C2CHandoffs runs n C -> C handoffs and returns the nanoseconds spent.
 func C2CHandoffs(n int64) int64 { return int64(C.chelper_c2c_handoffs(C.int64_t(n))) }
 
+// DLPackTensor makes a C DLPack tensor over n int64 values 3*i, with ndim 1
+// or 2 (shape {1, n}); its deleter counts (DLPackDeleted).
+func DLPackTensor(n int64, ndim int32) unsafe.Pointer {
+	return unsafe.Pointer(C.chelper_dlpack_tensor(C.int64_t(n), C.int32_t(ndim)))
+}
+
+// DLPackDeleted returns how many DLPackTensor tensors were deleted.
+func DLPackDeleted() int64 { return int64(C.chelper_dlpack_deleted()) }
+
 func boolInt(b bool) C.int {
 	if b {
 		return 1

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "ferry/dlpack_abi.h"
 #include "ferry/ferry.h"
 
 /* Reads `stream` to its end with ferry_stream_get_next + release, on a new
@@ -28,5 +29,11 @@ int64_t chelper_call_go(int64_t n, int new_thread);
 
 /* `n` C -> C handoffs (static fill, move, read, release): the C floor. */
 int64_t chelper_c2c_handoffs(int64_t n);
+
+/* A DLPack 1.x tensor made by C over `n` int64 values 0, 3, 6, ... (shape
+ * {n} when `ndim` is 1, {1, n} when 2); its deleter frees it and counts. */
+DLManagedTensorVersioned* chelper_dlpack_tensor(int64_t n, int32_t ndim);
+/* How many chelper tensors were deleted so far. */
+int64_t chelper_dlpack_deleted(void);
 
 #endif  // FERRY_GO_CHELPER_H

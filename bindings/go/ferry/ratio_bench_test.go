@@ -1,0 +1,131 @@
+package ferry
+
+import (
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/ferry-project/ferry/bindings/go/internal/chelper"
+)
+
+// BenchmarkRatios measures each handoff and its floor in alternating short
+// blocks inside one process and reports the median over rounds of the
+// per-round ratio: on a shared, loaded machine, load drifts between separate
+// benchmarks, but rarely within one round. Run with -benchtime 1x (b.N is
+// ignored); the metrics are the ratios, named x-<case>/<floor>, with the
+// per-round minimum and maximum as x-min-... and x-max-....
+func BenchmarkRatios(b *testing.B) {
+	const rounds, block = 15, 20000
+	dst := NewRawDeviceArray()
+	defer FreeRawDeviceArray(dst)
+	tmp := NewRawDeviceArray()
+	defer FreeRawDeviceArray(tmp)
+	timed := func(f func()) float64 {
+		start := time.Now()
+		f()
+		return float64(time.Since(start).Nanoseconds()) / block
+	}
+	// The ArrayData literal is written in each loop, as a caller would: made
+	// by a helper that returns it, it would move to the heap.
+	alloc := func() Buffer {
+		buf, err := AllocBuffer(64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return buf
+	}
+	stream := func(newThread bool) float64 {
+		n := 0
+		s, err := ExportDataStream(int32Field, DeviceCPU, nil, func() (*ArrayData, error) {
+			if n == block {
+				return nil, nil
+			}
+			n++
+			return &ArrayData{Length: 16, Buffers: []Buffer{{}, alloc()}}, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw := NewRawStream()
+		defer FreeRawStream(raw)
+		if err := s.ExportTo(raw); err != nil {
+			b.Fatal(err)
+		}
+		batches, _, ns, code, msg := chelper.DrainStream(raw, newThread)
+		if code != 0 || batches != block {
+			b.Fatalf("%d batches: %v %s", batches, code, msg)
+		}
+		return float64(ns) / block
+	}
+	cases := []struct {
+		name string
+		run  func() float64
+	}{
+		{"raw", func() float64 {
+			return timed(func() {
+				for i := 0; i < block; i++ {
+					rawGoToC(tmp, dst, chelper.ConsumeArray)
+				}
+			})
+		}},
+		{"ferry", func() float64 {
+			return timed(func() {
+				for i := 0; i < block; i++ {
+					if err := ExportArrayTo(&ArrayData{Length: 16, Buffers: []Buffer{{}, alloc()}}, nil, dst); err != nil {
+						b.Fatal(err)
+					}
+					chelper.ConsumeArray(dst)
+				}
+			})
+		}},
+		{"object", func() float64 {
+			return timed(func() {
+				for i := 0; i < block; i++ {
+					a, err := ExportArrayNoSchema(&ArrayData{Length: 16, Buffers: []Buffer{{}, alloc()}}, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := a.ExportTo(dst, nil); err != nil {
+						b.Fatal(err)
+					}
+					chelper.ConsumeArray(dst)
+				}
+			})
+		}},
+		{"callback-go", func() float64 { return float64(chelper.CallGo(block, false)) / block }},
+		{"callback-c", func() float64 { return float64(chelper.CallGo(block, true)) / block }},
+		{"stream-go", func() float64 { return stream(false) }},
+		{"stream-c", func() float64 { return stream(true) }},
+	}
+	ratios := map[string][]float64{}
+	for r := 0; r < rounds; r++ {
+		ns := map[string]float64{}
+		for k := range cases { // rotate the order: no case always runs first
+			c := cases[(k+r)%len(cases)]
+			ns[c.name] = c.run()
+		}
+		ratios["ferry/raw"] = append(ratios["ferry/raw"], ns["ferry"]/ns["raw"])
+		ratios["object/raw"] = append(ratios["object/raw"], ns["object"]/ns["raw"])
+		ratios["stream-go/floor"] = append(ratios["stream-go/floor"], ns["stream-go"]/(ns["callback-go"]+ns["raw"]))
+		ratios["stream-c/floor"] = append(ratios["stream-c/floor"], ns["stream-c"]/(ns["callback-c"]+ns["raw"]))
+		for name, v := range ns {
+			ratios["ns-"+name] = append(ratios["ns-"+name], v)
+		}
+	}
+	names := make([]string, 0, len(ratios))
+	for name := range ratios {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := append([]float64(nil), ratios[name]...)
+		sort.Float64s(v)
+		if name[:3] == "ns-" {
+			b.ReportMetric(v[len(v)/2], name)
+			continue
+		}
+		b.ReportMetric(v[len(v)/2], "x-"+name)
+		b.ReportMetric(v[0], "x-min-"+name)
+		b.ReportMetric(v[len(v)-1], "x-max-"+name)
+	}
+}
