@@ -322,20 +322,13 @@ static const char* const kCaseNames[N_CASES] = {
 
 NOINLINE static int64_t run_case(int c, int64_t n) {
   switch (c) {
-    case CASE_STABLE:
-      return run_raw_move_stable(n);
-    case CASE_FILL:
-      return run_raw_move_fill(n);
-    case CASE_FILL_WORDS:
-      return run_raw_move_fill_words(n);
-    case CASE_C2C:
-      return run_c2c_static(n);
-    case CASE_1K:
-      return run_handoff(n, small_data, 256);
-    case CASE_1G:
-      return run_handoff(n, huge_data, kHugeLength);
-    default:
-      return run_stream(n);
+    case CASE_STABLE: return run_raw_move_stable(n);
+    case CASE_FILL: return run_raw_move_fill(n);
+    case CASE_FILL_WORDS: return run_raw_move_fill_words(n);
+    case CASE_C2C: return run_c2c_static(n);
+    case CASE_1K: return run_handoff(n, small_data, 256);
+    case CASE_1G: return run_handoff(n, huge_data, kHugeLength);
+    default: return run_stream(n);
   }
 }
 

@@ -24,7 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (n == 0 || n >= sizeof error.message) abort();
     if (strncmp(error.message, "format", 6) != 0) abort();
   } else {
-    if (parsed.n_fixed_buffers < 0 || parsed.n_fixed_buffers > FERRY_FORMAT_MAX_FIXED_BUFFERS) {
+    if (parsed.n_fixed_buffers < 0 ||
+        parsed.n_fixed_buffers > FERRY_FORMAT_MAX_FIXED_BUFFERS) {
       abort();
     }
     if (parsed.n_union_types < 0 || parsed.n_union_types > FERRY_FORMAT_MAX_UNION_TYPES) {

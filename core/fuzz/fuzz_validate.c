@@ -59,11 +59,11 @@ static void mark_schema_released(struct ArrowSchema* s) { s->release = NULL; }
 static void mark_array_released(struct ArrowArray* a) { a->release = NULL; }
 
 static const char* const kFormats[] = {
-    "n",    "b",     "c",      "C",    "s",    "S",    "i",       "I",    "l",
-    "L",    "e",     "f",      "g",    "z",    "Z",    "vz",      "u",    "U",
-    "vu",   "d:10,2", "d:5,1,32", "w:3", "tdD", "tdm", "tts",     "ttu",  "tsu:UTC",
-    "tDn",  "tiM",   "tiD",    "tin",  "+l",   "+L",   "+vl",     "+vL",  "+w:2",
-    "+s",   "+m",    "+ud:0,3", "+us:1,2", "+r", "+ud:", "ii",     "d:99,1", "+w:0"};
+    "n",   "b",      "c",        "C",       "s",   "S",    "i",   "I",      "l",
+    "L",   "e",      "f",        "g",       "z",   "Z",    "vz",  "u",      "U",
+    "vu",  "d:10,2", "d:5,1,32", "w:3",     "tdD", "tdm",  "tts", "ttu",    "tsu:UTC",
+    "tDn", "tiM",    "tiD",      "tin",     "+l",  "+L",   "+vl", "+vL",    "+w:2",
+    "+s",  "+m",     "+ud:0,3",  "+us:1,2", "+r",  "+ud:", "ii",  "d:99,1", "+w:0"};
 #define N_FORMATS (sizeof kFormats / sizeof kFormats[0])
 
 /* Offsets of width `width` for n = offset + length + 1 entries: a running
@@ -95,8 +95,8 @@ static int build(struct input* in, int depth, struct ArrowSchema* schema,
                  struct ArrowArray* array);
 
 /* Child schemas and arrays, both `n` of them. */
-static int build_children(struct input* in, int depth, int64_t n, struct ArrowSchema* schema,
-                          struct ArrowArray* array) {
+static int build_children(struct input* in, int depth, int64_t n,
+                          struct ArrowSchema* schema, struct ArrowArray* array) {
   schema->n_children = n;
   array->n_children = n;
   if (n == 0) return 0;
@@ -160,31 +160,20 @@ static int build(struct input* in, int depth, struct ArrowSchema* schema,
         if (null_mask & 1) break; /* no bitmap */
         uint8_t* bits = (uint8_t*)fuzz_buffer(in, (n + 7) / 8);
         if (bits == NULL) return -1;
-        for (int64_t k = array->offset; k < n; k++) zero_bits += !((bits[k / 8] >> (k % 8)) & 1);
+        for (int64_t k = array->offset; k < n; k++)
+          zero_bits += !((bits[k / 8] >> (k % 8)) & 1);
         buffer = bits;
         break;
       }
-      case FERRY_BUFFER_DATA:
-        buffer = fuzz_buffer(in, (n * f.bit_width + 7) / 8);
-        break;
+      case FERRY_BUFFER_DATA: buffer = fuzz_buffer(in, (n * f.bit_width + 7) / 8); break;
       case FERRY_BUFFER_OFFSETS:
         buffer = fuzz_offsets(in, n + 1, f.offset_bytes, &data_max);
         break;
-      case FERRY_BUFFER_SIZES:
-        buffer = fuzz_buffer(in, n * f.offset_bytes);
-        break;
-      case FERRY_BUFFER_VAR_DATA:
-        buffer = fuzz_buffer(in, data_max);
-        break;
-      case FERRY_BUFFER_TYPE_IDS:
-        buffer = fuzz_buffer(in, n);
-        break;
-      case FERRY_BUFFER_UNION_OFFSETS:
-        buffer = fuzz_buffer(in, 4 * n);
-        break;
-      case FERRY_BUFFER_VIEWS:
-        buffer = fuzz_buffer(in, 16 * n);
-        break;
+      case FERRY_BUFFER_SIZES: buffer = fuzz_buffer(in, n * f.offset_bytes); break;
+      case FERRY_BUFFER_VAR_DATA: buffer = fuzz_buffer(in, data_max); break;
+      case FERRY_BUFFER_TYPE_IDS: buffer = fuzz_buffer(in, n); break;
+      case FERRY_BUFFER_UNION_OFFSETS: buffer = fuzz_buffer(in, 4 * n); break;
+      case FERRY_BUFFER_VIEWS: buffer = fuzz_buffer(in, 16 * n); break;
     }
     /* Occasionally drop a required buffer (bit i + 1 of the mask). */
     if ((null_mask >> (i + 1)) & 1 && (null_mask & 0x80)) buffer = NULL;
@@ -200,17 +189,18 @@ static int build(struct input* in, int depth, struct ArrowSchema* schema,
     }
     array->buffers[n_buffers - 1] = sizes;
   } else {
-    for (int64_t i = f.n_fixed_buffers; i < n_buffers; i++) array->buffers[i] = fuzz_buffer(in, 8);
+    for (int64_t i = f.n_fixed_buffers; i < n_buffers; i++)
+      array->buffers[i] = fuzz_buffer(in, 8);
   }
 
   /* null_count: honest, unknown, or arbitrary. */
   uint8_t count_choice = take(in);
   if (count_choice < 200) {
-    array->null_count = array->buffers != NULL && n_buffers > 0 &&
-                                f.n_fixed_buffers > 0 && f.roles[0] == FERRY_BUFFER_VALIDITY &&
-                                array->buffers[0] != NULL
-                            ? zero_bits
-                            : 0;
+    array->null_count =
+        array->buffers != NULL && n_buffers > 0 && f.n_fixed_buffers > 0 &&
+                f.roles[0] == FERRY_BUFFER_VALIDITY && array->buffers[0] != NULL
+            ? zero_bits
+            : 0;
   } else if (count_choice < 230) {
     array->null_count = -1;
   } else {

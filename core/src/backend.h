@@ -9,6 +9,8 @@
 #ifndef FERRY_SRC_BACKEND_H
 #define FERRY_SRC_BACKEND_H
 
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ferry/ferry.h"
@@ -61,7 +63,8 @@ struct FerryBackend {
 
   int (*stream_create)(struct FerryDevice* device, void** stream_out,
                        struct FerryError* error);
-  int (*stream_destroy)(struct FerryDevice* device, void* stream, struct FerryError* error);
+  int (*stream_destroy)(struct FerryDevice* device, void* stream,
+                        struct FerryError* error);
   int (*stream_synchronize)(struct FerryDevice* device, void* stream,
                             struct FerryError* error);
 
@@ -83,6 +86,23 @@ struct FerryBackend {
   int (*check_pointer)(struct FerryDevice* device, const void* ptr, int64_t size,
                        struct FerryError* error);
 };
+
+/* One result code of a GPU driver (CUresult, hipError_t): the driver's own
+ * name for it and ferry's description. */
+struct FerryDriverErrorName {
+  unsigned int code;
+  const char* name;
+  const char* description;
+};
+
+/* The one message shape of every driver failure, "[op][NAME] description
+ * (context)", with the name looked up in `table` (or "[op][<result_type> N]"
+ * when ferry has no name for `rc`); `fmt` and `args` give the context.
+ * Returns `code_errno`. Defined in error.c. */
+int ferry_set_driver_error_v(struct FerryError* error, int code_errno,
+                             const struct FerryDriverErrorName* table, size_t table_size,
+                             const char* result_type, unsigned int rc, const char* op,
+                             const char* fmt, va_list args);
 
 /* The backends compiled into libferry, in the order ferry_backend_* lists
  * them. Defined in cpu.c, sim.c, cuda.c and hip.c. */

@@ -132,6 +132,12 @@ int ferry_array_buffer_size(const struct ArrowSchema* schema,
                            : array == NULL ? "array"
                                            : "size_out");
   }
+  /* A released struct's pointers may dangle (ferry's own release frees the
+   * format string), so nothing of it is read. */
+  if (schema->release == NULL || array->release == NULL) {
+    return ferry_set_error(error, EINVAL, "ferry_array_buffer_size: %s is released",
+                           schema->release == NULL ? "schema" : "array");
+  }
   if (schema->format == NULL) {
     return ferry_set_error(error, EINVAL,
                            "ferry_array_buffer_size: the schema's format is NULL");
@@ -189,8 +195,8 @@ int ferry_array_buffer_size(const struct ArrowSchema* schema,
   if (format.is_view && i >= format.n_fixed_buffers) {
     const void* sizes = array->buffers[array->n_buffers - 1];
     if (i == array->n_buffers - 1) {
-      *size_out = n_variadic * (int64_t)sizeof(int64_t);
-      return FERRY_OK;
+      return ferry_buffer_size_multiply(&call, n_variadic, (int64_t)sizeof(int64_t),
+                                        size_out);
     }
     int64_t k = i - format.n_fixed_buffers;
     if (sizes == NULL) {
@@ -213,9 +219,7 @@ int ferry_array_buffer_size(const struct ArrowSchema* schema,
   }
 
   switch (format.roles[i]) {
-    case FERRY_BUFFER_VALIDITY:
-      *size_out = n / 8 + (n % 8 != 0);
-      return FERRY_OK;
+    case FERRY_BUFFER_VALIDITY: *size_out = n / 8 + (n % 8 != 0); return FERRY_OK;
     case FERRY_BUFFER_DATA:
       if (format.bit_width == 1) {
         *size_out = n / 8 + (n % 8 != 0);
@@ -227,6 +231,13 @@ int ferry_array_buffer_size(const struct ArrowSchema* schema,
        * per slot. Every other offsets buffer has one more entry than slots. */
       int is_list_view = format.type == FERRY_TYPE_LIST_VIEW ||
                          format.type == FERRY_TYPE_LARGE_LIST_VIEW;
+      if (!is_list_view && n == INT64_MAX) {
+        return ferry_buffer_size_fail(
+            &call,
+            "offset + length + 1 offsets overflow int64 (length %" PRId64
+            ", offset %" PRId64 ")",
+            array->length, array->offset);
+      }
       return ferry_buffer_size_multiply(&call, is_list_view ? n : n + 1,
                                         format.offset_bytes, size_out);
     }
@@ -234,13 +245,10 @@ int ferry_array_buffer_size(const struct ArrowSchema* schema,
       return ferry_buffer_size_multiply(&call, n, format.offset_bytes, size_out);
     case FERRY_BUFFER_VAR_DATA:
       return ferry_buffer_size_var_data(&call, &format, n, size_out);
-    case FERRY_BUFFER_TYPE_IDS:
-      *size_out = n;
-      return FERRY_OK;
+    case FERRY_BUFFER_TYPE_IDS: *size_out = n; return FERRY_OK;
     case FERRY_BUFFER_UNION_OFFSETS:
       return ferry_buffer_size_multiply(&call, n, 4, size_out);
-    case FERRY_BUFFER_VIEWS:
-      return ferry_buffer_size_multiply(&call, n, 16, size_out);
+    case FERRY_BUFFER_VIEWS: return ferry_buffer_size_multiply(&call, n, 16, size_out);
   }
   return ferry_buffer_size_fail(&call, "unknown buffer role %" PRId64 "",
                                 (int64_t)format.roles[i]);

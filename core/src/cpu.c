@@ -32,14 +32,10 @@ static int cpu_is_host_accessible(ArrowDeviceType device_type) { return 1; }
 
 static int cpu_allocate(struct FerryDevice* device, int64_t size, void** out,
                         struct FerryError* error) {
-  /* aligned_alloc wants a multiple of the alignment; a zero-byte request
-   * still gets a unique pointer, as malloc(0) may not. */
-  int64_t rounded =
-      (size + FERRY_CPU_ALIGNMENT - 1) / FERRY_CPU_ALIGNMENT * FERRY_CPU_ALIGNMENT;
-  if (rounded == 0) rounded = FERRY_CPU_ALIGNMENT;
-  if (rounded < size || (uint64_t)rounded > (uint64_t)SIZE_MAX) {
-    return ferry_set_error(error, ENOMEM, "cannot allocate %" PRId64 " bytes on the CPU",
-                           size);
+  int64_t rounded = ferry_aligned_alloc_size(size, FERRY_CPU_ALIGNMENT);
+  if (rounded == 0) {
+    return ferry_set_error(
+        error, ENOMEM, "cannot allocate %" PRId64 " bytes on the CPU (too large)", size);
   }
   void* ptr = aligned_alloc(FERRY_CPU_ALIGNMENT, (size_t)rounded);
   if (ptr == NULL) {

@@ -71,14 +71,8 @@ struct FerryCudaDevice {
 
 /* ---- error names ----------------------------------------------------------- */
 
-struct FerryCudaErrorName {
-  ferry_CUresult code;
-  const char* name;
-  const char* description;
-};
-
 /* The names are the driver's; the descriptions are ferry's own words. */
-static const struct FerryCudaErrorName kCudaErrorNames[] = {
+static const struct FerryDriverErrorName kCudaErrorNames[] = {
     {FERRY_CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
     {FERRY_CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE",
      "an argument is invalid or out of range"},
@@ -137,13 +131,6 @@ static const struct FerryCudaErrorName kCudaErrorNames[] = {
     {FERRY_CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "an unknown internal error"},
 };
 
-static const struct FerryCudaErrorName* cuda_error_entry(ferry_CUresult code) {
-  for (size_t i = 0; i < sizeof(kCudaErrorNames) / sizeof(kCudaErrorNames[0]); i++) {
-    if (kCudaErrorNames[i].code == code) return &kCudaErrorNames[i];
-  }
-  return NULL;
-}
-
 /* The errno a failing CUresult maps to: ENODEV when there is no usable
  * device behind the call, EIO for every other driver failure. */
 static int cuda_errno(ferry_CUresult code) {
@@ -151,10 +138,8 @@ static int cuda_errno(ferry_CUresult code) {
     case FERRY_CUDA_ERROR_NO_DEVICE:
     case FERRY_CUDA_ERROR_INVALID_DEVICE:
     case FERRY_CUDA_ERROR_STUB_LIBRARY:
-    case FERRY_CUDA_ERROR_DEVICE_UNAVAILABLE:
-      return ENODEV;
-    default:
-      return EIO;
+    case FERRY_CUDA_ERROR_DEVICE_UNAVAILABLE: return ENODEV;
+    default: return EIO;
   }
 }
 
@@ -163,19 +148,14 @@ static int cuda_fail_with(struct FerryError* error, int code_errno, ferry_CUresu
                           const char* op, const char* fmt, ...) FERRY_PRINTF(5, 6);
 static int cuda_fail_with(struct FerryError* error, int code_errno, ferry_CUresult rc,
                           const char* op, const char* fmt, ...) {
-  char context[512];
   va_list args;
   va_start(args, fmt);
-  vsnprintf(context, sizeof(context), fmt, args);
+  int code =
+      ferry_set_driver_error_v(error, code_errno, kCudaErrorNames,
+                               sizeof(kCudaErrorNames) / sizeof(kCudaErrorNames[0]),
+                               "CUresult", rc, op, fmt, args);
   va_end(args);
-  const struct FerryCudaErrorName* entry = cuda_error_entry(rc);
-  if (entry != NULL) {
-    return ferry_set_error(error, code_errno, "[%s][%s] %s (%s)", op, entry->name,
-                           entry->description, context);
-  }
-  return ferry_set_error(error, code_errno,
-                         "[%s][CUresult %u] an error ferry has no name for (%s)", op, rc,
-                         context);
+  return code;
 }
 
 #define cuda_fail(error, rc, op, ...) \

@@ -77,42 +77,43 @@ typedef unsigned int ferry_CUpointer_attribute;
 /* X(exported symbol name, return type, parameter list): every driver entry
  * point ferry calls. cuda.c turns each into a function pointer
  * `ferry_<name>_fn`, the signature check compares each with cuda.h. */
-#define FERRY_CUDA_DRIVER_FUNCTIONS(X)                                                 \
-  X(cuInit, (unsigned int flags))                                                      \
-  X(cuDriverGetVersion, (int* driver_version))                                         \
-  X(cuDeviceGetCount, (int* count))                                                    \
-  X(cuDeviceGet, (ferry_CUdevice * device, int ordinal))                               \
-  X(cuDevicePrimaryCtxRetain, (ferry_CUcontext * context, ferry_CUdevice device))      \
-  X(cuDevicePrimaryCtxRelease_v2, (ferry_CUdevice device))                             \
-  X(cuCtxPushCurrent_v2, (ferry_CUcontext context))                                    \
-  X(cuCtxPopCurrent_v2, (ferry_CUcontext * context))                                   \
-  X(cuCtxSynchronize, (void))                                                          \
-  X(cuMemAlloc_v2, (ferry_CUdeviceptr * pointer, size_t size))                         \
-  X(cuMemFree_v2, (ferry_CUdeviceptr pointer))                                         \
-  X(cuMemAllocHost_v2, (void** pointer, size_t size))                                  \
-  X(cuMemFreeHost, (void* pointer))                                                    \
-  X(cuMemAllocManaged, (ferry_CUdeviceptr * pointer, size_t size, unsigned int flags)) \
-  X(cuMemcpyHtoDAsync_v2, (ferry_CUdeviceptr dst, const void* src, size_t size,        \
-                           ferry_CUstream stream))                                     \
-  X(cuMemcpyDtoHAsync_v2, (void* dst, ferry_CUdeviceptr src, size_t size,              \
-                           ferry_CUstream stream))                                     \
-  X(cuMemcpyDtoDAsync_v2, (ferry_CUdeviceptr dst, ferry_CUdeviceptr src, size_t size,  \
-                           ferry_CUstream stream))                                     \
-  X(cuMemcpyPeerAsync, (ferry_CUdeviceptr dst, ferry_CUcontext dst_context,            \
-                        ferry_CUdeviceptr src, ferry_CUcontext src_context,            \
-                        size_t size, ferry_CUstream stream))                           \
-  X(cuStreamCreate, (ferry_CUstream * stream, unsigned int flags))                     \
-  X(cuStreamDestroy_v2, (ferry_CUstream stream))                                       \
-  X(cuStreamSynchronize, (ferry_CUstream stream))                                      \
+#define FERRY_CUDA_DRIVER_FUNCTIONS(X)                                                   \
+  X(cuInit, (unsigned int flags))                                                        \
+  X(cuDriverGetVersion, (int* driver_version))                                           \
+  X(cuDeviceGetCount, (int* count))                                                      \
+  X(cuDeviceGet, (ferry_CUdevice * device, int ordinal))                                 \
+  X(cuDevicePrimaryCtxRetain, (ferry_CUcontext * context, ferry_CUdevice device))        \
+  X(cuDevicePrimaryCtxRelease_v2, (ferry_CUdevice device))                               \
+  X(cuCtxPushCurrent_v2, (ferry_CUcontext context))                                      \
+  X(cuCtxPopCurrent_v2, (ferry_CUcontext * context))                                     \
+  X(cuCtxSynchronize, (void))                                                            \
+  X(cuMemAlloc_v2, (ferry_CUdeviceptr * pointer, size_t size))                           \
+  X(cuMemFree_v2, (ferry_CUdeviceptr pointer))                                           \
+  X(cuMemAllocHost_v2, (void** pointer, size_t size))                                    \
+  X(cuMemFreeHost, (void* pointer))                                                      \
+  X(cuMemAllocManaged, (ferry_CUdeviceptr * pointer, size_t size, unsigned int flags))   \
+  X(cuMemcpyHtoDAsync_v2,                                                                \
+    (ferry_CUdeviceptr dst, const void* src, size_t size, ferry_CUstream stream))        \
+  X(cuMemcpyDtoHAsync_v2,                                                                \
+    (void* dst, ferry_CUdeviceptr src, size_t size, ferry_CUstream stream))              \
+  X(cuMemcpyDtoDAsync_v2,                                                                \
+    (ferry_CUdeviceptr dst, ferry_CUdeviceptr src, size_t size, ferry_CUstream stream))  \
+  X(cuMemcpyPeerAsync,                                                                   \
+    (ferry_CUdeviceptr dst, ferry_CUcontext dst_context, ferry_CUdeviceptr src,          \
+     ferry_CUcontext src_context, size_t size, ferry_CUstream stream))                   \
+  X(cuStreamCreate, (ferry_CUstream * stream, unsigned int flags))                       \
+  X(cuStreamDestroy_v2, (ferry_CUstream stream))                                         \
+  X(cuStreamSynchronize, (ferry_CUstream stream))                                        \
   X(cuStreamWaitEvent, (ferry_CUstream stream, ferry_CUevent event, unsigned int flags)) \
-  X(cuEventCreate, (ferry_CUevent * event, unsigned int flags))                        \
-  X(cuEventDestroy_v2, (ferry_CUevent event))                                          \
-  X(cuEventRecord, (ferry_CUevent event, ferry_CUstream stream))                       \
-  X(cuEventSynchronize, (ferry_CUevent event))                                         \
-  X(cuPointerGetAttribute, (void* data, ferry_CUpointer_attribute attribute,           \
-                            ferry_CUdeviceptr pointer))
+  X(cuEventCreate, (ferry_CUevent * event, unsigned int flags))                          \
+  X(cuEventDestroy_v2, (ferry_CUevent event))                                            \
+  X(cuEventRecord, (ferry_CUevent event, ferry_CUstream stream))                         \
+  X(cuEventSynchronize, (ferry_CUevent event))                                           \
+  X(cuPointerGetAttribute,                                                               \
+    (void* data, ferry_CUpointer_attribute attribute, ferry_CUdeviceptr pointer))
 
-#define FERRY_CUDA_DECLARE_FN_TYPE(name, params) typedef ferry_CUresult(*ferry_##name##_fn) params;
+#define FERRY_CUDA_DECLARE_FN_TYPE(name, params) \
+  typedef ferry_CUresult(*ferry_##name##_fn) params;
 FERRY_CUDA_DRIVER_FUNCTIONS(FERRY_CUDA_DECLARE_FN_TYPE)
 #undef FERRY_CUDA_DECLARE_FN_TYPE
 

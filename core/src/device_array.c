@@ -116,6 +116,7 @@ int ferry_device_array_wait(const struct ArrowDeviceArray* array, void* consumer
  * a malformed (cyclic) tree from exhausting the stack. */
 #define FERRY_COPY_MAX_DEPTH 200
 #define FERRY_COPY_PATH_SIZE 512
+#define FERRY_COPY_MAX_BUFFERS (INT64_C(1) << 32)
 
 /* The buffers one copied node owns on the destination device; freed by the
  * node's release hook. */
@@ -185,9 +186,10 @@ static int copy_node(struct FerryCopyContext* ctx, const struct ArrowSchema* sch
     return ferry_set_error(error, EINVAL, "copying %s: nested deeper than %d levels",
                            path, FERRY_COPY_MAX_DEPTH);
   }
-  if (schema == NULL || schema->format == NULL) {
+  if (schema == NULL || schema->release == NULL || schema->format == NULL) {
     return ferry_set_error(error, EINVAL,
-                           "copying %s: the schema is missing or has no format", path);
+                           "copying %s: the schema is missing, released or has no format",
+                           path);
   }
   if (src == NULL || src->release == NULL) {
     return ferry_set_error(error, EINVAL, "copying %s: the array is missing or released",
@@ -210,10 +212,17 @@ static int copy_node(struct FerryCopyContext* ctx, const struct ArrowSchema* sch
                            path, src->dictionary != NULL ? "has" : "lacks",
                            schema->dictionary != NULL ? "has one" : "does not");
   }
-  if (src->n_buffers < 0 || (src->n_buffers > 0 && src->buffers == NULL)) {
+  /* The bound is ferry_array_init's, which the copy goes through; checked
+   * first because it also sizes the table of copied buffers below. */
+  if (src->n_buffers < 0 || src->n_buffers > FERRY_COPY_MAX_BUFFERS) {
     return ferry_set_error(error, EINVAL,
-                           "copying %s: n_buffers is %" PRId64 " but buffers is %s", path,
-                           src->n_buffers, src->buffers == NULL ? "NULL" : "set");
+                           "copying %s: n_buffers (%" PRId64 ") must be in [0, 2^32]",
+                           path, src->n_buffers);
+  }
+  if (src->n_buffers > 0 && src->buffers == NULL) {
+    return ferry_set_error(error, EINVAL,
+                           "copying %s: buffers is NULL but n_buffers is %" PRId64, path,
+                           src->n_buffers);
   }
 
   struct FerryCopiedBuffers* owned = (struct FerryCopiedBuffers*)calloc(

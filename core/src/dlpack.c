@@ -91,9 +91,10 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
                                  struct ArrowDeviceArray* array, void* consumer_stream,
                                  struct DLManagedTensorVersioned** out,
                                  struct FerryError* error) {
-  if (schema == NULL || schema->format == NULL) {
+  if (schema == NULL || schema->release == NULL || schema->format == NULL) {
     return ferry_set_error(error, EINVAL,
-                           "schema must not be NULL and must have a format");
+                           "schema must be a live (not NULL, not released) schema with a "
+                           "format");
   }
   if (array == NULL) return ferry_set_error(error, EINVAL, "array must not be NULL");
   if (out == NULL) return ferry_set_error(error, EINVAL, "out must not be NULL");
@@ -125,6 +126,15 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
                            "length (%" PRId64 ") and offset (%" PRId64
                            ") must not be negative",
                            a->length, a->offset);
+  }
+  int64_t element_bytes = type->bits / 8;
+  /* The consumer addresses bytes up to (offset + length) * element size. */
+  if (a->offset > INT64_MAX - a->length ||
+      a->offset + a->length > INT64_MAX / element_bytes) {
+    return ferry_set_error(error, EINVAL,
+                           "offset (%" PRId64 ") + length (%" PRId64
+                           ") elements of %" PRId64 " bytes overflow int64",
+                           a->offset, a->length, element_bytes);
   }
   if (a->null_count > 0 || (a->null_count < 0 && a->buffers[0] != NULL)) {
     return ferry_set_error(
@@ -165,7 +175,7 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
   DLTensor* t = &tensor->dl_tensor;
   /* The allocation's own pointer plus byte_offset, as DLPack recommends. */
   t->data = a->length == 0 ? NULL : (void*)(uintptr_t)a->buffers[1];
-  t->byte_offset = a->length == 0 ? 0 : (uint64_t)a->offset * (type->bits / 8u);
+  t->byte_offset = a->length == 0 ? 0 : (uint64_t)(a->offset * element_bytes);
   t->device.device_type = (DLDeviceType)array->device_type;
   t->device.device_id = (int32_t)id;
   t->ndim = 1;
@@ -256,6 +266,10 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
                            device_type == kDLMAIA  ? " (kDLMAIA)"
                            : device_type == kDLTrn ? " (kDLTrn)"
                                                    : "");
+  }
+  if (device_type != ARROW_DEVICE_CPU && t->device.device_id < 0) {
+    return ferry_set_error(error, EINVAL, "DLPack device id %d of %s is negative",
+                           (int)t->device.device_id, ferry_device_type_name(device_type));
   }
   int64_t device_id = device_type == ARROW_DEVICE_CPU ? -1 : t->device.device_id;
   if (t->data == NULL && length > 0) {

@@ -1,9 +1,11 @@
-/* Error messages, errno names, versions and device type names. */
+/* Error messages (ferry's own and the GPU drivers'), errno names, versions
+ * and device type names. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "internal.h"
 
 int ferry_set_error_v(struct FerryError* error, int code, const char* fmt, va_list args) {
@@ -61,6 +63,23 @@ const char* ferry_errno_name(int code) {
   }
 }
 
+int ferry_set_driver_error_v(struct FerryError* error, int code_errno,
+                             const struct FerryDriverErrorName* table, size_t table_size,
+                             const char* result_type, unsigned int rc, const char* op,
+                             const char* fmt, va_list args) {
+  char context[512];
+  vsnprintf(context, sizeof(context), fmt, args);
+  for (size_t i = 0; i < table_size; i++) {
+    if (table[i].code == rc) {
+      return ferry_set_error(error, code_errno, "[%s][%s] %s (%s)", op, table[i].name,
+                             table[i].description, context);
+    }
+  }
+  return ferry_set_error(error, code_errno,
+                         "[%s][%s %u] an error ferry has no name for (%s)", op,
+                         result_type, rc, context);
+}
+
 const char* ferry_version(void) { return FERRY_VERSION_STRING; }
 
 int32_t ferry_abi_version(void) { return FERRY_ABI_VERSION; }
@@ -77,9 +96,9 @@ int ferry_check_abi_version(int32_t expected_abi_version, struct FerryError* err
 
 /* Indexed by ArrowDeviceType; NULL where the specification has no value. */
 static const char* const kDeviceTypeNames[] = {
-    NULL,      "cpu",     "cuda",    "cuda_host", "opencl",       NULL,     NULL,
-    "vulkan",  "metal",   "vpi",     "rocm",      "rocm_host",    "ext_dev", "cuda_managed",
-    "oneapi",  "webgpu",  "hexagon"};
+    NULL,      "cpu",          "cuda",   "cuda_host", "opencl", NULL,
+    NULL,      "vulkan",       "metal",  "vpi",       "rocm",   "rocm_host",
+    "ext_dev", "cuda_managed", "oneapi", "webgpu",    "hexagon"};
 #define FERRY_N_DEVICE_TYPE_NAMES \
   ((int32_t)(sizeof(kDeviceTypeNames) / sizeof(kDeviceTypeNames[0])))
 

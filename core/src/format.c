@@ -110,7 +110,8 @@ static void set_view(struct FerryFormat* out, enum FerryTypeId type) {
 }
 
 static void set_nested(struct FerryFormat* out, enum FerryTypeId type,
-                       int32_t n_fixed_buffers, int32_t offset_bytes, int64_t n_children) {
+                       int32_t n_fixed_buffers, int32_t offset_bytes,
+                       int64_t n_children) {
   out->type = type;
   out->n_fixed_buffers = n_fixed_buffers;
   out->roles[0] = FERRY_BUFFER_VALIDITY;
@@ -135,7 +136,8 @@ static int32_t decimal_max_precision(int64_t bits) {
 static int parse_decimal(const char* format, const char* p, struct FerryFormat* out,
                          const char** end, struct FerryError* error) {
   if (*p != ':') {
-    return format_error(error, format, "decimal needs ':' then precision and scale (d:P,S)");
+    return format_error(error, format,
+                        "decimal needs ':' then precision and scale (d:P,S)");
   }
   p++;
   int64_t precision = 0, scale = 0, bits = 128;
@@ -154,15 +156,13 @@ static int parse_decimal(const char* format, const char* p, struct FerryFormat* 
     r = read_int(&p, 0, 0, 1024, &bits);
     if (r == 0) return format_error(error, format, "decimal bit width is not a number");
     if (r < 0 || decimal_max_precision(bits) == 0) {
-      return format_error(error, format,
-                          "decimal bit width must be 32, 64, 128 or 256");
+      return format_error(error, format, "decimal bit width must be 32, 64, 128 or 256");
     }
   }
   int32_t max_precision = decimal_max_precision(bits);
   if (precision < 1 || precision > max_precision) {
-    return format_error(error, format,
-                        "decimal%d precision %lld is outside 1..%d", (int)bits,
-                        (long long)precision, (int)max_precision);
+    return format_error(error, format, "decimal%d precision %lld is outside 1..%d",
+                        (int)bits, (long long)precision, (int)max_precision);
   }
   set_fixed_width(out, FERRY_TYPE_DECIMAL, bits);
   out->decimal_precision = (int32_t)precision;

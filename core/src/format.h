@@ -10,58 +10,58 @@
 #include "ferry/ferry.h"
 
 enum FerryTypeId {
-  FERRY_TYPE_NA = 0,        /* "n" */
-  FERRY_TYPE_BOOL,          /* "b" */
-  FERRY_TYPE_INT8,          /* "c" */
-  FERRY_TYPE_UINT8,         /* "C" */
-  FERRY_TYPE_INT16,         /* "s" */
-  FERRY_TYPE_UINT16,        /* "S" */
-  FERRY_TYPE_INT32,         /* "i" */
-  FERRY_TYPE_UINT32,        /* "I" */
-  FERRY_TYPE_INT64,         /* "l" */
-  FERRY_TYPE_UINT64,        /* "L" */
-  FERRY_TYPE_HALF_FLOAT,    /* "e" */
-  FERRY_TYPE_FLOAT,         /* "f" */
-  FERRY_TYPE_DOUBLE,        /* "g" */
-  FERRY_TYPE_BINARY,        /* "z" */
-  FERRY_TYPE_LARGE_BINARY,  /* "Z" */
-  FERRY_TYPE_BINARY_VIEW,   /* "vz" */
-  FERRY_TYPE_STRING,        /* "u" */
-  FERRY_TYPE_LARGE_STRING,  /* "U" */
-  FERRY_TYPE_STRING_VIEW,   /* "vu" */
-  FERRY_TYPE_DECIMAL,       /* "d:P,S[,B]" (bits 32, 64, 128, 256) */
-  FERRY_TYPE_FIXED_SIZE_BINARY, /* "w:N" */
-  FERRY_TYPE_DATE32,        /* "tdD" */
-  FERRY_TYPE_DATE64,        /* "tdm" */
-  FERRY_TYPE_TIME32,        /* "tts" "ttm" */
-  FERRY_TYPE_TIME64,        /* "ttu" "ttn" */
-  FERRY_TYPE_TIMESTAMP,     /* "ts{s,m,u,n}:TZ" */
-  FERRY_TYPE_DURATION,      /* "tD{s,m,u,n}" */
+  FERRY_TYPE_NA = 0,                  /* "n" */
+  FERRY_TYPE_BOOL,                    /* "b" */
+  FERRY_TYPE_INT8,                    /* "c" */
+  FERRY_TYPE_UINT8,                   /* "C" */
+  FERRY_TYPE_INT16,                   /* "s" */
+  FERRY_TYPE_UINT16,                  /* "S" */
+  FERRY_TYPE_INT32,                   /* "i" */
+  FERRY_TYPE_UINT32,                  /* "I" */
+  FERRY_TYPE_INT64,                   /* "l" */
+  FERRY_TYPE_UINT64,                  /* "L" */
+  FERRY_TYPE_HALF_FLOAT,              /* "e" */
+  FERRY_TYPE_FLOAT,                   /* "f" */
+  FERRY_TYPE_DOUBLE,                  /* "g" */
+  FERRY_TYPE_BINARY,                  /* "z" */
+  FERRY_TYPE_LARGE_BINARY,            /* "Z" */
+  FERRY_TYPE_BINARY_VIEW,             /* "vz" */
+  FERRY_TYPE_STRING,                  /* "u" */
+  FERRY_TYPE_LARGE_STRING,            /* "U" */
+  FERRY_TYPE_STRING_VIEW,             /* "vu" */
+  FERRY_TYPE_DECIMAL,                 /* "d:P,S[,B]" (bits 32, 64, 128, 256) */
+  FERRY_TYPE_FIXED_SIZE_BINARY,       /* "w:N" */
+  FERRY_TYPE_DATE32,                  /* "tdD" */
+  FERRY_TYPE_DATE64,                  /* "tdm" */
+  FERRY_TYPE_TIME32,                  /* "tts" "ttm" */
+  FERRY_TYPE_TIME64,                  /* "ttu" "ttn" */
+  FERRY_TYPE_TIMESTAMP,               /* "ts{s,m,u,n}:TZ" */
+  FERRY_TYPE_DURATION,                /* "tD{s,m,u,n}" */
   FERRY_TYPE_INTERVAL_MONTHS,         /* "tiM" */
   FERRY_TYPE_INTERVAL_DAY_TIME,       /* "tiD" */
   FERRY_TYPE_INTERVAL_MONTH_DAY_NANO, /* "tin" */
-  FERRY_TYPE_LIST,          /* "+l" */
-  FERRY_TYPE_LARGE_LIST,    /* "+L" */
-  FERRY_TYPE_LIST_VIEW,     /* "+vl" */
-  FERRY_TYPE_LARGE_LIST_VIEW, /* "+vL" */
-  FERRY_TYPE_FIXED_SIZE_LIST, /* "+w:N" */
-  FERRY_TYPE_STRUCT,        /* "+s" */
-  FERRY_TYPE_MAP,           /* "+m" */
-  FERRY_TYPE_DENSE_UNION,   /* "+ud:I,J,..." */
-  FERRY_TYPE_SPARSE_UNION,  /* "+us:I,J,..." */
-  FERRY_TYPE_RUN_END_ENCODED /* "+r" */
+  FERRY_TYPE_LIST,                    /* "+l" */
+  FERRY_TYPE_LARGE_LIST,              /* "+L" */
+  FERRY_TYPE_LIST_VIEW,               /* "+vl" */
+  FERRY_TYPE_LARGE_LIST_VIEW,         /* "+vL" */
+  FERRY_TYPE_FIXED_SIZE_LIST,         /* "+w:N" */
+  FERRY_TYPE_STRUCT,                  /* "+s" */
+  FERRY_TYPE_MAP,                     /* "+m" */
+  FERRY_TYPE_DENSE_UNION,             /* "+ud:I,J,..." */
+  FERRY_TYPE_SPARSE_UNION,            /* "+us:I,J,..." */
+  FERRY_TYPE_RUN_END_ENCODED          /* "+r" */
 };
 
 /* Physical role of one buffer slot. */
 enum FerryBufferRole {
   FERRY_BUFFER_VALIDITY = 0,
-  FERRY_BUFFER_DATA,        /* fixed-width values; bit_width gives the width */
-  FERRY_BUFFER_OFFSETS,     /* offset_bytes wide, length + offset + 1 entries */
-  FERRY_BUFFER_SIZES,       /* list-view sizes, offset_bytes wide, length + offset entries */
-  FERRY_BUFFER_VAR_DATA,    /* bytes addressed by the offsets */
-  FERRY_BUFFER_TYPE_IDS,    /* int8 union type ids */
+  FERRY_BUFFER_DATA,     /* fixed-width values; bit_width gives the width */
+  FERRY_BUFFER_OFFSETS,  /* offset_bytes wide, length + offset + 1 entries */
+  FERRY_BUFFER_SIZES,    /* list-view sizes, offset_bytes wide, length + offset entries */
+  FERRY_BUFFER_VAR_DATA, /* bytes addressed by the offsets */
+  FERRY_BUFFER_TYPE_IDS, /* int8 union type ids */
   FERRY_BUFFER_UNION_OFFSETS, /* int32 dense-union offsets */
-  FERRY_BUFFER_VIEWS        /* 16-byte views */
+  FERRY_BUFFER_VIEWS          /* 16-byte views */
 };
 
 #define FERRY_FORMAT_MAX_FIXED_BUFFERS 3
@@ -89,7 +89,7 @@ struct FerryFormat {
   int32_t decimal_scale;
   int32_t n_union_types;
   int8_t union_type_ids[FERRY_FORMAT_MAX_UNION_TYPES];
-  char time_unit;      /* 's', 'm', 'u', 'n' or 0 */
+  char time_unit;       /* 's', 'm', 'u', 'n' or 0 */
   const char* timezone; /* points into the parsed string; NULL when absent */
 };
 

@@ -58,14 +58,8 @@ static struct FerryHipRuntime g_hip;
 
 /* ---- error names ---------------------------------------------------------------- */
 
-struct FerryHipErrorName {
-  ferry_hipError_t code;
-  const char* name;
-  const char* description;
-};
-
 /* The names are HIP's; the descriptions are ferry's own words. */
-static const struct FerryHipErrorName kHipErrorNames[] = {
+static const struct FerryDriverErrorName kHipErrorNames[] = {
     {FERRY_HIP_SUCCESS, "hipSuccess", "no error"},
     {FERRY_HIP_ERROR_INVALID_VALUE, "hipErrorInvalidValue",
      "an argument is invalid or out of range"},
@@ -113,13 +107,6 @@ static const struct FerryHipErrorName kHipErrorNames[] = {
     {FERRY_HIP_ERROR_RUNTIME_OTHER, "hipErrorRuntimeOther", "an HSA runtime call failed"},
 };
 
-static const struct FerryHipErrorName* hip_error_entry(ferry_hipError_t code) {
-  for (size_t i = 0; i < sizeof(kHipErrorNames) / sizeof(kHipErrorNames[0]); i++) {
-    if (kHipErrorNames[i].code == code) return &kHipErrorNames[i];
-  }
-  return NULL;
-}
-
 static int hip_errno(ferry_hipError_t code) {
   return code == FERRY_HIP_ERROR_NO_DEVICE || code == FERRY_HIP_ERROR_INVALID_DEVICE
              ? ENODEV
@@ -130,19 +117,13 @@ static int hip_fail_with(struct FerryError* error, int code_errno, ferry_hipErro
                          const char* op, const char* fmt, ...) FERRY_PRINTF(5, 6);
 static int hip_fail_with(struct FerryError* error, int code_errno, ferry_hipError_t rc,
                          const char* op, const char* fmt, ...) {
-  char context[512];
   va_list args;
   va_start(args, fmt);
-  vsnprintf(context, sizeof(context), fmt, args);
+  int code = ferry_set_driver_error_v(error, code_errno, kHipErrorNames,
+                                      sizeof(kHipErrorNames) / sizeof(kHipErrorNames[0]),
+                                      "hipError_t", rc, op, fmt, args);
   va_end(args);
-  const struct FerryHipErrorName* entry = hip_error_entry(rc);
-  if (entry != NULL) {
-    return ferry_set_error(error, code_errno, "[%s][%s] %s (%s)", op, entry->name,
-                           entry->description, context);
-  }
-  return ferry_set_error(error, code_errno,
-                         "[%s][hipError_t %u] an error ferry has no name for (%s)", op,
-                         rc, context);
+  return code;
 }
 
 #define hip_fail(error, rc, op, ...) \

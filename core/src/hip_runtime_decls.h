@@ -80,31 +80,31 @@ struct ferry_hipPointerAttribute {
 /* X(exported symbol name, parameter list): every runtime entry point ferry
  * calls, each returning hipError_t. hip.c makes `ferry_<name>_fn` pointers
  * of them; the signature check compares each with the real header. */
-#define FERRY_HIP_RUNTIME_FUNCTIONS(X)                                                   \
-  X(hipInit, (unsigned int flags))                                                       \
-  X(hipDriverGetVersion, (int* version))                                                 \
-  X(hipRuntimeGetVersion, (int* version))                                                \
-  X(hipGetDeviceCount, (int* count))                                                     \
-  X(hipGetDevice, (int* device))                                                         \
-  X(hipSetDevice, (int device))                                                          \
-  X(hipDeviceSynchronize, (void))                                                        \
-  X(hipMalloc, (void** pointer, size_t size))                                            \
-  X(hipFree, (void* pointer))                                                            \
-  X(hipHostMalloc, (void** pointer, size_t size, unsigned int flags))                    \
-  X(hipHostFree, (void* pointer))                                                        \
-  X(hipMemcpyAsync, (void* dst, const void* src, size_t size, ferry_hipMemcpyKind kind,  \
-                     ferry_hipStream_t stream))                                          \
-  X(hipMemcpyPeerAsync, (void* dst, int dst_device, const void* src, int src_device,     \
-                         size_t size, ferry_hipStream_t stream))                         \
-  X(hipStreamCreateWithFlags, (ferry_hipStream_t * stream, unsigned int flags))          \
-  X(hipStreamDestroy, (ferry_hipStream_t stream))                                        \
-  X(hipStreamSynchronize, (ferry_hipStream_t stream))                                    \
-  X(hipStreamWaitEvent, (ferry_hipStream_t stream, ferry_hipEvent_t event,               \
-                         unsigned int flags))                                            \
-  X(hipEventCreateWithFlags, (ferry_hipEvent_t * event, unsigned int flags))             \
-  X(hipEventDestroy, (ferry_hipEvent_t event))                                           \
-  X(hipEventRecord, (ferry_hipEvent_t event, ferry_hipStream_t stream))                  \
-  X(hipEventSynchronize, (ferry_hipEvent_t event))                                       \
+#define FERRY_HIP_RUNTIME_FUNCTIONS(X)                                                  \
+  X(hipInit, (unsigned int flags))                                                      \
+  X(hipDriverGetVersion, (int* version))                                                \
+  X(hipRuntimeGetVersion, (int* version))                                               \
+  X(hipGetDeviceCount, (int* count))                                                    \
+  X(hipGetDevice, (int* device))                                                        \
+  X(hipSetDevice, (int device))                                                         \
+  X(hipDeviceSynchronize, (void))                                                       \
+  X(hipMalloc, (void** pointer, size_t size))                                           \
+  X(hipFree, (void* pointer))                                                           \
+  X(hipHostMalloc, (void** pointer, size_t size, unsigned int flags))                   \
+  X(hipHostFree, (void* pointer))                                                       \
+  X(hipMemcpyAsync, (void* dst, const void* src, size_t size, ferry_hipMemcpyKind kind, \
+                     ferry_hipStream_t stream))                                         \
+  X(hipMemcpyPeerAsync, (void* dst, int dst_device, const void* src, int src_device,    \
+                         size_t size, ferry_hipStream_t stream))                        \
+  X(hipStreamCreateWithFlags, (ferry_hipStream_t * stream, unsigned int flags))         \
+  X(hipStreamDestroy, (ferry_hipStream_t stream))                                       \
+  X(hipStreamSynchronize, (ferry_hipStream_t stream))                                   \
+  X(hipStreamWaitEvent,                                                                 \
+    (ferry_hipStream_t stream, ferry_hipEvent_t event, unsigned int flags))             \
+  X(hipEventCreateWithFlags, (ferry_hipEvent_t * event, unsigned int flags))            \
+  X(hipEventDestroy, (ferry_hipEvent_t event))                                          \
+  X(hipEventRecord, (ferry_hipEvent_t event, ferry_hipStream_t stream))                 \
+  X(hipEventSynchronize, (ferry_hipEvent_t event))                                      \
   X(hipMemGetAddressRange, (void** base, size_t* size, void* pointer))
 
 /* Separate because its parameter is ferry's mirror of hipPointerAttribute_t

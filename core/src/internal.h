@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 
 #include "ferry/ferry.h"
 
@@ -21,13 +22,25 @@ int ferry_set_error(struct FerryError* error, int code, const char* fmt, ...)
 int ferry_set_error_v(struct FerryError* error, int code, const char* fmt, va_list args);
 
 /* Evaluates `expr` (an int errno-style result) and returns it when non-zero. */
-#define FERRY_RETURN_NOT_OK(expr)     \
-  do {                                \
-    int ferry_status_ = (expr);       \
-    if (ferry_status_ != FERRY_OK) {  \
-      return ferry_status_;           \
-    }                                 \
+#define FERRY_RETURN_NOT_OK(expr)    \
+  do {                               \
+    int ferry_status_ = (expr);      \
+    if (ferry_status_ != FERRY_OK) { \
+      return ferry_status_;          \
+    }                                \
   } while (0)
+
+/* The byte count to pass to aligned_alloc for a `size`-byte request (size >=
+ * 0): rounded up to a multiple of `alignment` (a power of two), and at least
+ * one `alignment` so that a 0-byte request still gets a unique pointer, as
+ * malloc(0) need not. 0 when that does not fit in int64 or size_t. */
+static inline int64_t ferry_aligned_alloc_size(int64_t size, int64_t alignment) {
+  if (size > INT64_MAX - (alignment - 1)) return 0;
+  int64_t rounded = (size + alignment - 1) / alignment * alignment;
+  if (rounded == 0) rounded = alignment;
+  if ((uint64_t)rounded > (uint64_t)SIZE_MAX) return 0;
+  return rounded;
+}
 
 /* Process-wide counter behind ferry_live_exports (atomic). */
 void ferry_live_exports_add(int64_t delta);

@@ -95,12 +95,14 @@ void ferry_stream_free(struct ArrowDeviceArrayStream* stream) {
  * A bitwise copy plus release = NULL on the source: everything the struct
  * owns (private_data, children, buffers) stays where it is, only the handle
  * changes hands. The checks are what keeps a binding from silently leaking a
- * live destination or duplicating ownership of a released source. */
+ * live destination or duplicating ownership of a released source (src ==
+ * dst needs no test of its own: a live src is then a live dst). */
 
 /* Moves `src` into released `dst`; on failure neither changes. */
 int ferry_schema_move(struct ArrowSchema* src, struct ArrowSchema* dst) {
-  if (src == NULL || dst == NULL) return EINVAL;
-  if (src->release == NULL || dst->release != NULL || src == dst) return EINVAL;
+  if (src == NULL || dst == NULL || src->release == NULL || dst->release != NULL) {
+    return EINVAL;
+  }
   memcpy(dst, src, sizeof(*dst));
   src->release = NULL;
   return FERRY_OK;
@@ -108,8 +110,9 @@ int ferry_schema_move(struct ArrowSchema* src, struct ArrowSchema* dst) {
 
 /* Moves `src` into released `dst`; on failure neither changes. */
 int ferry_array_move(struct ArrowArray* src, struct ArrowArray* dst) {
-  if (src == NULL || dst == NULL) return EINVAL;
-  if (src->release == NULL || dst->release != NULL || src == dst) return EINVAL;
+  if (src == NULL || dst == NULL || src->release == NULL || dst->release != NULL) {
+    return EINVAL;
+  }
   memcpy(dst, src, sizeof(*dst));
   src->release = NULL;
   return FERRY_OK;
@@ -118,7 +121,6 @@ int ferry_array_move(struct ArrowArray* src, struct ArrowArray* dst) {
 /* Moves `src` (array, device and event) into released `dst`; on failure
  * neither changes. */
 int ferry_device_array_move(struct ArrowDeviceArray* src, struct ArrowDeviceArray* dst) {
-  /* src == dst needs no test of its own: a live src is then a live dst. */
   if (src == NULL || dst == NULL || src->array.release == NULL ||
       dst->array.release != NULL) {
     return EINVAL;
@@ -134,8 +136,9 @@ int ferry_device_array_move(struct ArrowDeviceArray* src, struct ArrowDeviceArra
 /* Moves `src` into released `dst`; on failure neither changes. */
 int ferry_stream_move(struct ArrowDeviceArrayStream* src,
                       struct ArrowDeviceArrayStream* dst) {
-  if (src == NULL || dst == NULL) return EINVAL;
-  if (src->release == NULL || dst->release != NULL || src == dst) return EINVAL;
+  if (src == NULL || dst == NULL || src->release == NULL || dst->release != NULL) {
+    return EINVAL;
+  }
   memcpy(dst, src, sizeof(*dst));
   src->release = NULL;
   return FERRY_OK;

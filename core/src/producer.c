@@ -278,12 +278,14 @@ int ferry_schema_add_metadata(struct ArrowSchema* schema, const char* key,
     return ferry_set_error(error, EINVAL,
                            "ferry_schema_add_metadata: metadata over 2 GiB");
   }
+  /* Read before realloc: afterwards the old pointer may not even be compared. */
+  int had_metadata = priv->metadata != NULL;
   char* metadata = (char*)realloc(priv->metadata, (size_t)new_size);
   if (metadata == NULL) {
     return ferry_set_error(error, ENOMEM, "ferry_schema_add_metadata: out of memory");
   }
   int32_t n_pairs = 0;
-  if (priv->metadata != NULL) memcpy(&n_pairs, metadata, sizeof(n_pairs));
+  if (had_metadata) memcpy(&n_pairs, metadata, sizeof(n_pairs));
   n_pairs++;
   memcpy(metadata, &n_pairs, sizeof(n_pairs));
   char* p = metadata + old_size;
@@ -352,8 +354,18 @@ int ferry_schema_allocate_dictionary(struct ArrowSchema* schema,
   return FERRY_OK;
 }
 
-int ferry_schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* out,
-                           struct FerryError* error) {
+/* Deepest nesting ferry_schema_deep_copy follows: far beyond any real
+ * schema, it only stops a cyclic tree from exhausting the stack. */
+#define FERRY_SCHEMA_COPY_MAX_DEPTH 200
+
+static int ferry_schema_deep_copy_at(const struct ArrowSchema* src,
+                                     struct ArrowSchema* out, int depth,
+                                     struct FerryError* error) {
+  if (depth > FERRY_SCHEMA_COPY_MAX_DEPTH) {
+    return ferry_set_error(error, EINVAL,
+                           "cannot copy a schema nested deeper than %d levels (a cycle?)",
+                           FERRY_SCHEMA_COPY_MAX_DEPTH);
+  }
   if (src == NULL || src->release == NULL) {
     return ferry_set_error(error, EINVAL, "cannot copy a NULL or released schema");
   }
@@ -377,20 +389,25 @@ int ferry_schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* ou
     if (rc != FERRY_OK) goto fail;
   }
   for (int64_t i = 0; i < src->n_children; i++) {
-    rc = ferry_schema_deep_copy(src->children[i], out->children[i], error);
+    rc = ferry_schema_deep_copy_at(src->children[i], out->children[i], depth + 1, error);
     if (rc != FERRY_OK) goto fail;
   }
   if (src->dictionary != NULL) {
     struct ArrowSchema* dictionary;
     rc = ferry_schema_allocate_dictionary(out, &dictionary, error);
     if (rc != FERRY_OK) goto fail;
-    rc = ferry_schema_deep_copy(src->dictionary, dictionary, error);
+    rc = ferry_schema_deep_copy_at(src->dictionary, dictionary, depth + 1, error);
     if (rc != FERRY_OK) goto fail;
   }
   return FERRY_OK;
 fail:
   out->release(out);
   return rc;
+}
+
+int ferry_schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* out,
+                           struct FerryError* error) {
+  return ferry_schema_deep_copy_at(src, out, 0, error);
 }
 
 /* ---- Arrays ---------------------------------------------------------------- */

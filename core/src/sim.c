@@ -232,7 +232,9 @@ static struct SimStream* find_stream_by_id(uint64_t id) {
   return NULL;
 }
 
-/* The live stream behind a caller's handle, checked to belong to `device_id`. */
+/* The live stream behind a caller's handle, checked to belong to `device_id`.
+ * A stream being destroyed is refused too: its worker may have exited, so
+ * work queued on it now would never run. */
 static int find_stream_locked(void* handle, int64_t device_id, struct SimStream** out,
                               struct FerryError* error) {
   for (struct SimStream* s = g_streams; s != NULL; s = s->next) {
@@ -242,6 +244,9 @@ static int find_stream_locked(void* handle, int64_t device_id, struct SimStream*
                                "stream %p belongs to sim device %" PRId64
                                ", not sim device %" PRId64,
                                handle, s->device_id, device_id);
+      }
+      if (s->shutdown) {
+        return ferry_set_error(error, EINVAL, "stream %p is being destroyed", handle);
       }
       *out = s;
       return FERRY_OK;
@@ -266,6 +271,20 @@ static int find_event_locked(void* sync_event, struct FerrySimEvent** out,
                          "sync_event %p is not a live sim event (destroyed, or not a "
                          "pointer to a sim event handle)",
                          sync_event);
+}
+
+/* find_event_locked, for operations that must name the event's own device. */
+static int find_device_event_locked(void* sync_event, int64_t device_id,
+                                    struct FerrySimEvent** out,
+                                    struct FerryError* error) {
+  FERRY_RETURN_NOT_OK(find_event_locked(sync_event, out, error));
+  if ((*out)->device_id != device_id) {
+    return ferry_set_error(error, EINVAL,
+                           "sync_event %p belongs to sim device %" PRId64
+                           ", not sim device %" PRId64,
+                           sync_event, (*out)->device_id, device_id);
+  }
+  return FERRY_OK;
 }
 
 /* 1 when stream `stream_id` has executed its op `seq` (a stream that no
@@ -406,12 +425,11 @@ static int sim_is_host_accessible(ArrowDeviceType device_type) { return 1; }
 
 static int sim_allocate(struct FerryDevice* device, int64_t size, void** out,
                         struct FerryError* error) {
-  int64_t rounded =
-      (size + FERRY_SIM_ALIGNMENT - 1) / FERRY_SIM_ALIGNMENT * FERRY_SIM_ALIGNMENT;
-  if (rounded == 0) rounded = FERRY_SIM_ALIGNMENT;
-  if (rounded < size || (uint64_t)rounded > (uint64_t)SIZE_MAX) {
+  int64_t rounded = ferry_aligned_alloc_size(size, FERRY_SIM_ALIGNMENT);
+  if (rounded == 0) {
     return ferry_set_error(error, ENOMEM,
-                           "cannot allocate %" PRId64 " bytes on sim device %" PRId64,
+                           "cannot allocate %" PRId64 " bytes on sim device %" PRId64
+                           " (too large)",
                            size, device->device_id);
   }
   void* ptr = aligned_alloc(FERRY_SIM_ALIGNMENT, (size_t)rounded);
@@ -559,9 +577,6 @@ static int sim_stream_destroy(struct FerryDevice* device, void* stream,
   pthread_mutex_lock(&g_sim_lock);
   struct SimStream* s = NULL;
   int code = find_stream_locked(stream, device->device_id, &s, error);
-  if (code == FERRY_OK && s->shutdown) {
-    code = ferry_set_error(error, EINVAL, "stream %p is already being destroyed", stream);
-  }
   if (code != FERRY_OK) {
     pthread_mutex_unlock(&g_sim_lock);
     return code;
@@ -643,13 +658,7 @@ static int sim_event_destroy(struct FerryDevice* device, void* sync_event,
                              struct FerryError* error) {
   pthread_mutex_lock(&g_sim_lock);
   struct FerrySimEvent* event = NULL;
-  int code = find_event_locked(sync_event, &event, error);
-  if (code == FERRY_OK && event->device_id != device->device_id) {
-    code = ferry_set_error(error, EINVAL,
-                           "sync_event %p belongs to sim device %" PRId64
-                           ", not sim device %" PRId64,
-                           sync_event, event->device_id, device->device_id);
-  }
+  int code = find_device_event_locked(sync_event, device->device_id, &event, error);
   if (code == FERRY_OK) {
     for (struct FerrySimEvent** link = &g_events; *link != NULL; link = &(*link)->next) {
       if (*link == event) {
@@ -672,13 +681,7 @@ static int sim_event_record(struct FerryDevice* device, void* sync_event, void* 
                             struct FerryError* error) {
   pthread_mutex_lock(&g_sim_lock);
   struct FerrySimEvent* event = NULL;
-  int code = find_event_locked(sync_event, &event, error);
-  if (code == FERRY_OK && event->device_id != device->device_id) {
-    code = ferry_set_error(error, EINVAL,
-                           "sync_event %p belongs to sim device %" PRId64
-                           ", not sim device %" PRId64,
-                           sync_event, event->device_id, device->device_id);
-  }
+  int code = find_device_event_locked(sync_event, device->device_id, &event, error);
   struct SimStream* s = NULL;
   if (code == FERRY_OK && stream != NULL) {
     code = find_stream_locked(stream, device->device_id, &s, error);

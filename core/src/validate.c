@@ -22,6 +22,8 @@
 #define FERRY_VALIDATE_MAX_DEPTH 64
 /* Path buffer: enough for the maximum depth of ".children[NNN]" segments. */
 #define FERRY_VALIDATE_PATH_SIZE 2048
+/* Variadic buffer counts above this are reported instead of walked. */
+#define FERRY_VALIDATE_MAX_BUFFERS (INT64_C(1) << 32)
 /* Device buffers larger than this are not copied to the host for FULL checks. */
 #define FERRY_VALIDATE_MAX_COPY (INT64_C(1) << 32)
 
@@ -87,8 +89,8 @@ static void path_pop(struct Validator* v, size_t saved) {
   v->path[saved] = '\0';
 }
 
-static void validator_init(struct Validator* v, FerryFindingFn on_finding, void* user_data,
-                           struct FerryError* error, int32_t level) {
+static void validator_init(struct Validator* v, FerryFindingFn on_finding,
+                           void* user_data, struct FerryError* error, int32_t level) {
   memset(v, 0, sizeof *v);
   v->on_finding = on_finding;
   v->user_data = user_data;
@@ -201,10 +203,8 @@ static int is_known_device_type(ArrowDeviceType t) {
     case ARROW_DEVICE_CUDA_MANAGED:
     case ARROW_DEVICE_ONEAPI:
     case ARROW_DEVICE_WEBGPU:
-    case ARROW_DEVICE_HEXAGON:
-      return 1;
-    default:
-      return 0;
+    case ARROW_DEVICE_HEXAGON: return 1;
+    default: return 0;
   }
 }
 
@@ -248,8 +248,9 @@ static void validate_schema_children_layout(struct Validator* v,
     if (schema_layout(entries, &ef)) {
       size_t saved = path_push(v, ".children[0]");
       if (ef.type != FERRY_TYPE_STRUCT || entries->n_children != 2) {
-        report(v, "map", "the entries child of a map must be a struct of 2 children "
-                         "(key, value), found format \"%s\" with %lld children",
+        report(v, "map",
+               "the entries child of a map must be a struct of 2 children "
+               "(key, value), found format \"%s\" with %lld children",
                entries->format, (long long)entries->n_children);
       }
       if (entries->flags & ARROW_FLAG_NULLABLE) {
@@ -265,7 +266,8 @@ static void validate_schema_children_layout(struct Validator* v,
       size_t saved = path_push(v, ".children[0]");
       if (rf.type != FERRY_TYPE_INT16 && rf.type != FERRY_TYPE_INT32 &&
           rf.type != FERRY_TYPE_INT64) {
-        report(v, "run_ends", "run ends must be int16, int32 or int64, found format \"%s\"",
+        report(v, "run_ends",
+               "run ends must be int16, int32 or int64, found format \"%s\"",
                run_ends->format);
       }
       path_pop(v, saved);
@@ -308,7 +310,8 @@ static void validate_schema_node(struct Validator* v, const struct ArrowSchema* 
            (unsigned)KNOWN_SCHEMA_FLAGS);
   }
   if (schema->n_children < 0) {
-    report(v, "n_children", "n_children is negative (%lld)", (long long)schema->n_children);
+    report(v, "n_children", "n_children is negative (%lld)",
+           (long long)schema->n_children);
     return;
   }
   if (schema->n_children > 0 && schema->children == NULL) {
@@ -317,8 +320,10 @@ static void validate_schema_node(struct Validator* v, const struct ArrowSchema* 
   }
   if (have_layout) validate_schema_children_layout(v, schema, &f);
   if (schema->dictionary != NULL && have_layout && !is_integer_type(f.type)) {
-    report(v, "dictionary", "a dictionary-encoded field needs an integer index format, "
-                            "found \"%s\"", schema->format);
+    report(v, "dictionary",
+           "a dictionary-encoded field needs an integer index format, "
+           "found \"%s\"",
+           schema->format);
   }
   if (schema->children != NULL) {
     for (int64_t i = 0; i < schema->n_children; i++) {
@@ -415,12 +420,36 @@ static int64_t read_integer(const uint8_t* data, enum FerryTypeId t, int64_t i) 
   switch (t) {
     case FERRY_TYPE_INT8: return (int8_t)data[i];
     case FERRY_TYPE_UINT8: return data[i];
-    case FERRY_TYPE_INT16: { int16_t x; memcpy(&x, data + 2 * i, 2); return x; }
-    case FERRY_TYPE_UINT16: { uint16_t x; memcpy(&x, data + 2 * i, 2); return x; }
-    case FERRY_TYPE_INT32: { int32_t x; memcpy(&x, data + 4 * i, 4); return x; }
-    case FERRY_TYPE_UINT32: { uint32_t x; memcpy(&x, data + 4 * i, 4); return x; }
-    case FERRY_TYPE_INT64: { int64_t x; memcpy(&x, data + 8 * i, 8); return x; }
-    case FERRY_TYPE_UINT64: { uint64_t x; memcpy(&x, data + 8 * i, 8); return (int64_t)x; }
+    case FERRY_TYPE_INT16: {
+      int16_t x;
+      memcpy(&x, data + 2 * i, 2);
+      return x;
+    }
+    case FERRY_TYPE_UINT16: {
+      uint16_t x;
+      memcpy(&x, data + 2 * i, 2);
+      return x;
+    }
+    case FERRY_TYPE_INT32: {
+      int32_t x;
+      memcpy(&x, data + 4 * i, 4);
+      return x;
+    }
+    case FERRY_TYPE_UINT32: {
+      uint32_t x;
+      memcpy(&x, data + 4 * i, 4);
+      return x;
+    }
+    case FERRY_TYPE_INT64: {
+      int64_t x;
+      memcpy(&x, data + 8 * i, 8);
+      return x;
+    }
+    case FERRY_TYPE_UINT64: {
+      uint64_t x;
+      memcpy(&x, data + 8 * i, 8);
+      return (int64_t)x;
+    }
     default: return 0;
   }
 }
@@ -500,11 +529,12 @@ static void check_residency(struct Validator* v, const void* ptr, int64_t size,
   if (v->device == NULL || ptr == NULL) return;
   struct FerryError residency_error;
   ferry_error_init(&residency_error);
-  int rc = ferry_device_check_pointer(v->device, ptr, size < 0 ? 0 : size, &residency_error);
+  int rc =
+      ferry_device_check_pointer(v->device, ptr, size < 0 ? 0 : size, &residency_error);
   if (rc == EFAULT) {
     report(v, "device", "%s at %p (%lld bytes) is not on %s:%lld: %s", label, ptr,
-           (long long)size, ferry_device_type_name(v->device_type), (long long)v->device_id,
-           residency_error.message);
+           (long long)size, ferry_device_type_name(v->device_type),
+           (long long)v->device_id, residency_error.message);
   } else if (rc != FERRY_OK && rc != ENOTSUP) {
     /* The backend could not answer (a driver error): the residency of this
      * buffer is unknown, which a consumer must hear about. */
@@ -543,7 +573,8 @@ static int check_offsets(struct Validator* v, const struct FerryFormat* f,
     previous = current;
   }
   if (limit >= 0 && previous > limit) {
-    report(v, "offsets", "buffer 1 (offsets): last offset offsets[%lld] = %lld exceeds %s %lld",
+    report(v, "offsets",
+           "buffer 1 (offsets): last offset offsets[%lld] = %lld exceeds %s %lld",
            (long long)last_index, (long long)previous, limit_what, (long long)limit);
     return 0;
   }
@@ -553,8 +584,8 @@ static int check_offsets(struct Validator* v, const struct FerryFormat* f,
 /* FULL checks of string/binary views: lengths, inline padding of nothing,
  * variadic references in range, prefixes and (for utf8_view) UTF-8. */
 static void check_views(struct Validator* v, const struct FerryFormat* f,
-                        const struct ArrowSchema* schema, const struct ArrowArray* array,
-                        const uint8_t* validity, const uint8_t* views) {
+                        const struct ArrowArray* array, const uint8_t* validity,
+                        const uint8_t* views) {
   int64_t n_variadic = array->n_buffers - f->n_fixed_buffers - 1;
   int64_t sizes_index = array->n_buffers - 1;
   const void* sizes_ptr = array->buffers[sizes_index];
@@ -562,13 +593,15 @@ static void check_views(struct Validator* v, const struct FerryFormat* f,
   struct HostView* variadic = NULL;
   if (n_variadic > 0) {
     if (sizes_ptr == NULL) {
-      report(v, "buffers", "buffer %lld (variadic sizes) is NULL but there are %lld "
-                           "variadic data buffers", (long long)sizes_index,
-             (long long)n_variadic);
+      report(v, "buffers",
+             "buffer %lld (variadic sizes) is NULL but there are %lld "
+             "variadic data buffers",
+             (long long)sizes_index, (long long)n_variadic);
       return;
     }
     struct HostView sizes_view;
-    if (!host_view_fetch(v, sizes_ptr, n_variadic * 8, "variadic sizes", &sizes_view)) return;
+    if (!host_view_fetch(v, sizes_ptr, n_variadic * 8, "variadic sizes", &sizes_view))
+      return;
     variadic_sizes = (int64_t*)calloc((size_t)n_variadic, sizeof(int64_t));
     variadic = (struct HostView*)calloc((size_t)n_variadic, sizeof(struct HostView));
     if (variadic_sizes == NULL || variadic == NULL) {
@@ -586,8 +619,8 @@ static void check_views(struct Validator* v, const struct FerryFormat* f,
       buffer_label(f, f->n_fixed_buffers + k, array->n_buffers, label, sizeof label);
       const void* ptr = array->buffers[f->n_fixed_buffers + k];
       if (variadic_sizes[k] < 0) {
-        report(v, "variadic", "%s: size %lld in the variadic sizes buffer is negative", label,
-               (long long)variadic_sizes[k]);
+        report(v, "variadic", "%s: size %lld in the variadic sizes buffer is negative",
+               label, (long long)variadic_sizes[k]);
         variadic_sizes[k] = 0;
       } else if (ptr == NULL && variadic_sizes[k] > 0) {
         report(v, "buffers", "%s is NULL but its size is %lld", label,
@@ -602,14 +635,15 @@ static void check_views(struct Validator* v, const struct FerryFormat* f,
   }
   int is_utf8 = f->type == FERRY_TYPE_STRING_VIEW;
   int64_t reported = 0;
-  for (int64_t i = array->offset; i < array->offset + array->length && reported < 8; i++) {
+  for (int64_t i = array->offset; i < array->offset + array->length && reported < 8;
+       i++) {
     if (validity != NULL && !bit_is_set(validity, i)) continue;
     const uint8_t* view = views + 16 * i;
     int32_t length;
     memcpy(&length, view, 4);
     if (length < 0) {
-      report(v, "views", "buffer 1 (views): view[%lld] has negative length %d", (long long)i,
-             (int)length);
+      report(v, "views", "buffer 1 (views): view[%lld] has negative length %d",
+             (long long)i, (int)length);
       reported++;
       continue;
     }
@@ -622,15 +656,18 @@ static void check_views(struct Validator* v, const struct FerryFormat* f,
       memcpy(&data_offset, view + 12, 4);
       if (buffer_index < 0 || buffer_index >= n_variadic) {
         report(v, "views",
-               "buffer 1 (views): view[%lld] refers to variadic buffer %d, but there are %lld",
-               (long long)i, (int)buffer_index, (long long)(n_variadic < 0 ? 0 : n_variadic));
+               "buffer 1 (views): view[%lld] refers to variadic buffer %d, but there are "
+               "%lld",
+               (long long)i, (int)buffer_index,
+               (long long)(n_variadic < 0 ? 0 : n_variadic));
         reported++;
         continue;
       }
       if (data_offset < 0 ||
           (int64_t)data_offset + length > variadic_sizes[buffer_index]) {
         report(v, "views",
-               "buffer 1 (views): view[%lld] bytes [%d, %lld) are outside variadic buffer %d "
+               "buffer 1 (views): view[%lld] bytes [%d, %lld) are outside variadic "
+               "buffer %d "
                "of %lld bytes",
                (long long)i, (int)data_offset, (long long)data_offset + length,
                (int)buffer_index, (long long)variadic_sizes[buffer_index]);
@@ -639,9 +676,11 @@ static void check_views(struct Validator* v, const struct FerryFormat* f,
       }
       bytes = variadic[buffer_index].data + data_offset;
       if (memcmp(bytes, view + 4, 4) != 0) {
-        report(v, "views",
-               "buffer 1 (views): view[%lld] prefix does not match the first 4 bytes of its "
-               "data", (long long)i);
+        report(
+            v, "views",
+            "buffer 1 (views): view[%lld] prefix does not match the first 4 bytes of its "
+            "data",
+            (long long)i);
         reported++;
         continue;
       }
@@ -655,16 +694,17 @@ static void check_views(struct Validator* v, const struct FerryFormat* f,
       }
     }
   }
-  for (int64_t k = 0; k < n_variadic && variadic != NULL; k++) host_view_reset(&variadic[k]);
+  for (int64_t k = 0; k < n_variadic && variadic != NULL; k++)
+    host_view_reset(&variadic[k]);
   free(variadic);
   free(variadic_sizes);
-  (void)schema;
 }
 
 /* Reads a child's integer values (for run ends); returns 0 when unreadable. */
 static int fetch_child_values(struct Validator* v, const struct ArrowSchema* child_schema,
                               const struct ArrowArray* child, struct HostView* out) {
-  if (child->n_buffers < 2 || child->buffers == NULL || child->buffers[1] == NULL) return 0;
+  if (child->n_buffers < 2 || child->buffers == NULL || child->buffers[1] == NULL)
+    return 0;
   int64_t size = buffer_size(v, child_schema, child, 1);
   if (size < 0) return 0;
   return host_view_fetch(v, child->buffers[1], size, "run ends", out);
@@ -673,7 +713,8 @@ static int fetch_child_values(struct Validator* v, const struct ArrowSchema* chi
 /* FULL content checks of one node whose layout parsed and whose structure
  * (buffer count, non-NULL buffers, lengths) has been checked. */
 static void validate_content(struct Validator* v, const struct ArrowSchema* schema,
-                             const struct ArrowArray* array, const struct FerryFormat* f) {
+                             const struct ArrowArray* array,
+                             const struct FerryFormat* f) {
   struct NodeBuffers b;
   memset(&b, 0, sizeof b);
   int64_t end = array->offset + array->length;
@@ -730,7 +771,8 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
       }
       check_residency(v, array->buffers[2], data_end, "buffer 2 (data)");
       struct HostView data;
-      if (!host_view_fetch(v, array->buffers[2], data_end, "buffer 2 (data)", &data)) break;
+      if (!host_view_fetch(v, array->buffers[2], data_end, "buffer 2 (data)", &data))
+        break;
       if (f->type == FERRY_TYPE_STRING || f->type == FERRY_TYPE_LARGE_STRING) {
         int64_t reported = 0;
         for (int64_t i = array->offset; i < end && reported < 8; i++) {
@@ -741,8 +783,10 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
           int64_t good = utf8_valid_prefix(data.data + start, stop - start);
           if (good != stop - start) {
             report(v, "utf8",
-                   "value[%lld] is not valid UTF-8 (bad byte 0x%02x at byte %lld of the value)",
-                   (long long)(i - array->offset), data.data[start + good], (long long)good);
+                   "value[%lld] is not valid UTF-8 (bad byte 0x%02x at byte %lld of the "
+                   "value)",
+                   (long long)(i - array->offset), data.data[start + good],
+                   (long long)good);
             reported++;
           }
         }
@@ -752,7 +796,7 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
     }
     case FERRY_TYPE_BINARY_VIEW:
     case FERRY_TYPE_STRING_VIEW:
-      if (b.fetched[1]) check_views(v, f, schema, array, validity, b.views[1].data);
+      if (b.fetched[1]) check_views(v, f, array, validity, b.views[1].data);
       break;
     case FERRY_TYPE_LIST:
     case FERRY_TYPE_LARGE_LIST:
@@ -774,11 +818,13 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
         if (validity != NULL && !bit_is_set(validity, i)) continue;
         int64_t start = read_offset(b.views[1].data, f->offset_bytes, i);
         int64_t size = read_offset(b.views[2].data, f->offset_bytes, i);
-        if (start < 0 || size < 0 || start > child_length || size > child_length - start) {
-          report(v, "offsets",
-                 "list view [%lld]: offset %lld and size %lld are outside the child length "
-                 "%lld", (long long)i, (long long)start, (long long)size,
-                 (long long)child_length);
+        if (start < 0 || size < 0 || start > child_length ||
+            size > child_length - start) {
+          report(
+              v, "offsets",
+              "list view [%lld]: offset %lld and size %lld are outside the child length "
+              "%lld",
+              (long long)i, (long long)start, (long long)size, (long long)child_length);
           reported++;
         }
       }
@@ -796,19 +842,23 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
       for (int64_t i = array->offset; i < end && reported < 8; i++) {
         int8_t id = (int8_t)b.views[0].data[i];
         if (id < 0 || child_of_id[id] < 0) {
-          report(v, "union", "buffer 0 (type_ids): type_ids[%lld] = %d is not one of the "
-                             "union's type ids", (long long)i, (int)id);
+          report(v, "union",
+                 "buffer 0 (type_ids): type_ids[%lld] = %d is not one of the "
+                 "union's type ids",
+                 (long long)i, (int)id);
           reported++;
           continue;
         }
-        if (f->type == FERRY_TYPE_DENSE_UNION && b.fetched[1] && array->children != NULL) {
+        if (f->type == FERRY_TYPE_DENSE_UNION && b.fetched[1] &&
+            array->children != NULL) {
           const struct ArrowArray* child = array->children[child_of_id[id]];
           int32_t child_offset;
           memcpy(&child_offset, b.views[1].data + 4 * i, 4);
           if (child != NULL && (child_offset < 0 || child_offset >= child->length)) {
             report(v, "union",
                    "buffer 1 (offsets): offsets[%lld] = %d is outside child %d of length "
-                   "%lld", (long long)i, (int)child_offset, (int)child_of_id[id],
+                   "%lld",
+                   (long long)i, (int)child_offset, (int)child_of_id[id],
                    (long long)child->length);
             reported++;
           }
@@ -817,7 +867,8 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
       break;
     }
     case FERRY_TYPE_RUN_END_ENCODED: {
-      if (array->children == NULL || array->children[0] == NULL || schema->children == NULL) {
+      if (array->children == NULL || array->children[0] == NULL ||
+          schema->children == NULL) {
         break;
       }
       const struct ArrowArray* run_ends = array->children[0];
@@ -833,38 +884,43 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
       for (int64_t k = run_ends->offset; k < run_ends->offset + run_ends->length; k++) {
         int64_t run_end = read_integer(values.data, rf.type, k);
         if (run_end <= previous) {
-          report(v, "run_ends", "children[0] (run ends): value[%lld] = %lld is not greater "
-                                "than the previous run end %lld",
-                 (long long)(k - run_ends->offset), (long long)run_end, (long long)previous);
+          report(v, "run_ends",
+                 "children[0] (run ends): value[%lld] = %lld is not greater "
+                 "than the previous run end %lld",
+                 (long long)(k - run_ends->offset), (long long)run_end,
+                 (long long)previous);
           ok = 0;
           break;
         }
         previous = run_end;
       }
       if (ok && array->length > 0 && previous < end) {
-        report(v, "run_ends", "children[0] (run ends): the last run end %lld does not cover "
-                              "offset + length = %lld", (long long)previous, (long long)end);
+        report(v, "run_ends",
+               "children[0] (run ends): the last run end %lld does not cover "
+               "offset + length = %lld",
+               (long long)previous, (long long)end);
       }
       host_view_reset(&values);
       break;
     }
-    default:
-      break;
+    default: break;
   }
 
   /* Dictionary indices: the node's data buffer holds them. */
-  if (schema->dictionary != NULL && array->dictionary != NULL && is_integer_type(f->type) &&
-      b.fetched[1]) {
+  if (schema->dictionary != NULL && array->dictionary != NULL &&
+      is_integer_type(f->type) && b.fetched[1]) {
     int64_t dictionary_length = array->dictionary->length;
     int64_t reported = 0;
     for (int64_t i = array->offset; i < end && reported < 8; i++) {
       if (validity != NULL && !bit_is_set(validity, i)) continue;
       int64_t index = read_integer(b.views[1].data, f->type, i);
       if (index < 0 || index >= dictionary_length) {
-        report(v, "dictionary",
-               "buffer 1 (indices): index[%lld] = %lld is outside the dictionary of length "
-               "%lld", (long long)(i - array->offset), (long long)index,
-               (long long)dictionary_length);
+        report(
+            v, "dictionary",
+            "buffer 1 (indices): index[%lld] = %lld is outside the dictionary of length "
+            "%lld",
+            (long long)(i - array->offset), (long long)index,
+            (long long)dictionary_length);
         reported++;
       }
     }
@@ -901,13 +957,17 @@ static void validate_child_lengths(struct Validator* v, const struct ArrowArray*
       array->children[0] != NULL && array->children[1] != NULL &&
       array->children[0]->release != NULL && array->children[1]->release != NULL) {
     if (array->children[0]->length != array->children[1]->length) {
-      report(v, "run_ends", "children[0] (run ends) has length %lld but children[1] "
-                            "(values) has length %lld",
-             (long long)array->children[0]->length, (long long)array->children[1]->length);
+      report(v, "run_ends",
+             "children[0] (run ends) has length %lld but children[1] "
+             "(values) has length %lld",
+             (long long)array->children[0]->length,
+             (long long)array->children[1]->length);
     }
     if (array->children[0]->null_count != 0 && array->children[0]->null_count != -1) {
-      report(v, "run_ends", "children[0] (run ends) must not contain nulls, null_count is "
-                            "%lld", (long long)array->children[0]->null_count);
+      report(v, "run_ends",
+             "children[0] (run ends) must not contain nulls, null_count is "
+             "%lld",
+             (long long)array->children[0]->null_count);
     }
   }
 }
@@ -962,7 +1022,8 @@ static void validate_array_node(struct Validator* v, const struct ArrowSchema* s
   }
   int children_usable = 1;
   if (array->n_children < 0) {
-    report(v, "n_children", "n_children is negative (%lld)", (long long)array->n_children);
+    report(v, "n_children", "n_children is negative (%lld)",
+           (long long)array->n_children);
     children_usable = 0;
   } else if (array->n_children > 0 && array->children == NULL) {
     report(v, "children", "children is NULL but n_children is %lld",
@@ -974,9 +1035,10 @@ static void validate_array_node(struct Validator* v, const struct ArrowSchema* s
     report(v, "n_children", "array has %lld children but its schema has %lld",
            (long long)array->n_children, (long long)schema->n_children);
   }
-  int schema_has_dictionary = schema != NULL && schema->release != NULL &&
-                              schema->dictionary != NULL;
-  if (schema != NULL && schema->release != NULL && schema_has_dictionary != (array->dictionary != NULL)) {
+  int schema_has_dictionary =
+      schema != NULL && schema->release != NULL && schema->dictionary != NULL;
+  if (schema != NULL && schema->release != NULL &&
+      schema_has_dictionary != (array->dictionary != NULL)) {
     report(v, "dictionary",
            schema_has_dictionary ? "the schema has a dictionary but the array has none"
                                  : "the array has a dictionary but the schema has none");
@@ -991,6 +1053,12 @@ static void validate_array_node(struct Validator* v, const struct ArrowSchema* s
                "%s array needs at least %lld buffers (validity, views, variadic sizes), "
                "found n_buffers = %lld",
                type_name(f.type), (long long)(expected + 1), (long long)array->n_buffers);
+        layout_ok = 0;
+      } else if (array->n_buffers > FERRY_VALIDATE_MAX_BUFFERS) {
+        /* The only open-ended count: walking it would read far past any real
+         * buffer table (and ferry_array_init refuses as many). */
+        report(v, "n_buffers", "%s array has n_buffers = %lld, more than 2^32",
+               type_name(f.type), (long long)array->n_buffers);
         layout_ok = 0;
       }
     } else if (array->n_buffers != expected) {
@@ -1053,7 +1121,8 @@ static void validate_array_node(struct Validator* v, const struct ArrowSchema* s
     validate_child_lengths(v, array, &f);
   }
 
-  if (layout_ok && sane && children_match && v->level == FERRY_VALIDATE_FULL && v->can_read) {
+  if (layout_ok && sane && children_match && v->level == FERRY_VALIDATE_FULL &&
+      v->can_read) {
     validate_content(v, schema, array, &f);
   }
 
@@ -1108,7 +1177,8 @@ static void validate_device(struct Validator* v, const struct ArrowDeviceArray* 
   }
 
   struct FerryDevice* device = NULL;
-  if (ferry_device_resolve(array->device_type, array->device_id, &device, NULL) == FERRY_OK) {
+  if (ferry_device_resolve(array->device_type, array->device_id, &device, NULL) ==
+      FERRY_OK) {
     v->device = device;
     v->host_accessible = ferry_device_is_host_accessible(device);
   }
@@ -1139,8 +1209,10 @@ int ferry_validate_device_array(const struct ArrowSchema* schema,
   struct Validator v;
   validator_init(&v, on_finding, user_data, error, level);
   if (level != FERRY_VALIDATE_DEFAULT && level != FERRY_VALIDATE_FULL) {
-    return ferry_set_error(error, EINVAL, "validation level %d is neither DEFAULT (0) nor "
-                                          "FULL (1)", (int)level);
+    return ferry_set_error(error, EINVAL,
+                           "validation level %d is neither DEFAULT (0) nor "
+                           "FULL (1)",
+                           (int)level);
   }
   validate_schema_node(&v, schema, 0);
   if (array == NULL) {

@@ -361,4 +361,46 @@ FERRY_TEST(unavailable_device_is_reported_with_its_reason) {
   CHECK_EQ_INT(8, size);
 }
 
+FERRY_TEST(offsets_count_of_a_maximal_length_is_an_error_not_an_overflow) {
+  /* length + offset == INT64_MAX is a legal sum, but an offsets buffer has
+   * one more entry than that: the count itself must not overflow. */
+  const void* buffers[3] = {NULL, kDummy, kDummy};
+  struct ArrowSchema schema = schema_of("+l");
+  struct ArrowArray array = array_of(INT64_MAX, 0, 2, buffers);
+  int64_t size = -1;
+  struct FerryError error;
+  CHECK_EQ_INT(EINVAL, ferry_array_buffer_size(&schema, &array, ARROW_DEVICE_CPU, -1, 1,
+                                               &size, &error));
+  CHECK_CONTAINS(error.message, "buffer 1 of an array of format \"+l\"");
+  CHECK_CONTAINS(error.message, "overflow");
+  struct ArrowSchema utf8 = schema_of("u");
+  array = array_of(INT64_MAX - 5, 5, 3, buffers);
+  CHECK_EQ_INT(EINVAL, ferry_array_buffer_size(&utf8, &array, ARROW_DEVICE_CPU, -1, 1,
+                                               &size, &error));
+  CHECK_CONTAINS(error.message, "overflow");
+  CHECK_EQ_INT(-1, size);
+}
+
+FERRY_TEST(released_schema_or_array_is_refused_before_reading_it) {
+  /* A released ferry schema's format points into freed memory: it must not
+   * be read. */
+  struct ArrowSchema schema;
+  memset(&schema, 0, sizeof schema);
+  CHECK_EQ_INT(FERRY_OK, ferry_schema_init(&schema, "i", NULL, 0, 0, NULL));
+  ferry_schema_release(&schema);
+  const void* buffers[2] = {NULL, kDummy};
+  struct ArrowArray array = array_of(4, 0, 2, buffers);
+  int64_t size = -1;
+  struct FerryError error;
+  CHECK_EQ_INT(EINVAL, ferry_array_buffer_size(&schema, &array, ARROW_DEVICE_CPU, -1, 1,
+                                               &size, &error));
+  CHECK_CONTAINS(error.message, "ferry_array_buffer_size: schema is released");
+  struct ArrowSchema live = schema_of("i");
+  array.release = NULL;
+  CHECK_EQ_INT(EINVAL, ferry_array_buffer_size(&live, &array, ARROW_DEVICE_CPU, -1, 1,
+                                               &size, &error));
+  CHECK_CONTAINS(error.message, "ferry_array_buffer_size: array is released");
+  CHECK_EQ_INT(-1, size);
+}
+
 FERRY_TEST_MAIN()

@@ -561,4 +561,30 @@ FERRY_TEST(stream_from_arrays_errors_move_nothing) {
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 
+static void noop_schema_release(struct ArrowSchema* schema) { schema->release = NULL; }
+
+FERRY_TEST(stream_from_arrays_get_schema_of_a_cyclic_schema_fails_cleanly) {
+  /* get_schema deep-copies the stream's schema: a child pointing back at its
+   * parent recursed until the stack overflowed. */
+  int64_t base = ferry_live_exports();
+  struct ArrowSchema* children[1];
+  struct ArrowSchema cyclic = {.format = "+s",
+                               .n_children = 1,
+                               .children = children,
+                               .release = noop_schema_release};
+  children[0] = &cyclic;
+  /* The root is moved into the stream; its child is the cycle. */
+  struct ArrowSchema root = cyclic;
+  struct ArrowDeviceArrayStream stream = {0};
+  CHECK_EQ_INT(FERRY_OK, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &root,
+                                                       NULL, 0, NULL));
+  struct ArrowSchema copy = {0};
+  struct FerryError error;
+  CHECK_EQ_INT(EINVAL, ferry_stream_get_schema(&stream, &copy, &error));
+  CHECK_CONTAINS(error.message, "nested deeper than 200 levels");
+  CHECK(ferry_schema_is_released(&copy));
+  ferry_stream_release(&stream);
+  CHECK_EQ_INT(base, ferry_live_exports());
+}
+
 FERRY_TEST_MAIN()

@@ -590,6 +590,52 @@ FERRY_TEST(deep_copy_errors_name_the_problem_and_leak_nothing) {
   CHECK_EQ_INT(exports_baseline, ferry_live_exports());
 }
 
+static void noop_schema_release(struct ArrowSchema* schema) { schema->release = NULL; }
+static void noop_array_release(struct ArrowArray* array) { array->release = NULL; }
+
+FERRY_TEST(deep_copy_refuses_absurd_buffer_counts_and_released_schemas) {
+  struct FerryDevice* sim = device_of(ARROW_DEVICE_EXT_DEV, 1);
+  int64_t baseline = ferry_device_live_allocations(sim);
+  struct FerryError error;
+  static const int32_t values[2] = {1, 2};
+  const void* buffers[2] = {NULL, values};
+  struct ArrowSchema schema = {.format = "i", .release = noop_schema_release};
+  struct ArrowDeviceArray source, out;
+  memset(&source, 0, sizeof source);
+  memset(&out, 0, sizeof out);
+  source.array.length = 2;
+  source.array.buffers = buffers;
+  source.array.release = noop_array_release;
+  source.device_type = ARROW_DEVICE_CPU;
+  source.device_id = -1;
+  /* 2^61 buffers: sizing the table of copied buffers by it overflowed to a
+   * 16-byte block, which the cleanup then read far past its end. */
+  source.array.n_buffers = INT64_C(1) << 61;
+  CHECK_EQ_INT(EINVAL, ferry_device_array_copy(&schema, &source, ARROW_DEVICE_EXT_DEV, 1,
+                                               &out, &error));
+  CHECK_CONTAINS(error.message,
+                 "copying root: n_buffers (2305843009213693952) must be in [0, 2^32]");
+  source.array.n_buffers = 2;
+  source.array.buffers = NULL;
+  CHECK_EQ_INT(EINVAL, ferry_device_array_copy(&schema, &source, ARROW_DEVICE_EXT_DEV, 1,
+                                               &out, &error));
+  CHECK_CONTAINS(error.message, "copying root: buffers is NULL but n_buffers is 2");
+  source.array.buffers = buffers;
+
+  /* A released ferry schema's format is freed memory: never read. */
+  struct ArrowSchema released;
+  memset(&released, 0, sizeof released);
+  CHECK_EQ_INT(0, ferry_schema_init(&released, "i", NULL, 0, 0, NULL));
+  ferry_schema_release(&released);
+  CHECK_EQ_INT(EINVAL, ferry_device_array_copy(&released, &source, ARROW_DEVICE_EXT_DEV,
+                                               1, &out, &error));
+  CHECK_CONTAINS(error.message,
+                 "copying root: the schema is missing, released or has no "
+                 "format");
+  CHECK(out.array.release == NULL);
+  CHECK_EQ_INT(baseline, ferry_device_live_allocations(sim));
+}
+
 FERRY_TEST(nothing_is_left_behind) {
   CHECK_EQ_INT(0, ferry_sim_live_streams());
   CHECK_EQ_INT(0, ferry_sim_live_events());

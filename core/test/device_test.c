@@ -209,6 +209,20 @@ FERRY_TEST(allocate_validates_arguments) {
   CHECK_EQ_INT(EINVAL, ferry_device_deallocate(NULL, ptr, &error));
 }
 
+FERRY_TEST(allocating_more_than_int64_can_round_is_enomem_not_overflow) {
+  /* Rounding INT64_MAX up to the 64-byte alignment overflowed int64 (caught
+   * by UBSan); it must be a plain "too large". */
+  struct FerryDevice* cpu = resolve_cpu();
+  int64_t baseline = ferry_device_live_allocations(cpu);
+  struct FerryError error;
+  void* ptr = (void*)0x1;
+  CHECK_EQ_INT(ENOMEM, ferry_device_allocate(cpu, INT64_MAX, &ptr, &error));
+  CHECK_CONTAINS(error.message,
+                 "cannot allocate 9223372036854775807 bytes on the CPU (too large)");
+  CHECK(ptr == NULL);
+  CHECK_EQ_INT(baseline, ferry_device_live_allocations(cpu));
+}
+
 FERRY_TEST(cpu_memcpy_copies_and_validates) {
   struct FerryDevice* cpu = resolve_cpu();
   struct FerryError error;

@@ -37,11 +37,11 @@ static inline void ferry_test_register(const char* name, ferry_test_fn fn) {
   }
 }
 
-#define FERRY_TEST(name)                                                   \
-  static void name(void);                                                  \
+#define FERRY_TEST(name)                                                      \
+  static void name(void);                                                     \
   __attribute__((constructor)) static void ferry_test_register_##name(void) { \
-    ferry_test_register(#name, name);                                      \
-  }                                                                        \
+    ferry_test_register(#name, name);                                         \
+  }                                                                           \
   static void name(void)
 
 static inline void ferry_test_fail(const char* file, int line, const char* what) {
@@ -50,44 +50,44 @@ static inline void ferry_test_fail(const char* file, int line, const char* what)
   longjmp(ferry_test_jump, 1);
 }
 
-#define CHECK(cond)                                               \
-  do {                                                            \
+#define CHECK(cond)                                                       \
+  do {                                                                    \
     if (!(cond)) ferry_test_fail(__FILE__, __LINE__, "CHECK(" #cond ")"); \
   } while (0)
 
-#define CHECK_EQ_INT(expected, actual)                                         \
-  do {                                                                         \
-    long long ferry_e_ = (long long)(expected), ferry_a_ = (long long)(actual); \
-    if (ferry_e_ != ferry_a_) {                                                \
-      char ferry_msg_[256];                                                    \
+#define CHECK_EQ_INT(expected, actual)                                             \
+  do {                                                                             \
+    long long ferry_e_ = (long long)(expected), ferry_a_ = (long long)(actual);    \
+    if (ferry_e_ != ferry_a_) {                                                    \
+      char ferry_msg_[256];                                                        \
       snprintf(ferry_msg_, sizeof ferry_msg_, "%s == %s: expected %lld, got %lld", \
-               #expected, #actual, ferry_e_, ferry_a_);                        \
-      ferry_test_fail(__FILE__, __LINE__, ferry_msg_);                         \
-    }                                                                          \
+               #expected, #actual, ferry_e_, ferry_a_);                            \
+      ferry_test_fail(__FILE__, __LINE__, ferry_msg_);                             \
+    }                                                                              \
   } while (0)
 
-#define CHECK_STR(expected, actual)                                            \
-  do {                                                                         \
-    const char* ferry_e_ = (expected);                                         \
-    const char* ferry_a_ = (actual);                                           \
-    if (ferry_a_ == NULL || strcmp(ferry_e_, ferry_a_) != 0) {                 \
-      char ferry_msg_[1400];                                                   \
+#define CHECK_STR(expected, actual)                                              \
+  do {                                                                           \
+    const char* ferry_e_ = (expected);                                           \
+    const char* ferry_a_ = (actual);                                             \
+    if (ferry_a_ == NULL || strcmp(ferry_e_, ferry_a_) != 0) {                   \
+      char ferry_msg_[1400];                                                     \
       snprintf(ferry_msg_, sizeof ferry_msg_, "%s: expected \"%s\", got \"%s\"", \
-               #actual, ferry_e_, ferry_a_ ? ferry_a_ : "(null)");             \
-      ferry_test_fail(__FILE__, __LINE__, ferry_msg_);                         \
-    }                                                                          \
+               #actual, ferry_e_, ferry_a_ ? ferry_a_ : "(null)");               \
+      ferry_test_fail(__FILE__, __LINE__, ferry_msg_);                           \
+    }                                                                            \
   } while (0)
 
 /* Checks that `haystack` contains `needle` (for error messages). */
-#define CHECK_CONTAINS(haystack, needle)                                       \
-  do {                                                                         \
-    const char* ferry_h_ = (haystack);                                         \
-    if (ferry_h_ == NULL || strstr(ferry_h_, (needle)) == NULL) {              \
-      char ferry_msg_[1400];                                                   \
+#define CHECK_CONTAINS(haystack, needle)                                            \
+  do {                                                                              \
+    const char* ferry_h_ = (haystack);                                              \
+    if (ferry_h_ == NULL || strstr(ferry_h_, (needle)) == NULL) {                   \
+      char ferry_msg_[1400];                                                        \
       snprintf(ferry_msg_, sizeof ferry_msg_, "%s: \"%s\" does not contain \"%s\"", \
-               #haystack, ferry_h_ ? ferry_h_ : "(null)", (needle));           \
-      ferry_test_fail(__FILE__, __LINE__, ferry_msg_);                         \
-    }                                                                          \
+               #haystack, ferry_h_ ? ferry_h_ : "(null)", (needle));                \
+      ferry_test_fail(__FILE__, __LINE__, ferry_msg_);                              \
+    }                                                                               \
   } while (0)
 
 /* Runs test i; returns 1 when it failed. setjmp lives here, alone, so no
@@ -99,20 +99,20 @@ static inline int ferry_test_run_one(int i) {
 }
 
 /* Runs every registered test (or those whose name contains argv[1]). */
-#define FERRY_TEST_MAIN()                                                 \
-  int main(int argc, char** argv) {                                       \
-    int passed = 0, failed = 0;                                           \
-    for (int i = 0; i < ferry_test_count; i++) {                          \
+#define FERRY_TEST_MAIN()                                                            \
+  int main(int argc, char** argv) {                                                  \
+    int passed = 0, failed = 0;                                                      \
+    for (int i = 0; i < ferry_test_count; i++) {                                     \
       if (argc > 1 && strstr(ferry_test_entries[i].name, argv[1]) == NULL) continue; \
-      if (ferry_test_run_one(i)) {                                        \
-        printf("  in test %s\n", ferry_test_entries[i].name);             \
-        failed++;                                                         \
-      } else {                                                            \
-        passed++;                                                         \
-      }                                                                   \
-    }                                                                     \
-    printf("%d passed, %d failed\n", passed, failed);                     \
-    return failed == 0 && passed > 0 ? 0 : 1;                            \
+      if (ferry_test_run_one(i)) {                                                   \
+        printf("  in test %s\n", ferry_test_entries[i].name);                        \
+        failed++;                                                                    \
+      } else {                                                                       \
+        passed++;                                                                    \
+      }                                                                              \
+    }                                                                                \
+    printf("%d passed, %d failed\n", passed, failed);                                \
+    return failed == 0 && passed > 0 ? 0 : 1;                                        \
   }
 
 #endif  // FERRY_TEST_FERRY_TEST_H

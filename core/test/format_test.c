@@ -54,8 +54,8 @@ FERRY_TEST(primitive_tokens) {
 
 FERRY_TEST(variable_and_view_tokens) {
   const char* formats[] = {"z", "Z", "u", "U"};
-  enum FerryTypeId types[] = {FERRY_TYPE_BINARY, FERRY_TYPE_LARGE_BINARY, FERRY_TYPE_STRING,
-                              FERRY_TYPE_LARGE_STRING};
+  enum FerryTypeId types[] = {FERRY_TYPE_BINARY, FERRY_TYPE_LARGE_BINARY,
+                              FERRY_TYPE_STRING, FERRY_TYPE_LARGE_STRING};
   int32_t widths[] = {4, 8, 4, 8};
   for (int i = 0; i < 4; i++) {
     struct FerryFormat f = parse_ok(formats[i]);
@@ -202,7 +202,8 @@ FERRY_TEST(all_128_union_ids_accepted) {
   size_t used = 0;
   used += (size_t)snprintf(buffer + used, sizeof buffer - used, "+ud:");
   for (int i = 0; i < 128; i++) {
-    used += (size_t)snprintf(buffer + used, sizeof buffer - used, i ? ",%d" : "%d", 127 - i);
+    used +=
+        (size_t)snprintf(buffer + used, sizeof buffer - used, i ? ",%d" : "%d", 127 - i);
   }
   struct FerryFormat f = parse_ok(buffer);
   CHECK_EQ_INT(128, f.n_union_types);

@@ -139,6 +139,17 @@ FERRY_TEST(allocations_are_tracked_aligned_and_poisoned_in_strict_mode) {
   CHECK_EQ_INT(baseline, ferry_device_live_allocations(d));
 }
 
+FERRY_TEST(allocating_more_than_int64_can_round_is_enomem_not_overflow) {
+  struct FerryDevice* d = sim(1);
+  int64_t baseline = ferry_device_live_allocations(d);
+  struct FerryError error;
+  void* ptr = (void*)0x1;
+  CHECK_EQ_INT(ENOMEM, ferry_device_allocate(d, INT64_MAX - 1, &ptr, &error));
+  CHECK_CONTAINS(error.message, "bytes on sim device 1 (too large)");
+  CHECK(ptr == NULL);
+  CHECK_EQ_INT(baseline, ferry_device_live_allocations(d));
+}
+
 FERRY_TEST(check_pointer_knows_exactly_which_device_owns_a_range) {
   struct FerryDevice* d0 = sim(0);
   struct FerryDevice* d1 = sim(1);

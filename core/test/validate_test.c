@@ -59,7 +59,8 @@ struct Findings {
   char what[MAX_FINDINGS][768];
 };
 
-static void collect(void* user_data, const char* rule, const char* where, const char* what) {
+static void collect(void* user_data, const char* rule, const char* where,
+                    const char* what) {
   struct Findings* f = (struct Findings*)user_data;
   if (f->n < MAX_FINDINGS) {
     snprintf(f->rule[f->n], sizeof f->rule[0], "%s", rule);
@@ -108,13 +109,13 @@ static int run_schema(const struct ArrowSchema* schema) {
   return ferry_validate_schema(schema, collect, &findings, &error);
 }
 
-#define CHECK_CLEAN(schema, array)                          \
-  do {                                                      \
-    int rc_ = run((schema), (array), FERRY_VALIDATE_FULL);  \
-    if (rc_ != FERRY_OK) print_findings(&findings);         \
-    CHECK_EQ_INT(FERRY_OK, rc_);                            \
-    CHECK_EQ_INT(0, findings.n);                            \
-    CHECK_STR("", error.message);                           \
+#define CHECK_CLEAN(schema, array)                         \
+  do {                                                     \
+    int rc_ = run((schema), (array), FERRY_VALIDATE_FULL); \
+    if (rc_ != FERRY_OK) print_findings(&findings);        \
+    CHECK_EQ_INT(FERRY_OK, rc_);                           \
+    CHECK_EQ_INT(0, findings.n);                           \
+    CHECK_STR("", error.message);                          \
   } while (0)
 
 #define CHECK_FINDING(rule, where, what) CHECK(has_finding(&findings, rule, where, what))
@@ -204,7 +205,8 @@ FERRY_TEST(clean_list_struct_map) {
   const int32_t map_offsets[3] = {0, 1, 3};
   const void* map_buffers[2] = {NULL, map_offsets};
   struct ArrowArray* map_array_children[1] = {&ds.array};
-  struct ArrowDeviceArray dm = on_cpu(array_of(2, 0, 2, map_buffers, 1, map_array_children));
+  struct ArrowDeviceArray dm =
+      on_cpu(array_of(2, 0, 2, map_buffers, 1, map_array_children));
   CHECK_CLEAN(&map, &dm);
 }
 
@@ -241,7 +243,8 @@ FERRY_TEST(clean_unions_ree_dictionary) {
   const int8_t type_ids[3] = {3, 7, 3};
   const int32_t union_offsets[3] = {0, 0, 1};
   const void* dense_buffers[2] = {type_ids, union_offsets};
-  struct ArrowDeviceArray dd = on_cpu(array_of(3, 0, 2, dense_buffers, 2, union_children));
+  struct ArrowDeviceArray dd =
+      on_cpu(array_of(3, 0, 2, dense_buffers, 2, union_children));
   CHECK_CLEAN(&dense, &dd);
 
   struct ArrowSchema sparse = schema_of("+us:3,7", 2, union_fields);
@@ -251,7 +254,8 @@ FERRY_TEST(clean_unions_ree_dictionary) {
   struct ArrowArray i3_array = array_of(3, 0, 2, i_buffers, 0, NULL);
   struct ArrowArray* sparse_children[2] = {&i3_array, &u3_array};
   const void* sparse_buffers[1] = {type_ids};
-  struct ArrowDeviceArray ds = on_cpu(array_of(3, 0, 1, sparse_buffers, 2, sparse_children));
+  struct ArrowDeviceArray ds =
+      on_cpu(array_of(3, 0, 1, sparse_buffers, 2, sparse_children));
   CHECK_CLEAN(&sparse, &ds);
 
   struct ArrowSchema run_ends_schema = schema_of("s", 0, NULL);
@@ -325,8 +329,9 @@ FERRY_TEST(schema_rules) {
   CHECK_EQ_INT(EINVAL, run_schema(&st));
   CHECK_EQ_INT(1, findings.n);
   CHECK_FINDING("format", "root.children[1]", "decimal needs precision and scale");
-  CHECK_STR("format: root.children[1]: format \"d:12\": decimal needs precision and scale",
-            error.message);
+  CHECK_STR(
+      "format: root.children[1]: format \"d:12\": decimal needs precision and scale",
+      error.message);
 
   struct ArrowSchema null_format = schema_of(NULL, 0, NULL);
   CHECK_EQ_INT(EINVAL, run_schema(&null_format));
@@ -460,7 +465,8 @@ FERRY_TEST(array_required_buffers) {
   const void* no_data[3] = {NULL, offsets, NULL};
   d = on_cpu(array_of(2, 0, 3, no_data, 0, NULL));
   CHECK_EQ_INT(EINVAL, run(&s, &d, FERRY_VALIDATE_FULL));
-  CHECK_FINDING("buffers", "root", "buffer 2 (data) is NULL but the offsets reach 2 bytes");
+  CHECK_FINDING("buffers", "root",
+                "buffer 2 (data) is NULL but the offsets reach 2 bytes");
 }
 
 FERRY_TEST(array_children_and_dictionary_presence) {
@@ -533,8 +539,9 @@ FERRY_TEST(fixed_size_list_child_too_short) {
   const void* buffers[1] = {NULL};
   struct ArrowDeviceArray d = on_cpu(array_of(3, 0, 1, buffers, 1, children));
   CHECK_EQ_INT(EINVAL, run(&fsl, &d, FERRY_VALIDATE_DEFAULT));
-  CHECK_FINDING("length", "root", "children[0] has length 8, less than (offset + length) * "
-                                  "list size = 9");
+  CHECK_FINDING("length", "root",
+                "children[0] has length 8, less than (offset + length) * "
+                "list size = 9");
 }
 
 /* ---- device rules ---------------------------------------------------------- */
@@ -586,7 +593,8 @@ FERRY_TEST(full_offsets_rules_name_the_child) {
   struct ArrowArray* array_kids[2] = {&a_array, &b_array};
   const void* st_buffers[1] = {NULL};
   struct ArrowDeviceArray d = on_cpu(array_of(3, 0, 1, st_buffers, 2, array_kids));
-  CHECK_EQ_INT(FERRY_OK, run(&st, &d, FERRY_VALIDATE_DEFAULT)); /* DEFAULT reads nothing */
+  CHECK_EQ_INT(FERRY_OK,
+               run(&st, &d, FERRY_VALIDATE_DEFAULT)); /* DEFAULT reads nothing */
   CHECK_EQ_INT(EINVAL, run(&st, &d, FERRY_VALIDATE_FULL));
   CHECK_EQ_INT(1, findings.n);
   CHECK_FINDING("offsets", "root.children[1]",
@@ -607,7 +615,8 @@ FERRY_TEST(full_offsets_rules_name_the_child) {
   const void* list_buffers[2] = {NULL, offsets};
   struct ArrowDeviceArray dl = on_cpu(array_of(2, 0, 2, list_buffers, 1, children));
   CHECK_EQ_INT(EINVAL, run(&list, &dl, FERRY_VALIDATE_FULL));
-  CHECK_FINDING("offsets", "root", "last offset offsets[2] = 5 exceeds the child length 4");
+  CHECK_FINDING("offsets", "root",
+                "last offset offsets[2] = 5 exceeds the child length 4");
 
   /* list view out of range */
   struct ArrowSchema lv = schema_of("+vl", 1, list_kids);
@@ -682,13 +691,30 @@ FERRY_TEST(full_view_rules) {
   CHECK_FINDING("views", "root", "view[0] has negative length -3");
 }
 
+FERRY_TEST(absurd_variadic_buffer_count_is_a_finding_not_a_walk) {
+  /* A view array's n_buffers is open-ended: 2^61 + 3 made DEFAULT walk the
+   * buffer table far past its end, and FULL overflow n_variadic * 8. */
+  struct ArrowSchema s = schema_of("vu", 0, NULL);
+  struct ViewFixture fx;
+  view_fixture_init(&fx);
+  struct ArrowDeviceArray d =
+      on_cpu(array_of(3, 1, (INT64_C(1) << 61) + 3, fx.buffers, 0, NULL));
+  CHECK_EQ_INT(EINVAL, run(&s, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_FINDING("n_buffers", "root",
+                "utf8_view array has n_buffers = 2305843009213693955, more than 2^32");
+  CHECK_EQ_INT(EINVAL, run(&s, &d, FERRY_VALIDATE_FULL));
+  CHECK_FINDING("n_buffers", "root", "more than 2^32");
+  CHECK_EQ_INT(1, findings.n);
+}
+
 FERRY_TEST(full_null_count_matches_bitmap) {
   struct ArrowSchema s = schema_of("i", 0, NULL);
   const void* buffers[2] = {validity_0b1011, int32_values};
   struct ArrowDeviceArray d = on_cpu(array_of(4, 2, 2, buffers, 0, NULL));
   CHECK_EQ_INT(FERRY_OK, run(&s, &d, FERRY_VALIDATE_DEFAULT));
   CHECK_EQ_INT(EINVAL, run(&s, &d, FERRY_VALIDATE_FULL));
-  CHECK_FINDING("null_count", "root", "null_count is 2 but the validity bitmap has 1 zero bits");
+  CHECK_FINDING("null_count", "root",
+                "null_count is 2 but the validity bitmap has 1 zero bits");
 }
 
 FERRY_TEST(full_union_rules) {
@@ -722,7 +748,8 @@ FERRY_TEST(full_run_end_rules) {
   struct ArrowArray* kids[2] = {&re, &values};
   struct ArrowDeviceArray d = on_cpu(array_of(6, 0, 0, NULL, 2, kids));
   CHECK_EQ_INT(EINVAL, run(&ree, &d, FERRY_VALIDATE_FULL));
-  CHECK_FINDING("run_ends", "root", "value[1] = 2 is not greater than the previous run end 2");
+  CHECK_FINDING("run_ends", "root",
+                "value[1] = 2 is not greater than the previous run end 2");
 
   const int32_t short_run_ends[3] = {1, 2, 3};
   re_buffers[1] = short_run_ends;
@@ -732,7 +759,8 @@ FERRY_TEST(full_run_end_rules) {
   struct ArrowArray values2 = array_of(2, 0, 2, v_buffers, 0, NULL);
   kids[1] = &values2;
   CHECK_EQ_INT(EINVAL, run(&ree, &d, FERRY_VALIDATE_DEFAULT));
-  CHECK_FINDING("run_ends", "root", "children[0] (run ends) has length 3 but children[1]");
+  CHECK_FINDING("run_ends", "root",
+                "children[0] (run ends) has length 3 but children[1]");
 }
 
 FERRY_TEST(full_dictionary_index_range) {
@@ -780,8 +808,8 @@ FERRY_TEST(every_finding_is_reported_first_one_in_error) {
   CHECK_FINDING("offsets", "root.children[1]", "offsets[2] = 0 is less than");
   CHECK_CONTAINS(error.message, "reserved: root: reserved[0]");
   /* A NULL callback still validates. */
-  CHECK_EQ_INT(EINVAL, ferry_validate_device_array(&st, &d, FERRY_VALIDATE_FULL, NULL, NULL,
-                                                   NULL));
+  CHECK_EQ_INT(EINVAL, ferry_validate_device_array(&st, &d, FERRY_VALIDATE_FULL, NULL,
+                                                   NULL, NULL));
 }
 
 /* ---- the simulated device ---------------------------------------------------- */
@@ -797,8 +825,8 @@ FERRY_TEST(sim_residency_and_full_reads_through_the_device) {
   void* sim_data = NULL;
   CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, sizeof offsets, &sim_offsets, NULL));
   CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, 3, &sim_data, NULL));
-  CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, sim_offsets, cpu, offsets, sizeof offsets,
-                                             NULL, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, sim_offsets, cpu, offsets,
+                                             sizeof offsets, NULL, NULL));
   CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, sim_data, cpu, "abc", 3, NULL, NULL));
   struct ArrowSchema s = schema_of("u", 0, NULL);
   const void* buffers[3] = {NULL, sim_offsets, sim_data};
@@ -846,8 +874,8 @@ FERRY_TEST(full_waits_on_the_sync_event_before_reading) {
   CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, sim_data, cpu, "abc", 3, NULL, NULL));
   CHECK_EQ_INT(FERRY_OK, ferry_device_stream_create(sim, &stream, NULL));
   CHECK_EQ_INT(FERRY_OK, ferry_device_event_create(sim, &event, NULL));
-  CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, sim_offsets, cpu, offsets, sizeof offsets,
-                                             stream, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, sim_offsets, cpu, offsets,
+                                             sizeof offsets, stream, NULL));
   CHECK_EQ_INT(FERRY_OK, ferry_device_event_record(sim, event, stream, NULL));
   struct ArrowSchema s = schema_of("u", 0, NULL);
   const void* buffers[3] = {NULL, sim_offsets, sim_data};

@@ -45,15 +45,16 @@ static int stream_call_failed(struct ArrowDeviceArrayStream* stream, const char*
   if (message == NULL) {
     tool_fail("stream_error", "stream",
               "%s returned %d (%s) but get_last_error returned NULL; a failing call must "
-              "leave a message", call, rc, ferry_errno_name(rc));
+              "leave a message",
+              call, rc, ferry_errno_name(rc));
     return 0;
   }
   if (expected_message != NULL && strstr(message, expected_message) != NULL) {
     tool_ok("injected failure: %s", message);
     return 1;
   }
-  tool_fail("stream_error", "stream", "%s returned %d (%s): %s", call, rc, ferry_errno_name(rc),
-            message);
+  tool_fail("stream_error", "stream", "%s returned %d (%s): %s", call, rc,
+            ferry_errno_name(rc), message);
   return 0;
 }
 
@@ -82,8 +83,8 @@ void tool_check_stream(struct ArrowDeviceArrayStream* stream, const char* expect
     snprintf(expected_message, sizeof expected_message, "injected failure at get_schema");
   } else if (expect_fail != NULL && strncmp(expect_fail, "get_next@", 9) == 0) {
     fail_at = strtoll(expect_fail + 9, NULL, 10);
-    snprintf(expected_message, sizeof expected_message, "injected failure at get_next %lld",
-             (long long)fail_at);
+    snprintf(expected_message, sizeof expected_message,
+             "injected failure at get_next %lld", (long long)fail_at);
   }
 
   int schema_group = tool_interpose_new_group();
@@ -126,7 +127,8 @@ void tool_check_stream(struct ArrowDeviceArrayStream* stream, const char* expect
     tool_stage("%s", call_name);
     rc = stream->get_next(stream, &batch);
     if (rc != 0) {
-      stream_call_failed(stream, call_name, rc, call == fail_at ? expected_message : NULL);
+      stream_call_failed(stream, call_name, rc,
+                         call == fail_at ? expected_message : NULL);
       if (batch.array.release != NULL) {
         tool_fail("stream_error", "stream", "%s failed but left a live array", call_name);
         int group = tool_interpose_new_group();
@@ -164,7 +166,8 @@ void tool_check_stream(struct ArrowDeviceArrayStream* stream, const char* expect
 
   if (reached_end) {
     if (fail_at > 0) {
-      tool_fail("injection", "stream", "the stream ended before \"%s\"", expected_message);
+      tool_fail("injection", "stream", "the stream ended before \"%s\"",
+                expected_message);
     }
     /* The specification: once ended, a stream keeps returning the end. */
     struct ArrowDeviceArray extra;

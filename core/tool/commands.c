@@ -71,7 +71,8 @@ static void inspect_child(void* arg) {
     tool_stage("the producer call %s", args->symbol);
     int rc = ((array_producer_fn)fn)(&schema, &array);
     if (rc != 0) {
-      tool_fail("return_code", "root", "producer returned %d (%s)", rc, ferry_errno_name(rc));
+      tool_fail("return_code", "root", "producer returned %d (%s)", rc,
+                ferry_errno_name(rc));
       return;
     }
     tool_stage("printing");
@@ -89,11 +90,12 @@ static void inspect_child(void* arg) {
   tool_stage("the producer call %s", args->symbol);
   int rc = ((stream_producer_fn)fn)(&stream);
   if (rc != 0) {
-    tool_fail("return_code", "stream", "producer returned %d (%s)", rc, ferry_errno_name(rc));
+    tool_fail("return_code", "stream", "producer returned %d (%s)", rc,
+              ferry_errno_name(rc));
     return;
   }
-  tool_out("stream: device %s (device_type %d)", ferry_device_type_name(stream.device_type),
-           (int)stream.device_type);
+  tool_out("stream: device %s (device_type %d)",
+           ferry_device_type_name(stream.device_type), (int)stream.device_type);
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   tool_stage("get_schema");
@@ -113,7 +115,8 @@ static void inspect_child(void* arg) {
       rc = stream.get_next(&stream, &batch);
       if (rc != 0) {
         tool_stage("get_last_error");
-        const char* message = stream.get_last_error ? stream.get_last_error(&stream) : NULL;
+        const char* message =
+            stream.get_last_error ? stream.get_last_error(&stream) : NULL;
         tool_fail("stream_error", "stream", "get_next returned %d: %s", rc,
                   message ? message : "(no message)");
         break;
@@ -163,11 +166,13 @@ static void release_and_verify(struct ArrowSchema* schema, struct ArrowDeviceArr
 }
 
 /* After a failed export: nothing may have been left live. */
-static void check_left_released(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {
+static void check_left_released(struct ArrowSchema* schema,
+                                struct ArrowDeviceArray* array) {
   if (schema->release != NULL || array->array.release != NULL) {
     tool_fail("released", "root",
               "the export failed but left the %s live; on failure the outputs must stay "
-              "released", schema->release != NULL ? "schema" : "array");
+              "released",
+              schema->release != NULL ? "schema" : "array");
     int group = tool_interpose_new_group();
     tool_interpose_schema(schema, "schema");
     tool_interpose_array(&array->array, "root");
@@ -186,11 +191,13 @@ static void check_array_child(void* arg) {
   tool_stage("the producer call %s", args->symbol);
   int rc = ((array_producer_fn)fn)(&schema, &array);
   if (rc != 0) {
-    tool_fail("return_code", "root", "producer returned %d (%s)", rc, ferry_errno_name(rc));
+    tool_fail("return_code", "root", "producer returned %d (%s)", rc,
+              ferry_errno_name(rc));
     check_left_released(&schema, &array);
     return;
   }
-  if (schema.release == NULL) tool_fail("released", "schema", "the exported schema is released");
+  if (schema.release == NULL)
+    tool_fail("released", "schema", "the exported schema is released");
   int group = tool_interpose_new_group();
   tool_interpose_schema(&schema, "schema");
   tool_interpose_array(&array.array, "root");
@@ -207,7 +214,8 @@ static void check_stream_child(void* arg) {
   tool_stage("the producer call %s", args->symbol);
   int rc = ((stream_producer_fn)fn)(&stream);
   if (rc != 0) {
-    tool_fail("return_code", "stream", "producer returned %d (%s)", rc, ferry_errno_name(rc));
+    tool_fail("return_code", "stream", "producer returned %d (%s)", rc,
+              ferry_errno_name(rc));
     return;
   }
   if (stream.release == NULL) {
@@ -251,7 +259,8 @@ struct plugin_api {
 };
 
 /* Loads a plugin's entry points (the ones present). */
-static int load_plugin(const char* path, struct plugin_api* api, char* why, size_t why_size) {
+static int load_plugin(const char* path, struct plugin_api* api, char* why,
+                       size_t why_size) {
   memset(api, 0, sizeof *api);
   char full[PATH_MAX + 2];
   snprintf(full, sizeof full, "%s%s", strchr(path, '/') ? "" : "./", path);
@@ -289,13 +298,16 @@ static void case_fail_key(const char* case_spec, char* out, size_t out_size) {
   }
 }
 
-static void check_leaks(const struct plugin_api* api, int64_t baseline, const char* when) {
+static void check_leaks(const struct plugin_api* api, int64_t baseline,
+                        const char* when) {
   if (api->live_allocations == NULL) return;
   int64_t now = api->live_allocations();
   if (now != baseline) {
-    tool_fail("leak", "root",
-              "the plugin holds %lld live allocations %s (baseline %lld): something was not "
-              "released or freed", (long long)now, when, (long long)baseline);
+    tool_fail(
+        "leak", "root",
+        "the plugin holds %lld live allocations %s (baseline %lld): something was not "
+        "released or freed",
+        (long long)now, when, (long long)baseline);
   }
 }
 
@@ -303,20 +315,38 @@ static void check_leaks(const struct plugin_api* api, int64_t baseline, const ch
 static int load_checker(const struct plugin_args* args, struct plugin_api* checker) {
   char why[1024];
   if (load_plugin(args->checker_path, checker, why, sizeof why) != 0) {
-    tool_fail("values", "root", "cannot load the C checker plugin %s: %s (set FERRY_IT_C_PLUGIN)",
+    tool_fail("values", "root",
+              "cannot load the C checker plugin %s: %s (set FERRY_IT_C_PLUGIN)",
               args->checker_path, why);
     return -1;
   }
-  if ((args->stream ? (void*)checker->check_stream : (void*)checker->check_array) == NULL) {
-    tool_fail("values", "root", "%s does not export ferry_it_check_%s", args->checker_path,
-              args->stream ? "stream" : "array");
+  if ((args->stream ? (void*)checker->check_stream : (void*)checker->check_array) ==
+      NULL) {
+    tool_fail("values", "root", "%s does not export ferry_it_check_%s",
+              args->checker_path, args->stream ? "stream" : "array");
     return -1;
   }
   return 0;
 }
 
-static void plugin_array_child(const struct plugin_args* args, const struct plugin_api* api,
-                               const char* fail_key) {
+/* After a failed ferry_it_export_*: whether it is the failure the case
+ * injected ("fail=export"), a finding (at `where`) when it is not. The
+ * plugin's message is returned through `message`. */
+static int export_failure_expected(const struct plugin_api* api, const char* fail_key,
+                                   const char* call, const char* where, int rc,
+                                   const char** message) {
+  *message = plugin_message(api);
+  int expected = strcmp(fail_key, "export") == 0 &&
+                 strstr(*message, "injected failure at export") != NULL;
+  if (!expected) {
+    tool_fail("return_code", where, "%s returned %d (%s): %s", call, rc,
+              ferry_errno_name(rc), *message);
+  }
+  return expected;
+}
+
+static void plugin_array_child(const struct plugin_args* args,
+                               const struct plugin_api* api, const char* fail_key) {
   int64_t baseline = api->live_allocations != NULL ? api->live_allocations() : 0;
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
@@ -325,13 +355,9 @@ static void plugin_array_child(const struct plugin_args* args, const struct plug
   tool_stage("ferry_it_export_array(\"%s\")", args->case_spec);
   int rc = api->export_array(args->case_spec, &schema, &array);
   if (rc != 0) {
-    const char* message = plugin_message(api);
-    int expected = strcmp(fail_key, "export") == 0 &&
-                   strstr(message, "injected failure at export") != NULL;
-    if (!expected) {
-      tool_fail("return_code", "root", "ferry_it_export_array returned %d (%s): %s", rc,
-                ferry_errno_name(rc), message);
-    }
+    const char* message = NULL;
+    int expected = export_failure_expected(api, fail_key, "ferry_it_export_array", "root",
+                                           rc, &message);
     int64_t before = tool_child_findings();
     check_left_released(&schema, &array);
     check_leaks(api, baseline, "after the failed export");
@@ -341,8 +367,9 @@ static void plugin_array_child(const struct plugin_args* args, const struct plug
     return;
   }
   if (strcmp(fail_key, "export") == 0) {
-    tool_fail("injection", "root", "ferry_it_export_array succeeded, expected \"injected "
-                                   "failure at export\"");
+    tool_fail("injection", "root",
+              "ferry_it_export_array succeeded, expected \"injected "
+              "failure at export\"");
   }
   int group = tool_interpose_new_group();
   tool_interpose_schema(&schema, "schema");
@@ -365,8 +392,8 @@ static void plugin_array_child(const struct plugin_args* args, const struct plug
   check_leaks(api, baseline, "after the release");
 }
 
-static void plugin_stream_child(const struct plugin_args* args, const struct plugin_api* api,
-                                const char* fail_key) {
+static void plugin_stream_child(const struct plugin_args* args,
+                                const struct plugin_api* api, const char* fail_key) {
   int64_t baseline = api->live_allocations != NULL ? api->live_allocations() : 0;
   /* Pass 1: the structural stream checks consume one export of the case. */
   struct ArrowDeviceArrayStream stream;
@@ -374,25 +401,23 @@ static void plugin_stream_child(const struct plugin_args* args, const struct plu
   tool_stage("ferry_it_export_stream(\"%s\")", args->case_spec);
   int rc = api->export_stream(args->case_spec, &stream);
   if (rc != 0) {
-    const char* message = plugin_message(api);
-    int expected = strcmp(fail_key, "export") == 0 &&
-                   strstr(message, "injected failure at export") != NULL;
-    if (!expected) {
-      tool_fail("return_code", "stream", "ferry_it_export_stream returned %d (%s): %s", rc,
-                ferry_errno_name(rc), message);
-    }
+    const char* message = NULL;
+    int expected = export_failure_expected(api, fail_key, "ferry_it_export_stream",
+                                           "stream", rc, &message);
     int64_t before = tool_child_findings();
     if (stream.release != NULL) {
       tool_fail("released", "stream", "the export failed but left the stream live");
       stream.release(&stream);
     }
     check_leaks(api, baseline, "after the failed export");
-    if (expected && tool_child_findings() == before) tool_ok("injected failure: %s", message);
+    if (expected && tool_child_findings() == before)
+      tool_ok("injected failure: %s", message);
     return;
   }
   if (strcmp(fail_key, "export") == 0) {
-    tool_fail("injection", "stream", "ferry_it_export_stream succeeded, expected \"injected "
-                                     "failure at export\"");
+    tool_fail("injection", "stream",
+              "ferry_it_export_stream succeeded, expected \"injected "
+              "failure at export\"");
   }
   tool_check_stream(&stream, fail_key[0] != '\0' ? fail_key : NULL);
   check_leaks(api, baseline, "after the stream was released");
@@ -404,7 +429,8 @@ static void plugin_stream_child(const struct plugin_args* args, const struct plu
   tool_stage("ferry_it_export_stream(\"%s\") for the value checks", args->case_spec);
   rc = api->export_stream(args->case_spec, &stream);
   if (rc != 0) {
-    tool_fail("return_code", "stream", "the second ferry_it_export_stream returned %d: %s", rc,
+    tool_fail("return_code", "stream",
+              "the second ferry_it_export_stream returned %d: %s", rc,
               plugin_message(api));
     return;
   }

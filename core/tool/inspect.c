@@ -19,8 +19,7 @@ static const char* indent(int depth) {
 }
 
 static void describe_flags(int64_t flags, char* out, size_t out_size) {
-  snprintf(out, out_size, "%s%s%s",
-           (flags & ARROW_FLAG_NULLABLE) ? " nullable" : "",
+  snprintf(out, out_size, "%s%s%s", (flags & ARROW_FLAG_NULLABLE) ? " nullable" : "",
            (flags & ARROW_FLAG_DICTIONARY_ORDERED) ? " dictionary_ordered" : "",
            (flags & ARROW_FLAG_MAP_KEYS_SORTED) ? " map_keys_sorted" : "");
 }
@@ -105,12 +104,13 @@ static void print_array(const struct ArrowSchema* schema, const struct ArrowArra
       ferry_error_init(&error);
       if (buffer != NULL && schema_ok &&
           ferry_array_buffer_size(schema, array, device_array->device_type,
-                                  device_array->device_id, i, &size, &error) == FERRY_OK) {
-        tool_out("%s  buffer %" PRId64 ": %p (%" PRId64 " bytes)", indent(depth), i, buffer,
-                 size);
+                                  device_array->device_id, i, &size,
+                                  &error) == FERRY_OK) {
+        tool_out("%s  buffer %" PRId64 ": %p (%" PRId64 " bytes)", indent(depth), i,
+                 buffer, size);
       } else if (buffer != NULL) {
-        tool_out("%s  buffer %" PRId64 ": %p (size unknown: %s)", indent(depth), i, buffer,
-                 schema_ok ? error.message : "no schema");
+        tool_out("%s  buffer %" PRId64 ": %p (size unknown: %s)", indent(depth), i,
+                 buffer, schema_ok ? error.message : "no schema");
       } else {
         tool_out("%s  buffer %" PRId64 ": NULL", indent(depth), i);
       }
@@ -142,8 +142,9 @@ void tool_print_device_array(const struct ArrowSchema* schema,
   tool_out("device: %s (device_type %d) device_id %" PRId64 " sync_event %p",
            ferry_device_type_name(array->device_type), (int)array->device_type,
            array->device_id, array->sync_event);
-  tool_out("reserved: 0x%" PRIx64 " 0x%" PRIx64 " 0x%" PRIx64, (uint64_t)array->reserved[0],
-           (uint64_t)array->reserved[1], (uint64_t)array->reserved[2]);
+  tool_out("reserved: 0x%" PRIx64 " 0x%" PRIx64 " 0x%" PRIx64,
+           (uint64_t)array->reserved[0], (uint64_t)array->reserved[1],
+           (uint64_t)array->reserved[2]);
   tool_out("array:");
   print_array(schema, &array->array, array, "root", 1);
 }

@@ -91,9 +91,10 @@ static struct node* on_release(enum node_kind kind, void* address, void* private
   struct node* n = find_node(kind, address);
   if (n == NULL) n = find_moved(kind, private_data);
   if (n == NULL) {
-    tool_fail("release", "?",
-              "release called on a %s at %p that was never exported (or moved ambiguously)",
-              kind_name(kind), address);
+    tool_fail(
+        "release", "?",
+        "release called on a %s at %p that was never exported (or moved ambiguously)",
+        kind_name(kind), address);
     return NULL;
   }
   n->calls++;
@@ -133,12 +134,14 @@ static void counting_stream_release(struct ArrowDeviceArrayStream* stream) {
   }
 }
 
-static void walk_schema(struct ArrowSchema* schema, char* where, size_t length, int depth) {
+static void walk_schema(struct ArrowSchema* schema, char* where, size_t length,
+                        int depth) {
   if (schema == NULL || schema->release == NULL || depth > MAX_DEPTH) return;
   /* Already wrapped (a cycle, or a struct shared by two parents). */
-  if (schema->release == counting_schema_release || find_node(NODE_SCHEMA, schema)) return;
-  if (add_node(NODE_SCHEMA, schema, schema->private_data, (void (*)(void*))schema->release,
-               where) == NULL) {
+  if (schema->release == counting_schema_release || find_node(NODE_SCHEMA, schema))
+    return;
+  if (add_node(NODE_SCHEMA, schema, schema->private_data,
+               (void (*)(void*))schema->release, where) == NULL) {
     return;
   }
   schema->release = counting_schema_release;
@@ -199,8 +202,8 @@ void tool_interpose_array(struct ArrowArray* array, const char* where) {
 void tool_interpose_stream(struct ArrowDeviceArrayStream* stream, const char* where) {
   if (stream == NULL || stream->release == NULL) return;
   if (stream->release == counting_stream_release) return;
-  if (add_node(NODE_STREAM, stream, stream->private_data, (void (*)(void*))stream->release,
-               where) == NULL) {
+  if (add_node(NODE_STREAM, stream, stream->private_data,
+               (void (*)(void*))stream->release, where) == NULL) {
     return;
   }
   stream->release = counting_stream_release;
@@ -220,12 +223,14 @@ int64_t tool_interpose_verify(int group) {
                 strchr(n->where, '.') != NULL ? " by its parent's release" : "");
       findings++;
     } else if (n->calls > 1) {
-      tool_fail("release", n->where, "%s was released %lld times (exactly once is allowed)",
+      tool_fail("release", n->where,
+                "%s was released %lld times (exactly once is allowed)",
                 kind_name(n->kind), (long long)n->calls);
       findings++;
     }
     if (n->left_release_set) {
-      tool_fail("release", n->where, "the %s's release callback did not set release to NULL",
+      tool_fail("release", n->where,
+                "the %s's release callback did not set release to NULL",
                 kind_name(n->kind));
       findings++;
     }

@@ -82,13 +82,13 @@ void tool_fail(const char* rule, const char* where, const char* fmt, ...) {
   send_record("FAIL", rule, where, what);
 }
 
-#define TOOL_FORMAT_TEXT(buffer)          \
-  char buffer[1900];                      \
-  do {                                    \
-    va_list args_;                        \
-    va_start(args_, fmt);                 \
+#define TOOL_FORMAT_TEXT(buffer)                  \
+  char buffer[1900];                              \
+  do {                                            \
+    va_list args_;                                \
+    va_start(args_, fmt);                         \
     vsnprintf(buffer, sizeof buffer, fmt, args_); \
-    va_end(args_);                        \
+    va_end(args_);                                \
   } while (0)
 
 void tool_ok(const char* fmt, ...) {
@@ -297,8 +297,8 @@ int tool_run_isolated(tool_child_fn fn, void* arg, int timeout_seconds,
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out) {
-    printf("FAIL timeout: root: no answer within %d s during %s (killed)\n", timeout_seconds,
-           st.stage);
+    printf("FAIL timeout: root: no answer within %d s during %s (killed)\n",
+           timeout_seconds, st.stage);
     result->n_findings++;
   } else if (WIFSIGNALED(status)) {
     printf("FAIL crash: root: producer crashed with %s during %s\n",

@@ -8,35 +8,42 @@
 #include "tool.h"
 
 static void print_help(FILE* out) {
-  fprintf(out,
-          "usage: ferry <command> [options]\n"
-          "\n"
-          "commands:\n"
-          "  devices                          list device backends, available or not and why\n"
-          "  inspect LIB.so:SYMBOL            print the schema and device array a producer exports\n"
-          "  inspect --stream LIB.so:SYMBOL   print a stream's schema and every batch\n"
-          "  check LIB.so:SYMBOL              check an exported array (structure, device,\n"
-          "                                   events, release exactly once)\n"
-          "  check --stream LIB.so:SYMBOL     check an exported stream (schema, batches, end,\n"
-          "                                   errors, release)\n"
-          "  check --plugin LIB.so --case CASE [--stream]\n"
-          "                                   check a test plugin's export of CASE, including the\n"
-          "                                   values (through the C plugin's checker)\n"
-          "  help                             this text\n"
-          "  --version                        the tool and library versions\n"
-          "\n"
-          "options:\n"
-          "  --timeout SECONDS   limit for one isolated run (default %d)\n"
-          "\n"
-          "Producers: int f(struct ArrowSchema*, struct ArrowDeviceArray*), or with --stream\n"
-          "int f(struct ArrowDeviceArrayStream*); they run in a forked child, so a crash or a\n"
-          "hang is reported as a finding (FAIL crash / FAIL timeout), never a tool crash.\n"
-          "Output: one line per finding, \"FAIL <rule>: <where>: <what>\", then a summary.\n"
-          "Exit status: 0 no findings, 1 findings, 2 usage error (bad arguments, library or\n"
-          "symbol not found).\n"
-          "Environment: FERRY_IT_C_PLUGIN overrides the C checker plugin's path\n"
-          "(default: <tool dir>/../plugins/libferry_it_c.so).\n",
-          TOOL_DEFAULT_TIMEOUT_SECONDS);
+  fprintf(
+      out,
+      "usage: ferry <command> [options]\n"
+      "\n"
+      "commands:\n"
+      "  devices                          list device backends, available or not and "
+      "why\n"
+      "  inspect LIB.so:SYMBOL            print the schema and device array a producer "
+      "exports\n"
+      "  inspect --stream LIB.so:SYMBOL   print a stream's schema and every batch\n"
+      "  check LIB.so:SYMBOL              check an exported array (structure, device,\n"
+      "                                   events, release exactly once)\n"
+      "  check --stream LIB.so:SYMBOL     check an exported stream (schema, batches, "
+      "end,\n"
+      "                                   errors, release)\n"
+      "  check --plugin LIB.so --case CASE [--stream]\n"
+      "                                   check a test plugin's export of CASE, "
+      "including the\n"
+      "                                   values (through the C plugin's checker)\n"
+      "  help                             this text\n"
+      "  --version                        the tool and library versions\n"
+      "\n"
+      "options:\n"
+      "  --timeout SECONDS   limit for one isolated run (default %d)\n"
+      "\n"
+      "Producers: int f(struct ArrowSchema*, struct ArrowDeviceArray*), or with "
+      "--stream\n"
+      "int f(struct ArrowDeviceArrayStream*); they run in a forked child, so a crash or "
+      "a\n"
+      "hang is reported as a finding (FAIL crash / FAIL timeout), never a tool crash.\n"
+      "Output: one line per finding, \"FAIL <rule>: <where>: <what>\", then a summary.\n"
+      "Exit status: 0 no findings, 1 findings, 2 usage error (bad arguments, library or\n"
+      "symbol not found).\n"
+      "Environment: FERRY_IT_C_PLUGIN overrides the C checker plugin's path\n"
+      "(default: <tool dir>/../plugins/libferry_it_c.so).\n",
+      TOOL_DEFAULT_TIMEOUT_SECONDS);
 }
 
 static int usage_error(const char* fmt, const char* arg) {
@@ -88,8 +95,8 @@ int main(int argc, char** argv) {
       if (strcmp(arg, "--timeout") == 0) {
         timeout_seconds = parse_seconds(value);
         if (timeout_seconds < 0) {
-          return usage_error("--timeout needs a whole number of seconds (1..86400), got \"%s\"",
-                             value);
+          return usage_error(
+              "--timeout needs a whole number of seconds (1..86400), got \"%s\"", value);
         }
       } else if (strcmp(arg, "--plugin") == 0) {
         plugin = value;

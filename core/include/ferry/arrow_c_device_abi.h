@@ -18,6 +18,9 @@
 extern "C" {
 #endif
 
+// The specification's text, exactly: never reformatted.
+// clang-format off
+
 #ifndef ARROW_C_DATA_INTERFACE
 #define ARROW_C_DATA_INTERFACE
 
@@ -175,6 +178,8 @@ struct ArrowDeviceArrayStream {
 };
 
 #endif  // ARROW_C_DEVICE_STREAM_INTERFACE
+
+// clang-format on
 
 #ifdef __cplusplus
 }

@@ -68,7 +68,8 @@ FERRY_EXPORT const char* ferry_version(void);
 /** Returns FERRY_ABI_VERSION of the library actually loaded. */
 FERRY_EXPORT int32_t ferry_abi_version(void);
 /** Returns FERRY_OK when a binding built against `expected_abi_version` may
- *  use this library, EINVAL (with both versions in the message) otherwise. */
+ *  use this library, EINVAL (with both versions in the message) otherwise;
+ *  allocates nothing. */
 FERRY_EXPORT int ferry_check_abi_version(int32_t expected_abi_version,
                                          struct FerryError* error);
 
@@ -91,7 +92,8 @@ FERRY_EXPORT int ferry_device_type_from_name(const char* name, ArrowDeviceType* 
 
 /* Each *_new returns a zeroed (released) struct on the heap, or NULL when out
  * of memory; the caller owns it and frees it with the matching *_free, which
- * first releases the struct if it is still live. NULL is accepted by *_free. */
+ * takes ownership, first releases the struct if it is still live, and accepts
+ * NULL. */
 FERRY_EXPORT struct ArrowSchema* ferry_schema_new(void);
 FERRY_EXPORT void ferry_schema_free(struct ArrowSchema* schema);
 FERRY_EXPORT struct ArrowArray* ferry_array_new(void);
@@ -106,7 +108,8 @@ FERRY_EXPORT void ferry_stream_free(struct ArrowDeviceArrayStream* stream);
 /* ------------------------------------------------------------------------ */
 
 /* Release calls the struct's release callback if it is live and leaves a
- * released struct (or NULL) alone, so calling it twice is harmless. */
+ * released struct (or NULL) alone, so calling it twice is harmless; the
+ * caller keeps the struct's own memory. */
 FERRY_EXPORT void ferry_schema_release(struct ArrowSchema* schema);
 FERRY_EXPORT void ferry_array_release(struct ArrowArray* array);
 FERRY_EXPORT void ferry_device_array_release(struct ArrowDeviceArray* array);
@@ -138,7 +141,8 @@ FERRY_EXPORT int64_t ferry_schema_n_children(const struct ArrowSchema* schema);
 /** Child i, or NULL when i is out of range. */
 FERRY_EXPORT struct ArrowSchema* ferry_schema_child(const struct ArrowSchema* schema,
                                                     int64_t i);
-FERRY_EXPORT struct ArrowSchema* ferry_schema_dictionary(const struct ArrowSchema* schema);
+FERRY_EXPORT struct ArrowSchema* ferry_schema_dictionary(
+    const struct ArrowSchema* schema);
 /** Number of key/value pairs in the metadata (0 when absent), or -1 when the
  *  encoding is malformed. */
 FERRY_EXPORT int64_t ferry_schema_metadata_count(const struct ArrowSchema* schema);
@@ -174,7 +178,8 @@ FERRY_EXPORT ArrowDeviceType
 ferry_device_array_device_type(const struct ArrowDeviceArray* array);
 FERRY_EXPORT void* ferry_device_array_sync_event(const struct ArrowDeviceArray* array);
 /** 1 when the three reserved words are zero, as the specification requires. */
-FERRY_EXPORT int ferry_device_array_reserved_is_zero(const struct ArrowDeviceArray* array);
+FERRY_EXPORT int ferry_device_array_reserved_is_zero(
+    const struct ArrowDeviceArray* array);
 
 /** Computes the size in bytes of buffer `i` of `array` (described by
  *  `schema`, living on device (`device_type`, `device_id`)) from the format,
@@ -191,22 +196,32 @@ FERRY_EXPORT int ferry_array_buffer_size(const struct ArrowSchema* schema,
 /* Streams (consumer side)                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* Every function here borrows `stream`; one that calls a callback on a NULL
+ * or released stream returns EINVAL instead. */
+
+/** 1 when `stream` is NULL or released. */
 FERRY_EXPORT int ferry_stream_is_released(const struct ArrowDeviceArrayStream* stream);
+/** The stream's device type (0 for NULL). */
 FERRY_EXPORT ArrowDeviceType
 ferry_stream_device_type(const struct ArrowDeviceArrayStream* stream);
 /** Calls get_schema; `out` must be released beforehand and is owned by the
- *  caller on success. On failure the code is returned and `error` holds the
- *  producer's get_last_error message (or a generic one). */
+ *  caller on success. On failure `out` is left released, the code is
+ *  returned and `error` holds the producer's get_last_error message (or a
+ *  generic one). */
 FERRY_EXPORT int ferry_stream_get_schema(struct ArrowDeviceArrayStream* stream,
-                                         struct ArrowSchema* out, struct FerryError* error);
-/** Calls get_next; on success the caller owns `out`, and a released `out`
- *  means the end of the stream. Errors as for ferry_stream_get_schema. */
+                                         struct ArrowSchema* out,
+                                         struct FerryError* error);
+/** Calls get_next; `out` must be released beforehand (a live `out` is EINVAL
+ *  and left untouched). On success the caller owns `out`, and a released
+ *  `out` means the end of the stream; on failure `out` is left released and
+ *  the error is as for ferry_stream_get_schema. */
 FERRY_EXPORT int ferry_stream_get_next(struct ArrowDeviceArrayStream* stream,
                                        struct ArrowDeviceArray* out,
                                        struct FerryError* error);
 /** Calls get_last_error; the string is borrowed from the stream until its
  *  next call. NULL when none. */
-FERRY_EXPORT const char* ferry_stream_get_last_error(struct ArrowDeviceArrayStream* stream);
+FERRY_EXPORT const char* ferry_stream_get_last_error(
+    struct ArrowDeviceArrayStream* stream);
 
 /* ------------------------------------------------------------------------ */
 /* Producers                                                                 */
@@ -218,7 +233,8 @@ FERRY_EXPORT const char* ferry_stream_get_last_error(struct ArrowDeviceArrayStre
 typedef void (*FerryReleaseHook)(void* user_data);
 
 /** Live counts of the schemas, arrays and streams that ferry's producer
- *  helpers made and that have not been released yet (process-wide). */
+ *  helpers made and that have not been released yet (process-wide; a read,
+ *  exact when no other thread is exporting or releasing at that moment). */
 FERRY_EXPORT int64_t ferry_live_exports(void);
 
 /** Fills `out` (which must be released or zeroed) with a schema that owns
@@ -229,8 +245,9 @@ FERRY_EXPORT int64_t ferry_live_exports(void);
 FERRY_EXPORT int ferry_schema_init(struct ArrowSchema* out, const char* format,
                                    const char* name, int64_t flags, int64_t n_children,
                                    struct FerryError* error);
-/** Appends a key/value pair to the metadata of a schema made by
- *  ferry_schema_init (copied). EINVAL for other schemas. */
+/** Appends a copy of `key` and `value` (both borrowed) to the metadata of a
+ *  schema made by ferry_schema_init, which owns the copy. EINVAL for other
+ *  or released schemas. */
 FERRY_EXPORT int ferry_schema_add_metadata(struct ArrowSchema* schema, const char* key,
                                            const char* value, struct FerryError* error);
 /** Gives a schema made by ferry_schema_init a zeroed dictionary schema, owned
@@ -252,7 +269,8 @@ FERRY_EXPORT int ferry_array_init(struct ArrowArray* out, int64_t length,
                                   const void* const* buffers, int64_t n_children,
                                   FerryReleaseHook release_hook, void* user_data,
                                   struct FerryError* error);
-/** Sets buffer i of an array made by ferry_array_init (borrowed pointer). */
+/** Sets buffer i of an array made by ferry_array_init to `buffer`, which
+ *  stays the producer's (borrowed until the release hook runs). */
 FERRY_EXPORT int ferry_array_set_buffer(struct ArrowArray* array, int64_t i,
                                         const void* buffer, struct FerryError* error);
 /** Gives an array made by ferry_array_init a zeroed dictionary array, owned
@@ -261,12 +279,14 @@ FERRY_EXPORT int ferry_array_allocate_dictionary(struct ArrowArray* array,
                                                  struct ArrowArray** dictionary_out,
                                                  struct FerryError* error);
 
-/** Fills `out` with `array` (moved in) living on (`device_type`, `device_id`).
- *  `sync_event` (may be NULL) is the producer's event, a pointer to the
- *  native event handle as the specification says; when `event_release` is
- *  not NULL ferry calls `event_release(event_user_data)` exactly once after
- *  the array itself is released, which ties the event's lifetime to release.
- *  On failure nothing is moved and no hook runs. */
+/** Fills `out` (released beforehand, or `array` may be `&out->array`) with
+ *  `array` (moved in) living on (`device_type`, `device_id`); the caller
+ *  releases `out`. `sync_event` (may be NULL) is the producer's event, a
+ *  pointer to the native event handle as the specification says, and stays
+ *  the producer's: when `event_release` is not NULL ferry calls
+ *  `event_release(event_user_data)` exactly once after the array itself is
+ *  released, which ties the event's lifetime to release. On failure nothing
+ *  is moved and no hook runs. */
 FERRY_EXPORT int ferry_device_array_init(struct ArrowDeviceArray* out,
                                          struct ArrowArray* array,
                                          ArrowDeviceType device_type, int64_t device_id,
@@ -283,11 +303,12 @@ typedef int (*FerryStreamGetNextFn)(void* user_data, struct ArrowDeviceArray* ou
                                     struct FerryError* error);
 
 /** Fills `out` (released or zeroed) with a stream of `device_type` backed by
- *  the callbacks. ferry keeps the last error message, returns end-of-stream
- *  forever once reached, refuses calls on a released stream, checks that
- *  every batch has the stream's device type, and calls
- *  `release_hook(user_data)` exactly once when the consumer releases the
- *  stream. On failure the hook is not called. */
+ *  the callbacks, which the consumer releases. ferry keeps the last error
+ *  message, returns end-of-stream forever once reached, refuses calls on a
+ *  released stream, checks that every batch has the stream's device type,
+ *  and calls `release_hook(user_data)` exactly once when the consumer
+ *  releases the stream: `user_data` stays the producer's until then. On
+ *  failure the hook is not called. */
 FERRY_EXPORT int ferry_stream_init(struct ArrowDeviceArrayStream* out,
                                    ArrowDeviceType device_type,
                                    FerryStreamGetSchemaFn get_schema,
@@ -308,8 +329,8 @@ FERRY_EXPORT int ferry_stream_init_from_arrays(struct ArrowDeviceArrayStream* ou
 /* Format strings and validation                                             */
 /* ------------------------------------------------------------------------ */
 
-/** FERRY_OK when `format` is a valid C data interface format string, else
- *  EINVAL naming the problem. */
+/** FERRY_OK when `format` (borrowed) is a valid C data interface format
+ *  string, else EINVAL naming the problem. */
 FERRY_EXPORT int ferry_format_validate(const char* format, struct FerryError* error);
 
 /** Validation levels. DEFAULT checks structure without reading buffer
@@ -349,7 +370,7 @@ FERRY_EXPORT int ferry_validate_device_array(const struct ArrowSchema* schema,
 struct FerryDevice;
 
 /** Number of backends compiled in (cpu, sim, cuda, rocm), and each one's
- *  name (static string) by index. */
+ *  name (a static string; NULL for an index out of range). */
 FERRY_EXPORT int64_t ferry_backend_count(void);
 FERRY_EXPORT const char* ferry_backend_name(int64_t i);
 /** FERRY_OK when backend i can be used now; otherwise an errno code and the
@@ -358,10 +379,12 @@ FERRY_EXPORT const char* ferry_backend_name(int64_t i);
 FERRY_EXPORT int ferry_backend_probe(int64_t i, struct FerryError* error);
 
 /** Finds the device for (`device_type`, `device_id`) (thread-safe, loading the
- *  backend on first use). The CPU is (ARROW_DEVICE_CPU, -1); 0 is accepted
- *  too. ENODEV/ENOTSUP with the reason when unavailable. */
+ *  backend on first use); `*out` belongs to the registry. The CPU is
+ *  (ARROW_DEVICE_CPU, -1); 0 is accepted too. ENODEV/ENOTSUP with the reason
+ *  when unavailable. */
 FERRY_EXPORT int ferry_device_resolve(ArrowDeviceType device_type, int64_t device_id,
                                       struct FerryDevice** out, struct FerryError* error);
+/** The device's type and id (borrowed; 0 and -1 for NULL). */
 FERRY_EXPORT ArrowDeviceType ferry_device_type(const struct FerryDevice* device);
 FERRY_EXPORT int64_t ferry_device_id(const struct FerryDevice* device);
 /** 1 when the host may dereference this device's memory directly (CPU, and
@@ -372,6 +395,8 @@ FERRY_EXPORT int ferry_device_is_host_accessible(const struct FerryDevice* devic
  *  ferry_device_deallocate on the same device. */
 FERRY_EXPORT int ferry_device_allocate(struct FerryDevice* device, int64_t size,
                                        void** out, struct FerryError* error);
+/** Frees memory from ferry_device_allocate on the same device (NULL is
+ *  accepted); on failure the caller still owns it. */
 FERRY_EXPORT int ferry_device_deallocate(struct FerryDevice* device, void* ptr,
                                          struct FerryError* error);
 /** Allocations made through ferry_device_allocate on `device` and not freed. */
@@ -382,41 +407,55 @@ FERRY_EXPORT int64_t ferry_device_live_allocations(struct FerryDevice* device);
  *  return, else it is ordered on that stream. Borrows everything. */
 FERRY_EXPORT int ferry_device_memcpy(struct FerryDevice* dst_device, void* dst,
                                      struct FerryDevice* src_device, const void* src,
-                                     int64_t size, void* stream, struct FerryError* error);
+                                     int64_t size, void* stream,
+                                     struct FerryError* error);
 
 /** Creates a stream on `device`, owned by the caller until
  *  ferry_device_stream_destroy. */
 FERRY_EXPORT int ferry_device_stream_create(struct FerryDevice* device, void** stream_out,
                                             struct FerryError* error);
+/** Destroys a stream from ferry_device_stream_create (work already queued on
+ *  it still completes); on failure the caller still owns it. */
 FERRY_EXPORT int ferry_device_stream_destroy(struct FerryDevice* device, void* stream,
                                              struct FerryError* error);
-/** Blocks until all work queued on `stream` is done. */
+/** Blocks until all work queued on `stream` (borrowed) is done; NULL waits
+ *  for all work of the device. */
 FERRY_EXPORT int ferry_device_stream_synchronize(struct FerryDevice* device, void* stream,
                                                  struct FerryError* error);
 /** Creates an event; `*sync_event_out` is a pointer to the native handle
  *  (CUevent*, hipEvent_t*, ...), usable as ArrowDeviceArray.sync_event, owned
  *  by the caller until ferry_device_event_destroy. */
 FERRY_EXPORT int ferry_device_event_create(struct FerryDevice* device,
-                                           void** sync_event_out, struct FerryError* error);
+                                           void** sync_event_out,
+                                           struct FerryError* error);
+/** Destroys an event from ferry_device_event_create; on failure the caller
+ *  still owns it. */
 FERRY_EXPORT int ferry_device_event_destroy(struct FerryDevice* device, void* sync_event,
                                             struct FerryError* error);
-/** Records the event at the current end of `stream`. */
+/** Records the event at the current end of `stream` (both borrowed). */
 FERRY_EXPORT int ferry_device_event_record(struct FerryDevice* device, void* sync_event,
                                            void* stream, struct FerryError* error);
-/** Blocks the host until the event has completed. */
+/** Blocks the host until the event (borrowed) has completed. */
 FERRY_EXPORT int ferry_device_event_synchronize(struct FerryDevice* device,
-                                                void* sync_event, struct FerryError* error);
-/** Makes `stream` wait for the event without blocking the host. */
+                                                void* sync_event,
+                                                struct FerryError* error);
+/** Makes `stream` wait for the event without blocking the host (both
+ *  borrowed). */
 FERRY_EXPORT int ferry_device_stream_wait_event(struct FerryDevice* device, void* stream,
-                                                void* sync_event, struct FerryError* error);
+                                                void* sync_event,
+                                                struct FerryError* error);
 
-/** How ferry_device_array_init_async treats the producer's stream. */
-#define FERRY_EXPORT_RECORD_EVENT 0 /* record a new event (default); destroyed at release */
-#define FERRY_EXPORT_SYNCHRONIZE 1  /* synchronize the stream, export sync_event NULL */
+/** How ferry_device_array_init_async treats the producer's stream:
+ *  RECORD_EVENT (the default) records a new event, destroyed at release;
+ *  SYNCHRONIZE synchronizes the stream and exports sync_event NULL. */
+#define FERRY_EXPORT_RECORD_EVENT 0
+#define FERRY_EXPORT_SYNCHRONIZE 1
 
 /** Like ferry_device_array_init for memory on `device` produced on
- *  `producer_stream` (may be NULL: then nothing is pending and no event is
- *  exported), using `policy`. `array` is moved in on success. */
+ *  `producer_stream` (borrowed; may be NULL: then nothing is pending and no
+ *  event is exported), using `policy`. `array` is moved in on success and
+ *  the caller releases `out`, which owns the recorded event; on failure
+ *  nothing is moved and no event is left behind. */
 FERRY_EXPORT int ferry_device_array_init_async(struct ArrowDeviceArray* out,
                                                struct ArrowArray* array,
                                                struct FerryDevice* device,
@@ -453,7 +492,7 @@ FERRY_EXPORT int ferry_device_array_copy(const struct ArrowSchema* schema,
 /** Strict mode (the default; FERRY_SIM_STRICT=0 in the environment turns it
  *  off at start-up): queued work runs only when something waits for it, so a
  *  consumer that reads before waiting on the sync event reads poison every
- *  time. Process-wide, thread-safe. */
+ *  time. Process-wide, thread-safe; owns nothing. */
 FERRY_EXPORT void ferry_sim_set_strict(int32_t strict);
 FERRY_EXPORT int32_t ferry_sim_is_strict(void);
 
@@ -470,7 +509,8 @@ FERRY_EXPORT int32_t ferry_sim_is_strict(void);
  *  event stays owned by the batch. On failure `out` is left released. */
 FERRY_EXPORT int ferry_stream_get_next_on(struct ArrowDeviceArrayStream* stream,
                                           struct ArrowDeviceArray* out,
-                                          void* consumer_stream, struct FerryError* error);
+                                          void* consumer_stream,
+                                          struct FerryError* error);
 
 /** Moves `src` (described by `schema`, borrowed) to (`device_type`,
  *  `device_id`): without copying when the destination can reach the memory

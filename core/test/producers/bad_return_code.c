@@ -1,4 +1,5 @@
-/* Test producer for `ferry check`: the producer fails with EIO (and leaves its outputs released). */
+/* Test producer for `ferry check`: the producer fails with EIO (and leaves its outputs
+ * released). */
 #include "producer_util.h"
 
 PU_EXPORT int produce(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {

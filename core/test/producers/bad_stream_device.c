@@ -1,4 +1,5 @@
-/* Test producer for `ferry check`: a CPU stream whose second batch claims the ext_dev (sim) device. */
+/* Test producer for `ferry check`: a CPU stream whose second batch claims the ext_dev
+ * (sim) device. */
 #include "producer_util.h"
 
 PU_EXPORT int produce_stream(struct ArrowDeviceArrayStream* out) {

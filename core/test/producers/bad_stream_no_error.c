@@ -1,4 +1,5 @@
-/* Test producer for `ferry check`: a stream whose second get_next fails with no get_last_error message. */
+/* Test producer for `ferry check`: a stream whose second get_next fails with no
+ * get_last_error message. */
 #include "producer_util.h"
 
 PU_EXPORT int produce_stream(struct ArrowDeviceArrayStream* out) {

@@ -1,4 +1,5 @@
-/* Test producer for `ferry check`: child b (utf8) holds an invalid UTF-8 sequence in value 2. */
+/* Test producer for `ferry check`: child b (utf8) holds an invalid UTF-8 sequence in
+ * value 2. */
 #include "producer_util.h"
 
 PU_EXPORT int produce(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {

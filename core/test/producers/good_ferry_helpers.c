@@ -18,7 +18,8 @@ static int make_int32(int32_t base, int64_t length, struct ArrowDeviceArray* out
   const void* buffers[2] = {NULL, values};
   struct ArrowArray array;
   memset(&array, 0, sizeof array);
-  int rc = ferry_array_init(&array, length, 0, 0, 2, buffers, 0, free_buffer, values, NULL);
+  int rc =
+      ferry_array_init(&array, length, 0, 0, 2, buffers, 0, free_buffer, values, NULL);
   if (rc != FERRY_OK) {
     free(values);
     return rc;

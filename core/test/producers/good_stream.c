@@ -1,4 +1,5 @@
-/* Test producer for `ferry check`: a correct stream of three batches that ends properly. */
+/* Test producer for `ferry check`: a correct stream of three batches that ends properly.
+ */
 #include "producer_util.h"
 
 PU_EXPORT int produce_stream(struct ArrowDeviceArrayStream* out) {

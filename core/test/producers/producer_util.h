@@ -19,16 +19,16 @@
 #define PU_EXPORT __attribute__((visibility("default")))
 
 struct pu_options {
-  int64_t a_n_buffers;          /* 0: the right count (2) */
-  const int32_t* b_offsets;     /* NULL: {0, 3, 3, 8, 10} */
-  const char* b_data;           /* NULL: "abcxxhello" */
-  int64_t reserved1;            /* ArrowDeviceArray.reserved[1] */
-  void* sync_event;             /* on the CPU this must stay NULL */
-  ArrowDeviceType device_type;  /* 0: ARROW_DEVICE_CPU */
-  int release_keeps_pointer;    /* top-level release leaves release set */
-  int skip_child_release;       /* top-level release forgets child 1 */
-  int double_child_release;     /* top-level release releases child 0 twice */
-  int crash_in_release;         /* top-level release segfaults */
+  int64_t a_n_buffers;         /* 0: the right count (2) */
+  const int32_t* b_offsets;    /* NULL: {0, 3, 3, 8, 10} */
+  const char* b_data;          /* NULL: "abcxxhello" */
+  int64_t reserved1;           /* ArrowDeviceArray.reserved[1] */
+  void* sync_event;            /* on the CPU this must stay NULL */
+  ArrowDeviceType device_type; /* 0: ARROW_DEVICE_CPU */
+  int release_keeps_pointer;   /* top-level release leaves release set */
+  int skip_child_release;      /* top-level release forgets child 1 */
+  int double_child_release;    /* top-level release releases child 0 twice */
+  int crash_in_release;        /* top-level release segfaults */
 };
 
 /* Faults for real: a write to an unmapped low address, read from a volatile
@@ -55,7 +55,8 @@ static inline void pu_child_schema_release(struct ArrowSchema* schema) {
 static inline void pu_schema_release(struct ArrowSchema* schema) {
   struct pu_schema_block* block = (struct pu_schema_block*)schema->private_data;
   for (int i = 0; i < 2; i++) {
-    if (block->children[i]->release != NULL) block->children[i]->release(block->children[i]);
+    if (block->children[i]->release != NULL)
+      block->children[i]->release(block->children[i]);
   }
   free(block);
   schema->release = NULL;
@@ -101,7 +102,9 @@ struct pu_array_block {
   char b_data[16];
 };
 
-static inline void pu_child_array_release(struct ArrowArray* array) { array->release = NULL; }
+static inline void pu_child_array_release(struct ArrowArray* array) {
+  array->release = NULL;
+}
 
 static inline void pu_array_release(struct ArrowArray* array) {
   struct pu_array_block* block = (struct pu_array_block*)array->private_data;
@@ -125,8 +128,8 @@ static inline void pu_array_release(struct ArrowArray* array) {
 }
 
 /* Exports one batch with `seed` varying the int32 values. */
-static inline int pu_make_array(struct ArrowDeviceArray* out, const struct pu_options* options,
-                                int32_t seed) {
+static inline int pu_make_array(struct ArrowDeviceArray* out,
+                                const struct pu_options* options, int32_t seed) {
   struct pu_array_block* block = (struct pu_array_block*)calloc(1, sizeof *block);
   if (block == NULL) return ENOMEM;
   block->options = *options;
@@ -187,11 +190,11 @@ static inline int pu_export(struct ArrowSchema* schema, struct ArrowDeviceArray*
 
 struct pu_stream_options {
   struct pu_options batch;
-  int64_t n_batches;            /* batches before the end */
-  int crash_after_end;          /* get_next after the end faults */
-  int64_t error_at;             /* get_next call (1-based) that fails, 0: none */
-  int error_without_message;    /* ...and get_last_error returns NULL */
-  int64_t wrong_device_batch;   /* batch index (1-based) exported as EXT_DEV, 0: none */
+  int64_t n_batches;          /* batches before the end */
+  int crash_after_end;        /* get_next after the end faults */
+  int64_t error_at;           /* get_next call (1-based) that fails, 0: none */
+  int error_without_message;  /* ...and get_last_error returns NULL */
+  int64_t wrong_device_batch; /* batch index (1-based) exported as EXT_DEV, 0: none */
 };
 
 struct pu_stream_state {
@@ -227,7 +230,8 @@ static inline int pu_stream_get_next(struct ArrowDeviceArrayStream* stream,
   return pu_make_array(out, &batch, (int32_t)state->calls);
 }
 
-static inline const char* pu_stream_get_last_error(struct ArrowDeviceArrayStream* stream) {
+static inline const char* pu_stream_get_last_error(
+    struct ArrowDeviceArrayStream* stream) {
   struct pu_stream_state* state = (struct pu_stream_state*)stream->private_data;
   if (state->options.error_without_message) return NULL;
   return state->last_error[0] ? state->last_error : NULL;

@@ -56,7 +56,7 @@ typedef enum {
 #endif
   kDLCPU = 1,
   kDLCUDA = 2,
-  kDLCUDAHost = 3,     /* pinned host memory (cudaMallocHost) */
+  kDLCUDAHost = 3, /* pinned host memory (cudaMallocHost) */
   kDLOpenCL = 4,
   kDLVulkan = 7,
   kDLMetal = 8,
@@ -68,8 +68,8 @@ typedef enum {
   kDLOneAPI = 14,
   kDLWebGPU = 15,
   kDLHexagon = 16,
-  kDLMAIA = 17,        /* no Arrow equivalent */
-  kDLTrn = 18,         /* no Arrow equivalent */
+  kDLMAIA = 17, /* no Arrow equivalent */
+  kDLTrn = 18,  /* no Arrow equivalent */
 } DLDeviceType;
 
 typedef struct {
