@@ -9,6 +9,8 @@
 #   3. C host       the same with Go loaded BEFORE the JVM (the Java plugin's SA_ONSTACK fix-up)
 #   4. C host ASan  ASan+UBSan (LeakSanitizer at exit) over the runtimes that run under it
 #   5. JVM host     the matrix with `java` as the process (System.load of every plugin)
+#   6. bench entry points  every plugin's ferry_it_bench.h entry points once, every pair
+#                   (ferry_it_bench --check: release exactly once, counters back at baseline)
 #
 # Every run also checks, per handoff, that every runtime's live allocations,
 # ferry_live_exports() and the sim devices' allocations return to their
@@ -77,7 +79,7 @@ for lang in c rust go java lua; do
   [ -f "$PLUGINS/libferry_it_$lang.so" ] ||
     echo "SKIPPED runtime $lang: $PLUGINS/libferry_it_$lang.so not built"
 done
-if ! bash "$HERE/build.sh" host selftest >"$LOGS/build-host.log" 2>&1; then
+if ! bash "$HERE/build.sh" host selftest bench >"$LOGS/build-host.log" 2>&1; then
   cat "$LOGS/build-host.log"
   echo "the host does not build"; echo "0 passed, $((total_failed + 1)) failed"; exit 1
 fi
@@ -152,6 +154,11 @@ if [ -f "$PLUGINS/libferry_it_java.so" ] || [[ " $require " == *" java "* ]]; th
 else
   echo "SKIPPED jvm-host: the Java plugin is neither built nor required"
 fi
+
+# --- 6. the benchmark entry points (ferry_it_bench.h) ----------------------------------
+# Cheap: one handoff of each kind per ordered pair, so that the entry points the
+# benchmark (scripts/bench_pairs.sh) times cannot rot.
+run bench-entry-points "$BUILD/bin/ferry_it_bench" --check --plugin-dir "$PLUGINS" --require "$require_list"
 
 echo
 echo "cross-language logs: $LOGS"

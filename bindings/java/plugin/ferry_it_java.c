@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ferry_it.h"
+#include "ferry_it_bench.h"
 
 #define FERRY_IT_JAVA_TEXT 4096
 
@@ -399,3 +400,166 @@ FERRY_IT_EXPORT int64_t ferry_it_live_allocations(void) {
 }
 
 FERRY_IT_EXPORT const char* ferry_it_last_error(void) { return t_last_error; }
+
+/* ---- benchmark entry points (ferry_it_bench.h) ---------------------------- */
+
+/* Each is one JNI upcall into org.ferry.it.Bench, found on first use (so an
+ * out-of-date jar breaks only these). The upcalls take and return
+ * primitives, so they create no local reference and need no local frame;
+ * the failure path, which does, runs inside one. */
+static pthread_once_t g_bench_once = PTHREAD_ONCE_INIT;
+static int g_bench_rc = EIO;
+static char g_bench_error[FERRY_IT_JAVA_TEXT];
+static jclass g_bench;
+static jmethodID g_bench_noop, g_bench_export_array, g_bench_consume_array;
+static jmethodID g_bench_export_stream, g_bench_consume_stream, g_bench_last_error;
+
+static void bench_initialize(void) {
+  JNIEnv* env = current_env();
+  if (env == NULL || (*env)->PushLocalFrame(env, 8) != 0) {
+    snprintf(g_bench_error, sizeof g_bench_error, "Java plugin: cannot attach to the JVM");
+    return;
+  }
+  jclass bench = (*env)->FindClass(env, "org/ferry/it/Bench");
+  if (bench == NULL) {
+    char why[FERRY_IT_JAVA_TEXT / 2];
+    if (!describe_exception(env, why, sizeof why)) snprintf(why, sizeof why, "not found");
+    snprintf(g_bench_error, sizeof g_bench_error,
+             "Java plugin: class org.ferry.it.Bench unavailable (%s); jar out of date?", why);
+    (*env)->PopLocalFrame(env, NULL);
+    return;
+  }
+  g_bench_noop = (*env)->GetStaticMethodID(env, bench, "noop", "(J)J");
+  g_bench_export_array = (*env)->GetStaticMethodID(env, bench, "exportArray", "(JJJ)I");
+  g_bench_consume_array = (*env)->GetStaticMethodID(env, bench, "consumeArray", "(JJ)I");
+  g_bench_export_stream = (*env)->GetStaticMethodID(env, bench, "exportStream", "(JJJ)I");
+  g_bench_consume_stream = (*env)->GetStaticMethodID(env, bench, "consumeStream", "(J)I");
+  g_bench_last_error = (*env)->GetStaticMethodID(env, bench, "lastError", "()Ljava/lang/String;");
+  if (!g_bench_noop || !g_bench_export_array || !g_bench_consume_array ||
+      !g_bench_export_stream || !g_bench_consume_stream || !g_bench_last_error) {
+    (*env)->ExceptionClear(env);
+    snprintf(g_bench_error, sizeof g_bench_error,
+             "Java plugin: org.ferry.it.Bench lacks an entry point (jar out of date?)");
+  } else {
+    g_bench = (jclass)(*env)->NewGlobalRef(env, bench);
+    g_bench_rc = g_bench == NULL ? ENOMEM : 0;
+  }
+  (*env)->PopLocalFrame(env, NULL);
+}
+
+/* This thread's env, ready for a bench upcall; NULL with the last error set. */
+static JNIEnv* bench_enter(void) {
+  pthread_once(&g_init_once, initialize);
+  if (g_init_rc != 0) {
+    set_last_error(g_init_error);
+    return NULL;
+  }
+  pthread_once(&g_bench_once, bench_initialize);
+  if (g_bench_rc != 0) {
+    set_last_error(g_bench_error);
+    return NULL;
+  }
+  JNIEnv* env = current_env();
+  if (env == NULL) set_last_error("Java plugin: cannot attach this thread to the JVM");
+  return env;
+}
+
+static int bench_error_code(void) { return g_init_rc ? g_init_rc : g_bench_rc ? g_bench_rc : EIO; }
+
+/* Turns a bench upcall's result into the errno and, on failure, the last error. */
+static int bench_finish(JNIEnv* env, jint rc) {
+  if (rc == 0 && !(*env)->ExceptionCheck(env)) return 0;
+  char text[FERRY_IT_JAVA_TEXT];
+  if ((*env)->PushLocalFrame(env, 8) != 0) {
+    (*env)->ExceptionClear(env);
+    set_last_error("Java plugin: failed, and no room for its message");
+    return rc ? (int)rc : EIO;
+  }
+  if (describe_exception(env, text, sizeof text)) {
+    set_last_error(text);
+    rc = EIO;
+  } else {
+    jstring message = (jstring)(*env)->CallStaticObjectMethod(env, g_bench, g_bench_last_error);
+    const char* chars = NULL;
+    if (describe_exception(env, text, sizeof text) || message == NULL ||
+        (chars = (*env)->GetStringUTFChars(env, message, NULL)) == NULL) {
+      set_last_error("Java plugin: failed, and its message is unavailable");
+    } else {
+      set_last_error(chars);
+      (*env)->ReleaseStringUTFChars(env, message, chars);
+    }
+  }
+  (*env)->PopLocalFrame(env, NULL);
+  return (int)rc;
+}
+
+FERRY_IT_EXPORT int64_t ferry_it_bench_noop(int64_t x) {
+  JNIEnv* env = bench_enter();
+  if (env == NULL) return INT64_MIN;
+  jlong y = (*env)->CallStaticLongMethod(env, g_bench, g_bench_noop, (jlong)x);
+  if ((*env)->ExceptionCheck(env)) {
+    bench_finish(env, EIO);
+    return INT64_MIN;
+  }
+  return (int64_t)y;
+}
+
+FERRY_IT_EXPORT int ferry_it_bench_export_array(int64_t length, struct ArrowSchema* schema_out,
+                                                struct ArrowDeviceArray* array_out) {
+  if (schema_out == NULL || array_out == NULL) {
+    set_last_error("ferry_it_bench_export_array: NULL argument");
+    return EINVAL;
+  }
+  JNIEnv* env = bench_enter();
+  if (env == NULL) return bench_error_code();
+  jint rc = (*env)->CallStaticIntMethod(env, g_bench, g_bench_export_array, (jlong)length,
+                                        (jlong)(intptr_t)schema_out, (jlong)(intptr_t)array_out);
+  return bench_finish(env, rc);
+}
+
+FERRY_IT_EXPORT int ferry_it_bench_consume_array(struct ArrowSchema* schema,
+                                                 struct ArrowDeviceArray* array) {
+  if (schema == NULL || array == NULL) {
+    release_array_pair(schema, array);
+    set_last_error("ferry_it_bench_consume_array: NULL argument");
+    return EINVAL;
+  }
+  JNIEnv* env = bench_enter();
+  int result = bench_error_code();
+  if (env != NULL) {
+    jint rc = (*env)->CallStaticIntMethod(env, g_bench, g_bench_consume_array,
+                                          (jlong)(intptr_t)schema, (jlong)(intptr_t)array);
+    result = bench_finish(env, rc);
+  }
+  release_array_pair(schema, array); /* no-op unless Java never moved them in */
+  return result;
+}
+
+FERRY_IT_EXPORT int ferry_it_bench_export_stream(int64_t length, int64_t batches,
+                                                 struct ArrowDeviceArrayStream* out) {
+  if (out == NULL) {
+    set_last_error("ferry_it_bench_export_stream: NULL argument");
+    return EINVAL;
+  }
+  JNIEnv* env = bench_enter();
+  if (env == NULL) return bench_error_code();
+  jint rc = (*env)->CallStaticIntMethod(env, g_bench, g_bench_export_stream, (jlong)length,
+                                        (jlong)batches, (jlong)(intptr_t)out);
+  return bench_finish(env, rc);
+}
+
+FERRY_IT_EXPORT int ferry_it_bench_consume_stream(struct ArrowDeviceArrayStream* stream) {
+  if (stream == NULL) {
+    set_last_error("ferry_it_bench_consume_stream: NULL argument");
+    return EINVAL;
+  }
+  JNIEnv* env = bench_enter();
+  int result = bench_error_code();
+  if (env != NULL) {
+    jint rc = (*env)->CallStaticIntMethod(env, g_bench, g_bench_consume_stream,
+                                          (jlong)(intptr_t)stream);
+    result = bench_finish(env, rc);
+  }
+  if (stream->release != NULL) stream->release(stream); /* only when never moved in */
+  return result;
+}

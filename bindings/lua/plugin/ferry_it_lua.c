@@ -18,6 +18,7 @@
 
 #include "ferry/ferry.h"
 #include "ferry_it.h"
+#include "ferry_it_bench.h"
 #include "lferry_support.h"
 
 #ifndef FERRY_LUA_SOURCE_DIR
@@ -215,3 +216,146 @@ int64_t ferry_it_live_allocations(void) { return lferry_live_allocations(); }
 
 /* The last failure's message on this thread (owned by the plugin). */
 const char* ferry_it_last_error(void) { return last_error; }
+
+/* ---- benchmark entry points (ferry_it_bench.h) ---------------------------- */
+
+/* Each runs a function of plugin/ferry_it_bench.lua (required on first use)
+ * through the same path as the entry points above: the runtime's lock, a
+ * protected C function, lua_pcall with the traceback handler. Integers go
+ * to Lua as integers, structs as lightuserdata. */
+static int bench_ref = LUA_NOREF;
+
+struct bench_call {
+  struct entry_call entry; /* function, pointers (first, second), code, message */
+  int n_integers;
+  int64_t integers[2];
+  int64_t result;
+};
+
+static int bench_protected(lua_State* L) {
+  struct bench_call* call = (struct bench_call*)lua_touserdata(L, 1);
+  lua_pushcfunction(L, message_handler);
+  int handler = lua_gettop(L);
+  if (bench_ref == LUA_NOREF) {
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "ferry_it_bench");
+    if (lua_pcall(L, 1, 1, handler) != LUA_OK) {
+      describe(L, -1, &call->entry);
+      return 0;
+    }
+    bench_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, bench_ref);
+  lua_getfield(L, -1, call->entry.function);
+  for (int i = 0; i < call->n_integers; i++) lua_pushinteger(L, (lua_Integer)call->integers[i]);
+  int nargs = call->n_integers;
+  if (call->entry.first) {
+    lua_pushlightuserdata(L, call->entry.first);
+    nargs++;
+  }
+  if (call->entry.second) {
+    lua_pushlightuserdata(L, call->entry.second);
+    nargs++;
+  }
+  if (lua_pcall(L, nargs, 1, handler) != LUA_OK) {
+    describe(L, -1, &call->entry);
+  } else {
+    call->result = (int64_t)lua_tointeger(L, -1);
+  }
+  return 0;
+}
+
+/* Runs one bench function; 0, or the errno code with the last error set. The
+ * 1 KiB message buffer is not cleared: only a failure writes and reads it. */
+static int call_bench(struct bench_call* call) {
+  int code = ensure_state();
+  if (code) return code;
+  call->entry.code = 0;
+  call->entry.message[0] = '\0';
+  lferry_runtime_lock(runtime);
+  int top = lua_gettop(state);
+  lua_pushcfunction(state, bench_protected);
+  lua_pushlightuserdata(state, call);
+  if (lua_pcall(state, 1, 0, 0) != LUA_OK) {
+    call->entry.code = ENOMEM;
+    snprintf(call->entry.message, sizeof(call->entry.message), "Lua failure: %s",
+             lua_type(state, -1) == LUA_TSTRING ? lua_tostring(state, -1) : "(no message)");
+  }
+  lua_settop(state, top);
+  lferry_runtime_unlock(runtime);
+  if (call->entry.code) set_last_error(call->entry.message);
+  return call->entry.code;
+}
+
+static void bench_call_init(struct bench_call* call, const char* function, int n_integers,
+                            int64_t a, int64_t b, void* first, void* second) {
+  call->entry.function = function;
+  call->entry.case_spec = NULL;
+  call->entry.first = first;
+  call->entry.second = second;
+  call->n_integers = n_integers;
+  call->integers[0] = a;
+  call->integers[1] = b;
+  call->result = 0;
+}
+
+/* x + 1, computed in Lua. */
+int64_t ferry_it_bench_noop(int64_t x) {
+  struct bench_call call;
+  bench_call_init(&call, "noop", 1, x, 0, NULL, NULL);
+  return call_bench(&call) == 0 ? call.result : INT64_MIN;
+}
+
+/* Exports the cached int32 array into consumer-allocated structs. */
+int ferry_it_bench_export_array(int64_t length, struct ArrowSchema* schema_out,
+                                struct ArrowDeviceArray* array_out) {
+  if (!schema_out || !array_out) {
+    set_last_error("schema_out and array_out must not be NULL");
+    return EINVAL;
+  }
+  struct bench_call call;
+  bench_call_init(&call, "export_array", 1, length, 0, schema_out, array_out);
+  return call_bench(&call);
+}
+
+/* Consumes (and takes ownership of) `schema` and `array`. */
+int ferry_it_bench_consume_array(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {
+  int code = EINVAL;
+  if (!schema || !array) {
+    set_last_error("schema and array must not be NULL");
+  } else {
+    struct bench_call call;
+    bench_call_init(&call, "consume_array", 0, 0, 0, schema, array);
+    code = call_bench(&call);
+  }
+  /* Whatever Lua did not import is released here (released structs are left alone). */
+  ferry_schema_release(schema);
+  ferry_device_array_release(array);
+  return code;
+}
+
+/* Exports a stream of `batches` batches of the cached array. */
+int ferry_it_bench_export_stream(int64_t length, int64_t batches,
+                                 struct ArrowDeviceArrayStream* out) {
+  if (!out) {
+    set_last_error("out must not be NULL");
+    return EINVAL;
+  }
+  struct bench_call call;
+  bench_call_init(&call, "export_stream", 2, length, batches, out, NULL);
+  return call_bench(&call);
+}
+
+/* Reads a stream to its end, taking ownership of it. */
+int ferry_it_bench_consume_stream(struct ArrowDeviceArrayStream* stream) {
+  int code = EINVAL;
+  if (!stream) {
+    set_last_error("stream must not be NULL");
+  } else {
+    struct bench_call call;
+    bench_call_init(&call, "consume_stream", 0, 0, 0, stream, NULL);
+    code = call_bench(&call);
+  }
+  ferry_stream_release(stream);
+  return code;
+}

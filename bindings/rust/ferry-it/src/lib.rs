@@ -23,6 +23,7 @@ use std::os::raw::{c_char, c_int};
 use ferry::{errno, ArrayProducer, DeviceArray, DeviceArrayStream, Error, Result, Schema};
 use ferry_sys as sys;
 
+pub mod bench;
 pub mod case;
 pub mod check;
 pub mod formula;

@@ -1,0 +1,237 @@
+package main
+
+// The benchmark entry points of tests/integration/ferry_it_bench.h, written
+// the way a Go user of package ferry writes them: a cached Go slice exported
+// in place with PinSlice (pinned until the consumer releases the array, the
+// release unpins it: it only drops a reference), Field.Export for the schema,
+// ExportArrayTo straight into the consumer's struct, ExportDataStream with a
+// func for a stream; ImportDeviceArray and ImportStream with Next to consume.
+// Every //export recovers panics, as the plugin's other entry points do.
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../ferry/include
+#cgo pkg-config: ferry
+#include <stdint.h>
+#include "ferry/ferry.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/ferry-project/ferry/bindings/go/ferry"
+)
+
+// benchMaxLength is the largest length accepted: 1 GiB of int32.
+const benchMaxLength = 1 << 28
+
+type benchBuffer struct {
+	length int64
+	values []int32
+}
+
+// benchCache holds the buffers made so far; it is replaced, never mutated,
+// so lookups are one atomic load.
+var (
+	benchCache  atomic.Pointer[[]benchBuffer]
+	benchInsert sync.Mutex
+)
+
+var benchField = ferry.Field{Format: "i", Name: "values"}
+
+func findBenchBuffer(length int64) []int32 {
+	if list := benchCache.Load(); list != nil {
+		for i := range *list {
+			if (*list)[i].length == length {
+				return (*list)[i].values
+			}
+		}
+	}
+	return nil
+}
+
+// cachedValues returns the slice of length values (each holding length),
+// made on first use.
+func cachedValues(length int64) ([]int32, error) {
+	if values := findBenchBuffer(length); values != nil {
+		return values, nil
+	}
+	if length < 0 || length > benchMaxLength {
+		return nil, &ferry.Error{Code: syscall.EINVAL, Message: fmt.Sprintf("length %d is outside 0..%d", length, benchMaxLength)}
+	}
+	benchInsert.Lock()
+	defer benchInsert.Unlock()
+	if values := findBenchBuffer(length); values != nil {
+		return values, nil
+	}
+	values := make([]int32, max(length, 1))[:length]
+	if length > 0 {
+		values[0] = int32(length)
+	}
+	var list []benchBuffer
+	if old := benchCache.Load(); old != nil {
+		list = append(list, *old...)
+	}
+	list = append(list, benchBuffer{length: length, values: values})
+	benchCache.Store(&list)
+	return values, nil
+}
+
+func benchData(length int64, values []int32) *ferry.ArrayData {
+	return &ferry.ArrayData{Format: "i", Length: length, Buffers: []ferry.Buffer{{}, ferry.PinSlice(values)}}
+}
+
+// readFirst reads the length and element 0 of a consumed array.
+func readFirst(length int64, offset int64, values unsafe.Pointer) error {
+	if length <= 0 {
+		return nil
+	}
+	if values == nil {
+		return &ferry.Error{Code: syscall.EINVAL, Message: "the values buffer is NULL"}
+	}
+	first := unsafe.Slice((*int32)(values), offset+1)[offset]
+	if first != int32(length) {
+		return &ferry.Error{Code: syscall.EINVAL, Message: fmt.Sprintf("element 0 is %d, expected the length %d", first, length)}
+	}
+	return nil
+}
+
+//export ferry_it_bench_noop
+func ferry_it_bench_noop(x C.int64_t) (y C.int64_t) {
+	defer func() {
+		if r := recover(); r != nil {
+			y = -1 << 63
+		}
+	}()
+	return x + 1
+}
+
+//export ferry_it_bench_export_array
+func ferry_it_bench_export_array(length C.int64_t, schemaOut *C.struct_ArrowSchema, arrayOut *C.struct_ArrowDeviceArray) (rc C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			rc = finish(nil, r)
+		}
+	}()
+	return finish(benchExportArray(int64(length), unsafe.Pointer(schemaOut), unsafe.Pointer(arrayOut)), nil)
+}
+
+func benchExportArray(length int64, schemaOut, arrayOut unsafe.Pointer) error {
+	if schemaOut == nil || arrayOut == nil {
+		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_bench_export_array: NULL argument"}
+	}
+	values, err := cachedValues(length)
+	if err != nil {
+		return err
+	}
+	schema, err := benchField.Export()
+	if err != nil {
+		return err
+	}
+	if err := schema.ExportTo(schemaOut); err != nil {
+		schema.Release()
+		return err
+	}
+	if err := ferry.ExportArrayTo(benchData(length, values), nil, arrayOut); err != nil {
+		C.ferry_schema_release((*C.struct_ArrowSchema)(schemaOut))
+		return err
+	}
+	return nil
+}
+
+//export ferry_it_bench_consume_array
+func ferry_it_bench_consume_array(schema *C.struct_ArrowSchema, array *C.struct_ArrowDeviceArray) (rc C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			rc = finish(nil, r)
+		}
+		// Ownership was taken: whatever was not imported is released here.
+		C.ferry_schema_release(schema)
+		C.ferry_device_array_release(array)
+	}()
+	return finish(benchConsumeArray(unsafe.Pointer(schema), unsafe.Pointer(array)), nil)
+}
+
+func benchConsumeArray(schema, array unsafe.Pointer) error {
+	if schema == nil || array == nil {
+		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_bench_consume_array: NULL argument"}
+	}
+	a, err := ferry.ImportDeviceArray(array, schema)
+	if err != nil {
+		return err
+	}
+	defer a.Release()
+	return readFirst(a.Length(), a.Offset(), a.Buffer(1))
+}
+
+//export ferry_it_bench_export_stream
+func ferry_it_bench_export_stream(length, batches C.int64_t, out *C.struct_ArrowDeviceArrayStream) (rc C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			rc = finish(nil, r)
+		}
+	}()
+	return finish(benchExportStream(int64(length), int64(batches), unsafe.Pointer(out)), nil)
+}
+
+func benchExportStream(length, batches int64, out unsafe.Pointer) error {
+	if out == nil {
+		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_bench_export_stream: NULL argument"}
+	}
+	if batches < 0 {
+		return &ferry.Error{Code: syscall.EINVAL, Message: fmt.Sprintf("batches %d is negative", batches)}
+	}
+	values, err := cachedValues(length)
+	if err != nil {
+		return err
+	}
+	remaining := batches
+	s, err := ferry.ExportDataStream(benchField, ferry.DeviceCPU, nil, func() (*ferry.ArrayData, error) {
+		if remaining == 0 {
+			return nil, nil
+		}
+		remaining--
+		return benchData(length, values), nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.ExportTo(out); err != nil {
+		s.Release()
+		return err
+	}
+	return nil
+}
+
+//export ferry_it_bench_consume_stream
+func ferry_it_bench_consume_stream(stream *C.struct_ArrowDeviceArrayStream) (rc C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			rc = finish(nil, r)
+		}
+		C.ferry_stream_release(stream)
+	}()
+	return finish(benchConsumeStream(unsafe.Pointer(stream)), nil)
+}
+
+func benchConsumeStream(stream unsafe.Pointer) error {
+	if stream == nil {
+		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_bench_consume_stream: NULL argument"}
+	}
+	s, err := ferry.ImportStream(stream)
+	if err != nil {
+		return err
+	}
+	defer s.Release()
+	for s.Next() {
+		b := s.Batch()
+		if err := readFirst(b.Length(), b.Offset(), b.Buffer(1)); err != nil {
+			return err
+		}
+	}
+	return s.Err()
+}
