@@ -34,19 +34,6 @@ total_passed=0; total_failed=0
 
 note_failure() { echo "FAIL $*"; total_failed=$((total_failed + 1)); }
 
-# The command that builds (and installs) a runtime's plugin, or nothing.
-plugin_builder() {
-  local lang="$1" dir="$ROOT/bindings/$1"
-  [ -d "$dir" ] || return 0
-  if [ -f "$dir/build_plugin.sh" ]; then echo "bash $dir/build_plugin.sh"; return; fi
-  case "$lang" in
-    lua)  [ -f "$dir/build.sh" ] && echo "bash $dir/build.sh plugin" ;;
-    java) [ -f "$dir/test.sh" ] && echo "bash $dir/test.sh" ;;
-    go)   if [ -f "$dir/plugin/build.sh" ]; then echo "bash $dir/plugin/build.sh"
-          elif [ -f "$dir/test.sh" ]; then echo "bash $dir/test.sh"; fi ;;
-  esac
-}
-
 # --- build --------------------------------------------------------------------
 if ! bash "$ROOT/scripts/build.sh"; then
   echo "the core does not build"; echo "0 passed, 1 failed"; exit 1
@@ -54,23 +41,11 @@ fi
 if [ -n "${FERRY_IT_REQUIRE:-}" ]; then
   require="$FERRY_IT_REQUIRE"
 else
-  require="c"
-  for lang in rust go java lua; do
-    [ -n "$(plugin_builder "$lang")" ] && require="$require $lang"
-  done
+  require="$(bash "$HERE/build_plugins.sh" --list)"
 fi
 echo "required runtimes: $require"
-for lang in $require; do
-  [ "$lang" = c ] && continue
-  [ -f "$PLUGINS/libferry_it_$lang.so" ] && continue
-  builder="$(plugin_builder "$lang")"
-  if [ -z "$builder" ]; then
-    echo "runtime $lang is required but bindings/$lang has no plugin build script"
-    continue
-  fi
-  echo "building the $lang plugin: $builder (log $LOGS/build-$lang.log)"
-  $builder >"$LOGS/build-$lang.log" 2>&1 || { echo "  failed:"; tail -n 30 "$LOGS/build-$lang.log"; }
-done
+# shellcheck disable=SC2086
+bash "$HERE/build_plugins.sh" $require
 for lang in $require; do
   [ -f "$PLUGINS/libferry_it_$lang.so" ] ||
     note_failure "required runtime $lang: $PLUGINS/libferry_it_$lang.so not built"
