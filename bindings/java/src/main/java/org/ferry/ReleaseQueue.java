@@ -25,6 +25,9 @@ final class ReleaseQueue {
   static final long LINGER_MS = 10;
 
   private static volatile boolean drainerStarted;
+  /** Rounds the drainer thread has completed; guarded by ROUNDS_LOCK. */
+  private static long drainerRounds;
+  private static final Object ROUNDS_LOCK = new Object();
 
   private ReleaseQueue() {}
 
@@ -45,6 +48,30 @@ final class ReleaseQueue {
       total += n;
     }
     return total;
+  }
+
+  /** Rounds the drainer thread has completed so far (for tests). */
+  static long drainerRounds() {
+    synchronized (ROUNDS_LOCK) {
+      return drainerRounds;
+    }
+  }
+
+  /**
+   * Blocks until the drainer thread has completed a round after {@code round}
+   * (a value from {@link #drainerRounds()}), or until {@code timeoutMs} passed;
+   * returns whether it did. Tests use it to wait for the drainer without polling.
+   */
+  static boolean awaitDrainerRoundAfter(long round, long timeoutMs) throws InterruptedException {
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+    synchronized (ROUNDS_LOCK) {
+      while (drainerRounds <= round) {
+        long left = (deadline - System.nanoTime()) / 1_000_000L;
+        if (left <= 0) return false;
+        ROUNDS_LOCK.wait(left);
+      }
+      return true;
+    }
   }
 
   /** Starts the drainer thread once (before the first queued export). */
@@ -69,6 +96,10 @@ final class ReleaseQueue {
         // releases do not signal it, and exports drain in passing.
         Thread.sleep(LINGER_MS);
         drainAll();
+        synchronized (ROUNDS_LOCK) {
+          drainerRounds++;
+          ROUNDS_LOCK.notifyAll();
+        }
       } catch (InterruptedException e) {
         // Daemon: keep draining; nobody is meant to stop it.
       } catch (RuntimeException | Error e) {

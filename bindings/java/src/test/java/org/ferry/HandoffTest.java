@@ -152,10 +152,15 @@ class HandoffTest {
       assertEquals(before + 1, HandleTable.size());
       Testing.releaseAll(new long[] {array});
       // Nothing on this thread drains (HandleTable.size does not): the daemon
-      // drainer must, within its linger round. Bounded wait.
+      // drainer must. Each of its rounds is signalled, so this waits on rounds
+      // (no polling); a round that ended just before the release was queued is
+      // followed by another, because the queued release wakes the drainer.
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
       while (HandleTable.size() != before && System.nanoTime() < deadline) {
-        Thread.sleep(5);
+        long round = ReleaseQueue.drainerRounds();
+        if (HandleTable.size() == before) break;
+        assertTrue(ReleaseQueue.awaitDrainerRoundAfter(round, 10_000),
+            "the drainer thread never completed a round");
       }
       assertEquals(before, HandleTable.size(), "the drainer dropped the released export");
     } finally {
