@@ -44,8 +44,9 @@ fi
 
 if [ "$mvn_rc" -eq 0 ]; then
   echo "== test plugin"
-  cp "$HERE/target/ferry-java-0.1.0.jar" "$BUILD/java/ferry-java.jar"
-  cp "$HERE/target/native/libferry_jni.so" "$BUILD/java/libferry_jni.so"
+  # Installs the jar and JNI library and builds the plugin (one recipe, shared
+  # with harnesses that need the plugin without the tests).
+  bash "$HERE/build_plugin.sh" --no-maven
   # The JNI library must use the shared core, never carry a copy of it.
   jni="$BUILD/java/libferry_jni.so"
   if readelf -d "$jni" | grep -q 'NEEDED.*\[libferry\.so' &&
@@ -56,17 +57,6 @@ if [ "$mvn_rc" -eq 0 ]; then
     echo "FAIL libferry_jni.so does not link libferry.so dynamically (or defines ferry_ symbols)"
     failed=$((failed + 1))
   fi
-  mkdir -p "$BUILD/plugins"
-  gcc -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -shared -Wall -Wextra -Wno-unused-parameter -Werror \
-    -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" -I"$FERRY_ROOT/core/include" \
-    -I"$FERRY_ROOT/tests/integration" "$HERE/plugin/ferry_it_java.c" -ldl -lpthread \
-    -o "$BUILD/plugins/libferry_it_java.so"
-  # Where the plugin's JVM finds the binding (read by ferry_it_java.c).
-  {
-    echo "classpath=$BUILD/java/ferry-java.jar"
-    echo "library_path=$BUILD/java"
-    echo "java_home=$JAVA_HOME"
-  } >"$BUILD/plugins/libferry_it_java.conf"
   gcc -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I"$FERRY_ROOT/core/include" \
     -I"$FERRY_ROOT/tests/integration" "$HERE/plugin/test/host.c" -ldl -lpthread \
     -L"$BUILD/lib" -lferry -Wl,-rpath,"$BUILD/lib" -o "$BUILD/java/host"
