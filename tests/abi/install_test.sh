@@ -40,7 +40,12 @@ int main(void) {
 }
 C
 export PKG_CONFIG_PATH="$(dirname "$pc")"
-if cc -std=c11 "$tmp/app.c" -o "$tmp/app" $(pkg-config --cflags --libs ferry) \
+# A sanitizer build installs an instrumented library: the program needs the
+# same runtime, so it is built with the build's own -fsanitize flags.
+san="$(sed -n 's/^FERRY_SANITIZE:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)"
+san_flags=()
+[ -n "$san" ] && san_flags=("-fsanitize=$san")
+if cc -std=c11 "${san_flags[@]}" "$tmp/app.c" -o "$tmp/app" $(pkg-config --cflags --libs ferry) \
      -Wl,-rpath,"$(pkg-config --variable=libdir ferry)" 2>"$tmp/cc.log"; then ok; else
   cat "$tmp/cc.log"; bad "a program does not build against the installed ferry"; fi
 # It must find the installed library, not the build tree's.
