@@ -48,6 +48,34 @@ static int parse_target(const char* target, struct target_args* args) {
   return 0;
 }
 
+/* Calls the producer `fn` (named `symbol`) of the array signature into
+ * zeroed structs; a non-zero return is reported as a finding and returned.
+ * The caller owns what the producer filled either way. */
+static int call_array_producer(void* fn, const char* symbol, struct ArrowSchema* schema,
+                               struct ArrowDeviceArray* array) {
+  memset(schema, 0, sizeof *schema);
+  memset(array, 0, sizeof *array);
+  tool_stage("the producer call %s", symbol);
+  int rc = ((array_producer_fn)fn)(schema, array);
+  if (rc != 0) {
+    tool_fail("return_code", "root", "producer returned %d (%s)", rc, ferry_errno_name(rc));
+  }
+  return rc;
+}
+
+/* The same for a stream producer. */
+static int call_stream_producer(void* fn, const char* symbol,
+                                struct ArrowDeviceArrayStream* stream) {
+  memset(stream, 0, sizeof *stream);
+  tool_stage("the producer call %s", symbol);
+  int rc = ((stream_producer_fn)fn)(stream);
+  if (rc != 0) {
+    tool_fail("return_code", "stream", "producer returned %d (%s)", rc,
+              ferry_errno_name(rc));
+  }
+  return rc;
+}
+
 /* Waits on the array's event so that sizes read from device memory are real. */
 static void wait_before_reading(const struct ArrowDeviceArray* array) {
   if (array->sync_event == NULL || array->device_type == ARROW_DEVICE_CPU) return;
@@ -66,15 +94,7 @@ static void inspect_child(void* arg) {
   if (!args->stream) {
     struct ArrowSchema schema;
     struct ArrowDeviceArray array;
-    memset(&schema, 0, sizeof schema);
-    memset(&array, 0, sizeof array);
-    tool_stage("the producer call %s", args->symbol);
-    int rc = ((array_producer_fn)fn)(&schema, &array);
-    if (rc != 0) {
-      tool_fail("return_code", "root", "producer returned %d (%s)", rc,
-                ferry_errno_name(rc));
-      return;
-    }
+    if (call_array_producer(fn, args->symbol, &schema, &array) != 0) return;
     tool_stage("printing");
     tool_out("schema:");
     tool_print_schema(&schema, "root", 1);
@@ -86,20 +106,13 @@ static void inspect_child(void* arg) {
     return;
   }
   struct ArrowDeviceArrayStream stream;
-  memset(&stream, 0, sizeof stream);
-  tool_stage("the producer call %s", args->symbol);
-  int rc = ((stream_producer_fn)fn)(&stream);
-  if (rc != 0) {
-    tool_fail("return_code", "stream", "producer returned %d (%s)", rc,
-              ferry_errno_name(rc));
-    return;
-  }
+  if (call_stream_producer(fn, args->symbol, &stream) != 0) return;
   tool_out("stream: device %s (device_type %d)",
            ferry_device_type_name(stream.device_type), (int)stream.device_type);
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   tool_stage("get_schema");
-  rc = stream.get_schema(&stream, &schema);
+  int rc = stream.get_schema(&stream, &schema);
   if (rc != 0) {
     tool_stage("get_last_error");
     const char* message = stream.get_last_error ? stream.get_last_error(&stream) : NULL;
@@ -186,13 +199,7 @@ static void check_array_child(void* arg) {
   if (fn == NULL) return;
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
-  memset(&schema, 0, sizeof schema);
-  memset(&array, 0, sizeof array);
-  tool_stage("the producer call %s", args->symbol);
-  int rc = ((array_producer_fn)fn)(&schema, &array);
-  if (rc != 0) {
-    tool_fail("return_code", "root", "producer returned %d (%s)", rc,
-              ferry_errno_name(rc));
+  if (call_array_producer(fn, args->symbol, &schema, &array) != 0) {
     check_left_released(&schema, &array);
     return;
   }
@@ -210,14 +217,7 @@ static void check_stream_child(void* arg) {
   void* fn = tool_load_symbol(args->lib, args->symbol, NULL);
   if (fn == NULL) return;
   struct ArrowDeviceArrayStream stream;
-  memset(&stream, 0, sizeof stream);
-  tool_stage("the producer call %s", args->symbol);
-  int rc = ((stream_producer_fn)fn)(&stream);
-  if (rc != 0) {
-    tool_fail("return_code", "stream", "producer returned %d (%s)", rc,
-              ferry_errno_name(rc));
-    return;
-  }
+  if (call_stream_producer(fn, args->symbol, &stream) != 0) return;
   if (stream.release == NULL) {
     tool_fail("released", "stream", "the exported stream is released");
     return;
