@@ -44,9 +44,9 @@
  *                    and the producer's hook (counted, checked at the end).
  *   handoff_1GiB     The same over 1 GiB of data (exported zero-copy; only
  *                    the first value is read, so one page is touched).
- *   stream_get_next  The libferry pull round trip: a ferry_stream_init
+ *   stream_get_next  The libferry pull round trip: a ferry_array_stream_init
  *                    stream whose get_next exports the 1 KiB array as
- *                    above; the consumer calls ferry_stream_get_next,
+ *                    above; the consumer calls ferry_array_stream_get_next,
  *                    ferry_device_array_move, reads, releases (hook runs):
  *                    the c2c_static shape with ferry on both sides.
  *
@@ -292,7 +292,7 @@ NOINLINE static int64_t run_stream(int64_t n) {
   memset(&consumer, 0, sizeof(consumer));
   int64_t acc = 0;
   for (int64_t i = 0; i < n; i++) {
-    if (ferry_stream_get_next(&bench_stream, &batch, NULL) != 0 ||
+    if (ferry_array_stream_get_next(&bench_stream, &batch, NULL) != 0 ||
         ferry_device_array_move(&batch, &consumer) != 0) {
       fprintf(stderr, "core_bench: get_next failed\n");
       exit(1);
@@ -417,9 +417,9 @@ int main(int argc, char** argv) {
   huge_data[0] = 7;
   for (int i = 0; i < 256; i++) small_data[i] = i;
   struct FerryError error;
-  if (ferry_stream_init(&bench_stream, ARROW_DEVICE_CPU, NULL, producer_get_next, NULL,
+  if (ferry_array_stream_init(&bench_stream, ARROW_DEVICE_CPU, NULL, producer_get_next, NULL,
                         NULL, &error) != 0) {
-    fprintf(stderr, "core_bench: ferry_stream_init: %s\n", error.message);
+    fprintf(stderr, "core_bench: ferry_array_stream_init: %s\n", error.message);
     return 1;
   }
   int64_t live_before = ferry_live_exports();
@@ -442,7 +442,7 @@ int main(int argc, char** argv) {
       expected_hooks += hooks_per_op(c) * iterations;
     }
   }
-  ferry_stream_release(&bench_stream);
+  ferry_array_stream_release(&bench_stream);
   if (ferry_live_exports() != live_before - 1) {
     fprintf(stderr, "core_bench: live exports did not return to baseline\n");
     return 1;

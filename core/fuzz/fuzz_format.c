@@ -1,4 +1,4 @@
-/* libFuzzer target: ferry_format_parse / ferry_format_validate on arbitrary
+/* libFuzzer target: ferry__format_parse / ferry_format_validate on arbitrary
  * bytes. Beyond "no crash", it checks that both entry points agree, that a
  * rejection always has a bounded message naming the format, and that an
  * accepted format yields a layout within the parser's own limits. */
@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   struct FerryFormat parsed;
   struct FerryError error;
   ferry_error_init(&error);
-  int rc = ferry_format_parse(format, &parsed, &error);
+  int rc = ferry__format_parse(format, &parsed, &error);
   if (rc != ferry_format_validate(format, NULL)) abort();
   if (rc != FERRY_OK) {
     size_t n = strlen(error.message);

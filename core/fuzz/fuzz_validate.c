@@ -132,7 +132,7 @@ static int build(struct input* in, int depth, struct ArrowSchema* schema,
   int64_t n = array->length < 0 ? 0 : array->length + array->offset;
 
   struct FerryFormat f;
-  if (ferry_format_parse(format, &f, NULL) != FERRY_OK) {
+  if (ferry__format_parse(format, &f, NULL) != FERRY_OK) {
     /* Invalid on purpose: no layout to honour; a couple of small buffers. */
     array->n_buffers = take(in) % 3;
     array->buffers = (const void**)arena_alloc(3 * sizeof(void*));

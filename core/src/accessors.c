@@ -95,7 +95,7 @@ static int64_t ferry_metadata_walk(const char* metadata, int64_t want, const cha
   return n_pairs;
 }
 
-int64_t ferry_metadata_encoded_size(const char* metadata) {
+int64_t ferry__metadata_encoded_size(const char* metadata) {
   int64_t size = 0;
   if (ferry_metadata_walk(metadata, -1, NULL, NULL, NULL, NULL, &size) < 0) return -1;
   return size;

@@ -99,32 +99,32 @@ struct FerryDriverErrorName {
  * (context)", with the name looked up in `table` (or "[op][<result_type> N]"
  * when ferry has no name for `rc`); `fmt` and `args` give the context.
  * Returns `code_errno`. Defined in error.c. */
-int ferry_set_driver_error_v(struct FerryError* error, int code_errno,
+int ferry__set_driver_error_v(struct FerryError* error, int code_errno,
                              const struct FerryDriverErrorName* table, size_t table_size,
                              const char* result_type, unsigned int rc, const char* op,
                              const char* fmt, va_list args);
 
 /* The backends compiled into libferry, in the order ferry_backend_* lists
  * them. Defined in cpu.c, sim.c, cuda.c and hip.c. */
-extern const struct FerryBackend ferry_backend_cpu;
-extern const struct FerryBackend ferry_backend_sim;
-extern const struct FerryBackend ferry_backend_cuda;
-extern const struct FerryBackend ferry_backend_rocm;
+extern const struct FerryBackend ferry__backend_cpu;
+extern const struct FerryBackend ferry__backend_sim;
+extern const struct FerryBackend ferry__backend_cuda;
+extern const struct FerryBackend ferry__backend_rocm;
 
 /* The device struct for (type, id), or NULL with the reason in `error`. */
-int ferry_registry_resolve(ArrowDeviceType device_type, int64_t device_id,
+int ferry__registry_resolve(ArrowDeviceType device_type, int64_t device_id,
                            struct FerryDevice** out, struct FerryError* error);
 
 /* Residency check for the validator: FERRY_OK when [ptr, ptr + size) lives on
  * `device`, EFAULT (message names the pointer and the device) when it does
  * not, ENOTSUP when the backend cannot tell, EINVAL for bad arguments.
  * Borrows everything. Defined in device.c. */
-int ferry_device_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
+int ferry__device_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
                                struct FerryError* error);
 
 /* Live counts of the simulated device's streams and events (all sim device
  * ids together), for leak tests. Defined in sim.c. */
-int64_t ferry_sim_live_streams(void);
-int64_t ferry_sim_live_events(void);
+int64_t ferry__sim_live_streams(void);
+int64_t ferry__sim_live_events(void);
 
 #endif  // FERRY_SRC_BACKEND_H

@@ -36,7 +36,7 @@ static int ferry_buffer_size_fail(const struct FerryBufferSizeCall* call,
   va_start(args, reason);
   vsnprintf(what, sizeof(what), reason, args);
   va_end(args);
-  return ferry_set_error(call->error, EINVAL, FERRY_BUFFER_SIZE_PREFIX "%s", call->index,
+  return ferry__set_error(call->error, EINVAL, FERRY_BUFFER_SIZE_PREFIX "%s", call->index,
                          call->schema->format, what);
 }
 
@@ -63,7 +63,7 @@ static int ferry_buffer_size_read(const struct FerryBufferSizeCall* call, void* 
     rc = ferry_device_memcpy(host, dst, device, src, size, NULL, &device_error);
   }
   if (rc != FERRY_OK) {
-    return ferry_set_error(
+    return ferry__set_error(
         call->error, rc,
         FERRY_BUFFER_SIZE_PREFIX "reading %" PRId64 " bytes from device %s:%" PRId64
                                  " failed: %s",
@@ -127,7 +127,7 @@ int ferry_array_buffer_size(const struct ArrowSchema* schema,
                             int64_t device_id, int64_t i, int64_t* size_out,
                             struct FerryError* error) {
   if (schema == NULL || array == NULL || size_out == NULL) {
-    return ferry_set_error(error, EINVAL, "ferry_array_buffer_size: %s is NULL",
+    return ferry__set_error(error, EINVAL, "ferry_array_buffer_size: %s is NULL",
                            schema == NULL  ? "schema"
                            : array == NULL ? "array"
                                            : "size_out");
@@ -135,19 +135,19 @@ int ferry_array_buffer_size(const struct ArrowSchema* schema,
   /* A released struct's pointers may dangle (ferry's own release frees the
    * format string), so nothing of it is read. */
   if (schema->release == NULL || array->release == NULL) {
-    return ferry_set_error(error, EINVAL, "ferry_array_buffer_size: %s is released",
+    return ferry__set_error(error, EINVAL, "ferry_array_buffer_size: %s is released",
                            schema->release == NULL ? "schema" : "array");
   }
   if (schema->format == NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_array_buffer_size: the schema's format is NULL");
   }
   struct FerryBufferSizeCall call = {schema, array, device_type, device_id, i, error};
   struct FerryFormat format;
   struct FerryError format_error;
   format_error.message[0] = '\0';
-  if (ferry_format_parse(schema->format, &format, &format_error) != FERRY_OK) {
-    return ferry_set_error(error, EINVAL, FERRY_BUFFER_SIZE_PREFIX "bad format: %s", i,
+  if (ferry__format_parse(schema->format, &format, &format_error) != FERRY_OK) {
+    return ferry__set_error(error, EINVAL, FERRY_BUFFER_SIZE_PREFIX "bad format: %s", i,
                            schema->format, format_error.message);
   }
   if (array->length < 0 || array->offset < 0 ||

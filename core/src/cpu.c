@@ -32,14 +32,14 @@ static int cpu_is_host_accessible(ArrowDeviceType device_type) { return 1; }
 
 static int cpu_allocate(struct FerryDevice* device, int64_t size, void** out,
                         struct FerryError* error) {
-  int64_t rounded = ferry_aligned_alloc_size(size, FERRY_CPU_ALIGNMENT);
+  int64_t rounded = ferry__aligned_alloc_size(size, FERRY_CPU_ALIGNMENT);
   if (rounded == 0) {
-    return ferry_set_error(
+    return ferry__set_error(
         error, ENOMEM, "cannot allocate %" PRId64 " bytes on the CPU (too large)", size);
   }
   void* ptr = aligned_alloc(FERRY_CPU_ALIGNMENT, (size_t)rounded);
   if (ptr == NULL) {
-    return ferry_set_error(error, ENOMEM,
+    return ferry__set_error(error, ENOMEM,
                            "out of memory allocating %" PRId64 " bytes on the CPU", size);
   }
   *out = ptr;
@@ -76,7 +76,7 @@ static int cpu_stream_synchronize(struct FerryDevice* device, void* stream,
 }
 
 static int cpu_no_events(struct FerryError* error) {
-  return ferry_set_error(error, EINVAL, "the CPU has no events; export sync_event NULL");
+  return ferry__set_error(error, EINVAL, "the CPU has no events; export sync_event NULL");
 }
 
 static int cpu_event_create(struct FerryDevice* device, void** sync_event_out,
@@ -107,11 +107,11 @@ static int cpu_stream_wait_event(struct FerryDevice* device, void* stream,
 static int cpu_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
                              struct FerryError* error) {
   /* Any address may be host memory: malloc, mmap, a runtime's own heap. */
-  return ferry_set_error(error, ENOTSUP,
+  return ferry__set_error(error, ENOTSUP,
                          "the cpu backend cannot tell whether %p is host memory", ptr);
 }
 
-const struct FerryBackend ferry_backend_cpu = {
+const struct FerryBackend ferry__backend_cpu = {
     .name = "cpu",
     .device_types = kCpuDeviceTypes,
     .n_device_types = 1,

@@ -151,7 +151,7 @@ static int cuda_fail_with(struct FerryError* error, int code_errno, ferry_CUresu
   va_list args;
   va_start(args, fmt);
   int code =
-      ferry_set_driver_error_v(error, code_errno, kCudaErrorNames,
+      ferry__set_driver_error_v(error, code_errno, kCudaErrorNames,
                                sizeof(kCudaErrorNames) / sizeof(kCudaErrorNames[0]),
                                "CUresult", rc, op, fmt, args);
   va_end(args);
@@ -197,7 +197,7 @@ static int cuda_probe(struct FerryError* error) {
   if (g_cuda.library == NULL) {
     const char* why = dlerror();
     int code =
-        ferry_set_error(error, ENODEV,
+        ferry__set_error(error, ENODEV,
                         "cuda backend: cannot load the CUDA driver library %s%s: %s "
                         "(no NVIDIA driver installed?)",
                         path, override != NULL ? " (FERRY_CUDA_LIBRARY)" : "",
@@ -216,7 +216,7 @@ static int cuda_probe(struct FerryError* error) {
 #undef FERRY_CUDA_RESOLVE
   if (missing != NULL) {
     int code =
-        ferry_set_error(error, ENOTSUP,
+        ferry__set_error(error, ENOTSUP,
                         "cuda backend: the CUDA driver library %s does not export %s "
                         "(ferry needs a driver for CUDA 11 or newer)",
                         path, missing);
@@ -231,7 +231,7 @@ static int cuda_probe(struct FerryError* error) {
   rc = g_cuda.cuDeviceGetCount(&g_cuda.device_count);
   if (rc != FERRY_CUDA_SUCCESS) return cuda_probe_failed(error, rc, "cuDeviceGetCount");
   if (g_cuda.device_count <= 0) {
-    int code = ferry_set_error(
+    int code = ferry__set_error(
         error, ENODEV,
         "[cuDeviceGetCount] cuda backend: the CUDA driver %d.%d (%s) "
         "reports no device",
@@ -250,7 +250,7 @@ static int cuda_device_count(ArrowDeviceType device_type, int64_t* count,
 
 static int cuda_device_init(struct FerryDevice* device, struct FerryError* error) {
   struct FerryCudaDevice* state = (struct FerryCudaDevice*)calloc(1, sizeof(*state));
-  if (state == NULL) return ferry_set_error(error, ENOMEM, "out of memory (cuda device)");
+  if (state == NULL) return ferry__set_error(error, ENOMEM, "out of memory (cuda device)");
   ferry_CUresult rc = g_cuda.cuDeviceGet(&state->device, (int)device->device_id);
   if (rc != FERRY_CUDA_SUCCESS) {
     free(state);
@@ -483,7 +483,7 @@ static int cuda_event_create(struct FerryDevice* device, void** sync_event_out,
                              struct FerryError* error) {
   ferry_CUevent* slot = (ferry_CUevent*)malloc(sizeof(ferry_CUevent));
   if (slot == NULL)
-    return ferry_set_error(error, ENOMEM, "out of memory creating a CUDA event");
+    return ferry__set_error(error, ENOMEM, "out of memory creating a CUDA event");
   *slot = NULL;
   int code = cuda_push(device, error);
   if (code != FERRY_OK) {
@@ -619,7 +619,7 @@ static int cuda_check_pointer(struct FerryDevice* device, const void* ptr, int64
       /* The driver does not know the pointer: pageable host memory, freed
        * memory, or another runtime's. */
       code =
-          ferry_set_error(error, EFAULT,
+          ferry__set_error(error, EFAULT,
                           "pointer %p is not %s device %" PRId64
                           " memory (the CUDA driver does not know it: plain host memory "
                           "or freed)",
@@ -649,13 +649,13 @@ static int cuda_check_pointer(struct FerryDevice* device, const void* ptr, int64
   if (!resident) {
     char found[128];
     describe_pointer(&info, found, sizeof(found));
-    return ferry_set_error(error, EFAULT,
+    return ferry__set_error(error, EFAULT,
                            "pointer %p is not %s device %" PRId64 " memory (it is %s)",
                            ptr, type_name(device), device->device_id, found);
   }
   uint64_t end = (uint64_t)info.range_start + (uint64_t)info.range_size;
   if ((uint64_t)address + (uint64_t)size > end) {
-    return ferry_set_error(error, EFAULT,
+    return ferry__set_error(error, EFAULT,
                            "range [%p, +%" PRId64
                            ") runs past the end of its %zu-byte "
                            "allocation on %s device %" PRId64 " at 0x%llx",
@@ -665,7 +665,7 @@ static int cuda_check_pointer(struct FerryDevice* device, const void* ptr, int64
   return FERRY_OK;
 }
 
-const struct FerryBackend ferry_backend_cuda = {
+const struct FerryBackend ferry__backend_cuda = {
     .name = "cuda",
     .device_types = kCudaDeviceTypes,
     .n_device_types = 3,

@@ -29,7 +29,7 @@
 
 /* The backends in the order ferry_backend_name lists them. */
 static const struct FerryBackend* const kBackends[] = {
-    &ferry_backend_cpu, &ferry_backend_sim, &ferry_backend_cuda, &ferry_backend_rocm};
+    &ferry__backend_cpu, &ferry__backend_sim, &ferry__backend_cuda, &ferry__backend_rocm};
 #define FERRY_N_BACKENDS ((int64_t)(sizeof(kBackends) / sizeof(kBackends[0])))
 
 /* The cached outcome of one backend's probe. */
@@ -81,28 +81,28 @@ static int probe_locked(int64_t i, struct FerryError* error) {
     result->probed = 1;
   }
   if (result->code != FERRY_OK) {
-    return ferry_set_error(error, result->code, "%s", result->message);
+    return ferry__set_error(error, result->code, "%s", result->message);
   }
   return FERRY_OK;
 }
 
-int ferry_registry_resolve(ArrowDeviceType device_type, int64_t device_id,
+int ferry__registry_resolve(ArrowDeviceType device_type, int64_t device_id,
                            struct FerryDevice** out, struct FerryError* error) {
   if (out == NULL) {
-    return ferry_set_error(error, EINVAL, "out (the device pointer) must not be NULL");
+    return ferry__set_error(error, EINVAL, "out (the device pointer) must not be NULL");
   }
   *out = NULL;
   int64_t backend_index = 0;
   const struct FerryBackend* backend = backend_for_type(device_type, &backend_index);
   if (backend == NULL) {
-    return ferry_set_error(error, ENODEV, "no backend for device type %d (%s)",
+    return ferry__set_error(error, ENODEV, "no backend for device type %d (%s)",
                            (int)device_type, ferry_device_type_name(device_type));
   }
   if (device_type == ARROW_DEVICE_CPU) {
     /* The specification says -1 for devices without an id; DLPack and older
      * producers say 0. Both name the one CPU device. */
     if (device_id != -1 && device_id != 0) {
-      return ferry_set_error(error, ENODEV,
+      return ferry__set_error(error, ENODEV,
                              "cpu device id %" PRId64
                              " does not exist (the CPU is -1; 0 "
                              "is accepted too)",
@@ -110,7 +110,7 @@ int ferry_registry_resolve(ArrowDeviceType device_type, int64_t device_id,
     }
     device_id = -1;
   } else if (device_id < 0) {
-    return ferry_set_error(error, ENODEV, "%s device id %" PRId64 " is negative",
+    return ferry__set_error(error, ENODEV, "%s device id %" PRId64 " is negative",
                            ferry_device_type_name(device_type), device_id);
   }
 
@@ -128,7 +128,7 @@ int ferry_registry_resolve(ArrowDeviceType device_type, int64_t device_id,
     int64_t count = 0;
     code = backend->device_count(device_type, &count, error);
     if (code == FERRY_OK && device_id >= count) {
-      code = ferry_set_error(
+      code = ferry__set_error(
           error, ENODEV,
           "%s device %" PRId64 " does not exist (%" PRId64 " device%s of that type)",
           ferry_device_type_name(device_type), device_id, count, count == 1 ? "" : "s");
@@ -138,7 +138,7 @@ int ferry_registry_resolve(ArrowDeviceType device_type, int64_t device_id,
   if (code == FERRY_OK) {
     node = (struct FerryRegistryNode*)calloc(1, sizeof(*node));
     if (node == NULL)
-      code = ferry_set_error(error, ENOMEM, "out of memory in the registry");
+      code = ferry__set_error(error, ENOMEM, "out of memory in the registry");
   }
   if (code == FERRY_OK) {
     node->device.device_type = device_type;
@@ -168,7 +168,7 @@ const char* ferry_backend_name(int64_t i) {
 
 int ferry_backend_probe(int64_t i, struct FerryError* error) {
   if (i < 0 || i >= FERRY_N_BACKENDS) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "backend index %" PRId64 " is out of range (0..%" PRId64 ")",
                            i, FERRY_N_BACKENDS - 1);
   }
@@ -182,7 +182,7 @@ int ferry_backend_probe(int64_t i, struct FerryError* error) {
 
 int ferry_device_resolve(ArrowDeviceType device_type, int64_t device_id,
                          struct FerryDevice** out, struct FerryError* error) {
-  return ferry_registry_resolve(device_type, device_id, out, error);
+  return ferry__registry_resolve(device_type, device_id, out, error);
 }
 
 /* 0 ("no device type") for NULL. */
@@ -202,17 +202,17 @@ int ferry_device_is_host_accessible(const struct FerryDevice* device) {
 
 static int check_device(const struct FerryDevice* device, const char* what,
                         struct FerryError* error) {
-  if (device == NULL) return ferry_set_error(error, EINVAL, "%s must not be NULL", what);
+  if (device == NULL) return ferry__set_error(error, EINVAL, "%s must not be NULL", what);
   return FERRY_OK;
 }
 
 int ferry_device_allocate(struct FerryDevice* device, int64_t size, void** out,
                           struct FerryError* error) {
   FERRY_RETURN_NOT_OK(check_device(device, "device", error));
-  if (out == NULL) return ferry_set_error(error, EINVAL, "out must not be NULL");
+  if (out == NULL) return ferry__set_error(error, EINVAL, "out must not be NULL");
   *out = NULL;
   if (size < 0) {
-    return ferry_set_error(error, EINVAL, "size must not be negative (got %" PRId64 ")",
+    return ferry__set_error(error, EINVAL, "size must not be negative (got %" PRId64 ")",
                            size);
   }
   FERRY_RETURN_NOT_OK(device->backend->allocate(device, size, out, error));
@@ -244,7 +244,7 @@ static int memcpy_staged(struct FerryDevice* dst_device, void* dst,
                          void* stream, struct FerryError* error) {
   void* staging = malloc((size_t)size);
   if (staging == NULL) {
-    return ferry_set_error(error, ENOMEM, "out of memory staging a %" PRId64 "-byte copy",
+    return ferry__set_error(error, ENOMEM, "out of memory staging a %" PRId64 "-byte copy",
                            size);
   }
   int code = src_device->backend->memcpy(src_device, staging, src_device, src, size,
@@ -266,12 +266,12 @@ int ferry_device_memcpy(struct FerryDevice* dst_device, void* dst,
   FERRY_RETURN_NOT_OK(check_device(dst_device, "dst_device", error));
   FERRY_RETURN_NOT_OK(check_device(src_device, "src_device", error));
   if (size < 0) {
-    return ferry_set_error(error, EINVAL, "size must not be negative (got %" PRId64 ")",
+    return ferry__set_error(error, EINVAL, "size must not be negative (got %" PRId64 ")",
                            size);
   }
   if (size == 0) return FERRY_OK;
-  if (dst == NULL) return ferry_set_error(error, EINVAL, "dst must not be NULL");
-  if (src == NULL) return ferry_set_error(error, EINVAL, "src must not be NULL");
+  if (dst == NULL) return ferry__set_error(error, EINVAL, "dst must not be NULL");
+  if (src == NULL) return ferry__set_error(error, EINVAL, "src must not be NULL");
 
   int dst_is_cpu = dst_device->device_type == ARROW_DEVICE_CPU;
   int src_is_cpu = src_device->device_type == ARROW_DEVICE_CPU;
@@ -300,7 +300,7 @@ int ferry_device_stream_create(struct FerryDevice* device, void** stream_out,
                                struct FerryError* error) {
   FERRY_RETURN_NOT_OK(check_device(device, "device", error));
   if (stream_out == NULL)
-    return ferry_set_error(error, EINVAL, "stream_out must not be NULL");
+    return ferry__set_error(error, EINVAL, "stream_out must not be NULL");
   *stream_out = NULL;
   return device->backend->stream_create(device, stream_out, error);
 }
@@ -309,7 +309,7 @@ int ferry_device_stream_destroy(struct FerryDevice* device, void* stream,
                                 struct FerryError* error) {
   FERRY_RETURN_NOT_OK(check_device(device, "device", error));
   if (stream == NULL) {
-    return ferry_set_error(
+    return ferry__set_error(
         error, EINVAL, "stream must not be NULL (the NULL stream cannot be destroyed)");
   }
   return device->backend->stream_destroy(device, stream, error);
@@ -326,7 +326,7 @@ int ferry_device_event_create(struct FerryDevice* device, void** sync_event_out,
                               struct FerryError* error) {
   FERRY_RETURN_NOT_OK(check_device(device, "device", error));
   if (sync_event_out == NULL) {
-    return ferry_set_error(error, EINVAL, "sync_event_out must not be NULL");
+    return ferry__set_error(error, EINVAL, "sync_event_out must not be NULL");
   }
   *sync_event_out = NULL;
   return device->backend->event_create(device, sync_event_out, error);
@@ -336,7 +336,7 @@ int ferry_device_event_destroy(struct FerryDevice* device, void* sync_event,
                                struct FerryError* error) {
   FERRY_RETURN_NOT_OK(check_device(device, "device", error));
   if (sync_event == NULL)
-    return ferry_set_error(error, EINVAL, "sync_event must not be NULL");
+    return ferry__set_error(error, EINVAL, "sync_event must not be NULL");
   return device->backend->event_destroy(device, sync_event, error);
 }
 
@@ -345,7 +345,7 @@ int ferry_device_event_record(struct FerryDevice* device, void* sync_event, void
                               struct FerryError* error) {
   FERRY_RETURN_NOT_OK(check_device(device, "device", error));
   if (sync_event == NULL)
-    return ferry_set_error(error, EINVAL, "sync_event must not be NULL");
+    return ferry__set_error(error, EINVAL, "sync_event must not be NULL");
   return device->backend->event_record(device, sync_event, stream, error);
 }
 
@@ -353,7 +353,7 @@ int ferry_device_event_synchronize(struct FerryDevice* device, void* sync_event,
                                    struct FerryError* error) {
   FERRY_RETURN_NOT_OK(check_device(device, "device", error));
   if (sync_event == NULL)
-    return ferry_set_error(error, EINVAL, "sync_event must not be NULL");
+    return ferry__set_error(error, EINVAL, "sync_event must not be NULL");
   return device->backend->event_synchronize(device, sync_event, error);
 }
 
@@ -362,20 +362,20 @@ int ferry_device_stream_wait_event(struct FerryDevice* device, void* stream,
                                    void* sync_event, struct FerryError* error) {
   FERRY_RETURN_NOT_OK(check_device(device, "device", error));
   if (sync_event == NULL)
-    return ferry_set_error(error, EINVAL, "sync_event must not be NULL");
+    return ferry__set_error(error, EINVAL, "sync_event must not be NULL");
   return device->backend->stream_wait_event(device, stream, sync_event, error);
 }
 
-int ferry_device_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
+int ferry__device_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
                                struct FerryError* error) {
   FERRY_RETURN_NOT_OK(check_device(device, "device", error));
-  if (ptr == NULL) return ferry_set_error(error, EINVAL, "ptr must not be NULL");
+  if (ptr == NULL) return ferry__set_error(error, EINVAL, "ptr must not be NULL");
   if (size < 0) {
-    return ferry_set_error(error, EINVAL, "size must not be negative (got %" PRId64 ")",
+    return ferry__set_error(error, EINVAL, "size must not be negative (got %" PRId64 ")",
                            size);
   }
   if (device->backend->check_pointer == NULL) {
-    return ferry_set_error(error, ENOTSUP, "the %s backend cannot check pointers",
+    return ferry__set_error(error, ENOTSUP, "the %s backend cannot check pointers",
                            device->backend->name);
   }
   return device->backend->check_pointer(device, ptr, size, error);

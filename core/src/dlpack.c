@@ -92,37 +92,37 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
                                  struct DLManagedTensorVersioned** out,
                                  struct FerryError* error) {
   if (schema == NULL || schema->release == NULL || schema->format == NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "schema must be a live (not NULL, not released) schema with a "
                            "format");
   }
-  if (array == NULL) return ferry_set_error(error, EINVAL, "array must not be NULL");
-  if (out == NULL) return ferry_set_error(error, EINVAL, "out must not be NULL");
+  if (array == NULL) return ferry__set_error(error, EINVAL, "array must not be NULL");
+  if (out == NULL) return ferry__set_error(error, EINVAL, "out must not be NULL");
   *out = NULL;
   const struct ArrowArray* a = &array->array;
-  if (a->release == NULL) return ferry_set_error(error, EINVAL, "array is released");
+  if (a->release == NULL) return ferry__set_error(error, EINVAL, "array is released");
   const struct FerryDlpackType* type = type_for_format(schema->format);
   if (type == NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "format \"%s\" is not a fixed-width number type DLPack can "
                            "describe (integers, floats, dates, times, timestamps, "
                            "durations; booleans are bit-packed in Arrow)",
                            schema->format);
   }
   if (a->dictionary != NULL || schema->dictionary != NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "the array is dictionary-encoded: export the dictionary or "
                            "decode it first");
   }
   if (a->n_buffers != 2 || a->buffers == NULL || a->n_children != 0) {
-    return ferry_set_error(
+    return ferry__set_error(
         error, EINVAL,
         "a \"%s\" array must have 2 buffers and no children (it has %" PRId64
         " buffers, %" PRId64 " children)",
         schema->format, a->n_buffers, a->n_children);
   }
   if (a->length < 0 || a->offset < 0) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "length (%" PRId64 ") and offset (%" PRId64
                            ") must not be negative",
                            a->length, a->offset);
@@ -131,29 +131,29 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
   /* The consumer addresses bytes up to (offset + length) * element size. */
   if (a->offset > INT64_MAX - a->length ||
       a->offset + a->length > INT64_MAX / element_bytes) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "offset (%" PRId64 ") + length (%" PRId64
                            ") elements of %" PRId64 " bytes overflow int64",
                            a->offset, a->length, element_bytes);
   }
   if (a->null_count > 0 || (a->null_count < 0 && a->buffers[0] != NULL)) {
-    return ferry_set_error(
+    return ferry__set_error(
         error, EINVAL, "the array has %s nulls: DLPack tensors cannot represent nulls",
         a->null_count > 0 ? "some"
                           : "an unknown number of (null_count -1 "
                             "with a validity bitmap)");
   }
   if (a->length > 0 && a->buffers[1] == NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "buffer 1 (data) is NULL for %" PRId64 " values", a->length);
   }
   if (!device_type_is_shared(array->device_type)) {
-    return ferry_set_error(error, EINVAL, "device type %d has no DLPack equivalent",
+    return ferry__set_error(error, EINVAL, "device type %d has no DLPack equivalent",
                            (int)array->device_type);
   }
   int64_t id = array->device_type == ARROW_DEVICE_CPU ? 0 : array->device_id;
   if (id < 0 || id > INT32_MAX) {
-    return ferry_set_error(
+    return ferry__set_error(
         error, EINVAL, "device id %" PRId64 " does not fit DLPack's int32 device id", id);
   }
   /* The tensor has no event: order the consumer (or the host) first. */
@@ -162,7 +162,7 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
   struct FerryDlpackExport* exported =
       (struct FerryDlpackExport*)calloc(1, sizeof(struct FerryDlpackExport));
   if (exported == NULL)
-    return ferry_set_error(error, ENOMEM, "out of memory (DLPack tensor)");
+    return ferry__set_error(error, ENOMEM, "out of memory (DLPack tensor)");
   DLManagedTensorVersioned* tensor = &exported->tensor;
   tensor->version.major = DLPACK_MAJOR_VERSION;
   tensor->version.minor = DLPACK_MINOR_VERSION;
@@ -211,16 +211,16 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
                                    struct ArrowSchema* schema_out,
                                    struct ArrowDeviceArray* array_out,
                                    struct FerryError* error) {
-  if (tensor == NULL) return ferry_set_error(error, EINVAL, "tensor must not be NULL");
+  if (tensor == NULL) return ferry__set_error(error, EINVAL, "tensor must not be NULL");
   if (schema_out == NULL || array_out == NULL) {
-    return ferry_set_error(error, EINVAL, "schema_out and array_out must not be NULL");
+    return ferry__set_error(error, EINVAL, "schema_out and array_out must not be NULL");
   }
   if (schema_out->release != NULL || array_out->array.release != NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "schema_out and array_out must be released beforehand");
   }
   if (tensor->version.major != DLPACK_MAJOR_VERSION) {
-    return ferry_set_error(
+    return ferry__set_error(
         error, EINVAL,
         "DLPack major version %u is not %d: ferry cannot read this tensor "
         "(only its deleter may be called)",
@@ -228,7 +228,7 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
   }
   const DLTensor* t = &tensor->dl_tensor;
   if (t->ndim != 0 && t->ndim != 1) {
-    return ferry_set_error(
+    return ferry__set_error(
         error, EINVAL,
         "the tensor has %d dimensions; only 1-D (or 0-D) tensors become "
         "Arrow arrays without a copy",
@@ -237,30 +237,30 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
   int64_t length = 1;
   if (t->ndim == 1) {
     if (t->shape == NULL || t->shape[0] < 0) {
-      return ferry_set_error(error, EINVAL, "the tensor's shape is missing or negative");
+      return ferry__set_error(error, EINVAL, "the tensor's shape is missing or negative");
     }
     length = t->shape[0];
     if (t->strides != NULL && t->strides[0] != 1 && length > 1) {
-      return ferry_set_error(error, EINVAL,
+      return ferry__set_error(error, EINVAL,
                              "the tensor is strided (stride %" PRId64
                              " elements): Arrow needs contiguous values",
                              t->strides[0]);
     }
   }
   if (t->dtype.lanes != 1) {
-    return ferry_set_error(error, EINVAL, "vector elements (%u lanes) have no Arrow type",
+    return ferry__set_error(error, EINVAL, "vector elements (%u lanes) have no Arrow type",
                            (unsigned)t->dtype.lanes);
   }
   const struct FerryDlpackType* type = type_for_dtype(t->dtype);
   if (type == NULL) {
-    return ferry_set_error(
+    return ferry__set_error(
         error, EINVAL, "DLPack type code %u with %u bits has no zero-copy Arrow type%s",
         (unsigned)t->dtype.code, (unsigned)t->dtype.bits,
         t->dtype.code == kDLBool ? " (DLPack booleans are bytes, Arrow's are bits)" : "");
   }
   int32_t device_type = (int32_t)t->device.device_type;
   if (!device_type_is_shared(device_type)) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "DLPack device type %d has no Arrow equivalent%s",
                            (int)device_type,
                            device_type == kDLMAIA  ? " (kDLMAIA)"
@@ -268,12 +268,12 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
                                                    : "");
   }
   if (device_type != ARROW_DEVICE_CPU && t->device.device_id < 0) {
-    return ferry_set_error(error, EINVAL, "DLPack device id %d of %s is negative",
+    return ferry__set_error(error, EINVAL, "DLPack device id %d of %s is negative",
                            (int)t->device.device_id, ferry_device_type_name(device_type));
   }
   int64_t device_id = device_type == ARROW_DEVICE_CPU ? -1 : t->device.device_id;
   if (t->data == NULL && length > 0) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "the tensor's data is NULL for %" PRId64 " values", length);
   }
   const void* buffers[2] = {NULL, NULL};
@@ -282,7 +282,7 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
   struct FerryDlpackImport* import =
       (struct FerryDlpackImport*)calloc(1, sizeof(struct FerryDlpackImport));
   if (import == NULL)
-    return ferry_set_error(error, ENOMEM, "out of memory (DLPack import)");
+    return ferry__set_error(error, ENOMEM, "out of memory (DLPack import)");
   import->tensor = tensor;
   int code = ferry_schema_init(schema_out, type->format, NULL, 0, 0, error);
   if (code != FERRY_OK) {

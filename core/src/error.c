@@ -8,17 +8,17 @@
 #include "backend.h"
 #include "internal.h"
 
-int ferry_set_error_v(struct FerryError* error, int code, const char* fmt, va_list args) {
+int ferry__set_error_v(struct FerryError* error, int code, const char* fmt, va_list args) {
   if (error != NULL) {
     vsnprintf(error->message, sizeof(error->message), fmt, args);
   }
   return code;
 }
 
-int ferry_set_error(struct FerryError* error, int code, const char* fmt, ...) {
+int ferry__set_error(struct FerryError* error, int code, const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
-  ferry_set_error_v(error, code, fmt, args);
+  ferry__set_error_v(error, code, fmt, args);
   va_end(args);
   return code;
 }
@@ -63,7 +63,7 @@ const char* ferry_errno_name(int code) {
   }
 }
 
-int ferry_set_driver_error_v(struct FerryError* error, int code_errno,
+int ferry__set_driver_error_v(struct FerryError* error, int code_errno,
                              const struct FerryDriverErrorName* table, size_t table_size,
                              const char* result_type, unsigned int rc, const char* op,
                              const char* fmt, va_list args) {
@@ -71,11 +71,11 @@ int ferry_set_driver_error_v(struct FerryError* error, int code_errno,
   vsnprintf(context, sizeof(context), fmt, args);
   for (size_t i = 0; i < table_size; i++) {
     if (table[i].code == rc) {
-      return ferry_set_error(error, code_errno, "[%s][%s] %s (%s)", op, table[i].name,
+      return ferry__set_error(error, code_errno, "[%s][%s] %s (%s)", op, table[i].name,
                              table[i].description, context);
     }
   }
-  return ferry_set_error(error, code_errno,
+  return ferry__set_error(error, code_errno,
                          "[%s][%s %u] an error ferry has no name for (%s)", op,
                          result_type, rc, context);
 }
@@ -86,7 +86,7 @@ int32_t ferry_abi_version(void) { return FERRY_ABI_VERSION; }
 
 int ferry_check_abi_version(int32_t expected_abi_version, struct FerryError* error) {
   if (expected_abi_version != FERRY_ABI_VERSION) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry ABI version mismatch: the binding expects %d, "
                            "the loaded libferry provides %d",
                            (int)expected_abi_version, (int)FERRY_ABI_VERSION);
@@ -113,7 +113,7 @@ const char* ferry_device_type_name(ArrowDeviceType device_type) {
 int ferry_device_type_from_name(const char* name, ArrowDeviceType* out,
                                 struct FerryError* error) {
   if (name == NULL || out == NULL) {
-    return ferry_set_error(error, EINVAL, "device type name and output must not be NULL");
+    return ferry__set_error(error, EINVAL, "device type name and output must not be NULL");
   }
   if (strcmp(name, "sim") == 0) {
     *out = ARROW_DEVICE_EXT_DEV;
@@ -125,5 +125,5 @@ int ferry_device_type_from_name(const char* name, ArrowDeviceType* out,
       return FERRY_OK;
     }
   }
-  return ferry_set_error(error, EINVAL, "unknown device type name \"%s\"", name);
+  return ferry__set_error(error, EINVAL, "unknown device type name \"%s\"", name);
 }

@@ -17,7 +17,7 @@
  * reach the cache (a store-forwarding stall, several ns per struct). 8-byte
  * loads of 8-byte stores forward at full speed. The empty asm keeps the
  * compiler from merging the words back into vector moves. */
-static inline void ferry_copy_words(void* dst, const void* src, size_t n_words) {
+static inline void ferry__copy_words(void* dst, const void* src, size_t n_words) {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC unroll 16
 #endif
@@ -34,25 +34,25 @@ static inline void ferry_copy_words(void* dst, const void* src, size_t n_words) 
 /* Total size in bytes of a binary-encoded metadata blob (int32 n_pairs, then
  * per pair int32 key_len, key, int32 value_len, value), or -1 when the
  * encoding is malformed (a negative count or length). NULL gives 0. */
-int64_t ferry_metadata_encoded_size(const char* metadata);
+int64_t ferry__metadata_encoded_size(const char* metadata);
 
 /* Replaces the metadata of a schema made by ferry_schema_init with a copy of
  * `size` bytes of already-encoded metadata (NULL/0 removes it). EINVAL for
  * other schemas. Borrows `metadata`. */
-int ferry_schema_set_metadata_encoded(struct ArrowSchema* schema, const char* metadata,
+int ferry__schema_set_metadata_encoded(struct ArrowSchema* schema, const char* metadata,
                                       int64_t size, struct FerryError* error);
 
 /* Fills `out` (released) with a deep copy of `src` made by ferry_schema_init
  * (format, name, flags, metadata, children and dictionary, recursively).
  * Borrows `src`; on failure `out` is left released. */
-int ferry_schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* out,
+int ferry__schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* out,
                            struct FerryError* error);
 
 /* Zeroes `n_words` 8-byte words at `dst` with plain 8-byte stores. Why not
  * memset: for 128 bytes gcc -O2 emits `rep stos`, whose start-up costs more
  * than the stores, and it recognises a plain zeroing loop as memset; the
  * empty asm hides that the value is zero. */
-static inline void ferry_zero_words(void* dst, size_t n_words) {
+static inline void ferry__zero_words(void* dst, size_t n_words) {
   uint64_t zero = 0;
 #if defined(__GNUC__)
   __asm__("" : "+r"(zero));
@@ -65,13 +65,13 @@ static inline void ferry_zero_words(void* dst, size_t n_words) {
   }
 }
 
-/* Copies a whole ArrowDeviceArray the way ferry_copy_words does, except
+/* Copies a whole ArrowDeviceArray the way ferry__copy_words does, except
  * that device_type and the padding after it are copied as two 4-byte words:
  * producers commonly write device_type with a 4-byte store and never touch
  * the padding, and a 4-byte load of that store forwards where an 8-byte one
  * would stall. (ferry's own producer writes the pair as one 8-byte store,
  * from which both 4-byte loads forward too.) */
-static inline void ferry_copy_device_array(struct ArrowDeviceArray* dst,
+static inline void ferry__copy_device_array(struct ArrowDeviceArray* dst,
                                            const struct ArrowDeviceArray* src) {
   enum {
     kHead = offsetof(struct ArrowDeviceArray, device_type),
@@ -80,7 +80,7 @@ static inline void ferry_copy_device_array(struct ArrowDeviceArray* dst,
   _Static_assert(
       kHead % 8 == 0 && kTail - kHead == 8 && sizeof(struct ArrowDeviceArray) % 8 == 0,
       "ArrowDeviceArray layout as the ABI defines it");
-  ferry_copy_words(dst, src, kHead / 8);
+  ferry__copy_words(dst, src, kHead / 8);
   uint32_t halves[2];
   memcpy(halves, (const char*)src + kHead, sizeof(halves[0]));
   memcpy(&halves[1], (const char*)src + kHead + 4, sizeof(halves[1]));
@@ -89,7 +89,7 @@ static inline void ferry_copy_device_array(struct ArrowDeviceArray* dst,
 #endif
   memcpy((char*)dst + kHead, &halves[0], sizeof(halves[0]));
   memcpy((char*)dst + kHead + 4, &halves[1], sizeof(halves[1]));
-  ferry_copy_words((char*)dst + kTail, (const char*)src + kTail,
+  ferry__copy_words((char*)dst + kTail, (const char*)src + kTail,
                    (sizeof(struct ArrowDeviceArray) - kTail) / 8);
 }
 

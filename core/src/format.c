@@ -52,7 +52,7 @@ static int format_error(struct FerryError* error, const char* format, const char
   vsnprintf(problem, sizeof problem, fmt, args);
   va_end(args);
   quote_format(format, quoted, sizeof quoted);
-  return ferry_set_error(error, EINVAL, "format \"%s\": %s", quoted, problem);
+  return ferry__set_error(error, EINVAL, "format \"%s\": %s", quoted, problem);
 }
 
 /* Reads a decimal integer at *cursor (an optional '-' only when
@@ -355,12 +355,12 @@ static int parse_nested(const char* format, const char* p, struct FerryFormat* o
   }
 }
 
-int ferry_format_parse(const char* format, struct FerryFormat* out,
+int ferry__format_parse(const char* format, struct FerryFormat* out,
                        struct FerryError* error) {
   struct FerryFormat parsed;
   memset(&parsed, 0, sizeof parsed);
-  if (format == NULL) return ferry_set_error(error, EINVAL, "format is NULL");
-  if (format[0] == '\0') return ferry_set_error(error, EINVAL, "format \"\" is empty");
+  if (format == NULL) return ferry__set_error(error, EINVAL, "format is NULL");
+  if (format[0] == '\0') return ferry__set_error(error, EINVAL, "format \"\" is empty");
 
   const char* end = format + 1;
   switch (format[0]) {
@@ -424,5 +424,5 @@ int ferry_format_parse(const char* format, struct FerryFormat* out,
 
 int ferry_format_validate(const char* format, struct FerryError* error) {
   struct FerryFormat parsed;
-  return ferry_format_parse(format, &parsed, error);
+  return ferry__format_parse(format, &parsed, error);
 }

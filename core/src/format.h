@@ -95,7 +95,7 @@ struct FerryFormat {
 
 /* Parses `format` into `out`. EINVAL naming the offending part on failure.
  * Borrows `format`; out->timezone points into it. */
-int ferry_format_parse(const char* format, struct FerryFormat* out,
+int ferry__format_parse(const char* format, struct FerryFormat* out,
                        struct FerryError* error);
 
 #endif  // FERRY_SRC_FORMAT_H

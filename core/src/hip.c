@@ -119,7 +119,7 @@ static int hip_fail_with(struct FerryError* error, int code_errno, ferry_hipErro
                          const char* op, const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
-  int code = ferry_set_driver_error_v(error, code_errno, kHipErrorNames,
+  int code = ferry__set_driver_error_v(error, code_errno, kHipErrorNames,
                                       sizeof(kHipErrorNames) / sizeof(kHipErrorNames[0]),
                                       "hipError_t", rc, op, fmt, args);
   va_end(args);
@@ -158,7 +158,7 @@ static int hip_open(struct FerryError* error) {
     g_hip.library = dlopen(override, RTLD_NOW | RTLD_LOCAL);
     if (g_hip.library == NULL) {
       const char* why = dlerror();
-      return ferry_set_error(
+      return ferry__set_error(
           error, ENODEV,
           "rocm backend: cannot load the HIP runtime %s (FERRY_HIP_LIBRARY): %s",
           override, why != NULL ? why : "unknown dlopen error");
@@ -178,7 +178,7 @@ static int hip_open(struct FerryError* error) {
       snprintf(first_failure, sizeof(first_failure), "%s", why != NULL ? why : "");
     }
   }
-  return ferry_set_error(
+  return ferry__set_error(
       error, ENODEV,
       "rocm backend: cannot load the HIP runtime (tried libamdhip64.so, "
       ".so.7, .so.6, .so.5): %s (ROCm not installed?)",
@@ -202,7 +202,7 @@ static int hip_probe(struct FerryError* error) {
   FERRY_HIP_RESOLVE(hipPointerGetAttributes, ())
 #undef FERRY_HIP_RESOLVE
   if (missing != NULL) {
-    code = ferry_set_error(
+    code = ferry__set_error(
         error, ENOTSUP,
         "rocm backend: the HIP runtime %s does not export %s (ferry needs "
         "HIP 5 or newer)",
@@ -426,7 +426,7 @@ static int hip_event_create(struct FerryDevice* device, void** sync_event_out,
                             struct FerryError* error) {
   ferry_hipEvent_t* slot = (ferry_hipEvent_t*)malloc(sizeof(ferry_hipEvent_t));
   if (slot == NULL)
-    return ferry_set_error(error, ENOMEM, "out of memory creating a HIP event");
+    return ferry__set_error(error, ENOMEM, "out of memory creating a HIP event");
   *slot = NULL;
   int saved = 0;
   int code = hip_enter(device, &saved, error);
@@ -539,7 +539,7 @@ static int hip_check_pointer(struct FerryDevice* device, const void* ptr, int64_
                  attributes.memory_type == FERRY_HIP6_MEMORY_TYPE_UNREGISTERED);
   if (unknown) {
     code =
-        ferry_set_error(error, EFAULT,
+        ferry__set_error(error, EFAULT,
                         "pointer %p is not %s device %" PRId64
                         " memory (the HIP runtime does not know it: plain host memory or "
                         "freed)",
@@ -582,12 +582,12 @@ static int hip_check_pointer(struct FerryDevice* device, const void* ptr, int64_
     resident = 0;
   }
   if (!resident) {
-    return ferry_set_error(error, EFAULT,
+    return ferry__set_error(error, EFAULT,
                            "pointer %p is not %s device %" PRId64 " memory (it is %s)",
                            ptr, type_name(device), device->device_id, found);
   }
   if (have_range && (uintptr_t)ptr + (uint64_t)size > (uintptr_t)base + range) {
-    return ferry_set_error(error, EFAULT,
+    return ferry__set_error(error, EFAULT,
                            "range [%p, +%" PRId64
                            ") runs past the end of its %zu-byte "
                            "allocation on %s device %" PRId64 " at %p",
@@ -596,7 +596,7 @@ static int hip_check_pointer(struct FerryDevice* device, const void* ptr, int64_
   return FERRY_OK;
 }
 
-const struct FerryBackend ferry_backend_rocm = {
+const struct FerryBackend ferry__backend_rocm = {
     .name = "rocm",
     .device_types = kRocmDeviceTypes,
     .n_device_types = 2,

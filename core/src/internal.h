@@ -16,10 +16,10 @@
 #endif
 
 /* Formats a message into `error` (NULL is accepted) and returns `code`, so
- * call sites read `return ferry_set_error(error, EINVAL, "...", ...);`. */
-int ferry_set_error(struct FerryError* error, int code, const char* fmt, ...)
+ * call sites read `return ferry__set_error(error, EINVAL, "...", ...);`. */
+int ferry__set_error(struct FerryError* error, int code, const char* fmt, ...)
     FERRY_PRINTF(3, 4);
-int ferry_set_error_v(struct FerryError* error, int code, const char* fmt, va_list args);
+int ferry__set_error_v(struct FerryError* error, int code, const char* fmt, va_list args);
 
 /* Evaluates `expr` (an int errno-style result) and returns it when non-zero. */
 #define FERRY_RETURN_NOT_OK(expr)    \
@@ -34,7 +34,7 @@ int ferry_set_error_v(struct FerryError* error, int code, const char* fmt, va_li
  * 0): rounded up to a multiple of `alignment` (a power of two), and at least
  * one `alignment` so that a 0-byte request still gets a unique pointer, as
  * malloc(0) need not. 0 when that does not fit in int64 or size_t. */
-static inline int64_t ferry_aligned_alloc_size(int64_t size, int64_t alignment) {
+static inline int64_t ferry__aligned_alloc_size(int64_t size, int64_t alignment) {
   if (size > INT64_MAX - (alignment - 1)) return 0;
   int64_t rounded = (size + alignment - 1) / alignment * alignment;
   if (rounded == 0) rounded = alignment;
@@ -43,6 +43,6 @@ static inline int64_t ferry_aligned_alloc_size(int64_t size, int64_t alignment) 
 }
 
 /* Process-wide counter behind ferry_live_exports (atomic). */
-void ferry_live_exports_add(int64_t delta);
+void ferry__live_exports_add(int64_t delta);
 
 #endif  // FERRY_SRC_INTERNAL_H

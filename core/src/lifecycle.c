@@ -39,7 +39,7 @@ void ferry_device_array_release(struct ArrowDeviceArray* array) {
 }
 
 /* Calls the stream's release callback when live; the caller keeps the memory. */
-void ferry_stream_release(struct ArrowDeviceArrayStream* stream) {
+void ferry_array_stream_release(struct ArrowDeviceArrayStream* stream) {
   if (stream == NULL || stream->release == NULL) return;
   stream->release(stream);
   stream->release = NULL;
@@ -80,14 +80,14 @@ void ferry_device_array_free(struct ArrowDeviceArray* array) {
   free(array);
 }
 
-/* Returns a zeroed stream the caller frees with ferry_stream_free. */
-struct ArrowDeviceArrayStream* ferry_stream_new(void) {
+/* Returns a zeroed stream the caller frees with ferry_array_stream_free. */
+struct ArrowDeviceArrayStream* ferry_array_stream_new(void) {
   return (struct ArrowDeviceArrayStream*)calloc(1, sizeof(struct ArrowDeviceArrayStream));
 }
 
 /* Releases `stream` if live, then frees it (takes ownership). */
-void ferry_stream_free(struct ArrowDeviceArrayStream* stream) {
-  ferry_stream_release(stream);
+void ferry_array_stream_free(struct ArrowDeviceArrayStream* stream) {
+  ferry_array_stream_release(stream);
   free(stream);
 }
 
@@ -127,14 +127,14 @@ int ferry_device_array_move(struct ArrowDeviceArray* src, struct ArrowDeviceArra
   }
   /* The consumer's half of every handoff: 8-byte words, not memcpy's
    * 16-byte moves, because the producer has just written src field by
-   * field (see ferry_copy_words). */
-  ferry_copy_device_array(dst, src);
+   * field (see ferry__copy_words). */
+  ferry__copy_device_array(dst, src);
   src->array.release = NULL;
   return FERRY_OK;
 }
 
 /* Moves `src` into released `dst`; on failure neither changes. */
-int ferry_stream_move(struct ArrowDeviceArrayStream* src,
+int ferry_array_stream_move(struct ArrowDeviceArrayStream* src,
                       struct ArrowDeviceArrayStream* dst) {
   if (src == NULL || dst == NULL || src->release == NULL || dst->release != NULL) {
     return EINVAL;

@@ -32,14 +32,14 @@ int ferry_device_array_move_to_device(const struct ArrowSchema* schema,
                                       ArrowDeviceType device_type, int64_t device_id,
                                       struct ArrowDeviceArray* out,
                                       struct FerryError* error) {
-  if (schema == NULL) return ferry_set_error(error, EINVAL, "schema must not be NULL");
-  if (src == NULL) return ferry_set_error(error, EINVAL, "src must not be NULL");
-  if (out == NULL) return ferry_set_error(error, EINVAL, "out must not be NULL");
+  if (schema == NULL) return ferry__set_error(error, EINVAL, "schema must not be NULL");
+  if (src == NULL) return ferry__set_error(error, EINVAL, "src must not be NULL");
+  if (out == NULL) return ferry__set_error(error, EINVAL, "out must not be NULL");
   if (src->array.release == NULL) {
-    return ferry_set_error(error, EINVAL, "src is released (nothing to move)");
+    return ferry__set_error(error, EINVAL, "src is released (nothing to move)");
   }
   if (out->array.release != NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "out is a live device array (release it first)");
   }
   /* The destination must exist (and its backend be usable) in every case. */

@@ -4,8 +4,8 @@
  *
  * Live-export accounting: every struct that one of ferry's init functions
  * fills with a ferry release callback counts as one live export until that
- * callback runs: ferry_schema_init, ferry_array_init, ferry_stream_init (and
- * ferry_stream_init_from_arrays), and ferry_device_array_init when it wraps
+ * callback runs: ferry_schema_init, ferry_array_init, ferry_array_stream_init (and
+ * ferry_array_stream_init_from_arrays), and ferry_device_array_init when it wraps
  * the array to run an event_release hook. Children and dictionaries count
  * only if they were themselves filled by a ferry init function (the zeroed
  * slots ferry allocates do not count), so an export tree of k ferry-made
@@ -129,7 +129,7 @@ static inline void ferry_live_add(int64_t delta) {
                         memory_order_relaxed);
 }
 
-void ferry_live_exports_add(int64_t delta) { ferry_live_add(delta); }
+void ferry__live_exports_add(int64_t delta) { ferry_live_add(delta); }
 
 /* Returns the process-wide number of live ferry-made exports: exact when no
  * other thread is exporting or releasing at the same moment. */
@@ -203,18 +203,18 @@ static struct FerrySchemaPrivate* ferry_schema_private(const struct ArrowSchema*
 int ferry_schema_init(struct ArrowSchema* out, const char* format, const char* name,
                       int64_t flags, int64_t n_children, struct FerryError* error) {
   if (out == NULL)
-    return ferry_set_error(error, EINVAL, "ferry_schema_init: out is NULL");
+    return ferry__set_error(error, EINVAL, "ferry_schema_init: out is NULL");
   if (out->release != NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_schema_init: out is a live schema (release it first)");
   }
   memset(out, 0, sizeof(*out));
   if (format == NULL) {
-    return ferry_set_error(error, EINVAL, "ferry_schema_init: format is NULL");
+    return ferry__set_error(error, EINVAL, "ferry_schema_init: format is NULL");
   }
   /* The bound keeps the size arithmetic below far from overflow. */
   if (n_children < 0 || n_children > (INT64_C(1) << 32)) {
-    return ferry_set_error(
+    return ferry__set_error(
         error, EINVAL, "ferry_schema_init: n_children must be in [0, 2^32] (got %lld)",
         (long long)n_children);
   }
@@ -226,7 +226,7 @@ int ferry_schema_init(struct ArrowSchema* out, const char* format, const char* n
       format_len + name_len;
   struct FerrySchemaPrivate* priv = (struct FerrySchemaPrivate*)calloc(1, size);
   if (priv == NULL) {
-    return ferry_set_error(error, ENOMEM, "ferry_schema_init: out of memory (%zu bytes)",
+    return ferry__set_error(error, ENOMEM, "ferry_schema_init: out of memory (%zu bytes)",
                            size);
   }
   char* cursor = (char*)(priv + 1);
@@ -257,17 +257,17 @@ int ferry_schema_add_metadata(struct ArrowSchema* schema, const char* key,
                               const char* value, struct FerryError* error) {
   struct FerrySchemaPrivate* priv = ferry_schema_private(schema);
   if (priv == NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_schema_add_metadata: the schema was not made by "
                            "ferry_schema_init (or is released)");
   }
   if (key == NULL || value == NULL) {
-    return ferry_set_error(error, EINVAL, "ferry_schema_add_metadata: %s is NULL",
+    return ferry__set_error(error, EINVAL, "ferry_schema_add_metadata: %s is NULL",
                            key == NULL ? "key" : "value");
   }
   size_t key_len = strlen(key), value_len = strlen(value);
   if (key_len > INT32_MAX / 2 || value_len > INT32_MAX / 2) {
-    return ferry_set_error(
+    return ferry__set_error(
         error, EINVAL, "ferry_schema_add_metadata: key or value longer than 2^30 bytes");
   }
   int64_t old_size =
@@ -275,14 +275,14 @@ int ferry_schema_add_metadata(struct ArrowSchema* schema, const char* key,
   int64_t new_size =
       old_size + 2 * (int64_t)sizeof(int32_t) + (int64_t)key_len + (int64_t)value_len;
   if (new_size > INT32_MAX) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_schema_add_metadata: metadata over 2 GiB");
   }
   /* Read before realloc: afterwards the old pointer may not even be compared. */
   int had_metadata = priv->metadata != NULL;
   char* metadata = (char*)realloc(priv->metadata, (size_t)new_size);
   if (metadata == NULL) {
-    return ferry_set_error(error, ENOMEM, "ferry_schema_add_metadata: out of memory");
+    return ferry__set_error(error, ENOMEM, "ferry_schema_add_metadata: out of memory");
   }
   int32_t n_pairs = 0;
   if (had_metadata) memcpy(&n_pairs, metadata, sizeof(n_pairs));
@@ -304,17 +304,17 @@ int ferry_schema_add_metadata(struct ArrowSchema* schema, const char* key,
   return FERRY_OK;
 }
 
-int ferry_schema_set_metadata_encoded(struct ArrowSchema* schema, const char* metadata,
+int ferry__schema_set_metadata_encoded(struct ArrowSchema* schema, const char* metadata,
                                       int64_t size, struct FerryError* error) {
   struct FerrySchemaPrivate* priv = ferry_schema_private(schema);
   if (priv == NULL) {
-    return ferry_set_error(error, EINVAL, "the schema was not made by ferry_schema_init");
+    return ferry__set_error(error, EINVAL, "the schema was not made by ferry_schema_init");
   }
   char* copy = NULL;
   if (metadata != NULL && size > 0) {
     copy = (char*)malloc((size_t)size);
     if (copy == NULL)
-      return ferry_set_error(error, ENOMEM, "out of memory copying metadata");
+      return ferry__set_error(error, ENOMEM, "out of memory copying metadata");
     memcpy(copy, metadata, (size_t)size);
   }
   free(priv->metadata);
@@ -331,22 +331,22 @@ int ferry_schema_allocate_dictionary(struct ArrowSchema* schema,
                                      struct FerryError* error) {
   struct FerrySchemaPrivate* priv = ferry_schema_private(schema);
   if (priv == NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_schema_allocate_dictionary: the schema was not made by "
                            "ferry_schema_init (or is released)");
   }
   if (dictionary_out == NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_schema_allocate_dictionary: dictionary_out is NULL");
   }
   if (priv->dictionary != NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_schema_allocate_dictionary: the schema already has a "
                            "dictionary");
   }
   priv->dictionary = (struct ArrowSchema*)calloc(1, sizeof(struct ArrowSchema));
   if (priv->dictionary == NULL) {
-    return ferry_set_error(error, ENOMEM,
+    return ferry__set_error(error, ENOMEM,
                            "ferry_schema_allocate_dictionary: out of memory");
   }
   schema->dictionary = priv->dictionary;
@@ -354,7 +354,7 @@ int ferry_schema_allocate_dictionary(struct ArrowSchema* schema,
   return FERRY_OK;
 }
 
-/* Deepest nesting ferry_schema_deep_copy follows: far beyond any real
+/* Deepest nesting ferry__schema_deep_copy follows: far beyond any real
  * schema, it only stops a cyclic tree from exhausting the stack. */
 #define FERRY_SCHEMA_COPY_MAX_DEPTH 200
 
@@ -362,30 +362,30 @@ static int ferry_schema_deep_copy_at(const struct ArrowSchema* src,
                                      struct ArrowSchema* out, int depth,
                                      struct FerryError* error) {
   if (depth > FERRY_SCHEMA_COPY_MAX_DEPTH) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "cannot copy a schema nested deeper than %d levels (a cycle?)",
                            FERRY_SCHEMA_COPY_MAX_DEPTH);
   }
   if (src == NULL || src->release == NULL) {
-    return ferry_set_error(error, EINVAL, "cannot copy a NULL or released schema");
+    return ferry__set_error(error, EINVAL, "cannot copy a NULL or released schema");
   }
   if (src->format == NULL) {
-    return ferry_set_error(error, EINVAL, "cannot copy a schema whose format is NULL");
+    return ferry__set_error(error, EINVAL, "cannot copy a schema whose format is NULL");
   }
   if (src->n_children < 0 || (src->n_children > 0 && src->children == NULL)) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "cannot copy a schema with a bad children list");
   }
   FERRY_RETURN_NOT_OK(
       ferry_schema_init(out, src->format, src->name, src->flags, src->n_children, error));
   int rc = FERRY_OK;
   if (src->metadata != NULL) {
-    int64_t size = ferry_metadata_encoded_size(src->metadata);
+    int64_t size = ferry__metadata_encoded_size(src->metadata);
     if (size < 0) {
-      rc = ferry_set_error(error, EINVAL, "cannot copy a schema with malformed metadata");
+      rc = ferry__set_error(error, EINVAL, "cannot copy a schema with malformed metadata");
       goto fail;
     }
-    rc = ferry_schema_set_metadata_encoded(out, src->metadata, size, error);
+    rc = ferry__schema_set_metadata_encoded(out, src->metadata, size, error);
     if (rc != FERRY_OK) goto fail;
   }
   for (int64_t i = 0; i < src->n_children; i++) {
@@ -405,7 +405,7 @@ fail:
   return rc;
 }
 
-int ferry_schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* out,
+int ferry__schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* out,
                            struct FerryError* error) {
   return ferry_schema_deep_copy_at(src, out, 0, error);
 }
@@ -519,19 +519,19 @@ static struct FerryArrayPrivate* ferry_array_private(const struct ArrowArray* ar
 __attribute__((noinline, cold)) static int ferry_array_init_invalid(
     const struct ArrowArray* out, int64_t length, int64_t null_count, int64_t offset,
     int64_t n_buffers, int64_t n_children, struct FerryError* error) {
-  if (out == NULL) return ferry_set_error(error, EINVAL, "ferry_array_init: out is NULL");
+  if (out == NULL) return ferry__set_error(error, EINVAL, "ferry_array_init: out is NULL");
   if (out->release != NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_array_init: out is a live array (release it first)");
   }
   if (length < 0 || offset < 0 || null_count < -1) {
-    return ferry_set_error(
+    return ferry__set_error(
         error, EINVAL,
         "ferry_array_init: length (%lld) and offset (%lld) must be >= 0 "
         "and null_count (%lld) >= -1",
         (long long)length, (long long)offset, (long long)null_count);
   }
-  return ferry_set_error(error, EINVAL,
+  return ferry__set_error(error, EINVAL,
                          "ferry_array_init: n_buffers (%lld) and n_children (%lld) must "
                          "be in [0, 2^32]",
                          (long long)n_buffers, (long long)n_children);
@@ -624,7 +624,7 @@ __attribute__((noinline)) static int ferry_array_init_general(
   ferry_live_add(1);
   return FERRY_OK;
 out_of_memory:
-  return ferry_set_error(error, ENOMEM, "ferry_array_init: out of memory");
+  return ferry__set_error(error, ENOMEM, "ferry_array_init: out of memory");
 }
 
 /* Fills released `out` with an array borrowing the caller's buffers and
@@ -686,12 +686,12 @@ int ferry_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
 int ferry_array_set_buffer(struct ArrowArray* array, int64_t i, const void* buffer,
                            struct FerryError* error) {
   if (ferry_array_private(array) == NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_array_set_buffer: the array was not made by "
                            "ferry_array_init (or is released)");
   }
   if (i < 0 || i >= array->n_buffers) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_array_set_buffer: buffer index %lld out of range "
                            "(n_buffers %lld)",
                            (long long)i, (long long)array->n_buffers);
@@ -707,22 +707,22 @@ int ferry_array_allocate_dictionary(struct ArrowArray* array,
                                     struct FerryError* error) {
   struct FerryArrayPrivate* priv = ferry_array_private(array);
   if (priv == NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_array_allocate_dictionary: the array was not made by "
                            "ferry_array_init (or is released)");
   }
   if (dictionary_out == NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_array_allocate_dictionary: dictionary_out is NULL");
   }
   if (priv->dictionary != NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_array_allocate_dictionary: the array already has a "
                            "dictionary");
   }
   priv->dictionary = (struct ArrowArray*)calloc(1, sizeof(struct ArrowArray));
   if (priv->dictionary == NULL) {
-    return ferry_set_error(error, ENOMEM,
+    return ferry__set_error(error, ENOMEM,
                            "ferry_array_allocate_dictionary: out of memory");
   }
   array->dictionary = priv->dictionary;
@@ -756,19 +756,19 @@ __attribute__((noinline, cold)) static int ferry_device_array_init_invalid(
     const struct ArrowDeviceArray* out, const struct ArrowArray* array,
     ArrowDeviceType device_type, struct FerryError* error) {
   if (out == NULL || array == NULL) {
-    return ferry_set_error(error, EINVAL, "ferry_device_array_init: %s is NULL",
+    return ferry__set_error(error, EINVAL, "ferry_device_array_init: %s is NULL",
                            out == NULL ? "out" : "array");
   }
   if (array->release == NULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_device_array_init: the array is released");
   }
   if (out->array.release != NULL && &out->array != array) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "ferry_device_array_init: out is a live device array (release "
                            "it first)");
   }
-  return ferry_set_error(error, EINVAL, "ferry_device_array_init: invalid device type %d",
+  return ferry__set_error(error, EINVAL, "ferry_device_array_init: invalid device type %d",
                          (int)device_type);
 }
 
@@ -780,7 +780,7 @@ __attribute__((noinline)) static int ferry_device_array_wrap_event(
   struct FerryEventWrapper* wrapper =
       (struct FerryEventWrapper*)malloc(sizeof(struct FerryEventWrapper));
   if (wrapper == NULL) {
-    return ferry_set_error(error, ENOMEM, "ferry_device_array_init: out of memory");
+    return ferry__set_error(error, ENOMEM, "ferry_device_array_init: out of memory");
   }
   wrapper->inner = *array;
   wrapper->hook = event_release;
@@ -835,7 +835,7 @@ __attribute__((noinline)) static int ferry_device_array_init_general(
     FERRY_RETURN_NOT_OK(
         ferry_device_array_wrap_event(out, array, event_release, event_user_data, error));
   } else if (array != &out->array) {
-    ferry_copy_words(&out->array, array, sizeof(*array) / sizeof(uint64_t));
+    ferry__copy_words(&out->array, array, sizeof(*array) / sizeof(uint64_t));
     array->release = NULL;
   }
   ferry_device_array_set_device(out, device_type, device_id, sync_event);
@@ -861,7 +861,7 @@ int ferry_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* arr
   if (array != &out->array) {
     /* One copy, straight into out (no temporary), with 8-byte words: the
      * producer has usually just written `array` field by field. */
-    ferry_copy_words(&out->array, array, sizeof(*array) / sizeof(uint64_t));
+    ferry__copy_words(&out->array, array, sizeof(*array) / sizeof(uint64_t));
     array->release = NULL;
   }
   ferry_device_array_set_device(out, device_type, device_id, sync_event);

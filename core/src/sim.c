@@ -145,14 +145,14 @@ void ferry_sim_set_strict(int32_t strict) {
 
 int32_t ferry_sim_is_strict(void) { return sim_strict(); }
 
-int64_t ferry_sim_live_streams(void) {
+int64_t ferry__sim_live_streams(void) {
   pthread_mutex_lock(&g_sim_lock);
   int64_t n = g_n_streams;
   pthread_mutex_unlock(&g_sim_lock);
   return n;
 }
 
-int64_t ferry_sim_live_events(void) {
+int64_t ferry__sim_live_events(void) {
   pthread_mutex_lock(&g_sim_lock);
   int64_t n = g_n_events;
   pthread_mutex_unlock(&g_sim_lock);
@@ -188,13 +188,13 @@ static int check_range_locked(int64_t device_id, const void* ptr, int64_t size,
     int inside = address < end || (size == 0 && address == end);
     if (inside) {
       if (a->device_id != device_id) {
-        return ferry_set_error(error, EFAULT,
+        return ferry__set_error(error, EFAULT,
                                "pointer %p is not sim device %" PRId64
                                " memory (it is sim device %" PRId64 " memory)",
                                ptr, device_id, a->device_id);
       }
       if ((uint64_t)size > (uint64_t)(end - address)) {
-        return ferry_set_error(error, EFAULT,
+        return ferry__set_error(error, EFAULT,
                                "range [%p, +%" PRId64 ") runs past the end of a %" PRId64
                                "-byte allocation of sim device %" PRId64 " at %p",
                                ptr, size, a->size, device_id, (void*)a->start);
@@ -202,7 +202,7 @@ static int check_range_locked(int64_t device_id, const void* ptr, int64_t size,
       return FERRY_OK;
     }
   }
-  return ferry_set_error(error, EFAULT, "pointer %p is not sim device %" PRId64 " memory",
+  return ferry__set_error(error, EFAULT, "pointer %p is not sim device %" PRId64 " memory",
                          ptr, device_id);
 }
 
@@ -240,19 +240,19 @@ static int find_stream_locked(void* handle, int64_t device_id, struct SimStream*
   for (struct SimStream* s = g_streams; s != NULL; s = s->next) {
     if ((void*)s == handle) {
       if (s->device_id != device_id) {
-        return ferry_set_error(error, EINVAL,
+        return ferry__set_error(error, EINVAL,
                                "stream %p belongs to sim device %" PRId64
                                ", not sim device %" PRId64,
                                handle, s->device_id, device_id);
       }
       if (s->shutdown) {
-        return ferry_set_error(error, EINVAL, "stream %p is being destroyed", handle);
+        return ferry__set_error(error, EINVAL, "stream %p is being destroyed", handle);
       }
       *out = s;
       return FERRY_OK;
     }
   }
-  return ferry_set_error(error, EINVAL,
+  return ferry__set_error(error, EINVAL,
                          "stream %p is not a live sim stream (destroyed, or not a sim "
                          "stream)",
                          handle);
@@ -267,7 +267,7 @@ static int find_event_locked(void* sync_event, struct FerrySimEvent** out,
       return FERRY_OK;
     }
   }
-  return ferry_set_error(error, EINVAL,
+  return ferry__set_error(error, EINVAL,
                          "sync_event %p is not a live sim event (destroyed, or not a "
                          "pointer to a sim event handle)",
                          sync_event);
@@ -279,7 +279,7 @@ static int find_device_event_locked(void* sync_event, int64_t device_id,
                                     struct FerryError* error) {
   FERRY_RETURN_NOT_OK(find_event_locked(sync_event, out, error));
   if ((*out)->device_id != device_id) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "sync_event %p belongs to sim device %" PRId64
                            ", not sim device %" PRId64,
                            sync_event, (*out)->device_id, device_id);
@@ -425,16 +425,16 @@ static int sim_is_host_accessible(ArrowDeviceType device_type) { return 1; }
 
 static int sim_allocate(struct FerryDevice* device, int64_t size, void** out,
                         struct FerryError* error) {
-  int64_t rounded = ferry_aligned_alloc_size(size, FERRY_SIM_ALIGNMENT);
+  int64_t rounded = ferry__aligned_alloc_size(size, FERRY_SIM_ALIGNMENT);
   if (rounded == 0) {
-    return ferry_set_error(error, ENOMEM,
+    return ferry__set_error(error, ENOMEM,
                            "cannot allocate %" PRId64 " bytes on sim device %" PRId64
                            " (too large)",
                            size, device->device_id);
   }
   void* ptr = aligned_alloc(FERRY_SIM_ALIGNMENT, (size_t)rounded);
   if (ptr == NULL) {
-    return ferry_set_error(error, ENOMEM,
+    return ferry__set_error(error, ENOMEM,
                            "out of memory allocating %" PRId64
                            " bytes on sim device %" PRId64,
                            size, device->device_id);
@@ -446,7 +446,7 @@ static int sim_allocate(struct FerryDevice* device, int64_t size, void** out,
   pthread_mutex_unlock(&g_sim_lock);
   if (code != FERRY_OK) {
     free(ptr);
-    return ferry_set_error(error, ENOMEM, "out of memory in the sim allocation table");
+    return ferry__set_error(error, ENOMEM, "out of memory in the sim allocation table");
   }
   *out = ptr;
   return FERRY_OK;
@@ -458,7 +458,7 @@ static int sim_deallocate(struct FerryDevice* device, void* ptr,
   int64_t i = allocation_at_or_before((uintptr_t)ptr);
   if (i < 0 || g_allocations[i].start != (uintptr_t)ptr) {
     int code =
-        ferry_set_error(error, EINVAL,
+        ferry__set_error(error, EINVAL,
                         "pointer %p is not a live allocation of sim device %" PRId64
                         " (freed twice, never allocated there, or not the start of "
                         "an allocation)",
@@ -467,7 +467,7 @@ static int sim_deallocate(struct FerryDevice* device, void* ptr,
     return code;
   }
   if (g_allocations[i].device_id != device->device_id) {
-    int code = ferry_set_error(error, EINVAL,
+    int code = ferry__set_error(error, EINVAL,
                                "pointer %p belongs to sim device %" PRId64
                                ", not sim device %" PRId64,
                                ptr, g_allocations[i].device_id, device->device_id);
@@ -478,7 +478,7 @@ static int sim_deallocate(struct FerryDevice* device, void* ptr,
   /* The table may have changed while draining; find the entry again. */
   i = allocation_at_or_before((uintptr_t)ptr);
   if (i < 0 || g_allocations[i].start != (uintptr_t)ptr) {
-    int code = ferry_set_error(
+    int code = ferry__set_error(
         error, EINVAL, "pointer %p was freed by another thread at the same time", ptr);
     pthread_mutex_unlock(&g_sim_lock);
     return code;
@@ -524,7 +524,7 @@ static int sim_memcpy(struct FerryDevice* device, void* dst,
   if (op == NULL || (kind == FERRY_COPY_HOST_TO_DEVICE && snapshot == NULL)) {
     pthread_mutex_unlock(&g_sim_lock);
     free(op);
-    return ferry_set_error(error, ENOMEM, "out of memory queueing a sim copy");
+    return ferry__set_error(error, ENOMEM, "out of memory queueing a sim copy");
   }
   op->kind = SIM_OP_COPY;
   op->dst = dst;
@@ -550,7 +550,7 @@ static int sim_stream_create(struct FerryDevice* device, void** stream_out,
                              struct FerryError* error) {
   struct SimStream* s = (struct SimStream*)calloc(1, sizeof(struct SimStream));
   if (s == NULL)
-    return ferry_set_error(error, ENOMEM, "out of memory creating a sim stream");
+    return ferry__set_error(error, ENOMEM, "out of memory creating a sim stream");
   s->magic = FERRY_SIM_STREAM_MAGIC;
   s->device_id = device->device_id;
   pthread_mutex_lock(&g_sim_lock);
@@ -559,7 +559,7 @@ static int sim_stream_create(struct FerryDevice* device, void** stream_out,
   if (rc != 0) {
     pthread_mutex_unlock(&g_sim_lock);
     free(s);
-    return ferry_set_error(error, rc == EAGAIN ? EAGAIN : EIO,
+    return ferry__set_error(error, rc == EAGAIN ? EAGAIN : EIO,
                            "cannot start the worker thread of a sim stream: %s",
                            strerror(rc));
   }
@@ -638,7 +638,7 @@ static int sim_event_create(struct FerryDevice* device, void** sync_event_out,
   if (event == NULL || slot == NULL) {
     free(event);
     free(slot);
-    return ferry_set_error(error, ENOMEM, "out of memory creating a sim event");
+    return ferry__set_error(error, ENOMEM, "out of memory creating a sim event");
   }
   event->magic = FERRY_SIM_EVENT_MAGIC;
   event->device_id = device->device_id;
@@ -723,7 +723,7 @@ static int sim_stream_wait_event(struct FerryDevice* device, void* stream,
       !position_done_locked(event->stream_id, event->seq)) {
     struct SimOp* op = (struct SimOp*)calloc(1, sizeof(struct SimOp));
     if (op == NULL) {
-      code = ferry_set_error(error, ENOMEM, "out of memory queueing a sim wait");
+      code = ferry__set_error(error, ENOMEM, "out of memory queueing a sim wait");
     } else {
       op->kind = SIM_OP_WAIT;
       op->wait_stream_id = event->stream_id;
@@ -743,7 +743,7 @@ static int sim_check_pointer(struct FerryDevice* device, const void* ptr, int64_
   return code;
 }
 
-const struct FerryBackend ferry_backend_sim = {
+const struct FerryBackend ferry__backend_sim = {
     .name = "sim",
     .device_types = kSimDeviceTypes,
     .n_device_types = 1,

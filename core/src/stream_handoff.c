@@ -7,10 +7,10 @@
 #include "internal.h"
 
 /* Borrows `stream` and `consumer_stream`; on success the caller owns `out`. */
-int ferry_stream_get_next_on(struct ArrowDeviceArrayStream* stream,
+int ferry_array_stream_get_next_on(struct ArrowDeviceArrayStream* stream,
                              struct ArrowDeviceArray* out, void* consumer_stream,
                              struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(ferry_stream_get_next(stream, out, error));
+  FERRY_RETURN_NOT_OK(ferry_array_stream_get_next(stream, out, error));
   /* End of stream, or nothing pending: nothing to hand over. */
   if (out->array.release == NULL || out->sync_event == NULL) return FERRY_OK;
   int code = ferry_device_array_wait(out, consumer_stream, error);

@@ -63,7 +63,7 @@ static void report(struct Validator* v, const char* rule, const char* fmt, ...) 
   vsnprintf(what, sizeof what, fmt, args);
   va_end(args);
   if (v->n_findings == 0) {
-    ferry_set_error(v->error, EINVAL, "%s: %s: %s", rule, v->path, what);
+    ferry__set_error(v->error, EINVAL, "%s: %s: %s", rule, v->path, what);
   }
   v->n_findings++;
   if (v->on_finding != NULL) v->on_finding(v->user_data, rule, v->path, what);
@@ -225,7 +225,7 @@ static int is_signed_integer(enum FerryTypeId t) {
  * returns 1 when `out` holds a usable layout. */
 static int schema_layout(const struct ArrowSchema* schema, struct FerryFormat* out) {
   if (schema == NULL || schema->release == NULL || schema->format == NULL) return 0;
-  return ferry_format_parse(schema->format, out, NULL) == FERRY_OK;
+  return ferry__format_parse(schema->format, out, NULL) == FERRY_OK;
 }
 
 static void validate_schema_node(struct Validator* v, const struct ArrowSchema* schema,
@@ -297,7 +297,7 @@ static void validate_schema_node(struct Validator* v, const struct ArrowSchema* 
   } else {
     struct FerryError format_error;
     ferry_error_init(&format_error);
-    if (ferry_format_parse(schema->format, &f, &format_error) != FERRY_OK) {
+    if (ferry__format_parse(schema->format, &f, &format_error) != FERRY_OK) {
       report(v, "format", "%s", format_error.message);
     } else {
       have_layout = 1;
@@ -530,7 +530,7 @@ static void check_residency(struct Validator* v, const void* ptr, int64_t size,
   struct FerryError residency_error;
   ferry_error_init(&residency_error);
   int rc =
-      ferry_device_check_pointer(v->device, ptr, size < 0 ? 0 : size, &residency_error);
+      ferry__device_check_pointer(v->device, ptr, size < 0 ? 0 : size, &residency_error);
   if (rc == EFAULT) {
     report(v, "device", "%s at %p (%lld bytes) is not on %s:%lld: %s", label, ptr,
            (long long)size, ferry_device_type_name(v->device_type),
@@ -1209,7 +1209,7 @@ int ferry_validate_device_array(const struct ArrowSchema* schema,
   struct Validator v;
   validator_init(&v, on_finding, user_data, error, level);
   if (level != FERRY_VALIDATE_DEFAULT && level != FERRY_VALIDATE_FULL) {
-    return ferry_set_error(error, EINVAL,
+    return ferry__set_error(error, EINVAL,
                            "validation level %d is neither DEFAULT (0) nor "
                            "FULL (1)",
                            (int)level);

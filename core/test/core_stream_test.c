@@ -86,7 +86,7 @@ static struct Script new_script(int n_batches) {
 
 static int init_stream(struct ArrowDeviceArrayStream* stream, struct Script* script) {
   memset(stream, 0, sizeof(*stream));
-  return ferry_stream_init(stream, script->device_type, script_get_schema,
+  return ferry_array_stream_init(stream, script->device_type, script_get_schema,
                            script_get_next, stream_hook, script, NULL);
 }
 
@@ -97,18 +97,18 @@ FERRY_TEST(stream_yields_batches_then_end_forever) {
   struct FerryError error;
   CHECK_EQ_INT(FERRY_OK, init_stream(&stream, &script));
   CHECK_EQ_INT(base + 1, ferry_live_exports());
-  CHECK(!ferry_stream_is_released(&stream));
-  CHECK_EQ_INT(ARROW_DEVICE_CPU, ferry_stream_device_type(&stream));
+  CHECK(!ferry_array_stream_is_released(&stream));
+  CHECK_EQ_INT(ARROW_DEVICE_CPU, ferry_array_stream_device_type(&stream));
 
   struct ArrowSchema schema = {0};
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_get_schema(&stream, &schema, &error));
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_schema(&stream, &schema, &error));
   CHECK_STR("i", ferry_schema_format(&schema));
   CHECK_STR("values", ferry_schema_name(&schema));
   ferry_schema_release(&schema);
 
   for (int i = 0; i < 3; i++) {
     struct ArrowDeviceArray batch = {0};
-    CHECK_EQ_INT(FERRY_OK, ferry_stream_get_next(&stream, &batch, &error));
+    CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&stream, &batch, &error));
     CHECK(!ferry_device_array_is_released(&batch));
     CHECK_EQ_INT(ARROW_DEVICE_CPU, ferry_device_array_device_type(&batch));
     const int32_t* values = (const int32_t*)ferry_array_buffer(&batch.array, 1);
@@ -118,16 +118,16 @@ FERRY_TEST(stream_yields_batches_then_end_forever) {
   CHECK_EQ_INT(3, script.batch_hook_calls);
   for (int i = 0; i < 3; i++) {
     struct ArrowDeviceArray batch = {0};
-    CHECK_EQ_INT(FERRY_OK, ferry_stream_get_next(&stream, &batch, &error));
+    CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&stream, &batch, &error));
     CHECK(ferry_device_array_is_released(&batch));
   }
   /* The producer saw one end-of-stream call; ferry answered the rest. */
   CHECK_EQ_INT(4, script.get_next_calls);
-  CHECK(ferry_stream_get_last_error(&stream) == NULL);
-  ferry_stream_release(&stream);
-  ferry_stream_release(&stream);
+  CHECK(ferry_array_stream_get_last_error(&stream) == NULL);
+  ferry_array_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(1, script.stream_hook_calls);
-  CHECK(ferry_stream_is_released(&stream));
+  CHECK(ferry_array_stream_is_released(&stream));
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 
@@ -141,19 +141,19 @@ FERRY_TEST(stream_error_message_propagates_and_clears) {
   struct FerryError error;
   CHECK_EQ_INT(FERRY_OK, init_stream(&stream, &script));
   struct ArrowDeviceArray batch = {0};
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_get_next(&stream, &batch, &error));
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&stream, &batch, &error));
   ferry_device_array_release(&batch);
   ferry_error_init(&error);
-  CHECK_EQ_INT(EIO, ferry_stream_get_next(&stream, &batch, &error));
+  CHECK_EQ_INT(EIO, ferry_array_stream_get_next(&stream, &batch, &error));
   CHECK_STR("disk on fire at batch 1", error.message);
-  CHECK_STR("disk on fire at batch 1", ferry_stream_get_last_error(&stream));
+  CHECK_STR("disk on fire at batch 1", ferry_array_stream_get_last_error(&stream));
   CHECK(ferry_device_array_is_released(&batch));
   /* The next call succeeds and clears the last error. */
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_get_next(&stream, &batch, &error));
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&stream, &batch, &error));
   CHECK(!ferry_device_array_is_released(&batch));
-  CHECK(ferry_stream_get_last_error(&stream) == NULL);
+  CHECK(ferry_array_stream_get_last_error(&stream) == NULL);
   ferry_device_array_release(&batch);
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 
@@ -166,11 +166,11 @@ FERRY_TEST(stream_error_without_message_gets_a_generic_one) {
   struct FerryError error;
   CHECK_EQ_INT(FERRY_OK, init_stream(&stream, &script));
   struct ArrowDeviceArray batch = {0};
-  CHECK_EQ_INT(ENOMEM, ferry_stream_get_next(&stream, &batch, &error));
+  CHECK_EQ_INT(ENOMEM, ferry_array_stream_get_next(&stream, &batch, &error));
   CHECK_STR("get_next failed with ENOMEM (no message from producer)", error.message);
   CHECK_STR("get_next failed with ENOMEM (no message from producer)",
-            ferry_stream_get_last_error(&stream));
-  ferry_stream_release(&stream);
+            ferry_array_stream_get_last_error(&stream));
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 
@@ -185,11 +185,11 @@ FERRY_TEST(producer_leaving_out_live_on_error_does_not_leak) {
   struct FerryError error;
   CHECK_EQ_INT(FERRY_OK, init_stream(&stream, &script));
   struct ArrowDeviceArray batch = {0};
-  CHECK_EQ_INT(EIO, ferry_stream_get_next(&stream, &batch, &error));
+  CHECK_EQ_INT(EIO, ferry_array_stream_get_next(&stream, &batch, &error));
   CHECK_STR("half-built batch", error.message);
   CHECK(ferry_device_array_is_released(&batch));
   CHECK_EQ_INT(1, script.batch_hook_calls); /* the stray batch was released */
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 
@@ -201,14 +201,14 @@ FERRY_TEST(device_type_mismatch_is_rejected_and_the_batch_released) {
   struct ArrowDeviceArrayStream stream;
   struct FerryError error;
   CHECK_EQ_INT(FERRY_OK, init_stream(&stream, &script));
-  CHECK_EQ_INT(ARROW_DEVICE_EXT_DEV, ferry_stream_device_type(&stream));
+  CHECK_EQ_INT(ARROW_DEVICE_EXT_DEV, ferry_array_stream_device_type(&stream));
   struct ArrowDeviceArray batch = {0};
-  CHECK_EQ_INT(EINVAL, ferry_stream_get_next(&stream, &batch, &error));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_next(&stream, &batch, &error));
   CHECK_CONTAINS(error.message, "device type 1 (cpu)");
   CHECK_CONTAINS(error.message, "stream's device type is 12 (ext_dev)");
   CHECK(ferry_device_array_is_released(&batch));
   CHECK_EQ_INT(1, script.batch_hook_calls);
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 
@@ -216,22 +216,22 @@ FERRY_TEST(consumer_calls_on_null_or_released_streams_are_einval) {
   struct FerryError error;
   struct ArrowSchema schema = {0};
   struct ArrowDeviceArray batch = {0};
-  CHECK_EQ_INT(EINVAL, ferry_stream_get_schema(NULL, &schema, &error));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_schema(NULL, &schema, &error));
   CHECK_CONTAINS(error.message, "NULL");
-  CHECK_EQ_INT(EINVAL, ferry_stream_get_next(NULL, &batch, &error));
-  CHECK(ferry_stream_get_last_error(NULL) == NULL);
-  CHECK_EQ_INT(1, ferry_stream_is_released(NULL));
-  CHECK_EQ_INT(0, ferry_stream_device_type(NULL));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_next(NULL, &batch, &error));
+  CHECK(ferry_array_stream_get_last_error(NULL) == NULL);
+  CHECK_EQ_INT(1, ferry_array_stream_is_released(NULL));
+  CHECK_EQ_INT(0, ferry_array_stream_device_type(NULL));
 
   struct Script script = new_script(1);
   struct ArrowDeviceArrayStream stream;
   CHECK_EQ_INT(FERRY_OK, init_stream(&stream, &script));
-  ferry_stream_release(&stream);
-  CHECK_EQ_INT(EINVAL, ferry_stream_get_schema(&stream, &schema, &error));
+  ferry_array_stream_release(&stream);
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_schema(&stream, &schema, &error));
   CHECK_CONTAINS(error.message, "released");
-  CHECK_EQ_INT(EINVAL, ferry_stream_get_next(&stream, &batch, &error));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_next(&stream, &batch, &error));
   CHECK_CONTAINS(error.message, "released");
-  CHECK(ferry_stream_get_last_error(&stream) == NULL);
+  CHECK(ferry_array_stream_get_last_error(&stream) == NULL);
   CHECK_EQ_INT(0, script.get_next_calls);
 }
 
@@ -242,19 +242,19 @@ FERRY_TEST(consumer_refuses_live_out_and_null_out) {
   struct FerryError error;
   CHECK_EQ_INT(FERRY_OK, init_stream(&stream, &script));
   struct ArrowDeviceArray batch = {0};
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_get_next(&stream, &batch, &error));
-  CHECK_EQ_INT(EINVAL, ferry_stream_get_next(&stream, &batch, &error));
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&stream, &batch, &error));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_next(&stream, &batch, &error));
   CHECK_CONTAINS(error.message, "live array");
-  CHECK_EQ_INT(EINVAL, ferry_stream_get_next(&stream, NULL, &error));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_next(&stream, NULL, &error));
   struct ArrowSchema schema = {0};
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_get_schema(&stream, &schema, &error));
-  CHECK_EQ_INT(EINVAL, ferry_stream_get_schema(&stream, &schema, &error));
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_schema(&stream, &schema, &error));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_schema(&stream, &schema, &error));
   CHECK_CONTAINS(error.message, "live schema");
-  CHECK_EQ_INT(EINVAL, ferry_stream_get_schema(&stream, NULL, &error));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_schema(&stream, NULL, &error));
   CHECK_EQ_INT(1, script.get_next_calls);
   ferry_schema_release(&schema);
   ferry_device_array_release(&batch);
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 
@@ -303,7 +303,7 @@ FERRY_TEST(get_next_hands_the_producer_a_zeroed_struct_and_ends_zeroed) {
   int calls = 0;
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof(stream));
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_init(&stream, ARROW_DEVICE_CPU, NULL,
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_init(&stream, ARROW_DEVICE_CPU, NULL,
                                            sparse_get_next, NULL, &calls, NULL));
   struct ArrowDeviceArray batch, zero;
   memset(&zero, 0, sizeof(zero));
@@ -324,9 +324,9 @@ FERRY_TEST(get_next_hands_the_producer_a_zeroed_struct_and_ends_zeroed) {
   CHECK_EQ_INT(0, memcmp(&batch, &zero, sizeof(batch)));
   memset(&batch, 0xAB, sizeof(batch));
   batch.array.release = NULL; /* the wrapper wants a released struct */
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_get_next(&stream, &batch, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&stream, &batch, NULL));
   CHECK_EQ_INT(0, memcmp(&batch, &zero, sizeof(batch)));
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 
@@ -335,13 +335,13 @@ FERRY_TEST(stream_without_get_schema_reports_enosys) {
   struct Script script = new_script(0);
   struct ArrowDeviceArrayStream stream = {0};
   struct FerryError error;
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_init(&stream, ARROW_DEVICE_CPU, NULL,
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_init(&stream, ARROW_DEVICE_CPU, NULL,
                                            script_get_next, NULL, &script, &error));
   struct ArrowSchema schema = {0};
-  CHECK_EQ_INT(ENOSYS, ferry_stream_get_schema(&stream, &schema, &error));
+  CHECK_EQ_INT(ENOSYS, ferry_array_stream_get_schema(&stream, &schema, &error));
   CHECK_CONTAINS(error.message, "no schema");
   CHECK(ferry_schema_is_released(&schema));
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 
@@ -350,20 +350,20 @@ FERRY_TEST(stream_init_errors) {
   struct Script script = new_script(0);
   struct FerryError error;
   struct ArrowDeviceArrayStream stream = {0};
-  CHECK_EQ_INT(EINVAL, ferry_stream_init(NULL, ARROW_DEVICE_CPU, NULL, script_get_next,
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_init(NULL, ARROW_DEVICE_CPU, NULL, script_get_next,
                                          stream_hook, &script, &error));
-  CHECK_EQ_INT(EINVAL, ferry_stream_init(&stream, ARROW_DEVICE_CPU, NULL, NULL,
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_init(&stream, ARROW_DEVICE_CPU, NULL, NULL,
                                          stream_hook, &script, &error));
   CHECK_CONTAINS(error.message, "get_next is NULL");
-  CHECK_EQ_INT(EINVAL, ferry_stream_init(&stream, 0, NULL, script_get_next, stream_hook,
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_init(&stream, 0, NULL, script_get_next, stream_hook,
                                          &script, &error));
   CHECK_CONTAINS(error.message, "device type");
   CHECK_EQ_INT(FERRY_OK, init_stream(&stream, &script));
-  CHECK_EQ_INT(EINVAL, ferry_stream_init(&stream, ARROW_DEVICE_CPU, NULL, script_get_next,
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_init(&stream, ARROW_DEVICE_CPU, NULL, script_get_next,
                                          stream_hook, &script, &error));
   CHECK_CONTAINS(error.message, "live stream");
   CHECK_EQ_INT(0, script.stream_hook_calls);
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(1, script.stream_hook_calls);
   CHECK_EQ_INT(base, ferry_live_exports());
 }
@@ -401,29 +401,29 @@ FERRY_TEST(consumer_wrappers_work_on_foreign_streams) {
   struct FerryError error;
   struct ArrowDeviceArray batch = {0};
   /* No get_last_error at all: generic message. */
-  CHECK_EQ_INT(EAGAIN, ferry_stream_get_next(&stream, &batch, &error));
+  CHECK_EQ_INT(EAGAIN, ferry_array_stream_get_next(&stream, &batch, &error));
   CHECK_STR("get_next failed with EAGAIN (no message from producer)", error.message);
   CHECK(ferry_device_array_is_released(&batch));
   CHECK_EQ_INT(1, foreign_batch_releases);
-  CHECK(ferry_stream_get_last_error(&stream) == NULL);
+  CHECK(ferry_array_stream_get_last_error(&stream) == NULL);
   /* get_last_error returning NULL: generic message too. */
   stream.get_last_error = foreign_get_last_error;
   struct ArrowSchema schema = {0};
-  CHECK_EQ_INT(EPROTO, ferry_stream_get_schema(&stream, &schema, &error));
+  CHECK_EQ_INT(EPROTO, ferry_array_stream_get_schema(&stream, &schema, &error));
   CHECK_STR("get_schema failed with EPROTO (no message from producer)", error.message);
   /* With a message: it is copied. */
   stream.private_data = (void*)"foreign producer says no";
-  CHECK_EQ_INT(EPROTO, ferry_stream_get_schema(&stream, &schema, &error));
+  CHECK_EQ_INT(EPROTO, ferry_array_stream_get_schema(&stream, &schema, &error));
   CHECK_STR("foreign producer says no", error.message);
-  CHECK_STR("foreign producer says no", ferry_stream_get_last_error(&stream));
+  CHECK_STR("foreign producer says no", ferry_array_stream_get_last_error(&stream));
   /* A stream without callbacks. */
   stream.get_next = NULL;
-  CHECK_EQ_INT(EINVAL, ferry_stream_get_next(&stream, &batch, &error));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_next(&stream, &batch, &error));
   CHECK_CONTAINS(error.message, "no get_next callback");
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
 }
 
-/* ---- ferry_stream_init_from_arrays --------------------------------------- */
+/* ---- ferry_array_stream_init_from_arrays --------------------------------------- */
 
 static int list_hooks;
 static void list_hook(void* user_data) { list_hooks++; }
@@ -462,14 +462,14 @@ FERRY_TEST(stream_from_arrays_yields_them_in_order) {
   CHECK_EQ_INT(FERRY_OK, make_schema(&schema));
   struct ArrowDeviceArrayStream stream = {0};
   struct FerryError error;
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_EXT_DEV,
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_EXT_DEV,
                                                        &schema, arrays, 3, &error));
   CHECK(ferry_schema_is_released(&schema));
   for (int i = 0; i < 3; i++) CHECK(ferry_device_array_is_released(&arrays[i]));
   /* get_schema twice: independent deep copies. */
   for (int round = 0; round < 2; round++) {
     struct ArrowSchema copy = {0};
-    CHECK_EQ_INT(FERRY_OK, ferry_stream_get_schema(&stream, &copy, &error));
+    CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_schema(&stream, &copy, &error));
     CHECK_STR("+s", ferry_schema_format(&copy));
     CHECK_STR("batch", ferry_schema_name(&copy));
     CHECK_EQ_INT(1, ferry_schema_metadata_count(&copy));
@@ -486,16 +486,16 @@ FERRY_TEST(stream_from_arrays_yields_them_in_order) {
   }
   for (int i = 0; i < 3; i++) {
     struct ArrowDeviceArray batch = {0};
-    CHECK_EQ_INT(FERRY_OK, ferry_stream_get_next(&stream, &batch, &error));
+    CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&stream, &batch, &error));
     CHECK(!ferry_device_array_is_released(&batch));
     CHECK_EQ_INT(storage[i], *(const int32_t*)ferry_array_buffer(&batch.array, 1));
     ferry_device_array_release(&batch);
   }
   struct ArrowDeviceArray end = {0};
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_get_next(&stream, &end, &error));
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&stream, &end, &error));
   CHECK(ferry_device_array_is_released(&end));
   CHECK_EQ_INT(3, list_hooks);
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 
@@ -508,13 +508,13 @@ FERRY_TEST(stream_from_arrays_releases_unconsumed_arrays) {
   struct ArrowSchema schema;
   CHECK_EQ_INT(FERRY_OK, make_schema(&schema));
   struct ArrowDeviceArrayStream stream = {0};
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
                                                        arrays, 3, NULL));
   struct ArrowDeviceArray batch = {0};
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_get_next(&stream, &batch, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&stream, &batch, NULL));
   ferry_device_array_release(&batch);
   CHECK_EQ_INT(1, list_hooks);
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(3, list_hooks);
   CHECK_EQ_INT(base, ferry_live_exports());
 }
@@ -530,32 +530,32 @@ FERRY_TEST(stream_from_arrays_errors_move_nothing) {
   CHECK_EQ_INT(FERRY_OK, make_schema(&schema));
   struct ArrowDeviceArrayStream stream = {0};
   struct FerryError error;
-  CHECK_EQ_INT(EINVAL, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
                                                      arrays, 2, &error));
   CHECK_CONTAINS(error.message, "arrays[1] is on device type 12");
   CHECK(!ferry_schema_is_released(&schema));
   CHECK(!ferry_device_array_is_released(&arrays[0]));
-  CHECK(ferry_stream_is_released(&stream));
+  CHECK(ferry_array_stream_is_released(&stream));
   arrays[1].device_type = ARROW_DEVICE_CPU;
-  CHECK_EQ_INT(EINVAL, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
                                                      NULL, 2, &error));
-  CHECK_EQ_INT(EINVAL, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
                                                      arrays, -1, &error));
-  CHECK_EQ_INT(EINVAL, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, NULL,
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, NULL,
                                                      arrays, 2, &error));
   CHECK_CONTAINS(error.message, "schema is NULL or released");
   ferry_device_array_release(&arrays[1]);
-  CHECK_EQ_INT(EINVAL, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
                                                      arrays, 2, &error));
   CHECK_CONTAINS(error.message, "arrays[1] is released");
   CHECK(!ferry_device_array_is_released(&arrays[0]));
   /* Zero arrays is a valid, immediately-ending stream. */
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
                                                        NULL, 0, &error));
   struct ArrowDeviceArray batch = {0};
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_get_next(&stream, &batch, &error));
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&stream, &batch, &error));
   CHECK(ferry_device_array_is_released(&batch));
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   ferry_device_array_release(&arrays[0]);
   CHECK_EQ_INT(2, list_hooks);
   CHECK_EQ_INT(base, ferry_live_exports());
@@ -576,14 +576,14 @@ FERRY_TEST(stream_from_arrays_get_schema_of_a_cyclic_schema_fails_cleanly) {
   /* The root is moved into the stream; its child is the cycle. */
   struct ArrowSchema root = cyclic;
   struct ArrowDeviceArrayStream stream = {0};
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &root,
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &root,
                                                        NULL, 0, NULL));
   struct ArrowSchema copy = {0};
   struct FerryError error;
-  CHECK_EQ_INT(EINVAL, ferry_stream_get_schema(&stream, &copy, &error));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_schema(&stream, &copy, &error));
   CHECK_CONTAINS(error.message, "nested deeper than 200 levels");
   CHECK(ferry_schema_is_released(&copy));
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(base, ferry_live_exports());
 }
 

@@ -73,7 +73,7 @@ FERRY_TEST(init_async_record_event_exports_an_event_tied_to_release) {
   ferry_sim_set_strict(1);
   struct FerryDevice* sim = device_of(ARROW_DEVICE_EXT_DEV, 1);
   int64_t allocations = ferry_device_live_allocations(sim);
-  int64_t events = ferry_sim_live_events();
+  int64_t events = ferry__sim_live_events();
   void* stream = NULL;
   CHECK_EQ_INT(0, ferry_device_stream_create(sim, &stream, NULL));
   struct ArrowArray array;
@@ -85,13 +85,13 @@ FERRY_TEST(init_async_record_event_exports_an_event_tied_to_release) {
   struct FerryError error;
   ferry_error_init(&error);
   CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, sim, stream,
-                                                FERRY_EXPORT_RECORD_EVENT, &error));
+                                                FERRY_SYNC_RECORD_EVENT, &error));
   CHECK(array.release == NULL); /* moved in */
   CHECK_EQ_INT(ARROW_DEVICE_EXT_DEV, exported.device_type);
   CHECK_EQ_INT(1, exported.device_id);
   CHECK(exported.sync_event != NULL);
   CHECK_EQ_INT(1, ferry_device_array_reserved_is_zero(&exported));
-  CHECK_EQ_INT(events + 1, ferry_sim_live_events());
+  CHECK_EQ_INT(events + 1, ferry__sim_live_events());
 
   const int32_t* values = (const int32_t*)exported.array.buffers[1];
   /* A consumer that reads before waiting sees poison... */
@@ -102,7 +102,7 @@ FERRY_TEST(init_async_record_event_exports_an_event_tied_to_release) {
 
   ferry_device_array_release(&exported);
   CHECK(exported.array.release == NULL);
-  CHECK_EQ_INT(events, ferry_sim_live_events());
+  CHECK_EQ_INT(events, ferry__sim_live_events());
   CHECK_EQ_INT(allocations, ferry_device_live_allocations(sim));
   CHECK_EQ_INT(0, ferry_device_stream_destroy(sim, stream, NULL));
 }
@@ -111,7 +111,7 @@ FERRY_TEST(init_async_released_without_waiting_is_safe) {
   ferry_sim_set_strict(1);
   struct FerryDevice* sim = device_of(ARROW_DEVICE_EXT_DEV, 1);
   int64_t allocations = ferry_device_live_allocations(sim);
-  int64_t events = ferry_sim_live_events();
+  int64_t events = ferry__sim_live_events();
   void* stream = NULL;
   CHECK_EQ_INT(0, ferry_device_stream_create(sim, &stream, NULL));
   struct ArrowArray array;
@@ -120,11 +120,11 @@ FERRY_TEST(init_async_released_without_waiting_is_safe) {
   struct ArrowDeviceArray exported;
   memset(&exported, 0, sizeof exported);
   CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, sim, stream,
-                                                FERRY_EXPORT_RECORD_EVENT, NULL));
+                                                FERRY_SYNC_RECORD_EVENT, NULL));
   /* The consumer never waits: the event and the memory go away with work
    * still queued (the sim completes it before freeing the memory). */
   ferry_device_array_release(&exported);
-  CHECK_EQ_INT(events, ferry_sim_live_events());
+  CHECK_EQ_INT(events, ferry__sim_live_events());
   CHECK_EQ_INT(allocations, ferry_device_live_allocations(sim));
   CHECK_EQ_INT(0, ferry_device_stream_destroy(sim, stream, NULL));
 }
@@ -132,7 +132,7 @@ FERRY_TEST(init_async_released_without_waiting_is_safe) {
 FERRY_TEST(init_async_synchronize_policy_exports_no_event_and_ready_data) {
   ferry_sim_set_strict(1);
   struct FerryDevice* sim = device_of(ARROW_DEVICE_EXT_DEV, 0);
-  int64_t events = ferry_sim_live_events();
+  int64_t events = ferry__sim_live_events();
   void* stream = NULL;
   CHECK_EQ_INT(0, ferry_device_stream_create(sim, &stream, NULL));
   struct ArrowArray array;
@@ -141,9 +141,9 @@ FERRY_TEST(init_async_synchronize_policy_exports_no_event_and_ready_data) {
   struct ArrowDeviceArray exported;
   memset(&exported, 0, sizeof exported);
   CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, sim, stream,
-                                                FERRY_EXPORT_SYNCHRONIZE, NULL));
+                                                FERRY_SYNC_SYNCHRONIZE, NULL));
   CHECK(exported.sync_event == NULL);
-  CHECK_EQ_INT(events, ferry_sim_live_events());
+  CHECK_EQ_INT(events, ferry__sim_live_events());
   const int32_t* values = (const int32_t*)exported.array.buffers[1];
   for (int i = 0; i < 8; i++) CHECK_EQ_INT(kValues[i], values[i]);
   CHECK_EQ_INT(0, ferry_device_array_wait(&exported, NULL, NULL)); /* returns at once */
@@ -160,7 +160,7 @@ FERRY_TEST(init_async_without_stream_or_on_the_cpu_exports_no_event) {
   struct ArrowDeviceArray exported;
   memset(&exported, 0, sizeof exported);
   CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, sim, NULL,
-                                                FERRY_EXPORT_RECORD_EVENT, NULL));
+                                                FERRY_SYNC_RECORD_EVENT, NULL));
   CHECK(exported.sync_event == NULL);
   CHECK_EQ_INT(kValues[3], ((const int32_t*)exported.array.buffers[1])[3]);
   ferry_device_array_release(&exported);
@@ -172,7 +172,7 @@ FERRY_TEST(init_async_without_stream_or_on_the_cpu_exports_no_event) {
   void* cpu_stream = NULL;
   CHECK_EQ_INT(0, ferry_device_stream_create(cpu, &cpu_stream, NULL));
   CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, cpu, cpu_stream,
-                                                FERRY_EXPORT_RECORD_EVENT, NULL));
+                                                FERRY_SYNC_RECORD_EVENT, NULL));
   CHECK(exported.sync_event == NULL);
   CHECK_EQ_INT(ARROW_DEVICE_CPU, exported.device_type);
   CHECK_EQ_INT(-1, exported.device_id);
@@ -203,7 +203,7 @@ FERRY_TEST(init_async_validates_and_moves_nothing_on_failure) {
   int garbage_stream = 0;
   CHECK_EQ_INT(EINVAL,
                ferry_device_array_init_async(&exported, &array, sim, &garbage_stream,
-                                             FERRY_EXPORT_RECORD_EVENT, &error));
+                                             FERRY_SYNC_RECORD_EVENT, &error));
   CHECK_CONTAINS(error.message, "not a live sim stream");
   CHECK(array.release != NULL); /* still the caller's */
   CHECK(exported.array.release == NULL);
@@ -227,7 +227,7 @@ FERRY_TEST(wait_with_a_consumer_stream_orders_the_consumer_without_blocking) {
   struct ArrowDeviceArray exported;
   memset(&exported, 0, sizeof exported);
   CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, sim, producer,
-                                                FERRY_EXPORT_RECORD_EVENT, NULL));
+                                                FERRY_SYNC_RECORD_EVENT, NULL));
   CHECK_EQ_INT(0, ferry_device_array_wait(&exported, consumer, NULL));
   /* The host did not block: in strict mode nothing has run yet. */
   CHECK(all_bytes_are(exported.array.buffers[1], 32, POISON));
@@ -407,7 +407,7 @@ static int64_t compare_trees(const struct ArrowSchema* schema,
 static int all_buffers_on(struct FerryDevice* device, const struct ArrowArray* array) {
   for (int64_t i = 0; i < array->n_buffers; i++) {
     if (array->buffers[i] != NULL &&
-        ferry_device_check_pointer(device, array->buffers[i], 0, NULL) != 0) {
+        ferry__device_check_pointer(device, array->buffers[i], 0, NULL) != 0) {
       return 0;
     }
   }
@@ -499,7 +499,7 @@ FERRY_TEST(deep_copy_waits_on_the_source_event) {
     memset(&exported, 0, sizeof exported);
     memset(&copy, 0, sizeof copy);
     CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, sim, stream,
-                                                  FERRY_EXPORT_RECORD_EVENT, NULL));
+                                                  FERRY_SYNC_RECORD_EVENT, NULL));
     CHECK_EQ_INT(0, ferry_device_array_copy(&schema, &exported, ARROW_DEVICE_CPU, -1,
                                             &copy, NULL));
     const int32_t* values = (const int32_t*)copy.array.buffers[1];
@@ -637,8 +637,8 @@ FERRY_TEST(deep_copy_refuses_absurd_buffer_counts_and_released_schemas) {
 }
 
 FERRY_TEST(nothing_is_left_behind) {
-  CHECK_EQ_INT(0, ferry_sim_live_streams());
-  CHECK_EQ_INT(0, ferry_sim_live_events());
+  CHECK_EQ_INT(0, ferry__sim_live_streams());
+  CHECK_EQ_INT(0, ferry__sim_live_events());
   for (int64_t id = 0; id < FERRY_SIM_DEVICE_COUNT; id++) {
     CHECK_EQ_INT(0, ferry_device_live_allocations(device_of(ARROW_DEVICE_EXT_DEV, id)));
   }

@@ -288,12 +288,12 @@ FERRY_TEST(cpu_check_pointer_cannot_tell) {
   struct FerryError error;
   ferry_error_init(&error);
   int x = 0;
-  CHECK_EQ_INT(ENOTSUP, ferry_device_check_pointer(cpu, &x, 4, &error));
+  CHECK_EQ_INT(ENOTSUP, ferry__device_check_pointer(cpu, &x, 4, &error));
   CHECK_CONTAINS(error.message, "cannot tell");
-  CHECK_EQ_INT(EINVAL, ferry_device_check_pointer(cpu, NULL, 4, &error));
+  CHECK_EQ_INT(EINVAL, ferry__device_check_pointer(cpu, NULL, 4, &error));
   CHECK_CONTAINS(error.message, "ptr must not be NULL");
-  CHECK_EQ_INT(EINVAL, ferry_device_check_pointer(cpu, &x, -1, &error));
-  CHECK_EQ_INT(EINVAL, ferry_device_check_pointer(NULL, &x, 4, &error));
+  CHECK_EQ_INT(EINVAL, ferry__device_check_pointer(cpu, &x, -1, &error));
+  CHECK_EQ_INT(EINVAL, ferry__device_check_pointer(NULL, &x, 4, &error));
 }
 
 FERRY_TEST_MAIN()

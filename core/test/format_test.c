@@ -12,7 +12,7 @@ static struct FerryFormat parse_ok(const char* format) {
   struct FerryFormat parsed;
   struct FerryError error;
   ferry_error_init(&error);
-  int rc = ferry_format_parse(format, &parsed, &error);
+  int rc = ferry__format_parse(format, &parsed, &error);
   if (rc != FERRY_OK) {
     printf("  rejected \"%s\": %s\n", format, error.message);
   }
@@ -216,7 +216,7 @@ static void check_rejected(const char* format, const char* needle) {
   struct FerryError error;
   ferry_error_init(&error);
   struct FerryFormat parsed;
-  int rc = ferry_format_parse(format, &parsed, &error);
+  int rc = ferry__format_parse(format, &parsed, &error);
   if (rc != EINVAL) printf("  accepted \"%s\"\n", format ? format : "(NULL)");
   CHECK_EQ_INT(EINVAL, rc);
   CHECK_CONTAINS(error.message, needle);
@@ -302,7 +302,7 @@ FERRY_TEST(hostile_strings_are_quoted_and_bounded) {
 FERRY_TEST(failure_leaves_out_untouched) {
   struct FerryFormat parsed;
   memset(&parsed, 0x5a, sizeof parsed);
-  CHECK_EQ_INT(EINVAL, ferry_format_parse("+ud:1,1", &parsed, NULL));
+  CHECK_EQ_INT(EINVAL, ferry__format_parse("+ud:1,1", &parsed, NULL));
   CHECK_EQ_INT(0x5a5a5a5a, (int32_t)parsed.n_union_types);
 }
 

@@ -28,23 +28,23 @@ FERRY_TEST(new_returns_zeroed_structs_and_free_accepts_null) {
   struct ArrowSchema* schema = ferry_schema_new();
   struct ArrowArray* array = ferry_array_new();
   struct ArrowDeviceArray* device_array = ferry_device_array_new();
-  struct ArrowDeviceArrayStream* stream = ferry_stream_new();
+  struct ArrowDeviceArrayStream* stream = ferry_array_stream_new();
   CHECK(schema != NULL && array != NULL && device_array != NULL && stream != NULL);
   CHECK(ferry_schema_is_released(schema));
   CHECK(ferry_array_is_released(array));
   CHECK(ferry_device_array_is_released(device_array));
-  CHECK(ferry_stream_is_released(stream));
+  CHECK(ferry_array_stream_is_released(stream));
   CHECK(ferry_device_array_reserved_is_zero(device_array));
   CHECK_EQ_INT(0, device_array->device_type);
   CHECK(schema->format == NULL && array->buffers == NULL && stream->private_data == NULL);
   ferry_schema_free(schema);
   ferry_array_free(array);
   ferry_device_array_free(device_array);
-  ferry_stream_free(stream);
+  ferry_array_stream_free(stream);
   ferry_schema_free(NULL);
   ferry_array_free(NULL);
   ferry_device_array_free(NULL);
-  ferry_stream_free(NULL);
+  ferry_array_stream_free(NULL);
 }
 
 FERRY_TEST(free_releases_a_live_struct_once) {
@@ -58,9 +58,9 @@ FERRY_TEST(free_releases_a_live_struct_once) {
   struct ArrowDeviceArray* device_array = ferry_device_array_new();
   device_array->array.release = count_array_release;
   ferry_device_array_free(device_array);
-  struct ArrowDeviceArrayStream* stream = ferry_stream_new();
+  struct ArrowDeviceArrayStream* stream = ferry_array_stream_new();
   stream->release = count_stream_release;
-  ferry_stream_free(stream);
+  ferry_array_stream_free(stream);
   CHECK_EQ_INT(1, schema_releases);
   CHECK_EQ_INT(2, array_releases);
   CHECK_EQ_INT(1, stream_releases);
@@ -85,14 +85,14 @@ FERRY_TEST(release_twice_calls_the_callback_once) {
   CHECK_EQ_INT(2, array_releases);
   struct ArrowDeviceArrayStream stream = {0};
   stream.release = count_stream_release;
-  ferry_stream_release(&stream);
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(1, stream_releases);
   /* NULL is accepted everywhere. */
   ferry_schema_release(NULL);
   ferry_array_release(NULL);
   ferry_device_array_release(NULL);
-  ferry_stream_release(NULL);
+  ferry_array_stream_release(NULL);
 }
 
 FERRY_TEST(release_marks_released_even_if_the_callback_forgets) {
@@ -215,14 +215,14 @@ FERRY_TEST(stream_move_and_einval) {
   struct ArrowDeviceArrayStream src = {0}, dst = {0};
   src.device_type = ARROW_DEVICE_CUDA;
   src.release = count_stream_release;
-  CHECK_EQ_INT(EINVAL, ferry_stream_move(&dst, &src));
-  CHECK_EQ_INT(FERRY_OK, ferry_stream_move(&src, &dst));
-  CHECK(ferry_stream_is_released(&src));
-  CHECK_EQ_INT(ARROW_DEVICE_CUDA, ferry_stream_device_type(&dst));
-  CHECK_EQ_INT(EINVAL, ferry_stream_move(&src, &dst));
-  CHECK_EQ_INT(EINVAL, ferry_stream_move(NULL, &dst));
-  CHECK_EQ_INT(EINVAL, ferry_stream_move(&dst, NULL));
-  ferry_stream_release(&dst);
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_move(&dst, &src));
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_move(&src, &dst));
+  CHECK(ferry_array_stream_is_released(&src));
+  CHECK_EQ_INT(ARROW_DEVICE_CUDA, ferry_array_stream_device_type(&dst));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_move(&src, &dst));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_move(NULL, &dst));
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_move(&dst, NULL));
+  ferry_array_stream_release(&dst);
   CHECK_EQ_INT(1, stream_releases);
 }
 

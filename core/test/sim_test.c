@@ -157,20 +157,20 @@ FERRY_TEST(check_pointer_knows_exactly_which_device_owns_a_range) {
   ferry_error_init(&error);
   unsigned char* p = NULL;
   CHECK_EQ_INT(0, ferry_device_allocate(d1, 64, (void**)&p, NULL));
-  CHECK_EQ_INT(0, ferry_device_check_pointer(d1, p, 64, &error));
-  CHECK_EQ_INT(0, ferry_device_check_pointer(d1, p + 10, 54, &error));
-  CHECK_EQ_INT(0, ferry_device_check_pointer(d1, p + 64, 0, &error));
-  CHECK_EQ_INT(EFAULT, ferry_device_check_pointer(d1, p + 10, 55, &error));
+  CHECK_EQ_INT(0, ferry__device_check_pointer(d1, p, 64, &error));
+  CHECK_EQ_INT(0, ferry__device_check_pointer(d1, p + 10, 54, &error));
+  CHECK_EQ_INT(0, ferry__device_check_pointer(d1, p + 64, 0, &error));
+  CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(d1, p + 10, 55, &error));
   CHECK_CONTAINS(error.message,
                  "runs past the end of a 64-byte allocation of sim device 1");
-  CHECK_EQ_INT(EFAULT, ferry_device_check_pointer(d0, p, 8, &error));
+  CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(d0, p, 8, &error));
   CHECK_CONTAINS(error.message, "is not sim device 0 memory (it is sim device 1 memory)");
   int on_stack = 0;
-  CHECK_EQ_INT(EFAULT, ferry_device_check_pointer(d1, &on_stack, 4, &error));
+  CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(d1, &on_stack, 4, &error));
   CHECK_CONTAINS(error.message, "is not sim device 1 memory");
   CHECK(strncmp(error.message, "pointer 0x", 10) == 0);
   CHECK_EQ_INT(0, ferry_device_deallocate(d1, p, NULL));
-  CHECK_EQ_INT(EFAULT, ferry_device_check_pointer(d1, p, 1, &error));
+  CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(d1, p, 1, &error));
 }
 
 FERRY_TEST(bad_frees_are_errors_not_crashes) {
@@ -656,8 +656,8 @@ FERRY_TEST(concurrent_pipelines_in_non_strict_mode) {
 /* Must stay last: everything above cleaned up after itself. */
 FERRY_TEST(live_counts_are_back_to_zero) {
   if (getenv("FERRY_SIM_ENV_CHILD") != NULL) return;
-  CHECK_EQ_INT(0, ferry_sim_live_streams());
-  CHECK_EQ_INT(0, ferry_sim_live_events());
+  CHECK_EQ_INT(0, ferry__sim_live_streams());
+  CHECK_EQ_INT(0, ferry__sim_live_events());
   for (int64_t id = 0; id < FERRY_SIM_DEVICE_COUNT; id++) {
     CHECK_EQ_INT(0, ferry_device_live_allocations(sim(id)));
   }

@@ -47,7 +47,7 @@ var rules = []rule{
 	{"ARROW_DEVICE_", "Device", "DeviceType", "Device types of the Arrow C Device Data Interface (ArrowDeviceType)."},
 	{"ARROW_FLAG_", "Flag", "SchemaFlags", "Bits of ArrowSchema.flags."},
 	{"FERRY_VALIDATE_", "Validate", "ValidateLevel", "Validation levels of ferry_validate_device_array."},
-	{"FERRY_EXPORT_", "Export", "SyncPolicy", "How an asynchronous export treats the producer's device stream."},
+	{"FERRY_SYNC_", "Sync", "SyncPolicy", "How an asynchronous export treats the producer's device stream."},
 	{"FERRY_ABI_VERSION", "ABIVersion", "int32", "The ABI version these bindings were generated from."},
 	{"FERRY_VERSION_STRING", "VersionString", "string", "The library version these bindings were generated from."},
 	{"FERRY_VERSION_", "Version", "int", "Version numbers these bindings were generated from."},
@@ -62,7 +62,7 @@ var types = []struct{ name, underlying, doc string }{
 	{"DeviceType", "int32", "DeviceType is ArrowDeviceType: where an array's buffers live."},
 	{"SchemaFlags", "int64", "SchemaFlags are the bits of ArrowSchema.flags."},
 	{"ValidateLevel", "int32", "ValidateLevel says how deeply ferry validates an array."},
-	{"SyncPolicy", "int32", "SyncPolicy says how an asynchronous export synchronizes (FERRY_EXPORT_*)."},
+	{"SyncPolicy", "int32", "SyncPolicy says how an asynchronous export synchronizes (FERRY_SYNC_*)."},
 }
 
 // words spells the parts of macro names that are not simply capitalised.

@@ -134,7 +134,7 @@ FERRY_ADDRESS_OUT(struct DLManagedTensorVersioned** out)
 FERRY_RC_WITHOUT_ERROR(ferry_schema_move)
 FERRY_RC_WITHOUT_ERROR(ferry_array_move)
 FERRY_RC_WITHOUT_ERROR(ferry_device_array_move)
-FERRY_RC_WITHOUT_ERROR(ferry_stream_move)
+FERRY_RC_WITHOUT_ERROR(ferry_array_stream_move)
 
 /* Predicates return 0/1: Java boolean. */
 %define FERRY_PREDICATE(FN)
@@ -148,7 +148,7 @@ FERRY_PREDICATE(ferry_schema_is_released)
 FERRY_PREDICATE(ferry_array_is_released)
 FERRY_PREDICATE(ferry_device_array_is_released)
 FERRY_PREDICATE(ferry_device_array_reserved_is_zero)
-FERRY_PREDICATE(ferry_stream_is_released)
+FERRY_PREDICATE(ferry_array_stream_is_released)
 FERRY_PREDICATE(ferry_device_is_host_accessible)
 
 /* Metadata is binary and the key/value pointers are not terminated: return

@@ -59,7 +59,7 @@ static int hand_stream(struct test* t, const char* check_case,
   int rc = t->suite->ut.check_stream(check_case, stream);
   if (stream->release != NULL) {
     test_fail(t, "check_stream did not take ownership: the stream was left live");
-    ferry_stream_release(stream);
+    ferry_array_stream_release(stream);
   }
   return rc;
 }
@@ -182,7 +182,7 @@ void run_check_stream(struct suite* s, const char* case_text) {
   }
   struct conf_case c;
   if (suite_parse(&t, case_text, &c) != 0 || proxy_stream(&stream, &c, -1) != 0) {
-    ferry_stream_release(&stream);
+    ferry_array_stream_release(&stream);
     test_end(&t);
     return;
   }
@@ -603,7 +603,7 @@ static void tamper_stream(struct suite* s, const struct stream_tamper* tamper) {
     return;
   }
   if (proxy_stream(&stream, &exported, tamper->damaged_batch) != 0) {
-    ferry_stream_release(&stream);
+    ferry_array_stream_release(&stream);
     test_fail(&t, "out of memory");
     test_end(&t);
     return;

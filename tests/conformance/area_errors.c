@@ -102,7 +102,7 @@ static void refuse_export(struct suite* s, const struct bad_case* bad, int strea
     rc = s->ut.export_stream(bad->text, &out);
     message = s->ut.last_error();
     if (rc != 0 && out.release != NULL) test_fail(&t, "refused but left the stream live");
-    ferry_stream_release(&out);
+    ferry_array_stream_release(&out);
   } else {
     struct ArrowSchema schema;
     struct ArrowDeviceArray array;
@@ -150,7 +150,7 @@ static void refuse_check(struct suite* s, const struct bad_case* bad, int stream
     message = s->ut.last_error();
     if (data.release != NULL) {
       test_fail(&t, "check_stream did not take ownership: the stream is still live");
-      ferry_stream_release(&data);
+      ferry_array_stream_release(&data);
     }
   } else {
     struct ArrowSchema schema;

@@ -179,7 +179,7 @@ void run_stream_export(struct suite* s, const char* case_text) {
               conf_plugin_error(&s->ut));
     if (stream.release != NULL)
       test_fail(&t, "export_stream failed but left the stream live");
-    ferry_stream_release(&stream);
+    ferry_array_stream_release(&stream);
     test_end(&t);
     return;
   }
@@ -281,7 +281,7 @@ void run_stream_ref_check(struct suite* s, const char* case_text) {
   if (rc != 0) {
     test_fail(&t, "export_stream failed with %s: %s", ferry_errno_name(rc),
               conf_plugin_error(&s->ut));
-    ferry_stream_release(&stream);
+    ferry_array_stream_release(&stream);
     test_end(&t);
     return;
   }
@@ -294,7 +294,7 @@ void run_stream_ref_check(struct suite* s, const char* case_text) {
   }
   if (stream.release != NULL) {
     test_fail(&t, "the C checker left the stream live");
-    ferry_stream_release(&stream);
+    ferry_array_stream_release(&stream);
   }
   char why[512];
   if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);

@@ -23,7 +23,7 @@ static void inject_export(struct suite* s, const char* case_text, int stream) {
     memset(&out, 0, sizeof out);
     rc = s->ut.export_stream(case_text, &out);
     if (rc != 0 && out.release != NULL) test_fail(&t, "failed but left the stream live");
-    ferry_stream_release(&out);
+    ferry_array_stream_release(&out);
   } else {
     struct ArrowSchema schema;
     struct ArrowDeviceArray array;
@@ -68,7 +68,7 @@ static void inject_stream(struct suite* s, const struct conf_case* c) {
   if (rc != 0) {
     test_fail(&t, "export_stream failed with %s: %s (the failure is injected later)",
               ferry_errno_name(rc), conf_plugin_error(&s->ut));
-    ferry_stream_release(&stream);
+    ferry_array_stream_release(&stream);
     test_end(&t);
     return;
   }

@@ -109,7 +109,7 @@ static void run_one_case(struct suite* s, const char* case_text) {
       test_fail(&t, "export_stream accepted it");
     else if (m == NULL || m[0] == '\0')
       test_fail(&t, "export_stream refused it without a message");
-    ferry_stream_release(&stream);
+    ferry_array_stream_release(&stream);
     test_end(&t);
     return;
   }

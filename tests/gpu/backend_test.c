@@ -11,7 +11,7 @@
  *
  * Links libferry's internal archive (to reach the backends' residency check,
  * which the validator turns into findings). Prints "N passed, N failed". */
-#include "backend.h" /* ferry_device_check_pointer (linked from the internal archive) */
+#include "backend.h" /* ferry__device_check_pointer (linked from the internal archive) */
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -475,7 +475,7 @@ FERRY_TEST(export_policy_record_event_hands_out_an_event_owned_by_the_array) {
     struct ArrowDeviceArray array;
     memset(&array, 0, sizeof array);
     CHECK_EQ_INT(0, emu->gate_close(stream));
-    make_int32_array(d, stream, FERRY_EXPORT_RECORD_EVENT, 100, NULL, &array, NULL);
+    make_int32_array(d, stream, FERRY_SYNC_RECORD_EVENT, 100, NULL, &array, NULL);
     CHECK(array.sync_event != NULL);
     CHECK_EQ_INT(events_before + 1, emu->live_events());
     CHECK_EQ_INT(0, emu->event_done(*(void**)array.sync_event));
@@ -503,7 +503,7 @@ FERRY_TEST(export_policy_synchronize_finishes_the_stream_and_exports_no_event) {
     int64_t events_before = emu->live_events();
     struct ArrowDeviceArray array;
     memset(&array, 0, sizeof array);
-    make_int32_array(d, stream, FERRY_EXPORT_SYNCHRONIZE, 50, NULL, &array, NULL);
+    make_int32_array(d, stream, FERRY_SYNC_SYNCHRONIZE, 50, NULL, &array, NULL);
     CHECK(array.sync_event == NULL);
     CHECK_EQ_INT(0, emu->stream_pending(stream));
     CHECK_EQ_INT(events_before, emu->live_events());
@@ -570,7 +570,7 @@ FERRY_TEST(consumer_stream_waits_on_the_event_while_the_host_goes_on) {
     struct ArrowDeviceArray array;
     memset(&array, 0, sizeof array);
     void* buffer = NULL;
-    make_int32_array(d, producer, FERRY_EXPORT_RECORD_EVENT, N, NULL, &array, &buffer);
+    make_int32_array(d, producer, FERRY_SYNC_RECORD_EVENT, N, NULL, &array, &buffer);
     /* The consumer orders its stream after the producer and returns. */
     CHECK_EQ_INT(0, ferry_device_array_wait(&array, consumer, NULL));
     CHECK_EQ_INT(0, emu->event_done(*(void**)array.sync_event));
@@ -606,19 +606,19 @@ FERRY_TEST(stream_get_next_on_hands_every_batch_to_the_consumer_stream) {
     struct ArrowDeviceArray batches[3];
     memset(batches, 0, sizeof batches);
     for (int b = 0; b < 3; b++) {
-      make_int32_array(d, producer, FERRY_EXPORT_RECORD_EVENT, 10 + b,
+      make_int32_array(d, producer, FERRY_SYNC_RECORD_EVENT, 10 + b,
                        b == 0 ? &schema : NULL, &batches[b], NULL);
     }
     struct ArrowDeviceArrayStream stream;
     memset(&stream, 0, sizeof stream);
-    CHECK_EQ_INT(0, ferry_stream_init_from_arrays(&stream, emu->device_type, &schema,
+    CHECK_EQ_INT(0, ferry_array_stream_init_from_arrays(&stream, emu->device_type, &schema,
                                                   batches, 3, NULL));
     int64_t waits_before =
         emu->calls(emu == &g_cuda ? "cuStreamWaitEvent" : "hipStreamWaitEvent");
     struct ArrowDeviceArray got[3];
     memset(got, 0, sizeof got);
     for (int b = 0; b < 3; b++) {
-      CHECK_EQ_INT(0, ferry_stream_get_next_on(&stream, &got[b], consumer, NULL));
+      CHECK_EQ_INT(0, ferry_array_stream_get_next_on(&stream, &got[b], consumer, NULL));
       CHECK(got[b].array.release != NULL);
       CHECK_EQ_INT(10 + b, got[b].array.length);
     }
@@ -629,7 +629,7 @@ FERRY_TEST(stream_get_next_on_hands_every_batch_to_the_consumer_stream) {
     CHECK_EQ_INT(3, emu->stream_pending(consumer));
     struct ArrowDeviceArray end;
     memset(&end, 0, sizeof end);
-    CHECK_EQ_INT(0, ferry_stream_get_next_on(&stream, &end, consumer, NULL));
+    CHECK_EQ_INT(0, ferry_array_stream_get_next_on(&stream, &end, consumer, NULL));
     CHECK(end.array.release == NULL);
     emu->gates_open();
     CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, consumer, NULL));
@@ -637,7 +637,7 @@ FERRY_TEST(stream_get_next_on_hands_every_batch_to_the_consumer_stream) {
       check_int32_values(&got[b], 10 + b);
       ferry_device_array_release(&got[b]);
     }
-    ferry_stream_release(&stream);
+    ferry_array_stream_release(&stream);
     CHECK_EQ_INT(0, ferry_device_stream_destroy(d, producer, NULL));
     CHECK_EQ_INT(0, ferry_device_stream_destroy(d, consumer, NULL));
     check_bracketing();
@@ -654,21 +654,21 @@ FERRY_TEST(stream_get_next_on_with_a_failing_wait_returns_no_batch) {
   struct ArrowDeviceArray batch;
   memset(&batch, 0, sizeof batch);
   int released_before = g_released_buffers;
-  make_int32_array(d, producer, FERRY_EXPORT_RECORD_EVENT, 5, &schema, &batch, NULL);
+  make_int32_array(d, producer, FERRY_SYNC_RECORD_EVENT, 5, &schema, &batch, NULL);
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof stream);
-  CHECK_EQ_INT(0, ferry_stream_init_from_arrays(&stream, ARROW_DEVICE_CUDA, &schema,
+  CHECK_EQ_INT(0, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_CUDA, &schema,
                                                 &batch, 1, NULL));
   g_cuda.fail("cuStreamWaitEvent", 1, 999);
   struct FerryError error;
   ferry_error_init(&error);
   struct ArrowDeviceArray got;
   memset(&got, 0, sizeof got);
-  CHECK_EQ_INT(EIO, ferry_stream_get_next_on(&stream, &got, consumer, &error));
+  CHECK_EQ_INT(EIO, ferry_array_stream_get_next_on(&stream, &got, consumer, &error));
   CHECK_CONTAINS(error.message, "[cuStreamWaitEvent][CUDA_ERROR_UNKNOWN]");
   CHECK(got.array.release == NULL);
   CHECK_EQ_INT(released_before + 1, g_released_buffers);
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   CHECK_EQ_INT(0, ferry_device_stream_destroy(d, producer, NULL));
   CHECK_EQ_INT(0, ferry_device_stream_destroy(d, consumer, NULL));
   check_bracketing();
@@ -834,7 +834,7 @@ static int act_stream_wait_event(struct Emu* emu, struct FerryError* error) {
 static int check_one_pointer(struct FerryDevice* d, struct FerryError* error) {
   void* p = NULL;
   if (ferry_device_allocate(d, 64, &p, NULL) != 0) return -1;
-  int rc = ferry_device_check_pointer(d, p, 64, error);
+  int rc = ferry__device_check_pointer(d, p, 64, error);
   ferry_device_deallocate(d, p, NULL);
   return rc;
 }
@@ -1155,13 +1155,13 @@ FERRY_TEST(residency_names_memory_types_ferry_does_not_allocate) {
   CHECK_EQ_INT(0, ferry_device_allocate(cuda, 16, &c, NULL));
   CHECK_EQ_INT(0, ferry_device_allocate(rocm, 16, &r, NULL));
   CHECK_EQ_INT(0, cuda_override(c, 3, -1)); /* CU_MEMORYTYPE_ARRAY */
-  CHECK_EQ_INT(EFAULT, ferry_device_check_pointer(cuda, c, 16, &error));
+  CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(cuda, c, 16, &error));
   CHECK_CONTAINS(error.message, "(it is CUDA memory of type 3)");
   CHECK_EQ_INT(0, hip_override(r, -1, 1)); /* hipMallocManaged memory */
-  CHECK_EQ_INT(EFAULT, ferry_device_check_pointer(rocm, r, 16, &error));
+  CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(rocm, r, 16, &error));
   CHECK_CONTAINS(error.message, "(it is managed memory of device 0)");
   CHECK_EQ_INT(0, hip_override(r, 10, 0)); /* hipMemoryTypeArray (HIP 6) */
-  CHECK_EQ_INT(EFAULT, ferry_device_check_pointer(rocm, r, 16, &error));
+  CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(rocm, r, 16, &error));
   CHECK_CONTAINS(error.message, "(it is HIP memory of type 10)");
   CHECK_EQ_INT(0, ferry_device_deallocate(cuda, c, NULL));
   CHECK_EQ_INT(0, ferry_device_deallocate(rocm, r, NULL));
@@ -1340,7 +1340,7 @@ static void move_and_check(ArrowDeviceType from, int64_t from_id, ArrowDeviceTyp
   struct FerryDevice* d = device(from, from_id);
   CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
   void* buffer = NULL;
-  make_int32_array(d, stream, FERRY_EXPORT_RECORD_EVENT, 30, &schema, &src, &buffer);
+  make_int32_array(d, stream, FERRY_SYNC_RECORD_EVENT, 30, &schema, &src, &buffer);
   int had_event = src.sync_event != NULL;
   struct FerryError error;
   ferry_error_init(&error);
@@ -1399,7 +1399,7 @@ FERRY_TEST(move_to_device_refuses_bad_input_and_leaves_src_alone) {
   struct ArrowDeviceArray src, out;
   memset(&src, 0, sizeof src);
   memset(&out, 0, sizeof out);
-  make_int32_array(device(ARROW_DEVICE_CUDA, 0), NULL, FERRY_EXPORT_RECORD_EVENT, 4,
+  make_int32_array(device(ARROW_DEVICE_CUDA, 0), NULL, FERRY_SYNC_RECORD_EVENT, 4,
                    &schema, &src, NULL);
   struct FerryError error;
   ferry_error_init(&error);
@@ -1412,7 +1412,7 @@ FERRY_TEST(move_to_device_refuses_bad_input_and_leaves_src_alone) {
   CHECK(src.array.release != NULL);
   struct ArrowDeviceArray live;
   memset(&live, 0, sizeof live);
-  make_int32_array(device(ARROW_DEVICE_CPU, -1), NULL, FERRY_EXPORT_RECORD_EVENT, 2, NULL,
+  make_int32_array(device(ARROW_DEVICE_CPU, -1), NULL, FERRY_SYNC_RECORD_EVENT, 2, NULL,
                    &live, NULL);
   CHECK_EQ_INT(EINVAL, ferry_device_array_move_to_device(&schema, &src, ARROW_DEVICE_CPU,
                                                          -1, &live, &error));
@@ -1455,7 +1455,7 @@ FERRY_TEST(dlpack_round_trips_zero_copy_on_every_device_with_exact_device_mappin
     struct ArrowDeviceArray array;
     memset(&array, 0, sizeof array);
     void* buffer = NULL;
-    make_int32_array(d, NULL, FERRY_EXPORT_RECORD_EVENT, 12, &schema, &array, &buffer);
+    make_int32_array(d, NULL, FERRY_SYNC_RECORD_EVENT, 12, &schema, &array, &buffer);
     array.array.offset = 2; /* a slice: byte_offset must say so */
     array.array.length = 10;
     int released_before = g_released_buffers;
@@ -1514,7 +1514,7 @@ FERRY_TEST(dlpack_export_orders_the_consumer_stream_after_the_event) {
   memset(&schema, 0, sizeof schema);
   struct ArrowDeviceArray array;
   memset(&array, 0, sizeof array);
-  make_int32_array(d, producer, FERRY_EXPORT_RECORD_EVENT, 8, &schema, &array, NULL);
+  make_int32_array(d, producer, FERRY_SYNC_RECORD_EVENT, 8, &schema, &array, NULL);
   struct DLManagedTensorVersioned* tensor = NULL;
   CHECK_EQ_INT(0, ferry_device_array_to_dlpack(&schema, &array, consumer, &tensor, NULL));
   CHECK_EQ_INT(1, g_cuda.stream_pending(consumer)); /* the wait, queued; host went on */
@@ -1656,7 +1656,7 @@ FERRY_TEST(dlpack_export_refuses_nulls_and_non_numeric_types_and_keeps_the_array
   memset(&schema, 0, sizeof schema);
   struct ArrowDeviceArray array;
   memset(&array, 0, sizeof array);
-  make_int32_array(cpu, NULL, FERRY_EXPORT_RECORD_EVENT, 8, &schema, &array, NULL);
+  make_int32_array(cpu, NULL, FERRY_SYNC_RECORD_EVENT, 8, &schema, &array, NULL);
   struct FerryError error;
   ferry_error_init(&error);
   struct DLManagedTensorVersioned* tensor = NULL;

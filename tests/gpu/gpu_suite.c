@@ -149,7 +149,7 @@ static int check_event_handoff(struct Backend* b, int32_t policy) {
   struct ArrowDeviceArray array;
   memset(&array, 0, sizeof array);
   EXPECT_OK(ferry_device_array_init_async(&array, &inner, d, producer, policy, NULL));
-  EXPECT((array.sync_event != NULL) == (policy == FERRY_EXPORT_RECORD_EVENT));
+  EXPECT((array.sync_event != NULL) == (policy == FERRY_SYNC_RECORD_EVENT));
   double t0 = now_seconds();
   EXPECT_OK(ferry_device_array_wait(&array, consumer, NULL));
   double waited = now_seconds() - t0;
@@ -466,8 +466,8 @@ static void run_backend(struct Backend* b, size_t mib, int reps, int events) {
   report("allocate and free every device type", check_allocations(b));
   report("copies H2D, D2H, D2D/peer, pinned, values checked", check_copies(b));
   report("export RECORD_EVENT, consumer stream handoff",
-         check_event_handoff(b, FERRY_EXPORT_RECORD_EVENT));
-  report("export SYNCHRONIZE", check_event_handoff(b, FERRY_EXPORT_SYNCHRONIZE));
+         check_event_handoff(b, FERRY_SYNC_RECORD_EVENT));
+  report("export SYNCHRONIZE", check_event_handoff(b, FERRY_SYNC_SYNCHRONIZE));
   report("residency findings in validation", check_residency(b));
   report("array copy via sim, zero-copy move, DLPack round trip",
          check_array_copy_move_and_dlpack(b));

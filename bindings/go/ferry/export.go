@@ -200,8 +200,8 @@ type ExportOptions struct {
 	Device *Device
 	// ProducerStream is the device stream the data was written on; nil means
 	// nothing is pending. With a stream, Policy says how the consumer is
-	// synchronized (ExportRecordEvent: an event is recorded and exported as
-	// sync_event; ExportSynchronize: the stream is synchronized now).
+	// synchronized (SyncRecordEvent: an event is recorded and exported as
+	// sync_event; SyncSynchronize: the stream is synchronized now).
 	ProducerStream unsafe.Pointer
 	Policy         SyncPolicy
 	// SyncEvent passes the producer's own event through unchanged (the third

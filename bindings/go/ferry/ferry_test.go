@@ -319,7 +319,7 @@ func TestSimDeviceExportWithEventAndCopy(t *testing.T) {
 	}
 	a, err := ExportArray(&ArrayData{Format: "i", Length: 64, Buffers: []Buffer{{}, devBuf}, Keep: []Buffer{host},
 		OnRelease: func() { _ = dev.StreamSynchronize(stream); _ = dev.StreamDestroy(stream) }},
-		&ExportOptions{Device: dev, ProducerStream: stream, Policy: ExportRecordEvent})
+		&ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncRecordEvent})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,13 +99,13 @@ func TestSimStrictModeReadsPoisonUntilTheEventIsWaitedOn(t *testing.T) {
 	dev, cpu := simDevice(t)
 	want := squares(32, 1)
 	data, stream := simData(t, dev, cpu, want)
-	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: ExportRecordEvent})
+	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncRecordEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Release()
 	if a.SyncEvent() == nil {
-		t.Fatal("ExportRecordEvent must export an event")
+		t.Fatal("SyncRecordEvent must export an event")
 	}
 	if !poisoned(a.Buffer(1), 32) {
 		t.Fatal("strict mode: data read before waiting must be poison (else this test cannot fail)")
@@ -123,13 +123,13 @@ func TestExportSynchronizeExportsNoEventAndReadyData(t *testing.T) {
 	dev, cpu := simDevice(t)
 	want := squares(16, 5)
 	data, stream := simData(t, dev, cpu, want)
-	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: ExportSynchronize})
+	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncSynchronize})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Release()
 	if a.SyncEvent() != nil {
-		t.Fatal("ExportSynchronize must export sync_event NULL")
+		t.Fatal("SyncSynchronize must export sync_event NULL")
 	}
 	if got := readInt32(a.Buffer(1), 16); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("synchronized export reads %v", got[:4])
@@ -232,7 +232,7 @@ func simStream(t *testing.T, dev, cpu *Device, n, size int) *DeviceArrayStream {
 		}
 		data, stream := simData(t, dev, cpu, squares(size, int32(b*1000)))
 		b++
-		return ExportArrayNoSchema(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: ExportRecordEvent})
+		return ExportArrayNoSchema(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncRecordEvent})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +299,7 @@ func TestMoveToDevice(t *testing.T) {
 
 	// sim -> CPU is a copy after waiting on the event.
 	data, stream := simData(t, dev, cpu, want)
-	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: ExportRecordEvent})
+	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncRecordEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestMoveToDevice(t *testing.T) {
 	same.Release()
 
 	data, stream = simData(t, dev, cpu, want)
-	b, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: ExportRecordEvent})
+	b, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncRecordEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +502,7 @@ func TestDLPackOnTheSimDevice(t *testing.T) {
 
 	// With a consumer stream the wait is queued, not performed.
 	data, stream := simData(t, dev, cpu, want)
-	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: ExportRecordEvent})
+	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncRecordEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +538,7 @@ func TestDLPackOnTheSimDevice(t *testing.T) {
 
 	// Without a consumer stream the host waits: readable at once.
 	data, stream = simData(t, dev, cpu, want)
-	a, err = ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: ExportRecordEvent})
+	a, err = ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncRecordEvent})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,13 +16,13 @@ func NewRawSchema() unsafe.Pointer        { return unsafe.Pointer(C.ferry_schema
 func FreeRawSchema(p unsafe.Pointer)      { C.ferry_schema_free((*C.struct_ArrowSchema)(p)) }
 func NewRawDeviceArray() unsafe.Pointer   { return unsafe.Pointer(C.ferry_device_array_new()) }
 func FreeRawDeviceArray(p unsafe.Pointer) { C.ferry_device_array_free((*C.struct_ArrowDeviceArray)(p)) }
-func NewRawStream() unsafe.Pointer        { return unsafe.Pointer(C.ferry_stream_new()) }
-func FreeRawStream(p unsafe.Pointer)      { C.ferry_stream_free((*C.struct_ArrowDeviceArrayStream)(p)) }
+func NewRawStream() unsafe.Pointer        { return unsafe.Pointer(C.ferry_array_stream_new()) }
+func FreeRawStream(p unsafe.Pointer)      { C.ferry_array_stream_free((*C.struct_ArrowDeviceArrayStream)(p)) }
 func RawDeviceArrayIsReleased(p unsafe.Pointer) bool {
 	return C.ferry_device_array_is_released((*C.struct_ArrowDeviceArray)(p)) != 0
 }
 func RawStreamIsReleased(p unsafe.Pointer) bool {
-	return C.ferry_stream_is_released((*C.struct_ArrowDeviceArrayStream)(p)) != 0
+	return C.ferry_array_stream_is_released((*C.struct_ArrowDeviceArrayStream)(p)) != 0
 }
 
 // rawCallFloor is the cheapest cgo call into libferry (a pure accessor): the
@@ -34,7 +34,7 @@ func rawCallFloor(p unsafe.Pointer) int {
 // rawNextRelease is one consumer step written as bare cgo calls (get_next,
 // then release), the floor of DeviceArrayStream.Next.
 func rawNextRelease(stream, batch unsafe.Pointer) int {
-	rc := C.ferry_stream_get_next((*C.struct_ArrowDeviceArrayStream)(stream), (*C.struct_ArrowDeviceArray)(batch), nil)
+	rc := C.ferry_array_stream_get_next((*C.struct_ArrowDeviceArrayStream)(stream), (*C.struct_ArrowDeviceArray)(batch), nil)
 	C.ferry_device_array_release((*C.struct_ArrowDeviceArray)(batch))
 	return int(rc)
 }

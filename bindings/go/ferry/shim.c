@@ -202,7 +202,7 @@ int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* a
 int ferrygo_stream_next(struct ArrowDeviceArrayStream* stream,
                         struct ArrowDeviceArray* batch, struct FerryError* error) {
   ferry_device_array_release(batch);
-  int rc = ferry_stream_get_next(stream, batch, error);
+  int rc = ferry_array_stream_get_next(stream, batch, error);
   if (rc == FERRY_OK && ferry_device_array_is_released(batch)) return FERRYGO_END;
   return rc;
 }
@@ -216,7 +216,7 @@ int ferrygo_stream_next_on(struct ArrowDeviceArrayStream* stream,
                            struct ArrowDeviceArray* batch, void* consumer_stream,
                            struct FerryError* error) {
   ferry_device_array_release(batch);
-  int rc = ferry_stream_get_next_on(stream, batch, consumer_stream, error);
+  int rc = ferry_array_stream_get_next_on(stream, batch, consumer_stream, error);
   if (rc == FERRY_OK && ferry_device_array_is_released(batch)) return FERRYGO_END;
   return rc;
 }
@@ -262,7 +262,7 @@ static void ferrygo_stream_release_trampoline(void* user_data) {
 
 int ferrygo_stream_init(struct ArrowDeviceArrayStream* out, ArrowDeviceType device_type,
                         uintptr_t go_handle, struct FerryError* error) {
-  int rc = ferry_stream_init(out, device_type, ferrygo_get_schema_trampoline,
+  int rc = ferry_array_stream_init(out, device_type, ferrygo_get_schema_trampoline,
                              ferrygo_get_next_trampoline, ferrygo_stream_release_trampoline,
                              (void*)go_handle, error);
   if (rc == FERRY_OK) atomic_fetch_add(&live_exports, 1);
@@ -284,7 +284,7 @@ int ferrygo_stream_init_from_arrays(struct ArrowDeviceArrayStream* out,
     }
     for (int64_t i = 0; i < n; i++) memcpy(&list[i], (void*)arrays[i], sizeof(*list));
   }
-  int rc = ferry_stream_init_from_arrays(out, device_type, schema, list, n, error);
+  int rc = ferry_array_stream_init_from_arrays(out, device_type, schema, list, n, error);
   if (rc == FERRY_OK) {
     for (int64_t i = 0; i < n; i++) ((struct ArrowDeviceArray*)arrays[i])->array.release = NULL;
   }

@@ -97,14 +97,14 @@ struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
     struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
     char** message_out);
 
-/* Releases `batch` if it is live, then calls ferry_stream_get_next into it:
+/* Releases `batch` if it is live, then calls ferry_array_stream_get_next into it:
  * the consumer's whole per-batch step in one call. Returns 0 with a batch,
  * FERRYGO_END at the end of the stream, or the errno code of a failure. */
 #define FERRYGO_END (-1)
 int ferrygo_stream_next(struct ArrowDeviceArrayStream* stream,
                         struct ArrowDeviceArray* batch, struct FerryError* error);
 
-/* ferrygo_stream_next with ferry_stream_get_next_on: the batch is handed to
+/* ferrygo_stream_next with ferry_array_stream_get_next_on: the batch is handed to
  * `consumer_stream` (or the host waits on its event when that is NULL). */
 int ferrygo_stream_next_on(struct ArrowDeviceArrayStream* stream,
                            struct ArrowDeviceArray* batch, void* consumer_stream,
@@ -130,11 +130,11 @@ struct ferrygo_batch {
   uintptr_t src;                     /* FERRYGO_BATCH_MOVE */
 };
 
-/* ferry_stream_init with the Go trampolines; `go_handle` names the producer. */
+/* ferry_array_stream_init with the Go trampolines; `go_handle` names the producer. */
 int ferrygo_stream_init(struct ArrowDeviceArrayStream* out, ArrowDeviceType device_type,
                         uintptr_t go_handle, struct FerryError* error);
 
-/* ferry_stream_init_from_arrays over the live arrays at the addresses
+/* ferry_array_stream_init_from_arrays over the live arrays at the addresses
  * `arrays[0..n)` (each left released on success, untouched on failure). */
 int ferrygo_stream_init_from_arrays(struct ArrowDeviceArrayStream* out,
                                     ArrowDeviceType device_type, struct ArrowSchema* schema,

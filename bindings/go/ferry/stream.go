@@ -43,13 +43,13 @@ type streamMemory struct {
 
 func (m streamMemory) free() {
 	C.ferry_device_array_free(m.batchC)
-	C.ferry_stream_free(m.c)
+	C.ferry_array_stream_free(m.c)
 	C.ferry_error_free(m.errC)
 }
 
 // newStream allocates the C side of a stream; the caller fills s.c.
 func newStream() (*DeviceArrayStream, error) {
-	m := streamMemory{C.ferry_stream_new(), C.ferry_device_array_new(), C.ferry_error_new()}
+	m := streamMemory{C.ferry_array_stream_new(), C.ferry_device_array_new(), C.ferry_error_new()}
 	if m.c == nil || m.batchC == nil || m.errC == nil {
 		m.free()
 		return nil, errorf(syscall.ENOMEM, "stream: out of memory")
@@ -72,14 +72,14 @@ func (s *DeviceArrayStream) addCleanup() runtime.Cleanup {
 // ImportStream takes ownership of the live ArrowDeviceArrayStream at ptr
 // (moved out, leaving ptr released); the caller releases the result.
 func ImportStream(ptr unsafe.Pointer) (*DeviceArrayStream, error) {
-	if ptr == nil || C.ferry_stream_is_released((*C.struct_ArrowDeviceArrayStream)(ptr)) != 0 {
+	if ptr == nil || C.ferry_array_stream_is_released((*C.struct_ArrowDeviceArrayStream)(ptr)) != 0 {
 		return nil, errorf(syscall.EINVAL, "ImportStream: NULL or released stream")
 	}
 	s, err := newStream()
 	if err != nil {
 		return nil, err
 	}
-	C.ferry_stream_move((*C.struct_ArrowDeviceArrayStream)(ptr), s.c)
+	C.ferry_array_stream_move((*C.struct_ArrowDeviceArrayStream)(ptr), s.c)
 	return s, nil
 }
 
@@ -108,7 +108,7 @@ func (s *DeviceArrayStream) Move() (*DeviceArrayStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	C.ferry_stream_move(s.c, t.c)
+	C.ferry_array_stream_move(s.c, t.c)
 	t.schema, s.schema = s.schema, nil
 	t.err, t.done = s.err, s.done
 	s.Release()
@@ -125,7 +125,7 @@ func (s *DeviceArrayStream) ExportTo(dst unsafe.Pointer) error {
 	if dst == nil {
 		return errorf(syscall.EINVAL, "DeviceArrayStream.ExportTo: NULL destination")
 	}
-	if rc := C.ferry_stream_move(s.c, (*C.struct_ArrowDeviceArrayStream)(dst)); rc != 0 {
+	if rc := C.ferry_array_stream_move(s.c, (*C.struct_ArrowDeviceArrayStream)(dst)); rc != 0 {
 		return errorf(syscall.Errno(rc), "DeviceArrayStream.ExportTo: destination is not released")
 	}
 	s.Release()
@@ -137,12 +137,12 @@ func (s *DeviceArrayStream) Ptr() unsafe.Pointer { return unsafe.Pointer(s.c) }
 
 // IsReleased reports whether the stream is gone.
 func (s *DeviceArrayStream) IsReleased() bool {
-	return s == nil || s.c == nil || C.ferry_stream_is_released(s.c) != 0
+	return s == nil || s.c == nil || C.ferry_array_stream_is_released(s.c) != 0
 }
 
 // DeviceType returns the device type every batch has.
 func (s *DeviceArrayStream) DeviceType() DeviceType {
-	return DeviceType(C.ferry_stream_device_type(s.c))
+	return DeviceType(C.ferry_array_stream_device_type(s.c))
 }
 
 // Schema calls get_schema once and keeps the result (owned by the stream,
@@ -159,7 +159,7 @@ func (s *DeviceArrayStream) Schema() (*Schema, error) {
 		return nil, errorf(syscall.ENOMEM, "DeviceArrayStream.Schema: out of memory")
 	}
 	s.errC.message[0] = 0
-	if rc := C.ferry_stream_get_schema(s.c, c, s.errC); rc != 0 {
+	if rc := C.ferry_array_stream_get_schema(s.c, c, s.errC); rc != 0 {
 		C.ferry_schema_free(c)
 		return nil, codeError(rc, s.errC)
 	}
@@ -246,7 +246,7 @@ func (s *DeviceArrayStream) iterate(next func() bool) iter.Seq2[*DeviceArray, er
 }
 
 // NewStreamFromArrays makes a stream of deviceType that yields schema and
-// then the arrays, in order (the core's ferry_stream_init_from_arrays). On
+// then the arrays, in order (the core's ferry_array_stream_init_from_arrays). On
 // success the schema and every array are moved in (left released; a schema
 // attached to an array is released, since the stream's describes them all);
 // on failure nothing is moved and all stay the caller's. Every array must be
@@ -342,7 +342,7 @@ func ExportStream(field Field, deviceType DeviceType, next func() (*DeviceArray,
 func ExportDataStream(field Field, deviceType DeviceType, opts *ExportOptions, next func() (*ArrayData, error)) (*DeviceArrayStream, error) {
 	if opts != nil && (opts.SyncEvent != nil || opts.ReleaseEvent != nil) {
 		return nil, errorf(syscall.EINVAL, "ExportDataStream: ExportOptions.SyncEvent cannot serve every batch "+
-			"(use ProducerStream with ExportRecordEvent, or ExportStream with arrays exported one by one)")
+			"(use ProducerStream with SyncRecordEvent, or ExportStream with arrays exported one by one)")
 	}
 	return exportStream(&streamProducer{field: field, data: next, opts: opts}, deviceType)
 }

@@ -17,7 +17,7 @@ type SchemaFlags int64
 // ValidateLevel says how deeply ferry validates an array.
 type ValidateLevel int32
 
-// SyncPolicy says how an asynchronous export synchronizes (FERRY_EXPORT_*).
+// SyncPolicy says how an asynchronous export synchronizes (FERRY_SYNC_*).
 type SyncPolicy int32
 
 // Device types of the Arrow C Device Data Interface (ArrowDeviceType).
@@ -53,8 +53,8 @@ const (
 
 // How an asynchronous export treats the producer's device stream.
 const (
-	ExportRecordEvent SyncPolicy = 0 // FERRY_EXPORT_RECORD_EVENT
-	ExportSynchronize SyncPolicy = 1 // FERRY_EXPORT_SYNCHRONIZE
+	SyncRecordEvent SyncPolicy = 0 // FERRY_SYNC_RECORD_EVENT
+	SyncSynchronize SyncPolicy = 1 // FERRY_SYNC_SYNCHRONIZE
 )
 
 // The ABI version these bindings were generated from.
@@ -135,10 +135,10 @@ var (
 	_ = [1]int{}[C.FERRY_VALIDATE_DEFAULT-ValidateDefault]
 	_ = [1]int{}[ValidateFull-C.FERRY_VALIDATE_FULL]
 	_ = [1]int{}[C.FERRY_VALIDATE_FULL-ValidateFull]
-	_ = [1]int{}[ExportRecordEvent-C.FERRY_EXPORT_RECORD_EVENT]
-	_ = [1]int{}[C.FERRY_EXPORT_RECORD_EVENT-ExportRecordEvent]
-	_ = [1]int{}[ExportSynchronize-C.FERRY_EXPORT_SYNCHRONIZE]
-	_ = [1]int{}[C.FERRY_EXPORT_SYNCHRONIZE-ExportSynchronize]
+	_ = [1]int{}[SyncRecordEvent-C.FERRY_SYNC_RECORD_EVENT]
+	_ = [1]int{}[C.FERRY_SYNC_RECORD_EVENT-SyncRecordEvent]
+	_ = [1]int{}[SyncSynchronize-C.FERRY_SYNC_SYNCHRONIZE]
+	_ = [1]int{}[C.FERRY_SYNC_SYNCHRONIZE-SyncSynchronize]
 	_ = [1]int{}[ABIVersion-C.FERRY_ABI_VERSION]
 	_ = [1]int{}[C.FERRY_ABI_VERSION-ABIVersion]
 	_ = [1]int{}[VersionMajor-C.FERRY_VERSION_MAJOR]

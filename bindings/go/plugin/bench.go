@@ -213,7 +213,7 @@ func ferry_it_bench_consume_stream(stream *C.struct_ArrowDeviceArrayStream) (rc 
 		if r := recover(); r != nil {
 			rc = finish(nil, r)
 		}
-		C.ferry_stream_release(stream)
+		C.ferry_array_stream_release(stream)
 	}()
 	return finish(benchConsumeStream(unsafe.Pointer(stream)), nil)
 }

@@ -145,7 +145,7 @@ func ferry_it_check_stream(spec *C.char, stream *C.struct_ArrowDeviceArrayStream
 		if r := recover(); r != nil {
 			rc = finish(nil, r)
 		}
-		C.ferry_stream_release(stream)
+		C.ferry_array_stream_release(stream)
 	}()
 	return finish(checkStream(spec, stream), nil)
 }

@@ -105,11 +105,11 @@ record("c_to_lua_raw", function(n)
   local arr = raw.ferry_device_array_array(out)
   -- LuaJIT: the direct FFI functions (a C producer cannot call back into Lua)
   local direct = backend.lib or raw
-  local get_next, length, release = raw.ferry_stream_get_next, direct.ferry_array_length,
+  local get_next, length, release = raw.ferry_array_stream_get_next, direct.ferry_array_length,
                                     direct.ferry_device_array_release
   if backend.lib then
     local lib = backend.lib
-    get_next = function(s, o) return lib.ferry_stream_get_next(s, o, nil) end
+    get_next = function(s, o) return lib.ferry_array_stream_get_next(s, o, nil) end
   end
   local is_released = direct.ferry_device_array_is_released
   local start = clock()

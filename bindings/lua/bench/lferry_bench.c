@@ -53,7 +53,7 @@ static struct c_stream_state c_stream_state;
 /* Fills `out` with a C stream of `n` static batches (one at a time). */
 BENCH_EXPORT int lferry_bench_c_stream(struct ArrowDeviceArrayStream* out, int64_t n) {
   c_stream_state.remaining = n;
-  return ferry_stream_init(out, ARROW_DEVICE_CPU, c_stream_schema, c_stream_next, NULL,
+  return ferry_array_stream_init(out, ARROW_DEVICE_CPU, c_stream_schema, c_stream_next, NULL,
                            &c_stream_state, NULL);
 }
 
@@ -66,7 +66,7 @@ BENCH_EXPORT double lferry_bench_consume(struct ArrowDeviceArrayStream* stream, 
   double start = now_ns();
   int64_t done = 0;
   for (; done < n; done++) {
-    if (ferry_stream_get_next(stream, &batch, NULL) != 0) return -1;
+    if (ferry_array_stream_get_next(stream, &batch, NULL) != 0) return -1;
     if (batch.array.release == NULL) break;
     sink += batch.array.length;
     batch.array.release(&batch.array);

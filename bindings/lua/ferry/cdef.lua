@@ -25,16 +25,16 @@ struct ArrowArray* ferry_array_new(void);
 void ferry_array_free(struct ArrowArray* array);
 struct ArrowDeviceArray* ferry_device_array_new(void);
 void ferry_device_array_free(struct ArrowDeviceArray* array);
-struct ArrowDeviceArrayStream* ferry_stream_new(void);
-void ferry_stream_free(struct ArrowDeviceArrayStream* stream);
+struct ArrowDeviceArrayStream* ferry_array_stream_new(void);
+void ferry_array_stream_free(struct ArrowDeviceArrayStream* stream);
 void ferry_schema_release(struct ArrowSchema* schema);
 void ferry_array_release(struct ArrowArray* array);
 void ferry_device_array_release(struct ArrowDeviceArray* array);
-void ferry_stream_release(struct ArrowDeviceArrayStream* stream);
+void ferry_array_stream_release(struct ArrowDeviceArrayStream* stream);
 int ferry_schema_move(struct ArrowSchema* src, struct ArrowSchema* dst);
 int ferry_array_move(struct ArrowArray* src, struct ArrowArray* dst);
 int ferry_device_array_move(struct ArrowDeviceArray* src, struct ArrowDeviceArray* dst);
-int ferry_stream_move(struct ArrowDeviceArrayStream* src, struct ArrowDeviceArrayStream* dst);
+int ferry_array_stream_move(struct ArrowDeviceArrayStream* src, struct ArrowDeviceArrayStream* dst);
 int ferry_schema_is_released(const struct ArrowSchema* schema);
 const char* ferry_schema_format(const struct ArrowSchema* schema);
 const char* ferry_schema_name(const struct ArrowSchema* schema);
@@ -62,11 +62,11 @@ ArrowDeviceType ferry_device_array_device_type(const struct ArrowDeviceArray* ar
 void* ferry_device_array_sync_event(const struct ArrowDeviceArray* array);
 int ferry_device_array_reserved_is_zero(const struct ArrowDeviceArray* array);
 int ferry_array_buffer_size(const struct ArrowSchema* schema, const struct ArrowArray* array, ArrowDeviceType device_type, int64_t device_id, int64_t i, int64_t* size_out, struct FerryError* error);
-int ferry_stream_is_released(const struct ArrowDeviceArrayStream* stream);
-ArrowDeviceType ferry_stream_device_type(const struct ArrowDeviceArrayStream* stream);
-int ferry_stream_get_schema(struct ArrowDeviceArrayStream* stream, struct ArrowSchema* out, struct FerryError* error);
-int ferry_stream_get_next(struct ArrowDeviceArrayStream* stream, struct ArrowDeviceArray* out, struct FerryError* error);
-const char* ferry_stream_get_last_error(struct ArrowDeviceArrayStream* stream);
+int ferry_array_stream_is_released(const struct ArrowDeviceArrayStream* stream);
+ArrowDeviceType ferry_array_stream_device_type(const struct ArrowDeviceArrayStream* stream);
+int ferry_array_stream_get_schema(struct ArrowDeviceArrayStream* stream, struct ArrowSchema* out, struct FerryError* error);
+int ferry_array_stream_get_next(struct ArrowDeviceArrayStream* stream, struct ArrowDeviceArray* out, struct FerryError* error);
+const char* ferry_array_stream_get_last_error(struct ArrowDeviceArrayStream* stream);
 typedef void (* FerryReleaseHook)(void* user_data);
 int64_t ferry_live_exports(void);
 int ferry_schema_init(struct ArrowSchema* out, const char* format, const char* name, int64_t flags, int64_t n_children, struct FerryError* error);
@@ -78,8 +78,8 @@ int ferry_array_allocate_dictionary(struct ArrowArray* array, struct ArrowArray*
 int ferry_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* array, ArrowDeviceType device_type, int64_t device_id, void* sync_event, FerryReleaseHook event_release, void* event_user_data, struct FerryError* error);
 typedef int (* FerryStreamGetSchemaFn)(void* user_data, struct ArrowSchema* out, struct FerryError* error);
 typedef int (* FerryStreamGetNextFn)(void* user_data, struct ArrowDeviceArray* out, struct FerryError* error);
-int ferry_stream_init(struct ArrowDeviceArrayStream* out, ArrowDeviceType device_type, FerryStreamGetSchemaFn get_schema, FerryStreamGetNextFn get_next, FerryReleaseHook release_hook, void* user_data, struct FerryError* error);
-int ferry_stream_init_from_arrays(struct ArrowDeviceArrayStream* out, ArrowDeviceType device_type, struct ArrowSchema* schema, struct ArrowDeviceArray* arrays, int64_t n, struct FerryError* error);
+int ferry_array_stream_init(struct ArrowDeviceArrayStream* out, ArrowDeviceType device_type, FerryStreamGetSchemaFn get_schema, FerryStreamGetNextFn get_next, FerryReleaseHook release_hook, void* user_data, struct FerryError* error);
+int ferry_array_stream_init_from_arrays(struct ArrowDeviceArrayStream* out, ArrowDeviceType device_type, struct ArrowSchema* schema, struct ArrowDeviceArray* arrays, int64_t n, struct FerryError* error);
 int ferry_format_validate(const char* format, struct FerryError* error);
 typedef void (* FerryFindingFn)(void* user_data, const char* rule, const char* where, const char* what);
 int ferry_validate_schema(const struct ArrowSchema* schema, FerryFindingFn on_finding, void* user_data, struct FerryError* error);
@@ -109,7 +109,7 @@ int ferry_device_array_wait(const struct ArrowDeviceArray* array, void* consumer
 int ferry_device_array_copy(const struct ArrowSchema* schema, const struct ArrowDeviceArray* src, ArrowDeviceType device_type, int64_t device_id, struct ArrowDeviceArray* out, struct FerryError* error);
 void ferry_sim_set_strict(int32_t strict);
 int32_t ferry_sim_is_strict(void);
-int ferry_stream_get_next_on(struct ArrowDeviceArrayStream* stream, struct ArrowDeviceArray* out, void* consumer_stream, struct FerryError* error);
+int ferry_array_stream_get_next_on(struct ArrowDeviceArrayStream* stream, struct ArrowDeviceArray* out, void* consumer_stream, struct FerryError* error);
 int ferry_device_array_move_to_device(const struct ArrowSchema* schema, struct ArrowDeviceArray* src, ArrowDeviceType device_type, int64_t device_id, struct ArrowDeviceArray* out, struct FerryError* error);
 struct DLManagedTensorVersioned;
 int ferry_device_array_to_dlpack(const struct ArrowSchema* schema, struct ArrowDeviceArray* array, void* consumer_stream, struct DLManagedTensorVersioned** out, struct FerryError* error);
@@ -143,11 +143,11 @@ typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_c
     ARROW_FLAG_NULLABLE = 2,
     FERRY_ABI_VERSION = 1,
     FERRY_ERROR_MESSAGE_SIZE = 1024,
-    FERRY_EXPORT_RECORD_EVENT = 0,
-    FERRY_EXPORT_SYNCHRONIZE = 1,
     FERRY_OK = 0,
     FERRY_SIM_DEVICE_COUNT = 4,
     FERRY_SIM_POISON_BYTE = 165,
+    FERRY_SYNC_RECORD_EVENT = 0,
+    FERRY_SYNC_SYNCHRONIZE = 1,
     FERRY_VALIDATE_DEFAULT = 0,
     FERRY_VALIDATE_FULL = 1,
     FERRY_VERSION_MAJOR = 0,
@@ -171,16 +171,16 @@ typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_c
     { name = "ferry_array_free", ret = "void", params = { { type = "struct ArrowArray*", name = "array" } } },
     { name = "ferry_device_array_new", ret = "struct ArrowDeviceArray*", params = {  } },
     { name = "ferry_device_array_free", ret = "void", params = { { type = "struct ArrowDeviceArray*", name = "array" } } },
-    { name = "ferry_stream_new", ret = "struct ArrowDeviceArrayStream*", params = {  } },
-    { name = "ferry_stream_free", ret = "void", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" } } },
+    { name = "ferry_array_stream_new", ret = "struct ArrowDeviceArrayStream*", params = {  } },
+    { name = "ferry_array_stream_free", ret = "void", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" } } },
     { name = "ferry_schema_release", ret = "void", params = { { type = "struct ArrowSchema*", name = "schema" } } },
     { name = "ferry_array_release", ret = "void", params = { { type = "struct ArrowArray*", name = "array" } } },
     { name = "ferry_device_array_release", ret = "void", params = { { type = "struct ArrowDeviceArray*", name = "array" } } },
-    { name = "ferry_stream_release", ret = "void", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" } } },
+    { name = "ferry_array_stream_release", ret = "void", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" } } },
     { name = "ferry_schema_move", ret = "int", params = { { type = "struct ArrowSchema*", name = "src" }, { type = "struct ArrowSchema*", name = "dst" } } },
     { name = "ferry_array_move", ret = "int", params = { { type = "struct ArrowArray*", name = "src" }, { type = "struct ArrowArray*", name = "dst" } } },
     { name = "ferry_device_array_move", ret = "int", params = { { type = "struct ArrowDeviceArray*", name = "src" }, { type = "struct ArrowDeviceArray*", name = "dst" } } },
-    { name = "ferry_stream_move", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "src" }, { type = "struct ArrowDeviceArrayStream*", name = "dst" } } },
+    { name = "ferry_array_stream_move", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "src" }, { type = "struct ArrowDeviceArrayStream*", name = "dst" } } },
     { name = "ferry_schema_is_released", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" } } },
     { name = "ferry_schema_format", ret = "const char*", params = { { type = "const struct ArrowSchema*", name = "schema" } } },
     { name = "ferry_schema_name", ret = "const char*", params = { { type = "const struct ArrowSchema*", name = "schema" } } },
@@ -208,11 +208,11 @@ typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_c
     { name = "ferry_device_array_sync_event", ret = "void*", params = { { type = "const struct ArrowDeviceArray*", name = "array" } } },
     { name = "ferry_device_array_reserved_is_zero", ret = "int", params = { { type = "const struct ArrowDeviceArray*", name = "array" } } },
     { name = "ferry_array_buffer_size", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" }, { type = "const struct ArrowArray*", name = "array" }, { type = "ArrowDeviceType", name = "device_type" }, { type = "int64_t", name = "device_id" }, { type = "int64_t", name = "i" }, { type = "int64_t*", name = "size_out" }, { type = "struct FerryError*", name = "error" } } },
-    { name = "ferry_stream_is_released", ret = "int", params = { { type = "const struct ArrowDeviceArrayStream*", name = "stream" } } },
-    { name = "ferry_stream_device_type", ret = "ArrowDeviceType", params = { { type = "const struct ArrowDeviceArrayStream*", name = "stream" } } },
-    { name = "ferry_stream_get_schema", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" }, { type = "struct ArrowSchema*", name = "out" }, { type = "struct FerryError*", name = "error" } } },
-    { name = "ferry_stream_get_next", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" }, { type = "struct ArrowDeviceArray*", name = "out" }, { type = "struct FerryError*", name = "error" } } },
-    { name = "ferry_stream_get_last_error", ret = "const char*", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" } } },
+    { name = "ferry_array_stream_is_released", ret = "int", params = { { type = "const struct ArrowDeviceArrayStream*", name = "stream" } } },
+    { name = "ferry_array_stream_device_type", ret = "ArrowDeviceType", params = { { type = "const struct ArrowDeviceArrayStream*", name = "stream" } } },
+    { name = "ferry_array_stream_get_schema", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" }, { type = "struct ArrowSchema*", name = "out" }, { type = "struct FerryError*", name = "error" } } },
+    { name = "ferry_array_stream_get_next", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" }, { type = "struct ArrowDeviceArray*", name = "out" }, { type = "struct FerryError*", name = "error" } } },
+    { name = "ferry_array_stream_get_last_error", ret = "const char*", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" } } },
     { name = "ferry_live_exports", ret = "int64_t", params = {  } },
     { name = "ferry_schema_init", ret = "int", params = { { type = "struct ArrowSchema*", name = "out" }, { type = "const char*", name = "format" }, { type = "const char*", name = "name" }, { type = "int64_t", name = "flags" }, { type = "int64_t", name = "n_children" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_schema_add_metadata", ret = "int", params = { { type = "struct ArrowSchema*", name = "schema" }, { type = "const char*", name = "key" }, { type = "const char*", name = "value" }, { type = "struct FerryError*", name = "error" } } },
@@ -221,8 +221,8 @@ typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_c
     { name = "ferry_array_set_buffer", ret = "int", params = { { type = "struct ArrowArray*", name = "array" }, { type = "int64_t", name = "i" }, { type = "const void*", name = "buffer" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_array_allocate_dictionary", ret = "int", params = { { type = "struct ArrowArray*", name = "array" }, { type = "struct ArrowArray**", name = "dictionary_out" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_device_array_init", ret = "int", params = { { type = "struct ArrowDeviceArray*", name = "out" }, { type = "struct ArrowArray*", name = "array" }, { type = "ArrowDeviceType", name = "device_type" }, { type = "int64_t", name = "device_id" }, { type = "void*", name = "sync_event" }, { type = "FerryReleaseHook", name = "event_release" }, { type = "void*", name = "event_user_data" }, { type = "struct FerryError*", name = "error" } } },
-    { name = "ferry_stream_init", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "out" }, { type = "ArrowDeviceType", name = "device_type" }, { type = "FerryStreamGetSchemaFn", name = "get_schema" }, { type = "FerryStreamGetNextFn", name = "get_next" }, { type = "FerryReleaseHook", name = "release_hook" }, { type = "void*", name = "user_data" }, { type = "struct FerryError*", name = "error" } } },
-    { name = "ferry_stream_init_from_arrays", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "out" }, { type = "ArrowDeviceType", name = "device_type" }, { type = "struct ArrowSchema*", name = "schema" }, { type = "struct ArrowDeviceArray*", name = "arrays" }, { type = "int64_t", name = "n" }, { type = "struct FerryError*", name = "error" } } },
+    { name = "ferry_array_stream_init", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "out" }, { type = "ArrowDeviceType", name = "device_type" }, { type = "FerryStreamGetSchemaFn", name = "get_schema" }, { type = "FerryStreamGetNextFn", name = "get_next" }, { type = "FerryReleaseHook", name = "release_hook" }, { type = "void*", name = "user_data" }, { type = "struct FerryError*", name = "error" } } },
+    { name = "ferry_array_stream_init_from_arrays", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "out" }, { type = "ArrowDeviceType", name = "device_type" }, { type = "struct ArrowSchema*", name = "schema" }, { type = "struct ArrowDeviceArray*", name = "arrays" }, { type = "int64_t", name = "n" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_format_validate", ret = "int", params = { { type = "const char*", name = "format" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_validate_schema", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" }, { type = "FerryFindingFn", name = "on_finding" }, { type = "void*", name = "user_data" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_validate_device_array", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" }, { type = "const struct ArrowDeviceArray*", name = "array" }, { type = "int32_t", name = "level" }, { type = "FerryFindingFn", name = "on_finding" }, { type = "void*", name = "user_data" }, { type = "struct FerryError*", name = "error" } } },
@@ -250,7 +250,7 @@ typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_c
     { name = "ferry_device_array_copy", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" }, { type = "const struct ArrowDeviceArray*", name = "src" }, { type = "ArrowDeviceType", name = "device_type" }, { type = "int64_t", name = "device_id" }, { type = "struct ArrowDeviceArray*", name = "out" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_sim_set_strict", ret = "void", params = { { type = "int32_t", name = "strict" } } },
     { name = "ferry_sim_is_strict", ret = "int32_t", params = {  } },
-    { name = "ferry_stream_get_next_on", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" }, { type = "struct ArrowDeviceArray*", name = "out" }, { type = "void*", name = "consumer_stream" }, { type = "struct FerryError*", name = "error" } } },
+    { name = "ferry_array_stream_get_next_on", ret = "int", params = { { type = "struct ArrowDeviceArrayStream*", name = "stream" }, { type = "struct ArrowDeviceArray*", name = "out" }, { type = "void*", name = "consumer_stream" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_device_array_move_to_device", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" }, { type = "struct ArrowDeviceArray*", name = "src" }, { type = "ArrowDeviceType", name = "device_type" }, { type = "int64_t", name = "device_id" }, { type = "struct ArrowDeviceArray*", name = "out" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_device_array_to_dlpack", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" }, { type = "struct ArrowDeviceArray*", name = "array" }, { type = "void*", name = "consumer_stream" }, { type = "struct DLManagedTensorVersioned**", name = "out" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_device_array_from_dlpack", ret = "int", params = { { type = "struct DLManagedTensorVersioned*", name = "tensor" }, { type = "struct ArrowSchema*", name = "schema_out" }, { type = "struct ArrowDeviceArray*", name = "array_out" }, { type = "struct FerryError*", name = "error" } } },

@@ -1068,7 +1068,7 @@ function ferry.export_array_to(spec, out, opts)
         code, message = raw.ferry_device_array_init(out, tmp, 1, -1, nil, nil, nil)
       else
         code, message = raw.ferry_device_array_init_async(out, tmp, device.ptr, device_stream,
-                                                          raw.FERRY_EXPORT_RECORD_EVENT or 0)
+                                                          raw.FERRY_SYNC_RECORD_EVENT or 0)
       end
     end
   end
@@ -1125,7 +1125,7 @@ end
 --- import_stream(ptr): takes ownership of a C-allocated stream (moved).
 function ferry.import_stream(stream_in)
   local owner, ptr = backend.handle("stream")
-  local code = raw.ferry_stream_move(stream_in, ptr)
+  local code = raw.ferry_array_stream_move(stream_in, ptr)
   if code ~= 0 then
     backend.handle_free(owner)
     raise("ferry.import_stream", code, "the stream is released or NULL")
@@ -1136,14 +1136,14 @@ end
 
 function DeviceStream:pointer() return stream_ptr(self) end
 function DeviceStream:device_type()
-  return raw.ferry_device_type_name(raw.ferry_stream_device_type(stream_ptr(self)))
+  return raw.ferry_device_type_name(raw.ferry_array_stream_device_type(stream_ptr(self)))
 end
 
 --- get_schema() -> a new Schema (owned by the caller).
 function DeviceStream:get_schema()
   local ptr = stream_ptr(self, "ferry.get_schema")
   local schema = new_owned_schema()
-  local code, message = raw.ferry_stream_get_schema(ptr, schema._ptr)
+  local code, message = raw.ferry_array_stream_get_schema(ptr, schema._ptr)
   if code ~= 0 then
     schema:release()
     raise("ferry.get_schema", code, message)
@@ -1161,7 +1161,7 @@ local get_next_raw, get_next_on_raw = backend.get_next, backend.get_next_on
 local is_released = backend.is_released
 
 -- Pulls one batch into a new DeviceArray: plain get_next, or with `on` the
--- consumer-stream handoff of ferry_stream_get_next_on.
+-- consumer-stream handoff of ferry_array_stream_get_next_on.
 local function pull(self, on, consumer_stream)
   local ptr = stream_ptr(self, "ferry.get_next")
   local schema = self._schema or self:schema()
@@ -1297,7 +1297,7 @@ DeviceStream.__gc = DeviceStream.release
 
 --- export(out): moves the stream into a consumer-allocated struct.
 function DeviceStream:export(out)
-  local code = raw.ferry_stream_move(stream_ptr(self, "ferry.DeviceStream.export"), out)
+  local code = raw.ferry_array_stream_move(stream_ptr(self, "ferry.DeviceStream.export"), out)
   if code ~= 0 then raise("ferry.DeviceStream.export", code, "destination not released") end
   self:release()
 end

@@ -207,7 +207,7 @@ int ferry_it_export_stream(const char* case_spec, struct ArrowDeviceArrayStream*
 int ferry_it_check_stream(const char* case_spec, struct ArrowDeviceArrayStream* stream) {
   int code = stream ? call_entry("check_stream", case_spec, stream, NULL) : EINVAL;
   if (!stream) set_last_error("stream must not be NULL");
-  ferry_stream_release(stream);
+  ferry_array_stream_release(stream);
   return code;
 }
 
@@ -356,6 +356,6 @@ int ferry_it_bench_consume_stream(struct ArrowDeviceArrayStream* stream) {
     bench_call_init(&call, "consume_stream", 0, 0, 0, stream, NULL);
     code = call_bench(&call);
   }
-  ferry_stream_release(stream);
+  ferry_array_stream_release(stream);
   return code;
 }

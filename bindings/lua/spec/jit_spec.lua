@@ -15,7 +15,7 @@ end
 
 local ffi = require("ffi")
 
--- A C stream (ferry_stream_init_from_arrays) over n int32 batches {i, i+1}.
+-- A C stream (ferry_array_stream_init_from_arrays) over n int32 batches {i, i+1}.
 -- borrowed: the batches point into `keep` and have no Lua release hook;
 -- otherwise every batch is a Lua export whose release runs a Lua callback.
 local function c_stream(n, borrowed, keep)
@@ -32,7 +32,7 @@ local function c_stream(n, borrowed, keep)
   local schema = raw.ferry_schema_new()
   ferry.export_schema_to({ type = "int32" }, schema)
   local owner, ptr = backend.handle("stream")
-  local code, message = raw.ferry_stream_init_from_arrays(ptr, 1, schema, structs, n)
+  local code, message = raw.ferry_array_stream_init_from_arrays(ptr, 1, schema, structs, n)
   assert(code == 0, message)
   raw.ferry_schema_free(schema)
   local stream = ferry.import_stream(ptr)

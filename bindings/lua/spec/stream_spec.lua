@@ -92,7 +92,7 @@ describe("streams (" .. ferry.backend .. ")", function()
     assert.is_false(ok)
     assert.are.equal(ferry.errno.EIO, err.code)
     assert.are.equal("ferry.get_next: EIO: injected failure at get_next 2", tostring(err))
-    assert.are.equal("injected failure at get_next 2", raw.ferry_stream_get_last_error(stream:pointer()))
+    assert.are.equal("injected failure at get_next 2", raw.ferry_array_stream_get_last_error(stream:pointer()))
     stream:release()
   end)
 
@@ -129,7 +129,7 @@ describe("streams (" .. ferry.backend .. ")", function()
 
   it("exports to a C struct and is consumed through the core", function()
     local stream = counter_stream(2)
-    local c_stream = raw.ferry_stream_new()
+    local c_stream = raw.ferry_array_stream_new()
     stream:export(c_stream)
     local imported = ferry.import_stream(c_stream)
     local n = 0
@@ -139,7 +139,7 @@ describe("streams (" .. ferry.backend .. ")", function()
     end
     assert.are.equal(2, n)
     imported:release()
-    raw.ferry_stream_free(c_stream)
+    raw.ferry_array_stream_free(c_stream)
   end)
 
   it("lets a Lua producer pull another Lua stream re-entrantly", function()

@@ -307,7 +307,7 @@ static void handle_free_now(struct handle* h) {
   switch (h->kind) {
     case HANDLE_SCHEMA: ferry_schema_free((struct ArrowSchema*)h->ptr); break;
     case HANDLE_DEVICE_ARRAY: ferry_device_array_free((struct ArrowDeviceArray*)h->ptr); break;
-    case HANDLE_STREAM: ferry_stream_free((struct ArrowDeviceArrayStream*)h->ptr); break;
+    case HANDLE_STREAM: ferry_array_stream_free((struct ArrowDeviceArrayStream*)h->ptr); break;
   }
   h->ptr = NULL;
 }
@@ -324,7 +324,7 @@ static int l_handle(lua_State* L) {
   switch (h->kind) {
     case HANDLE_SCHEMA: h->ptr = ferry_schema_new(); break;
     case HANDLE_DEVICE_ARRAY: h->ptr = ferry_device_array_new(); break;
-    case HANDLE_STREAM: h->ptr = ferry_stream_new(); break;
+    case HANDLE_STREAM: h->ptr = ferry_array_stream_new(); break;
   }
   if (!h->ptr) return luaL_error(L, "ferry.handle: out of memory");
   lua_pushlightuserdata(L, h->ptr);
@@ -696,7 +696,7 @@ static int l_stream_export(lua_State* L) {
   atomic_fetch_add(&live_allocations, 1);
   struct FerryError error;
   ferry_error_init(&error);
-  int rc = ferry_stream_init(out, (ArrowDeviceType)device_type, stream_get_schema,
+  int rc = ferry_array_stream_init(out, (ArrowDeviceType)device_type, stream_get_schema,
                              stream_get_next, stream_release, ctx, &error);
   if (rc != FERRY_OK) stream_release(ctx); /* the hook was not taken */
   runtime_drain(L, rt);
@@ -757,9 +757,9 @@ static int batch_step(lua_State* L) {
   error.message[0] = '\0';
   int rc;
   if (lua_tointeger(L, lua_upvalueindex(BATCH_MODE)) == 0) {
-    rc = ferry_stream_get_next((struct ArrowDeviceArrayStream*)stream->ptr, out, &error);
+    rc = ferry_array_stream_get_next((struct ArrowDeviceArrayStream*)stream->ptr, out, &error);
   } else {
-    rc = ferry_stream_get_next_on((struct ArrowDeviceArrayStream*)stream->ptr, out,
+    rc = ferry_array_stream_get_next_on((struct ArrowDeviceArrayStream*)stream->ptr, out,
                                   lua_touserdata(L, lua_upvalueindex(BATCH_CONSUMER)), &error);
   }
   if (rc != FERRY_OK) return batch_finish(L, rc, error.message);

@@ -100,8 +100,8 @@ FERRY_EXPORT struct ArrowArray* ferry_array_new(void);
 FERRY_EXPORT void ferry_array_free(struct ArrowArray* array);
 FERRY_EXPORT struct ArrowDeviceArray* ferry_device_array_new(void);
 FERRY_EXPORT void ferry_device_array_free(struct ArrowDeviceArray* array);
-FERRY_EXPORT struct ArrowDeviceArrayStream* ferry_stream_new(void);
-FERRY_EXPORT void ferry_stream_free(struct ArrowDeviceArrayStream* stream);
+FERRY_EXPORT struct ArrowDeviceArrayStream* ferry_array_stream_new(void);
+FERRY_EXPORT void ferry_array_stream_free(struct ArrowDeviceArrayStream* stream);
 
 /* ------------------------------------------------------------------------ */
 /* Release and move (consumer side)                                          */
@@ -113,7 +113,7 @@ FERRY_EXPORT void ferry_stream_free(struct ArrowDeviceArrayStream* stream);
 FERRY_EXPORT void ferry_schema_release(struct ArrowSchema* schema);
 FERRY_EXPORT void ferry_array_release(struct ArrowArray* array);
 FERRY_EXPORT void ferry_device_array_release(struct ArrowDeviceArray* array);
-FERRY_EXPORT void ferry_stream_release(struct ArrowDeviceArrayStream* stream);
+FERRY_EXPORT void ferry_array_stream_release(struct ArrowDeviceArrayStream* stream);
 
 /* Move copies `src` bitwise into `dst` and marks `src` released: ownership of
  * everything `src` owned passes to `dst`. `dst` must be released (or fresh)
@@ -123,7 +123,7 @@ FERRY_EXPORT int ferry_schema_move(struct ArrowSchema* src, struct ArrowSchema* 
 FERRY_EXPORT int ferry_array_move(struct ArrowArray* src, struct ArrowArray* dst);
 FERRY_EXPORT int ferry_device_array_move(struct ArrowDeviceArray* src,
                                          struct ArrowDeviceArray* dst);
-FERRY_EXPORT int ferry_stream_move(struct ArrowDeviceArrayStream* src,
+FERRY_EXPORT int ferry_array_stream_move(struct ArrowDeviceArrayStream* src,
                                    struct ArrowDeviceArrayStream* dst);
 
 /* ------------------------------------------------------------------------ */
@@ -200,27 +200,27 @@ FERRY_EXPORT int ferry_array_buffer_size(const struct ArrowSchema* schema,
  * or released stream returns EINVAL instead. */
 
 /** 1 when `stream` is NULL or released. */
-FERRY_EXPORT int ferry_stream_is_released(const struct ArrowDeviceArrayStream* stream);
+FERRY_EXPORT int ferry_array_stream_is_released(const struct ArrowDeviceArrayStream* stream);
 /** The stream's device type (0 for NULL). */
 FERRY_EXPORT ArrowDeviceType
-ferry_stream_device_type(const struct ArrowDeviceArrayStream* stream);
+ferry_array_stream_device_type(const struct ArrowDeviceArrayStream* stream);
 /** Calls get_schema; `out` must be released beforehand and is owned by the
  *  caller on success. On failure `out` is left released, the code is
  *  returned and `error` holds the producer's get_last_error message (or a
  *  generic one). */
-FERRY_EXPORT int ferry_stream_get_schema(struct ArrowDeviceArrayStream* stream,
+FERRY_EXPORT int ferry_array_stream_get_schema(struct ArrowDeviceArrayStream* stream,
                                          struct ArrowSchema* out,
                                          struct FerryError* error);
 /** Calls get_next; `out` must be released beforehand (a live `out` is EINVAL
  *  and left untouched). On success the caller owns `out`, and a released
  *  `out` means the end of the stream; on failure `out` is left released and
- *  the error is as for ferry_stream_get_schema. */
-FERRY_EXPORT int ferry_stream_get_next(struct ArrowDeviceArrayStream* stream,
+ *  the error is as for ferry_array_stream_get_schema. */
+FERRY_EXPORT int ferry_array_stream_get_next(struct ArrowDeviceArrayStream* stream,
                                        struct ArrowDeviceArray* out,
                                        struct FerryError* error);
 /** Calls get_last_error; the string is borrowed from the stream until its
  *  next call. NULL when none. */
-FERRY_EXPORT const char* ferry_stream_get_last_error(
+FERRY_EXPORT const char* ferry_array_stream_get_last_error(
     struct ArrowDeviceArrayStream* stream);
 
 /* ------------------------------------------------------------------------ */
@@ -309,7 +309,7 @@ typedef int (*FerryStreamGetNextFn)(void* user_data, struct ArrowDeviceArray* ou
  *  and calls `release_hook(user_data)` exactly once when the consumer
  *  releases the stream: `user_data` stays the producer's until then. On
  *  failure the hook is not called. */
-FERRY_EXPORT int ferry_stream_init(struct ArrowDeviceArrayStream* out,
+FERRY_EXPORT int ferry_array_stream_init(struct ArrowDeviceArrayStream* out,
                                    ArrowDeviceType device_type,
                                    FerryStreamGetSchemaFn get_schema,
                                    FerryStreamGetNextFn get_next,
@@ -319,7 +319,7 @@ FERRY_EXPORT int ferry_stream_init(struct ArrowDeviceArrayStream* out,
 /** Fills `out` with a stream that yields `schema` and then `arrays[0..n)`;
  *  the schema and every array are moved in on success (on failure nothing is
  *  moved). All arrays must have `device_type`. */
-FERRY_EXPORT int ferry_stream_init_from_arrays(struct ArrowDeviceArrayStream* out,
+FERRY_EXPORT int ferry_array_stream_init_from_arrays(struct ArrowDeviceArrayStream* out,
                                                ArrowDeviceType device_type,
                                                struct ArrowSchema* schema,
                                                struct ArrowDeviceArray* arrays, int64_t n,
@@ -448,8 +448,8 @@ FERRY_EXPORT int ferry_device_stream_wait_event(struct FerryDevice* device, void
 /** How ferry_device_array_init_async treats the producer's stream:
  *  RECORD_EVENT (the default) records a new event, destroyed at release;
  *  SYNCHRONIZE synchronizes the stream and exports sync_event NULL. */
-#define FERRY_EXPORT_RECORD_EVENT 0
-#define FERRY_EXPORT_SYNCHRONIZE 1
+#define FERRY_SYNC_RECORD_EVENT 0
+#define FERRY_SYNC_SYNCHRONIZE 1
 
 /** Like ferry_device_array_init for memory on `device` produced on
  *  `producer_stream` (borrowed; may be NULL: then nothing is pending and no
@@ -501,13 +501,13 @@ FERRY_EXPORT int32_t ferry_sim_is_strict(void);
 /* (the three sync-event export policies are described in docs/events.md)    */
 /* ------------------------------------------------------------------------ */
 
-/** Like ferry_stream_get_next, then hands the batch to `consumer_stream`:
+/** Like ferry_array_stream_get_next, then hands the batch to `consumer_stream`:
  *  when the batch has a sync_event, that stream (a stream of the batch's
  *  device) is made to wait on it and the host does not block; with
  *  `consumer_stream` NULL the host waits for the event instead. On success
  *  the caller owns `out` (released at the end of the stream); the batch's
  *  event stays owned by the batch. On failure `out` is left released. */
-FERRY_EXPORT int ferry_stream_get_next_on(struct ArrowDeviceArrayStream* stream,
+FERRY_EXPORT int ferry_array_stream_get_next_on(struct ArrowDeviceArrayStream* stream,
                                           struct ArrowDeviceArray* out,
                                           void* consumer_stream,
                                           struct FerryError* error);

@@ -46,7 +46,7 @@ PU_EXPORT int produce_stream(struct ArrowDeviceArrayStream* out) {
   if (rc == FERRY_OK) rc = make_int32(0, 3, &batches[0]);
   if (rc == FERRY_OK) rc = make_int32(10, 5, &batches[1]);
   if (rc == FERRY_OK) {
-    rc = ferry_stream_init_from_arrays(out, ARROW_DEVICE_CPU, &schema, batches, 2, NULL);
+    rc = ferry_array_stream_init_from_arrays(out, ARROW_DEVICE_CPU, &schema, batches, 2, NULL);
   }
   /* On failure nothing was moved: release whatever was made. */
   ferry_schema_release(&schema);

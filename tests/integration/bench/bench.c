@@ -757,10 +757,10 @@ static void check_stream(struct bench_ops** ops, int n, const struct bench_ops* 
     return;
   }
   if (exported.device_type != ARROW_DEVICE_CPU ||
-      ferry_stream_move(&exported, &handed) != 0 ||
+      ferry_array_stream_move(&exported, &handed) != 0 ||
       it_ledger_track_stream(&handed, "stream") != 0) {
-    ferry_stream_release(&exported);
-    ferry_stream_release(&handed);
+    ferry_array_stream_release(&exported);
+    ferry_array_stream_release(&handed);
     verdict_line(0, what, "the host could not take the stream (not CPU? ledger full?)");
     return;
   }
@@ -768,7 +768,7 @@ static void check_stream(struct bench_ops** ops, int n, const struct bench_ops* 
   rc = q->consume_stream(&handed);
   const struct it_stream_observed* seen = it_stream_watch_observed();
   if (handed.release != NULL) {
-    ferry_stream_release(&handed);
+    ferry_array_stream_release(&handed);
     verdict_line(0, what, "the consumer returned with the host's stream still live");
   } else if (rc != 0) {
     snprintf(why, sizeof why, "consume failed with %s: %s", ferry_errno_name(rc),
@@ -811,7 +811,7 @@ static void check_rejects(const struct bench_ops* p) {
   memset(&stream, 0, sizeof stream);
   int rc = p->export_stream(16, -1, &stream);
   int left_live = stream.release != NULL;
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   snprintf(why, sizeof why, "returned %s with \"%s\"", ferry_errno_name(rc),
            ops_error(p));
   verdict_line(rc == EINVAL && !left_live, what, why);

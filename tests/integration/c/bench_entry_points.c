@@ -2,7 +2,7 @@
  * as a C user of ferry writes a producer and a consumer: ferry_schema_init,
  * ferry_array_init with a release hook and ferry_device_array_init to
  * export; ferry_*_move, the accessors and ferry_*_release to consume;
- * ferry_stream_init with callbacks for a stream.
+ * ferry_array_stream_init with callbacks for a stream.
  *
  * The exported buffer is allocated once per length and kept for the life of
  * the process (a small append-only table); each export holds one reference,
@@ -206,7 +206,7 @@ int ferry_it_bench_export_stream(int64_t length, int64_t batches,
   producer->remaining = batches;
   struct FerryError error;
   error.message[0] = '\0';
-  rc = ferry_stream_init(out, ARROW_DEVICE_CPU, stream_get_schema, stream_get_next,
+  rc = ferry_array_stream_init(out, ARROW_DEVICE_CPU, stream_get_schema, stream_get_next,
                          stream_release, producer, &error);
   if (rc != FERRY_OK) {
     it_free(producer); /* the hook is not called on failure */
@@ -220,19 +220,19 @@ int ferry_it_bench_consume_stream(struct ArrowDeviceArrayStream* stream) {
   struct ArrowDeviceArrayStream owned;
   memset(&owned, 0, sizeof owned);
   if (stream == NULL) return bench_fail(EINVAL, where, "stream must not be NULL");
-  if (ferry_stream_move(stream, &owned) != FERRY_OK) {
+  if (ferry_array_stream_move(stream, &owned) != FERRY_OK) {
     return bench_fail(EINVAL, where, "the stream is already released");
   }
   struct FerryError error;
   error.message[0] = '\0';
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
-  int rc = ferry_stream_get_schema(&owned, &schema, &error);
+  int rc = ferry_array_stream_get_schema(&owned, &schema, &error);
   if (rc != FERRY_OK) rc = bench_fail(rc, "get_schema", error.message);
   while (rc == FERRY_OK) {
     struct ArrowDeviceArray batch;
     memset(&batch, 0, sizeof batch);
-    rc = ferry_stream_get_next(&owned, &batch, &error);
+    rc = ferry_array_stream_get_next(&owned, &batch, &error);
     if (rc != FERRY_OK) {
       rc = bench_fail(rc, "get_next", error.message);
       break;
@@ -242,6 +242,6 @@ int ferry_it_bench_consume_stream(struct ArrowDeviceArrayStream* stream) {
     ferry_device_array_release(&batch);
   }
   ferry_schema_release(&schema);
-  ferry_stream_release(&owned);
+  ferry_array_stream_release(&owned);
   return rc;
 }

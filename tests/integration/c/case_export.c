@@ -362,7 +362,7 @@ int it_export_array(const struct it_case* c, uint32_t seed, struct FerryDevice* 
                                    error);
     } else {
       rc = ferry_device_array_init_async(out, &top, device, memory->stream,
-                                         FERRY_EXPORT_RECORD_EVENT, error);
+                                         FERRY_SYNC_RECORD_EVENT, error);
     }
   }
   if (rc != FERRY_OK) ferry_array_release(&top);

@@ -1,4 +1,4 @@
-/* A case stream, produced batch by batch on demand through ferry_stream_init. */
+/* A case stream, produced batch by batch on demand through ferry_array_stream_init. */
 #include "stream_export.h"
 
 #include <errno.h>
@@ -46,7 +46,7 @@ int it_export_stream(const struct it_case* c, struct FerryDevice* device,
   if (state == NULL) return it_error(error, ENOMEM, "out of memory for stream state");
   state->c = *c;
   state->device = device;
-  int rc = ferry_stream_init(out, c->device_type, stream_get_schema, stream_get_next,
+  int rc = ferry_array_stream_init(out, c->device_type, stream_get_schema, stream_get_next,
                              stream_release, state, error);
   if (rc != FERRY_OK) it_free(state);
   return rc;

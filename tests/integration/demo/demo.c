@@ -151,8 +151,8 @@ static int part_pipeline(const char* device, int64_t rows) {
     ferry_error_init(&error);
     it_ledger_reset();
     t0 = now_ns();
-    rc = ferry_stream_get_schema(&stream, &schema, &error);
-    if (rc == 0) rc = ferry_stream_get_next(&stream, &batch, &error);
+    rc = ferry_array_stream_get_schema(&stream, &schema, &error);
+    if (rc == 0) rc = ferry_array_stream_get_next(&stream, &batch, &error);
     t1 = now_ns();
     if (rc != 0 || batch.array.release == NULL) {
       printf("FAIL batch %d: %s\n", b, rc ? error.message : "the stream ended early");
@@ -186,7 +186,7 @@ static int part_pipeline(const char* device, int64_t rows) {
     }
     if (!print_addresses("batch", rc == 0)) ok = 0;
   }
-  ferry_stream_release(&stream);
+  ferry_array_stream_release(&stream);
   return ok;
 }
 

@@ -329,19 +329,19 @@ int it_handoff_stream(const struct it_runtime_set* all, const struct it_runtime*
   }
   ArrowDeviceType want_type = expected_device_type(info.device);
   if (exported.device_type != want_type) {
-    ferry_stream_release(&exported);
+    ferry_array_stream_release(&exported);
     return fail(message, size, "producer's stream has device type %d (%s), the case says %s",
                 (int)exported.device_type, ferry_device_type_name(exported.device_type),
                 info.device);
   }
   struct ArrowDeviceArrayStream handed;
   memset(&handed, 0, sizeof handed);
-  if (ferry_stream_move(&exported, &handed) != 0) {
-    ferry_stream_release(&exported);
-    return fail(message, size, "ferry_stream_move refused the producer's stream");
+  if (ferry_array_stream_move(&exported, &handed) != 0) {
+    ferry_array_stream_release(&exported);
+    return fail(message, size, "ferry_array_stream_move refused the producer's stream");
   }
   if (it_ledger_track_stream(&handed, "stream") != 0) {
-    ferry_stream_release(&handed);
+    ferry_array_stream_release(&handed);
     return fail(message, size, "the ledger is full");
   }
   it_stream_watch_begin(&handed, tamper);
@@ -383,7 +383,7 @@ int it_handoff_stream(const struct it_runtime_set* all, const struct it_runtime*
     }
   }
   if (handed.release != NULL) {
-    ferry_stream_release(&handed);
+    ferry_array_stream_release(&handed);
     return fail(message, size,
                 "the consumer returned with the host's stream still live (it must take "
                 "ownership)");

@@ -30,7 +30,7 @@ static void* drain(void* arg) {
   int64_t start = now_ns();
   for (;;) {
     ferry_error_init(&error);
-    int rc = ferry_stream_get_next(job->stream, &batch, &error);
+    int rc = ferry_array_stream_get_next(job->stream, &batch, &error);
     if (rc != 0) {
       job->rc = rc;
       snprintf(job->message, sizeof(job->message), "%s", error.message);

@@ -8,7 +8,7 @@
 #include "ferry/dlpack_abi.h"
 #include "ferry/ferry.h"
 
-/* Reads `stream` to its end with ferry_stream_get_next + release, on a new
+/* Reads `stream` to its end with ferry_array_stream_get_next + release, on a new
  * pthread when `new_thread`; `*batches` counts the batches, `*elements` sums
  * their lengths, `*ns` is the time spent; `message` gets the failure text. */
 int chelper_drain_stream(struct ArrowDeviceArrayStream* stream, int new_thread,

@@ -180,7 +180,7 @@ func ExportArray(c *Case, seed uint32, dev *ferry.Device) (*ferry.DeviceArray, e
 	if dev != nil {
 		opts.Device = dev
 		opts.ProducerStream = b.stream
-		opts.Policy = ferry.ExportRecordEvent
+		opts.Policy = ferry.SyncRecordEvent
 		// The staging buffers and the stream live until the consumer releases
 		// the array: the queued copies read the staging memory, and in the
 		// sim's strict mode they run only when someone waits.

@@ -33,8 +33,8 @@ backend.live_allocations = support.live_allocations
 
 -- The consumer's per-batch calls (LuaJIT picks compiled or interpreted
 -- paths here; on 5.4 the raw functions are the fast path).
-backend.get_next = core.ferry_stream_get_next
-backend.get_next_on = core.ferry_stream_get_next_on
+backend.get_next = core.ferry_array_stream_get_next
+backend.get_next_on = core.ferry_array_stream_get_next_on
 backend.release_device_array = core.ferry_device_array_release
 local device_array_is_released = core.ferry_device_array_is_released
 function backend.is_released(ptr) return device_array_is_released(ptr) == 1 end

@@ -166,9 +166,9 @@ backend.raw = raw
 -- compiles up to the call and resumes after it. backend.lib is the direct,
 -- compiled path for callers that know no Lua producer is involved.
 local may_call_back = {
-  "ferry_stream_get_next", "ferry_stream_get_next_on", "ferry_device_array_move_to_device",
-  "ferry_stream_get_schema", "ferry_stream_get_last_error",
-  "ferry_stream_release", "ferry_stream_free", "ferry_schema_release", "ferry_schema_free",
+  "ferry_array_stream_get_next", "ferry_array_stream_get_next_on", "ferry_device_array_move_to_device",
+  "ferry_array_stream_get_schema", "ferry_array_stream_get_last_error",
+  "ferry_array_stream_release", "ferry_array_stream_free", "ferry_schema_release", "ferry_schema_free",
   "ferry_array_release", "ferry_array_free", "ferry_device_array_release",
   "ferry_device_array_free", "ferry_validate_schema", "ferry_validate_device_array",
 }
@@ -185,8 +185,8 @@ end
 local callbacks = { live = 0 }
 backend.callbacks = callbacks
 
-local interpreted_get_next = raw.ferry_stream_get_next
-local interpreted_get_next_on = raw.ferry_stream_get_next_on
+local interpreted_get_next = raw.ferry_array_stream_get_next
+local interpreted_get_next_on = raw.ferry_array_stream_get_next_on
 local interpreted_release = raw.ferry_device_array_release
 local fast_error = ffi.new("struct FerryError")
 
@@ -194,7 +194,7 @@ local fast_error = ffi.new("struct FerryError")
 function backend.get_next(stream, out)
   if callbacks.live ~= 0 then return interpreted_get_next(stream, out) end
   fast_error.message[0] = 0
-  local rc = lib.ferry_stream_get_next(stream, out, fast_error)
+  local rc = lib.ferry_array_stream_get_next(stream, out, fast_error)
   if rc == 0 then return 0 end
   return rc, ffi.string(fast_error.message)
 end
@@ -203,7 +203,7 @@ end
 function backend.get_next_on(stream, out, consumer_stream)
   if callbacks.live ~= 0 then return interpreted_get_next_on(stream, out, consumer_stream) end
   fast_error.message[0] = 0
-  local rc = lib.ferry_stream_get_next_on(stream, out, consumer_stream, fast_error)
+  local rc = lib.ferry_array_stream_get_next_on(stream, out, consumer_stream, fast_error)
   if rc == 0 then return 0 end
   return rc, ffi.string(fast_error.message)
 end
@@ -225,7 +225,7 @@ end
 local constructors = {
   schema = { lib.ferry_schema_new, raw.ferry_schema_free },
   array = { lib.ferry_device_array_new, raw.ferry_device_array_free },
-  stream = { lib.ferry_stream_new, raw.ferry_stream_free },
+  stream = { lib.ferry_array_stream_new, raw.ferry_array_stream_free },
 }
 local handle_kinds = setmetatable({}, { __mode = "k" })
 
@@ -518,7 +518,7 @@ function backend.stream_export(out, device_type, get_schema, get_next)
   streams[id] = { get_schema = get_schema, get_next = get_next }
   live = live + 1
   local err = acquire_error()
-  local rc = lib.ferry_stream_init(out, device_type, get_schema_callback, get_next_callback,
+  local rc = lib.ferry_array_stream_init(out, device_type, get_schema_callback, get_next_callback,
                                    stream_release_callback, ffi.cast("void*", id), err)
   local message = release_error(err)
   if rc ~= 0 then

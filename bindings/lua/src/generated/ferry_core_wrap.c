@@ -2943,12 +2943,12 @@ static int _wrap_ferry_device_array_free(lua_State* L) {
 }
 
 
-static int _wrap_ferry_stream_new(lua_State* L) {
+static int _wrap_ferry_array_stream_new(lua_State* L) {
   int SWIG_arg = 0;
   struct ArrowDeviceArrayStream *result = 0 ;
   
-  SWIG_check_num_args("ferry_stream_new",0,0)
-  result = (struct ArrowDeviceArrayStream *)ferry_stream_new();
+  SWIG_check_num_args("ferry_array_stream_new",0,0)
+  result = (struct ArrowDeviceArrayStream *)ferry_array_stream_new();
   if (result) lua_pushlightuserdata(L, (void*)result); else lua_pushnil(L); SWIG_arg++; 
   return SWIG_arg;
   
@@ -2958,14 +2958,14 @@ static int _wrap_ferry_stream_new(lua_State* L) {
 }
 
 
-static int _wrap_ferry_stream_free(lua_State* L) {
+static int _wrap_ferry_array_stream_free(lua_State* L) {
   int SWIG_arg = 0;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   
-  SWIG_check_num_args("ferry_stream_free",1,1)
-  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_stream_free",1,"struct ArrowDeviceArrayStream *");
+  SWIG_check_num_args("ferry_array_stream_free",1,1)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_array_stream_free",1,"struct ArrowDeviceArrayStream *");
   arg1 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 1); 
-  ferry_stream_free(arg1);
+  ferry_array_stream_free(arg1);
   
   return SWIG_arg;
   
@@ -3026,14 +3026,14 @@ static int _wrap_ferry_device_array_release(lua_State* L) {
 }
 
 
-static int _wrap_ferry_stream_release(lua_State* L) {
+static int _wrap_ferry_array_stream_release(lua_State* L) {
   int SWIG_arg = 0;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   
-  SWIG_check_num_args("ferry_stream_release",1,1)
-  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_stream_release",1,"struct ArrowDeviceArrayStream *");
+  SWIG_check_num_args("ferry_array_stream_release",1,1)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_array_stream_release",1,"struct ArrowDeviceArrayStream *");
   arg1 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 1); 
-  ferry_stream_release(arg1);
+  ferry_array_stream_release(arg1);
   
   return SWIG_arg;
   
@@ -3106,18 +3106,18 @@ static int _wrap_ferry_device_array_move(lua_State* L) {
 }
 
 
-static int _wrap_ferry_stream_move(lua_State* L) {
+static int _wrap_ferry_array_stream_move(lua_State* L) {
   int SWIG_arg = 0;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   struct ArrowDeviceArrayStream *arg2 = (struct ArrowDeviceArrayStream *) 0 ;
   int result;
   
-  SWIG_check_num_args("ferry_stream_move",2,2)
-  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_stream_move",1,"struct ArrowDeviceArrayStream *");
-  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_stream_move",2,"struct ArrowDeviceArrayStream *");
+  SWIG_check_num_args("ferry_array_stream_move",2,2)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_array_stream_move",1,"struct ArrowDeviceArrayStream *");
+  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_array_stream_move",2,"struct ArrowDeviceArrayStream *");
   arg1 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 1); 
   arg2 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 2); 
-  result = (int)ferry_stream_move(arg1,arg2);
+  result = (int)ferry_array_stream_move(arg1,arg2);
   lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
   return SWIG_arg;
   
@@ -3638,15 +3638,15 @@ static int _wrap_ferry_array_buffer_size(lua_State* L) {
 }
 
 
-static int _wrap_ferry_stream_is_released(lua_State* L) {
+static int _wrap_ferry_array_stream_is_released(lua_State* L) {
   int SWIG_arg = 0;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   int result;
   
-  SWIG_check_num_args("ferry_stream_is_released",1,1)
-  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_stream_is_released",1,"struct ArrowDeviceArrayStream const *");
+  SWIG_check_num_args("ferry_array_stream_is_released",1,1)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_array_stream_is_released",1,"struct ArrowDeviceArrayStream const *");
   arg1 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 1); 
-  result = (int)ferry_stream_is_released((struct ArrowDeviceArrayStream const *)arg1);
+  result = (int)ferry_array_stream_is_released((struct ArrowDeviceArrayStream const *)arg1);
   lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
   return SWIG_arg;
   
@@ -3656,15 +3656,15 @@ static int _wrap_ferry_stream_is_released(lua_State* L) {
 }
 
 
-static int _wrap_ferry_stream_device_type(lua_State* L) {
+static int _wrap_ferry_array_stream_device_type(lua_State* L) {
   int SWIG_arg = 0;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   ArrowDeviceType result;
   
-  SWIG_check_num_args("ferry_stream_device_type",1,1)
-  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_stream_device_type",1,"struct ArrowDeviceArrayStream const *");
+  SWIG_check_num_args("ferry_array_stream_device_type",1,1)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_array_stream_device_type",1,"struct ArrowDeviceArrayStream const *");
   arg1 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 1); 
-  result = ferry_stream_device_type((struct ArrowDeviceArrayStream const *)arg1);
+  result = ferry_array_stream_device_type((struct ArrowDeviceArrayStream const *)arg1);
   lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
   return SWIG_arg;
   
@@ -3674,7 +3674,7 @@ static int _wrap_ferry_stream_device_type(lua_State* L) {
 }
 
 
-static int _wrap_ferry_stream_get_schema(lua_State* L) {
+static int _wrap_ferry_array_stream_get_schema(lua_State* L) {
   int SWIG_arg = 0;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
@@ -3683,12 +3683,12 @@ static int _wrap_ferry_stream_get_schema(lua_State* L) {
   int result;
   
   ferry_error_init(&temp3); arg3 = &temp3; 
-  SWIG_check_num_args("ferry_stream_get_schema",2,2)
-  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_stream_get_schema",1,"struct ArrowDeviceArrayStream *");
-  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_stream_get_schema",2,"struct ArrowSchema *");
+  SWIG_check_num_args("ferry_array_stream_get_schema",2,2)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_array_stream_get_schema",1,"struct ArrowDeviceArrayStream *");
+  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_array_stream_get_schema",2,"struct ArrowSchema *");
   arg1 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 1); 
   arg2 = (struct ArrowSchema *)lua_touserdata(L, 2); 
-  result = (int)ferry_stream_get_schema(arg1,arg2,arg3);
+  result = (int)ferry_array_stream_get_schema(arg1,arg2,arg3);
   lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
   if (arg3->message[0]) lua_pushstring(L, arg3->message); else lua_pushnil(L); SWIG_arg++; 
   return SWIG_arg;
@@ -3699,7 +3699,7 @@ static int _wrap_ferry_stream_get_schema(lua_State* L) {
 }
 
 
-static int _wrap_ferry_stream_get_next(lua_State* L) {
+static int _wrap_ferry_array_stream_get_next(lua_State* L) {
   int SWIG_arg = 0;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
@@ -3708,12 +3708,12 @@ static int _wrap_ferry_stream_get_next(lua_State* L) {
   int result;
   
   ferry_error_init(&temp3); arg3 = &temp3; 
-  SWIG_check_num_args("ferry_stream_get_next",2,2)
-  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_stream_get_next",1,"struct ArrowDeviceArrayStream *");
-  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_stream_get_next",2,"struct ArrowDeviceArray *");
+  SWIG_check_num_args("ferry_array_stream_get_next",2,2)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_array_stream_get_next",1,"struct ArrowDeviceArrayStream *");
+  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_array_stream_get_next",2,"struct ArrowDeviceArray *");
   arg1 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 1); 
   arg2 = (struct ArrowDeviceArray *)lua_touserdata(L, 2); 
-  result = (int)ferry_stream_get_next(arg1,arg2,arg3);
+  result = (int)ferry_array_stream_get_next(arg1,arg2,arg3);
   lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
   if (arg3->message[0]) lua_pushstring(L, arg3->message); else lua_pushnil(L); SWIG_arg++; 
   return SWIG_arg;
@@ -3724,15 +3724,15 @@ static int _wrap_ferry_stream_get_next(lua_State* L) {
 }
 
 
-static int _wrap_ferry_stream_get_last_error(lua_State* L) {
+static int _wrap_ferry_array_stream_get_last_error(lua_State* L) {
   int SWIG_arg = 0;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   char *result = 0 ;
   
-  SWIG_check_num_args("ferry_stream_get_last_error",1,1)
-  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_stream_get_last_error",1,"struct ArrowDeviceArrayStream *");
+  SWIG_check_num_args("ferry_array_stream_get_last_error",1,1)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_array_stream_get_last_error",1,"struct ArrowDeviceArrayStream *");
   arg1 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 1); 
-  result = (char *)ferry_stream_get_last_error(arg1);
+  result = (char *)ferry_array_stream_get_last_error(arg1);
   if (result) lua_pushstring(L, result); else lua_pushnil(L); SWIG_arg++; 
   return SWIG_arg;
   
@@ -3986,7 +3986,7 @@ static int _wrap_ferry_device_array_init(lua_State* L) {
 }
 
 
-static int _wrap_ferry_stream_init(lua_State* L) {
+static int _wrap_ferry_array_stream_init(lua_State* L) {
   int SWIG_arg = 0;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   ArrowDeviceType arg2 ;
@@ -3999,20 +3999,20 @@ static int _wrap_ferry_stream_init(lua_State* L) {
   int result;
   
   ferry_error_init(&temp7); arg7 = &temp7; 
-  SWIG_check_num_args("ferry_stream_init",6,6)
-  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_stream_init",1,"struct ArrowDeviceArrayStream *");
-  if(!lferry_is_integer(L,2)) SWIG_fail_arg("ferry_stream_init",2,"ArrowDeviceType");
-  if(!lferry_is_pointer(L,3)) SWIG_fail_arg("ferry_stream_init",3,"FerryStreamGetSchemaFn");
-  if(!lferry_is_pointer(L,4)) SWIG_fail_arg("ferry_stream_init",4,"FerryStreamGetNextFn");
-  if(!lferry_is_pointer(L,5)) SWIG_fail_arg("ferry_stream_init",5,"FerryReleaseHook");
-  if(!lferry_is_pointer(L,6)) SWIG_fail_arg("ferry_stream_init",6,"void *");
+  SWIG_check_num_args("ferry_array_stream_init",6,6)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_array_stream_init",1,"struct ArrowDeviceArrayStream *");
+  if(!lferry_is_integer(L,2)) SWIG_fail_arg("ferry_array_stream_init",2,"ArrowDeviceType");
+  if(!lferry_is_pointer(L,3)) SWIG_fail_arg("ferry_array_stream_init",3,"FerryStreamGetSchemaFn");
+  if(!lferry_is_pointer(L,4)) SWIG_fail_arg("ferry_array_stream_init",4,"FerryStreamGetNextFn");
+  if(!lferry_is_pointer(L,5)) SWIG_fail_arg("ferry_array_stream_init",5,"FerryReleaseHook");
+  if(!lferry_is_pointer(L,6)) SWIG_fail_arg("ferry_array_stream_init",6,"void *");
   arg1 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 1); 
   arg2 = (ArrowDeviceType)lua_tointeger(L, 2); 
   arg3 = (FerryStreamGetSchemaFn)lferry_to_function_pointer(L, 3); 
   arg4 = (FerryStreamGetNextFn)lferry_to_function_pointer(L, 4); 
   arg5 = (FerryReleaseHook)lferry_to_function_pointer(L, 5); 
   arg6 = (void *)lua_touserdata(L, 6); 
-  result = (int)ferry_stream_init(arg1,arg2,arg3,arg4,arg5,arg6,arg7);
+  result = (int)ferry_array_stream_init(arg1,arg2,arg3,arg4,arg5,arg6,arg7);
   lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
   if (arg7->message[0]) lua_pushstring(L, arg7->message); else lua_pushnil(L); SWIG_arg++; 
   return SWIG_arg;
@@ -4023,7 +4023,7 @@ static int _wrap_ferry_stream_init(lua_State* L) {
 }
 
 
-static int _wrap_ferry_stream_init_from_arrays(lua_State* L) {
+static int _wrap_ferry_array_stream_init_from_arrays(lua_State* L) {
   int SWIG_arg = 0;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   ArrowDeviceType arg2 ;
@@ -4035,18 +4035,18 @@ static int _wrap_ferry_stream_init_from_arrays(lua_State* L) {
   int result;
   
   ferry_error_init(&temp6); arg6 = &temp6; 
-  SWIG_check_num_args("ferry_stream_init_from_arrays",5,5)
-  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_stream_init_from_arrays",1,"struct ArrowDeviceArrayStream *");
-  if(!lferry_is_integer(L,2)) SWIG_fail_arg("ferry_stream_init_from_arrays",2,"ArrowDeviceType");
-  if(!lferry_is_pointer(L,3)) SWIG_fail_arg("ferry_stream_init_from_arrays",3,"struct ArrowSchema *");
-  if(!lferry_is_pointer(L,4)) SWIG_fail_arg("ferry_stream_init_from_arrays",4,"struct ArrowDeviceArray *");
-  if(!lferry_is_integer(L,5)) SWIG_fail_arg("ferry_stream_init_from_arrays",5,"int64_t");
+  SWIG_check_num_args("ferry_array_stream_init_from_arrays",5,5)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_array_stream_init_from_arrays",1,"struct ArrowDeviceArrayStream *");
+  if(!lferry_is_integer(L,2)) SWIG_fail_arg("ferry_array_stream_init_from_arrays",2,"ArrowDeviceType");
+  if(!lferry_is_pointer(L,3)) SWIG_fail_arg("ferry_array_stream_init_from_arrays",3,"struct ArrowSchema *");
+  if(!lferry_is_pointer(L,4)) SWIG_fail_arg("ferry_array_stream_init_from_arrays",4,"struct ArrowDeviceArray *");
+  if(!lferry_is_integer(L,5)) SWIG_fail_arg("ferry_array_stream_init_from_arrays",5,"int64_t");
   arg1 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 1); 
   arg2 = (ArrowDeviceType)lua_tointeger(L, 2); 
   arg3 = (struct ArrowSchema *)lua_touserdata(L, 3); 
   arg4 = (struct ArrowDeviceArray *)lua_touserdata(L, 4); 
   arg5 = (int64_t)lua_tointeger(L, 5); 
-  result = (int)ferry_stream_init_from_arrays(arg1,arg2,arg3,arg4,arg5,arg6);
+  result = (int)ferry_array_stream_init_from_arrays(arg1,arg2,arg3,arg4,arg5,arg6);
   lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
   if (arg6->message[0]) lua_pushstring(L, arg6->message); else lua_pushnil(L); SWIG_arg++; 
   return SWIG_arg;
@@ -4721,7 +4721,7 @@ static int _wrap_ferry_sim_is_strict(lua_State* L) {
 }
 
 
-static int _wrap_ferry_stream_get_next_on(lua_State* L) {
+static int _wrap_ferry_array_stream_get_next_on(lua_State* L) {
   int SWIG_arg = 0;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
@@ -4731,14 +4731,14 @@ static int _wrap_ferry_stream_get_next_on(lua_State* L) {
   int result;
   
   ferry_error_init(&temp4); arg4 = &temp4; 
-  SWIG_check_num_args("ferry_stream_get_next_on",3,3)
-  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_stream_get_next_on",1,"struct ArrowDeviceArrayStream *");
-  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_stream_get_next_on",2,"struct ArrowDeviceArray *");
-  if(!lferry_is_pointer(L,3)) SWIG_fail_arg("ferry_stream_get_next_on",3,"void *");
+  SWIG_check_num_args("ferry_array_stream_get_next_on",3,3)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_array_stream_get_next_on",1,"struct ArrowDeviceArrayStream *");
+  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_array_stream_get_next_on",2,"struct ArrowDeviceArray *");
+  if(!lferry_is_pointer(L,3)) SWIG_fail_arg("ferry_array_stream_get_next_on",3,"void *");
   arg1 = (struct ArrowDeviceArrayStream *)lua_touserdata(L, 1); 
   arg2 = (struct ArrowDeviceArray *)lua_touserdata(L, 2); 
   arg3 = (void *)lua_touserdata(L, 3); 
-  result = (int)ferry_stream_get_next_on(arg1,arg2,arg3,arg4);
+  result = (int)ferry_array_stream_get_next_on(arg1,arg2,arg3,arg4);
   lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
   if (arg4->message[0]) lua_pushstring(L, arg4->message); else lua_pushnil(L); SWIG_arg++; 
   return SWIG_arg;
@@ -4873,8 +4873,8 @@ static swig_lua_const_info swig_SwigModule_constants[]= {
     {SWIG_LUA_CONSTTAB_INT("FERRY_ERROR_MESSAGE_SIZE", 1024)},
     {SWIG_LUA_CONSTTAB_INT("FERRY_VALIDATE_DEFAULT", 0)},
     {SWIG_LUA_CONSTTAB_INT("FERRY_VALIDATE_FULL", 1)},
-    {SWIG_LUA_CONSTTAB_INT("FERRY_EXPORT_RECORD_EVENT", 0)},
-    {SWIG_LUA_CONSTTAB_INT("FERRY_EXPORT_SYNCHRONIZE", 1)},
+    {SWIG_LUA_CONSTTAB_INT("FERRY_SYNC_RECORD_EVENT", 0)},
+    {SWIG_LUA_CONSTTAB_INT("FERRY_SYNC_SYNCHRONIZE", 1)},
     {SWIG_LUA_CONSTTAB_INT("FERRY_SIM_POISON_BYTE", 0xA5)},
     {SWIG_LUA_CONSTTAB_INT("FERRY_SIM_DEVICE_COUNT", 4)},
     {0,0,0,0,0,0}
@@ -4892,16 +4892,16 @@ static swig_lua_method swig_SwigModule_methods[]= {
     { "ferry_array_free", _wrap_ferry_array_free},
     { "ferry_device_array_new", _wrap_ferry_device_array_new},
     { "ferry_device_array_free", _wrap_ferry_device_array_free},
-    { "ferry_stream_new", _wrap_ferry_stream_new},
-    { "ferry_stream_free", _wrap_ferry_stream_free},
+    { "ferry_array_stream_new", _wrap_ferry_array_stream_new},
+    { "ferry_array_stream_free", _wrap_ferry_array_stream_free},
     { "ferry_schema_release", _wrap_ferry_schema_release},
     { "ferry_array_release", _wrap_ferry_array_release},
     { "ferry_device_array_release", _wrap_ferry_device_array_release},
-    { "ferry_stream_release", _wrap_ferry_stream_release},
+    { "ferry_array_stream_release", _wrap_ferry_array_stream_release},
     { "ferry_schema_move", _wrap_ferry_schema_move},
     { "ferry_array_move", _wrap_ferry_array_move},
     { "ferry_device_array_move", _wrap_ferry_device_array_move},
-    { "ferry_stream_move", _wrap_ferry_stream_move},
+    { "ferry_array_stream_move", _wrap_ferry_array_stream_move},
     { "ferry_schema_is_released", _wrap_ferry_schema_is_released},
     { "ferry_schema_format", _wrap_ferry_schema_format},
     { "ferry_schema_name", _wrap_ferry_schema_name},
@@ -4928,11 +4928,11 @@ static swig_lua_method swig_SwigModule_methods[]= {
     { "ferry_device_array_sync_event", _wrap_ferry_device_array_sync_event},
     { "ferry_device_array_reserved_is_zero", _wrap_ferry_device_array_reserved_is_zero},
     { "ferry_array_buffer_size", _wrap_ferry_array_buffer_size},
-    { "ferry_stream_is_released", _wrap_ferry_stream_is_released},
-    { "ferry_stream_device_type", _wrap_ferry_stream_device_type},
-    { "ferry_stream_get_schema", _wrap_ferry_stream_get_schema},
-    { "ferry_stream_get_next", _wrap_ferry_stream_get_next},
-    { "ferry_stream_get_last_error", _wrap_ferry_stream_get_last_error},
+    { "ferry_array_stream_is_released", _wrap_ferry_array_stream_is_released},
+    { "ferry_array_stream_device_type", _wrap_ferry_array_stream_device_type},
+    { "ferry_array_stream_get_schema", _wrap_ferry_array_stream_get_schema},
+    { "ferry_array_stream_get_next", _wrap_ferry_array_stream_get_next},
+    { "ferry_array_stream_get_last_error", _wrap_ferry_array_stream_get_last_error},
     { "ferry_live_exports", _wrap_ferry_live_exports},
     { "ferry_schema_init", _wrap_ferry_schema_init},
     { "ferry_schema_add_metadata", _wrap_ferry_schema_add_metadata},
@@ -4941,8 +4941,8 @@ static swig_lua_method swig_SwigModule_methods[]= {
     { "ferry_array_set_buffer", _wrap_ferry_array_set_buffer},
     { "ferry_array_allocate_dictionary", _wrap_ferry_array_allocate_dictionary},
     { "ferry_device_array_init", _wrap_ferry_device_array_init},
-    { "ferry_stream_init", _wrap_ferry_stream_init},
-    { "ferry_stream_init_from_arrays", _wrap_ferry_stream_init_from_arrays},
+    { "ferry_array_stream_init", _wrap_ferry_array_stream_init},
+    { "ferry_array_stream_init_from_arrays", _wrap_ferry_array_stream_init_from_arrays},
     { "ferry_format_validate", _wrap_ferry_format_validate},
     { "ferry_validate_schema", _wrap_ferry_validate_schema},
     { "ferry_validate_device_array", _wrap_ferry_validate_device_array},
@@ -4970,7 +4970,7 @@ static swig_lua_method swig_SwigModule_methods[]= {
     { "ferry_device_array_copy", _wrap_ferry_device_array_copy},
     { "ferry_sim_set_strict", _wrap_ferry_sim_set_strict},
     { "ferry_sim_is_strict", _wrap_ferry_sim_is_strict},
-    { "ferry_stream_get_next_on", _wrap_ferry_stream_get_next_on},
+    { "ferry_array_stream_get_next_on", _wrap_ferry_array_stream_get_next_on},
     { "ferry_device_array_move_to_device", _wrap_ferry_device_array_move_to_device},
     { "ferry_device_array_to_dlpack", _wrap_ferry_device_array_to_dlpack},
     { "ferry_device_array_from_dlpack", _wrap_ferry_device_array_from_dlpack},

@@ -181,7 +181,7 @@ fn stream_failures_are_exact_at_the_c_level() {
     for mut a in arrays {
         unsafe { sys::ferry_device_array_release(&mut a) };
     }
-    unsafe { sys::ferry_stream_release(&mut raw) };
+    unsafe { sys::ferry_array_stream_release(&mut raw) };
     assert!(raw.release.is_none());
 }
 

@@ -153,7 +153,7 @@ impl Plugin {
         }
         let rc = unsafe { (checker.check_stream)(check_spec.as_ptr(), &mut stream) };
         assert_eq!(
-            unsafe { sys::ferry_stream_is_released(&stream) },
+            unsafe { sys::ferry_array_stream_is_released(&stream) },
             1,
             "{}: stream not taken",
             checker.name

@@ -59,8 +59,8 @@ const FLOORS: &[(&str, &str)] = &[
     ),
     (
         "floor_c_stream_roundtrip",
-        "a ferry_stream_init stream whose get_next callback does the floor_c_array_static \
-         production into the consumer's struct; consumer: ferry_stream_get_next, read length \
+        "a ferry_array_stream_init stream whose get_next callback does the floor_c_array_static \
+         production into the consumer's struct; consumer: ferry_array_stream_get_next, read length \
          and buffers[1][0], ferry_device_array_release",
     ),
 ];
@@ -184,7 +184,7 @@ unsafe extern "C" fn raw_get_next(_: *mut c_void, out: *mut sys::ArrowDeviceArra
 fn raw_stream() -> sys::ArrowDeviceArrayStream {
     let mut s = sys::ArrowDeviceArrayStream::default();
     let rc = unsafe {
-        sys::ferry_stream_init(
+        sys::ferry_array_stream_init(
             &mut s,
             sys::ARROW_DEVICE_CPU,
             Some(raw_get_schema),
@@ -194,7 +194,7 @@ fn raw_stream() -> sys::ArrowDeviceArrayStream {
             std::ptr::null_mut(),
         )
     };
-    assert_eq!(rc, 0, "ferry_stream_init failed");
+    assert_eq!(rc, 0, "ferry_array_stream_init failed");
     s
 }
 
@@ -202,7 +202,7 @@ fn raw_stream() -> sys::ArrowDeviceArrayStream {
 #[inline(always)]
 unsafe fn c_pull(stream: *mut sys::ArrowDeviceArrayStream) -> i64 {
     let mut out = sys::ArrowDeviceArray::default();
-    let rc = sys::ferry_stream_get_next(stream, &mut out, std::ptr::null_mut());
+    let rc = sys::ferry_array_stream_get_next(stream, &mut out, std::ptr::null_mut());
     assert_eq!(rc, 0);
     let value = c_read(&out);
     sys::ferry_device_array_release(&mut out);

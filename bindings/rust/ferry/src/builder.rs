@@ -645,8 +645,8 @@ impl ArrayBuilder {
         self.fill(&mut array)?;
         let mut out = DeviceArray::released();
         let policy = match policy {
-            ExportPolicy::RecordEvent => sys::FERRY_EXPORT_RECORD_EVENT,
-            ExportPolicy::Synchronize => sys::FERRY_EXPORT_SYNCHRONIZE,
+            ExportPolicy::RecordEvent => sys::FERRY_SYNC_RECORD_EVENT,
+            ExportPolicy::Synchronize => sys::FERRY_SYNC_SYNCHRONIZE,
         };
         let stream = producer_stream.map_or(ptr::null_mut(), |s| s.as_ptr());
         let result = call(|err| unsafe {

@@ -1,6 +1,6 @@
 //! Device array streams: consuming any producer's stream as an `Iterator` of
 //! `Result`s, and exporting any Rust iterator (or [`ArrayProducer`]) as a
-//! stream through the core's `ferry_stream_init`, with every callback
+//! stream through the core's `ferry_array_stream_init`, with every callback
 //! guarded so that no panic reaches the C caller.
 use std::fmt;
 use std::os::raw::{c_int, c_void};
@@ -353,7 +353,7 @@ impl DeviceArrayStream {
             finished: false,
             current: None,
         };
-        if sys::ferry_stream_move(ptr, &mut stream.raw) != 0 {
+        if sys::ferry_array_stream_move(ptr, &mut stream.raw) != 0 {
             return Err(Error::invalid("cannot import a released stream"));
         }
         Ok(stream)
@@ -367,7 +367,7 @@ impl DeviceArrayStream {
         if out.is_null() {
             return Err(Error::invalid("output stream pointer is NULL"));
         }
-        if sys::ferry_stream_move(&mut self.raw, out) != 0 {
+        if sys::ferry_array_stream_move(&mut self.raw, out) != 0 {
             return Err(Error::invalid(
                 "output stream is not released; refusing to overwrite it",
             ));
@@ -385,7 +385,7 @@ impl DeviceArrayStream {
             current: None,
         };
         let result = call(|err| unsafe {
-            sys::ferry_stream_init(
+            sys::ferry_array_stream_init(
                 &mut stream.raw,
                 device_type.0,
                 Some(get_schema_trampoline::<P>),
@@ -424,7 +424,7 @@ impl DeviceArrayStream {
     }
 
     /// A stream over arrays that already exist, through the core's
-    /// `ferry_stream_init_from_arrays` (no Rust callback on the way).
+    /// `ferry_array_stream_init_from_arrays` (no Rust callback on the way).
     pub fn from_arrays(device_type: DeviceType, schema: Schema, arrays: Vec<DeviceArray>) -> Result<DeviceArrayStream> {
         let mut schema = schema;
         let mut raw_arrays: Vec<sys::ArrowDeviceArray> = Vec::with_capacity(arrays.len());
@@ -439,7 +439,7 @@ impl DeviceArrayStream {
             current: None,
         };
         let result = call(|err| unsafe {
-            sys::ferry_stream_init_from_arrays(
+            sys::ferry_array_stream_init_from_arrays(
                 &mut stream.raw,
                 device_type.0,
                 schema.as_mut_ptr(),
@@ -464,13 +464,13 @@ impl DeviceArrayStream {
 
     /// The device type every batch has.
     pub fn device_type(&self) -> DeviceType {
-        DeviceType(unsafe { sys::ferry_stream_device_type(&self.raw) })
+        DeviceType(unsafe { sys::ferry_array_stream_device_type(&self.raw) })
     }
 
     /// The stream's schema (a new owned schema per call).
     pub fn schema(&mut self) -> Result<Schema> {
         let mut schema = Schema::new_released();
-        call(|err| unsafe { sys::ferry_stream_get_schema(&mut self.raw, schema.as_mut_ptr(), err) })?;
+        call(|err| unsafe { sys::ferry_array_stream_get_schema(&mut self.raw, schema.as_mut_ptr(), err) })?;
         Ok(schema)
     }
 
@@ -479,7 +479,7 @@ impl DeviceArrayStream {
     pub fn next_array(&mut self) -> Result<Option<DeviceArray>> {
         let mut array = DeviceArray::released();
         let mut err = ErrorBuf::new();
-        let code = unsafe { sys::ferry_stream_get_next(&mut self.raw, array.raw_mut(), err.as_mut_ptr()) };
+        let code = unsafe { sys::ferry_array_stream_get_next(&mut self.raw, array.raw_mut(), err.as_mut_ptr()) };
         if code != 0 {
             return Err(err.check(code).unwrap_err());
         }
@@ -516,7 +516,7 @@ impl DeviceArrayStream {
             unsafe { sys::ferry_device_array_release(current.raw_mut()) };
         }
         let mut err = ErrorBuf::new();
-        let code = unsafe { sys::ferry_stream_get_next(&mut self.raw, current.raw_mut(), err.as_mut_ptr()) };
+        let code = unsafe { sys::ferry_array_stream_get_next(&mut self.raw, current.raw_mut(), err.as_mut_ptr()) };
         if code != 0 {
             return Err(err.check(code).unwrap_err());
         }
@@ -525,7 +525,7 @@ impl DeviceArrayStream {
 
     /// The producer's last error message, if any (valid after a failure).
     pub fn last_error(&mut self) -> Option<String> {
-        unsafe { opt_str(sys::ferry_stream_get_last_error(&mut self.raw)) }.map(str::to_string)
+        unsafe { opt_str(sys::ferry_array_stream_get_last_error(&mut self.raw)) }.map(str::to_string)
     }
 }
 
@@ -553,7 +553,7 @@ impl Iterator for DeviceArrayStream {
 
 impl Drop for DeviceArrayStream {
     fn drop(&mut self) {
-        unsafe { sys::ferry_stream_release(&mut self.raw) };
+        unsafe { sys::ferry_array_stream_release(&mut self.raw) };
     }
 }
 

@@ -1,4 +1,4 @@
-//! Streams: any iterator exported through ferry_stream_init, consumed as an
+//! Streams: any iterator exported through ferry_array_stream_init, consumed as an
 //! Iterator of Results; errors and panics travel as code + last error; the
 //! producer is dropped exactly once at release.
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -179,7 +179,7 @@ fn an_iterator_of_builders_is_built_in_the_consumers_struct() {
     let mut lengths = Vec::new();
     loop {
         let mut out = sys::ArrowDeviceArray::default();
-        let rc = unsafe { sys::ferry_stream_get_next(&mut raw, &mut out, std::ptr::null_mut()) };
+        let rc = unsafe { sys::ferry_array_stream_get_next(&mut raw, &mut out, std::ptr::null_mut()) };
         assert_eq!(rc, 0);
         if out.array.release.is_none() {
             break;
@@ -198,7 +198,7 @@ fn an_iterator_of_builders_is_built_in_the_consumers_struct() {
         4,
         "each batch's owner dropped once, at its release"
     );
-    unsafe { sys::ferry_stream_release(&mut raw) };
+    unsafe { sys::ferry_array_stream_release(&mut raw) };
 }
 
 #[test]

@@ -165,11 +165,11 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_streamNext(JNIEnv* env, jclas
   }
   struct FerryError error;
   error.message[0] = '\0';
-  int rc = ferry_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, &slot->array,
+  int rc = ferry_array_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, &slot->array,
                                  &error);
   if (rc != FERRY_OK || slot->array.array.release == NULL) {
     ferry_jni_slot_free(slot); /* get_next left it released */
-    if (rc != FERRY_OK) ferry_jni_throw_ferry(env, rc, error.message, "ferry_stream_get_next");
+    if (rc != FERRY_OK) ferry_jni_throw_ferry(env, rc, error.message, "ferry_array_stream_get_next");
     return -1;
   }
   ferry_jni_fill_slot_info(slot, NULL);
@@ -187,10 +187,10 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_cursorAdvance(JNIEnv* env, jc
   ferry_device_array_release(&slot->array);
   struct FerryError error;
   error.message[0] = '\0';
-  int rc = ferry_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, &slot->array,
+  int rc = ferry_array_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, &slot->array,
                                  &error);
   if (rc != FERRY_OK) {
-    ferry_jni_throw_ferry(env, rc, error.message, "ferry_stream_get_next");
+    ferry_jni_throw_ferry(env, rc, error.message, "ferry_array_stream_get_next");
     return -1;
   }
   if (slot->array.array.release == NULL) return -1;

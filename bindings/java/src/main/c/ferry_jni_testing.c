@@ -31,18 +31,18 @@ static void* ferry_jni_pull_thread(void* arg) {
   struct ferry_jni_pull_job* job = arg;
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
-  job->rc = ferry_stream_get_schema(job->stream, &schema, &job->error);
+  job->rc = ferry_array_stream_get_schema(job->stream, &schema, &job->error);
   ferry_schema_release(&schema);
   while (job->rc == FERRY_OK) {
     struct ArrowDeviceArray batch;
     memset(&batch, 0, sizeof batch);
-    job->rc = ferry_stream_get_next(job->stream, &batch, &job->error);
+    job->rc = ferry_array_stream_get_next(job->stream, &batch, &job->error);
     if (job->rc != FERRY_OK || ferry_device_array_is_released(&batch)) break;
     job->batches++;
     job->total_length += ferry_array_length(ferry_device_array_array(&batch));
     ferry_device_array_release(&batch);
   }
-  ferry_stream_release(job->stream);
+  ferry_array_stream_release(job->stream);
   return NULL;
 }
 
@@ -56,7 +56,7 @@ JNIEXPORT jstring JNICALL Java_org_ferry_jni_Testing_pullStreamOnForeignThread(
   job.stream = (struct ArrowDeviceArrayStream*)(intptr_t)stream;
   pthread_t thread;
   if (pthread_create(&thread, NULL, ferry_jni_pull_thread, &job) != 0) {
-    ferry_stream_release(job.stream);
+    ferry_array_stream_release(job.stream);
     return (*env)->NewStringUTF(env, "pthread_create failed");
   }
   pthread_join(thread, NULL);

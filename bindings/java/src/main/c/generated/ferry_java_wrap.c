@@ -399,25 +399,25 @@ SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1new(JNIEnv *jenv, jclass jcls) {
+SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1new(JNIEnv *jenv, jclass jcls) {
   jlong jresult = 0 ;
   struct ArrowDeviceArrayStream *result = 0 ;
   
   (void)jenv;
   (void)jcls;
-  result = (struct ArrowDeviceArrayStream *)ferry_stream_new();
+  result = (struct ArrowDeviceArrayStream *)ferry_array_stream_new();
   jresult = (jlong)(intptr_t)result; 
   return jresult;
 }
 
 
-SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   
   (void)jenv;
   (void)jcls;
   arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
-  ferry_stream_free(arg1);
+  ferry_array_stream_free(arg1);
 }
 
 
@@ -451,13 +451,13 @@ SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1release(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1release(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   
   (void)jenv;
   (void)jcls;
   arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
-  ferry_stream_release(arg1);
+  ferry_array_stream_release(arg1);
 }
 
 
@@ -524,7 +524,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1move(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1move(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   struct ArrowDeviceArrayStream *arg2 = (struct ArrowDeviceArrayStream *) 0 ;
@@ -534,10 +534,10 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1move(JN
   (void)jcls;
   arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
   arg2 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg2; 
-  result = (int)ferry_stream_move(arg1,arg2);
+  result = (int)ferry_array_stream_move(arg1,arg2);
   
   if (result != FERRY_OK) {
-    ferry_jni_throw_ferry(jenv, result, NULL, "ferry_stream_move");
+    ferry_jni_throw_ferry(jenv, result, NULL, "ferry_array_stream_move");
     return 0;
   }
   
@@ -1010,7 +1010,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1buffer_1
 }
 
 
-SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1is_1released(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1is_1released(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jboolean jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   int result;
@@ -1018,13 +1018,13 @@ SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1is_
   (void)jenv;
   (void)jcls;
   arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
-  result = (int)ferry_stream_is_released((struct ArrowDeviceArrayStream const *)arg1);
+  result = (int)ferry_array_stream_is_released((struct ArrowDeviceArrayStream const *)arg1);
   jresult = (jboolean)(result != 0); 
   return jresult;
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1device_1type(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1device_1type(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   ArrowDeviceType result;
@@ -1032,13 +1032,13 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1device_
   (void)jenv;
   (void)jcls;
   arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
-  result = (ArrowDeviceType)ferry_stream_device_type((struct ArrowDeviceArrayStream const *)arg1);
+  result = (ArrowDeviceType)ferry_array_stream_device_type((struct ArrowDeviceArrayStream const *)arg1);
   jresult = (jint)result; 
   return jresult;
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1get_1schema(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1get_1schema(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
@@ -1054,11 +1054,11 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1get_1sc
   
   arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
   arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
-  result = (int)ferry_stream_get_schema(arg1,arg2,arg3);
+  result = (int)ferry_array_stream_get_schema(arg1,arg2,arg3);
   jresult = (jint)result; 
   
   if (result != FERRY_OK) {
-    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp3), "ferry_stream_get_schema");
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp3), "ferry_array_stream_get_schema");
     return 0;
   }
   
@@ -1066,7 +1066,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1get_1sc
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1get_1next(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1get_1next(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
@@ -1082,11 +1082,11 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1get_1ne
   
   arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
   arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
-  result = (int)ferry_stream_get_next(arg1,arg2,arg3);
+  result = (int)ferry_array_stream_get_next(arg1,arg2,arg3);
   jresult = (jint)result; 
   
   if (result != FERRY_OK) {
-    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp3), "ferry_stream_get_next");
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp3), "ferry_array_stream_get_next");
     return 0;
   }
   
@@ -1094,7 +1094,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1get_1ne
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1get_1last_1error(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1get_1last_1error(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jstring jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   char *result = 0 ;
@@ -1102,7 +1102,7 @@ SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1get_
   (void)jenv;
   (void)jcls;
   arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
-  result = (char *)ferry_stream_get_last_error(arg1);
+  result = (char *)ferry_array_stream_get_last_error(arg1);
   if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
   return jresult;
 }
@@ -1396,7 +1396,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1init(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jlong jarg3, jlong jarg4, jlong jarg5, jlong jarg6) {
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1init(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jlong jarg3, jlong jarg4, jlong jarg5, jlong jarg6) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   ArrowDeviceType arg2 ;
@@ -1420,11 +1420,11 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1init(JN
   arg4 = (FerryStreamGetNextFn)(intptr_t)jarg4; 
   arg5 = (FerryReleaseHook)(intptr_t)jarg5; 
   arg6 = (void *)(intptr_t)jarg6; 
-  result = (int)ferry_stream_init(arg1,arg2,arg3,arg4,arg5,arg6,arg7);
+  result = (int)ferry_array_stream_init(arg1,arg2,arg3,arg4,arg5,arg6,arg7);
   jresult = (jint)result; 
   
   if (result != FERRY_OK) {
-    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp7), "ferry_stream_init");
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp7), "ferry_array_stream_init");
     return 0;
   }
   
@@ -1432,7 +1432,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1init(JN
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1init_1from_1arrays(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jlong jarg3, jlong jarg4, jlong jarg5) {
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1init_1from_1arrays(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jlong jarg3, jlong jarg4, jlong jarg5) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   ArrowDeviceType arg2 ;
@@ -1454,11 +1454,11 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1init_1f
   arg3 = (struct ArrowSchema *)(intptr_t)jarg3; 
   arg4 = (struct ArrowDeviceArray *)(intptr_t)jarg4; 
   arg5 = (int64_t)jarg5; 
-  result = (int)ferry_stream_init_from_arrays(arg1,arg2,arg3,arg4,arg5,arg6);
+  result = (int)ferry_array_stream_init_from_arrays(arg1,arg2,arg3,arg4,arg5,arg6);
   jresult = (jint)result; 
   
   if (result != FERRY_OK) {
-    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp6), "ferry_stream_init_from_arrays");
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp6), "ferry_array_stream_init_from_arrays");
     return 0;
   }
   
@@ -2191,7 +2191,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1sim_1is_1strict
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1get_1next_1on(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1get_1next_1on(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
@@ -2209,11 +2209,11 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1stream_1get_1ne
   arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
   arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
   arg3 = (void *)(intptr_t)jarg3; 
-  result = (int)ferry_stream_get_next_on(arg1,arg2,arg3,arg4);
+  result = (int)ferry_array_stream_get_next_on(arg1,arg2,arg3,arg4);
   jresult = (jint)result; 
   
   if (result != FERRY_OK) {
-    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp4), "ferry_stream_get_next_on");
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp4), "ferry_array_stream_get_next_on");
     return 0;
   }
   

@@ -140,7 +140,7 @@ public final class ArrayExporter {
       Device device = batch.producerDevice();
       if (device != null) {
         FerryNative.ferry_device_array_init_async(out, array, device.address(),
-            batch.producerStream(), FerryNativeConstants.FERRY_EXPORT_RECORD_EVENT);
+            batch.producerStream(), FerryNativeConstants.FERRY_SYNC_RECORD_EVENT);
       } else {
         FerryNative.ferry_device_array_init(out, array, batch.deviceType(), batch.deviceId(), 0,
             0, 0);

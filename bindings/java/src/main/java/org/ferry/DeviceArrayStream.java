@@ -33,21 +33,21 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     SchemaCell cell = new SchemaCell();
     this.schemaCell = cell;
     this.handle = new NativeHandle(this, address, a -> {
-      FerryNative.ferry_stream_free(a);
+      FerryNative.ferry_array_stream_free(a);
       if (cell.owner != null) cell.owner.endStreamHold(cell.handedOut);
     }, "DeviceArrayStream");
   }
 
   /** Moves the producer's stream at {@code streamAddress} in (it is left released). */
   public static DeviceArrayStream importFrom(long streamAddress) {
-    if (streamAddress == 0 || FerryNative.ferry_stream_is_released(streamAddress)) {
+    if (streamAddress == 0 || FerryNative.ferry_array_stream_is_released(streamAddress)) {
       throw new FerryException(FerryException.EINVAL, "the stream to import is released");
     }
-    long stream = DeviceArray.newOrThrow(FerryNative.ferry_stream_new(), "stream");
+    long stream = DeviceArray.newOrThrow(FerryNative.ferry_array_stream_new(), "stream");
     try {
-      FerryNative.ferry_stream_move(streamAddress, stream);
+      FerryNative.ferry_array_stream_move(streamAddress, stream);
     } catch (RuntimeException e) {
-      FerryNative.ferry_stream_free(stream);
+      FerryNative.ferry_array_stream_free(stream);
       throw e;
     }
     return new DeviceArrayStream(stream);
@@ -68,7 +68,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
 
   /** The stream's device type. */
   public int deviceType() {
-    return FerryNative.ferry_stream_device_type(address());
+    return FerryNative.ferry_array_stream_device_type(address());
   }
 
   /** The stream's schema (get_schema is called once). */
@@ -81,7 +81,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     if (schemaCell.owner == null) {
       long schema = DeviceArray.newOrThrow(FerryNative.ferry_schema_new(), "ArrowSchema");
       try {
-        FerryNative.ferry_stream_get_schema(stream, schema);
+        FerryNative.ferry_array_stream_get_schema(stream, schema);
       } catch (RuntimeException e) {
         FerryNative.ferry_schema_free(schema);
         throw e;
@@ -204,7 +204,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
 
   /** Moves the stream out to a consumer's released struct; this object is closed. */
   public void exportTo(long streamOut) {
-    FerryNative.ferry_stream_move(address(), streamOut);
+    FerryNative.ferry_array_stream_move(address(), streamOut);
     handle.close();
   }
 

@@ -74,7 +74,7 @@ public final class StreamExporter {
     Record record = new Record(schema, batches);
     long handle = HandleTable.put(record);
     try {
-      FerryNative.ferry_stream_init(out, deviceType, GET_SCHEMA, GET_NEXT,
+      FerryNative.ferry_array_stream_init(out, deviceType, GET_SCHEMA, GET_NEXT,
           ArrayExporter.RELEASE_HOOK, handle);
     } catch (RuntimeException | Error e) {
       record.cancel();
@@ -86,12 +86,12 @@ public final class StreamExporter {
   /** Exports and imports back: a Java-produced DeviceArrayStream (mostly for tests). */
   public static DeviceArrayStream toStream(FieldSpec schema, int deviceType,
       Iterator<ExportedBatch> batches) {
-    long stream = DeviceArray.newOrThrow(FerryNative.ferry_stream_new(), "stream");
+    long stream = DeviceArray.newOrThrow(FerryNative.ferry_array_stream_new(), "stream");
     try {
       export(schema, deviceType, batches, stream);
       return DeviceArrayStream.importFrom(stream);
     } finally {
-      FerryNative.ferry_stream_free(stream);
+      FerryNative.ferry_array_stream_free(stream);
     }
   }
 }

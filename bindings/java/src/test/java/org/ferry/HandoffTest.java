@@ -65,8 +65,8 @@ class HandoffTest {
 
   @Test
   void theCursorReportsBuffersWithoutExtraCalls() {
-    long cStream = FerryNative.ferry_stream_new();
-    long other = FerryNative.ferry_stream_new();
+    long cStream = FerryNative.ferry_array_stream_new();
+    long other = FerryNative.ferry_array_stream_new();
     Testing.cStaticStream(cStream, 100);
     Testing.cStaticStream(other, 100);
     try (DeviceArrayStream s = DeviceArrayStream.importFrom(cStream);
@@ -81,8 +81,8 @@ class HandoffTest {
         assertEquals(DeviceType.CPU, cursor.deviceType());
       }
     } finally {
-      FerryNative.ferry_stream_free(cStream);
-      FerryNative.ferry_stream_free(other);
+      FerryNative.ferry_array_stream_free(cStream);
+      FerryNative.ferry_array_stream_free(other);
     }
   }
 

@@ -110,21 +110,21 @@ class StreamTest {
   @Test
   void aFerryExceptionKeepsItsCodeAcrossTheCBoundary() {
     Batches batches = new Batches(5, 0, new FerryException(FerryException.EINVAL, "bad batch"));
-    long stream = FerryNative.ferry_stream_new();
+    long stream = FerryNative.ferry_array_stream_new();
     try {
       StreamExporter.export(TestData.int32Field("n"), DeviceType.CPU, batches, stream);
       long array = FerryNative.ferry_device_array_new();
       try {
         FerryException e = assertThrows(FerryException.class,
-            () -> FerryNative.ferry_stream_get_next(stream, array));
+            () -> FerryNative.ferry_array_stream_get_next(stream, array));
         assertEquals(FerryException.EINVAL, e.code());
         assertEquals("bad batch", e.getMessage());
-        assertEquals("bad batch", FerryNative.ferry_stream_get_last_error(stream));
+        assertEquals("bad batch", FerryNative.ferry_array_stream_get_last_error(stream));
       } finally {
         FerryNative.ferry_device_array_free(array);
       }
     } finally {
-      FerryNative.ferry_stream_free(stream);
+      FerryNative.ferry_array_stream_free(stream);
     }
     assertEquals(1, batches.closed.get());
   }
@@ -133,7 +133,7 @@ class StreamTest {
   void aNativeThreadTheJvmNeverSawPullsAJavaStream() {
     Batches batches = new Batches(6, -1, null);
     long[] attachBefore = Support.attachCounts();
-    long stream = FerryNative.ferry_stream_new();
+    long stream = FerryNative.ferry_array_stream_new();
     try {
       StreamExporter.export(TestData.int32Field("n"), DeviceType.CPU, batches, stream);
       long[] stats = new long[3];
@@ -142,9 +142,9 @@ class StreamTest {
       assertEquals(0, stats[0]);
       assertEquals(6, stats[1]);
       assertEquals(1 + 2 + 3 + 4 + 5 + 6, stats[2]);
-      assertTrue(FerryNative.ferry_stream_is_released(stream));
+      assertTrue(FerryNative.ferry_array_stream_is_released(stream));
     } finally {
-      FerryNative.ferry_stream_free(stream);
+      FerryNative.ferry_array_stream_free(stream);
     }
     assertEquals(6, batches.released.get(), "every batch released on the native thread");
     assertEquals(1, batches.closed.get());
@@ -158,7 +158,7 @@ class StreamTest {
   @Test
   void anExceptionOnANativeThreadBecomesEioAndTheMessage() {
     Batches batches = new Batches(6, 3, new RuntimeException("broken producer"));
-    long stream = FerryNative.ferry_stream_new();
+    long stream = FerryNative.ferry_array_stream_new();
     try {
       StreamExporter.export(TestData.int32Field("n"), DeviceType.CPU, batches, stream);
       long[] stats = new long[3];
@@ -168,7 +168,7 @@ class StreamTest {
       assertEquals(3, stats[1]);
       assertTrue(error.contains("broken producer"), error);
     } finally {
-      FerryNative.ferry_stream_free(stream);
+      FerryNative.ferry_array_stream_free(stream);
     }
     assertEquals(3, batches.released.get());
     assertEquals(1, batches.closed.get());
@@ -176,10 +176,10 @@ class StreamTest {
 
   @Test
   void aCProducedStreamIsIteratedInJava() {
-    long stream = FerryNative.ferry_stream_new();
+    long stream = FerryNative.ferry_array_stream_new();
     Testing.cStaticStream(stream, 16);
     try (DeviceArrayStream s = DeviceArrayStream.importFrom(stream)) {
-      assertTrue(FerryNative.ferry_stream_is_released(stream));
+      assertTrue(FerryNative.ferry_array_stream_is_released(stream));
       assertEquals("static", s.schema().name());
       for (int i = 0; i < 3; i++) {
         try (DeviceArray batch = s.next()) {
@@ -189,7 +189,7 @@ class StreamTest {
       }
       assertFalse(s.isClosed());
     } finally {
-      FerryNative.ferry_stream_free(stream);
+      FerryNative.ferry_array_stream_free(stream);
     }
   }
 

@@ -142,8 +142,8 @@ public final class HandoffBench {
 
   /** C produces (endless static stream), Java walks it with the cursor. */
   private static void streamCursor() {
-    long cStream = FerryNative.ferry_stream_new();
-    long floorStream = FerryNative.ferry_stream_new();
+    long cStream = FerryNative.ferry_array_stream_new();
+    long floorStream = FerryNative.ferry_array_stream_new();
     long target = FerryNative.ferry_device_array_new();
     Testing.cStaticStream(cStream, 1024);
     Testing.cStaticStream(floorStream, 1024);
@@ -164,15 +164,15 @@ public final class HandoffBench {
           })));
     } finally {
       FerryNative.ferry_device_array_free(target);
-      FerryNative.ferry_stream_free(floorStream);
-      FerryNative.ferry_stream_free(cStream);
+      FerryNative.ferry_array_stream_free(floorStream);
+      FerryNative.ferry_array_stream_free(cStream);
     }
   }
 
   /** C produces, Java takes each batch as an owned DeviceArray and closes it. */
   private static void streamDeviceArray() {
-    long cStream = FerryNative.ferry_stream_new();
-    long floorStream = FerryNative.ferry_stream_new();
+    long cStream = FerryNative.ferry_array_stream_new();
+    long floorStream = FerryNative.ferry_array_stream_new();
     long target = FerryNative.ferry_device_array_new();
     Testing.cStaticStream(cStream, 1024);
     Testing.cStaticStream(floorStream, 1024);
@@ -196,8 +196,8 @@ public final class HandoffBench {
           })));
     } finally {
       FerryNative.ferry_device_array_free(target);
-      FerryNative.ferry_stream_free(floorStream);
-      FerryNative.ferry_stream_free(cStream);
+      FerryNative.ferry_array_stream_free(floorStream);
+      FerryNative.ferry_array_stream_free(cStream);
     }
   }
 
@@ -260,8 +260,8 @@ public final class HandoffBench {
   /** A C consumer pulls a Java stream (Iterator of ExportedBatch) in a C loop. */
   private static void javaToCStream() {
     ByteBuffer values = ByteBuffer.allocateDirect(4096).order(ByteOrder.nativeOrder());
-    long javaStream = FerryNative.ferry_stream_new();
-    long floorStream = FerryNative.ferry_stream_new();
+    long javaStream = FerryNative.ferry_array_stream_new();
+    long floorStream = FerryNative.ferry_array_stream_new();
     StreamExporter.export(FieldSpec.of("i", "bench"), DeviceType.CPU, new Endless(values),
         javaStream);
     if (Testing.floorJavaStream(floorStream) != 0) throw new IllegalStateException("floor");
@@ -269,8 +269,8 @@ public final class HandoffBench {
         "per batch: C get_next calls Java (CallStaticVoidMethod), which makes 1 JNI call "
             + "to fill; C reads, releases",
         n -> Testing.cPullLoop(floorStream, n), n -> Testing.cPullLoop(javaStream, n)));
-    FerryNative.ferry_stream_free(javaStream);
-    FerryNative.ferry_stream_free(floorStream);
+    FerryNative.ferry_array_stream_free(javaStream);
+    FerryNative.ferry_array_stream_free(floorStream);
     ArrayExporter.drainReleases();
   }
 

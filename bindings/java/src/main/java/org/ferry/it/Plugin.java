@@ -106,7 +106,7 @@ public final class Plugin {
         checkStream(c, imported);
       } finally {
         if (imported != null) imported.close();
-        FerryNative.ferry_stream_release(stream);
+        FerryNative.ferry_array_stream_release(stream);
       }
     });
   }

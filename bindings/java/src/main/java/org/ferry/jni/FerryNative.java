@@ -52,10 +52,10 @@ public class FerryNative implements FerryNativeConstants {
     FerryNativeJNI.ferry_device_array_free(array);
   }
 
-  public static long ferry_stream_new() { return FerryNativeJNI.ferry_stream_new(); }
+  public static long ferry_array_stream_new() { return FerryNativeJNI.ferry_array_stream_new(); }
 
-  public static void ferry_stream_free(long stream) {
-    FerryNativeJNI.ferry_stream_free(stream);
+  public static void ferry_array_stream_free(long stream) {
+    FerryNativeJNI.ferry_array_stream_free(stream);
   }
 
   public static void ferry_schema_release(long schema) {
@@ -70,8 +70,8 @@ public class FerryNative implements FerryNativeConstants {
     FerryNativeJNI.ferry_device_array_release(array);
   }
 
-  public static void ferry_stream_release(long stream) {
-    FerryNativeJNI.ferry_stream_release(stream);
+  public static void ferry_array_stream_release(long stream) {
+    FerryNativeJNI.ferry_array_stream_release(stream);
   }
 
   public static int ferry_schema_move(long src, long dst) {
@@ -86,8 +86,8 @@ public class FerryNative implements FerryNativeConstants {
     return FerryNativeJNI.ferry_device_array_move(src, dst);
   }
 
-  public static int ferry_stream_move(long src, long dst) {
-    return FerryNativeJNI.ferry_stream_move(src, dst);
+  public static int ferry_array_stream_move(long src, long dst) {
+    return FerryNativeJNI.ferry_array_stream_move(src, dst);
   }
 
   public static boolean ferry_schema_is_released(long schema) { return FerryNativeJNI.ferry_schema_is_released(schema); }
@@ -170,22 +170,22 @@ public class FerryNative implements FerryNativeConstants {
     return FerryNativeJNI.ferry_array_buffer_size(schema, array, device_type, device_id, i, size_out);
   }
 
-  public static boolean ferry_stream_is_released(long stream) { return FerryNativeJNI.ferry_stream_is_released(stream); }
+  public static boolean ferry_array_stream_is_released(long stream) { return FerryNativeJNI.ferry_array_stream_is_released(stream); }
 
-  public static int ferry_stream_device_type(long stream) {
-    return FerryNativeJNI.ferry_stream_device_type(stream);
+  public static int ferry_array_stream_device_type(long stream) {
+    return FerryNativeJNI.ferry_array_stream_device_type(stream);
   }
 
-  public static int ferry_stream_get_schema(long stream, long out) {
-    return FerryNativeJNI.ferry_stream_get_schema(stream, out);
+  public static int ferry_array_stream_get_schema(long stream, long out) {
+    return FerryNativeJNI.ferry_array_stream_get_schema(stream, out);
   }
 
-  public static int ferry_stream_get_next(long stream, long out) {
-    return FerryNativeJNI.ferry_stream_get_next(stream, out);
+  public static int ferry_array_stream_get_next(long stream, long out) {
+    return FerryNativeJNI.ferry_array_stream_get_next(stream, out);
   }
 
-  public static String ferry_stream_get_last_error(long stream) {
-    return FerryNativeJNI.ferry_stream_get_last_error(stream);
+  public static String ferry_array_stream_get_last_error(long stream) {
+    return FerryNativeJNI.ferry_array_stream_get_last_error(stream);
   }
 
   public static long ferry_live_exports() {
@@ -220,12 +220,12 @@ public class FerryNative implements FerryNativeConstants {
     return FerryNativeJNI.ferry_device_array_init(out, array, device_type, device_id, sync_event, event_release, event_user_data);
   }
 
-  public static int ferry_stream_init(long out, int device_type, long get_schema, long get_next, long release_hook, long user_data) {
-    return FerryNativeJNI.ferry_stream_init(out, device_type, get_schema, get_next, release_hook, user_data);
+  public static int ferry_array_stream_init(long out, int device_type, long get_schema, long get_next, long release_hook, long user_data) {
+    return FerryNativeJNI.ferry_array_stream_init(out, device_type, get_schema, get_next, release_hook, user_data);
   }
 
-  public static int ferry_stream_init_from_arrays(long out, int device_type, long schema, long arrays, long n) {
-    return FerryNativeJNI.ferry_stream_init_from_arrays(out, device_type, schema, arrays, n);
+  public static int ferry_array_stream_init_from_arrays(long out, int device_type, long schema, long arrays, long n) {
+    return FerryNativeJNI.ferry_array_stream_init_from_arrays(out, device_type, schema, arrays, n);
   }
 
   public static int ferry_format_validate(String format) {
@@ -334,8 +334,8 @@ public class FerryNative implements FerryNativeConstants {
     return FerryNativeJNI.ferry_sim_is_strict();
   }
 
-  public static int ferry_stream_get_next_on(long stream, long out, long consumer_stream) {
-    return FerryNativeJNI.ferry_stream_get_next_on(stream, out, consumer_stream);
+  public static int ferry_array_stream_get_next_on(long stream, long out, long consumer_stream) {
+    return FerryNativeJNI.ferry_array_stream_get_next_on(stream, out, consumer_stream);
   }
 
   public static int ferry_device_array_move_to_device(long schema, long src, int device_type, long device_id, long out) {

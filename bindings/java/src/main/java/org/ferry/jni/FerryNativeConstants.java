@@ -36,8 +36,8 @@ public interface FerryNativeConstants {
   public final static int FERRY_ERROR_MESSAGE_SIZE = 1024;
   public final static int FERRY_VALIDATE_DEFAULT = 0;
   public final static int FERRY_VALIDATE_FULL = 1;
-  public final static int FERRY_EXPORT_RECORD_EVENT = 0;
-  public final static int FERRY_EXPORT_SYNCHRONIZE = 1;
+  public final static int FERRY_SYNC_RECORD_EVENT = 0;
+  public final static int FERRY_SYNC_SYNCHRONIZE = 1;
   public final static int FERRY_SIM_POISON_BYTE = 0xA5;
   public final static int FERRY_SIM_DEVICE_COUNT = 4;
 }

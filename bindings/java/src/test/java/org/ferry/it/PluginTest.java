@@ -101,16 +101,16 @@ class PluginTest {
   void injectedExportFailure() {
     long schema = FerryNative.ferry_schema_new();
     long array = FerryNative.ferry_device_array_new();
-    long stream = FerryNative.ferry_stream_new();
+    long stream = FerryNative.ferry_array_stream_new();
     try {
       assertEquals(FerryException.EIO, Plugin.exportArray("utf8:fail=export", schema, array));
       assertEquals("injected failure at export", Plugin.lastError());
       assertEquals(FerryException.EIO, Plugin.exportStream("utf8:fail=export", stream));
-      assertTrue(FerryNative.ferry_stream_is_released(stream));
+      assertTrue(FerryNative.ferry_array_stream_is_released(stream));
     } finally {
       FerryNative.ferry_schema_free(schema);
       FerryNative.ferry_device_array_free(array);
-      FerryNative.ferry_stream_free(stream);
+      FerryNative.ferry_array_stream_free(stream);
     }
   }
 
@@ -119,25 +119,25 @@ class PluginTest {
       "dict_int32_utf8:device=sim:batches=2", "int64:fail=get_next@2", "bool:fail=get_next@4",
       "binary:fail=get_schema", "float64:fail=get_next@9", "struct_int32_utf8:device=sim:fail=get_next@1"})
   void streamsRoundTrip(String spec) {
-    long stream = FerryNative.ferry_stream_new();
+    long stream = FerryNative.ferry_array_stream_new();
     try {
       assertEquals(0, Plugin.exportStream(spec, stream), Plugin.lastError());
       assertEquals(0, Plugin.checkStream(spec, stream), spec + ": " + Plugin.lastError());
-      assertTrue(FerryNative.ferry_stream_is_released(stream));
+      assertTrue(FerryNative.ferry_array_stream_is_released(stream));
     } finally {
-      FerryNative.ferry_stream_free(stream);
+      FerryNative.ferry_array_stream_free(stream);
     }
   }
 
   @Test
   void aStreamCheckerNoticesAMissingInjectedFailure() {
-    long stream = FerryNative.ferry_stream_new();
+    long stream = FerryNative.ferry_array_stream_new();
     try {
       assertEquals(0, Plugin.exportStream("int32", stream));
       assertEquals(FerryException.EINVAL, Plugin.checkStream("int32:fail=get_next@2", stream));
       assertTrue(Plugin.lastError().contains("succeeded"), Plugin.lastError());
     } finally {
-      FerryNative.ferry_stream_free(stream);
+      FerryNative.ferry_array_stream_free(stream);
     }
   }
 }

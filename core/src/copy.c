@@ -1,0 +1,205 @@
+/* Deep copies of device arrays between devices (ferry_device_array_copy):
+ * every buffer, child, dictionary and variadic buffer is allocated on the
+ * destination and copied through the registry (device.c), after waiting on
+ * the source's event. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "internal.h"
+
+/* ---- deep copy ------------------------------------------------------------------------
+ */
+
+/* Deepest nesting a copy follows; far beyond any real schema, it only stops
+ * a malformed (cyclic) tree from exhausting the stack. */
+#define FERRY_COPY_MAX_DEPTH 200
+#define FERRY_COPY_PATH_SIZE 512
+#define FERRY_COPY_MAX_BUFFERS (INT64_C(1) << 32)
+
+/* The buffers one copied node owns on the destination device; freed by the
+ * node's release hook. */
+struct FerryCopiedBuffers {
+  struct FerryDevice* device;
+  int64_t n_buffers;
+  void* buffers[];
+};
+
+static void free_copied_buffers(void* user_data) {
+  struct FerryCopiedBuffers* owned = (struct FerryCopiedBuffers*)user_data;
+  for (int64_t i = 0; i < owned->n_buffers; i++) {
+    ferry_device_deallocate(owned->device, owned->buffers[i], NULL);
+  }
+  free(owned);
+}
+
+struct FerryCopyContext {
+  struct FerryDevice* src_device;
+  struct FerryDevice* dst_device;
+  struct FerryError* error;
+};
+
+/* Prefixes the message already in ctx->error with the node's path. */
+static int copy_fail(struct FerryCopyContext* ctx, int code, const char* path,
+                     const char* what) {
+  if (ctx->error != NULL) {
+    char inner[FERRY_ERROR_MESSAGE_SIZE];
+    memcpy(inner, ctx->error->message, sizeof(inner));
+    ferry__set_error(ctx->error, code, "copying %s%s: %.900s", path, what, inner);
+  }
+  return code;
+}
+
+static int copy_node(struct FerryCopyContext* ctx, const struct ArrowSchema* schema,
+                     const struct ArrowArray* src, struct ArrowArray* out,
+                     const char* path, int depth);
+
+static int copy_children(struct FerryCopyContext* ctx, const struct ArrowSchema* schema,
+                         const struct ArrowArray* src, struct ArrowArray* out,
+                         const char* path, int depth) {
+  char child_path[FERRY_COPY_PATH_SIZE];
+  for (int64_t i = 0; i < src->n_children; i++) {
+    snprintf(child_path, sizeof(child_path), "%s.children[%" PRId64 "]", path, i);
+    FERRY_RETURN_NOT_OK(copy_node(ctx, schema->children[i], src->children[i],
+                                  ferry_array_child(out, i), child_path, depth + 1));
+  }
+  if (src->dictionary != NULL) {
+    struct ArrowArray* dictionary = NULL;
+    snprintf(child_path, sizeof(child_path), "%s.dictionary", path);
+    int code = ferry_array_allocate_dictionary(out, &dictionary, ctx->error);
+    if (code != FERRY_OK) return copy_fail(ctx, code, child_path, "");
+    FERRY_RETURN_NOT_OK(copy_node(ctx, schema->dictionary, src->dictionary, dictionary,
+                                  child_path, depth + 1));
+  }
+  return FERRY_OK;
+}
+
+/* Fills released `out` with a copy of `src` (and its subtree) whose buffers
+ * are allocated on the destination device and owned by `out`. On failure
+ * whatever part of `out` was filled is left for the caller's release. */
+static int copy_node(struct FerryCopyContext* ctx, const struct ArrowSchema* schema,
+                     const struct ArrowArray* src, struct ArrowArray* out,
+                     const char* path, int depth) {
+  struct FerryError* error = ctx->error;
+  if (depth > FERRY_COPY_MAX_DEPTH) {
+    return ferry__set_error(error, EINVAL, "copying %s: nested deeper than %d levels",
+                           path, FERRY_COPY_MAX_DEPTH);
+  }
+  if (schema == NULL || schema->release == NULL || schema->format == NULL) {
+    return ferry__set_error(error, EINVAL,
+                           "copying %s: the schema is missing, released or has no format",
+                           path);
+  }
+  if (src == NULL || src->release == NULL) {
+    return ferry__set_error(error, EINVAL, "copying %s: the array is missing or released",
+                           path);
+  }
+  if (src->n_children != schema->n_children) {
+    return ferry__set_error(error, EINVAL,
+                           "copying %s: the array has %" PRId64
+                           " children but the schema "
+                           "(\"%s\") has %" PRId64,
+                           path, src->n_children, schema->format, schema->n_children);
+  }
+  if (src->n_children > 0 && (src->children == NULL || schema->children == NULL)) {
+    return ferry__set_error(error, EINVAL, "copying %s: children pointer table is NULL",
+                           path);
+  }
+  if ((src->dictionary != NULL) != (schema->dictionary != NULL)) {
+    return ferry__set_error(error, EINVAL,
+                           "copying %s: the array %s a dictionary but the schema %s",
+                           path, src->dictionary != NULL ? "has" : "lacks",
+                           schema->dictionary != NULL ? "has one" : "does not");
+  }
+  /* The bound is ferry_array_init's, which the copy goes through; checked
+   * first because it also sizes the table of copied buffers below. */
+  if (src->n_buffers < 0 || src->n_buffers > FERRY_COPY_MAX_BUFFERS) {
+    return ferry__set_error(error, EINVAL,
+                           "copying %s: n_buffers (%" PRId64 ") must be in [0, 2^32]",
+                           path, src->n_buffers);
+  }
+  if (src->n_buffers > 0 && src->buffers == NULL) {
+    return ferry__set_error(error, EINVAL,
+                           "copying %s: buffers is NULL but n_buffers is %" PRId64, path,
+                           src->n_buffers);
+  }
+
+  struct FerryCopiedBuffers* owned = (struct FerryCopiedBuffers*)calloc(
+      1, sizeof(struct FerryCopiedBuffers) + (size_t)src->n_buffers * sizeof(void*));
+  if (owned == NULL) {
+    return ferry__set_error(error, ENOMEM, "copying %s: out of memory", path);
+  }
+  owned->device = ctx->dst_device;
+  owned->n_buffers = src->n_buffers;
+  int code = FERRY_OK;
+  for (int64_t i = 0; i < src->n_buffers && code == FERRY_OK; i++) {
+    if (src->buffers[i] == NULL) continue;
+    char what[64];
+    snprintf(what, sizeof(what), " buffer %" PRId64, i);
+    int64_t size = 0;
+    code = ferry_array_buffer_size(schema, src, ferry_device_type(ctx->src_device),
+                                   ferry_device_id(ctx->src_device), i, &size, error);
+    if (code != FERRY_OK) {
+      copy_fail(ctx, code, path, what);
+      break;
+    }
+    code = ferry_device_allocate(ctx->dst_device, size, &owned->buffers[i], error);
+    if (code == FERRY_OK) {
+      code = ferry_device_memcpy(ctx->dst_device, owned->buffers[i], ctx->src_device,
+                                 src->buffers[i], size, NULL, error);
+    }
+    if (code != FERRY_OK) copy_fail(ctx, code, path, what);
+  }
+  if (code == FERRY_OK) {
+    code = ferry_array_init(out, src->length, src->null_count, src->offset,
+                            src->n_buffers, (const void* const*)owned->buffers,
+                            src->n_children, free_copied_buffers, owned, error);
+    if (code != FERRY_OK) copy_fail(ctx, code, path, "");
+  }
+  if (code != FERRY_OK) {
+    free_copied_buffers(owned); /* ferry_array_init failed: the hook never runs */
+    return code;
+  }
+  /* From here `out` owns `owned`; a failure below is cleaned up by the
+   * caller releasing the whole tree. */
+  return copy_children(ctx, schema, src, out, path, depth);
+}
+
+/* Borrows `schema` and `src`; on success the caller owns `out`. */
+int ferry_device_array_copy(const struct ArrowSchema* schema,
+                            const struct ArrowDeviceArray* src,
+                            ArrowDeviceType device_type, int64_t device_id,
+                            struct ArrowDeviceArray* out, struct FerryError* error) {
+  if (schema == NULL) return ferry__set_error(error, EINVAL, "schema must not be NULL");
+  if (src == NULL) return ferry__set_error(error, EINVAL, "src must not be NULL");
+  if (out == NULL) return ferry__set_error(error, EINVAL, "out must not be NULL");
+  if (src->array.release == NULL) {
+    return ferry__set_error(error, EINVAL, "src is released (nothing to copy)");
+  }
+  if (out->array.release != NULL) {
+    return ferry__set_error(error, EINVAL,
+                           "out is a live device array (release it first)");
+  }
+  struct FerryCopyContext ctx = {NULL, NULL, error};
+  FERRY_RETURN_NOT_OK(
+      ferry_device_resolve(src->device_type, src->device_id, &ctx.src_device, error));
+  FERRY_RETURN_NOT_OK(
+      ferry_device_resolve(device_type, device_id, &ctx.dst_device, error));
+  /* The producer may still be writing: wait for its event on the host,
+   * because the copies below are synchronous. */
+  FERRY_RETURN_NOT_OK(ferry_device_array_wait(src, NULL, error));
+
+  struct ArrowArray copy;
+  memset(&copy, 0, sizeof(copy));
+  int code = copy_node(&ctx, schema, &src->array, &copy, "root", 0);
+  if (code == FERRY_OK) {
+    code =
+        ferry_device_array_init(out, &copy, ferry_device_type(ctx.dst_device),
+                                ferry_device_id(ctx.dst_device), NULL, NULL, NULL, error);
+  }
+  if (code != FERRY_OK && copy.release != NULL) copy.release(&copy);
+  return code;
+}
