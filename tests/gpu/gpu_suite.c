@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cuda_driver_api.h"
+#include "gpu_bench.h"
 #include "ferry/dlpack_abi.h"
 #include "ferry/ferry.h"
 #include "hip_runtime_decls.h"
@@ -52,12 +53,6 @@ static void report(const char* name, int failed) {
     g_passed++;
     printf("ok: %s%s\n", g_label, name);
   }
-}
-
-static double now_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* ---- what each backend is ---------------------------------------------------------- */
@@ -424,21 +419,6 @@ static int bench_events(struct Backend* b, int iterations) {
  * -------------------------------------------------------------------------------------
  */
 
-/* The library ferry loaded, opened again (the same mapping) for baselines. */
-static void* open_same_library(int64_t index) {
-  const char* override = getenv(index == 2 ? "FERRY_CUDA_LIBRARY" : "FERRY_HIP_LIBRARY");
-  if (override != NULL && override[0] != '\0')
-    return dlopen(override, RTLD_NOW | RTLD_NOLOAD);
-  const char* cuda[] = {"libcuda.so.1", NULL};
-  const char* hip[] = {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
-                       "libamdhip64.so.5", NULL};
-  for (const char** name = index == 2 ? cuda : hip; *name != NULL; name++) {
-    void* h = dlopen(*name, RTLD_NOW | RTLD_NOLOAD);
-    if (h != NULL) return h;
-  }
-  return NULL;
-}
-
 static void run_backend(struct Backend* b, size_t mib, int reps, int events) {
   struct FerryError error;
   ferry_error_init(&error);
@@ -453,9 +433,8 @@ static void run_backend(struct Backend* b, size_t mib, int reps, int events) {
   int64_t count = 0;
   while (ferry_device_resolve(b->device, count, &probe, NULL) == 0) count++;
   b->device_count = count;
-  b->library = open_same_library(b->index);
-  b->emulated = b->library != NULL && (dlsym(b->library, "cuda_emu_fail") != NULL ||
-                                       dlsym(b->library, "hip_emu_fail") != NULL);
+  b->library = driver_library_open(b->index);
+  b->emulated = driver_library_is_emulation(b->library);
   static char label[64];
   snprintf(label, sizeof label, "%s%s: ", b->name, b->emulated ? " [EMULATION]" : "");
   g_label = label;
