@@ -249,7 +249,7 @@ if [ "$built" -eq 1 ]; then
   # On the emulations every check and benchmark runs, labelled EMULATION.
   if env FERRY_CUDA_LIBRARY="$CUDA_EMU" FERRY_HIP_LIBRARY="$HIP_EMU" \
        "$BUILD/gpu/gpu_suite" --mib 2 --reps 1 --events 20 >"$log" 2>&1 &&
-     grep -q '^16 passed, 0 failed, 0 skipped$' "$log" &&
+     grep -q '^18 passed, 0 failed, 0 skipped$' "$log" &&
      ! grep -E '^ok: ' "$log" | grep -vq 'EMULATION'; then
     pass "GPU suite code runs on the emulations (every line labelled EMULATION)"
   else

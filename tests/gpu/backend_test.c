@@ -1066,17 +1066,18 @@ static void collect(void* user_data, const char* rule, const char* where,
     snprintf(f->first, sizeof f->first, "%s: %s: %s", rule, where, what);
 }
 
-/* Validates an int32 array of `length` values whose data buffer is `p`,
- * declared to live on (type, id). */
-static int validate_declared(void* p, int64_t length, ArrowDeviceType type, int64_t id,
-                             struct Findings* findings) {
+/* Validates an int32 array of `length` values from `offset` on, whose data
+ * buffer is `p`, declared to live on (type, id). */
+static int validate_declared_at(void* p, int64_t length, int64_t offset,
+                                ArrowDeviceType type, int64_t id,
+                                struct Findings* findings) {
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   ferry_schema_init(&schema, "i", NULL, 0, 0, NULL);
   struct ArrowArray inner;
   memset(&inner, 0, sizeof inner);
   const void* buffers[2] = {NULL, p};
-  ferry_array_init(&inner, length, 0, 0, 2, buffers, 0, NULL, NULL, NULL);
+  ferry_array_init(&inner, length, 0, offset, 2, buffers, 0, NULL, NULL, NULL);
   struct ArrowDeviceArray array;
   memset(&array, 0, sizeof array);
   ferry_device_array_init(&array, &inner, type, id, NULL, NULL, NULL, NULL);
@@ -1086,6 +1087,11 @@ static int validate_declared(void* p, int64_t length, ArrowDeviceType type, int6
   ferry_device_array_release(&array);
   ferry_schema_release(&schema);
   return rc;
+}
+
+static int validate_declared(void* p, int64_t length, ArrowDeviceType type, int64_t id,
+                             struct Findings* findings) {
+  return validate_declared_at(p, length, 0, type, id, findings);
 }
 
 FERRY_TEST(validation_checks_residency_on_cuda_and_rocm) {
@@ -1280,6 +1286,10 @@ FERRY_TEST(a_declared_length_longer_than_the_allocation_is_refused) {
     CHECK_EQ_INT(0, validate_declared(p, 10, type, 0, &f));
     CHECK_EQ_INT(EINVAL, validate_declared(p, 11, type, 0, &f));
     CHECK_EQ_INT(1, f.count);
+    CHECK_CONTAINS(f.first, "runs past the end of its 40-byte allocation");
+    /* A slice counts from the buffer's start: offset 2 + 8 values fit. */
+    CHECK_EQ_INT(0, validate_declared_at(p, 8, 2, type, 0, &f));
+    CHECK_EQ_INT(EINVAL, validate_declared_at(p, 8, 3, type, 0, &f));
     CHECK_CONTAINS(f.first, "runs past the end of its 40-byte allocation");
     CHECK_EQ_INT(0, ferry_device_deallocate(d, p, NULL));
   }

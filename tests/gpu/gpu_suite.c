@@ -171,14 +171,15 @@ static void count_finding(void* user_data, const char* rule, const char* where,
   printf("    finding %s %s: %s\n", rule, where, what);
 }
 
-static int validate_int32(void* p, ArrowDeviceType type, int64_t id) {
+/* Findings of validating `length` int32 values at `p` declared on (type, id). */
+static int validate_int32_n(void* p, int64_t length, ArrowDeviceType type, int64_t id) {
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   ferry_schema_init(&schema, "i", NULL, 0, 0, NULL);
   struct ArrowArray inner;
   memset(&inner, 0, sizeof inner);
   const void* buffers[2] = {NULL, p};
-  ferry_array_init(&inner, 16, 0, 0, 2, buffers, 0, NULL, NULL, NULL);
+  ferry_array_init(&inner, length, 0, 0, 2, buffers, 0, NULL, NULL, NULL);
   struct ArrowDeviceArray array;
   memset(&array, 0, sizeof array);
   ferry_device_array_init(&array, &inner, type, id, NULL, NULL, NULL, NULL);
@@ -188,6 +189,10 @@ static int validate_int32(void* p, ArrowDeviceType type, int64_t id) {
   ferry_device_array_release(&array);
   ferry_schema_release(&schema);
   return f.count;
+}
+
+static int validate_int32(void* p, ArrowDeviceType type, int64_t id) {
+  return validate_int32_n(p, 16, type, id);
 }
 
 static int check_residency(struct Backend* b) {
@@ -203,6 +208,26 @@ static int check_residency(struct Backend* b) {
   if (b->device_count > 1) EXPECT(validate_int32(on_device, b->device, 1) == 1);
   EXPECT_OK(ferry_device_deallocate(dev(b->device, 0), on_device, NULL));
   EXPECT_OK(ferry_device_deallocate(dev(b->host, 0), pinned, NULL));
+  return 0;
+}
+
+/* What the real driver says about memory as real producers export it:
+ * managed memory declared as device memory (RMM, cuDF), an empty buffer one
+ * past the end of its allocation, a length far past the allocation. */
+static int check_producer_memory(struct Backend* b) {
+  void* on_device = NULL;
+  EXPECT_OK(ferry_device_allocate(dev(b->device, 0), 64, &on_device, NULL));
+  EXPECT(validate_int32_n((char*)on_device + 64, 0, b->device, 0) == 0);
+  EXPECT(validate_int32_n(on_device, 1 << 20, b->device, 0) == 1);
+  EXPECT_OK(ferry_device_deallocate(dev(b->device, 0), on_device, NULL));
+  if (b->managed != 0) {
+    void* managed = NULL;
+    EXPECT_OK(ferry_device_allocate(dev(b->managed, 0), 64, &managed, NULL));
+    EXPECT(validate_int32(managed, b->device, 0) == 0);
+    EXPECT(validate_int32(managed, b->managed, 0) == 0);
+    EXPECT(validate_int32(managed, b->host, 0) == 1);
+    EXPECT_OK(ferry_device_deallocate(dev(b->managed, 0), managed, NULL));
+  }
   return 0;
 }
 
@@ -448,6 +473,8 @@ static void run_backend(struct Backend* b, size_t mib, int reps, int events) {
          check_event_handoff(b, FERRY_SYNC_RECORD_EVENT));
   report("export SYNCHRONIZE", check_event_handoff(b, FERRY_SYNC_SYNCHRONIZE));
   report("residency findings in validation", check_residency(b));
+  report("residency of managed memory, end pointers and over-long buffers",
+         check_producer_memory(b));
   report("array copy via sim, zero-copy move, DLPack round trip",
          check_array_copy_move_and_dlpack(b));
   if (b->library == NULL || load_baseline(b) != 0) {
