@@ -10,7 +10,9 @@
 #   3. the unavailable paths against the real libraries (no libcuda, the
 #      toolkit's stub when one exists, libamdhip64 without an AMD GPU) and
 #      the emulations' failure modes: clear reasons, CPU and sim unaffected;
-#   4. `ferry devices`: exit code and reason text.
+#   4. `ferry devices`: exit code and reason text;
+# and the code paths of the GPU suite and the GPU handoff benchmark (its
+# --check mode counts the driver calls of every handoff loop).
 # Prints "N passed, N failed, N skipped" and exits non-zero on any failure.
 # In CI (CI set) a missing header is a failure, elsewhere a loud skip.
 set -uo pipefail
@@ -123,7 +125,7 @@ built=1
 if grep -q 'gpu_backend_test' "$BUILD/build.ninja" 2>/dev/null; then
   # tests/gpu is part of the CMake build: let it build its own targets.
   cmake --build "$BUILD" --target cuda_emu hip_emu cuda_emu_old hip_emu_old gpu_backend_test \
-    gpu_unavailable_test gpu_dlpack_layout_test gpu_suite >"$log" 2>&1 ||
+    gpu_unavailable_test gpu_dlpack_layout_test gpu_suite handoff_bench >"$log" 2>&1 ||
     { built=0; fail "cmake --build of the tests/gpu targets"; sed 's/^/    | /' "$log" | tail -n 30; }
 else
   build -fPIC -shared -fvisibility=hidden -o "$EMU/libcuda_emu.so" "$ROOT/tests/gpu/emu/cuda_emu.c" -lpthread || built=0
@@ -135,8 +137,10 @@ else
   build -I "$ROOT/core/include" -I "$ROOT/core/src" -I "$ROOT/core/test" -o "$EMU/backend_test" \
     "$ROOT/tests/gpu/backend_test.c" "$BUILD/lib/libferry_internal.a" -ldl -lpthread -lm || built=0
   mkdir -p "$BUILD/gpu"
-  build -I "$ROOT/core/include" -I "$ROOT/core/src" -o "$BUILD/gpu/gpu_suite" "$ROOT/tests/gpu/gpu_suite.c" \
-    -L "$BUILD/lib" -lferry -Wl,-rpath,"$BUILD/lib" -ldl || built=0
+  for t in gpu_suite handoff_bench; do
+    build -I "$ROOT/core/include" -I "$ROOT/core/src" -o "$BUILD/gpu/$t" "$ROOT/tests/gpu/$t.c" \
+      -L "$BUILD/lib" -lferry -Wl,-rpath,"$BUILD/lib" -ldl || built=0
+  done
   for t in unavailable_test dlpack_layout_test; do
     build -pedantic -I "$ROOT/core/include" -I "$ROOT/core/test" -o "$EMU/$t" "$ROOT/tests/gpu/$t.c" \
       -L "$BUILD/lib" -lferry -Wl,-rpath,"$BUILD/lib" || built=0
@@ -245,12 +249,29 @@ if [ "$built" -eq 1 ]; then
   # On the emulations every check and benchmark runs, labelled EMULATION.
   if env FERRY_CUDA_LIBRARY="$CUDA_EMU" FERRY_HIP_LIBRARY="$HIP_EMU" \
        "$BUILD/gpu/gpu_suite" --mib 2 --reps 1 --events 20 >"$log" 2>&1 &&
-     grep -q '^16 passed, 0 failed, 0 skipped$' "$log" &&
+     grep -q '^18 passed, 0 failed, 0 skipped$' "$log" &&
      ! grep -E '^ok: ' "$log" | grep -vq 'EMULATION'; then
     pass "GPU suite code runs on the emulations (every line labelled EMULATION)"
   else
     fail "GPU suite on the emulations"; sed 's/^/    | /' "$log"
   fi
+  # The handoff benchmark: loud skips without a GPU (no figures from the
+  # emulation either), and --check counts the driver calls of every loop.
+  if env FERRY_CUDA_LIBRARY=/nonexistent/libcuda.so.1 FERRY_HIP_LIBRARY=/nonexistent/libamdhip64.so \
+       "$BUILD/gpu/handoff_bench" >"$log" 2>&1 &&
+     grep -q '^SKIPPED: no CUDA device: cuda backend: cannot load the CUDA driver library' "$log" &&
+     grep -q '^SKIPPED: no ROCm device: rocm backend: cannot load the HIP runtime' "$log" &&
+     grep -q '^0 passed, 0 failed, 2 skipped$' "$log" &&
+     env FERRY_CUDA_LIBRARY="$CUDA_EMU" FERRY_HIP_LIBRARY="$HIP_EMU" \
+       "$BUILD/gpu/handoff_bench" >"$log" 2>&1 &&
+     [ "$(grep -c "^SKIPPED: .*ferry's test emulation, not a GPU: no figures" "$log")" -eq 2 ] &&
+     ! grep -q ' us' "$log"; then
+    pass "GPU handoff benchmark skips loudly without a GPU and gives no figures on the emulations"
+  else
+    fail "GPU handoff benchmark without a GPU"; sed 's/^/    | /' "$log"
+  fi
+  runner "GPU handoff benchmark --check: driver calls per handoff on the emulations" \
+    FERRY_CUDA_LIBRARY="$CUDA_EMU" FERRY_HIP_LIBRARY="$HIP_EMU" -- "$BUILD/gpu/handoff_bench" --check
 fi
 
 # --- 4. ferry devices ----------------------------------------------------------------------

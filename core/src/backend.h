@@ -9,6 +9,7 @@
 #ifndef FERRY_SRC_BACKEND_H
 #define FERRY_SRC_BACKEND_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,15 +17,24 @@
 #include "ferry/ferry.h"
 
 struct FerryBackend;
+struct FerryPooledEvent;
 
 struct FerryDevice {
   ArrowDeviceType device_type;
   int64_t device_id;
   const struct FerryBackend* backend;
+  /* The backend's index in the registry (ferry_backend_name's numbering). */
+  int64_t backend_index;
   /* Backend-owned per-device state (a CUDA primary context, ...). */
   void* backend_data;
   /* ferry_device_allocate minus ferry_device_deallocate; updated atomically. */
   int64_t live_allocations;
+  /* Events of released exports, kept for the next export with
+   * FERRY_SYNC_RECORD_EVENT (device_array.c), so that a steady stream of
+   * exports creates and destroys no event. Guarded by event_pool_lock. */
+  pthread_mutex_t event_pool_lock;
+  struct FerryPooledEvent* event_pool;
+  int64_t event_pool_size;
 };
 
 /* Direction of a copy, seen from the device that performs it. */
@@ -82,9 +92,15 @@ struct FerryBackend {
                            struct FerryError* error);
 
   /* Residency: FERRY_OK when [ptr, ptr + size) lives on `device`; EFAULT with
-   * a message when it does not; ENOTSUP when the backend cannot tell. */
+   * a message when it does not; ENOTSUP when the backend cannot tell. A
+   * zero-length range may point one past the end of its allocation. */
   int (*check_pointer)(struct FerryDevice* device, const void* ptr, int64_t size,
                        struct FerryError* error);
+
+  /* 1 for drivers that cannot be used in the child of a fork() once the
+   * parent initialized them (CUDA, HIP): the registry then refuses every
+   * call there with a message saying so (device.c). */
+  int unusable_after_fork;
 };
 
 /* One result code of a GPU driver (CUresult, hipError_t): the driver's own
@@ -114,6 +130,15 @@ extern const struct FerryBackend ferry__backend_rocm;
 /* The device struct for (type, id), or NULL with the reason in `error`. */
 int ferry__registry_resolve(ArrowDeviceType device_type, int64_t device_id,
                            struct FerryDevice** out, struct FerryError* error);
+
+/* FERRY_OK, or ENODEV with "forked" in the message when `device`'s backend
+ * was initialized before this process was forked from its parent (see
+ * unusable_after_fork). Borrows `device`. Defined in device.c. */
+int ferry__device_usable(const struct FerryDevice* device, struct FerryError* error);
+
+/* Events waiting in `device`'s export pool (for tests). Defined in
+ * device_array.c. */
+int64_t ferry__device_pooled_events(struct FerryDevice* device);
 
 /* Residency check for the validator: FERRY_OK when [ptr, ptr + size) lives on
  * `device`, EFAULT (message names the pointer and the device) when it does

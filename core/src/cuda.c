@@ -11,9 +11,12 @@
  * stub library fails cuGetErrorName as well, so it cannot be asked.
  *
  * Contexts: each device uses the primary context of its ordinal, retained
- * once in device_init (the registry never frees devices). Every driver call
- * is bracketed by cuCtxPushCurrent/cuCtxPopCurrent of that context, so
- * ferry neither needs nor disturbs the caller's current context.
+ * once in device_init (the registry never frees devices). A call finds the
+ * thread's current context first (cuCtxGetCurrent): when it is already the
+ * device's primary context (the usual case in a program using the CUDA
+ * runtime) the call goes straight to the driver; otherwise it is bracketed
+ * by cuCtxPushCurrent/cuCtxPopCurrent. Either way ferry neither needs nor
+ * disturbs the caller's current context.
  *
  * Devices: cuda is device memory (cuMemAlloc), cuda_host pinned host memory
  * (cuMemAllocHost) and cuda_managed managed memory (cuMemAllocManaged); all
@@ -30,8 +33,9 @@
  * Arrow specification says; events are created with CU_EVENT_DISABLE_TIMING
  * because ferry only orders work with them.
  *
- * Errors: a failing CUresult becomes ENODEV (no device, stub library, device
- * unavailable) or EIO (anything else), with the message
+ * Errors: a failing CUresult becomes ENOMEM (CUDA_ERROR_OUT_OF_MEMORY),
+ * ENODEV (no device, stub library, device unavailable) or EIO (anything
+ * else), with the message
  * "[entry point][CUDA_ERROR_NAME] description (what ferry was doing)". */
 #include <dlfcn.h>
 #include <errno.h>
@@ -131,10 +135,13 @@ static const struct FerryDriverErrorName kCudaErrorNames[] = {
     {FERRY_CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "an unknown internal error"},
 };
 
-/* The errno a failing CUresult maps to: ENODEV when there is no usable
- * device behind the call, EIO for every other driver failure. */
+/* The errno a failing CUresult maps to: ENOMEM when device (or pinned)
+ * memory ran out, as ferry.h promises for every allocation; ENODEV when
+ * there is no usable device behind the call; EIO for every other driver
+ * failure. */
 static int cuda_errno(ferry_CUresult code) {
   switch (code) {
+    case FERRY_CUDA_ERROR_OUT_OF_MEMORY: return ENOMEM;
     case FERRY_CUDA_ERROR_NO_DEVICE:
     case FERRY_CUDA_ERROR_INVALID_DEVICE:
     case FERRY_CUDA_ERROR_STUB_LIBRARY:
@@ -283,21 +290,38 @@ static const char* type_name(const struct FerryDevice* device) {
   return ferry_device_type_name(device->device_type);
 }
 
-/* Makes the device's primary context current on this thread. */
-static int cuda_push(const struct FerryDevice* device, struct FerryError* error) {
-  ferry_CUresult rc = g_cuda.cuCtxPushCurrent_v2(context_of(device));
+/* Makes the device's primary context current on this thread, unless it
+ * already is. A caller that works on this device (a CUDA runtime program
+ * has its primary context current) then costs one cuCtxGetCurrent instead
+ * of a push and a pop on every call. `*pushed` tells cuda_leave whether
+ * there is something to pop. */
+static int cuda_enter(const struct FerryDevice* device, int* pushed,
+                      struct FerryError* error) {
+  *pushed = 0;
+  ferry_CUcontext current = NULL;
+  ferry_CUresult rc = g_cuda.cuCtxGetCurrent(&current);
+  if (rc != FERRY_CUDA_SUCCESS) {
+    return cuda_fail(error, rc, "cuCtxGetCurrent",
+                     "reading the current context before work on %s device %" PRId64,
+                     type_name(device), device->device_id);
+  }
+  if (current == context_of(device)) return FERRY_OK;
+  rc = g_cuda.cuCtxPushCurrent_v2(context_of(device));
   if (rc != FERRY_CUDA_SUCCESS) {
     return cuda_fail(error, rc, "cuCtxPushCurrent_v2",
                      "making the primary context of %s device %" PRId64 " current",
                      type_name(device), device->device_id);
   }
+  *pushed = 1;
   return FERRY_OK;
 }
 
-/* Restores the caller's context. `code` is the result of the bracketed work:
- * a failing pop only matters when that work succeeded. */
-static int cuda_pop(const struct FerryDevice* device, int code,
-                    struct FerryError* error) {
+/* Restores the caller's context when cuda_enter pushed one. `code` is the
+ * result of the bracketed work: a failing pop only matters when that work
+ * succeeded. */
+static int cuda_leave(const struct FerryDevice* device, int pushed, int code,
+                      struct FerryError* error) {
+  if (!pushed) return code;
   ferry_CUcontext popped = NULL;
   ferry_CUresult rc = g_cuda.cuCtxPopCurrent_v2(&popped);
   if (rc != FERRY_CUDA_SUCCESS && code == FERRY_OK) {
@@ -326,7 +350,8 @@ static int cuda_allocate(struct FerryDevice* device, int64_t size, void** out,
   /* The driver refuses 0-byte allocations; ferry hands out a distinct,
    * freeable pointer for them, as malloc(0) may. */
   size_t bytes = size == 0 ? 1 : (size_t)size;
-  FERRY_RETURN_NOT_OK(cuda_push(device, error));
+  int pushed = 0;
+  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
   ferry_CUresult rc;
   const char* op;
   void* pointer = NULL;
@@ -349,14 +374,15 @@ static int cuda_allocate(struct FerryDevice* device, int64_t size, void** out,
     code = cuda_fail(error, rc, op, "allocating %" PRId64 " bytes on %s device %" PRId64,
                      size, type_name(device), device->device_id);
   }
-  int popped = cuda_pop(device, code, error);
+  int popped = cuda_leave(device, pushed, code, error);
   if (popped != FERRY_OK && code == FERRY_OK) {
     /* The allocation succeeded but the caller's context could not be
      * restored: give the memory back rather than leak it. */
-    if (cuda_push(device, NULL) == FERRY_OK) {
+    int again = 0;
+    if (cuda_enter(device, &again, NULL) == FERRY_OK) {
       const char* free_op;
       cuda_free_in_context(device, pointer, &free_op);
-      cuda_pop(device, FERRY_OK, NULL);
+      cuda_leave(device, again, FERRY_OK, NULL);
     }
     return popped;
   }
@@ -366,7 +392,8 @@ static int cuda_allocate(struct FerryDevice* device, int64_t size, void** out,
 
 static int cuda_deallocate(struct FerryDevice* device, void* ptr,
                            struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(cuda_push(device, error));
+  int pushed = 0;
+  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
   const char* op;
   ferry_CUresult rc = cuda_free_in_context(device, ptr, &op);
   int code = FERRY_OK;
@@ -374,13 +401,14 @@ static int cuda_deallocate(struct FerryDevice* device, void* ptr,
     code = cuda_fail(error, rc, op, "freeing %p on %s device %" PRId64, ptr,
                      type_name(device), device->device_id);
   }
-  return cuda_pop(device, code, error);
+  return cuda_leave(device, pushed, code, error);
 }
 
 static int cuda_memcpy(struct FerryDevice* device, void* dst,
                        struct FerryDevice* src_device, const void* src, int64_t size,
                        enum FerryCopyKind kind, void* stream, struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(cuda_push(device, error));
+  int pushed = 0;
+  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
   ferry_CUstream s = (ferry_CUstream)stream;
   ferry_CUdeviceptr dst_address = (ferry_CUdeviceptr)(uintptr_t)dst;
   ferry_CUdeviceptr src_address = (ferry_CUdeviceptr)(uintptr_t)src;
@@ -419,14 +447,15 @@ static int cuda_memcpy(struct FerryDevice* device, void* dst,
                      size, kind == FERRY_COPY_DEVICE_TO_HOST ? "from" : "to",
                      type_name(device), device->device_id, src, dst);
   }
-  return cuda_pop(device, code, error);
+  return cuda_leave(device, pushed, code, error);
 }
 
 /* ---- streams and events ----------------------------------------------------------- */
 
 static int cuda_stream_create(struct FerryDevice* device, void** stream_out,
                               struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(cuda_push(device, error));
+  int pushed = 0;
+  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
   ferry_CUstream stream = NULL;
   ferry_CUresult rc = g_cuda.cuStreamCreate(&stream, FERRY_CU_STREAM_NON_BLOCKING);
   int code = FERRY_OK;
@@ -435,19 +464,23 @@ static int cuda_stream_create(struct FerryDevice* device, void** stream_out,
         cuda_fail(error, rc, "cuStreamCreate", "creating a stream on %s device %" PRId64,
                   type_name(device), device->device_id);
   }
-  code = cuda_pop(device, code, error);
+  code = cuda_leave(device, pushed, code, error);
   if (code == FERRY_OK) {
     *stream_out = stream;
-  } else if (rc == FERRY_CUDA_SUCCESS && cuda_push(device, NULL) == FERRY_OK) {
-    g_cuda.cuStreamDestroy_v2(stream); /* only the pop failed: do not leak */
-    cuda_pop(device, FERRY_OK, NULL);
+  } else if (rc == FERRY_CUDA_SUCCESS) {
+    int again = 0; /* only the pop failed: do not leak the stream */
+    if (cuda_enter(device, &again, NULL) == FERRY_OK) {
+      g_cuda.cuStreamDestroy_v2(stream);
+      cuda_leave(device, again, FERRY_OK, NULL);
+    }
   }
   return code;
 }
 
 static int cuda_stream_destroy(struct FerryDevice* device, void* stream,
                                struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(cuda_push(device, error));
+  int pushed = 0;
+  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
   ferry_CUresult rc = g_cuda.cuStreamDestroy_v2((ferry_CUstream)stream);
   int code = FERRY_OK;
   if (rc != FERRY_CUDA_SUCCESS) {
@@ -455,12 +488,13 @@ static int cuda_stream_destroy(struct FerryDevice* device, void* stream,
                      "destroying stream %p of %s device %" PRId64, stream,
                      type_name(device), device->device_id);
   }
-  return cuda_pop(device, code, error);
+  return cuda_leave(device, pushed, code, error);
 }
 
 static int cuda_stream_synchronize(struct FerryDevice* device, void* stream,
                                    struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(cuda_push(device, error));
+  int pushed = 0;
+  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
   ferry_CUresult rc;
   const char* op;
   if (stream == NULL) {
@@ -476,7 +510,7 @@ static int cuda_stream_synchronize(struct FerryDevice* device, void* stream,
     code = cuda_fail(error, rc, op, "synchronizing stream %p of %s device %" PRId64,
                      stream, type_name(device), device->device_id);
   }
-  return cuda_pop(device, code, error);
+  return cuda_leave(device, pushed, code, error);
 }
 
 static int cuda_event_create(struct FerryDevice* device, void** sync_event_out,
@@ -485,7 +519,8 @@ static int cuda_event_create(struct FerryDevice* device, void** sync_event_out,
   if (slot == NULL)
     return ferry__set_error(error, ENOMEM, "out of memory creating a CUDA event");
   *slot = NULL;
-  int code = cuda_push(device, error);
+  int pushed = 0;
+  int code = cuda_enter(device, &pushed, error);
   if (code != FERRY_OK) {
     free(slot);
     return code;
@@ -496,7 +531,7 @@ static int cuda_event_create(struct FerryDevice* device, void** sync_event_out,
         cuda_fail(error, rc, "cuEventCreate", "creating an event on %s device %" PRId64,
                   type_name(device), device->device_id);
   }
-  code = cuda_pop(device, code, error);
+  code = cuda_leave(device, pushed, code, error);
   if (code != FERRY_OK) {
     if (rc == FERRY_CUDA_SUCCESS) g_cuda.cuEventDestroy_v2(*slot);
     free(slot);
@@ -511,7 +546,8 @@ static int cuda_event_create(struct FerryDevice* device, void** sync_event_out,
 static int cuda_event_destroy(struct FerryDevice* device, void* sync_event,
                               struct FerryError* error) {
   ferry_CUevent* slot = (ferry_CUevent*)sync_event;
-  int code = cuda_push(device, error);
+  int pushed = 0;
+  int code = cuda_enter(device, &pushed, error);
   int destroyed = 0;
   if (code == FERRY_OK) {
     ferry_CUresult rc = g_cuda.cuEventDestroy_v2(*slot);
@@ -521,7 +557,7 @@ static int cuda_event_destroy(struct FerryDevice* device, void* sync_event,
                        "destroying event %p of %s device %" PRId64, sync_event,
                        type_name(device), device->device_id);
     }
-    code = cuda_pop(device, code, error);
+    code = cuda_leave(device, pushed, code, error);
   }
   if (destroyed) free(slot);
   return code;
@@ -529,7 +565,8 @@ static int cuda_event_destroy(struct FerryDevice* device, void* sync_event,
 
 static int cuda_event_record(struct FerryDevice* device, void* sync_event, void* stream,
                              struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(cuda_push(device, error));
+  int pushed = 0;
+  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
   ferry_CUresult rc =
       g_cuda.cuEventRecord(*(ferry_CUevent*)sync_event, (ferry_CUstream)stream);
   int code = FERRY_OK;
@@ -538,12 +575,13 @@ static int cuda_event_record(struct FerryDevice* device, void* sync_event, void*
                      "recording event %p on stream %p of %s device %" PRId64, sync_event,
                      stream, type_name(device), device->device_id);
   }
-  return cuda_pop(device, code, error);
+  return cuda_leave(device, pushed, code, error);
 }
 
 static int cuda_event_synchronize(struct FerryDevice* device, void* sync_event,
                                   struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(cuda_push(device, error));
+  int pushed = 0;
+  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
   ferry_CUresult rc = g_cuda.cuEventSynchronize(*(ferry_CUevent*)sync_event);
   int code = FERRY_OK;
   if (rc != FERRY_CUDA_SUCCESS) {
@@ -551,13 +589,14 @@ static int cuda_event_synchronize(struct FerryDevice* device, void* sync_event,
                      "waiting for event %p of %s device %" PRId64, sync_event,
                      type_name(device), device->device_id);
   }
-  return cuda_pop(device, code, error);
+  return cuda_leave(device, pushed, code, error);
 }
 
 static int cuda_stream_wait_event(struct FerryDevice* device, void* stream,
                                   void* sync_event, struct FerryError* error) {
   if (stream == NULL) return cuda_event_synchronize(device, sync_event, error);
-  FERRY_RETURN_NOT_OK(cuda_push(device, error));
+  int pushed = 0;
+  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
   ferry_CUresult rc =
       g_cuda.cuStreamWaitEvent((ferry_CUstream)stream, *(ferry_CUevent*)sync_event, 0);
   int code = FERRY_OK;
@@ -566,7 +605,7 @@ static int cuda_stream_wait_event(struct FerryDevice* device, void* stream,
                      "making stream %p of %s device %" PRId64 " wait for event %p",
                      stream, type_name(device), device->device_id, sync_event);
   }
-  return cuda_pop(device, code, error);
+  return cuda_leave(device, pushed, code, error);
 }
 
 /* ---- residency
@@ -594,30 +633,32 @@ static void describe_pointer(const struct FerryCudaPointerInfo* info, char* out,
   }
 }
 
-static int cuda_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
+/* Asks the driver about `ptr`. EFAULT with a message when the driver does
+ * not know it (plain host memory, freed memory, another runtime's). */
+static int cuda_query_pointer(const struct FerryDevice* device, const void* ptr,
+                              struct FerryCudaPointerInfo* info,
                               struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(cuda_push(device, error));
-  struct FerryCudaPointerInfo info = {0, 0, -1, 0, 0};
+  int pushed = 0;
+  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
+  *info = (struct FerryCudaPointerInfo){0, 0, -1, 0, 0};
   ferry_CUdeviceptr address = (ferry_CUdeviceptr)(uintptr_t)ptr;
   struct {
     ferry_CUpointer_attribute attribute;
     void* data;
     const char* what;
   } queries[] = {
-      {FERRY_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, &info.memory_type, "memory type"},
-      {FERRY_CU_POINTER_ATTRIBUTE_IS_MANAGED, &info.is_managed, "managed flag"},
-      {FERRY_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, &info.ordinal, "device ordinal"},
-      {FERRY_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, &info.range_start,
+      {FERRY_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, &info->memory_type, "memory type"},
+      {FERRY_CU_POINTER_ATTRIBUTE_IS_MANAGED, &info->is_managed, "managed flag"},
+      {FERRY_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, &info->ordinal, "device ordinal"},
+      {FERRY_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, &info->range_start,
        "allocation start"},
-      {FERRY_CU_POINTER_ATTRIBUTE_RANGE_SIZE, &info.range_size, "allocation size"},
+      {FERRY_CU_POINTER_ATTRIBUTE_RANGE_SIZE, &info->range_size, "allocation size"},
   };
   int code = FERRY_OK;
   for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]) && code == FERRY_OK; i++) {
     ferry_CUresult rc =
         g_cuda.cuPointerGetAttribute(queries[i].data, queries[i].attribute, address);
     if (rc == FERRY_CUDA_ERROR_INVALID_VALUE && i == 0) {
-      /* The driver does not know the pointer: pageable host memory, freed
-       * memory, or another runtime's. */
       code =
           ferry__set_error(error, EFAULT,
                           "pointer %p is not %s device %" PRId64
@@ -629,40 +670,68 @@ static int cuda_check_pointer(struct FerryDevice* device, const void* ptr, int64
                        queries[i].what, ptr);
     }
   }
-  code = cuda_pop(device, code, error);
-  if (code != FERRY_OK) return code;
+  return cuda_leave(device, pushed, code, error);
+}
 
+/* FERRY_OK when the memory `info` describes may be declared as `device`,
+ * and [ptr, ptr + size) stays inside its allocation; EFAULT otherwise. */
+static int cuda_judge_pointer(const struct FerryDevice* device, const void* ptr,
+                              int64_t size, const struct FerryCudaPointerInfo* info,
+                              struct FerryError* error) {
   int resident;
   switch (device->device_type) {
     case ARROW_DEVICE_CUDA_HOST:
-      resident = !info.is_managed && info.memory_type == FERRY_CU_MEMORYTYPE_HOST;
+      resident = !info->is_managed && info->memory_type == FERRY_CU_MEMORYTYPE_HOST;
       break;
     case ARROW_DEVICE_CUDA_MANAGED:
       /* Managed memory is reachable from every device: any ordinal will do. */
-      resident = info.is_managed != 0;
+      resident = info->is_managed != 0;
       break;
     default:
-      resident = !info.is_managed && info.memory_type == FERRY_CU_MEMORYTYPE_DEVICE &&
-                 info.ordinal == (int)device->device_id;
+      /* Managed memory is device memory too, and what RMM and cuDF export
+       * as ARROW_DEVICE_CUDA; it is reachable from every device. */
+      resident = info->is_managed != 0 ||
+                 (info->memory_type == FERRY_CU_MEMORYTYPE_DEVICE &&
+                  info->ordinal == (int)device->device_id);
       break;
   }
   if (!resident) {
     char found[128];
-    describe_pointer(&info, found, sizeof(found));
+    describe_pointer(info, found, sizeof(found));
     return ferry__set_error(error, EFAULT,
                            "pointer %p is not %s device %" PRId64 " memory (it is %s)",
                            ptr, type_name(device), device->device_id, found);
   }
-  uint64_t end = (uint64_t)info.range_start + (uint64_t)info.range_size;
-  if ((uint64_t)address + (uint64_t)size > end) {
+  /* The driver found ptr in the range, so the offset is below its size. */
+  uint64_t offset = (uint64_t)(uintptr_t)ptr - (uint64_t)info->range_start;
+  if ((uint64_t)size > (uint64_t)info->range_size - offset) {
     return ferry__set_error(error, EFAULT,
                            "range [%p, +%" PRId64
                            ") runs past the end of its %zu-byte "
                            "allocation on %s device %" PRId64 " at 0x%llx",
-                           ptr, size, info.range_size, type_name(device),
-                           device->device_id, (unsigned long long)info.range_start);
+                           ptr, size, info->range_size, type_name(device),
+                           device->device_id, (unsigned long long)info->range_start);
   }
   return FERRY_OK;
+}
+
+static int cuda_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
+                              struct FerryError* error) {
+  struct FerryCudaPointerInfo info;
+  int code = cuda_query_pointer(device, ptr, &info, error);
+  if (code == FERRY_OK) code = cuda_judge_pointer(device, ptr, size, &info, error);
+  if (code == EFAULT && size == 0) {
+    /* An empty buffer may point one past the end of its allocation (a slice
+     * at the end, a producer's end pointer): then the byte before it is the
+     * allocation's last, and that allocation must be resident. */
+    const char* last = (const char*)ptr - 1;
+    if (cuda_query_pointer(device, last, &info, NULL) == FERRY_OK &&
+        (uint64_t)info.range_start + info.range_size == (uint64_t)(uintptr_t)ptr &&
+        cuda_judge_pointer(device, last, 1, &info, NULL) == FERRY_OK) {
+      return FERRY_OK;
+    }
+  }
+  return code;
 }
 
 const struct FerryBackend ferry__backend_cuda = {
@@ -685,4 +754,5 @@ const struct FerryBackend ferry__backend_cuda = {
     .event_synchronize = cuda_event_synchronize,
     .stream_wait_event = cuda_stream_wait_event,
     .check_pointer = cuda_check_pointer,
+    .unusable_after_fork = 1,
 };

@@ -86,6 +86,7 @@ typedef unsigned int ferry_CUpointer_attribute;
   X(cuDevicePrimaryCtxRelease_v2, (ferry_CUdevice device))                               \
   X(cuCtxPushCurrent_v2, (ferry_CUcontext context))                                      \
   X(cuCtxPopCurrent_v2, (ferry_CUcontext * context))                                     \
+  X(cuCtxGetCurrent, (ferry_CUcontext * context))                                        \
   X(cuCtxSynchronize, (void))                                                            \
   X(cuMemAlloc_v2, (ferry_CUdeviceptr * pointer, size_t size))                           \
   X(cuMemFree_v2, (ferry_CUdeviceptr pointer))                                           \

@@ -16,13 +16,24 @@
  *         forgot the sync event still reads poison); synchronizing the NULL
  *         stream waits for every stream of that sim device.
  *   cuda, rocm  the driver's default (legacy NULL) stream, followed by a
- *         stream synchronize so the copy is complete on return. */
+ *         stream synchronize so the copy is complete on return.
+ *
+ * Lookups: devices are found without the lock (the list only grows, and a
+ * node is published with a release store once complete), so the hot paths
+ * that resolve a device per call (ferry_device_array_wait) take no mutex.
+ *
+ * fork(): CUDA and HIP cannot be used in the child of a process that
+ * initialized them; the driver fails there, or worse, seems to work. A
+ * pthread_atfork child handler marks every such backend that probed
+ * successfully, and from then on every call on it, in the child, fails with
+ * ENODEV and a message saying the process forked. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "internal.h"
@@ -47,7 +58,60 @@ struct FerryRegistryNode {
 
 static pthread_mutex_t g_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct FerryProbeResult g_probes[FERRY_N_BACKENDS];
+/* Written under the lock with release stores, read without it (acquire). */
 static struct FerryRegistryNode* g_devices;
+
+/* ---- fork ------------------------------------------------------------------ */
+
+/* Bit i: backend i was initialized before this process forked from its
+ * parent, and cannot be used here. Written only by the atfork child handler
+ * (the child has one thread then). */
+static int g_forked_backends;
+static pid_t g_fork_parent;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+
+/* Runs in the child of fork(): marks the GPU backends the parent had
+ * initialized, and gives the locks that another thread of the parent may
+ * have held at the fork back to the child. */
+static void registry_atfork_child(void) {
+  for (int64_t i = 0; i < FERRY_N_BACKENDS; i++) {
+    if (kBackends[i]->unusable_after_fork && g_probes[i].probed &&
+        g_probes[i].code == FERRY_OK) {
+      __atomic_fetch_or(&g_forked_backends, 1 << i, __ATOMIC_RELAXED);
+    }
+  }
+  if (g_forked_backends != 0) g_fork_parent = getppid();
+  pthread_mutex_init(&g_registry_lock, NULL);
+  for (struct FerryRegistryNode* node = g_devices; node != NULL; node = node->next) {
+    pthread_mutex_init(&node->device.event_pool_lock, NULL);
+  }
+}
+
+static void register_atfork(void) { pthread_atfork(NULL, NULL, registry_atfork_child); }
+
+static int backend_forked(int64_t index) {
+  return (__atomic_load_n(&g_forked_backends, __ATOMIC_RELAXED) >> index) & 1;
+}
+
+/* The error of every call on backend `index` in a forked child; `what`
+ * names the device or backend. */
+static int forked_error(int64_t index, const char* what, struct FerryError* error) {
+  return ferry__set_error(error, ENODEV,
+                         "%s cannot be used in this process: it was forked (pid %d, "
+                         "parent %d) after the %s backend was initialized, and the %s "
+                         "driver does not survive fork(); use the GPU in the parent "
+                         "only, or start the child with exec or posix_spawn",
+                         what, (int)getpid(), (int)g_fork_parent, kBackends[index]->name,
+                         kBackends[index]->name);
+}
+
+int ferry__device_usable(const struct FerryDevice* device, struct FerryError* error) {
+  if (!backend_forked(device->backend_index)) return FERRY_OK;
+  char what[64];
+  snprintf(what, sizeof(what), "%s device %" PRId64,
+           ferry_device_type_name(device->device_type), device->device_id);
+  return forked_error(device->backend_index, what, error);
+}
 
 /* ---- the registry ------------------------------------------------------ */
 
@@ -68,7 +132,15 @@ static const struct FerryBackend* backend_for_type(ArrowDeviceType device_type,
  * cached result into `error` when the backend is unusable. */
 static int probe_locked(int64_t i, struct FerryError* error) {
   struct FerryProbeResult* result = &g_probes[i];
+  if (backend_forked(i)) {
+    char what[64];
+    snprintf(what, sizeof(what), "the %s backend", kBackends[i]->name);
+    return forked_error(i, what, error);
+  }
   if (!result->probed) {
+    /* Before the first driver is initialized, so that a fork after it is
+     * seen. */
+    pthread_once(&g_atfork_once, register_atfork);
     struct FerryError probe_error;
     ferry_error_init(&probe_error);
     result->code = kBackends[i]->probe(&probe_error);
@@ -114,7 +186,18 @@ int ferry__registry_resolve(ArrowDeviceType device_type, int64_t device_id,
                            ferry_device_type_name(device_type), device_id);
   }
 
+  /* Known devices: no lock (see the top of the file). */
+  for (struct FerryRegistryNode* node = __atomic_load_n(&g_devices, __ATOMIC_ACQUIRE);
+       node != NULL; node = node->next) {
+    if (node->device.device_type == device_type && node->device.device_id == device_id) {
+      FERRY_RETURN_NOT_OK(ferry__device_usable(&node->device, error));
+      *out = &node->device;
+      return FERRY_OK;
+    }
+  }
+
   pthread_mutex_lock(&g_registry_lock);
+  /* Another thread may have created it since the walk above. */
   for (struct FerryRegistryNode* node = g_devices; node != NULL; node = node->next) {
     if (node->device.device_type == device_type && node->device.device_id == device_id) {
       *out = &node->device;
@@ -144,12 +227,15 @@ int ferry__registry_resolve(ArrowDeviceType device_type, int64_t device_id,
     node->device.device_type = device_type;
     node->device.device_id = device_id;
     node->device.backend = backend;
+    node->device.backend_index = backend_index;
+    pthread_mutex_init(&node->device.event_pool_lock, NULL);
     if (backend->device_init != NULL) code = backend->device_init(&node->device, error);
     if (code == FERRY_OK) {
       node->next = g_devices;
-      g_devices = node;
+      __atomic_store_n(&g_devices, node, __ATOMIC_RELEASE); /* publish it complete */
       *out = &node->device;
     } else {
+      pthread_mutex_destroy(&node->device.event_pool_lock);
       free(node);
     }
   }
@@ -200,9 +286,14 @@ int ferry_device_is_host_accessible(const struct FerryDevice* device) {
   return device->backend->is_host_accessible(device->device_type);
 }
 
+/* Every public call on a device starts here: a NULL device is EINVAL, a
+ * device of a backend this process cannot use since it forked is ENODEV. */
 static int check_device(const struct FerryDevice* device, const char* what,
                         struct FerryError* error) {
   if (device == NULL) return ferry__set_error(error, EINVAL, "%s must not be NULL", what);
+  if (__builtin_expect(__atomic_load_n(&g_forked_backends, __ATOMIC_RELAXED) != 0, 0)) {
+    return ferry__device_usable(device, error);
+  }
   return FERRY_OK;
 }
 

@@ -5,6 +5,7 @@
  * the same for every backend. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,25 +15,87 @@
 
 /* ---- export with an event ---------------------------------------------------- */
 
-/* What the event_release hook needs to destroy an exported event. */
-struct FerryExportedEvent {
+/* Released events wait in their device's pool for the next export, so that
+ * a steady stream of exports records an event per export and creates none.
+ * At most this many wait per device; more are destroyed on release. */
+#define FERRY_EVENT_POOL_MAX 64
+
+/* One event of `device`: owned by one exported array until that array is
+ * released, then kept in the device's pool (FerryDevice.event_pool). */
+struct FerryPooledEvent {
   struct FerryDevice* device;
   void* sync_event;
+  struct FerryPooledEvent* next;
 };
 
-/* Runs once, when the consumer releases the array: the event lives exactly
- * as long as the array, as the specification asks. */
-static void destroy_exported_event(void* user_data) {
-  struct FerryExportedEvent* exported = (struct FerryExportedEvent*)user_data;
-  /* Nothing can report an error from inside a release callback; a failure
-   * here would mean the event was already destroyed behind ferry's back. */
-  ferry_device_event_destroy(exported->device, exported->sync_event, NULL);
-  free(exported);
+/* An event for a new export: one from the pool, else a new one. */
+static int acquire_event(struct FerryDevice* device, struct FerryPooledEvent** out,
+                         struct FerryError* error) {
+  pthread_mutex_lock(&device->event_pool_lock);
+  struct FerryPooledEvent* pooled = device->event_pool;
+  if (pooled != NULL) {
+    device->event_pool = pooled->next;
+    device->event_pool_size--;
+  }
+  pthread_mutex_unlock(&device->event_pool_lock);
+  if (pooled == NULL) {
+    pooled = (struct FerryPooledEvent*)malloc(sizeof(struct FerryPooledEvent));
+    if (pooled == NULL) {
+      return ferry__set_error(error, ENOMEM, "out of memory exporting a sync event");
+    }
+    pooled->device = device;
+    pooled->sync_event = NULL;
+    int code = ferry_device_event_create(device, &pooled->sync_event, error);
+    if (code != FERRY_OK) {
+      free(pooled);
+      return code;
+    }
+  }
+  pooled->next = NULL;
+  *out = pooled;
+  return FERRY_OK;
+}
+
+/* Destroys the event: one that saw a failure, or one the pool has no room
+ * for. Nothing can report an error from a release callback; a failure here
+ * would mean the event was destroyed behind ferry's back. */
+static void discard_event(struct FerryPooledEvent* pooled) {
+  ferry_device_event_destroy(pooled->device, pooled->sync_event, NULL);
+  free(pooled);
+}
+
+/* The event_release hook of an export. It runs once, when the consumer
+ * releases the array: the event is valid exactly as long as the array, as
+ * the specification asks, and is recorded again only by a later export. */
+static void return_exported_event(void* user_data) {
+  struct FerryPooledEvent* pooled = (struct FerryPooledEvent*)user_data;
+  struct FerryDevice* device = pooled->device;
+  if (ferry__device_usable(device, NULL) != FERRY_OK) {
+    free(pooled); /* a forked child: the handle is the parent's */
+    return;
+  }
+  pthread_mutex_lock(&device->event_pool_lock);
+  int kept = device->event_pool_size < FERRY_EVENT_POOL_MAX;
+  if (kept) {
+    pooled->next = device->event_pool;
+    device->event_pool = pooled;
+    device->event_pool_size++;
+  }
+  pthread_mutex_unlock(&device->event_pool_lock);
+  if (!kept) discard_event(pooled);
+}
+
+int64_t ferry__device_pooled_events(struct FerryDevice* device) {
+  pthread_mutex_lock(&device->event_pool_lock);
+  int64_t size = device->event_pool_size;
+  pthread_mutex_unlock(&device->event_pool_lock);
+  return size;
 }
 
 /* Moves `array` into `out` on `device`; with `producer_stream` and
- * FERRY_SYNC_RECORD_EVENT the new event is owned by `out` and destroyed
- * when it is released. The caller keeps `producer_stream`. */
+ * FERRY_SYNC_RECORD_EVENT the event recorded on it is owned by `out` until
+ * `out` is released (then it goes back to the device's pool). The caller
+ * keeps `producer_stream`. */
 int ferry_device_array_init_async(struct ArrowDeviceArray* out, struct ArrowArray* array,
                                   struct FerryDevice* device, void* producer_stream,
                                   int32_t policy, struct FerryError* error) {
@@ -64,28 +127,14 @@ int ferry_device_array_init_async(struct ArrowDeviceArray* out, struct ArrowArra
     return ferry_device_array_init(out, array, type, id, NULL, NULL, NULL, error);
   }
 
-  struct FerryExportedEvent* exported =
-      (struct FerryExportedEvent*)malloc(sizeof(struct FerryExportedEvent));
-  if (exported == NULL) {
-    return ferry__set_error(error, ENOMEM, "out of memory exporting a sync event");
-  }
-  exported->device = device;
-  exported->sync_event = NULL;
-  int code = ferry_device_event_create(device, &exported->sync_event, error);
+  struct FerryPooledEvent* pooled = NULL;
+  FERRY_RETURN_NOT_OK(acquire_event(device, &pooled, error));
+  int code = ferry_device_event_record(device, pooled->sync_event, producer_stream, error);
   if (code == FERRY_OK) {
-    code =
-        ferry_device_event_record(device, exported->sync_event, producer_stream, error);
+    code = ferry_device_array_init(out, array, type, id, pooled->sync_event,
+                                   return_exported_event, pooled, error);
   }
-  if (code == FERRY_OK) {
-    code = ferry_device_array_init(out, array, type, id, exported->sync_event,
-                                   destroy_exported_event, exported, error);
-  }
-  if (code != FERRY_OK) {
-    if (exported->sync_event != NULL) {
-      ferry_device_event_destroy(device, exported->sync_event, NULL);
-    }
-    free(exported);
-  }
+  if (code != FERRY_OK) discard_event(pooled);
   return code;
 }
 

@@ -21,7 +21,8 @@
  * Streams, events, NULL stream and errors follow the CUDA backend (cuda.c):
  * streams are hipStreamNonBlocking, events hipEventDisableTiming,
  * sync_event is a heap slot holding a hipEvent_t (hipEvent_t*), and a
- * failing hipError_t becomes ENODEV (no device) or EIO with
+ * failing hipError_t becomes ENOMEM (hipErrorOutOfMemory), ENODEV (no
+ * device) or EIO with
  * "[entry point][hipErrorName] description (what ferry was doing)" from
  * ferry's own name table. */
 #include <dlfcn.h>
@@ -107,10 +108,15 @@ static const struct FerryDriverErrorName kHipErrorNames[] = {
     {FERRY_HIP_ERROR_RUNTIME_OTHER, "hipErrorRuntimeOther", "an HSA runtime call failed"},
 };
 
+/* ENOMEM when memory ran out (as ferry.h promises), ENODEV when no usable
+ * device is behind the call, EIO for every other runtime failure. */
 static int hip_errno(ferry_hipError_t code) {
-  return code == FERRY_HIP_ERROR_NO_DEVICE || code == FERRY_HIP_ERROR_INVALID_DEVICE
-             ? ENODEV
-             : EIO;
+  switch (code) {
+    case FERRY_HIP_ERROR_OUT_OF_MEMORY: return ENOMEM;
+    case FERRY_HIP_ERROR_NO_DEVICE:
+    case FERRY_HIP_ERROR_INVALID_DEVICE: return ENODEV;
+    default: return EIO;
+  }
 }
 
 static int hip_fail_with(struct FerryError* error, int code_errno, ferry_hipError_t rc,
@@ -521,22 +527,27 @@ static int hip_stream_wait_event(struct FerryDevice* device, void* stream,
 /* ---- residency
  * ------------------------------------------------------------------------------- */
 
-static int hip_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
-                             struct FerryError* error) {
+/* What the runtime says about one pointer. */
+struct FerryHipPointerInfo {
+  struct ferry_hipPointerAttribute attributes;
+  int have_range; /* pinned host memory is not always tracked as a range */
+  uintptr_t base;
+  size_t range;
+};
+
+/* Asks the runtime about `ptr`. EFAULT with a message when it does not know
+ * it (plain host memory, freed memory, another runtime's). */
+static int hip_query_pointer(const struct FerryDevice* device, const void* ptr,
+                             struct FerryHipPointerInfo* info, struct FerryError* error) {
   int saved = 0;
   FERRY_RETURN_NOT_OK(hip_enter(device, &saved, error));
-  struct ferry_hipPointerAttribute attributes;
-  memset(&attributes, 0, sizeof(attributes));
+  memset(info, 0, sizeof(*info));
   int hip6 = g_hip.runtime_version >= 60000000;
-  unsigned int host_type =
-      hip6 ? FERRY_HIP6_MEMORY_TYPE_HOST : FERRY_HIP5_MEMORY_TYPE_HOST;
-  unsigned int device_type =
-      hip6 ? FERRY_HIP6_MEMORY_TYPE_DEVICE : FERRY_HIP5_MEMORY_TYPE_DEVICE;
-  ferry_hipError_t rc = g_hip.hipPointerGetAttributes(&attributes, ptr);
+  ferry_hipError_t rc = g_hip.hipPointerGetAttributes(&info->attributes, ptr);
   int code = FERRY_OK;
   int unknown = rc == FERRY_HIP_ERROR_INVALID_VALUE ||
                 (rc == FERRY_HIP_SUCCESS && hip6 &&
-                 attributes.memory_type == FERRY_HIP6_MEMORY_TYPE_UNREGISTERED);
+                 info->attributes.memory_type == FERRY_HIP6_MEMORY_TYPE_UNREGISTERED);
   if (unknown) {
     code =
         ferry__set_error(error, EFAULT,
@@ -548,37 +559,47 @@ static int hip_check_pointer(struct FerryDevice* device, const void* ptr, int64_
     code = hip_fail(error, rc, "hipPointerGetAttributes",
                     "reading the attributes of pointer %p", ptr);
   }
-  void* base = NULL;
-  size_t range = 0;
-  int have_range = 0;
   if (code == FERRY_OK) {
-    rc = g_hip.hipMemGetAddressRange(&base, &range, (void*)(uintptr_t)ptr);
-    /* Pinned host allocations are not always tracked as ranges: only device
-     * memory must have one. */
+    void* base = NULL;
+    rc = g_hip.hipMemGetAddressRange(&base, &info->range, (void*)(uintptr_t)ptr);
     if (rc == FERRY_HIP_SUCCESS) {
-      have_range = 1;
+      info->have_range = 1;
+      info->base = (uintptr_t)base;
     } else if (device->device_type == ARROW_DEVICE_ROCM) {
       code = hip_fail(error, rc, "hipMemGetAddressRange",
                       "reading the allocation of pointer %p", ptr);
     }
   }
-  code = hip_leave(device, saved, code, error);
-  if (code != FERRY_OK) return code;
+  return hip_leave(device, saved, code, error);
+}
 
+/* FERRY_OK when the memory `info` describes may be declared as `device`,
+ * and [ptr, ptr + size) stays inside its allocation; EFAULT otherwise. */
+static int hip_judge_pointer(const struct FerryDevice* device, const void* ptr,
+                             int64_t size, const struct FerryHipPointerInfo* info,
+                             struct FerryError* error) {
+  const struct ferry_hipPointerAttribute* attributes = &info->attributes;
+  int hip6 = g_hip.runtime_version >= 60000000;
+  unsigned int host_type =
+      hip6 ? FERRY_HIP6_MEMORY_TYPE_HOST : FERRY_HIP5_MEMORY_TYPE_HOST;
+  unsigned int device_type =
+      hip6 ? FERRY_HIP6_MEMORY_TYPE_DEVICE : FERRY_HIP5_MEMORY_TYPE_DEVICE;
   int resident;
   char found[96];
-  if (attributes.is_managed) {
-    snprintf(found, sizeof(found), "managed memory of device %d", attributes.device);
-    resident = 0;
-  } else if (attributes.memory_type == host_type) {
+  if (attributes->is_managed ||
+      (hip6 && attributes->memory_type == FERRY_HIP6_MEMORY_TYPE_MANAGED)) {
+    /* Arrow has no rocm_managed: managed memory is exported as rocm. */
+    snprintf(found, sizeof(found), "managed memory of device %d", attributes->device);
+    resident = device->device_type == ARROW_DEVICE_ROCM;
+  } else if (attributes->memory_type == host_type) {
     snprintf(found, sizeof(found), "rocm_host (pinned host) memory");
     resident = device->device_type == ARROW_DEVICE_ROCM_HOST;
-  } else if (attributes.memory_type == device_type) {
-    snprintf(found, sizeof(found), "rocm device %d memory", attributes.device);
+  } else if (attributes->memory_type == device_type) {
+    snprintf(found, sizeof(found), "rocm device %d memory", attributes->device);
     resident = device->device_type == ARROW_DEVICE_ROCM &&
-               attributes.device == (int)device->device_id;
+               attributes->device == (int)device->device_id;
   } else {
-    snprintf(found, sizeof(found), "HIP memory of type %u", attributes.memory_type);
+    snprintf(found, sizeof(found), "HIP memory of type %u", attributes->memory_type);
     resident = 0;
   }
   if (!resident) {
@@ -586,14 +607,35 @@ static int hip_check_pointer(struct FerryDevice* device, const void* ptr, int64_
                            "pointer %p is not %s device %" PRId64 " memory (it is %s)",
                            ptr, type_name(device), device->device_id, found);
   }
-  if (have_range && (uintptr_t)ptr + (uint64_t)size > (uintptr_t)base + range) {
+  /* The runtime found ptr in the range, so the offset is below its size. */
+  if (info->have_range && (uint64_t)size > info->range - ((uintptr_t)ptr - info->base)) {
     return ferry__set_error(error, EFAULT,
                            "range [%p, +%" PRId64
                            ") runs past the end of its %zu-byte "
                            "allocation on %s device %" PRId64 " at %p",
-                           ptr, size, range, type_name(device), device->device_id, base);
+                           ptr, size, info->range, type_name(device), device->device_id,
+                           (void*)info->base);
   }
   return FERRY_OK;
+}
+
+static int hip_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
+                             struct FerryError* error) {
+  struct FerryHipPointerInfo info;
+  int code = hip_query_pointer(device, ptr, &info, error);
+  if (code == FERRY_OK) code = hip_judge_pointer(device, ptr, size, &info, error);
+  if (code == EFAULT && size == 0) {
+    /* An empty buffer may point one past the end of its allocation: then
+     * the byte before it is that allocation's last (when the runtime tracks
+     * its range), and that allocation must be resident. */
+    const char* last = (const char*)ptr - 1;
+    if (hip_query_pointer(device, last, &info, NULL) == FERRY_OK &&
+        (!info.have_range || info.base + info.range == (uintptr_t)ptr) &&
+        hip_judge_pointer(device, last, 1, &info, NULL) == FERRY_OK) {
+      return FERRY_OK;
+    }
+  }
+  return code;
 }
 
 const struct FerryBackend ferry__backend_rocm = {
@@ -616,4 +658,5 @@ const struct FerryBackend ferry__backend_rocm = {
     .event_synchronize = hip_event_synchronize,
     .stream_wait_event = hip_stream_wait_event,
     .check_pointer = hip_check_pointer,
+    .unusable_after_fork = 1,
 };

@@ -39,6 +39,7 @@ struct ferry_hipPointerAttribute {
 #define FERRY_HIP6_MEMORY_TYPE_UNREGISTERED 0u
 #define FERRY_HIP6_MEMORY_TYPE_HOST 1u
 #define FERRY_HIP6_MEMORY_TYPE_DEVICE 2u
+#define FERRY_HIP6_MEMORY_TYPE_MANAGED 3u
 
 /* hipError_t values ferry names in its messages. */
 #define FERRY_HIP_SUCCESS 0u

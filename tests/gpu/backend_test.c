@@ -16,9 +16,13 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ferry/dlpack_abi.h"
@@ -128,6 +132,19 @@ static struct FerryDevice* device(ArrowDeviceType type, int64_t id) {
 static void check_bracketing(void) {
   CHECK_EQ_INT(0, g_cuda.context_depth());
   CHECK_EQ_INT(0, g_hip.current_device());
+}
+
+/* Driver events of both emulations that are not waiting in one of ferry's
+ * export pools: the events some array or caller holds. */
+static int64_t events_in_use(void) {
+  static const ArrowDeviceType kTypes[] = {ARROW_DEVICE_CUDA, ARROW_DEVICE_CUDA_HOST,
+                                           ARROW_DEVICE_CUDA_MANAGED, ARROW_DEVICE_ROCM,
+                                           ARROW_DEVICE_ROCM_HOST};
+  int64_t n = g_cuda.live_events() + g_hip.live_events();
+  for (size_t t = 0; t < sizeof kTypes / sizeof kTypes[0]; t++) {
+    for (int64_t id = 0; id < 2; id++) n -= ferry__device_pooled_events(device(kTypes[t], id));
+  }
+  return n;
 }
 
 static void fill_pattern(uint8_t* bytes, size_t n, uint8_t seed) {
@@ -471,13 +488,13 @@ FERRY_TEST(export_policy_record_event_hands_out_an_event_owned_by_the_array) {
     struct FerryDevice* d = device(emu->device_type, 0);
     void* stream = NULL;
     CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
-    int64_t events_before = emu->live_events();
+    int64_t events_before = events_in_use();
     struct ArrowDeviceArray array;
     memset(&array, 0, sizeof array);
     CHECK_EQ_INT(0, emu->gate_close(stream));
     make_int32_array(d, stream, FERRY_SYNC_RECORD_EVENT, 100, NULL, &array, NULL);
     CHECK(array.sync_event != NULL);
-    CHECK_EQ_INT(events_before + 1, emu->live_events());
+    CHECK_EQ_INT(events_before + 1, events_in_use());
     CHECK_EQ_INT(0, emu->event_done(*(void**)array.sync_event));
     CHECK_EQ_INT(emu->device_type, array.device_type);
     CHECK_EQ_INT(1, ferry_device_array_reserved_is_zero(&array));
@@ -488,7 +505,9 @@ FERRY_TEST(export_policy_record_event_hands_out_an_event_owned_by_the_array) {
     int released_before = g_released_buffers;
     ferry_device_array_release(&array);
     CHECK_EQ_INT(released_before + 1, g_released_buffers);
-    CHECK_EQ_INT(events_before, emu->live_events()); /* the event died with the array */
+    /* The array no longer holds the event: it waits in the device's pool. */
+    CHECK_EQ_INT(events_before, events_in_use());
+    CHECK(ferry__device_pooled_events(d) >= 1);
     CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
     check_bracketing();
   }
@@ -864,6 +883,7 @@ static const struct Injection kInjections[] = {
     {&g_cuda, "cuStreamWaitEvent", act_stream_wait_event, "CUDA_ERROR_UNKNOWN"},
     {&g_cuda, "cuCtxPushCurrent_v2", act_allocate, "CUDA_ERROR_UNKNOWN"},
     {&g_cuda, "cuCtxPushCurrent_v2", act_event_create, "CUDA_ERROR_UNKNOWN"},
+    {&g_cuda, "cuCtxGetCurrent", act_allocate, "CUDA_ERROR_UNKNOWN"},
     {&g_cuda, "cuPointerGetAttribute", act_check_pointer, "CUDA_ERROR_UNKNOWN"},
     {&g_hip, "hipMalloc", act_allocate, "hipErrorOutOfMemory"},
     {&g_hip, "hipHostMalloc", act_allocate_host, "hipErrorOutOfMemory"},
@@ -887,7 +907,12 @@ static const struct Injection kInjections[] = {
     {&g_hip, "hipMemGetAddressRange", act_check_pointer, "hipErrorUnknown"},
 };
 
-FERRY_TEST(every_injected_driver_failure_is_eio_with_its_name_and_leaks_nothing) {
+/* Out of memory is ENOMEM (as ferry.h promises), every other failure EIO. */
+static int is_out_of_memory(const char* name) {
+  return strstr(name, "OUT_OF_MEMORY") != NULL || strstr(name, "OutOfMemory") != NULL;
+}
+
+FERRY_TEST(every_injected_driver_failure_is_reported_with_its_name_and_leaks_nothing) {
   for (size_t i = 0; i < sizeof kInjections / sizeof kInjections[0]; i++) {
     const struct Injection* inj = &kInjections[i];
     struct Emu* emu = inj->emu;
@@ -897,22 +922,20 @@ FERRY_TEST(every_injected_driver_failure_is_eio_with_its_name_and_leaks_nothing)
             events = emu->live_events();
     int64_t ferry_allocations = ferry_device_live_allocations(main_device(emu));
     int64_t calls_before = emu->calls(inj->entry);
-    emu->fail(
-        inj->entry, 1,
-        strstr(inj->expected_name, "MEMORY") || strstr(inj->expected_name, "OutOfMemory")
-            ? 2u
-            : 999u);
+    int oom = is_out_of_memory(inj->expected_name);
+    emu->fail(inj->entry, 1, oom ? 2u : 999u);
     struct FerryError error;
     ferry_error_init(&error);
     int rc = inj->action(emu, &error);
     emu->clear_failures();
     char expected[128];
     snprintf(expected, sizeof expected, "[%s][%s]", inj->entry, inj->expected_name);
-    if (rc != EIO || strstr(error.message, expected) == NULL) {
+    int expected_errno = oom ? ENOMEM : EIO;
+    if (rc != expected_errno || strstr(error.message, expected) == NULL) {
       printf("  injection %s: rc %d, message \"%s\"\n", inj->entry, rc, error.message);
     }
     CHECK(emu->calls(inj->entry) > calls_before); /* the entry point really ran */
-    CHECK_EQ_INT(EIO, rc);
+    CHECK_EQ_INT(expected_errno, rc);
     CHECK_CONTAINS(error.message, expected);
     CHECK_EQ_INT(allocations, emu->live_allocations());
     CHECK_EQ_INT(streams, emu->live_streams());
@@ -1043,17 +1066,18 @@ static void collect(void* user_data, const char* rule, const char* where,
     snprintf(f->first, sizeof f->first, "%s: %s: %s", rule, where, what);
 }
 
-/* Validates an int32 array of `length` values whose data buffer is `p`,
- * declared to live on (type, id). */
-static int validate_declared(void* p, int64_t length, ArrowDeviceType type, int64_t id,
-                             struct Findings* findings) {
+/* Validates an int32 array of `length` values from `offset` on, whose data
+ * buffer is `p`, declared to live on (type, id). */
+static int validate_declared_at(void* p, int64_t length, int64_t offset,
+                                ArrowDeviceType type, int64_t id,
+                                struct Findings* findings) {
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   ferry_schema_init(&schema, "i", NULL, 0, 0, NULL);
   struct ArrowArray inner;
   memset(&inner, 0, sizeof inner);
   const void* buffers[2] = {NULL, p};
-  ferry_array_init(&inner, length, 0, 0, 2, buffers, 0, NULL, NULL, NULL);
+  ferry_array_init(&inner, length, 0, offset, 2, buffers, 0, NULL, NULL, NULL);
   struct ArrowDeviceArray array;
   memset(&array, 0, sizeof array);
   ferry_device_array_init(&array, &inner, type, id, NULL, NULL, NULL, NULL);
@@ -1063,6 +1087,11 @@ static int validate_declared(void* p, int64_t length, ArrowDeviceType type, int6
   ferry_device_array_release(&array);
   ferry_schema_release(&schema);
   return rc;
+}
+
+static int validate_declared(void* p, int64_t length, ArrowDeviceType type, int64_t id,
+                             struct Findings* findings) {
+  return validate_declared_at(p, length, 0, type, id, findings);
 }
 
 FERRY_TEST(validation_checks_residency_on_cuda_and_rocm) {
@@ -1081,8 +1110,13 @@ FERRY_TEST(validation_checks_residency_on_cuda_and_rocm) {
       {ARROW_DEVICE_CUDA, 0, ARROW_DEVICE_CUDA_HOST, 0, "(it is cuda device 0 memory)"},
       {ARROW_DEVICE_CUDA_HOST, 1, ARROW_DEVICE_CUDA_HOST, 1, NULL},
       {ARROW_DEVICE_CUDA_MANAGED, 1, ARROW_DEVICE_CUDA_MANAGED, 0, NULL},
-      {ARROW_DEVICE_CUDA_MANAGED, 0, ARROW_DEVICE_CUDA, 0,
+      /* Managed memory declared as cuda is what RMM and cuDF export: valid,
+       * and reachable from every device. */
+      {ARROW_DEVICE_CUDA_MANAGED, 0, ARROW_DEVICE_CUDA, 0, NULL},
+      {ARROW_DEVICE_CUDA_MANAGED, 1, ARROW_DEVICE_CUDA, 0, NULL},
+      {ARROW_DEVICE_CUDA_MANAGED, 0, ARROW_DEVICE_CUDA_HOST, 0,
        "(it is cuda_managed memory (of device 0))"},
+      {ARROW_DEVICE_CUDA, 1, ARROW_DEVICE_CUDA_MANAGED, 1, "(it is cuda device 1 memory)"},
       {ARROW_DEVICE_ROCM, 0, ARROW_DEVICE_ROCM, 0, NULL},
       {ARROW_DEVICE_ROCM, 1, ARROW_DEVICE_ROCM, 0, "(it is rocm device 1 memory)"},
       {ARROW_DEVICE_ROCM_HOST, 0, ARROW_DEVICE_ROCM, 1,
@@ -1158,8 +1192,19 @@ FERRY_TEST(residency_names_memory_types_ferry_does_not_allocate) {
   CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(cuda, c, 16, &error));
   CHECK_CONTAINS(error.message, "(it is CUDA memory of type 3)");
   CHECK_EQ_INT(0, hip_override(r, -1, 1)); /* hipMallocManaged memory */
-  CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(rocm, r, 16, &error));
+  /* Arrow has no rocm_managed: managed memory is declared as rocm, and only
+   * as rocm. */
+  CHECK_EQ_INT(0, ferry__device_check_pointer(rocm, r, 16, &error));
+  CHECK_EQ_INT(0, ferry__device_check_pointer(device(ARROW_DEVICE_ROCM, 1), r, 16, &error));
+  CHECK_EQ_INT(EFAULT,
+               ferry__device_check_pointer(device(ARROW_DEVICE_ROCM_HOST, 0), r, 16, &error));
   CHECK_CONTAINS(error.message, "(it is managed memory of device 0)");
+  /* Type 3 is hipMemoryTypeManaged in HIP 6, hipMemoryTypeUnified before. */
+  const char* version = getenv("FERRY_HIP_EMU_RUNTIME_VERSION");
+  int hip6 = version == NULL || atoi(version) >= 60000000;
+  CHECK_EQ_INT(0, hip_override(r, 3, 0));
+  CHECK_EQ_INT(hip6 ? 0 : EFAULT, ferry__device_check_pointer(rocm, r, 16, &error));
+  if (!hip6) CHECK_CONTAINS(error.message, "(it is HIP memory of type 3)");
   CHECK_EQ_INT(0, hip_override(r, 10, 0)); /* hipMemoryTypeArray (HIP 6) */
   CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(rocm, r, 16, &error));
   CHECK_CONTAINS(error.message, "(it is HIP memory of type 10)");
@@ -1175,6 +1220,512 @@ FERRY_TEST(rocm_host_memory_without_an_address_range_is_still_resident) {
   CHECK_EQ_INT(0, check_one_pointer(device(ARROW_DEVICE_ROCM_HOST, 0), &error));
   g_hip.clear_failures();
   check_bracketing();
+}
+
+/* ---- what real producers export: managed memory, end pointers, exact sizes
+ * ------------------------------------------------------------------------- */
+
+static const ArrowDeviceType kGpuTypes[] = {ARROW_DEVICE_CUDA, ARROW_DEVICE_CUDA_HOST,
+                                            ARROW_DEVICE_CUDA_MANAGED, ARROW_DEVICE_ROCM,
+                                            ARROW_DEVICE_ROCM_HOST};
+#define N_GPU_TYPES (sizeof kGpuTypes / sizeof kGpuTypes[0])
+
+FERRY_TEST(an_empty_buffer_one_past_the_end_of_its_allocation_is_resident) {
+  for (size_t t = 0; t < N_GPU_TYPES; t++) {
+    ArrowDeviceType type = kGpuTypes[t];
+    struct FerryDevice* d = device(type, 1);
+    struct FerryError error;
+    ferry_error_init(&error);
+    struct Findings f;
+    void* p = NULL;
+    CHECK_EQ_INT(0, ferry_device_allocate(d, 40, &p, NULL));
+    char* end = (char*)p + 40;
+    int rc = ferry__device_check_pointer(d, end, 0, &error);
+    if (rc != 0) printf("  %s: %s\n", ferry_device_type_name(type), error.message);
+    CHECK_EQ_INT(0, rc);
+    /* What the validator sees: an empty int32 array whose data is the end. */
+    CHECK_EQ_INT(0, validate_declared(end, 0, type, 1, &f));
+    CHECK_EQ_INT(0, f.count);
+    /* One byte further is not the end of anything the driver knows. */
+    CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(d, end + 1, 0, &error));
+    /* Only an empty range may start there. */
+    CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(d, end, 4, &error));
+    /* The allocation before the end pointer must itself be resident. */
+    if (type == ARROW_DEVICE_CUDA || type == ARROW_DEVICE_ROCM) {
+      CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(device(type, 0), end, 0, &error));
+      CHECK_EQ_INT(EINVAL, validate_declared(end, 0, type, 0, &f));
+      CHECK_CONTAINS(f.first, "is not on");
+    }
+    CHECK_EQ_INT(0, ferry_device_deallocate(d, p, NULL));
+  }
+  /* An empty buffer in plain host memory is still not device memory. */
+  int32_t host[4] = {0};
+  struct Findings f;
+  CHECK_EQ_INT(EINVAL, validate_declared(host + 4, 0, ARROW_DEVICE_CUDA, 0, &f));
+  CHECK_EQ_INT(EINVAL, validate_declared(host + 4, 0, ARROW_DEVICE_ROCM, 0, &f));
+  check_bracketing();
+}
+
+FERRY_TEST(a_declared_length_longer_than_the_allocation_is_refused) {
+  for (size_t t = 0; t < N_GPU_TYPES; t++) {
+    ArrowDeviceType type = kGpuTypes[t];
+    struct FerryDevice* d = device(type, 0);
+    struct FerryError error;
+    ferry_error_init(&error);
+    struct Findings f;
+    void* p = NULL;
+    CHECK_EQ_INT(0, ferry_device_allocate(d, 40, &p, NULL));
+    char* bytes = (char*)p;
+    CHECK_EQ_INT(0, ferry__device_check_pointer(d, p, 40, &error));
+    CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(d, p, 41, &error));
+    CHECK_CONTAINS(error.message, "runs past the end of its 40-byte allocation");
+    CHECK_EQ_INT(0, ferry__device_check_pointer(d, bytes + 8, 32, &error));
+    CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(d, bytes + 8, 33, &error));
+    CHECK_EQ_INT(EFAULT, ferry__device_check_pointer(d, bytes + 8, INT64_MAX, &error));
+    /* The validator asks with the size the array's length needs. */
+    CHECK_EQ_INT(0, validate_declared(p, 10, type, 0, &f));
+    CHECK_EQ_INT(EINVAL, validate_declared(p, 11, type, 0, &f));
+    CHECK_EQ_INT(1, f.count);
+    CHECK_CONTAINS(f.first, "runs past the end of its 40-byte allocation");
+    /* A slice counts from the buffer's start: offset 2 + 8 values fit. */
+    CHECK_EQ_INT(0, validate_declared_at(p, 8, 2, type, 0, &f));
+    CHECK_EQ_INT(EINVAL, validate_declared_at(p, 8, 3, type, 0, &f));
+    CHECK_CONTAINS(f.first, "runs past the end of its 40-byte allocation");
+    CHECK_EQ_INT(0, ferry_device_deallocate(d, p, NULL));
+  }
+  check_bracketing();
+}
+
+/* ---- out of memory, fork
+ * ------------------------------------------------------------------------- */
+
+FERRY_TEST(out_of_memory_from_the_driver_is_enomem) {
+  struct {
+    struct Emu* emu;
+    const char* entry;
+    ArrowDeviceType type;
+    const char* name;
+  } cases[] = {
+      {&g_cuda, "cuMemAlloc_v2", ARROW_DEVICE_CUDA, "CUDA_ERROR_OUT_OF_MEMORY"},
+      {&g_cuda, "cuMemAllocHost_v2", ARROW_DEVICE_CUDA_HOST, "CUDA_ERROR_OUT_OF_MEMORY"},
+      {&g_cuda, "cuMemAllocManaged", ARROW_DEVICE_CUDA_MANAGED, "CUDA_ERROR_OUT_OF_MEMORY"},
+      {&g_hip, "hipMalloc", ARROW_DEVICE_ROCM, "hipErrorOutOfMemory"},
+      {&g_hip, "hipHostMalloc", ARROW_DEVICE_ROCM_HOST, "hipErrorOutOfMemory"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct FerryError error;
+    ferry_error_init(&error);
+    void* p = NULL;
+    cases[i].emu->fail(cases[i].entry, 1, 2u); /* CUDA_ERROR_OUT_OF_MEMORY, hipErrorOutOfMemory */
+    CHECK_EQ_INT(ENOMEM, ferry_device_allocate(device(cases[i].type, 1), 1 << 20, &p, &error));
+    CHECK(p == NULL);
+    char expected[96];
+    snprintf(expected, sizeof expected, "[%s][%s]", cases[i].entry, cases[i].name);
+    CHECK_CONTAINS(error.message, expected);
+  }
+  /* Any call can run out of device memory, not only allocations. */
+  void* stream = NULL;
+  struct FerryError error;
+  ferry_error_init(&error);
+  g_cuda.fail("cuStreamCreate", 1, 2u);
+  CHECK_EQ_INT(ENOMEM, ferry_device_stream_create(device(ARROW_DEVICE_CUDA, 0), &stream,
+                                                  &error));
+  g_hip.fail("hipEventCreateWithFlags", 1, 2u);
+  CHECK_EQ_INT(ENOMEM, ferry_device_event_create(device(ARROW_DEVICE_ROCM, 0), &stream,
+                                                 &error));
+  /* A deep copy whose allocation fails says so too. */
+  struct ArrowSchema schema;
+  memset(&schema, 0, sizeof schema);
+  struct ArrowDeviceArray src, out;
+  memset(&src, 0, sizeof src);
+  memset(&out, 0, sizeof out);
+  make_int32_array(device(ARROW_DEVICE_CPU, -1), NULL, FERRY_SYNC_RECORD_EVENT, 8, &schema,
+                   &src, NULL);
+  g_cuda.fail("cuMemAlloc_v2", 1, 2u);
+  CHECK_EQ_INT(ENOMEM,
+               ferry_device_array_copy(&schema, &src, ARROW_DEVICE_CUDA, 0, &out, &error));
+  CHECK(out.array.release == NULL);
+  ferry_device_array_release(&src);
+  ferry_schema_release(&schema);
+  g_cuda.clear_failures();
+  g_hip.clear_failures();
+  check_bracketing();
+}
+
+/* Child-side check of the fork test: prints and counts, no longjmp. */
+#define CHILD_EXPECT(cond)                                               \
+  do {                                                                   \
+    if (!(cond)) {                                                       \
+      printf("  forked child: %s failed (line %d)\n", #cond, __LINE__); \
+      failures++;                                                        \
+    }                                                                    \
+  } while (0)
+
+FERRY_TEST(a_forked_child_cannot_use_cuda_or_rocm_and_is_told_it_forked) {
+  struct FerryDevice* cuda = device(ARROW_DEVICE_CUDA, 0);
+  struct FerryDevice* rocm = device(ARROW_DEVICE_ROCM, 1);
+  struct FerryDevice* cpu = device(ARROW_DEVICE_CPU, -1);
+  void* parent_memory = NULL;
+  CHECK_EQ_INT(0, ferry_device_allocate(cuda, 64, &parent_memory, NULL));
+  fflush(stdout);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    int failures = 0;
+    struct FerryError error;
+    ferry_error_init(&error);
+    void* p = NULL;
+    CHILD_EXPECT(ferry_device_allocate(cuda, 16, &p, &error) == ENODEV);
+    CHILD_EXPECT(strstr(error.message, "cuda device 0 cannot be used in this process: "
+                                       "it was forked") != NULL);
+    CHILD_EXPECT(ferry_device_deallocate(cuda, parent_memory, &error) == ENODEV);
+    CHILD_EXPECT(ferry_device_stream_create(rocm, &p, &error) == ENODEV);
+    CHILD_EXPECT(strstr(error.message, "rocm device 1") != NULL &&
+                 strstr(error.message, "forked") != NULL);
+    CHILD_EXPECT(ferry__device_check_pointer(cuda, parent_memory, 64, &error) == ENODEV);
+    struct FerryDevice* again = NULL;
+    CHILD_EXPECT(ferry_device_resolve(ARROW_DEVICE_CUDA_HOST, 0, &again, &error) == ENODEV);
+    CHILD_EXPECT(strstr(error.message, "forked") != NULL && again == NULL);
+    CHILD_EXPECT(ferry_backend_probe(2, &error) == ENODEV);
+    CHILD_EXPECT(strstr(error.message, "the cuda backend cannot be used") != NULL);
+    CHILD_EXPECT(ferry_backend_probe(3, &error) == ENODEV);
+    CHILD_EXPECT(strstr(error.message, "forked") != NULL);
+    /* The CPU is unaffected. */
+    CHILD_EXPECT(ferry_device_allocate(cpu, 16, &p, &error) == 0);
+    CHILD_EXPECT(ferry_device_deallocate(cpu, p, &error) == 0);
+    fflush(stdout);
+    _exit(failures == 0 ? 0 : 1);
+  }
+  int status = 0;
+  CHECK_EQ_INT(pid, waitpid(pid, &status, 0));
+  CHECK(WIFEXITED(status));
+  CHECK_EQ_INT(0, WEXITSTATUS(status));
+  /* The parent goes on as before. */
+  CHECK_EQ_INT(0, ferry_backend_probe(2, NULL));
+  CHECK_EQ_INT(0, ferry_device_deallocate(cuda, parent_memory, NULL));
+  void* stream = NULL;
+  CHECK_EQ_INT(0, ferry_device_stream_create(rocm, &stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_stream_destroy(rocm, stream, NULL));
+  check_bracketing();
+}
+
+/* ---- what a GPU would crash on, or leave unfinished
+ * ------------------------------------------------------------------------- */
+
+/* 1 when a host read of `p` kills a child process with SIGSEGV. */
+static int host_read_crashes(const void* p) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(SIGSEGV, SIG_DFL); /* no sanitizer report: the plain signal */
+    volatile const uint8_t* bytes = (volatile const uint8_t*)p;
+    _exit(bytes[0] == 0x5A ? 3 : 4); /* reached only when the read worked */
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid) return 0;
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+}
+
+FERRY_TEST(a_host_read_of_emulated_device_memory_crashes_as_on_a_gpu) {
+  struct FerryDevice* cpu = device(ARROW_DEVICE_CPU, -1);
+  for (size_t t = 0; t < N_GPU_TYPES; t++) {
+    struct FerryDevice* d = device(kGpuTypes[t], 1);
+    uint8_t source[64];
+    fill_pattern(source, sizeof source, 0x5A);
+    void* p = NULL;
+    CHECK_EQ_INT(0, ferry_device_allocate(d, sizeof source, &p, NULL));
+    CHECK_EQ_INT(0, ferry_device_memcpy(d, p, cpu, source, sizeof source, NULL, NULL));
+    if (ferry_device_is_host_accessible(d)) {
+      /* Pinned and managed memory: the host reads it, as on a GPU. */
+      CHECK(memcmp(p, source, sizeof source) == 0);
+    } else {
+      CHECK(host_read_crashes(p));
+      CHECK(host_read_crashes((const uint8_t*)p + sizeof source - 1));
+      /* The copy calls still reach it. */
+      uint8_t back[64];
+      CHECK_EQ_INT(0, ferry_device_memcpy(cpu, back, d, p, sizeof back, NULL, NULL));
+      CHECK(memcmp(back, source, sizeof source) == 0);
+    }
+    CHECK_EQ_INT(0, ferry_device_deallocate(d, p, NULL));
+  }
+  check_bracketing();
+}
+
+typedef unsigned (*retain_fn)(void**, int);
+typedef unsigned (*release_fn)(int);
+typedef unsigned (*push_fn)(void*);
+typedef unsigned (*pop_fn)(void**);
+typedef unsigned (*sync_fn)(void*);
+typedef unsigned (*query_fn)(void*);
+typedef unsigned (*cu_dtod_fn)(uintptr_t, uintptr_t, size_t, void*);
+typedef unsigned (*hip_copy_fn)(void*, const void*, size_t, unsigned, void*);
+
+static void* driver_entry(struct Emu* emu, const char* name) {
+  void* entry = dlsym(emu->handle, name);
+  if (entry == NULL) printf("  %s does not export %s\n", emu->library, name);
+  return entry;
+}
+
+FERRY_TEST(emulated_streams_and_the_null_stream_work_only_once_waited_for) {
+  enum { N = 256 };
+  struct FerryDevice* cpu = device(ARROW_DEVICE_CPU, -1);
+  for (size_t e = 0; e < 2; e++) {
+    struct Emu* emu = kEmus[e];
+    struct FerryDevice* d = device(emu->device_type, 0);
+    struct FerryDevice* host = device(emu->host_type, 0);
+    uint8_t source[N];
+    fill_pattern(source, N, 21);
+    void *on_device = NULL, *pinned = NULL, *stream = NULL;
+    CHECK_EQ_INT(0, ferry_device_allocate(d, N, &on_device, NULL));
+    CHECK_EQ_INT(0, ferry_device_allocate(host, N, &pinned, NULL));
+    CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
+    memset(pinned, 0, N);
+    /* Queued on a stream, with nobody waiting: nothing reaches the pinned
+     * memory, however long the host looks (no gate holds it). */
+    CHECK_EQ_INT(0, ferry_device_memcpy(d, on_device, cpu, source, N, stream, NULL));
+    CHECK_EQ_INT(0, ferry_device_memcpy(host, pinned, d, on_device, N, stream, NULL));
+    CHECK_EQ_INT(2, emu->stream_pending(stream));
+    CHECK_EQ_INT(0, ((uint8_t*)pinned)[0]);
+    CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, stream, NULL));
+    CHECK(memcmp(pinned, source, N) == 0);
+
+    /* A polling caller makes progress: the first query says "not ready". */
+    memset(pinned, 0, N);
+    CHECK_EQ_INT(0, ferry_device_memcpy(host, pinned, d, on_device, N, stream, NULL));
+    query_fn query = (query_fn)driver_entry(
+        emu, emu == &g_cuda ? "cuStreamQuery" : "hipStreamQuery");
+    CHECK(query != NULL);
+    CHECK_EQ_INT(600, query(stream)); /* CUDA_ERROR_NOT_READY = hipErrorNotReady */
+    long polls = 0;
+    while (query(stream) != 0 && polls < 100000000L) {
+      sched_yield();
+      polls++;
+    }
+    CHECK(memcmp(pinned, source, N) == 0);
+
+    /* The driver's own NULL-stream copy is asynchronous too: without the
+     * stream synchronize that ferry always adds, nothing has happened. */
+    memset(pinned, 0, N);
+    if (emu == &g_cuda) {
+      void* context = NULL;
+      retain_fn retain = (retain_fn)driver_entry(emu, "cuDevicePrimaryCtxRetain");
+      release_fn release = (release_fn)driver_entry(emu, "cuDevicePrimaryCtxRelease_v2");
+      push_fn push = (push_fn)driver_entry(emu, "cuCtxPushCurrent_v2");
+      pop_fn pop = (pop_fn)driver_entry(emu, "cuCtxPopCurrent_v2");
+      cu_dtod_fn dtod = (cu_dtod_fn)driver_entry(emu, "cuMemcpyDtoDAsync_v2");
+      sync_fn sync = (sync_fn)driver_entry(emu, "cuStreamSynchronize");
+      CHECK(retain && release && push && pop && dtod && sync);
+      CHECK_EQ_INT(0, retain(&context, 0));
+      CHECK_EQ_INT(0, push(context));
+      CHECK_EQ_INT(0, dtod((uintptr_t)pinned, (uintptr_t)on_device, N, NULL));
+      CHECK_EQ_INT(0, ((uint8_t*)pinned)[0]);
+      CHECK_EQ_INT(0, sync(NULL));
+      CHECK_EQ_INT(0, pop(NULL));
+      CHECK_EQ_INT(0, release(0));
+    } else {
+      hip_copy_fn copy = (hip_copy_fn)driver_entry(emu, "hipMemcpyAsync");
+      sync_fn sync = (sync_fn)driver_entry(emu, "hipStreamSynchronize");
+      CHECK(copy && sync);
+      CHECK_EQ_INT(0, copy(pinned, on_device, N, 3 /* hipMemcpyDeviceToDevice */, NULL));
+      CHECK_EQ_INT(0, ((uint8_t*)pinned)[0]);
+      CHECK_EQ_INT(0, sync(NULL));
+    }
+    CHECK(memcmp(pinned, source, N) == 0);
+    CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
+    CHECK_EQ_INT(0, ferry_device_deallocate(d, on_device, NULL));
+    CHECK_EQ_INT(0, ferry_device_deallocate(host, pinned, NULL));
+    check_bracketing();
+  }
+}
+
+/* ---- the event pool
+ * ------------------------------------------------------------------------- */
+
+/* Exports a 4-value int32 array over `buffer` (not owned) on `d`, produced
+ * on `stream`, with a recorded event. */
+static void export_borrowed(struct FerryDevice* d, void* stream, const void* buffer,
+                            struct ArrowDeviceArray* out) {
+  struct ArrowArray inner;
+  memset(&inner, 0, sizeof inner);
+  const void* buffers[2] = {NULL, buffer};
+  CHECK_EQ_INT(0, ferry_array_init(&inner, 4, 0, 0, 2, buffers, 0, NULL, NULL, NULL));
+  memset(out, 0, sizeof *out);
+  CHECK_EQ_INT(0, ferry_device_array_init_async(out, &inner, d, stream,
+                                                FERRY_SYNC_RECORD_EVENT, NULL));
+  CHECK(out->sync_event != NULL);
+}
+
+/* One handoff as a consumer sees it: export, move, wait, release. */
+static void handoff(struct FerryDevice* d, void* producer, void* consumer,
+                    const void* buffer) {
+  struct ArrowDeviceArray exported, moved;
+  export_borrowed(d, producer, buffer, &exported);
+  memset(&moved, 0, sizeof moved);
+  CHECK_EQ_INT(0, ferry_device_array_move(&exported, &moved));
+  CHECK_EQ_INT(0, ferry_device_array_wait(&moved, consumer, NULL));
+  ferry_device_array_release(&moved);
+}
+
+struct CallCounts {
+  int64_t create, destroy, record, wait, push, pop, get, set;
+};
+
+static struct CallCounts count_calls(struct Emu* emu) {
+  struct CallCounts c;
+  int cuda = emu == &g_cuda;
+  c.create = emu->calls(cuda ? "cuEventCreate" : "hipEventCreateWithFlags");
+  c.destroy = emu->calls(cuda ? "cuEventDestroy_v2" : "hipEventDestroy");
+  c.record = emu->calls(cuda ? "cuEventRecord" : "hipEventRecord");
+  c.wait = emu->calls(cuda ? "cuStreamWaitEvent" : "hipStreamWaitEvent");
+  c.push = emu->calls(cuda ? "cuCtxPushCurrent_v2" : "hipSetDevice");
+  c.pop = emu->calls(cuda ? "cuCtxPopCurrent_v2" : "hipSetDevice");
+  c.get = emu->calls(cuda ? "cuCtxGetCurrent" : "hipGetDevice");
+  return c;
+}
+
+FERRY_TEST(steady_state_handoffs_create_no_event_and_record_and_wait_once_each) {
+  enum { K = 10 };
+  for (size_t e = 0; e < 2; e++) {
+    struct Emu* emu = kEmus[e];
+    struct FerryDevice* d = device(emu->device_type, 0);
+    void *producer = NULL, *consumer = NULL, *buffer = NULL;
+    CHECK_EQ_INT(0, ferry_device_stream_create(d, &producer, NULL));
+    CHECK_EQ_INT(0, ferry_device_stream_create(d, &consumer, NULL));
+    CHECK_EQ_INT(0, ferry_device_allocate(d, 16, &buffer, NULL));
+    int64_t allocations = emu->live_allocations();
+    handoff(d, producer, consumer, buffer); /* the pool holds an event from now on */
+    int64_t events = emu->live_events();
+
+    /* No context current on this thread (CUDA): each call pushes and pops. */
+    struct CallCounts before = count_calls(emu);
+    for (int i = 0; i < K; i++) handoff(d, producer, consumer, buffer);
+    struct CallCounts after = count_calls(emu);
+    CHECK_EQ_INT(0, after.create - before.create);
+    CHECK_EQ_INT(0, after.destroy - before.destroy);
+    CHECK_EQ_INT(K, after.record - before.record);
+    CHECK_EQ_INT(K, after.wait - before.wait);
+    if (emu == &g_cuda) {
+      CHECK_EQ_INT(2 * K, after.push - before.push);
+      CHECK_EQ_INT(2 * K, after.pop - before.pop);
+    } else {
+      CHECK_EQ_INT(0, after.push - before.push); /* device 0 is already current */
+    }
+    CHECK_EQ_INT(events, emu->live_events());
+    CHECK_EQ_INT(allocations, emu->live_allocations());
+
+    /* The device's context already current, as in a CUDA runtime program:
+     * no push or pop at all, one cuCtxGetCurrent per call. */
+    if (emu == &g_cuda) {
+      retain_fn retain = (retain_fn)driver_entry(emu, "cuDevicePrimaryCtxRetain");
+      release_fn release = (release_fn)driver_entry(emu, "cuDevicePrimaryCtxRelease_v2");
+      push_fn push = (push_fn)driver_entry(emu, "cuCtxPushCurrent_v2");
+      pop_fn pop = (pop_fn)driver_entry(emu, "cuCtxPopCurrent_v2");
+      CHECK(retain && release && push && pop);
+      void* context = NULL;
+      CHECK_EQ_INT(0, retain(&context, 0));
+      CHECK_EQ_INT(0, push(context));
+      before = count_calls(emu);
+      for (int i = 0; i < K; i++) handoff(d, producer, consumer, buffer);
+      after = count_calls(emu);
+      CHECK_EQ_INT(0, after.push - before.push);
+      CHECK_EQ_INT(0, after.pop - before.pop);
+      CHECK_EQ_INT(2 * K, after.get - before.get);
+      CHECK_EQ_INT(K, after.record - before.record);
+      CHECK_EQ_INT(K, after.wait - before.wait);
+      CHECK_EQ_INT(0, after.create - before.create);
+      CHECK_EQ_INT(1, g_cuda.context_depth()); /* the caller's context stays */
+      CHECK_EQ_INT(0, pop(NULL));
+      CHECK_EQ_INT(0, release(0));
+    }
+    CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, consumer, NULL));
+    CHECK_EQ_INT(0, ferry_device_deallocate(d, buffer, NULL));
+    CHECK_EQ_INT(0, ferry_device_stream_destroy(d, producer, NULL));
+    CHECK_EQ_INT(0, ferry_device_stream_destroy(d, consumer, NULL));
+    check_bracketing();
+  }
+}
+
+FERRY_TEST(a_pooled_event_is_reused_only_after_its_array_was_released) {
+  enum { LIVE = 70 }; /* more than the pool keeps (64) */
+  for (size_t e = 0; e < 2; e++) {
+    struct Emu* emu = kEmus[e];
+    struct FerryDevice* d = device(emu->host_type, 1);
+    void *stream = NULL, *buffer = NULL;
+    CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
+    CHECK_EQ_INT(0, ferry_device_allocate(d, 16, &buffer, NULL));
+    int64_t pooled = ferry__device_pooled_events(d);
+    int64_t events = emu->live_events();
+    static struct ArrowDeviceArray live[LIVE];
+    for (int i = 0; i < LIVE; i++) {
+      export_borrowed(d, stream, buffer, &live[i]);
+      /* No live array shares its event with another. */
+      for (int j = 0; j < i; j++) CHECK(live[j].sync_event != live[i].sync_event);
+    }
+    CHECK_EQ_INT(0, ferry__device_pooled_events(d));
+    CHECK_EQ_INT(events + LIVE - pooled, emu->live_events());
+    /* Released in order: the first 64 fill the pool, the last one kept is
+     * live[63]'s. */
+    void* last_kept = live[63].sync_event;
+    for (int i = 0; i < LIVE; i++) ferry_device_array_release(&live[i]);
+    /* The pool keeps 64; the others were destroyed. */
+    CHECK_EQ_INT(64, ferry__device_pooled_events(d));
+    CHECK_EQ_INT(events + 64 - pooled, emu->live_events());
+    /* The next export reuses a released event (the last one kept first). */
+    struct ArrowDeviceArray next;
+    export_borrowed(d, stream, buffer, &next);
+    CHECK(next.sync_event == last_kept);
+    ferry_device_array_release(&next);
+    CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, stream, NULL));
+    CHECK_EQ_INT(0, ferry_device_deallocate(d, buffer, NULL));
+    CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
+    check_bracketing();
+  }
+}
+
+/* The lifetime rule of docs/events.md, with pooling: a consumer that queued
+ * its wait before releasing stays ordered after the producer, although the
+ * event it waited on is recorded again by the next export. */
+FERRY_TEST(a_wait_queued_before_release_keeps_its_order_when_the_event_is_reused) {
+  enum { N = 128 };
+  struct FerryDevice* cpu = device(ARROW_DEVICE_CPU, -1);
+  for (size_t e = 0; e < 2; e++) {
+    struct Emu* emu = kEmus[e];
+    struct FerryDevice* d = device(emu->device_type, 1);
+    struct FerryDevice* host = device(emu->host_type, 1);
+    void *producer = NULL, *other = NULL, *consumer = NULL, *buffer = NULL, *pinned = NULL;
+    CHECK_EQ_INT(0, ferry_device_stream_create(d, &producer, NULL));
+    CHECK_EQ_INT(0, ferry_device_stream_create(d, &other, NULL));
+    CHECK_EQ_INT(0, ferry_device_stream_create(d, &consumer, NULL));
+    CHECK_EQ_INT(0, ferry_device_allocate(d, N, &buffer, NULL));
+    CHECK_EQ_INT(0, ferry_device_allocate(host, N, &pinned, NULL));
+    uint8_t source[N];
+    fill_pattern(source, N, 77);
+    memset(pinned, 0, N);
+    /* The producer's copy is queued; nothing runs until someone waits. */
+    CHECK_EQ_INT(0, ferry_device_memcpy(d, buffer, cpu, source, N, producer, NULL));
+    struct ArrowDeviceArray first, second;
+    export_borrowed(d, producer, buffer, &first);
+    void* event = first.sync_event;
+    CHECK_EQ_INT(0, ferry_device_array_wait(&first, consumer, NULL));
+    ferry_device_array_release(&first);
+    /* The next export records the same event on another stream. */
+    export_borrowed(d, other, buffer, &second);
+    CHECK(second.sync_event == event);
+    CHECK_EQ_INT(0, ferry_device_memcpy(host, pinned, d, buffer, N, consumer, NULL));
+    /* Only the consumer is synchronized: its queued wait still names the
+     * producer's copy, which must run first. */
+    CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, consumer, NULL));
+    CHECK(memcmp(pinned, source, N) == 0);
+    ferry_device_array_release(&second);
+    CHECK_EQ_INT(0, ferry_device_deallocate(host, pinned, NULL));
+    CHECK_EQ_INT(0, ferry_device_deallocate(d, buffer, NULL));
+    CHECK_EQ_INT(0, ferry_device_stream_destroy(d, producer, NULL));
+    CHECK_EQ_INT(0, ferry_device_stream_destroy(d, other, NULL));
+    CHECK_EQ_INT(0, ferry_device_stream_destroy(d, consumer, NULL));
+    check_bracketing();
+  }
 }
 
 /* ---- deep copies of whole arrays between every device
@@ -1373,7 +1924,7 @@ static void move_and_check(ArrowDeviceType from, int64_t from_id, ArrowDeviceTyp
 }
 
 FERRY_TEST(move_to_device_is_zero_copy_where_the_memory_is_reachable) {
-  int64_t events = g_cuda.live_events() + g_hip.live_events();
+  int64_t events = events_in_use();
   move_and_check(ARROW_DEVICE_CUDA, 1, ARROW_DEVICE_CUDA, 1, 1);
   move_and_check(ARROW_DEVICE_CUDA_HOST, 0, ARROW_DEVICE_CPU, -1, 1);
   move_and_check(ARROW_DEVICE_CUDA_MANAGED, 1, ARROW_DEVICE_CPU, 0, 1);
@@ -1381,7 +1932,7 @@ FERRY_TEST(move_to_device_is_zero_copy_where_the_memory_is_reachable) {
   move_and_check(ARROW_DEVICE_ROCM_HOST, 1, ARROW_DEVICE_CPU, -1, 1);
   move_and_check(ARROW_DEVICE_ROCM, 0, ARROW_DEVICE_ROCM, 0, 1);
   move_and_check(ARROW_DEVICE_EXT_DEV, 1, ARROW_DEVICE_EXT_DEV, 1, 1);
-  CHECK_EQ_INT(events, g_cuda.live_events() + g_hip.live_events());
+  CHECK_EQ_INT(events, events_in_use());
 }
 
 FERRY_TEST(move_to_device_copies_where_the_memory_is_not_reachable) {

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cuda_driver_api.h"
+#include "gpu_bench.h"
 #include "ferry/dlpack_abi.h"
 #include "ferry/ferry.h"
 #include "hip_runtime_decls.h"
@@ -52,12 +53,6 @@ static void report(const char* name, int failed) {
     g_passed++;
     printf("ok: %s%s\n", g_label, name);
   }
-}
-
-static double now_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* ---- what each backend is ---------------------------------------------------------- */
@@ -176,14 +171,15 @@ static void count_finding(void* user_data, const char* rule, const char* where,
   printf("    finding %s %s: %s\n", rule, where, what);
 }
 
-static int validate_int32(void* p, ArrowDeviceType type, int64_t id) {
+/* Findings of validating `length` int32 values at `p` declared on (type, id). */
+static int validate_int32_n(void* p, int64_t length, ArrowDeviceType type, int64_t id) {
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   ferry_schema_init(&schema, "i", NULL, 0, 0, NULL);
   struct ArrowArray inner;
   memset(&inner, 0, sizeof inner);
   const void* buffers[2] = {NULL, p};
-  ferry_array_init(&inner, 16, 0, 0, 2, buffers, 0, NULL, NULL, NULL);
+  ferry_array_init(&inner, length, 0, 0, 2, buffers, 0, NULL, NULL, NULL);
   struct ArrowDeviceArray array;
   memset(&array, 0, sizeof array);
   ferry_device_array_init(&array, &inner, type, id, NULL, NULL, NULL, NULL);
@@ -193,6 +189,10 @@ static int validate_int32(void* p, ArrowDeviceType type, int64_t id) {
   ferry_device_array_release(&array);
   ferry_schema_release(&schema);
   return f.count;
+}
+
+static int validate_int32(void* p, ArrowDeviceType type, int64_t id) {
+  return validate_int32_n(p, 16, type, id);
 }
 
 static int check_residency(struct Backend* b) {
@@ -208,6 +208,26 @@ static int check_residency(struct Backend* b) {
   if (b->device_count > 1) EXPECT(validate_int32(on_device, b->device, 1) == 1);
   EXPECT_OK(ferry_device_deallocate(dev(b->device, 0), on_device, NULL));
   EXPECT_OK(ferry_device_deallocate(dev(b->host, 0), pinned, NULL));
+  return 0;
+}
+
+/* What the real driver says about memory as real producers export it:
+ * managed memory declared as device memory (RMM, cuDF), an empty buffer one
+ * past the end of its allocation, a length far past the allocation. */
+static int check_producer_memory(struct Backend* b) {
+  void* on_device = NULL;
+  EXPECT_OK(ferry_device_allocate(dev(b->device, 0), 64, &on_device, NULL));
+  EXPECT(validate_int32_n((char*)on_device + 64, 0, b->device, 0) == 0);
+  EXPECT(validate_int32_n(on_device, 1 << 20, b->device, 0) == 1);
+  EXPECT_OK(ferry_device_deallocate(dev(b->device, 0), on_device, NULL));
+  if (b->managed != 0) {
+    void* managed = NULL;
+    EXPECT_OK(ferry_device_allocate(dev(b->managed, 0), 64, &managed, NULL));
+    EXPECT(validate_int32(managed, b->device, 0) == 0);
+    EXPECT(validate_int32(managed, b->managed, 0) == 0);
+    EXPECT(validate_int32(managed, b->host, 0) == 1);
+    EXPECT_OK(ferry_device_deallocate(dev(b->managed, 0), managed, NULL));
+  }
   return 0;
 }
 
@@ -424,21 +444,6 @@ static int bench_events(struct Backend* b, int iterations) {
  * -------------------------------------------------------------------------------------
  */
 
-/* The library ferry loaded, opened again (the same mapping) for baselines. */
-static void* open_same_library(int64_t index) {
-  const char* override = getenv(index == 2 ? "FERRY_CUDA_LIBRARY" : "FERRY_HIP_LIBRARY");
-  if (override != NULL && override[0] != '\0')
-    return dlopen(override, RTLD_NOW | RTLD_NOLOAD);
-  const char* cuda[] = {"libcuda.so.1", NULL};
-  const char* hip[] = {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
-                       "libamdhip64.so.5", NULL};
-  for (const char** name = index == 2 ? cuda : hip; *name != NULL; name++) {
-    void* h = dlopen(*name, RTLD_NOW | RTLD_NOLOAD);
-    if (h != NULL) return h;
-  }
-  return NULL;
-}
-
 static void run_backend(struct Backend* b, size_t mib, int reps, int events) {
   struct FerryError error;
   ferry_error_init(&error);
@@ -453,9 +458,8 @@ static void run_backend(struct Backend* b, size_t mib, int reps, int events) {
   int64_t count = 0;
   while (ferry_device_resolve(b->device, count, &probe, NULL) == 0) count++;
   b->device_count = count;
-  b->library = open_same_library(b->index);
-  b->emulated = b->library != NULL && (dlsym(b->library, "cuda_emu_fail") != NULL ||
-                                       dlsym(b->library, "hip_emu_fail") != NULL);
+  b->library = driver_library_open(b->index);
+  b->emulated = driver_library_is_emulation(b->library);
   static char label[64];
   snprintf(label, sizeof label, "%s%s: ", b->name, b->emulated ? " [EMULATION]" : "");
   g_label = label;
@@ -469,6 +473,8 @@ static void run_backend(struct Backend* b, size_t mib, int reps, int events) {
          check_event_handoff(b, FERRY_SYNC_RECORD_EVENT));
   report("export SYNCHRONIZE", check_event_handoff(b, FERRY_SYNC_SYNCHRONIZE));
   report("residency findings in validation", check_residency(b));
+  report("residency of managed memory, end pointers and over-long buffers",
+         check_producer_memory(b));
   report("array copy via sim, zero-copy move, DLPack round trip",
          check_array_copy_move_and_dlpack(b));
   if (b->library == NULL || load_baseline(b) != 0) {

@@ -1,8 +1,9 @@
 /* TEST FIXTURE, never shipped or linked into libferry: an emulation of the
  * subset of the CUDA driver API that ferry uses, built as a shared library
  * and loaded by ferry through FERRY_CUDA_LIBRARY, so every line of
- * core/src/cuda.c runs in CI without a GPU. Device memory is host memory;
- * streams run on threads (emu_core.h).
+ * core/src/cuda.c runs in CI without a GPU. Device memory cannot be read by
+ * the host (a dereference crashes, as on a GPU); streams run on threads and
+ * do their work only once someone waits for it (emu_core.h).
  *
  * It is stricter than needed where that catches ferry's mistakes: calls
  * that need a context fail with CUDA_ERROR_INVALID_CONTEXT when none is
@@ -83,14 +84,8 @@ static struct EmuContext* context_from_handle(ferry_CUcontext handle) {
 
 /* Resolves a stream handle for work on `device`: NULL is the legacy stream. */
 static CUresult stream_for(ferry_CUstream handle, int device, struct EmuStream** out) {
-  *out = NULL;
-  if (handle == NULL) return FERRY_CUDA_SUCCESS;
-  pthread_mutex_lock(&emu_lock);
-  struct EmuStream* s = emu_stream_lookup_locked(handle);
-  pthread_mutex_unlock(&emu_lock);
-  if (s == NULL || s->device != device) return FERRY_CUDA_ERROR_INVALID_HANDLE;
-  *out = s;
-  return FERRY_CUDA_SUCCESS;
+  return emu_stream_for(handle, device, out) == 0 ? FERRY_CUDA_SUCCESS
+                                                  : FERRY_CUDA_ERROR_INVALID_HANDLE;
 }
 
 /* ---- initialization, devices, contexts
@@ -171,6 +166,14 @@ EMU_EXPORT CUresult cuCtxPopCurrent_v2(ferry_CUcontext* context) {
   return FERRY_CUDA_SUCCESS;
 }
 
+EMU_EXPORT CUresult cuCtxGetCurrent(ferry_CUcontext* context) {
+  CU_ENTER("cuCtxGetCurrent");
+  CU_NEED_INIT();
+  if (context == NULL) return FERRY_CUDA_ERROR_INVALID_VALUE;
+  *context = tls_depth > 0 ? (ferry_CUcontext)(void*)tls_contexts[tls_depth - 1] : NULL;
+  return FERRY_CUDA_SUCCESS;
+}
+
 EMU_EXPORT CUresult cuCtxSynchronize(void) {
   CU_ENTER("cuCtxSynchronize");
   CU_NEED_INIT();
@@ -246,13 +249,11 @@ static CUresult copy(void* dst, const void* src, size_t size, ferry_CUstream str
   struct EmuStream* s = NULL;
   CUresult rc = stream_for(stream, context->device, &s);
   if (rc != FERRY_CUDA_SUCCESS) return rc;
-  if ((dst_must_be_known && !emu_range_known(dst, size)) ||
-      (src_must_be_known && !emu_range_known(src, size))) {
-    return FERRY_CUDA_ERROR_INVALID_VALUE;
+  switch (emu_copy(s, dst, src, size, dst_must_be_known, src_must_be_known)) {
+    case 0: return FERRY_CUDA_SUCCESS;
+    case -1: return FERRY_CUDA_ERROR_INVALID_VALUE;
+    default: return FERRY_CUDA_ERROR_OUT_OF_MEMORY;
   }
-  int snapshot = !emu_range_known(src, size); /* pageable host source */
-  return emu_copy(s, dst, src, size, snapshot) == 0 ? FERRY_CUDA_SUCCESS
-                                                    : FERRY_CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 EMU_EXPORT CUresult cuMemcpyHtoDAsync_v2(ferry_CUdeviceptr dst, const void* src,
@@ -315,25 +316,35 @@ EMU_EXPORT CUresult cuStreamDestroy_v2(ferry_CUstream stream) {
                                          : FERRY_CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* The stream behind a handle of any device (NULL: the legacy stream of the
+ * current context), or an error. */
+static CUresult any_stream(ferry_CUstream handle, struct EmuStream** out) {
+  if (handle == NULL) {
+    CU_NEED_CONTEXT(context);
+    return stream_for(NULL, context->device, out);
+  }
+  pthread_mutex_lock(&emu_lock);
+  *out = emu_stream_lookup_locked(handle);
+  pthread_mutex_unlock(&emu_lock);
+  return *out != NULL ? FERRY_CUDA_SUCCESS : FERRY_CUDA_ERROR_INVALID_HANDLE;
+}
+
 EMU_EXPORT CUresult cuStreamSynchronize(ferry_CUstream stream) {
   CU_ENTER("cuStreamSynchronize");
   CU_NEED_INIT();
-  if (stream == NULL) return FERRY_CUDA_SUCCESS; /* legacy stream work ran inline */
-  pthread_mutex_lock(&emu_lock);
-  struct EmuStream* s = emu_stream_lookup_locked(stream);
-  pthread_mutex_unlock(&emu_lock);
-  if (s == NULL) return FERRY_CUDA_ERROR_INVALID_HANDLE;
-  emu_stream_synchronize(s);
-  return FERRY_CUDA_SUCCESS;
+  struct EmuStream* s = NULL;
+  CUresult rc = any_stream(stream, &s);
+  if (rc == FERRY_CUDA_SUCCESS) emu_stream_synchronize(s);
+  return rc;
 }
 
 EMU_EXPORT CUresult cuStreamQuery(ferry_CUstream stream) {
   CU_ENTER("cuStreamQuery");
   CU_NEED_INIT();
-  if (stream == NULL) return FERRY_CUDA_SUCCESS;
-  int64_t pending = emu_stream_pending(stream);
-  if (pending < 0) return FERRY_CUDA_ERROR_INVALID_HANDLE;
-  return pending == 0 ? FERRY_CUDA_SUCCESS : FERRY_CUDA_ERROR_NOT_READY;
+  struct EmuStream* s = NULL;
+  CUresult rc = any_stream(stream, &s);
+  if (rc != FERRY_CUDA_SUCCESS) return rc;
+  return emu_stream_query(s) == 0 ? FERRY_CUDA_SUCCESS : FERRY_CUDA_ERROR_NOT_READY;
 }
 
 EMU_EXPORT CUresult cuEventCreate(ferry_CUevent* event, unsigned int flags) {
@@ -357,13 +368,12 @@ EMU_EXPORT CUresult cuEventDestroy_v2(ferry_CUevent event) {
 EMU_EXPORT CUresult cuEventRecord(ferry_CUevent event, ferry_CUstream stream) {
   CU_ENTER("cuEventRecord");
   CU_NEED_INIT();
-  CU_NEED_CONTEXT(context);
+  struct EmuStream* s = NULL;
+  CUresult rc = any_stream(stream, &s);
+  if (rc != FERRY_CUDA_SUCCESS) return rc;
   pthread_mutex_lock(&emu_lock);
   struct EmuEvent* e = emu_event_lookup_locked(event);
-  struct EmuStream* s = stream == NULL ? NULL : emu_stream_lookup_locked(stream);
-  CUresult rc = FERRY_CUDA_SUCCESS;
-  int device = s != NULL ? s->device : context->device;
-  if (e == NULL || (stream != NULL && s == NULL) || e->device != device) {
+  if (e == NULL || e->device != s->device) {
     rc = FERRY_CUDA_ERROR_INVALID_HANDLE; /* event and stream of one context */
   } else {
     emu_event_record_locked(e, s);
@@ -377,9 +387,9 @@ EMU_EXPORT CUresult cuEventQuery(ferry_CUevent event) {
   CU_NEED_INIT();
   pthread_mutex_lock(&emu_lock);
   struct EmuEvent* e = emu_event_lookup_locked(event);
-  CUresult rc = e == NULL                  ? FERRY_CUDA_ERROR_INVALID_HANDLE
-                : emu_event_done_locked(e) ? FERRY_CUDA_SUCCESS
-                                           : FERRY_CUDA_ERROR_NOT_READY;
+  CUresult rc = e == NULL                      ? FERRY_CUDA_ERROR_INVALID_HANDLE
+                : emu_event_query_locked(e) ? FERRY_CUDA_SUCCESS
+                                               : FERRY_CUDA_ERROR_NOT_READY;
   pthread_mutex_unlock(&emu_lock);
   return rc;
 }
@@ -399,14 +409,13 @@ EMU_EXPORT CUresult cuStreamWaitEvent(ferry_CUstream stream, ferry_CUevent event
   CU_ENTER("cuStreamWaitEvent");
   CU_NEED_INIT();
   if (flags != 0) return FERRY_CUDA_ERROR_INVALID_VALUE;
+  struct EmuStream* s = NULL;
+  CUresult rc = any_stream(stream, &s);
+  if (rc != FERRY_CUDA_SUCCESS) return rc;
   pthread_mutex_lock(&emu_lock);
   struct EmuEvent* e = emu_event_lookup_locked(event);
-  struct EmuStream* s = stream == NULL ? NULL : emu_stream_lookup_locked(stream);
-  CUresult rc = FERRY_CUDA_SUCCESS;
-  if (e == NULL || (stream != NULL && s == NULL)) {
+  if (e == NULL) {
     rc = FERRY_CUDA_ERROR_INVALID_HANDLE;
-  } else if (s == NULL) {
-    emu_event_synchronize_locked(e); /* the legacy stream is synchronous here */
   } else if (emu_stream_wait_event_locked(s, e) != 0) {
     rc = FERRY_CUDA_ERROR_OUT_OF_MEMORY;
   }

@@ -2,15 +2,40 @@
  *
  * The machinery shared by the CUDA driver emulation (cuda_emu.c) and the
  * HIP runtime emulation (hip_emu.c): each includes this file once, so each
- * emulation library has its own state. It models a GPU with host memory:
+ * emulation library has its own state. It models a GPU with host memory,
+ * and is never more forgiving than a GPU where that could hide a missing
+ * wait or a host read of device memory:
  *
- * - Allocations are malloc'ed blocks recorded with their device and kind
- *   (device, pinned host, managed), so pointer queries answer exactly and
- *   copies to or from memory the "driver" does not know are refused.
+ * - Device memory cannot be read by the host. Each device allocation is an
+ *   address range mapped without access (PROT_NONE): a host dereference of
+ *   an emulated device pointer crashes with SIGSEGV, as on a GPU. The bytes
+ *   live in a separate host buffer that only the emulated copy calls reach.
+ *   Pinned host and managed memory are ordinary host memory, readable as on
+ *   a GPU. Allocations are recorded with their device and kind, so pointer
+ *   queries answer exactly and copies to or from memory the "driver" does
+ *   not know are refused.
  * - Streams are FIFOs of operations (copy, wait for another stream's
  *   position, gate) executed in order by one worker thread each. An event is
  *   a position (stream id, sequence number), complete once that stream has
  *   executed that many operations, like the sim device in core/src/sim.c.
+ * - Work runs late: a stream executes nothing until the host asks for a
+ *   result that depends on it (synchronizing the stream, its device or an
+ *   event recorded on it, a stream that waits on it, a query, freeing memory
+ *   it touches, destroying it). So a host read without a wait always sees
+ *   the old bytes, deterministically, where a fast emulation would usually
+ *   win the race. A query of pending work answers "not ready" once and lets
+ *   the work go, so polling loops end.
+ * - The NULL stream is a real stream per device (the legacy default stream),
+ *   asynchronous like the others: work on it is done only once someone waits
+ *   for it. It is never implicitly ordered with other streams (the driver
+ *   orders it with blocking streams; ferry creates only non-blocking ones),
+ *   which can only expose missing waits, never hide one.
+ * - Copies: a pageable host source is captured when the copy is queued (the
+ *   driver stages it); every other source is read when the copy runs. A
+ *   device-to-host copy into pageable memory is asynchronous here, although
+ *   the driver blocks the host until it completes: the emulation is the
+ *   stricter of the two, so a consumer that reads without waiting fails here
+ *   even where a GPU would hide its mistake.
  * - Gates: emu_gate_close(stream) queues an operation that blocks its stream
  *   until emu_gates_open(); tests use it to keep work pending for as long as
  *   they need, without sleeping.
@@ -27,6 +52,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define EMU_EXPORT __attribute__((visibility("default")))
 #define EMU_MAX_DEVICES 8
@@ -36,8 +63,12 @@
 enum EmuMemoryKind { EMU_MEMORY_DEVICE = 1, EMU_MEMORY_HOST = 2, EMU_MEMORY_MANAGED = 3 };
 
 struct EmuAllocation {
-  uintptr_t start;
+  uintptr_t start; /* the address the "driver" handed out */
   size_t size;
+  /* Where the bytes are: `start` itself for host-reachable kinds; for
+   * device memory a separate buffer, `start` being inaccessible. */
+  uint8_t* bytes;
+  size_t reserved; /* length of the inaccessible range at `start` (device memory) */
   int device;
   enum EmuMemoryKind kind;
   /* What pointer queries report instead of the kind, when >= 0: lets tests
@@ -53,10 +84,11 @@ struct EmuOp {
   enum EmuOpKind kind;
   uint64_t seq;
   struct EmuOp* next;
+  /* Copies: host-reachable addresses (device memory already translated). */
   void* dst;
   const void* src;
   size_t size;
-  void* snapshot; /* owned copy of a host source */
+  void* snapshot; /* owned copy of a pageable host source */
   uint64_t wait_stream_id;
   uint64_t wait_seq;
   uint64_t gate_generation;
@@ -66,10 +98,12 @@ struct EmuStream {
   uint64_t magic;
   uint64_t id;
   int device;
+  int legacy; /* the device's NULL stream: never destroyed, not counted */
   struct EmuOp* head;
   struct EmuOp* tail;
   uint64_t enqueued;
   uint64_t executed;
+  uint64_t released; /* operations up to this one may run (see "Work runs late") */
   int shutdown;
   pthread_t worker;
   struct EmuStream* next;
@@ -79,7 +113,7 @@ struct EmuEvent {
   uint64_t magic;
   int device;
   int recorded;
-  uint64_t stream_id; /* 0: complete */
+  uint64_t stream_id;
   uint64_t seq;
   struct EmuEvent* next;
 };
@@ -99,6 +133,7 @@ static struct EmuAllocation* emu_allocations;
 static int64_t emu_n_allocations;
 static struct EmuStream* emu_streams;
 static int64_t emu_n_streams;
+static struct EmuStream* emu_legacy_streams[EMU_MAX_DEVICES];
 static uint64_t emu_next_stream_id = 1;
 static struct EmuEvent* emu_events;
 static int64_t emu_n_events;
@@ -199,24 +234,50 @@ static struct EmuAllocation* emu_find_allocation_locked(const void* pointer) {
   return NULL;
 }
 
-/* 1 when [pointer, pointer + size) lies inside one live allocation. */
-static int emu_range_known_locked(const void* pointer, size_t size) {
+/* The allocation holding all of [pointer, pointer + size), or NULL. */
+static struct EmuAllocation* emu_find_range_locked(const void* pointer, size_t size) {
   struct EmuAllocation* a = emu_find_allocation_locked(pointer);
-  return a != NULL && (uintptr_t)pointer + size <= a->start + a->size;
+  return a != NULL && size <= a->start + a->size - (uintptr_t)pointer ? a : NULL;
+}
+
+/* Where the emulation itself reads or writes `pointer` of allocation `a`. */
+static uint8_t* emu_bytes_of(const struct EmuAllocation* a, const void* pointer) {
+  return a->bytes + ((uintptr_t)pointer - a->start);
+}
+
+static void emu_release_memory(struct EmuAllocation* a) {
+  if (a->reserved != 0) munmap((void*)a->start, a->reserved);
+  free(a->bytes);
+  free(a);
 }
 
 static void* emu_allocate(int device, enum EmuMemoryKind kind, size_t size) {
+  size_t bytes = size == 0 ? 1 : size;
   struct EmuAllocation* a = (struct EmuAllocation*)calloc(1, sizeof(*a));
-  void* block = malloc(size == 0 ? 1 : size);
-  if (a == NULL || block == NULL) {
+  if (a == NULL) return NULL;
+  a->bytes = (uint8_t*)malloc(bytes);
+  if (a->bytes == NULL) {
     free(a);
-    free(block);
     return NULL;
   }
+  if (kind == EMU_MEMORY_DEVICE) {
+    /* An address range the host cannot touch; the bytes stay in a->bytes. */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    a->reserved = (bytes + page - 1) / page * page;
+    void* range = mmap(NULL, a->reserved, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (range == MAP_FAILED) {
+      free(a->bytes);
+      free(a);
+      return NULL;
+    }
+    a->start = (uintptr_t)range;
+  } else {
+    a->start = (uintptr_t)a->bytes;
+  }
   /* Recognisable garbage, like fresh device memory. */
-  memset(block, 0xCD, size == 0 ? 1 : size);
-  a->start = (uintptr_t)block;
-  a->size = size == 0 ? 1 : size;
+  memset(a->bytes, 0xCD, bytes);
+  a->size = bytes;
   a->device = device;
   a->kind = kind;
   a->reported_type = -1;
@@ -226,25 +287,37 @@ static void* emu_allocate(int device, enum EmuMemoryKind kind, size_t size) {
   emu_allocations = a;
   emu_n_allocations++;
   pthread_mutex_unlock(&emu_lock);
-  return block;
+  return (void*)a->start;
 }
 
 static int emu_ranges_overlap(uintptr_t a, size_t a_size, uintptr_t b, size_t b_size) {
   return a < b + b_size && b < a + a_size;
 }
 
+/* Lets every operation queued on `s` (up to `seq`) run. */
+static void emu_release_locked(struct EmuStream* s, uint64_t seq) {
+  if (s != NULL && s->released < seq) {
+    s->released = seq;
+    pthread_cond_broadcast(&emu_progress);
+  }
+}
+
+/* 1 when queued work touches [start, start + size) of the emulation's bytes;
+ * that work is released so that it finishes. */
 static int emu_pending_touches_locked(uintptr_t start, size_t size) {
+  int touched = 0;
   for (struct EmuStream* s = emu_streams; s != NULL; s = s->next) {
     for (struct EmuOp* op = s->head; op != NULL; op = op->next) {
       if (op->kind != EMU_OP_COPY) continue;
       if (emu_ranges_overlap((uintptr_t)op->dst, op->size, start, size) ||
           (op->snapshot == NULL &&
            emu_ranges_overlap((uintptr_t)op->src, op->size, start, size))) {
-        return 1;
+        emu_release_locked(s, op->seq);
+        touched = 1;
       }
     }
   }
-  return 0;
+  return touched;
 }
 
 /* Frees the allocation starting at `pointer` if it has kind `kind`, after
@@ -257,7 +330,7 @@ static int emu_free(const void* pointer, enum EmuMemoryKind kind) {
     pthread_mutex_unlock(&emu_lock);
     return -1;
   }
-  while (emu_pending_touches_locked(a->start, a->size)) {
+  while (emu_pending_touches_locked((uintptr_t)a->bytes, a->size)) {
     pthread_cond_wait(&emu_progress, &emu_lock);
   }
   for (struct EmuAllocation** link = &emu_allocations; *link != NULL; link = &(*link)->next) {
@@ -268,8 +341,7 @@ static int emu_free(const void* pointer, enum EmuMemoryKind kind) {
   }
   emu_n_allocations--;
   pthread_mutex_unlock(&emu_lock);
-  free((void*)a->start);
-  free(a);
+  emu_release_memory(a);
   return 0;
 }
 
@@ -295,13 +367,6 @@ static int emu_override_report(const void* pointer, int type, int managed) {
   return a != NULL ? 0 : -1;
 }
 
-static int emu_range_known(const void* pointer, size_t size) {
-  pthread_mutex_lock(&emu_lock);
-  int known = emu_range_known_locked(pointer, size);
-  pthread_mutex_unlock(&emu_lock);
-  return known;
-}
-
 /* ---- streams ------------------------------------------------------------------------- */
 
 static struct EmuStream* emu_stream_by_id_locked(uint64_t id) {
@@ -316,14 +381,15 @@ static int emu_position_done_locked(uint64_t stream_id, uint64_t seq) {
   return s == NULL || s->executed >= seq;
 }
 
-/* The live stream behind a handle, or NULL. */
+/* The live stream behind a handle, or NULL (the NULL handle included). */
 static struct EmuStream* emu_stream_lookup_locked(const void* handle) {
   for (struct EmuStream* s = emu_streams; s != NULL; s = s->next) {
-    if ((const void*)s == handle && s->magic == EMU_STREAM_MAGIC) return s;
+    if ((const void*)s == handle && s->magic == EMU_STREAM_MAGIC && !s->legacy) return s;
   }
   return NULL;
 }
 
+/* 1 when the released head operation of a stream may run now. */
 static int emu_op_ready_locked(const struct EmuOp* op) {
   switch (op->kind) {
     case EMU_OP_WAIT:
@@ -339,15 +405,24 @@ static void* emu_worker(void* arg) {
   struct EmuStream* s = (struct EmuStream*)arg;
   pthread_mutex_lock(&emu_lock);
   for (;;) {
-    while (s->head != NULL && !emu_op_ready_locked(s->head)) {
-      pthread_cond_wait(&emu_progress, &emu_lock);
-    }
-    if (s->head == NULL) {
+    struct EmuOp* op = s->head;
+    if (op == NULL) {
       if (s->shutdown) break;
       pthread_cond_wait(&emu_progress, &emu_lock);
       continue;
     }
-    struct EmuOp* op = s->head;
+    if (op->seq > s->released) {
+      pthread_cond_wait(&emu_progress, &emu_lock);
+      continue;
+    }
+    /* A released wait releases what it waits for. */
+    if (op->kind == EMU_OP_WAIT) {
+      emu_release_locked(emu_stream_by_id_locked(op->wait_stream_id), op->wait_seq);
+    }
+    if (!emu_op_ready_locked(op)) {
+      pthread_cond_wait(&emu_progress, &emu_lock);
+      continue;
+    }
     if (op->kind == EMU_OP_COPY) {
       pthread_mutex_unlock(&emu_lock);
       memmove(op->dst, op->src, op->size);
@@ -375,23 +450,50 @@ static void emu_enqueue_locked(struct EmuStream* s, struct EmuOp* op) {
   pthread_cond_broadcast(&emu_progress);
 }
 
-static struct EmuStream* emu_stream_create(int device) {
+/* Caller holds emu_lock. */
+static struct EmuStream* emu_stream_create_locked(int device, int legacy) {
   struct EmuStream* s = (struct EmuStream*)calloc(1, sizeof(*s));
   if (s == NULL) return NULL;
   s->magic = EMU_STREAM_MAGIC;
   s->device = device;
-  pthread_mutex_lock(&emu_lock);
+  s->legacy = legacy;
   s->id = emu_next_stream_id++;
   if (pthread_create(&s->worker, NULL, emu_worker, s) != 0) {
-    pthread_mutex_unlock(&emu_lock);
     free(s);
     return NULL;
   }
   s->next = emu_streams;
   emu_streams = s;
-  emu_n_streams++;
+  if (!legacy) emu_n_streams++;
+  return s;
+}
+
+static struct EmuStream* emu_stream_create(int device) {
+  pthread_mutex_lock(&emu_lock);
+  struct EmuStream* s = emu_stream_create_locked(device, 0);
   pthread_mutex_unlock(&emu_lock);
   return s;
+}
+
+/* The NULL (legacy default) stream of `device`, made on first use; NULL
+ * when out of memory. Caller holds emu_lock. */
+static struct EmuStream* emu_legacy_stream_locked(int device) {
+  if (device < 0 || device >= EMU_MAX_DEVICES) return NULL;
+  if (emu_legacy_streams[device] == NULL) {
+    emu_legacy_streams[device] = emu_stream_create_locked(device, 1);
+  }
+  return emu_legacy_streams[device];
+}
+
+/* The stream a handle names for work on `device`: NULL is the device's NULL
+ * stream. Returns 0, or -1 for an unknown handle or one of another device. */
+static int emu_stream_for(const void* handle, int device, struct EmuStream** out) {
+  pthread_mutex_lock(&emu_lock);
+  struct EmuStream* s =
+      handle == NULL ? emu_legacy_stream_locked(device) : emu_stream_lookup_locked(handle);
+  pthread_mutex_unlock(&emu_lock);
+  *out = s;
+  return s != NULL && s->device == device ? 0 : -1;
 }
 
 /* Drains (gates must be open) and frees. -1 for an unknown handle. */
@@ -403,6 +505,7 @@ static int emu_stream_destroy(void* handle) {
     return -1;
   }
   s->shutdown = 1;
+  emu_release_locked(s, s->enqueued); /* queued work still completes */
   pthread_cond_broadcast(&emu_progress);
   pthread_mutex_unlock(&emu_lock);
   pthread_join(s->worker, NULL);
@@ -421,30 +524,39 @@ static int emu_stream_destroy(void* handle) {
   return 0;
 }
 
-/* Queues a copy on `s`, or runs it at once when `s` is NULL (the legacy
- * default stream, synchronous here). A host source is captured now, as a
- * driver stages pageable memory. Returns -1 when out of memory. */
+/* Queues a copy of `size` bytes on `s`, after checking the memory: a side
+ * whose flag is set must lie inside one allocation of the driver; the other
+ * may be any host memory (or known memory, as with unified addressing).
+ * Device memory is translated to where its bytes are; a pageable host source
+ * is captured now, as a driver stages it. Returns 0, -1 for memory the
+ * driver does not know, -2 when out of memory. */
 static int emu_copy(struct EmuStream* s, void* dst, const void* src, size_t size,
-                    int snapshot_source) {
-  if (s == NULL) {
-    memmove(dst, src, size);
-    return 0;
-  }
+                    int dst_must_be_known, int src_must_be_known) {
   struct EmuOp* op = (struct EmuOp*)calloc(1, sizeof(*op));
-  if (op == NULL) return -1;
-  if (snapshot_source) {
-    op->snapshot = malloc(size == 0 ? 1 : size);
-    if (op->snapshot == NULL) {
-      free(op);
-      return -1;
-    }
-    memcpy(op->snapshot, src, size);
+  if (op == NULL) return -2;
+  pthread_mutex_lock(&emu_lock);
+  struct EmuAllocation* d = emu_find_range_locked(dst, size);
+  struct EmuAllocation* a = emu_find_range_locked(src, size);
+  if ((dst_must_be_known && d == NULL) || (src_must_be_known && a == NULL)) {
+    pthread_mutex_unlock(&emu_lock);
+    free(op);
+    return -1;
   }
   op->kind = EMU_OP_COPY;
-  op->dst = dst;
-  op->src = op->snapshot != NULL ? op->snapshot : src;
+  op->dst = d != NULL ? emu_bytes_of(d, dst) : dst;
   op->size = size;
-  pthread_mutex_lock(&emu_lock);
+  if (a != NULL) {
+    op->src = emu_bytes_of(a, src);
+  } else {
+    op->snapshot = malloc(size == 0 ? 1 : size);
+    if (op->snapshot == NULL) {
+      pthread_mutex_unlock(&emu_lock);
+      free(op);
+      return -2;
+    }
+    memcpy(op->snapshot, src, size);
+    op->src = op->snapshot;
+  }
   emu_enqueue_locked(s, op);
   pthread_mutex_unlock(&emu_lock);
   return 0;
@@ -453,18 +565,22 @@ static int emu_copy(struct EmuStream* s, void* dst, const void* src, size_t size
 static void emu_stream_synchronize(struct EmuStream* s) {
   pthread_mutex_lock(&emu_lock);
   uint64_t id = s->id, target = s->enqueued;
+  emu_release_locked(s, target);
   while (!emu_position_done_locked(id, target)) pthread_cond_wait(&emu_progress, &emu_lock);
   pthread_mutex_unlock(&emu_lock);
 }
 
-/* Waits for every stream of `device` (-1: all devices). */
+/* Waits for every stream of `device` (its NULL stream included). */
 static void emu_device_synchronize(int device) {
   pthread_mutex_lock(&emu_lock);
+  for (struct EmuStream* s = emu_streams; s != NULL; s = s->next) {
+    if (s->device == device) emu_release_locked(s, s->enqueued);
+  }
   int again = 1;
   while (again) {
     again = 0;
     for (struct EmuStream* s = emu_streams; s != NULL; s = s->next) {
-      if ((device < 0 || s->device == device) && s->executed < s->enqueued) {
+      if (s->device == device && s->executed < s->released) {
         pthread_cond_wait(&emu_progress, &emu_lock);
         again = 1;
         break;
@@ -472,6 +588,25 @@ static void emu_device_synchronize(int device) {
     }
   }
   pthread_mutex_unlock(&emu_lock);
+}
+
+/* Operations queued on `s` and not executed yet. A query lets them run, as
+ * a GPU would on its own, so that a polling caller makes progress. */
+static int64_t emu_stream_query(struct EmuStream* s) {
+  pthread_mutex_lock(&emu_lock);
+  int64_t pending = (int64_t)(s->enqueued - s->executed);
+  if (pending > 0) emu_release_locked(s, s->enqueued);
+  pthread_mutex_unlock(&emu_lock);
+  return pending;
+}
+
+/* For tests: operations queued and not executed yet (-1: unknown handle). */
+static int64_t emu_stream_pending(void* handle) {
+  pthread_mutex_lock(&emu_lock);
+  struct EmuStream* s = emu_stream_lookup_locked(handle);
+  int64_t pending = s == NULL ? -1 : (int64_t)(s->enqueued - s->executed);
+  pthread_mutex_unlock(&emu_lock);
+  return pending;
 }
 
 /* ---- events ------------------------------------------------------------------------------ */
@@ -516,20 +651,29 @@ static int emu_event_destroy(void* handle) {
   return 0;
 }
 
-/* Caller holds emu_lock and has validated both handles (s may be NULL). */
+/* Caller holds emu_lock and has validated both handles. */
 static void emu_event_record_locked(struct EmuEvent* e, struct EmuStream* s) {
   e->recorded = 1;
-  e->stream_id = s == NULL ? 0 : s->id;
-  e->seq = s == NULL ? 0 : s->enqueued;
+  e->stream_id = s->id;
+  e->seq = s->enqueued;
 }
 
 static int emu_event_done_locked(const struct EmuEvent* e) {
-  return !e->recorded || e->stream_id == 0 || emu_position_done_locked(e->stream_id, e->seq);
+  return !e->recorded || emu_position_done_locked(e->stream_id, e->seq);
+}
+
+/* 1 when complete; 0 when pending, and then the work it waits for may run
+ * (a polling caller makes progress). */
+static int emu_event_query_locked(const struct EmuEvent* e) {
+  if (emu_event_done_locked(e)) return 1;
+  emu_release_locked(emu_stream_by_id_locked(e->stream_id), e->seq);
+  return 0;
 }
 
 static void emu_event_synchronize_locked(const struct EmuEvent* e) {
   uint64_t id = e->stream_id, seq = e->seq;
-  if (!e->recorded || id == 0) return;
+  if (!e->recorded) return;
+  emu_release_locked(emu_stream_by_id_locked(id), seq);
   while (!emu_position_done_locked(id, seq)) pthread_cond_wait(&emu_progress, &emu_lock);
 }
 
@@ -569,15 +713,6 @@ static void emu_gates_open(void) {
   emu_gate_generation++;
   pthread_cond_broadcast(&emu_progress);
   pthread_mutex_unlock(&emu_lock);
-}
-
-/* Operations queued on the stream and not executed yet (-1: unknown). */
-static int64_t emu_stream_pending(void* handle) {
-  pthread_mutex_lock(&emu_lock);
-  struct EmuStream* s = emu_stream_lookup_locked(handle);
-  int64_t pending = s == NULL ? -1 : (int64_t)(s->enqueued - s->executed);
-  pthread_mutex_unlock(&emu_lock);
-  return pending;
 }
 
 static int64_t emu_live(int what) {

@@ -1,8 +1,9 @@
 /* TEST FIXTURE, never shipped or linked into libferry: an emulation of the
  * subset of the HIP runtime that ferry uses, built as a shared library and
  * loaded through FERRY_HIP_LIBRARY, so every line of core/src/hip.c runs in
- * CI without an AMD GPU. Device memory is host memory; streams run on
- * threads (emu_core.h).
+ * CI without an AMD GPU. Device memory cannot be read by the host (a
+ * dereference crashes, as on a GPU); streams run on threads and do their
+ * work only once someone waits for it (emu_core.h).
  *
  * Like the real runtime, each thread has a current device (0 at first) and
  * allocations belong to it. Stricter than the real runtime where that
@@ -62,15 +63,19 @@ __attribute__((constructor)) static void hip_emu_load(void) {
 
 static int hip6(void) { return emu_runtime_version >= 60000000; }
 
+/* A stream of the current device; NULL is its null stream. */
 static hipError_t stream_for(ferry_hipStream_t handle, struct EmuStream** out) {
-  *out = NULL;
-  if (handle == NULL) return FERRY_HIP_SUCCESS;
+  return emu_stream_for(handle, tls_device, out) == 0 ? FERRY_HIP_SUCCESS
+                                                      : FERRY_HIP_ERROR_INVALID_HANDLE;
+}
+
+/* A stream of any device; NULL is the current device's null stream. */
+static hipError_t any_stream(ferry_hipStream_t handle, struct EmuStream** out) {
+  if (handle == NULL) return stream_for(NULL, out);
   pthread_mutex_lock(&emu_lock);
-  struct EmuStream* s = emu_stream_lookup_locked(handle);
+  *out = emu_stream_lookup_locked(handle);
   pthread_mutex_unlock(&emu_lock);
-  if (s == NULL || s->device != tls_device) return FERRY_HIP_ERROR_INVALID_HANDLE;
-  *out = s;
-  return FERRY_HIP_SUCCESS;
+  return *out != NULL ? FERRY_HIP_SUCCESS : FERRY_HIP_ERROR_INVALID_HANDLE;
 }
 
 /* ---- runtime and devices
@@ -182,13 +187,11 @@ static hipError_t copy(void* dst, const void* src, size_t size, ferry_hipStream_
   struct EmuStream* s = NULL;
   hipError_t rc = stream_for(stream, &s);
   if (rc != FERRY_HIP_SUCCESS) return rc;
-  if ((dst_must_be_known && !emu_range_known(dst, size)) ||
-      (src_must_be_known && !emu_range_known(src, size))) {
-    return FERRY_HIP_ERROR_INVALID_VALUE;
+  switch (emu_copy(s, dst, src, size, dst_must_be_known, src_must_be_known)) {
+    case 0: return FERRY_HIP_SUCCESS;
+    case -1: return FERRY_HIP_ERROR_INVALID_VALUE;
+    default: return FERRY_HIP_ERROR_OUT_OF_MEMORY;
   }
-  int snapshot = !emu_range_known(src, size);
-  return emu_copy(s, dst, src, size, snapshot) == 0 ? FERRY_HIP_SUCCESS
-                                                    : FERRY_HIP_ERROR_OUT_OF_MEMORY;
 }
 
 EMU_EXPORT hipError_t hipMemcpyAsync(void* dst, const void* src, size_t size,
@@ -248,21 +251,18 @@ EMU_EXPORT hipError_t hipStreamDestroy(ferry_hipStream_t stream) {
 EMU_EXPORT hipError_t hipStreamSynchronize(ferry_hipStream_t stream) {
   HIP_ENTER("hipStreamSynchronize");
   HIP_NEED_DEVICE();
-  if (stream == NULL) return FERRY_HIP_SUCCESS; /* NULL-stream work ran inline */
-  pthread_mutex_lock(&emu_lock);
-  struct EmuStream* s = emu_stream_lookup_locked(stream);
-  pthread_mutex_unlock(&emu_lock);
-  if (s == NULL) return FERRY_HIP_ERROR_INVALID_HANDLE;
-  emu_stream_synchronize(s);
-  return FERRY_HIP_SUCCESS;
+  struct EmuStream* s = NULL;
+  hipError_t rc = any_stream(stream, &s);
+  if (rc == FERRY_HIP_SUCCESS) emu_stream_synchronize(s);
+  return rc;
 }
 
 EMU_EXPORT hipError_t hipStreamQuery(ferry_hipStream_t stream) {
   HIP_ENTER("hipStreamQuery");
-  if (stream == NULL) return FERRY_HIP_SUCCESS;
-  int64_t pending = emu_stream_pending(stream);
-  if (pending < 0) return FERRY_HIP_ERROR_INVALID_HANDLE;
-  return pending == 0 ? FERRY_HIP_SUCCESS : FERRY_HIP_ERROR_NOT_READY;
+  struct EmuStream* s = NULL;
+  hipError_t rc = any_stream(stream, &s);
+  if (rc != FERRY_HIP_SUCCESS) return rc;
+  return emu_stream_query(s) == 0 ? FERRY_HIP_SUCCESS : FERRY_HIP_ERROR_NOT_READY;
 }
 
 EMU_EXPORT hipError_t hipEventCreateWithFlags(ferry_hipEvent_t* event,
@@ -285,12 +285,12 @@ EMU_EXPORT hipError_t hipEventDestroy(ferry_hipEvent_t event) {
 EMU_EXPORT hipError_t hipEventRecord(ferry_hipEvent_t event, ferry_hipStream_t stream) {
   HIP_ENTER("hipEventRecord");
   HIP_NEED_DEVICE();
+  struct EmuStream* s = NULL;
+  hipError_t rc = any_stream(stream, &s);
+  if (rc != FERRY_HIP_SUCCESS) return rc;
   pthread_mutex_lock(&emu_lock);
   struct EmuEvent* e = emu_event_lookup_locked(event);
-  struct EmuStream* s = stream == NULL ? NULL : emu_stream_lookup_locked(stream);
-  hipError_t rc = FERRY_HIP_SUCCESS;
-  int device = s != NULL ? s->device : tls_device;
-  if (e == NULL || (stream != NULL && s == NULL) || e->device != device) {
+  if (e == NULL || e->device != s->device) {
     rc = FERRY_HIP_ERROR_INVALID_HANDLE;
   } else {
     emu_event_record_locked(e, s);
@@ -303,9 +303,9 @@ EMU_EXPORT hipError_t hipEventQuery(ferry_hipEvent_t event) {
   HIP_ENTER("hipEventQuery");
   pthread_mutex_lock(&emu_lock);
   struct EmuEvent* e = emu_event_lookup_locked(event);
-  hipError_t rc = e == NULL                  ? FERRY_HIP_ERROR_INVALID_HANDLE
-                  : emu_event_done_locked(e) ? FERRY_HIP_SUCCESS
-                                             : FERRY_HIP_ERROR_NOT_READY;
+  hipError_t rc = e == NULL                      ? FERRY_HIP_ERROR_INVALID_HANDLE
+                  : emu_event_query_locked(e) ? FERRY_HIP_SUCCESS
+                                                 : FERRY_HIP_ERROR_NOT_READY;
   pthread_mutex_unlock(&emu_lock);
   return rc;
 }
@@ -323,14 +323,13 @@ EMU_EXPORT hipError_t hipStreamWaitEvent(ferry_hipStream_t stream, ferry_hipEven
                                          unsigned int flags) {
   HIP_ENTER("hipStreamWaitEvent");
   if (flags != 0) return FERRY_HIP_ERROR_INVALID_VALUE;
+  struct EmuStream* s = NULL;
+  hipError_t rc = any_stream(stream, &s);
+  if (rc != FERRY_HIP_SUCCESS) return rc;
   pthread_mutex_lock(&emu_lock);
   struct EmuEvent* e = emu_event_lookup_locked(event);
-  struct EmuStream* s = stream == NULL ? NULL : emu_stream_lookup_locked(stream);
-  hipError_t rc = FERRY_HIP_SUCCESS;
-  if (e == NULL || (stream != NULL && s == NULL)) {
+  if (e == NULL) {
     rc = FERRY_HIP_ERROR_INVALID_HANDLE;
-  } else if (s == NULL) {
-    emu_event_synchronize_locked(e);
   } else if (emu_stream_wait_event_locked(s, e) != 0) {
     rc = FERRY_HIP_ERROR_OUT_OF_MEMORY;
   }
