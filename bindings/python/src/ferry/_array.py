@@ -310,6 +310,19 @@ def _values(node: _ArrayReader, start: int, stop: int) -> List[Any]:
         data = node.buffer(2) if stop > start else b""
         raw = [bytes(data[offsets[i]:offsets[i + 1]]) for i in range(lo, hi)]
         values = [r.decode("utf-8") for r in raw] if fmt in ("u", "U") else raw
+    elif fmt in ("vu", "vz"):
+        # 16-byte views: length, then the bytes inline (up to 12) or a
+        # prefix, the variadic buffer index and the offset in it.
+        views = node.buffer(1)
+        raw = []
+        for i in range(lo, hi):
+            length, = _struct.unpack_from("<i", views, i * 16)
+            if length <= 12:
+                raw.append(bytes(views[i * 16 + 4:i * 16 + 4 + length]))
+            else:
+                index, start = _struct.unpack_from("<ii", views, i * 16 + 8)
+                raw.append(bytes(node.buffer(2 + index)[start:start + length]))
+        values = [r.decode("utf-8") for r in raw] if fmt == "vu" else raw
     elif fmt.startswith("w:"):
         width = int(fmt[2:])
         data = node.buffer(1)
@@ -319,9 +332,9 @@ def _values(node: _ArrayReader, start: int, stop: int) -> List[Any]:
         child = node.child(0)
         values = [_values(child, offsets[i], offsets[i + 1]) for i in range(lo, hi)]
     elif fmt == "+s":
-        names = [c.format and (ffi.string(node._schema_ptr().children[k].name).decode()
-                               if node._schema_ptr().children[k].name != ffi.NULL else str(k))
-                 for k, c in enumerate(node.children)]
+        children_schemas = node._schema_ptr().children
+        names = [str(k) if children_schemas[k].name == ffi.NULL else ffi.string(children_schemas[k].name).decode()
+                 for k in range(node.n_children)]
         columns = [_values(c, lo, hi) for c in node.children]
         values = [dict(zip(names, row)) for row in zip(*columns)] if columns else [{}] * (stop - start)
     else:
@@ -408,14 +421,16 @@ class DeviceArray(_native.ArrayBase, _ArrayReader):
         """Builds an array over existing memory without copying it.
 
         `buffers` holds, per Arrow buffer, None (a NULL buffer), a
-        ferry.Buffer (device memory), or a bytes-like object (host memory, for
-        the CPU). Every buffer and child is kept alive until the array and all
-        its exports are released. `children` and `dictionary` are moved in
+        ferry.Buffer (device memory, moved in: the array frees it and the
+        Buffer object is closed), or a bytes-like object (host memory, for
+        the CPU, kept alive). Everything is held until the array and all its
+        exports are released. `children` and `dictionary` are moved in
         (they are closed afterwards) and must have no pending event. For a
         device array produced on `stream`, an event is recorded on it and
         travels as the array's sync_event (ferry_device_array_init_async)."""
         dev = _device.device(device)
         keep: list = []
+        moved: list = []  # ferry Buffers: the array takes them over
         pointers = []
         for b in buffers:
             if b is None:
@@ -423,8 +438,8 @@ class DeviceArray(_native.ArrayBase, _ArrayReader):
             elif isinstance(b, Buffer):
                 if b.device != dev:
                     raise ValueError(f"a buffer lives on {b.device.name}, the array on {dev.name}")
-                keep.append(b)
                 pointers.append(b._raw())
+                moved.append(b)
             else:
                 if not dev.is_cpu:
                     raise ValueError(f"host bytes cannot be buffers of a {dev.name} array: "
@@ -440,6 +455,7 @@ class DeviceArray(_native.ArrayBase, _ArrayReader):
             if raw == ffi.NULL or schema_raw == ffi.NULL:
                 raise MemoryError("ferry_device_array_new")
             inner = ffi.addressof(raw, "array")
+            keep.extend(b._detach() for b in moved)
             ref = _native.new_ref(tuple(keep))
             hook = ffi.cast("FerryReleaseHook", _native.release_hook_address())
             buffer_array = ffi.new("const void*[]", pointers) if pointers else ffi.NULL

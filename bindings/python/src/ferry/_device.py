@@ -300,12 +300,13 @@ class Buffer(_Owned):
     Host memory (the CPU) supports memoryview(buffer); device memory is
     reached with copy_from_host() and to_bytes()."""
 
-    __slots__ = ("device", "_ptr", "size")
+    __slots__ = ("device", "_ptr", "size", "_pending")
 
     def __init__(self, device: Device, ptr: Any, size: int) -> None:
         self.device = device
         self._ptr = ptr
         self.size = size
+        self._pending: Any = None  # the source of the last queued copy
 
     @property
     def address(self) -> int:
@@ -318,8 +319,8 @@ class Buffer(_Owned):
 
     def copy_from_host(self, data: Any, offset: int = 0, stream: Optional[Stream] = None) -> None:
         """Copies a bytes-like object into the buffer at `offset`: complete on
-        return without a stream, else ordered on `stream` (keep `data` alive
-        until the stream has run)."""
+        return without a stream, else ordered on `stream` (the buffer keeps
+        `data` alive until it is closed, so the queued copy can read it)."""
         source = ffi.from_buffer(data)
         size = len(source)
         if offset < 0 or offset + size > self.size:
@@ -328,6 +329,8 @@ class Buffer(_Owned):
         dst = ffi.cast("char*", self._raw()) + offset
         call(lib.ferry_device_memcpy, self.device._ptr, dst, cpu._ptr, source, size,
              stream._raw() if stream is not None else ffi.NULL)
+        if stream is not None:
+            self._pending = (data, source)
 
     def to_bytes(self) -> bytes:
         """A host copy of the whole buffer (synchronous)."""
@@ -348,6 +351,32 @@ class Buffer(_Owned):
         ptr, self._ptr = self._ptr, None
         if ptr is not None:
             call(lib.ferry_device_deallocate, self.device._ptr, ptr)
+        self._pending = None
+
+    def _detach(self) -> "_Allocation":
+        """Moves the memory out (into an array that will own it): this Buffer
+        is closed, the returned object frees the memory when it goes away."""
+        allocation = _Allocation(self.device, self._raw(), self._pending)
+        self._ptr = None
+        self._pending = None
+        return allocation
 
     def __repr__(self) -> str:
         return f"ferry.Buffer({self.device.name}, {self.size} bytes)"
+
+
+class _Allocation:
+    """Device memory owned by an array's release hook (see Buffer._detach):
+    freed when the hook drops it, i.e. when the array and every export of it
+    are released."""
+
+    __slots__ = ("device", "ptr", "pending")
+
+    def __init__(self, device: Device, ptr: Any, pending: Any) -> None:
+        self.device, self.ptr, self.pending = device, ptr, pending
+
+    def __del__(self) -> None:
+        try:
+            lib.ferry_device_deallocate(self.device._ptr, self.ptr, ffi.NULL)
+        except Exception:  # interpreter shutdown: the process frees everything
+            pass

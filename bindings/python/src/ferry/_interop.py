@@ -63,8 +63,8 @@ def _same_device(a: tuple, b: tuple) -> bool:
     return int(a[0]) == int(b[0]) and (int(a[0]) == _device.DEVICE_CPU or int(a[1]) == int(b[1]))
 
 
-def from_dlpack(x: Any, *, device: Optional[DeviceLike] = None, copy: Optional[bool] = None,
-                stream: Optional[Stream] = None) -> DeviceArray:
+def _from_dlpack(x: Any, *, device: Optional[DeviceLike] = None, copy: Optional[bool] = None,
+                 stream: Optional[Stream] = None) -> DeviceArray:
     """A DeviceArray from any DLPack producer (the array API standard's
     from_dlpack): one-dimensional, contiguous integers or floats.
 
@@ -121,7 +121,7 @@ def _from_dlpack_elsewhere(x: Any, src: tuple, target: _device.Device, copy: Opt
         return _native.import_dlpack(DeviceArray, capsule, None)
     except (BufferError, NotImplementedError, TypeError, ValueError):
         pass  # the producer cannot deliver there: copy through ferry
-    with from_dlpack(x) as here:
+    with _from_dlpack(x) as here:
         return here.copy_to(target)
 
 
@@ -212,3 +212,7 @@ def from_cuda_array_interface(obj: Any, *, device_id: Optional[int] = None) -> D
         event_stream = stream
     return _native.import_memory(DeviceArray, obj, address, shape[0], code, itemsize * 8,
                                  _device.DEVICE_CUDA, device_id, event_stream)
+
+
+_native.bind_classes(DeviceArray, _from_dlpack)
+from_dlpack = _native.from_dlpack  # the zero-copy CPU path in C, the rest in _from_dlpack

@@ -799,6 +799,24 @@ static int dlpack_stream(int32_t device_type, PyObject* stream_obj, void** strea
   return 0;
 }
 
+/* A root-only view for DLPack exports, without allocating: the struct
+ * borrows the holder's buffer (and child) pointer arrays and its release
+ * drops one holder reference. Only the DLPack export uses it, which accepts
+ * arrays without children or dictionary and never hands children out. */
+static void root_view_release(struct ArrowArray* array) {
+  if (array == NULL || array->release == NULL) return;
+  holder_decref((Holder*)array->private_data);
+  array->release = NULL;
+}
+
+static void root_view_fill(Holder* h, struct ArrowDeviceArray* out) {
+  *out = h->array;
+  holder_incref(h);
+  out->array.private_data = h;
+  out->array.release = root_view_release;
+  memset(out->reserved, 0, sizeof(out->reserved));
+}
+
 static PyObject* empty_kwnames_check(PyObject* const* args, Py_ssize_t nargs) {
   (void)args;
   if (nargs != 0) {
@@ -870,7 +888,7 @@ static PyObject* ArrayBase_dlpack(ArrayBase* self, PyObject* const* args, Py_ssi
   if (dlpack_stream(device_type, stream_obj, &consumer_stream, &no_sync) != 0) return NULL;
 
   struct ArrowDeviceArray view;
-  if (shared_device_array_fill(h, &view) != 0) return PyErr_NoMemory();
+  root_view_fill(h, &view);
   if (no_sync) view.sync_event = NULL; /* the consumer asked for no synchronization */
   DLManagedTensorVersioned* tensor = NULL;
   struct FerryError error;
@@ -1279,6 +1297,82 @@ static PyObject* import_dlpack(PyObject* module, PyObject* args) {
     }
   }
   return array_object((PyTypeObject*)cls, h);
+}
+
+/* ferry.from_dlpack(x, *, device=None, copy=None, stream=None): the
+ * zero-copy CPU case runs here; everything else (devices, streams, copies,
+ * legacy producers, capsules) calls the Python implementation bound by
+ * bind_classes(). */
+static PyObject* g_array_class;       /* ferry.DeviceArray */
+static PyObject* g_from_dlpack_slow;  /* ferry._interop._from_dlpack */
+static PyObject* g_str_dlpack;        /* "__dlpack__" */
+static PyObject* g_str_dlpack_device; /* "__dlpack_device__" */
+static PyObject* g_kwnames_max_version;
+static PyObject* g_max_version;
+
+static PyObject* import_versioned_capsule(PyObject* capsule) {
+  PyObject* args = PyTuple_Pack(2, g_array_class, capsule);
+  if (args == NULL) return NULL;
+  PyObject* result = import_dlpack(NULL, args);
+  Py_DECREF(args);
+  return result;
+}
+
+static PyObject* from_dlpack(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
+                             PyObject* kwnames) {
+  if (g_array_class == NULL || g_from_dlpack_slow == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "ferry._native.bind_classes() was not called");
+    return NULL;
+  }
+  if (nargs != 1) {
+    PyErr_SetString(PyExc_TypeError, "from_dlpack() takes exactly one positional argument");
+    return NULL;
+  }
+  PyObject* x = args[0];
+  int fast = kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0;
+  for (Py_ssize_t i = 0; !fast && i < PyTuple_GET_SIZE(kwnames); i++) {
+    if (args[nargs + i] != Py_None) break;
+    if (i == PyTuple_GET_SIZE(kwnames) - 1) fast = 1;
+  }
+  if (fast && !PyCapsule_CheckExact(x)) {
+    PyObject* device = PyObject_CallMethodNoArgs(x, g_str_dlpack_device);
+    if (device == NULL) {
+      if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+      PyErr_Clear();
+      fast = 0;
+    } else {
+      long type = PyTuple_Check(device) && PyTuple_GET_SIZE(device) == 2
+                      ? PyLong_AsLong(PyTuple_GET_ITEM(device, 0))
+                      : -1;
+      Py_DECREF(device);
+      if (type == -1 && PyErr_Occurred()) PyErr_Clear();
+      fast = type == ARROW_DEVICE_CPU;
+    }
+    if (fast) {
+      PyObject* call_args[2] = {x, g_max_version};
+      PyObject* capsule = PyObject_VectorcallMethod(
+          g_str_dlpack, call_args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, g_kwnames_max_version);
+      if (capsule != NULL) {
+        PyObject* result = import_versioned_capsule(capsule);
+        Py_DECREF(capsule);
+        return result;
+      }
+      if (!PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
+      PyErr_Clear(); /* a producer without max_version: the Python path asks again */
+    }
+  }
+  return PyObject_Vectorcall(g_from_dlpack_slow, args, nargs, kwnames);
+}
+
+static PyObject* bind_classes(PyObject* module, PyObject* args) {
+  PyObject *array_class, *slow;
+  if (!PyArg_ParseTuple(args, "OO", &array_class, &slow)) return NULL;
+  if (check_array_class(array_class) == NULL) return NULL;
+  Py_INCREF(array_class);
+  Py_XSETREF(g_array_class, array_class);
+  Py_INCREF(slow);
+  Py_XSETREF(g_from_dlpack_slow, slow);
+  Py_RETURN_NONE;
 }
 
 /* ---- Python references held by C ---------------------------------------------------- */
@@ -1721,6 +1815,11 @@ static PyMethodDef module_methods[] = {
      "take_stream_capsule(capsule, address)"},
     {"export_stream", export_stream, METH_VARARGS,
      "export_stream(producer, device_type, address)"},
+    {"from_dlpack", (PyCFunction)(void (*)(void))from_dlpack, METH_FASTCALL | METH_KEYWORDS,
+     "from_dlpack(x, /, *, device=None, copy=None, stream=None)\n--\n\n"
+     "A ferry.DeviceArray from any DLPack producer (see ferry._interop._from_dlpack)."},
+    {"bind_classes", bind_classes, METH_VARARGS,
+     "bind_classes(DeviceArray, slow_from_dlpack): the classes the C paths create."},
     {"new_ref", new_ref, METH_O, "Holds a reference for C; returns its address."},
     {"drop_ref", drop_ref, METH_O, "Drops a reference made by new_ref (by address)."},
     {"live_refs", live_refs, METH_NOARGS, "References C holds now."},
@@ -1735,6 +1834,12 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__native(void) {
   if (PyType_Ready(&SchemaBaseType) < 0 || PyType_Ready(&ArrayBaseType) < 0) return NULL;
+  g_str_dlpack = PyUnicode_InternFromString("__dlpack__");
+  g_str_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
+  g_kwnames_max_version = Py_BuildValue("(s)", "max_version");
+  g_max_version = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
+  if (!g_str_dlpack || !g_str_dlpack_device || !g_kwnames_max_version || !g_max_version)
+    return NULL;
   PyObject* m = PyModule_Create(&module_def);
   if (m == NULL) return NULL;
   Py_INCREF(&SchemaBaseType);

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable, Iterator, List, Optional
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Union
 
 from . import _device, _errors, _native
 from ._array import DeviceArray, Schema
@@ -67,10 +67,11 @@ class DeviceArrayStream:
         return stream
 
     @classmethod
-    def from_batches(cls, schema: Schema, batches: Iterable[DeviceArray], *,
+    def from_batches(cls, schema: Union[Schema, Callable[[], Schema]], batches: Iterable[DeviceArray], *,
                      device: DeviceLike = "cpu") -> "DeviceArrayStream":
         """A stream produced in Python: yields `batches` (consumed lazily;
-        each DeviceArray is moved out when a consumer pulls it) with `schema`.
+        each DeviceArray is moved out when a consumer pulls it) with `schema`
+        (or the Schema a callable returns when the consumer first asks).
         Every batch must live on `device`'s type. An exception raised while
         iterating reaches the consumer as EIO (or the FerryError's code) and
         its message through get_last_error."""
@@ -220,12 +221,13 @@ class _BatchProducer:
     """The Python side of a stream made by from_batches; the C trampolines of
     ferry._native call these two methods with the GIL held."""
 
-    def __init__(self, schema: Schema, batches: Iterator[DeviceArray]) -> None:
+    def __init__(self, schema: Any, batches: Iterator[DeviceArray]) -> None:
         self._schema = schema
         self._batches = batches
 
     def _ferry_get_schema(self, address: int) -> None:
-        self._schema._export_into(address)
+        schema = self._schema if isinstance(self._schema, Schema) else self._schema()
+        schema._export_into(address)
 
     def _ferry_get_next(self, address: int) -> None:
         try:
