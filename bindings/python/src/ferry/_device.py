@@ -134,6 +134,9 @@ class Device:
     def __repr__(self) -> str:
         return f"ferry.Device({self.name!r})"
 
+    def __str__(self) -> str:
+        return self.name
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Device) and (self.type, self.id) == (other.type, other.id)
 
