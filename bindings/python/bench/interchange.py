@@ -24,8 +24,14 @@ NUMBER = 20000 if QUICK else 200000
 REPEAT = 3 if QUICK else 7
 
 
-def best_ns(fn):
-    return min(timeit.repeat(fn, number=NUMBER, repeat=REPEAT)) / NUMBER * 1e9
+def best_ns(*fns):
+    """Best ns per call of each function, the functions measured in turns
+    (round robin) so that a noisy neighbour slows all of them alike."""
+    best = [float("inf")] * len(fns)
+    for _ in range(REPEAT):
+        for k, fn in enumerate(fns):
+            best[k] = min(best[k], timeit.timeit(fn, number=NUMBER) / NUMBER * 1e9)
+    return best
 
 
 def main():
@@ -34,28 +40,34 @@ def main():
     results = []
 
     export = source.__arrow_c_device_array__
-    t_export = best_ns(export)
-    t_pyarrow = best_ns(lambda: pa.Array._import_from_c_device_capsule(*export())) - t_export
-    t_ferry = best_ns(lambda: ferry.DeviceArray.from_capsules(*export())) - t_export
-    results.append(("import device array capsules (int32 x 256)", t_ferry, "pyarrow", t_pyarrow))
+    t_export, t_pyarrow, t_ferry, t_ferry_trusted = best_ns(
+        export,
+        lambda: pa.Array._import_from_c_device_capsule(*export()),
+        lambda: ferry.DeviceArray.from_capsules(*export()),
+        lambda: ferry.DeviceArray.from_capsules(*export(), validate=False))
+    results.append(("import device array capsules (int32 x 256)", t_ferry - t_export, "pyarrow",
+                    t_pyarrow - t_export))
+    results.append(("  the same without ferry's validation", t_ferry_trusted - t_export, "pyarrow",
+                    t_pyarrow - t_export))
 
-    t_np = best_ns(lambda: np.from_dlpack(values))
-    t_fe = best_ns(lambda: ferry.from_dlpack(values))
+    t_np, t_fe = best_ns(lambda: np.from_dlpack(values), lambda: ferry.from_dlpack(values))
     results.append(("from_dlpack(numpy int32 x 256)", t_fe, "numpy", t_np))
 
     arr = ferry.from_dlpack(values)
     version = (1, 1)
-    t_np = best_ns(lambda: values.__dlpack__(max_version=version))
-    t_fe = best_ns(lambda: arr.__dlpack__(max_version=version))
+    t_np, t_fe = best_ns(lambda: values.__dlpack__(max_version=version),
+                         lambda: arr.__dlpack__(max_version=version))
     results.append(("__dlpack__(max_version=(1, 1))", t_fe, "numpy", t_np))
 
     print(f"ferry {ferry.__version__} ({ferry.library_info().source} libferry), numpy {np.__version__}, "
-          f"pyarrow {pa.__version__}; {NUMBER} calls x {REPEAT} repeats, best")
+          f"pyarrow {pa.__version__}; {NUMBER} calls x {REPEAT} rounds, best; capsule imports less "
+          f"pyarrow's export ({t_export:.0f} ns)")
     print(f"{'operation':48} {'ferry ns':>9} {'peer':>8} {'peer ns':>9} {'ratio':>6}")
     worst = 0.0
     for name, ferry_ns, peer, peer_ns in results:
         ratio = ferry_ns / peer_ns
-        worst = max(worst, ratio)
+        if not name.startswith(" "):
+            worst = max(worst, ratio)
         print(f"{name:48} {ferry_ns:9.0f} {peer:>8} {peer_ns:9.0f} {ratio:6.2f}x")
     print(f"worst ratio {worst:.2f}x (target <= 1.00x)")
 
