@@ -182,3 +182,21 @@ def test_producer_without_the_new_keywords():
     assert arr.to_pylist() == [0.0, 1.0, 2.0]
     arr.close()
     assert ferry.device_array(x).to_pylist() == [0.0, 1.0, 2.0]
+
+
+def test_copy_true_on_a_device_with_a_consumer_stream():
+    sim = ferry.array([1, 2], "int32", device="sim:0")
+    consumer = ferry.device("sim:0").create_stream()
+    capsule = sim.__dlpack__(stream=consumer.handle, max_version=(1, 1), copy=True)
+    from ferry._array import capsule_pointer
+    assert capsule_pointer(capsule, "DLManagedTensorVersioned*").flags & 2  # IS_COPIED
+    copied = ferry.from_dlpack(capsule)
+    assert copied.to_pylist() == [1, 2] and copied.buffer_address(1) != sim.buffer_address(1)
+    for x in (copied, sim, consumer):
+        x.close()
+
+
+def test_type_hints_ship_with_the_package():
+    import importlib.resources
+    files = importlib.resources.files("ferry")
+    assert files.joinpath("py.typed").is_file() and files.joinpath("_native.pyi").is_file()

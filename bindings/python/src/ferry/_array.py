@@ -624,8 +624,8 @@ class DeviceArray(_native.ArrayBase, _ArrayReader):
             raise BufferError(f"dl_device {dl_device} differs from the array's device "
                               f"{self.__dlpack_device__()} and copy=False forbids the copy")
         target = self.device if dl_device is None else _device.device(tuple(dl_device))
-        if target.type != _device.DEVICE_CPU and stream not in (None, -1):
-            raise BufferError("ferry copies across devices synchronously: pass stream=None or -1")
+        # ferry's copy is complete when copy_to returns (the host waited for
+        # the source's event first), so it is ordered before any stream.
         try:
             copied = self.copy_to(target)
         except _errors.FerryError as exc:

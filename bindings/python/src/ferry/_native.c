@@ -57,6 +57,13 @@
 FP_FUNCTIONS(FP_DECLARE)
 #undef FP_DECLARE
 
+/* Whether the interpreter is shutting down (public from Python 3.13 on). */
+#if PY_VERSION_HEX >= 0x030D0000
+#define FP_FINALIZING() Py_IsFinalizing()
+#else
+#define FP_FINALIZING() _Py_IsFinalizing()
+#endif
+
 static void* g_library;            /* dlopen handle of the shared libferry */
 static PyObject* g_error_factory;  /* ferry._errors.from_code(code, message, buffer) */
 static atomic_llong g_live_refs;   /* Python references held by C (release hooks) */
@@ -1383,7 +1390,7 @@ static PyObject* bind_classes(PyObject* module, PyObject* args) {
 static void drop_python_ref(void* user_data) {
   if (user_data == NULL) return;
   atomic_fetch_sub(&g_live_refs, 1);
-  if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
+  if (!Py_IsInitialized() || FP_FINALIZING()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
   Py_DECREF((PyObject*)user_data);
   PyGILState_Release(gil);
@@ -1709,7 +1716,7 @@ static int exception_to_code(struct FerryError* error) {
 
 /* Calls producer.<method>(address) with the GIL; 0 or an errno code. */
 static int call_producer(void* user_data, const char* method, void* out, struct FerryError* error) {
-  if (!Py_IsInitialized() || _Py_IsFinalizing()) {
+  if (!Py_IsInitialized() || FP_FINALIZING()) {
     snprintf(error->message, sizeof(error->message), "the Python interpreter is shutting down");
     return EIO;
   }
