@@ -1,6 +1,7 @@
 """The CUDA Array Interface, both ways, through ferry's CUDA driver emulation
 (conftest.py): device memory is host memory, so values can be checked, and
 gates hold stream work pending."""
+import ctypes
 import struct
 
 import pytest
@@ -137,4 +138,30 @@ def test_round_trip_through_the_interface_and_dlpack(cuda):
         arr.__dlpack__(stream=0)
     for a in (arr, again, via_dlpack):
         a.close()
+    stream.close()
+
+
+def test_blocking_waits_release_the_gil(cuda, emu):
+    """A thread blocked in wait() must not hold the GIL: this thread keeps
+    running Python (it spins on the emulation's call counter) until it lets
+    the producer's work through."""
+    import threading
+    emu.cuda_emu_calls.argtypes = [ctypes.c_char_p]
+    emu.cuda_emu_calls.restype = ctypes.c_int64
+    stream = cuda.create_stream()
+    emu.cuda_emu_gate_close(stream.handle)
+    arr = cuda_array([3], stream=stream)  # its event is pending behind the gate
+    entered = emu.cuda_emu_calls(b"cuEventSynchronize")
+    done = threading.Event()
+    waiter = threading.Thread(target=lambda: (arr.wait(), done.set()))
+    waiter.start()
+    spins = 0
+    while emu.cuda_emu_calls(b"cuEventSynchronize") == entered:  # Python runs meanwhile
+        spins += 1
+        assert spins < 50_000_000, "the waiting thread never reached cuEventSynchronize"
+    assert not done.is_set()  # still blocked: the gate is closed
+    emu.cuda_emu_gates_open()
+    waiter.join(60)
+    assert done.is_set() and arr.to_pylist() == [3]
+    arr.close()
     stream.close()

@@ -718,10 +718,8 @@ def array(values: Iterable[Any], type: str, *, device: DeviceLike = "cpu") -> De
             offsets.append(offsets[-1] + len(blob))
         buffers = [validity, _struct.pack(f"<{n + 1}i", *offsets), b"".join(blobs) or b"\0"]
     else:
-        code = _CAST[fmt]
-        buffers = [validity, memoryview(bytearray(_struct.calcsize(code) * n)).cast(code)]
-        buffers[1][:] = memoryview(_struct.pack(f"<{n}{code}", *[0 if v is None else v for v in values])).cast(code)
-        buffers[1] = buffers[1].cast("B")
+        data = _struct.pack(f"<{n}{_CAST[fmt]}", *[0 if v is None else v for v in values])
+        buffers = [validity, bytearray(data)]
     host = DeviceArray.from_buffers(Schema.from_format(fmt), n, buffers, null_count=nulls)
     dev = _device.device(device)
     if dev.is_cpu:
