@@ -1,0 +1,728 @@
+"""Schema, DeviceArray and read-only views of their children.
+
+A DeviceArray owns one ArrowDeviceArray (and its schema) through the C half
+ferry._native.ArrayBase. Exports through the protocols share the data and
+leave the array usable; close() (or `with`) drops this object's reference
+at once, and the data is released when the last export is released too.
+"""
+from __future__ import annotations
+
+import struct as _struct
+import sys
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+
+from . import _device, _errors, _native
+from ._device import Buffer, Device, DeviceLike, Stream, device
+from .raw import CONSTANTS, call, ffi, lib
+
+_EINVAL = 22
+_FLAG_NULLABLE = 2
+
+# Element formats readable as machine numbers: memoryview cast codes.
+_CAST = {
+    "c": "b", "s": "h", "i": "i", "l": "q", "C": "B", "S": "H", "I": "I", "L": "Q",
+    "e": "e", "f": "f", "g": "d",
+    "tdD": "i", "tdm": "q", "tts": "i", "ttm": "i", "ttu": "q", "ttn": "q",
+    "tDs": "q", "tDm": "q", "tDu": "q", "tDn": "q",
+}
+
+if sys.byteorder != "little":  # pragma: no cover - ferry's buffers are native-endian
+    raise ImportError("ferry's Python package reads buffers as little-endian")
+
+
+def _cast_code(fmt: str) -> Optional[str]:
+    if fmt in _CAST:
+        return _CAST[fmt]
+    if fmt.startswith("ts") and len(fmt) >= 4 and fmt[3] == ":":
+        return "q"  # timestamps: int64 storage
+    return None
+
+
+class Schema(_native.SchemaBase):
+    """An Arrow schema (a field: format, name, flags, children, dictionary).
+
+    Build one with Schema.from_format(...), import one with
+    ferry.schema(obj) (anything with __arrow_c_schema__), or get an array's
+    with DeviceArray.schema. Export with __arrow_c_schema__()."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def from_format(fmt: str, name: Optional[str] = None, *, nullable: bool = True,
+                    children: Sequence["Schema"] = (), dictionary: Optional["Schema"] = None,
+                    metadata: Optional[dict] = None) -> "Schema":
+        """A schema for the C data interface format string `fmt` ("i", "u",
+        "+l", "+s", ...); children and dictionary are shared, not copied."""
+        raw = lib.ferry_schema_new()
+        if raw == ffi.NULL:
+            raise MemoryError("ferry_schema_new")
+        try:
+            call(lib.ferry_schema_init, raw, fmt.encode(), name.encode() if name is not None else ffi.NULL,
+                 _FLAG_NULLABLE if nullable else 0, len(children))
+            for i, child in enumerate(children):
+                child._export_into(int(ffi.cast("uintptr_t", lib.ferry_schema_child(raw, i))))
+            if dictionary is not None:
+                out = ffi.new("struct ArrowSchema**")
+                call(lib.ferry_schema_allocate_dictionary, raw, out)
+                dictionary._export_into(int(ffi.cast("uintptr_t", out[0])))
+            for key, value in (metadata or {}).items():
+                call(lib.ferry_schema_add_metadata, raw, str(key).encode(), str(value).encode())
+            return _native.import_schema(Schema, int(ffi.cast("uintptr_t", raw)))
+        finally:
+            lib.ferry_schema_free(raw)  # released by the import, or released here on failure
+
+    @staticmethod
+    def from_c(address: int) -> "Schema":
+        """Takes ownership of the ArrowSchema at `address` (moved; the source
+        is left released)."""
+        return _native.import_schema(Schema, int(address))
+
+    def _ptr(self) -> Any:
+        return ffi.cast("struct ArrowSchema*", self._address)
+
+    @property
+    def format(self) -> str:
+        return ffi.string(self._ptr().format).decode()
+
+    @property
+    def name(self) -> Optional[str]:
+        name = self._ptr().name
+        return None if name == ffi.NULL else ffi.string(name).decode()
+
+    @property
+    def flags(self) -> int:
+        return int(self._ptr().flags)
+
+    @property
+    def nullable(self) -> bool:
+        return bool(self.flags & _FLAG_NULLABLE)
+
+    @property
+    def n_children(self) -> int:
+        return int(self._ptr().n_children)
+
+    def child(self, i: int) -> "SchemaView":
+        if not 0 <= i < self.n_children:
+            raise IndexError(f"child {i} of a schema with {self.n_children} children")
+        return SchemaView(self, self._ptr().children[i])
+
+    @property
+    def children(self) -> List["SchemaView"]:
+        return [self.child(i) for i in range(self.n_children)]
+
+    @property
+    def dictionary(self) -> Optional["SchemaView"]:
+        d = self._ptr().dictionary
+        return None if d == ffi.NULL else SchemaView(self, d)
+
+    @property
+    def metadata(self) -> dict:
+        return _metadata(self._ptr())
+
+    def close(self) -> None:
+        """Drops this object's reference to the schema."""
+        self._close()
+
+    def __enter__(self) -> "Schema":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "ferry.Schema(closed)"
+        return f"ferry.Schema({_describe(self._ptr())})"
+
+
+class SchemaView:
+    """A child or dictionary of a Schema (borrowed; keeps the schema alive)."""
+
+    __slots__ = ("_owner", "_raw")
+
+    def __init__(self, owner: Any, raw: Any) -> None:
+        self._owner = owner
+        self._raw = raw
+
+    def _ptr(self) -> Any:
+        if self._owner.closed:
+            raise ValueError("the schema is closed")
+        return self._raw
+
+    format = Schema.format
+    name = Schema.name
+    flags = Schema.flags
+    nullable = Schema.nullable
+    n_children = Schema.n_children
+    child = Schema.child
+    children = Schema.children
+    dictionary = Schema.dictionary
+    metadata = Schema.metadata
+
+    def __repr__(self) -> str:
+        return f"ferry.SchemaView({_describe(self._ptr())})"
+
+
+def _describe(s: Any) -> str:
+    text = ffi.string(s.format).decode()
+    if s.name != ffi.NULL and s.name[0] != b"\0":
+        text = f"{ffi.string(s.name).decode()}: {text}"
+    if s.n_children:
+        text += "<" + ", ".join(_describe(s.children[i]) for i in range(s.n_children)) + ">"
+    if s.dictionary != ffi.NULL:
+        text += " dictionary " + _describe(s.dictionary)
+    return text
+
+
+def _metadata(s: Any) -> dict:
+    out = {}
+    length = ffi.new("int32_t*")
+    for i in range(lib.ferry_schema_metadata_count(s)):
+        key = lib.ferry_schema_metadata_key(s, i, length)
+        key_text = ffi.unpack(key, length[0]).decode()
+        value = lib.ferry_schema_metadata_value(s, i, length)
+        out[key_text] = ffi.unpack(value, length[0]).decode()
+    return out
+
+
+def schema(obj: Any) -> Schema:
+    """A Schema from anything with __arrow_c_schema__ (pyarrow, nanoarrow,
+    polars types and fields) or an "arrow_schema" PyCapsule."""
+    if isinstance(obj, Schema):
+        return obj
+    capsule = obj.__arrow_c_schema__() if hasattr(obj, "__arrow_c_schema__") else obj
+    return _native.import_schema(Schema, capsule)
+
+
+class _ArrayReader:
+    """Read accessors shared by DeviceArray and ArrayView (subclasses give
+    _schema_ptr(), _array_ptr() and _device())."""
+
+    __slots__ = ()
+
+    @property
+    def format(self) -> str:
+        return ffi.string(self._schema_ptr().format).decode()
+
+    @property
+    def offset(self) -> int:
+        return int(self._array_ptr().offset)
+
+    @property
+    def null_count(self) -> int:
+        return int(self._array_ptr().null_count)
+
+    @property
+    def n_buffers(self) -> int:
+        return int(self._array_ptr().n_buffers)
+
+    @property
+    def n_children(self) -> int:
+        return int(self._array_ptr().n_children)
+
+    def child(self, i: int) -> "ArrayView":
+        if not 0 <= i < self.n_children:
+            raise IndexError(f"child {i} of an array with {self.n_children} children")
+        return ArrayView(self._keeper(), self._schema_ptr().children[i], self._array_ptr().children[i],
+                         self._device())
+
+    @property
+    def children(self) -> List["ArrayView"]:
+        return [self.child(i) for i in range(self.n_children)]
+
+    @property
+    def dictionary(self) -> Optional["ArrayView"]:
+        d = self._array_ptr().dictionary
+        if d == ffi.NULL:
+            return None
+        return ArrayView(self._keeper(), self._schema_ptr().dictionary, d, self._device())
+
+    def buffer_address(self, i: int) -> int:
+        """Address of buffer i (0 for a NULL buffer); device memory too."""
+        a = self._array_ptr()
+        if not 0 <= i < a.n_buffers:
+            raise IndexError(f"buffer {i} of an array with {a.n_buffers} buffers")
+        return int(ffi.cast("uintptr_t", a.buffers[i]))
+
+    def buffer_size(self, i: int) -> int:
+        """Size in bytes of buffer i, from the format, length and offset (for
+        string and list layouts the last offset is read, through the device
+        backend when the memory is not host memory)."""
+        dev = self._device()
+        out = ffi.new("int64_t*")
+        call(lib.ferry_array_buffer_size, self._schema_ptr(), self._array_ptr(), dev.type, dev.id, i, out)
+        return int(out[0])
+
+    def buffer(self, i: int) -> Optional[memoryview]:
+        """A read-only, zero-copy memoryview of buffer i, or None for a NULL
+        buffer. Host memory only: for device memory use to_host() first (the
+        sim device's memory is host memory, but read it only after wait())."""
+        dev = self._device()
+        if not dev.is_host_accessible:
+            raise BufferError(f"{dev.name} memory is not host memory: call to_host() first")
+        address = self.buffer_address(i)
+        if address == 0:
+            return None
+        size = self.buffer_size(i)
+        return memoryview(ffi.buffer(ffi.cast("char*", address), size)).toreadonly()
+
+    def is_valid(self) -> List[bool]:
+        """Validity of each element (all True without a validity bitmap)."""
+        length, offset = len(self), self.offset
+        if self.format == "n":
+            return [False] * length
+        bitmap = self.buffer(0) if self.n_buffers > 0 and not self.format.startswith("+u") else None
+        if bitmap is None:
+            return [True] * length
+        return [bool((bitmap[(i + offset) >> 3] >> ((i + offset) & 7)) & 1) for i in range(length)]
+
+    def to_pylist(self) -> List[Any]:
+        """The values as Python objects (None for nulls): numbers, bool, str
+        (utf8), bytes (binary), lists, dicts (structs), dictionary values.
+        Host memory only (see buffer())."""
+        return _values(self, 0, len(self))
+
+    def __len__(self) -> int:
+        return int(self._array_ptr().length)
+
+
+def _values(node: _ArrayReader, start: int, stop: int) -> List[Any]:
+    """Values of logical elements [start, stop) of `node`."""
+    fmt = node.format
+    offset = node.offset
+    valid = node.is_valid()[start:stop] if node.null_count != 0 else None
+    code = _cast_code(fmt)
+    lo, hi = start + offset, stop + offset
+    if fmt == "n":
+        return [None] * (stop - start)
+    if node.dictionary is not None:
+        indices = node.buffer(1).cast(code)[lo:hi].tolist() if stop > start else []
+        dictionary = node.dictionary.to_pylist()
+        values = [dictionary[k] for k in indices]
+    elif code is not None:
+        data = node.buffer(1)
+        values = data.cast(code)[lo:hi].tolist() if stop > start else []
+    elif fmt == "b":
+        data = node.buffer(1)
+        values = [bool((data[i >> 3] >> (i & 7)) & 1) for i in range(lo, hi)]
+    elif fmt in ("u", "z", "U", "Z"):
+        offsets = node.buffer(1).cast("i" if fmt in ("u", "z") else "q") if stop > start else []
+        data = node.buffer(2) if stop > start else b""
+        raw = [bytes(data[offsets[i]:offsets[i + 1]]) for i in range(lo, hi)]
+        values = [r.decode("utf-8") for r in raw] if fmt in ("u", "U") else raw
+    elif fmt in ("vu", "vz"):
+        # 16-byte views: length, then the bytes inline (up to 12) or a
+        # prefix, the variadic buffer index and the offset in it.
+        views = node.buffer(1)
+        raw = []
+        for i in range(lo, hi):
+            length, = _struct.unpack_from("<i", views, i * 16)
+            if length <= 12:
+                raw.append(bytes(views[i * 16 + 4:i * 16 + 4 + length]))
+            else:
+                index, start = _struct.unpack_from("<ii", views, i * 16 + 8)
+                raw.append(bytes(node.buffer(2 + index)[start:start + length]))
+        values = [r.decode("utf-8") for r in raw] if fmt == "vu" else raw
+    elif fmt.startswith("w:"):
+        width = int(fmt[2:])
+        data = node.buffer(1)
+        values = [bytes(data[i * width:(i + 1) * width]) for i in range(lo, hi)]
+    elif fmt in ("+l", "+L"):
+        offsets = node.buffer(1).cast("i" if fmt == "+l" else "q") if stop > start else []
+        child = node.child(0)
+        values = [_values(child, offsets[i], offsets[i + 1]) for i in range(lo, hi)]
+    elif fmt == "+s":
+        children_schemas = node._schema_ptr().children
+        names = [str(k) if children_schemas[k].name == ffi.NULL else ffi.string(children_schemas[k].name).decode()
+                 for k in range(node.n_children)]
+        columns = [_values(c, lo, hi) for c in node.children]
+        values = [dict(zip(names, row)) for row in zip(*columns)] if columns else [{}] * (stop - start)
+    else:
+        raise NotImplementedError(f"to_pylist does not read format {fmt!r} yet")
+    if valid is not None:
+        values = [v if ok else None for v, ok in zip(values, valid)]
+    return values
+
+
+class ArrayView(_ArrayReader):
+    """A child or dictionary of a DeviceArray: borrowed, read-only, and it
+    keeps the array's data alive."""
+
+    __slots__ = ("_owner", "_schema", "_array", "_dev")
+
+    def __init__(self, owner: Any, schema_raw: Any, array_raw: Any, dev: Device) -> None:
+        self._owner = owner
+        self._schema = schema_raw
+        self._array = array_raw
+        self._dev = dev
+
+    def _keeper(self) -> Any:
+        return self._owner
+
+    def _schema_ptr(self) -> Any:
+        if self._owner.closed:
+            raise ValueError("the array is closed")
+        return self._schema
+
+    def _array_ptr(self) -> Any:
+        if self._owner.closed:
+            raise ValueError("the array is closed")
+        return self._array
+
+    def _device(self) -> Device:
+        return self._dev
+
+    def __repr__(self) -> str:
+        return f"ferry.ArrayView({self.format!r}, length={len(self)})"
+
+
+BufferLike = Union[None, Buffer, bytes, bytearray, memoryview, Any]
+
+
+class DeviceArray(_native.ArrayBase, _ArrayReader):
+    """An Arrow array on a device (the CPU, the sim device, a GPU), owning an
+    ArrowDeviceArray and its schema.
+
+    Get one from any producer: ferry.device_array(obj) (Arrow PyCapsules,
+    DLPack, CUDA Array Interface), ferry.from_dlpack(x), DeviceArray.from_c()
+    for raw structs, or build one with DeviceArray.from_buffers(). Hand it to
+    any consumer through __arrow_c_device_array__, __arrow_c_array__ (CPU
+    data), __dlpack__ or __cuda_array_interface__ (CUDA data). Close it with
+    close() or `with`; the finalizer is only the safety net.
+
+    The sync event travels with the array: nothing here waits on it except
+    what must read the data (to_host, copy_to, to_pylist on the CPU after a
+    move, DLPack exports, wait()).
+    """
+
+    __slots__ = ()
+
+    # ---- construction -----------------------------------------------------------
+
+    @staticmethod
+    def from_c(schema_address: int, array_address: int, *, validate: bool = True) -> "DeviceArray":
+        """Takes ownership of an ArrowSchema and an ArrowDeviceArray at two
+        addresses (moved in; the sources are left released). With validate,
+        the structure is checked first (ferry_validate_device_array)."""
+        return _native.import_raw(DeviceArray, int(schema_address), int(array_address), validate)
+
+    @staticmethod
+    def from_capsules(schema_capsule: Any, array_capsule: Any, *, validate: bool = True) -> "DeviceArray":
+        """Takes the structs out of an "arrow_schema" capsule and an
+        "arrow_device_array" (or CPU "arrow_array") capsule."""
+        return _native.import_capsules(DeviceArray, schema_capsule, array_capsule, validate)
+
+    @staticmethod
+    def from_buffers(schema: Schema, length: int, buffers: Sequence[BufferLike], *,
+                     null_count: int = 0, offset: int = 0,
+                     children: Sequence["DeviceArray"] = (),
+                     dictionary: Optional["DeviceArray"] = None,
+                     device: DeviceLike = "cpu", stream: Optional[Stream] = None) -> "DeviceArray":
+        """Builds an array over existing memory without copying it.
+
+        `buffers` holds, per Arrow buffer, None (a NULL buffer), a
+        ferry.Buffer (device memory, moved in: the array frees it and the
+        Buffer object is closed), or a bytes-like object (host memory, for
+        the CPU, kept alive). Everything is held until the array and all its
+        exports are released. `children` and `dictionary` are moved in
+        (they are closed afterwards) and must have no pending event. For a
+        device array produced on `stream`, an event is recorded on it and
+        travels as the array's sync_event (ferry_device_array_init_async)."""
+        dev = _device.device(device)
+        keep: list = []
+        moved: list = []  # ferry Buffers: the array takes them over
+        pointers = []
+        for b in buffers:
+            if b is None:
+                pointers.append(ffi.NULL)
+            elif isinstance(b, Buffer):
+                if b.device != dev:
+                    raise ValueError(f"a buffer lives on {b.device.name}, the array on {dev.name}")
+                pointers.append(b._raw())
+                moved.append(b)
+            else:
+                if not dev.is_cpu:
+                    raise ValueError(f"host bytes cannot be buffers of a {dev.name} array: "
+                                     "allocate with device.allocate() and copy_from_host()")
+                view = ffi.from_buffer(b)
+                keep.append(view)
+                keep.append(b)
+                pointers.append(view)
+        raw = lib.ferry_device_array_new()
+        schema_raw = lib.ferry_schema_new()
+        ref = None
+        try:
+            if raw == ffi.NULL or schema_raw == ffi.NULL:
+                raise MemoryError("ferry_device_array_new")
+            inner = ffi.addressof(raw, "array")
+            keep.extend(b._detach() for b in moved)
+            ref = _native.new_ref(tuple(keep))
+            hook = ffi.cast("FerryReleaseHook", _native.release_hook_address())
+            buffer_array = ffi.new("const void*[]", pointers) if pointers else ffi.NULL
+            try:
+                call(lib.ferry_array_init, inner, int(length), int(null_count), int(offset),
+                     len(pointers), buffer_array, len(children), hook, ffi.cast("void*", ref))
+            except BaseException:
+                _native.drop_ref(ref)  # the hook never runs when init fails
+                raise
+            for i, child in enumerate(children):
+                _move_plain_into(child, lib.ferry_array_child(inner, i))
+            if dictionary is not None:
+                out = ffi.new("struct ArrowArray**")
+                call(lib.ferry_array_allocate_dictionary, inner, out)
+                _move_plain_into(dictionary, out[0])
+            if dev.is_cpu or stream is None:
+                call(lib.ferry_device_array_init, raw, inner, dev.type, dev.id, ffi.NULL, ffi.NULL, ffi.NULL)
+            else:
+                call(lib.ferry_device_array_init_async, raw, inner, dev._ptr, stream._raw(),
+                     CONSTANTS["FERRY_SYNC_RECORD_EVENT"])
+            schema._export_into(int(ffi.cast("uintptr_t", schema_raw)))
+            return _native.import_raw(DeviceArray, int(ffi.cast("uintptr_t", schema_raw)),
+                                      int(ffi.cast("uintptr_t", raw)), True)
+        finally:
+            lib.ferry_schema_free(schema_raw)      # released already unless something failed
+            lib.ferry_device_array_free(raw)
+
+    # ---- C-level access ---------------------------------------------------------
+
+    def _keeper(self) -> Any:
+        return self
+
+    def _schema_ptr(self) -> Any:
+        return ffi.cast("struct ArrowSchema*", self._schema_address)
+
+    def _array_ptr(self) -> Any:
+        return ffi.cast("struct ArrowArray*", self._array_address)
+
+    def _device_array_ptr(self) -> Any:
+        return ffi.cast("struct ArrowDeviceArray*", self._array_address)
+
+    def _device(self) -> Device:
+        return self.device
+
+    def export_to_c(self, schema_address: Optional[int], array_address: int, *, move: bool = False) -> None:
+        """Fills a consumer's released ArrowSchema (None: skip it) and
+        ArrowDeviceArray. With move, and when nothing else shares the data,
+        the original structs are handed over and this array is closed;
+        otherwise the export shares the buffers and the array stays usable."""
+        self._export_into(schema_address, int(array_address), bool(move))
+
+    # ---- properties -------------------------------------------------------------
+
+    @property
+    def schema(self) -> Schema:
+        """The array's schema (shared, not copied)."""
+        return self._schema_object(Schema)
+
+    @property
+    def device(self) -> Device:
+        return _device.device((self._device_type, self._device_id))
+
+    @property
+    def sync_event(self) -> Optional[int]:
+        """The address of the producer's event (a pointer to the native
+        handle), or None when the data may be read now."""
+        event = self._device_array_ptr().sync_event
+        return None if event == ffi.NULL else int(ffi.cast("uintptr_t", event))
+
+    # ---- synchronization and moving between devices -----------------------------
+
+    def wait(self, stream: Optional[Stream] = None) -> None:
+        """Honours the sync event: with `stream`, that stream (of the array's
+        device) waits on it and the host goes on; without, the host blocks
+        (GIL released) until the producer's work is done."""
+        call(lib.ferry_device_array_wait, self._device_array_ptr(),
+             stream._raw() if stream is not None else ffi.NULL)
+
+    def copy_to(self, target: DeviceLike) -> "DeviceArray":
+        """A deep copy on `target` (after waiting on the event); this array
+        is untouched."""
+        dev = _device.device(target)
+        out = lib.ferry_device_array_new()
+        schema_raw = lib.ferry_schema_new()
+        try:
+            call(lib.ferry_device_array_copy, self._schema_ptr(), self._device_array_ptr(), dev.type,
+                 dev.id, out)
+            self.schema._export_into(int(ffi.cast("uintptr_t", schema_raw)))
+            return _native.import_raw(DeviceArray, int(ffi.cast("uintptr_t", schema_raw)),
+                                      int(ffi.cast("uintptr_t", out)), False)
+        finally:
+            lib.ferry_schema_free(schema_raw)
+            lib.ferry_device_array_free(out)
+
+    def move_to(self, target: DeviceLike) -> "DeviceArray":
+        """Moves the array to `target` and closes this one: without copying
+        where `target` can reach the memory (the same device; pinned or
+        managed memory to the CPU), else by a deep copy. When exports still
+        share the data it cannot be handed over, and a copy is made."""
+        dev = _device.device(target)
+        if self._shared:
+            result = self.copy_to(dev)
+            self.close()
+            return result
+        src = lib.ferry_device_array_new()
+        out = lib.ferry_device_array_new()
+        schema_raw = lib.ferry_schema_new()
+        try:
+            self.schema._export_into(int(ffi.cast("uintptr_t", schema_raw)))
+            self._export_into(None, int(ffi.cast("uintptr_t", src)), True)
+            try:
+                call(lib.ferry_device_array_move_to_device, schema_raw, src, dev.type, dev.id, out)
+            except BaseException:
+                lib.ferry_device_array_release(src)  # it was moved out of this array: release it
+                raise
+            return _native.import_raw(DeviceArray, int(ffi.cast("uintptr_t", schema_raw)),
+                                      int(ffi.cast("uintptr_t", out)), False)
+        finally:
+            lib.ferry_schema_free(schema_raw)
+            lib.ferry_device_array_free(src)
+            lib.ferry_device_array_free(out)
+
+    def to_host(self) -> "DeviceArray":
+        """The array in host memory, ready to read: this array itself when it
+        is on the CPU, else a copy (this array is untouched). Use
+        move_to("cpu") to avoid the copy where the memory is reachable."""
+        if self._device_type == _device.DEVICE_CPU:
+            return self
+        return self.copy_to("cpu")
+
+    def to_pylist(self) -> List[Any]:
+        """The values as Python objects (see _ArrayReader.to_pylist); device
+        data is copied to the host first."""
+        if self._device_type != _device.DEVICE_CPU:
+            with self.copy_to("cpu") as host:
+                return host.to_pylist()
+        return _values(self, 0, len(self))
+
+    def validate(self, *, full: bool = False) -> None:
+        """Checks the array against its schema (structure; with full, also
+        offsets, UTF-8 and null counts). Raises InvalidArgumentError naming
+        the first finding."""
+        level = CONSTANTS["FERRY_VALIDATE_FULL"] if full else CONSTANTS["FERRY_VALIDATE_DEFAULT"]
+        call(lib.ferry_validate_device_array, self._schema_ptr(), self._device_array_ptr(), level,
+             ffi.NULL, ffi.NULL)
+
+    # ---- lifetime -----------------------------------------------------------------
+
+    def close(self) -> None:
+        """Drops this object's reference now (the data is released once no
+        export shares it any more). Idempotent."""
+        self._close()
+
+    def __enter__(self) -> "DeviceArray":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ---- protocols implemented in Python (the hot ones are in C) ----------------------
+
+    def _dlpack_copy(self, stream: Any, max_version: Any, dl_device: Any, copy: Any) -> Any:
+        """__dlpack__'s copy path: a copy on dl_device (or here), exported
+        with the IS_COPIED flag."""
+        if copy is False:
+            raise BufferError(f"dl_device {dl_device} differs from the array's device "
+                              f"{self.__dlpack_device__()} and copy=False forbids the copy")
+        target = self.device if dl_device is None else _device.device(tuple(dl_device))
+        # ferry's copy is complete when copy_to returns (the host waited for
+        # the source's event first), so it is ordered before any stream.
+        try:
+            copied = self.copy_to(target)
+        except _errors.FerryError as exc:
+            raise _errors.ExportError(exc.code, f"cannot copy to {target.name}: {exc.message}") from exc
+        with copied:
+            capsule = copied.__dlpack__(max_version=max_version, stream=None if target.is_cpu else stream)
+        _mark_copied(capsule)
+        return capsule
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """CUDA Array Interface version 3, for arrays in CUDA memory (cuda,
+        cuda_host, cuda_managed) of numbers without nulls. Other arrays have
+        no such attribute (hasattr is False); CUDA arrays the interface cannot
+        express raise AttributeError naming why."""
+        from ._interop import cuda_array_interface
+        return cuda_array_interface(self)
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "ferry.DeviceArray(closed)"
+        event = "" if self.sync_event is None else ", pending event"
+        return (f"ferry.DeviceArray({_describe(self._schema_ptr())}, length={len(self)}, "
+                f"device={self.device.name}{event})")
+
+
+def _move_plain_into(child: DeviceArray, destination: Any) -> None:
+    """Moves a child array's ArrowArray into a parent's child slot."""
+    if child.sync_event is not None:
+        raise ValueError("a child array has a pending event: wait() on it before assembling")
+    tmp = lib.ferry_device_array_new()
+    try:
+        child._export_into(None, int(ffi.cast("uintptr_t", tmp)), True)
+        ffi.memmove(destination, ffi.addressof(tmp, "array"), ffi.sizeof("struct ArrowArray"))
+        tmp.array.release = ffi.NULL  # moved: the parent owns it now
+        child.close()
+    finally:
+        lib.ferry_device_array_free(tmp)
+
+
+def capsule_pointer(capsule: Any, ctype: str) -> Any:
+    """The pointer inside an unconsumed PyCapsule, cast to `ctype` (cffi)."""
+    import ctypes
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype = ctypes.c_char_p
+    get_name.argtypes = [ctypes.py_object]
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return ffi.cast(ctype, get_pointer(capsule, get_name(capsule)))
+
+
+def _mark_copied(capsule: Any) -> None:
+    """Sets DLPACK_FLAG_BITMASK_IS_COPIED on a versioned DLPack capsule (the
+    legacy struct has no flags)."""
+    if "dltensor_versioned" in repr(capsule):
+        tensor = capsule_pointer(capsule, "DLManagedTensorVersioned*")
+        tensor.flags |= CONSTANTS["DLPACK_FLAG_BITMASK_IS_COPIED"]
+
+
+def array(values: Iterable[Any], type: str, *, device: DeviceLike = "cpu") -> DeviceArray:
+    """A new array from Python values (None for nulls) of a simple type:
+    int8 ... uint64, float32, float64, bool, utf8, binary. Built on the CPU,
+    then copied to `device` when it is another one."""
+    values = list(values)
+    formats = {"int8": "c", "int16": "s", "int32": "i", "int64": "l", "uint8": "C", "uint16": "S",
+               "uint32": "I", "uint64": "L", "float32": "f", "float64": "g", "bool": "b",
+               "utf8": "u", "binary": "z"}
+    if type not in formats:
+        raise ValueError(f"unknown type {type!r}; one of {', '.join(formats)}")
+    fmt = formats[type]
+    n = len(values)
+    nulls = sum(v is None for v in values)
+    validity = None
+    if nulls:
+        validity = bytearray((n + 7) // 8)
+        for i, v in enumerate(values):
+            if v is not None:
+                validity[i >> 3] |= 1 << (i & 7)
+    if fmt == "b":
+        data = bytearray((n + 7) // 8)
+        for i, v in enumerate(values):
+            if v:
+                data[i >> 3] |= 1 << (i & 7)
+        buffers = [validity, data]
+    elif fmt in ("u", "z"):
+        blobs = [b"" if v is None else (v.encode() if fmt == "u" else bytes(v)) for v in values]
+        offsets = [0]
+        for blob in blobs:
+            offsets.append(offsets[-1] + len(blob))
+        buffers = [validity, _struct.pack(f"<{n + 1}i", *offsets), b"".join(blobs) or b"\0"]
+    else:
+        data = _struct.pack(f"<{n}{_CAST[fmt]}", *[0 if v is None else v for v in values])
+        buffers = [validity, bytearray(data)]
+    host = DeviceArray.from_buffers(Schema.from_format(fmt), n, buffers, null_count=nulls)
+    dev = _device.device(device)
+    if dev.is_cpu:
+        return host
+    with host:
+        return host.copy_to(dev)

@@ -1,0 +1,1860 @@
+/* ferry._native: the hot paths of ferry's Python package, in C.
+ *
+ * The package's raw layer (ferry.raw, cffi over the generated declarations)
+ * reaches every function of libferry; this module does what cffi cannot do
+ * quickly or at all: PyCapsules (Arrow's PyCapsule interface and DLPack),
+ * reference-counted ownership of imported arrays that release callbacks may
+ * drop from any thread without the GIL, and the C trampolines through which
+ * C consumers call Python producers (GIL taken, no exception crosses).
+ *
+ * It does not link libferry: load() binds to the libferry that the package
+ * found (ferry/_loader.py), with dlopen(RTLD_NOLOAD), so the whole process
+ * shares one copy and one device registry.
+ *
+ * Ownership model
+ * - A SchemaHolder owns one ArrowSchema; a Holder owns one ArrowDeviceArray
+ *   and a reference to its SchemaHolder. Both are atomically reference
+ *   counted: Python objects (ArrayBase, SchemaBase) hold one reference each,
+ *   and every export to a consumer holds one more until the consumer calls
+ *   release. The last reference releases the structs (and thus the data).
+ * - Exports share: each exported struct tree is a fresh set of nodes that
+ *   point at the same buffers and keep the holder alive, so the Python object
+ *   stays usable and every child can be moved and released on its own, as
+ *   the C data interface allows. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ferry/dlpack_abi.h"
+#include "ferry/ferry.h"
+
+/* ---- libferry, bound at load() ---------------------------------------------------- */
+
+#define FP_FUNCTIONS(X)                 \
+  X(ferry_schema_release)               \
+  X(ferry_device_array_release)         \
+  X(ferry_array_stream_release)         \
+  X(ferry_device_array_to_dlpack)       \
+  X(ferry_device_array_from_dlpack)     \
+  X(ferry_device_array_init)            \
+  X(ferry_device_array_wait)            \
+  X(ferry_validate_device_array)        \
+  X(ferry_validate_schema)              \
+  X(ferry_device_resolve)               \
+  X(ferry_device_event_create)          \
+  X(ferry_device_event_record)          \
+  X(ferry_device_event_destroy)         \
+  X(ferry_array_stream_init)            \
+  X(ferry_array_stream_get_schema)      \
+  X(ferry_array_stream_get_next)
+
+#define FP_DECLARE(name) static __typeof__(name)* fp_##name;
+FP_FUNCTIONS(FP_DECLARE)
+#undef FP_DECLARE
+
+/* Whether the interpreter is shutting down (public from Python 3.13 on). */
+#if PY_VERSION_HEX >= 0x030D0000
+#define FP_FINALIZING() Py_IsFinalizing()
+#else
+#define FP_FINALIZING() _Py_IsFinalizing()
+#endif
+
+static void* g_library;            /* dlopen handle of the shared libferry */
+static PyObject* g_error_factory;  /* ferry._errors.from_code(code, message, buffer) */
+static atomic_llong g_live_refs;   /* Python references held by C (release hooks) */
+
+/* ---- errors ----------------------------------------------------------------------- */
+
+/* Raises the package's exception for an errno code; `buffer` selects the
+ * BufferError flavour that DLPack and the PyCapsule protocols ask for. */
+static PyObject* raise_code(int code, const char* message, int buffer) {
+  if (g_error_factory == NULL) {
+    PyErr_Format(PyExc_RuntimeError, "ferry error %d: %s", code, message);
+    return NULL;
+  }
+  PyObject* exc = PyObject_CallFunction(g_error_factory, "isi", code, message, buffer);
+  if (exc != NULL) {
+    PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+  }
+  return NULL;
+}
+
+static PyObject* raise_error(int code, const struct FerryError* error, int buffer) {
+  return raise_code(code, error->message[0] ? error->message : "(no message)", buffer);
+}
+
+static int need_library(void) {
+  if (g_library == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "ferry._native is not bound to libferry yet");
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- holders ---------------------------------------------------------------------- */
+
+typedef struct {
+  atomic_long refs;
+  struct ArrowSchema schema;
+} SchemaHolder;
+
+typedef struct {
+  atomic_long refs;
+  SchemaHolder* schema;
+  struct ArrowDeviceArray array;
+} Holder;
+
+static SchemaHolder* schema_holder_new(void) {
+  SchemaHolder* s = (SchemaHolder*)calloc(1, sizeof(SchemaHolder));
+  if (s != NULL) atomic_init(&s->refs, 1);
+  return s;
+}
+
+static void schema_holder_incref(SchemaHolder* s) {
+  atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+}
+
+static void schema_holder_decref(SchemaHolder* s) {
+  if (s != NULL && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
+    fp_ferry_schema_release(&s->schema);
+    free(s);
+  }
+}
+
+static Holder* holder_new(SchemaHolder* schema) {
+  Holder* h = (Holder*)calloc(1, sizeof(Holder));
+  if (h == NULL) return NULL;
+  atomic_init(&h->refs, 1);
+  h->schema = schema;
+  schema_holder_incref(schema);
+  return h;
+}
+
+static void holder_incref(Holder* h) { atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed); }
+
+static void holder_decref(Holder* h) {
+  if (h != NULL && atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1) {
+    fp_ferry_device_array_release(&h->array);
+    schema_holder_decref(h->schema);
+    free(h);
+  }
+}
+
+/* ---- shared exports: fresh struct trees over the same buffers --------------------- */
+
+/* One exported ArrowArray node: its buffer and child pointer arrays, the
+ * child and dictionary structs it owns, and a reference to the holder. */
+typedef struct {
+  Holder* holder;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* child_structs;
+  struct ArrowArray* dictionary;
+} SharedArrayNode;
+
+static void shared_array_release(struct ArrowArray* array) {
+  if (array == NULL || array->release == NULL) return;
+  SharedArrayNode* node = (SharedArrayNode*)array->private_data;
+  for (int64_t i = 0; i < array->n_children; i++) {
+    struct ArrowArray* child = &node->child_structs[i];
+    if (child->release != NULL) child->release(child);
+  }
+  if (node->dictionary != NULL && node->dictionary->release != NULL)
+    node->dictionary->release(node->dictionary);
+  holder_decref(node->holder);
+  free(node);
+  array->release = NULL;
+}
+
+/* Fills `out` with a node over `src` (recursively); 0, or -1 when out of
+ * memory (then `out` is left released and nothing is held). */
+static int shared_array_fill(Holder* holder, const struct ArrowArray* src,
+                             struct ArrowArray* out) {
+  size_t n_buffers = (size_t)(src->n_buffers > 0 ? src->n_buffers : 0);
+  size_t n_children = (size_t)(src->n_children > 0 ? src->n_children : 0);
+  size_t size = sizeof(SharedArrayNode) + n_buffers * sizeof(void*) +
+                n_children * (sizeof(struct ArrowArray*) + sizeof(struct ArrowArray)) +
+                (src->dictionary != NULL ? sizeof(struct ArrowArray) : 0);
+  /* One block: node | buffers | child pointers | child structs | dictionary. */
+  char* block = (char*)calloc(1, size);
+  if (block == NULL) return -1;
+  SharedArrayNode* node = (SharedArrayNode*)block;
+  char* cursor = block + sizeof(SharedArrayNode);
+  node->buffers = (const void**)cursor;
+  cursor += n_buffers * sizeof(void*);
+  node->children = (struct ArrowArray**)cursor;
+  cursor += n_children * sizeof(struct ArrowArray*);
+  node->child_structs = (struct ArrowArray*)cursor;
+  cursor += n_children * sizeof(struct ArrowArray);
+  node->dictionary = src->dictionary != NULL ? (struct ArrowArray*)cursor : NULL;
+  if (n_buffers) memcpy(node->buffers, src->buffers, n_buffers * sizeof(void*));
+  for (size_t i = 0; i < n_children; i++) {
+    if (shared_array_fill(holder, src->children[i], &node->child_structs[i]) != 0) {
+      for (size_t j = 0; j < i; j++) node->child_structs[j].release(&node->child_structs[j]);
+      free(block);
+      return -1;
+    }
+    node->children[i] = &node->child_structs[i];
+  }
+  if (node->dictionary != NULL &&
+      shared_array_fill(holder, src->dictionary, node->dictionary) != 0) {
+    for (size_t j = 0; j < n_children; j++) node->child_structs[j].release(&node->child_structs[j]);
+    free(block);
+    return -1;
+  }
+  holder_incref(holder);
+  node->holder = holder;
+  out->length = src->length;
+  out->null_count = src->null_count;
+  out->offset = src->offset;
+  out->n_buffers = src->n_buffers;
+  out->n_children = src->n_children;
+  out->buffers = n_buffers ? node->buffers : NULL;
+  out->children = n_children ? node->children : NULL;
+  out->dictionary = node->dictionary;
+  out->private_data = node;
+  out->release = shared_array_release;
+  return 0;
+}
+
+/* A device array over the holder's array: same device and event (the event
+ * stays valid while the holder lives, which this export guarantees). */
+static int shared_device_array_fill(Holder* h, struct ArrowDeviceArray* out) {
+  memset(out, 0, sizeof(*out));
+  if (shared_array_fill(h, &h->array.array, &out->array) != 0) return -1;
+  out->device_id = h->array.device_id;
+  out->device_type = h->array.device_type;
+  out->sync_event = h->array.sync_event;
+  return 0;
+}
+
+typedef struct {
+  SchemaHolder* holder;
+  struct ArrowSchema** children;
+  struct ArrowSchema* child_structs;
+  struct ArrowSchema* dictionary;
+} SharedSchemaNode;
+
+static void shared_schema_release(struct ArrowSchema* schema) {
+  if (schema == NULL || schema->release == NULL) return;
+  SharedSchemaNode* node = (SharedSchemaNode*)schema->private_data;
+  for (int64_t i = 0; i < schema->n_children; i++) {
+    struct ArrowSchema* child = &node->child_structs[i];
+    if (child->release != NULL) child->release(child);
+  }
+  if (node->dictionary != NULL && node->dictionary->release != NULL)
+    node->dictionary->release(node->dictionary);
+  schema_holder_decref(node->holder);
+  free(node);
+  schema->release = NULL;
+}
+
+/* Strings (format, name, metadata) are borrowed from the holder's schema,
+ * which this node keeps alive. */
+static int shared_schema_fill(SchemaHolder* holder, const struct ArrowSchema* src,
+                              struct ArrowSchema* out) {
+  size_t n_children = (size_t)(src->n_children > 0 ? src->n_children : 0);
+  size_t size = sizeof(SharedSchemaNode) +
+                n_children * (sizeof(struct ArrowSchema*) + sizeof(struct ArrowSchema)) +
+                (src->dictionary != NULL ? sizeof(struct ArrowSchema) : 0);
+  char* block = (char*)calloc(1, size);
+  if (block == NULL) return -1;
+  SharedSchemaNode* node = (SharedSchemaNode*)block;
+  char* cursor = block + sizeof(SharedSchemaNode);
+  node->children = (struct ArrowSchema**)cursor;
+  cursor += n_children * sizeof(struct ArrowSchema*);
+  node->child_structs = (struct ArrowSchema*)cursor;
+  cursor += n_children * sizeof(struct ArrowSchema);
+  node->dictionary = src->dictionary != NULL ? (struct ArrowSchema*)cursor : NULL;
+  for (size_t i = 0; i < n_children; i++) {
+    if (shared_schema_fill(holder, src->children[i], &node->child_structs[i]) != 0) {
+      for (size_t j = 0; j < i; j++) node->child_structs[j].release(&node->child_structs[j]);
+      free(block);
+      return -1;
+    }
+    node->children[i] = &node->child_structs[i];
+  }
+  if (node->dictionary != NULL &&
+      shared_schema_fill(holder, src->dictionary, node->dictionary) != 0) {
+    for (size_t j = 0; j < n_children; j++) node->child_structs[j].release(&node->child_structs[j]);
+    free(block);
+    return -1;
+  }
+  schema_holder_incref(holder);
+  node->holder = holder;
+  out->format = src->format;
+  out->name = src->name;
+  out->metadata = src->metadata;
+  out->flags = src->flags;
+  out->n_children = src->n_children;
+  out->children = n_children ? node->children : NULL;
+  out->dictionary = node->dictionary;
+  out->private_data = node;
+  out->release = shared_schema_release;
+  return 0;
+}
+
+/* ---- capsules --------------------------------------------------------------------- */
+
+static const char kSchemaCapsule[] = "arrow_schema";
+static const char kArrayCapsule[] = "arrow_array";
+static const char kDeviceArrayCapsule[] = "arrow_device_array";
+static const char kStreamCapsule[] = "arrow_array_stream";
+static const char kDeviceStreamCapsule[] = "arrow_device_array_stream";
+
+/* Destructors release what the consumer did not take, then free the struct. */
+static void schema_capsule_destructor(PyObject* capsule) {
+  struct ArrowSchema* s = (struct ArrowSchema*)PyCapsule_GetPointer(capsule, kSchemaCapsule);
+  if (s == NULL) {
+    PyErr_WriteUnraisable(capsule);
+    return;
+  }
+  if (s->release != NULL) s->release(s);
+  free(s);
+}
+
+static void array_capsule_destructor(PyObject* capsule) {
+  struct ArrowArray* a = (struct ArrowArray*)PyCapsule_GetPointer(capsule, kArrayCapsule);
+  if (a == NULL) {
+    PyErr_WriteUnraisable(capsule);
+    return;
+  }
+  if (a->release != NULL) a->release(a);
+  free(a);
+}
+
+static void device_array_capsule_destructor(PyObject* capsule) {
+  struct ArrowDeviceArray* a =
+      (struct ArrowDeviceArray*)PyCapsule_GetPointer(capsule, kDeviceArrayCapsule);
+  if (a == NULL) {
+    PyErr_WriteUnraisable(capsule);
+    return;
+  }
+  if (a->array.release != NULL) a->array.release(&a->array);
+  free(a);
+}
+
+static void stream_capsule_destructor(PyObject* capsule) {
+  struct ArrowArrayStream* s =
+      (struct ArrowArrayStream*)PyCapsule_GetPointer(capsule, kStreamCapsule);
+  if (s == NULL) {
+    PyErr_WriteUnraisable(capsule);
+    return;
+  }
+  if (s->release != NULL) s->release(s);
+  free(s);
+}
+
+static void device_stream_capsule_destructor(PyObject* capsule) {
+  struct ArrowDeviceArrayStream* s =
+      (struct ArrowDeviceArrayStream*)PyCapsule_GetPointer(capsule, kDeviceStreamCapsule);
+  if (s == NULL) {
+    PyErr_WriteUnraisable(capsule);
+    return;
+  }
+  if (s->release != NULL) s->release(s);
+  free(s);
+}
+
+/* A capsule over a zeroed heap struct of `size` bytes; *out gets the struct. */
+static PyObject* new_capsule(size_t size, const char* name, PyCapsule_Destructor destructor,
+                             void** out) {
+  void* data = calloc(1, size);
+  if (data == NULL) return PyErr_NoMemory();
+  PyObject* capsule = PyCapsule_New(data, name, destructor);
+  if (capsule == NULL) {
+    free(data);
+    return NULL;
+  }
+  *out = data;
+  return capsule;
+}
+
+static PyObject* schema_capsule_from_holder(SchemaHolder* s) {
+  struct ArrowSchema* out;
+  PyObject* capsule =
+      new_capsule(sizeof(struct ArrowSchema), kSchemaCapsule, schema_capsule_destructor, (void**)&out);
+  if (capsule == NULL) return NULL;
+  if (shared_schema_fill(s, &s->schema, out) != 0) {
+    Py_DECREF(capsule);
+    return PyErr_NoMemory();
+  }
+  return capsule;
+}
+
+/* ---- SchemaBase: the C half of ferry.Schema --------------------------------------- */
+
+typedef struct {
+  PyObject_HEAD SchemaHolder* holder; /* NULL once closed */
+} SchemaBase;
+
+static PyTypeObject SchemaBaseType;
+
+static int schema_open(SchemaBase* self) {
+  if (self->holder == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the schema is closed");
+    return -1;
+  }
+  return 0;
+}
+
+static void SchemaBase_dealloc(SchemaBase* self) {
+  schema_holder_decref(self->holder);
+  self->holder = NULL;
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyObject* SchemaBase_close(SchemaBase* self, PyObject* unused) {
+  schema_holder_decref(self->holder);
+  self->holder = NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject* SchemaBase_arrow_c_schema(SchemaBase* self, PyObject* unused) {
+  if (schema_open(self) != 0) return NULL;
+  return schema_capsule_from_holder(self->holder);
+}
+
+static PyObject* SchemaBase_address(SchemaBase* self, void* unused) {
+  if (schema_open(self) != 0) return NULL;
+  return PyLong_FromVoidPtr(&self->holder->schema);
+}
+
+static PyObject* SchemaBase_closed(SchemaBase* self, void* unused) {
+  return PyBool_FromLong(self->holder == NULL);
+}
+
+/* Shares the schema into a consumer-allocated struct at `address`. */
+static PyObject* SchemaBase_export_into(SchemaBase* self, PyObject* arg) {
+  if (schema_open(self) != 0) return NULL;
+  struct ArrowSchema* out = (struct ArrowSchema*)PyLong_AsVoidPtr(arg);
+  if (out == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "address must not be 0");
+    return NULL;
+  }
+  if (out->release != NULL) {
+    PyErr_SetString(PyExc_ValueError, "the destination schema is not released");
+    return NULL;
+  }
+  if (shared_schema_fill(self->holder, &self->holder->schema, out) != 0) return PyErr_NoMemory();
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef SchemaBase_methods[] = {
+    {"__arrow_c_schema__", (PyCFunction)SchemaBase_arrow_c_schema, METH_NOARGS,
+     "Exports the schema as an \"arrow_schema\" PyCapsule (the schema stays usable)."},
+    {"_close", (PyCFunction)SchemaBase_close, METH_NOARGS, "Drops this object's reference."},
+    {"_export_into", (PyCFunction)SchemaBase_export_into, METH_O,
+     "Shares the schema into the released ArrowSchema at an address."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef SchemaBase_getset[] = {
+    {"_address", (getter)SchemaBase_address, NULL, "Address of the owned ArrowSchema.", NULL},
+    {"closed", (getter)SchemaBase_closed, NULL, "True once close() ran.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject SchemaBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ferry._native.SchemaBase",
+    .tp_basicsize = sizeof(SchemaBase),
+    .tp_dealloc = (destructor)SchemaBase_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "The C half of ferry.Schema: a reference to an owned ArrowSchema.",
+    .tp_methods = SchemaBase_methods,
+    .tp_getset = SchemaBase_getset,
+    .tp_new = NULL,
+};
+
+/* Makes an instance of `cls` (a SchemaBase subclass) owning a new reference. */
+static PyObject* schema_object(PyTypeObject* cls, SchemaHolder* holder) {
+  SchemaBase* obj = (SchemaBase*)cls->tp_alloc(cls, 0);
+  if (obj == NULL) return NULL;
+  schema_holder_incref(holder);
+  obj->holder = holder;
+  return (PyObject*)obj;
+}
+
+/* ---- ArrayBase: the C half of ferry.DeviceArray ----------------------------------- */
+
+typedef struct {
+  PyObject_HEAD Holder* holder; /* NULL once closed or moved out */
+} ArrayBase;
+
+static PyTypeObject ArrayBaseType;
+
+static int array_open(ArrayBase* self) {
+  if (self->holder == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the array is closed (released or moved)");
+    return -1;
+  }
+  return 0;
+}
+
+static void ArrayBase_dealloc(ArrayBase* self) {
+  holder_decref(self->holder);
+  self->holder = NULL;
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyObject* ArrayBase_close(ArrayBase* self, PyObject* unused) {
+  Holder* h = self->holder;
+  self->holder = NULL;
+  if (h != NULL) {
+    /* Release callbacks may block (a foreign runtime's, a device's). */
+    Py_BEGIN_ALLOW_THREADS holder_decref(h);
+    Py_END_ALLOW_THREADS
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject* ArrayBase_closed(ArrayBase* self, void* unused) {
+  return PyBool_FromLong(self->holder == NULL);
+}
+
+static PyObject* ArrayBase_schema_address(ArrayBase* self, void* unused) {
+  if (array_open(self) != 0) return NULL;
+  return PyLong_FromVoidPtr(&self->holder->schema->schema);
+}
+
+static PyObject* ArrayBase_array_address(ArrayBase* self, void* unused) {
+  if (array_open(self) != 0) return NULL;
+  return PyLong_FromVoidPtr(&self->holder->array);
+}
+
+static PyObject* ArrayBase_shared(ArrayBase* self, void* unused) {
+  if (array_open(self) != 0) return NULL;
+  return PyLong_FromLong(atomic_load(&self->holder->refs) - 1);
+}
+
+static PyObject* ArrayBase_device_type(ArrayBase* self, void* unused) {
+  if (array_open(self) != 0) return NULL;
+  return PyLong_FromLong(self->holder->array.device_type);
+}
+
+static PyObject* ArrayBase_device_id(ArrayBase* self, void* unused) {
+  if (array_open(self) != 0) return NULL;
+  return PyLong_FromLongLong(self->holder->array.device_id);
+}
+
+static PyObject* ArrayBase_length(ArrayBase* self, void* unused) {
+  if (array_open(self) != 0) return NULL;
+  return PyLong_FromLongLong(self->holder->array.array.length);
+}
+
+static Py_ssize_t ArrayBase_len(ArrayBase* self) {
+  if (array_open(self) != 0) return -1;
+  return (Py_ssize_t)self->holder->array.array.length;
+}
+
+static PyObject* ArrayBase_schema_object(ArrayBase* self, PyObject* cls) {
+  if (array_open(self) != 0) return NULL;
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &SchemaBaseType)) {
+    PyErr_SetString(PyExc_TypeError, "expected a SchemaBase subclass");
+    return NULL;
+  }
+  return schema_object((PyTypeObject*)cls, self->holder->schema);
+}
+
+static int check_no_kwargs_set(PyObject* kwargs) {
+  if (kwargs == NULL) return 0;
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(kwargs, &pos, &key, &value)) {
+    if (value != Py_None) {
+      PyErr_Format(PyExc_NotImplementedError,
+                   "Received unsupported keyword argument(s): %R (ferry accepts only "
+                   "requested_schema)",
+                   key);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* A requested schema is honoured when it is the array's own (same format
+ * tree); ferry does not cast, so anything else is refused. */
+static int formats_equal(const struct ArrowSchema* a, const struct ArrowSchema* b) {
+  if (strcmp(a->format, b->format) != 0 || a->n_children != b->n_children) return 0;
+  for (int64_t i = 0; i < a->n_children; i++)
+    if (!formats_equal(a->children[i], b->children[i])) return 0;
+  if ((a->dictionary == NULL) != (b->dictionary == NULL)) return 0;
+  return a->dictionary == NULL || formats_equal(a->dictionary, b->dictionary);
+}
+
+static int check_requested_schema(Holder* h, PyObject* requested) {
+  if (requested == NULL || requested == Py_None) return 0;
+  struct ArrowSchema* want = (struct ArrowSchema*)PyCapsule_GetPointer(requested, kSchemaCapsule);
+  if (want == NULL) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_TypeError,
+                    "requested_schema must be an \"arrow_schema\" PyCapsule or None");
+    return -1;
+  }
+  if (want->release == NULL || !formats_equal(want, &h->schema->schema)) {
+    PyErr_Format(PyExc_NotImplementedError,
+                 "ferry does not cast: the requested schema differs from the array's "
+                 "(format \"%s\")",
+                 h->schema->schema.format);
+    return -1;
+  }
+  return 0;
+}
+
+static PyObject* capsule_pair(PyObject* schema_capsule, PyObject* array_capsule) {
+  if (schema_capsule == NULL || array_capsule == NULL) {
+    Py_XDECREF(schema_capsule);
+    Py_XDECREF(array_capsule);
+    return NULL;
+  }
+  PyObject* pair = PyTuple_Pack(2, schema_capsule, array_capsule);
+  Py_DECREF(schema_capsule);
+  Py_DECREF(array_capsule);
+  return pair;
+}
+
+static PyObject* ArrayBase_arrow_c_device_array(ArrayBase* self, PyObject* args, PyObject* kwargs) {
+  PyObject* requested = Py_None;
+  if (array_open(self) != 0) return NULL;
+  if (!PyArg_ParseTuple(args, "|O:__arrow_c_device_array__", &requested)) return NULL;
+  if (kwargs != NULL) {
+    PyObject* rs = PyDict_GetItemString(kwargs, "requested_schema");
+    if (rs != NULL) {
+      requested = rs;
+      kwargs = PyDict_Copy(kwargs);
+      if (kwargs == NULL) return NULL;
+      PyDict_DelItemString(kwargs, "requested_schema");
+      int bad = check_no_kwargs_set(kwargs);
+      Py_DECREF(kwargs);
+      if (bad) return NULL;
+    } else if (check_no_kwargs_set(kwargs) != 0) {
+      return NULL;
+    }
+  }
+  Holder* h = self->holder;
+  if (check_requested_schema(h, requested) != 0) return NULL;
+  struct ArrowDeviceArray* out;
+  PyObject* array_capsule = new_capsule(sizeof(struct ArrowDeviceArray), kDeviceArrayCapsule,
+                                        device_array_capsule_destructor, (void**)&out);
+  if (array_capsule == NULL) return NULL;
+  if (shared_device_array_fill(h, out) != 0) {
+    Py_DECREF(array_capsule);
+    return PyErr_NoMemory();
+  }
+  return capsule_pair(schema_capsule_from_holder(h->schema), array_capsule);
+}
+
+static PyObject* ArrayBase_arrow_c_array(ArrayBase* self, PyObject* args, PyObject* kwargs) {
+  static char* keywords[] = {"requested_schema", NULL};
+  PyObject* requested = Py_None;
+  if (array_open(self) != 0) return NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:__arrow_c_array__", keywords, &requested))
+    return NULL;
+  Holder* h = self->holder;
+  if (h->array.device_type != ARROW_DEVICE_CPU) {
+    PyErr_Format(PyExc_BufferError,
+                 "the array lives on device type %d (id %lld), not on the CPU: "
+                 "__arrow_c_array__ is for CPU data only; use __arrow_c_device_array__, or "
+                 "bring the array to the host first with .to_host()",
+                 (int)h->array.device_type, (long long)h->array.device_id);
+    return NULL;
+  }
+  if (check_requested_schema(h, requested) != 0) return NULL;
+  struct ArrowArray* out;
+  PyObject* array_capsule =
+      new_capsule(sizeof(struct ArrowArray), kArrayCapsule, array_capsule_destructor, (void**)&out);
+  if (array_capsule == NULL) return NULL;
+  if (shared_array_fill(h, &h->array.array, out) != 0) {
+    Py_DECREF(array_capsule);
+    return PyErr_NoMemory();
+  }
+  return capsule_pair(schema_capsule_from_holder(h->schema), array_capsule);
+}
+
+/* Moves (sole owner) or shares the array into consumer-allocated structs. */
+static PyObject* ArrayBase_export_into(ArrayBase* self, PyObject* args) {
+  PyObject *schema_addr, *array_addr;
+  int move = 0;
+  if (!PyArg_ParseTuple(args, "OOp", &schema_addr, &array_addr, &move)) return NULL;
+  if (array_open(self) != 0) return NULL;
+  struct ArrowSchema* schema_out = NULL; /* None: only the array */
+  if (schema_addr != Py_None) {
+    schema_out = (struct ArrowSchema*)PyLong_AsVoidPtr(schema_addr);
+    if (schema_out == NULL && PyErr_Occurred()) return NULL;
+  }
+  struct ArrowDeviceArray* array_out = (struct ArrowDeviceArray*)PyLong_AsVoidPtr(array_addr);
+  if (array_out == NULL && PyErr_Occurred()) return NULL;
+  if (array_out == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the array address must not be 0");
+    return NULL;
+  }
+  if (array_out->array.release != NULL || (schema_out != NULL && schema_out->release != NULL)) {
+    PyErr_SetString(PyExc_ValueError, "the destination structs must be released beforehand");
+    return NULL;
+  }
+  Holder* h = self->holder;
+  if (schema_out != NULL && shared_schema_fill(h->schema, &h->schema->schema, schema_out) != 0)
+    return PyErr_NoMemory();
+  if (move && atomic_load(&h->refs) == 1) {
+    /* Sole owner: hand over the original structs, the producer's own. */
+    *array_out = h->array;
+    h->array.array.release = NULL;
+    self->holder = NULL;
+    holder_decref(h);
+  } else if (shared_device_array_fill(h, array_out) != 0) {
+    if (schema_out != NULL) schema_out->release(schema_out);
+    return PyErr_NoMemory();
+  }
+  Py_RETURN_NONE;
+}
+
+/* ---- DLPack export ------------------------------------------------------------------ */
+
+static const char kDltensor[] = "dltensor";
+static const char kDltensorVersioned[] = "dltensor_versioned";
+static const char kUsedDltensor[] = "used_dltensor";
+static const char kUsedDltensorVersioned[] = "used_dltensor_versioned";
+
+static void dltensor_versioned_destructor(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, kDltensorVersioned)) return; /* consumed */
+  DLManagedTensorVersioned* t =
+      (DLManagedTensorVersioned*)PyCapsule_GetPointer(capsule, kDltensorVersioned);
+  if (t != NULL && t->deleter != NULL) t->deleter(t);
+}
+
+static void dltensor_destructor(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, kDltensor)) return; /* consumed */
+  DLManagedTensor* t = (DLManagedTensor*)PyCapsule_GetPointer(capsule, kDltensor);
+  if (t != NULL && t->deleter != NULL) t->deleter(t);
+}
+
+/* The legacy (pre-1.0) tensor for consumers that did not pass max_version:
+ * a DLManagedTensor whose deleter deletes the versioned tensor inside. */
+typedef struct {
+  DLManagedTensor legacy;
+  DLManagedTensorVersioned* inner;
+} LegacyExport;
+
+static void legacy_export_deleter(DLManagedTensor* self) {
+  LegacyExport* e = (LegacyExport*)self->manager_ctx;
+  if (e->inner->deleter != NULL) e->inner->deleter(e->inner);
+  free(e);
+}
+
+/* The standard's stream values, per device type (see ferry/__init__.py and
+ * the package README): sets *stream and *no_sync, or raises. */
+static int dlpack_stream(int32_t device_type, PyObject* stream_obj, void** stream, int* no_sync) {
+  *stream = NULL;
+  *no_sync = 0;
+  int is_cuda = device_type == ARROW_DEVICE_CUDA || device_type == ARROW_DEVICE_CUDA_HOST ||
+                device_type == ARROW_DEVICE_CUDA_MANAGED;
+  int is_rocm = device_type == ARROW_DEVICE_ROCM || device_type == ARROW_DEVICE_ROCM_HOST;
+  if (stream_obj == NULL || stream_obj == Py_None) {
+    /* CUDA: the legacy default stream (handle 1); others: the host waits. */
+    if (is_cuda) *stream = (void*)(uintptr_t)1;
+    return 0;
+  }
+  PyObject* index = PyNumber_Index(stream_obj);
+  if (index == NULL) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "stream must be None or an integer, not %.100s",
+                 Py_TYPE(stream_obj)->tp_name);
+    return -1;
+  }
+  long long value = PyLong_AsLongLong(index);
+  int overflow = value == -1 && PyErr_Occurred();
+  unsigned long long uvalue = 0;
+  if (overflow) {
+    PyErr_Clear();
+    uvalue = PyLong_AsUnsignedLongLong(index);
+    if (PyErr_Occurred()) {
+      Py_DECREF(index);
+      return -1;
+    }
+  }
+  Py_DECREF(index);
+  if (!overflow && value == -1) {
+    *no_sync = 1;
+    return 0;
+  }
+  if (!overflow && value < -1) {
+    PyErr_Format(PyExc_ValueError, "stream %lld is not a valid stream (must be >= -1)", value);
+    return -1;
+  }
+  if (device_type == ARROW_DEVICE_CPU) {
+    PyErr_SetString(PyExc_ValueError, "the array is on the CPU: stream must be None (or -1)");
+    return -1;
+  }
+  if (is_cuda && !overflow && value == 0) {
+    PyErr_SetString(PyExc_ValueError,
+                    "stream 0 is ambiguous for CUDA and disallowed by the array API standard: "
+                    "pass 1 (legacy default stream), 2 (per-thread default stream) or a stream "
+                    "handle");
+    return -1;
+  }
+  if (is_rocm && !overflow && (value == 1 || value == 2)) {
+    PyErr_SetString(PyExc_ValueError,
+                    "streams 1 and 2 are not supported for ROCm: pass 0 (default stream) or a "
+                    "stream handle");
+    return -1;
+  }
+  *stream = overflow ? (void*)(uintptr_t)uvalue : (void*)(uintptr_t)value;
+  return 0;
+}
+
+/* A root-only view for DLPack exports, without allocating: the struct
+ * borrows the holder's buffer (and child) pointer arrays and its release
+ * drops one holder reference. Only the DLPack export uses it, which accepts
+ * arrays without children or dictionary and never hands children out. */
+static void root_view_release(struct ArrowArray* array) {
+  if (array == NULL || array->release == NULL) return;
+  holder_decref((Holder*)array->private_data);
+  array->release = NULL;
+}
+
+static void root_view_fill(Holder* h, struct ArrowDeviceArray* out) {
+  *out = h->array;
+  holder_incref(h);
+  out->array.private_data = h;
+  out->array.release = root_view_release;
+  memset(out->reserved, 0, sizeof(out->reserved));
+}
+
+static PyObject* empty_kwnames_check(PyObject* const* args, Py_ssize_t nargs) {
+  (void)args;
+  if (nargs != 0) {
+    PyErr_SetString(PyExc_TypeError, "__dlpack__ takes keyword arguments only");
+    return NULL;
+  }
+  return Py_None;
+}
+
+/* __dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None).
+ * The fast path (own device, no copy) is here; the rest goes to the Python
+ * method _dlpack_copy, which copies through ferry and calls back. */
+static PyObject* ArrayBase_dlpack(ArrayBase* self, PyObject* const* args, Py_ssize_t nargs,
+                                  PyObject* kwnames) {
+  if (empty_kwnames_check(args, nargs) == NULL) return NULL;
+  PyObject *stream_obj = NULL, *max_version = NULL, *dl_device = NULL, *copy = NULL;
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t i = 0; i < nkw; i++) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+    PyObject* value = args[nargs + i];
+    if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) stream_obj = value;
+    else if (PyUnicode_CompareWithASCIIString(key, "max_version") == 0) max_version = value;
+    else if (PyUnicode_CompareWithASCIIString(key, "dl_device") == 0) dl_device = value;
+    else if (PyUnicode_CompareWithASCIIString(key, "copy") == 0) copy = value;
+    else {
+      PyErr_Format(PyExc_TypeError, "__dlpack__() got an unexpected keyword argument %R", key);
+      return NULL;
+    }
+  }
+  if (array_open(self) != 0) return NULL;
+  Holder* h = self->holder;
+  int32_t device_type = h->array.device_type;
+  int64_t own_id = device_type == ARROW_DEVICE_CPU ? 0 : h->array.device_id;
+  int want_copy = copy != NULL && copy != Py_None && PyObject_IsTrue(copy) == 1;
+  int other_device = 0;
+  if (dl_device != NULL && dl_device != Py_None) {
+    long type = -1, id = -1;
+    if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2) {
+      PyErr_SetString(PyExc_TypeError, "dl_device must be a (device_type, device_id) tuple");
+      return NULL;
+    }
+    type = PyLong_AsLong(PyTuple_GET_ITEM(dl_device, 0));
+    id = PyLong_AsLong(PyTuple_GET_ITEM(dl_device, 1));
+    if (PyErr_Occurred()) return NULL;
+    other_device = type != device_type || id != own_id;
+  }
+  if (want_copy || other_device) {
+    /* The copy path is not hot: the Python method handles it. */
+    PyObject* method = PyObject_GetAttrString((PyObject*)self, "_dlpack_copy");
+    if (method == NULL) return NULL;
+    PyObject* result = PyObject_CallFunctionObjArgs(
+        method, stream_obj ? stream_obj : Py_None, max_version ? max_version : Py_None,
+        dl_device ? dl_device : Py_None, copy ? copy : Py_None, NULL);
+    Py_DECREF(method);
+    return result;
+  }
+  int versioned = 0;
+  if (max_version != NULL && max_version != Py_None) {
+    if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) != 2) {
+      PyErr_SetString(PyExc_TypeError, "max_version must be a (major, minor) tuple or None");
+      return NULL;
+    }
+    long major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0));
+    if (major == -1 && PyErr_Occurred()) return NULL;
+    versioned = major >= 1;
+  }
+  void* consumer_stream;
+  int no_sync;
+  if (dlpack_stream(device_type, stream_obj, &consumer_stream, &no_sync) != 0) return NULL;
+
+  struct ArrowDeviceArray view;
+  root_view_fill(h, &view);
+  if (no_sync) view.sync_event = NULL; /* the consumer asked for no synchronization */
+  DLManagedTensorVersioned* tensor = NULL;
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code;
+  if (view.sync_event == NULL) {
+    code = fp_ferry_device_array_to_dlpack(&h->schema->schema, &view, consumer_stream, &tensor,
+                                           &error);
+  } else {
+    /* Waiting may block the host: let other threads run. */
+    Py_BEGIN_ALLOW_THREADS code = fp_ferry_device_array_to_dlpack(
+        &h->schema->schema, &view, consumer_stream, &tensor, &error);
+    Py_END_ALLOW_THREADS
+  }
+  if (code != FERRY_OK) {
+    view.array.release(&view.array);
+    return raise_error(code, &error, 1);
+  }
+  if (versioned) {
+    PyObject* capsule = PyCapsule_New(tensor, kDltensorVersioned, dltensor_versioned_destructor);
+    if (capsule == NULL) tensor->deleter(tensor);
+    return capsule;
+  }
+  LegacyExport* legacy = (LegacyExport*)malloc(sizeof(LegacyExport));
+  if (legacy == NULL) {
+    tensor->deleter(tensor);
+    return PyErr_NoMemory();
+  }
+  legacy->legacy.dl_tensor = tensor->dl_tensor;
+  legacy->legacy.manager_ctx = legacy;
+  legacy->legacy.deleter = legacy_export_deleter;
+  legacy->inner = tensor;
+  PyObject* capsule = PyCapsule_New(&legacy->legacy, kDltensor, dltensor_destructor);
+  if (capsule == NULL) legacy_export_deleter(&legacy->legacy);
+  return capsule;
+}
+
+static PyObject* ArrayBase_dlpack_device(ArrayBase* self, PyObject* unused) {
+  if (array_open(self) != 0) return NULL;
+  struct ArrowDeviceArray* a = &self->holder->array;
+  long long id = a->device_type == ARROW_DEVICE_CPU ? 0 : a->device_id;
+  return Py_BuildValue("(iL)", (int)a->device_type, id);
+}
+
+static PyMethodDef ArrayBase_methods[] = {
+    {"__arrow_c_device_array__", (PyCFunction)(void (*)(void))ArrayBase_arrow_c_device_array,
+     METH_VARARGS | METH_KEYWORDS,
+     "__arrow_c_device_array__(requested_schema=None, **kwargs)\n--\n\n"
+     "Exports the array as (\"arrow_schema\", \"arrow_device_array\") PyCapsules that share "
+     "its buffers; the array stays usable. The sync event travels with it."},
+    {"__arrow_c_array__", (PyCFunction)(void (*)(void))ArrayBase_arrow_c_array,
+     METH_VARARGS | METH_KEYWORDS,
+     "__arrow_c_array__(requested_schema=None)\n--\n\n"
+     "Exports CPU data as (\"arrow_schema\", \"arrow_array\") PyCapsules; device data is "
+     "refused with BufferError."},
+    {"__dlpack__", (PyCFunction)(void (*)(void))ArrayBase_dlpack, METH_FASTCALL | METH_KEYWORDS,
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+     "Exports a fixed-width array without nulls as a DLPack capsule (see the array API "
+     "standard); the array stays usable."},
+    {"__dlpack_device__", (PyCFunction)ArrayBase_dlpack_device, METH_NOARGS,
+     "Returns (DLPack device type, device id)."},
+    {"_close", (PyCFunction)ArrayBase_close, METH_NOARGS, "Drops this object's reference."},
+    {"_export_into", (PyCFunction)ArrayBase_export_into, METH_VARARGS,
+     "_export_into(schema_address, array_address, move): fills consumer structs."},
+    {"_schema_object", (PyCFunction)ArrayBase_schema_object, METH_O,
+     "A new Schema (of the given class) sharing this array's schema."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef ArrayBase_getset[] = {
+    {"closed", (getter)ArrayBase_closed, NULL, "True once closed or moved out.", NULL},
+    {"_schema_address", (getter)ArrayBase_schema_address, NULL, "Address of the ArrowSchema.", NULL},
+    {"_array_address", (getter)ArrayBase_array_address, NULL,
+     "Address of the ArrowDeviceArray.", NULL},
+    {"_shared", (getter)ArrayBase_shared, NULL, "Number of live exports sharing the data.", NULL},
+    {"_device_type", (getter)ArrayBase_device_type, NULL, "ArrowDeviceType value.", NULL},
+    {"_device_id", (getter)ArrayBase_device_id, NULL, "Arrow device id.", NULL},
+    {"length", (getter)ArrayBase_length, NULL, "Number of elements.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PySequenceMethods ArrayBase_as_sequence = {.sq_length = (lenfunc)ArrayBase_len};
+
+static PyTypeObject ArrayBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ferry._native.ArrayBase",
+    .tp_basicsize = sizeof(ArrayBase),
+    .tp_dealloc = (destructor)ArrayBase_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "The C half of ferry.DeviceArray: a reference to an owned ArrowDeviceArray.",
+    .tp_methods = ArrayBase_methods,
+    .tp_getset = ArrayBase_getset,
+    .tp_as_sequence = &ArrayBase_as_sequence,
+    .tp_new = NULL,
+};
+
+static PyTypeObject* check_array_class(PyObject* cls) {
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &ArrayBaseType)) {
+    PyErr_SetString(PyExc_TypeError, "expected an ArrayBase subclass");
+    return NULL;
+  }
+  return (PyTypeObject*)cls;
+}
+
+/* Wraps a filled holder (its reference passes to the object). */
+static PyObject* array_object(PyTypeObject* cls, Holder* h) {
+  ArrayBase* obj = (ArrayBase*)cls->tp_alloc(cls, 0);
+  if (obj == NULL) {
+    holder_decref(h);
+    return NULL;
+  }
+  obj->holder = h;
+  return (PyObject*)obj;
+}
+
+/* Checks the structure of an import. The reserved words carry nothing (the
+ * specification asks producers to zero them, but pyarrow 26 leaves them
+ * uninitialised), so an importer that owns the moved struct zeroes them
+ * first rather than refusing the data or passing garbage on. */
+static int validate_holder(Holder* h) {
+  memset(h->array.reserved, 0, sizeof(h->array.reserved));
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = fp_ferry_validate_device_array(&h->schema->schema, &h->array, FERRY_VALIDATE_DEFAULT,
+                                            NULL, NULL, &error);
+  if (code != FERRY_OK) {
+    raise_error(code, &error, 0);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- imports ---------------------------------------------------------------------- */
+
+/* import_capsules(cls, schema_capsule, array_capsule, validate): moves an
+ * "arrow_schema" and an "arrow_device_array" (or CPU "arrow_array") capsule's
+ * structs into a new object; the capsules are left consumed (released). */
+static PyObject* import_capsules(PyObject* module, PyObject* args) {
+  PyObject *cls, *schema_capsule, *array_capsule;
+  int validate = 1;
+  if (!PyArg_ParseTuple(args, "OOO|p", &cls, &schema_capsule, &array_capsule, &validate))
+    return NULL;
+  if (need_library() != 0 || check_array_class(cls) == NULL) return NULL;
+  struct ArrowSchema* schema =
+      (struct ArrowSchema*)PyCapsule_GetPointer(schema_capsule, kSchemaCapsule);
+  if (schema == NULL) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_TypeError, "the first capsule is not an \"arrow_schema\" PyCapsule");
+    return NULL;
+  }
+  struct ArrowDeviceArray* device_array = NULL;
+  struct ArrowArray* cpu_array = NULL;
+  if (PyCapsule_IsValid(array_capsule, kDeviceArrayCapsule)) {
+    device_array = (struct ArrowDeviceArray*)PyCapsule_GetPointer(array_capsule, kDeviceArrayCapsule);
+  } else if (PyCapsule_IsValid(array_capsule, kArrayCapsule)) {
+    cpu_array = (struct ArrowArray*)PyCapsule_GetPointer(array_capsule, kArrayCapsule);
+  } else {
+    PyErr_SetString(PyExc_TypeError,
+                    "the second capsule is neither an \"arrow_device_array\" nor an "
+                    "\"arrow_array\" PyCapsule");
+    return NULL;
+  }
+  struct ArrowArray* inner = device_array ? &device_array->array : cpu_array;
+  if (schema->release == NULL || inner->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the capsules were already consumed (released structs)");
+    return NULL;
+  }
+  SchemaHolder* s = schema_holder_new();
+  Holder* h = s ? holder_new(s) : NULL;
+  schema_holder_decref(s); /* the holder keeps it */
+  if (h == NULL) return PyErr_NoMemory();
+  /* Move: bitwise copy, then mark the sources released. */
+  s->schema = *schema;
+  schema->release = NULL;
+  if (device_array != NULL) {
+    h->array = *device_array;
+    device_array->array.release = NULL;
+  } else {
+    h->array.array = *cpu_array;
+    h->array.device_type = ARROW_DEVICE_CPU;
+    h->array.device_id = -1;
+    cpu_array->release = NULL;
+  }
+  memset(h->array.reserved, 0, sizeof(h->array.reserved));
+  if (validate && validate_holder(h) != 0) {
+    holder_decref(h);
+    return NULL;
+  }
+  return array_object((PyTypeObject*)cls, h);
+}
+
+/* import_raw(cls, schema_address, array_address, validate): moves the
+ * structs at two addresses (an ArrowSchema, an ArrowDeviceArray) in. */
+static PyObject* import_raw(PyObject* module, PyObject* args) {
+  PyObject *cls, *schema_addr, *array_addr;
+  int validate = 1;
+  if (!PyArg_ParseTuple(args, "OOO|p", &cls, &schema_addr, &array_addr, &validate)) return NULL;
+  if (need_library() != 0 || check_array_class(cls) == NULL) return NULL;
+  struct ArrowSchema* schema = (struct ArrowSchema*)PyLong_AsVoidPtr(schema_addr);
+  struct ArrowDeviceArray* array = (struct ArrowDeviceArray*)PyLong_AsVoidPtr(array_addr);
+  if (PyErr_Occurred()) return NULL;
+  if (schema == NULL || array == NULL || schema->release == NULL || array->array.release == NULL) {
+    PyErr_SetString(PyExc_ValueError,
+                    "import needs a live ArrowSchema and a live ArrowDeviceArray (an address is 0 "
+                    "or a struct is released)");
+    return NULL;
+  }
+  SchemaHolder* s = schema_holder_new();
+  Holder* h = s ? holder_new(s) : NULL;
+  schema_holder_decref(s);
+  if (h == NULL) return PyErr_NoMemory();
+  s->schema = *schema;
+  schema->release = NULL;
+  h->array = *array;
+  array->array.release = NULL;
+  memset(h->array.reserved, 0, sizeof(h->array.reserved));
+  if (validate && validate_holder(h) != 0) {
+    holder_decref(h);
+    return NULL;
+  }
+  return array_object((PyTypeObject*)cls, h);
+}
+
+/* import_batch(cls, schema_object, array_address, validate): a stream batch:
+ * moves the ArrowDeviceArray at the address in and shares the stream's
+ * schema (a SchemaBase) instead of copying it. */
+static PyObject* import_batch(PyObject* module, PyObject* args) {
+  PyObject *cls, *schema_obj, *array_addr;
+  int validate = 1;
+  if (!PyArg_ParseTuple(args, "OO!O|p", &cls, &SchemaBaseType, &schema_obj, &array_addr, &validate))
+    return NULL;
+  if (need_library() != 0 || check_array_class(cls) == NULL) return NULL;
+  SchemaBase* schema = (SchemaBase*)schema_obj;
+  if (schema_open(schema) != 0) return NULL;
+  struct ArrowDeviceArray* array = (struct ArrowDeviceArray*)PyLong_AsVoidPtr(array_addr);
+  if (PyErr_Occurred()) return NULL;
+  if (array == NULL || array->array.release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the batch is NULL or released");
+    return NULL;
+  }
+  Holder* h = holder_new(schema->holder);
+  if (h == NULL) return PyErr_NoMemory();
+  h->array = *array;
+  array->array.release = NULL;
+  memset(h->array.reserved, 0, sizeof(h->array.reserved));
+  if (validate && validate_holder(h) != 0) {
+    holder_decref(h);
+    return NULL;
+  }
+  return array_object((PyTypeObject*)cls, h);
+}
+
+/* import_schema(cls, capsule_or_address): moves an "arrow_schema" capsule's
+ * struct (or the ArrowSchema at an integer address) into a new object. */
+static PyObject* import_schema(PyObject* module, PyObject* args) {
+  PyObject *cls, *source;
+  if (!PyArg_ParseTuple(args, "OO", &cls, &source)) return NULL;
+  if (need_library() != 0) return NULL;
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &SchemaBaseType)) {
+    PyErr_SetString(PyExc_TypeError, "expected a SchemaBase subclass");
+    return NULL;
+  }
+  struct ArrowSchema* schema;
+  if (PyCapsule_CheckExact(source)) {
+    schema = (struct ArrowSchema*)PyCapsule_GetPointer(source, kSchemaCapsule);
+    if (schema == NULL) return NULL;
+  } else {
+    schema = (struct ArrowSchema*)PyLong_AsVoidPtr(source);
+    if (PyErr_Occurred()) return NULL;
+  }
+  if (schema == NULL || schema->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the schema is NULL or already consumed");
+    return NULL;
+  }
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = fp_ferry_validate_schema(schema, NULL, NULL, &error);
+  if (code != FERRY_OK) return raise_error(code, &error, 0);
+  SchemaHolder* s = schema_holder_new();
+  if (s == NULL) return PyErr_NoMemory();
+  s->schema = *schema;
+  schema->release = NULL;
+  PyObject* obj = schema_object((PyTypeObject*)cls, s);
+  schema_holder_decref(s);
+  return obj;
+}
+
+/* ---- DLPack import ------------------------------------------------------------------ */
+
+/* A legacy DLManagedTensor seen through the versioned struct the core reads. */
+typedef struct {
+  DLManagedTensorVersioned versioned;
+  DLManagedTensor* legacy;
+} LegacyImport;
+
+static void legacy_import_deleter(DLManagedTensorVersioned* self) {
+  LegacyImport* wrapper = (LegacyImport*)self->manager_ctx;
+  if (wrapper->legacy->deleter != NULL) wrapper->legacy->deleter(wrapper->legacy);
+  free(wrapper);
+}
+
+/* Attaches a new event, recorded on `stream` of the array's device, as the
+ * array's sync_event; the event is destroyed after the array's release. */
+typedef struct {
+  struct FerryDevice* device;
+  void* event;
+} OwnedEvent;
+
+static void owned_event_release(void* user_data) {
+  OwnedEvent* owned = (OwnedEvent*)user_data;
+  fp_ferry_device_event_destroy(owned->device, owned->event, NULL);
+  free(owned);
+}
+
+static int attach_event(Holder* h, void* stream, struct FerryError* error) {
+  struct FerryDevice* device = NULL;
+  int code = fp_ferry_device_resolve(h->array.device_type, h->array.device_id, &device, error);
+  if (code != FERRY_OK) return code;
+  OwnedEvent* owned = (OwnedEvent*)calloc(1, sizeof(OwnedEvent));
+  if (owned == NULL) {
+    snprintf(error->message, sizeof(error->message), "out of memory (event)");
+    return ENOMEM;
+  }
+  owned->device = device;
+  code = fp_ferry_device_event_create(device, &owned->event, error);
+  if (code == FERRY_OK) code = fp_ferry_device_event_record(device, owned->event, stream, error);
+  if (code != FERRY_OK) {
+    if (owned->event != NULL) fp_ferry_device_event_destroy(device, owned->event, NULL);
+    free(owned);
+    return code;
+  }
+  /* Re-wrap the same ArrowArray with the event (it had none). */
+  struct ArrowDeviceArray rewrapped;
+  memset(&rewrapped, 0, sizeof(rewrapped));
+  struct ArrowArray inner = h->array.array;
+  code = fp_ferry_device_array_init(&rewrapped, &inner, h->array.device_type,
+                                    h->array.device_id, owned->event, owned_event_release, owned,
+                                    error);
+  if (code != FERRY_OK) {
+    owned_event_release(owned);
+    return code;
+  }
+  h->array = rewrapped;
+  return FERRY_OK;
+}
+
+/* import_dlpack(cls, capsule, event_stream=None): a "dltensor_versioned" or
+ * legacy "dltensor" capsule, consumed (renamed "used_...") on success. When
+ * event_stream is an integer, an event recorded on that stream becomes the
+ * array's sync_event (the producer ordered its work on that stream). */
+static PyObject* import_dlpack(PyObject* module, PyObject* args) {
+  PyObject *cls, *capsule, *event_stream = Py_None;
+  if (!PyArg_ParseTuple(args, "OO|O", &cls, &capsule, &event_stream)) return NULL;
+  if (need_library() != 0 || check_array_class(cls) == NULL) return NULL;
+  DLManagedTensorVersioned* tensor = NULL;
+  LegacyImport* legacy = NULL;
+  const char* used = NULL;
+  if (PyCapsule_IsValid(capsule, kDltensorVersioned)) {
+    tensor = (DLManagedTensorVersioned*)PyCapsule_GetPointer(capsule, kDltensorVersioned);
+    used = kUsedDltensorVersioned;
+  } else if (PyCapsule_IsValid(capsule, kDltensor)) {
+    DLManagedTensor* t = (DLManagedTensor*)PyCapsule_GetPointer(capsule, kDltensor);
+    legacy = (LegacyImport*)calloc(1, sizeof(LegacyImport));
+    if (legacy == NULL) return PyErr_NoMemory();
+    legacy->legacy = t;
+    legacy->versioned.version.major = DLPACK_MAJOR_VERSION;
+    legacy->versioned.version.minor = 0;
+    legacy->versioned.manager_ctx = legacy;
+    legacy->versioned.deleter = legacy_import_deleter;
+    legacy->versioned.dl_tensor = t->dl_tensor;
+    tensor = &legacy->versioned;
+    used = kUsedDltensor;
+  } else {
+    PyErr_SetString(PyExc_TypeError,
+                    "expected a \"dltensor_versioned\" or \"dltensor\" PyCapsule (an unused "
+                    "DLPack capsule)");
+    return NULL;
+  }
+  SchemaHolder* s = schema_holder_new();
+  Holder* h = s ? holder_new(s) : NULL;
+  schema_holder_decref(s);
+  if (h == NULL) {
+    free(legacy);
+    return PyErr_NoMemory();
+  }
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = fp_ferry_device_array_from_dlpack(tensor, &s->schema, &h->array, &error);
+  if (code != FERRY_OK) {
+    free(legacy); /* the capsule still owns the tensor */
+    holder_decref(h);
+    return raise_error(code, &error, 1);
+  }
+  /* The holder owns the tensor now: the capsule must not delete it. */
+  if (PyCapsule_SetName(capsule, used) != 0) {
+    holder_decref(h);
+    return NULL;
+  }
+  if (event_stream != Py_None) {
+    void* stream = PyLong_AsVoidPtr(event_stream);
+    if (PyErr_Occurred()) {
+      holder_decref(h);
+      return NULL;
+    }
+    code = attach_event(h, stream, &error);
+    if (code != FERRY_OK) {
+      holder_decref(h);
+      return raise_error(code, &error, 0);
+    }
+  }
+  return array_object((PyTypeObject*)cls, h);
+}
+
+/* ferry.from_dlpack(x, *, device=None, copy=None, stream=None): the
+ * zero-copy CPU case runs here; everything else (devices, streams, copies,
+ * legacy producers, capsules) calls the Python implementation bound by
+ * bind_classes(). */
+static PyObject* g_array_class;       /* ferry.DeviceArray */
+static PyObject* g_from_dlpack_slow;  /* ferry._interop._from_dlpack */
+static PyObject* g_str_dlpack;        /* "__dlpack__" */
+static PyObject* g_str_dlpack_device; /* "__dlpack_device__" */
+static PyObject* g_kwnames_max_version;
+static PyObject* g_max_version;
+
+static PyObject* import_versioned_capsule(PyObject* capsule) {
+  PyObject* args = PyTuple_Pack(2, g_array_class, capsule);
+  if (args == NULL) return NULL;
+  PyObject* result = import_dlpack(NULL, args);
+  Py_DECREF(args);
+  return result;
+}
+
+static PyObject* from_dlpack(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
+                             PyObject* kwnames) {
+  if (g_array_class == NULL || g_from_dlpack_slow == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "ferry._native.bind_classes() was not called");
+    return NULL;
+  }
+  if (nargs != 1) {
+    PyErr_SetString(PyExc_TypeError, "from_dlpack() takes exactly one positional argument");
+    return NULL;
+  }
+  PyObject* x = args[0];
+  int fast = kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0;
+  for (Py_ssize_t i = 0; !fast && i < PyTuple_GET_SIZE(kwnames); i++) {
+    if (args[nargs + i] != Py_None) break;
+    if (i == PyTuple_GET_SIZE(kwnames) - 1) fast = 1;
+  }
+  if (fast && !PyCapsule_CheckExact(x)) {
+    PyObject* device = PyObject_CallMethodNoArgs(x, g_str_dlpack_device);
+    if (device == NULL) {
+      if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+      PyErr_Clear();
+      fast = 0;
+    } else {
+      long type = PyTuple_Check(device) && PyTuple_GET_SIZE(device) == 2
+                      ? PyLong_AsLong(PyTuple_GET_ITEM(device, 0))
+                      : -1;
+      Py_DECREF(device);
+      if (type == -1 && PyErr_Occurred()) PyErr_Clear();
+      fast = type == ARROW_DEVICE_CPU;
+    }
+    if (fast) {
+      PyObject* call_args[2] = {x, g_max_version};
+      PyObject* capsule = PyObject_VectorcallMethod(
+          g_str_dlpack, call_args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, g_kwnames_max_version);
+      if (capsule != NULL) {
+        PyObject* result = import_versioned_capsule(capsule);
+        Py_DECREF(capsule);
+        return result;
+      }
+      if (!PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
+      PyErr_Clear(); /* a producer without max_version: the Python path asks again */
+    }
+  }
+  return PyObject_Vectorcall(g_from_dlpack_slow, args, nargs, kwnames);
+}
+
+static PyObject* bind_classes(PyObject* module, PyObject* args) {
+  PyObject *array_class, *slow;
+  if (!PyArg_ParseTuple(args, "OO", &array_class, &slow)) return NULL;
+  if (check_array_class(array_class) == NULL) return NULL;
+  Py_INCREF(array_class);
+  Py_XSETREF(g_array_class, array_class);
+  Py_INCREF(slow);
+  Py_XSETREF(g_from_dlpack_slow, slow);
+  Py_RETURN_NONE;
+}
+
+/* ---- Python references held by C ---------------------------------------------------- */
+
+/* Drops a reference that C held (a release hook, a DLPack deleter): takes
+ * the GIL from whatever thread calls, and does nothing once the interpreter
+ * is finalizing (the process is ending; the memory goes with it). */
+static void drop_python_ref(void* user_data) {
+  if (user_data == NULL) return;
+  atomic_fetch_sub(&g_live_refs, 1);
+  if (!Py_IsInitialized() || FP_FINALIZING()) return;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  Py_DECREF((PyObject*)user_data);
+  PyGILState_Release(gil);
+}
+
+static PyObject* new_ref(PyObject* module, PyObject* obj) {
+  Py_INCREF(obj);
+  atomic_fetch_add(&g_live_refs, 1);
+  return PyLong_FromVoidPtr(obj);
+}
+
+static PyObject* drop_ref(PyObject* module, PyObject* address) {
+  void* p = PyLong_AsVoidPtr(address);
+  if (PyErr_Occurred()) return NULL;
+  drop_python_ref(p);
+  Py_RETURN_NONE;
+}
+
+static PyObject* live_refs(PyObject* module, PyObject* unused) {
+  return PyLong_FromLongLong(atomic_load(&g_live_refs));
+}
+
+/* DLPack tensors over memory a Python object owns (CUDA Array Interface
+ * imports): the deleter drops the owner. */
+typedef struct {
+  DLManagedTensorVersioned tensor;
+  int64_t shape[1];
+  PyObject* owner;
+} OwnedTensor;
+
+static void owned_tensor_deleter(DLManagedTensorVersioned* self) {
+  OwnedTensor* t = (OwnedTensor*)self->manager_ctx;
+  drop_python_ref(t->owner);
+  free(t);
+}
+
+/* import_memory(cls, owner, address, length, dtype_code, dtype_bits,
+ * device_type, device_id, event_stream): a one-dimensional, contiguous
+ * buffer that `owner` keeps alive, imported through the core's DLPack
+ * import (which maps the element type); see import_dlpack for event_stream. */
+static PyObject* import_memory(PyObject* module, PyObject* args) {
+  PyObject *cls, *owner, *address, *event_stream = Py_None;
+  long long length;
+  int code_, bits, device_type;
+  long long device_id;
+  if (!PyArg_ParseTuple(args, "OOOLiiiL|O", &cls, &owner, &address, &length, &code_, &bits,
+                        &device_type, &device_id, &event_stream))
+    return NULL;
+  if (need_library() != 0 || check_array_class(cls) == NULL) return NULL;
+  void* data = PyLong_AsVoidPtr(address);
+  if (PyErr_Occurred()) return NULL;
+  OwnedTensor* t = (OwnedTensor*)calloc(1, sizeof(OwnedTensor));
+  if (t == NULL) return PyErr_NoMemory();
+  t->tensor.version.major = DLPACK_MAJOR_VERSION;
+  t->tensor.version.minor = DLPACK_MINOR_VERSION;
+  t->tensor.manager_ctx = t;
+  t->tensor.deleter = owned_tensor_deleter;
+  t->shape[0] = length;
+  t->tensor.dl_tensor.data = data;
+  t->tensor.dl_tensor.device.device_type = (DLDeviceType)device_type;
+  t->tensor.dl_tensor.device.device_id = (int32_t)device_id;
+  t->tensor.dl_tensor.ndim = 1;
+  t->tensor.dl_tensor.dtype.code = (uint8_t)code_;
+  t->tensor.dl_tensor.dtype.bits = (uint8_t)bits;
+  t->tensor.dl_tensor.dtype.lanes = 1;
+  t->tensor.dl_tensor.shape = t->shape;
+  SchemaHolder* s = schema_holder_new();
+  Holder* h = s ? holder_new(s) : NULL;
+  schema_holder_decref(s);
+  if (h == NULL) {
+    free(t);
+    return PyErr_NoMemory();
+  }
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = fp_ferry_device_array_from_dlpack(&t->tensor, &s->schema, &h->array, &error);
+  if (code != FERRY_OK) {
+    free(t);
+    holder_decref(h);
+    return raise_error(code, &error, 0);
+  }
+  Py_INCREF(owner);
+  atomic_fetch_add(&g_live_refs, 1);
+  t->owner = owner;
+  if (event_stream != Py_None) {
+    void* stream = PyLong_AsVoidPtr(event_stream);
+    if (PyErr_Occurred()) {
+      holder_decref(h);
+      return NULL;
+    }
+    code = attach_event(h, stream, &error);
+    if (code != FERRY_OK) {
+      holder_decref(h);
+      return raise_error(code, &error, 0);
+    }
+  }
+  return array_object((PyTypeObject*)cls, h);
+}
+
+/* ---- streams: capsules and adapters ------------------------------------------------- */
+
+/* stream_capsule(address, device): moves the ArrowDeviceArrayStream at
+ * `address` into an "arrow_device_array_stream" capsule (device true) or,
+ * for a CPU stream, into an "arrow_array_stream" capsule through an adapter
+ * that unwraps each batch's ArrowArray. */
+typedef struct {
+  struct ArrowDeviceArrayStream inner;
+  char last_error[FERRY_ERROR_MESSAGE_SIZE];
+} CpuAdapter;
+
+static int cpu_adapter_get_schema(struct ArrowArrayStream* self, struct ArrowSchema* out) {
+  CpuAdapter* a = (CpuAdapter*)self->private_data;
+  int code = a->inner.get_schema(&a->inner, out);
+  if (code != 0) {
+    const char* message = a->inner.get_last_error ? a->inner.get_last_error(&a->inner) : NULL;
+    snprintf(a->last_error, sizeof(a->last_error), "%s", message ? message : "get_schema failed");
+  }
+  return code;
+}
+
+static int cpu_adapter_get_next(struct ArrowArrayStream* self, struct ArrowArray* out) {
+  CpuAdapter* a = (CpuAdapter*)self->private_data;
+  struct ArrowDeviceArray batch;
+  memset(&batch, 0, sizeof(batch));
+  int code = a->inner.get_next(&a->inner, &batch);
+  if (code != 0) {
+    const char* message = a->inner.get_last_error ? a->inner.get_last_error(&a->inner) : NULL;
+    snprintf(a->last_error, sizeof(a->last_error), "%s", message ? message : "get_next failed");
+    out->release = NULL;
+    return code;
+  }
+  if (batch.array.release != NULL && batch.device_type != ARROW_DEVICE_CPU) {
+    batch.array.release(&batch.array);
+    snprintf(a->last_error, sizeof(a->last_error),
+             "a batch lives on device type %d, not on the CPU", (int)batch.device_type);
+    out->release = NULL;
+    return EINVAL;
+  }
+  *out = batch.array; /* released batch: the end of the stream */
+  return 0;
+}
+
+static const char* cpu_adapter_get_last_error(struct ArrowArrayStream* self) {
+  CpuAdapter* a = (CpuAdapter*)self->private_data;
+  return a->last_error[0] ? a->last_error : NULL;
+}
+
+static void cpu_adapter_release(struct ArrowArrayStream* self) {
+  if (self == NULL || self->release == NULL) return;
+  CpuAdapter* a = (CpuAdapter*)self->private_data;
+  if (a->inner.release != NULL) a->inner.release(&a->inner);
+  free(a);
+  self->release = NULL;
+}
+
+static PyObject* stream_capsule(PyObject* module, PyObject* args) {
+  PyObject* address;
+  int device = 1;
+  if (!PyArg_ParseTuple(args, "Op", &address, &device)) return NULL;
+  struct ArrowDeviceArrayStream* src = (struct ArrowDeviceArrayStream*)PyLong_AsVoidPtr(address);
+  if (PyErr_Occurred()) return NULL;
+  if (src == NULL || src->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the stream is NULL or released");
+    return NULL;
+  }
+  if (device) {
+    struct ArrowDeviceArrayStream* out;
+    PyObject* capsule = new_capsule(sizeof(*out), kDeviceStreamCapsule,
+                                    device_stream_capsule_destructor, (void**)&out);
+    if (capsule == NULL) return NULL;
+    *out = *src;
+    src->release = NULL;
+    return capsule;
+  }
+  if (src->device_type != ARROW_DEVICE_CPU) {
+    PyErr_Format(PyExc_BufferError,
+                 "the stream's batches live on device type %d, not on the CPU: "
+                 "__arrow_c_stream__ is for CPU data only; use __arrow_c_device_stream__",
+                 (int)src->device_type);
+    return NULL;
+  }
+  struct ArrowArrayStream* out;
+  PyObject* capsule =
+      new_capsule(sizeof(*out), kStreamCapsule, stream_capsule_destructor, (void**)&out);
+  if (capsule == NULL) return NULL;
+  CpuAdapter* adapter = (CpuAdapter*)calloc(1, sizeof(CpuAdapter));
+  if (adapter == NULL) {
+    Py_DECREF(capsule);
+    return PyErr_NoMemory();
+  }
+  adapter->inner = *src;
+  src->release = NULL;
+  out->get_schema = cpu_adapter_get_schema;
+  out->get_next = cpu_adapter_get_next;
+  out->get_last_error = cpu_adapter_get_last_error;
+  out->release = cpu_adapter_release;
+  out->private_data = adapter;
+  return capsule;
+}
+
+/* The other direction: a CPU ArrowArrayStream seen as a device stream. */
+static int device_adapter_get_schema(void* user_data, struct ArrowSchema* out,
+                                     struct FerryError* error) {
+  struct ArrowArrayStream* inner = (struct ArrowArrayStream*)user_data;
+  int code = inner->get_schema(inner, out);
+  if (code != 0) {
+    const char* message = inner->get_last_error ? inner->get_last_error(inner) : NULL;
+    snprintf(error->message, sizeof(error->message), "%s", message ? message : "get_schema failed");
+  }
+  return code;
+}
+
+static int device_adapter_get_next(void* user_data, struct ArrowDeviceArray* out,
+                                   struct FerryError* error) {
+  struct ArrowArrayStream* inner = (struct ArrowArrayStream*)user_data;
+  struct ArrowArray batch;
+  memset(&batch, 0, sizeof(batch));
+  int code = inner->get_next(inner, &batch);
+  if (code != 0) {
+    const char* message = inner->get_last_error ? inner->get_last_error(inner) : NULL;
+    snprintf(error->message, sizeof(error->message), "%s", message ? message : "get_next failed");
+    return code;
+  }
+  if (batch.release == NULL) return 0; /* end of stream: out stays released */
+  return fp_ferry_device_array_init(out, &batch, ARROW_DEVICE_CPU, -1, NULL, NULL, NULL, error);
+}
+
+static void device_adapter_release(void* user_data) {
+  struct ArrowArrayStream* inner = (struct ArrowArrayStream*)user_data;
+  if (inner->release != NULL) inner->release(inner);
+  free(inner);
+}
+
+/* take_stream_capsule(capsule, address): moves an "arrow_device_array_stream"
+ * capsule's stream, or a CPU "arrow_array_stream" behind an adapter, into
+ * the released ArrowDeviceArrayStream at `address`. */
+static PyObject* take_stream_capsule(PyObject* module, PyObject* args) {
+  PyObject *capsule, *address;
+  if (!PyArg_ParseTuple(args, "OO", &capsule, &address)) return NULL;
+  if (need_library() != 0) return NULL;
+  struct ArrowDeviceArrayStream* out = (struct ArrowDeviceArrayStream*)PyLong_AsVoidPtr(address);
+  if (PyErr_Occurred()) return NULL;
+  if (out == NULL || out->release != NULL) {
+    PyErr_SetString(PyExc_ValueError, "the destination stream must be released beforehand");
+    return NULL;
+  }
+  if (PyCapsule_IsValid(capsule, kDeviceStreamCapsule)) {
+    struct ArrowDeviceArrayStream* src =
+        (struct ArrowDeviceArrayStream*)PyCapsule_GetPointer(capsule, kDeviceStreamCapsule);
+    if (src->release == NULL) {
+      PyErr_SetString(PyExc_ValueError, "the stream capsule was already consumed");
+      return NULL;
+    }
+    *out = *src;
+    src->release = NULL;
+    Py_RETURN_NONE;
+  }
+  if (!PyCapsule_IsValid(capsule, kStreamCapsule)) {
+    PyErr_SetString(PyExc_TypeError,
+                    "expected an \"arrow_device_array_stream\" or \"arrow_array_stream\" "
+                    "PyCapsule");
+    return NULL;
+  }
+  struct ArrowArrayStream* src =
+      (struct ArrowArrayStream*)PyCapsule_GetPointer(capsule, kStreamCapsule);
+  if (src->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the stream capsule was already consumed");
+    return NULL;
+  }
+  struct ArrowArrayStream* inner = (struct ArrowArrayStream*)malloc(sizeof(*inner));
+  if (inner == NULL) return PyErr_NoMemory();
+  *inner = *src;
+  src->release = NULL;
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = fp_ferry_array_stream_init(out, ARROW_DEVICE_CPU, device_adapter_get_schema,
+                                        device_adapter_get_next, device_adapter_release, inner,
+                                        &error);
+  if (code != FERRY_OK) {
+    *src = *inner; /* nothing was taken: give it back to the capsule */
+    free(inner);
+    return raise_error(code, &error, 0);
+  }
+  Py_RETURN_NONE;
+}
+
+/* ---- Python stream producers ------------------------------------------------------ */
+
+/* Fills `error` from the pending Python exception and clears it. A ferry
+ * error keeps its errno code and its bare message (so an injected failure
+ * travels verbatim); anything else becomes EIO with "Type: message". */
+static int exception_to_code(struct FerryError* error) {
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  int code = EIO;
+  PyObject* text = NULL;
+  if (value != NULL) {
+    PyObject* errno_attr = PyObject_GetAttrString(value, "code");
+    PyObject* message_attr = errno_attr ? PyObject_GetAttrString(value, "message") : NULL;
+    if (errno_attr != NULL && PyLong_Check(errno_attr) && message_attr != NULL &&
+        PyUnicode_Check(message_attr)) {
+      long c = PyLong_AsLong(errno_attr);
+      if (c > 0) code = (int)c;
+      text = message_attr;
+      Py_INCREF(text);
+    } else {
+      PyErr_Clear();
+      text = PyUnicode_FromFormat("%s: %S", type ? ((PyTypeObject*)type)->tp_name : "error", value);
+    }
+    Py_XDECREF(errno_attr);
+    Py_XDECREF(message_attr);
+  }
+  const char* utf8 = text ? PyUnicode_AsUTF8(text) : NULL;
+  if (utf8 == NULL) PyErr_Clear();
+  snprintf(error->message, sizeof(error->message), "%s", utf8 ? utf8 : "Python error");
+  Py_XDECREF(text);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  return code;
+}
+
+/* Calls producer.<method>(address) with the GIL; 0 or an errno code. */
+static int call_producer(void* user_data, const char* method, void* out, struct FerryError* error) {
+  if (!Py_IsInitialized() || FP_FINALIZING()) {
+    snprintf(error->message, sizeof(error->message), "the Python interpreter is shutting down");
+    return EIO;
+  }
+  PyGILState_STATE gil = PyGILState_Ensure();
+  int code = 0;
+  PyObject* result =
+      PyObject_CallMethod((PyObject*)user_data, method, "N", PyLong_FromVoidPtr(out));
+  if (result == NULL) {
+    code = exception_to_code(error);
+  } else {
+    Py_DECREF(result);
+  }
+  PyGILState_Release(gil);
+  return code;
+}
+
+static int producer_get_schema(void* user_data, struct ArrowSchema* out, struct FerryError* error) {
+  return call_producer(user_data, "_ferry_get_schema", out, error);
+}
+
+static int producer_get_next(void* user_data, struct ArrowDeviceArray* out,
+                             struct FerryError* error) {
+  return call_producer(user_data, "_ferry_get_next", out, error);
+}
+
+/* export_stream(producer, device_type, address): fills the released
+ * ArrowDeviceArrayStream at `address` with a stream whose callbacks call
+ * producer._ferry_get_schema(address) and producer._ferry_get_next(address)
+ * (the latter leaves the struct released at the end); the stream holds a
+ * reference to `producer` until the consumer releases it. */
+static PyObject* export_stream(PyObject* module, PyObject* args) {
+  PyObject *producer, *address;
+  int device_type;
+  if (!PyArg_ParseTuple(args, "OiO", &producer, &device_type, &address)) return NULL;
+  if (need_library() != 0) return NULL;
+  struct ArrowDeviceArrayStream* out = (struct ArrowDeviceArrayStream*)PyLong_AsVoidPtr(address);
+  if (PyErr_Occurred()) return NULL;
+  Py_INCREF(producer);
+  atomic_fetch_add(&g_live_refs, 1);
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = fp_ferry_array_stream_init(out, device_type, producer_get_schema, producer_get_next,
+                                        drop_python_ref, producer, &error);
+  if (code != FERRY_OK) {
+    atomic_fetch_sub(&g_live_refs, 1);
+    Py_DECREF(producer);
+    return raise_error(code, &error, 0);
+  }
+  Py_RETURN_NONE;
+}
+
+/* ---- module ------------------------------------------------------------------------- */
+
+/* load(name, error_factory): binds to the libferry already loaded under
+ * `name` (a path or soname) in this process. */
+static PyObject* load(PyObject* module, PyObject* args) {
+  const char* name;
+  PyObject* factory;
+  if (!PyArg_ParseTuple(args, "sO", &name, &factory)) return NULL;
+  void* handle = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
+  if (handle == NULL) {
+    PyErr_Format(PyExc_ImportError, "libferry %s is not loaded in this process: %s", name,
+                 dlerror());
+    return NULL;
+  }
+#define FP_BIND(fn)                                                                   \
+  fp_##fn = (__typeof__(fn)*)dlsym(handle, #fn);                                      \
+  if (fp_##fn == NULL) {                                                              \
+    dlclose(handle);                                                                  \
+    PyErr_Format(PyExc_ImportError, "libferry %s lacks %s: too old for this package", \
+                 name, #fn);                                                          \
+    return NULL;                                                                      \
+  }
+  FP_FUNCTIONS(FP_BIND)
+#undef FP_BIND
+  g_library = handle; /* kept open for the life of the process */
+  Py_INCREF(factory);
+  Py_XSETREF(g_error_factory, factory);
+  Py_RETURN_NONE;
+}
+
+/* The address of a release hook that drops a reference made by new_ref. */
+static PyObject* release_hook_address(PyObject* module, PyObject* unused) {
+  return PyLong_FromVoidPtr((void*)(uintptr_t)drop_python_ref);
+}
+
+static PyMethodDef module_methods[] = {
+    {"load", load, METH_VARARGS, "load(name, error_factory): binds to a loaded libferry."},
+    {"import_capsules", import_capsules, METH_VARARGS,
+     "import_capsules(cls, schema_capsule, array_capsule, validate=True)"},
+    {"import_raw", import_raw, METH_VARARGS,
+     "import_raw(cls, schema_address, array_address, validate=True)"},
+    {"import_batch", import_batch, METH_VARARGS,
+     "import_batch(cls, schema, array_address, validate=True)"},
+    {"import_schema", import_schema, METH_VARARGS, "import_schema(cls, capsule_or_address)"},
+    {"import_dlpack", import_dlpack, METH_VARARGS,
+     "import_dlpack(cls, capsule, event_stream=None)"},
+    {"import_memory", import_memory, METH_VARARGS,
+     "import_memory(cls, owner, address, length, code, bits, device_type, device_id, "
+     "event_stream=None)"},
+    {"stream_capsule", stream_capsule, METH_VARARGS, "stream_capsule(address, device)"},
+    {"take_stream_capsule", take_stream_capsule, METH_VARARGS,
+     "take_stream_capsule(capsule, address)"},
+    {"export_stream", export_stream, METH_VARARGS,
+     "export_stream(producer, device_type, address)"},
+    {"from_dlpack", (PyCFunction)(void (*)(void))from_dlpack, METH_FASTCALL | METH_KEYWORDS,
+     "from_dlpack(x, /, *, device=None, copy=None, stream=None)\n--\n\n"
+     "A ferry.DeviceArray from any DLPack producer (see ferry._interop._from_dlpack)."},
+    {"bind_classes", bind_classes, METH_VARARGS,
+     "bind_classes(DeviceArray, slow_from_dlpack): the classes the C paths create."},
+    {"new_ref", new_ref, METH_O, "Holds a reference for C; returns its address."},
+    {"drop_ref", drop_ref, METH_O, "Drops a reference made by new_ref (by address)."},
+    {"live_refs", live_refs, METH_NOARGS, "References C holds now."},
+    {"release_hook_address", release_hook_address, METH_NOARGS,
+     "Address of the FerryReleaseHook that drops a new_ref reference."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "ferry._native",
+    "The C half of ferry's Python package (capsules, DLPack, ownership, trampolines).", -1,
+    module_methods};
+
+PyMODINIT_FUNC PyInit__native(void) {
+  if (PyType_Ready(&SchemaBaseType) < 0 || PyType_Ready(&ArrayBaseType) < 0) return NULL;
+  g_str_dlpack = PyUnicode_InternFromString("__dlpack__");
+  g_str_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
+  g_kwnames_max_version = Py_BuildValue("(s)", "max_version");
+  g_max_version = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
+  if (!g_str_dlpack || !g_str_dlpack_device || !g_kwnames_max_version || !g_max_version)
+    return NULL;
+  PyObject* m = PyModule_Create(&module_def);
+  if (m == NULL) return NULL;
+  Py_INCREF(&SchemaBaseType);
+  Py_INCREF(&ArrayBaseType);
+  if (PyModule_AddObject(m, "SchemaBase", (PyObject*)&SchemaBaseType) < 0 ||
+      PyModule_AddObject(m, "ArrayBase", (PyObject*)&ArrayBaseType) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}
