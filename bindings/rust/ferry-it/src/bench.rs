@@ -7,12 +7,12 @@
 //! The exported buffer is an `Arc<[i32]>` made once per length and kept in
 //! a small append-only table; each export holds one `Arc` reference, which
 //! the release hook drops. Every entry point runs inside `crate::entry`
-//! (`ferry::guard`), like the plugin's other entry points.
+//! (`ferry_arrow::guard`), like the plugin's other entry points.
 use std::os::raw::c_int;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use ferry::{errno, ArrayBuilder, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Error, Result, Schema};
-use ferry_sys as sys;
+use ferry_arrow::{errno, ArrayBuilder, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Error, Result, Schema};
+use ferry_arrow_sys as sys;
 
 use crate::entry;
 
@@ -96,7 +96,7 @@ fn read_first(array: &DeviceArray) -> Result<()> {
 /// Returns x + 1: one crossing into Rust and back.
 #[no_mangle]
 pub extern "C" fn ferry_it_bench_noop(x: i64) -> i64 {
-    ferry::guard(|| Ok(x.wrapping_add(1))).unwrap_or(i64::MIN)
+    ferry_arrow::guard(|| Ok(x.wrapping_add(1))).unwrap_or(i64::MIN)
 }
 
 /// Exports the cached array of `length` int32 into the released structs.

@@ -1,7 +1,7 @@
 //! Checking a case: every property shared/cases.md lists, computed from the
 //! formula, never from a table. Values are read only after the producer's
 //! sync event has been waited on.
-use ferry::{ArrayView, DeviceArray, DeviceType, Error, Result, SchemaView};
+use ferry_arrow::{ArrayView, DeviceArray, DeviceType, Error, Result, SchemaView};
 
 use crate::case::{Case, Ty};
 use crate::formula as f;
@@ -304,7 +304,7 @@ pub fn check_device_array(case: &Case, schema: &SchemaView, array: &DeviceArray)
         );
     }
     // Wait on the producer's event before touching any buffer.
-    array.wait(None)?;
+    array.wait()?;
     let host_readable = array.device_type() == DeviceType::CPU || array.device()?.is_host_accessible();
     if !host_readable {
         let copy = array.copy_to(schema, DeviceType::CPU, -1)?;

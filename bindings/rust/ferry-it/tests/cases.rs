@@ -5,7 +5,7 @@ mod common;
 use std::ffi::CString;
 
 use common::{all_cases, rust_plugin, COUNTERS};
-use ferry::{errno, sys};
+use ferry_arrow::{errno, sys};
 
 #[test]
 fn every_case_round_trips_and_frees_everything() {
@@ -188,17 +188,17 @@ fn stream_failures_are_exact_at_the_c_level() {
 #[test]
 fn a_sim_array_read_before_waiting_shows_poison() {
     let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
-    ferry::sim_set_strict(true);
+    ferry_arrow::sim_set_strict(true);
     let rust = rust_plugin();
     let spec = CString::new("int32:length=8:device=sim").unwrap();
     let mut schema = sys::ArrowSchema::default();
     let mut raw = sys::ArrowDeviceArray::default();
     assert_eq!(unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut raw) }, 0);
-    let array = unsafe { ferry::DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { ferry_arrow::DeviceArray::from_raw(&mut raw) }.unwrap();
     assert!(!array.sync_event().is_null());
     let early = unsafe { array.buffer_slice::<u8>(1, 32) }.unwrap().to_vec();
     assert!(early.iter().all(|b| *b == sys::FERRY_SIM_POISON_BYTE as u8));
-    array.wait(None).unwrap();
+    array.wait().unwrap();
     let values = unsafe { array.buffer_slice::<i32>(1, 8) }.unwrap();
     assert_eq!(values[0], ferry_it_rust::formula::int32(1, 0));
     unsafe { sys::ferry_schema_release(&mut schema) };

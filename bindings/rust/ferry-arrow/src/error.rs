@@ -1,11 +1,11 @@
-//! `ferry::Error`: an errno code plus a message, as every ferry call reports
+//! `ferry_arrow::Error`: an errno code plus a message, as every ferry call reports
 //! failure, and the plumbing that turns C return codes into it.
 use std::ffi::CStr;
 use std::fmt;
 use std::mem::MaybeUninit;
 use std::os::raw::c_int;
 
-use ferry_sys as sys;
+use ferry_arrow_sys as sys;
 
 /// The errno codes ferry uses (Linux values).
 pub mod errno {
@@ -27,7 +27,7 @@ pub mod errno {
 /// wrong.
 ///
 /// ```
-/// let err = ferry::Error::new(ferry::errno::EINVAL, "length must not be negative");
+/// let err = ferry_arrow::Error::new(ferry_arrow::errno::EINVAL, "length must not be negative");
 /// assert_eq!(err.code(), 22);
 /// assert_eq!(err.message(), "length must not be negative");
 /// assert!(err.is_invalid_argument());
@@ -42,14 +42,14 @@ pub struct Error {
 /// `Result` with [`Error`] as the default error type.
 ///
 /// ```
-/// fn half(n: i64) -> ferry::Result<i64> {
+/// fn half(n: i64) -> ferry_arrow::Result<i64> {
 ///     if n % 2 != 0 {
-///         return Err(ferry::Error::invalid(format!("{n} is odd")));
+///         return Err(ferry_arrow::Error::invalid(format!("{n} is odd")));
 ///     }
 ///     Ok(n / 2)
 /// }
 /// assert_eq!(half(4), Ok(2));
-/// assert_eq!(half(3).unwrap_err().code(), ferry::errno::EINVAL);
+/// assert_eq!(half(3).unwrap_err().code(), ferry_arrow::errno::EINVAL);
 /// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -106,7 +106,7 @@ impl Error {
 /// The symbolic name of an errno code ("EINVAL"), as the core names it.
 ///
 /// ```
-/// assert_eq!(ferry::errno_name(ferry::errno::EIO), "EIO");
+/// assert_eq!(ferry_arrow::errno_name(ferry_arrow::errno::EIO), "EIO");
 /// ```
 pub fn errno_name(code: i32) -> &'static str {
     // SAFETY: the core returns a static, NUL-terminated string for any code.
@@ -142,6 +142,63 @@ impl fmt::Debug for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// A failed operation that hands its input back untouched, as the C call
+/// leaves it with the caller (a move to another device, an export to
+/// DLPack): the error plus the value. `?` turns it into a plain [`Error`]
+/// (dropping, so releasing, the value).
+///
+/// ```
+/// use ferry_arrow::DeviceType;
+/// let (schema, array) = ferry_arrow::export_primitive(vec![1i32], None).unwrap();
+/// // Device type 999 does not exist: the array comes back.
+/// let rejected = array.move_to(&schema, DeviceType(999), 0).unwrap_err();
+/// assert!(rejected.error().is_unavailable() || rejected.error().is_invalid_argument());
+/// let (_error, array) = rejected.into_parts();
+/// assert_eq!(array.length(), 1);
+/// ```
+pub struct Rejected<T> {
+    error: Error,
+    value: T,
+}
+
+impl<T> Rejected<T> {
+    pub(crate) fn new(error: Error, value: T) -> Self {
+        Rejected { error, value }
+    }
+    /// The error.
+    pub fn error(&self) -> &Error {
+        &self.error
+    }
+    /// The value handed back.
+    pub fn into_value(self) -> T {
+        self.value
+    }
+    /// The error and the value.
+    pub fn into_parts(self) -> (Error, T) {
+        (self.error, self.value)
+    }
+}
+
+impl<T> From<Rejected<T>> for Error {
+    fn from(rejected: Rejected<T>) -> Error {
+        rejected.error
+    }
+}
+
+impl<T> fmt::Display for Rejected<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl<T> fmt::Debug for Rejected<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rejected").field("error", &self.error).finish_non_exhaustive()
+    }
+}
+
+impl<T> std::error::Error for Rejected<T> {}
 
 /// A `struct FerryError` on the stack for one call. Only the first byte is
 /// initialised (an empty message, as ferry_error_init leaves it): zeroing all

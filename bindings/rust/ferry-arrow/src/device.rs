@@ -1,19 +1,28 @@
 //! Device types and devices: allocation, copies, streams and events through
 //! the core's `ferry_device_*` functions, so Rust code can produce on any
 //! device ferry supports (the simulated one included).
+//!
+//! Streams and events come in two kinds, as file descriptors do in `std`
+//! (`OwnedFd` / `BorrowedFd`): [`DeviceStream`] and [`Event`] own their
+//! native object and destroy it on drop; [`StreamHandle`] and
+//! [`EventHandle`] only name one, which someone else owns: a stream or
+//! event of the user's own CUDA or HIP library, wrapped with `from_raw`.
+//! Every function that uses a stream or an event takes the handle, and the
+//! owning types deref to it.
 use std::ffi::{CStr, CString};
 use std::fmt;
+use std::ops::Deref;
 use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
 
-use ferry_sys as sys;
+use ferry_arrow_sys as sys;
 
 use crate::error::{call, Error, Result};
 
 /// An Arrow device type (`ArrowDeviceType`, an `int32_t`).
 ///
 /// ```
-/// use ferry::DeviceType;
+/// use ferry_arrow::DeviceType;
 /// assert_eq!(DeviceType::CPU.name(), "cpu");
 /// assert_eq!(DeviceType::from_name("sim").unwrap(), DeviceType::EXT_DEV);
 /// assert!(DeviceType::from_name("abacus").is_err());
@@ -99,7 +108,7 @@ impl fmt::Debug for DeviceType {
 /// thread-safe, hence `Send` and `Sync`.
 ///
 /// ```
-/// use ferry::{Device, DeviceType};
+/// use ferry_arrow::{Device, DeviceType};
 /// let cpu = Device::cpu().unwrap();
 /// assert_eq!(cpu.device_type(), DeviceType::CPU);
 /// assert!(cpu.is_host_accessible());
@@ -172,23 +181,25 @@ impl Device {
         })
     }
 
-    /// Creates a stream (queue) on the device; destroyed when dropped.
+    /// Creates a stream (queue) on the device, owned by the result and
+    /// destroyed when it is dropped.
     pub fn create_stream(&self) -> Result<DeviceStream> {
         let mut out: *mut c_void = ptr::null_mut();
         call(|err| unsafe { sys::ferry_device_stream_create(self.as_ptr(), &mut out, err) })?;
         Ok(DeviceStream {
-            device: *self,
-            raw: out,
+            handle: StreamHandle { device: *self, raw: out },
         })
     }
 
-    /// Creates an event on the device; destroyed when dropped.
+    /// Creates an event on the device, owned by the result and destroyed
+    /// when it is dropped (or, once exported with an array, after that
+    /// array's release).
     pub fn create_event(&self) -> Result<Event> {
         let mut out: *mut c_void = ptr::null_mut();
         call(|err| unsafe { sys::ferry_device_event_create(self.as_ptr(), &mut out, err) })?;
         Ok(Event {
-            device: *self,
-            raw: out,
+            handle: EventHandle { device: *self, raw: out },
+            destroy: Destroy::Ferry,
         })
     }
 
@@ -204,7 +215,7 @@ impl Device {
         src_device: &Device,
         src: *const c_void,
         size: usize,
-        stream: Option<&DeviceStream>,
+        stream: Option<&StreamHandle>,
     ) -> Result<()> {
         let stream = stream.map_or(ptr::null_mut(), |s| s.raw);
         call(|err| {
@@ -231,7 +242,7 @@ impl fmt::Debug for Device {
 /// Export it without copying through [`Buffer::from_device`](crate::Buffer::from_device).
 ///
 /// ```
-/// let sim = ferry::Device::sim(0).unwrap();
+/// let sim = ferry_arrow::Device::sim(0).unwrap();
 /// let before = sim.live_allocations();
 /// let mut buffer = sim.allocate(8).unwrap();
 /// buffer.copy_from_host(&[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
@@ -284,7 +295,7 @@ impl DeviceBuffer {
     /// # Safety
     /// `src` must stay alive and unmodified until the stream's work has
     /// completed (the sim device's strict mode runs it only when waited on).
-    pub unsafe fn copy_from_host_async(&mut self, src: &[u8], stream: &DeviceStream) -> Result<()> {
+    pub unsafe fn copy_from_host_async(&mut self, src: &[u8], stream: &StreamHandle) -> Result<()> {
         self.check_len(src.len())?;
         let cpu = Device::cpu()?;
         Device::memcpy(
@@ -329,33 +340,53 @@ impl fmt::Debug for DeviceBuffer {
     }
 }
 
-/// A device stream (queue), destroyed on drop.
+/// A device stream (queue) that someone else owns: ferry uses it and never
+/// destroys it. Made by [`StreamHandle::from_raw`] for a stream of the
+/// user's own CUDA/HIP library, or borrowed from a [`DeviceStream`] (which
+/// derefs to one). Not `Clone`: a handle borrowed from a `DeviceStream`
+/// cannot outlive it.
 ///
 /// ```
-/// let sim = ferry::Device::sim(0).unwrap();
-/// let stream = sim.create_stream().unwrap();
+/// use ferry_arrow::{Device, StreamHandle};
+/// let sim = Device::sim(0).unwrap();
+/// let owned = sim.create_stream().unwrap();
+/// // What a user's own library would hand over: the native value.
+/// let wrapped = unsafe { StreamHandle::from_raw(sim, owned.as_ptr()) };
 /// let event = sim.create_event().unwrap();
-/// event.record(&stream).unwrap();
-/// stream.wait_event(&event).unwrap();
-/// stream.synchronize().unwrap();
-/// event.synchronize().unwrap();
+/// event.record(&wrapped).unwrap(); // record on "their" stream
+/// wrapped.wait_event(&event).unwrap();
+/// wrapped.synchronize().unwrap();
+/// drop(wrapped); // destroys nothing
+/// owned.synchronize().unwrap();
 /// ```
-pub struct DeviceStream {
+pub struct StreamHandle {
     device: Device,
     raw: *mut c_void,
 }
 
 // SAFETY: native stream handles (CUDA, HIP, sim) accept work from any thread,
 // and the core's device functions are thread-safe.
-unsafe impl Send for DeviceStream {}
-unsafe impl Sync for DeviceStream {}
+unsafe impl Send for StreamHandle {}
+unsafe impl Sync for StreamHandle {}
 
-impl DeviceStream {
+impl StreamHandle {
+    /// Wraps a native stream of `device`: the `CUstream` / `hipStream_t`
+    /// value itself (not a pointer to it; NULL is the driver's default
+    /// stream), or a sim stream. The handle never destroys it.
+    ///
+    /// # Safety
+    /// `raw` must be a stream of `device` that stays valid for as long as
+    /// the handle (and any work ferry queues on it through the handle) is
+    /// in use.
+    pub unsafe fn from_raw(device: Device, raw: *mut c_void) -> StreamHandle {
+        StreamHandle { device, raw }
+    }
     /// The device.
     pub fn device(&self) -> Device {
         self.device
     }
-    /// The native handle (what `ferry_device_*` take as `void* stream`).
+    /// The native handle (what `ferry_device_*` take as `void* stream`:
+    /// the `CUstream` / `hipStream_t` value).
     pub fn as_ptr(&self) -> *mut c_void {
         self.raw
     }
@@ -364,44 +395,78 @@ impl DeviceStream {
         call(|err| unsafe { sys::ferry_device_stream_synchronize(self.device.as_ptr(), self.raw, err) })
     }
     /// Makes this stream wait for `event` without blocking the host.
-    pub fn wait_event(&self, event: &Event) -> Result<()> {
+    pub fn wait_event(&self, event: &EventHandle) -> Result<()> {
         call(|err| unsafe { sys::ferry_device_stream_wait_event(self.device.as_ptr(), self.raw, event.raw, err) })
+    }
+}
+
+impl fmt::Debug for StreamHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StreamHandle({:?}, {:p})", self.device, self.raw)
+    }
+}
+
+/// A device stream (queue) made by [`Device::create_stream`], destroyed on
+/// drop; derefs to its [`StreamHandle`].
+///
+/// ```
+/// let sim = ferry_arrow::Device::sim(0).unwrap();
+/// let stream = sim.create_stream().unwrap();
+/// let event = sim.create_event().unwrap();
+/// event.record(&stream).unwrap();
+/// stream.wait_event(&event).unwrap();
+/// stream.synchronize().unwrap();
+/// event.synchronize().unwrap();
+/// ```
+pub struct DeviceStream {
+    handle: StreamHandle,
+}
+
+impl Deref for DeviceStream {
+    type Target = StreamHandle;
+    fn deref(&self) -> &StreamHandle {
+        &self.handle
     }
 }
 
 impl Drop for DeviceStream {
     fn drop(&mut self) {
-        let _ = call(|err| unsafe { sys::ferry_device_stream_destroy(self.device.as_ptr(), self.raw, err) });
+        let h = &self.handle;
+        let _ = call(|err| unsafe { sys::ferry_device_stream_destroy(h.device.as_ptr(), h.raw, err) });
     }
 }
 
 impl fmt::Debug for DeviceStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DeviceStream({:?}, {:p})", self.device, self.raw)
+        write!(f, "DeviceStream({:?}, {:p})", self.handle.device, self.handle.raw)
     }
 }
 
-/// A device event, destroyed on drop. `as_ptr()` is a pointer to the native
-/// handle, usable as `ArrowDeviceArray.sync_event`.
-///
-/// ```
-/// let sim = ferry::Device::sim(1).unwrap();
-/// let stream = sim.create_stream().unwrap();
-/// let event = sim.create_event().unwrap();
-/// event.record(&stream).unwrap();
-/// event.synchronize().unwrap();
-/// assert!(!event.as_ptr().is_null());
-/// ```
-pub struct Event {
+/// A device event that someone else owns: ferry records, waits on and
+/// exports it, and never destroys it. Made by [`EventHandle::from_raw`] for
+/// an event of the user's own library, or borrowed from an [`Event`] (which
+/// derefs to one). `as_ptr()` is a pointer to the native handle, the value
+/// of `ArrowDeviceArray.sync_event`.
+pub struct EventHandle {
     device: Device,
     raw: *mut c_void,
 }
 
 // SAFETY: native events may be recorded and waited on from any thread.
-unsafe impl Send for Event {}
-unsafe impl Sync for Event {}
+unsafe impl Send for EventHandle {}
+unsafe impl Sync for EventHandle {}
 
-impl Event {
+impl EventHandle {
+    /// Wraps a native event of `device`. `raw` is what the Arrow C Device
+    /// Data Interface calls `sync_event`: a *pointer to* the `CUevent` /
+    /// `hipEvent_t` (a `CUevent*`), or a sim event.
+    ///
+    /// # Safety
+    /// `raw` must point to a valid event of `device` for as long as the
+    /// handle is in use.
+    pub unsafe fn from_raw(device: Device, raw: *mut c_void) -> EventHandle {
+        EventHandle { device, raw }
+    }
     /// The device.
     pub fn device(&self) -> Device {
         self.device
@@ -411,29 +476,143 @@ impl Event {
         self.raw
     }
     /// Records the event at the current end of `stream`.
-    pub fn record(&self, stream: &DeviceStream) -> Result<()> {
+    pub fn record(&self, stream: &StreamHandle) -> Result<()> {
         call(|err| unsafe { sys::ferry_device_event_record(self.device.as_ptr(), self.raw, stream.raw, err) })
     }
     /// Blocks the host until the event has completed.
     pub fn synchronize(&self) -> Result<()> {
         call(|err| unsafe { sys::ferry_device_event_synchronize(self.device.as_ptr(), self.raw, err) })
     }
+}
+
+impl fmt::Debug for EventHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EventHandle({:?}, {:p})", self.device, self.raw)
+    }
+}
+
+/// How an [`Event`] goes away.
+enum Destroy {
+    /// ferry_device_event_destroy (events ferry created).
+    Ferry,
+    /// The owner's own destructor (events wrapped with [`Event::from_raw`]).
+    Foreign(Box<dyn FnOnce(*mut c_void) + Send>),
+}
+
+/// An owned device event: made by [`Device::create_event`], or a foreign
+/// event handed to ferry with [`Event::from_raw`] together with its
+/// destructor. Destroyed on drop; exported with an array
+/// ([`ArrayBuilder::build_on`](crate::ArrayBuilder::build_on)), it is
+/// destroyed right after the consumer releases that array. Derefs to its
+/// [`EventHandle`].
+///
+/// ```
+/// let sim = ferry_arrow::Device::sim(1).unwrap();
+/// let stream = sim.create_stream().unwrap();
+/// let event = sim.create_event().unwrap();
+/// event.record(&stream).unwrap();
+/// event.synchronize().unwrap();
+/// assert!(!event.as_ptr().is_null());
+/// ```
+pub struct Event {
+    handle: EventHandle,
+    destroy: Destroy,
+}
+
+impl Event {
+    /// Takes ownership of a native event of `device` (`raw` as in
+    /// [`EventHandle::from_raw`]): `destroy(raw)` runs exactly once, when
+    /// the `Event` is dropped, or after the release of the array it was
+    /// exported with. This is how a producer passes its own CUDA/HIP event
+    /// through (docs/events.md, the third policy).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use ferry_arrow::{ArrayBuilder, Buffer, Device, DeviceType, Event};
+    /// let sim = Device::sim(0).unwrap();
+    /// let (stream, native) = (sim.create_stream().unwrap(), sim.create_event().unwrap());
+    /// native.record(&stream).unwrap();
+    /// // Pretend the event came from another library: ferry gets the
+    /// // pointer and the way to destroy it.
+    /// let destroyed = Arc::new(AtomicBool::new(false));
+    /// let flag = destroyed.clone();
+    /// let raw = native.into_raw();
+    /// let event = unsafe {
+    ///     Event::from_raw(sim, raw, move |raw| {
+    ///         drop(Event::from_raw_ferry(sim, raw)); // the owner's destructor
+    ///         flag.store(true, Ordering::SeqCst);
+    ///     })
+    /// };
+    /// let memory = sim.allocate(4).unwrap();
+    /// let array = ArrayBuilder::new(1)
+    ///     .buffer(Buffer::null())
+    ///     .buffer(Buffer::from_device(memory))
+    ///     .build_on(DeviceType::SIM, 0, Some(event))
+    ///     .unwrap();
+    /// assert_eq!(array.sync_event(), raw);
+    /// assert!(!destroyed.load(Ordering::SeqCst));
+    /// drop(array); // the consumer's release destroys the event
+    /// assert!(destroyed.load(Ordering::SeqCst));
+    /// ```
+    ///
+    /// # Safety
+    /// `raw` must point to a valid event of `device` until `destroy` runs.
+    pub unsafe fn from_raw(device: Device, raw: *mut c_void, destroy: impl FnOnce(*mut c_void) + Send + 'static) -> Event {
+        Event {
+            handle: EventHandle { device, raw },
+            destroy: Destroy::Foreign(Box::new(destroy)),
+        }
+    }
+
+    /// Takes back an event that [`Event::into_raw`] gave away (or any
+    /// event made by `ferry_device_event_create`); destroyed on drop with
+    /// `ferry_device_event_destroy`.
+    ///
+    /// # Safety
+    /// `raw` must come from `ferry_device_event_create` on `device` and be
+    /// owned by nobody else.
+    pub unsafe fn from_raw_ferry(device: Device, raw: *mut c_void) -> Event {
+        Event {
+            handle: EventHandle { device, raw },
+            destroy: Destroy::Ferry,
+        }
+    }
+
     /// Hands ownership of the native event to the caller (not destroyed).
+    /// Events made by ferry go back with [`Event::from_raw_ferry`].
     pub fn into_raw(self) -> *mut c_void {
-        let raw = self.raw;
-        std::mem::forget(self);
+        let raw = self.handle.raw;
+        // The destructor (a foreign closure, if any) is dropped unrun.
+        let this = std::mem::ManuallyDrop::new(self);
+        drop(unsafe { ptr::read(&this.destroy) });
         raw
+    }
+}
+
+impl Deref for Event {
+    type Target = EventHandle;
+    fn deref(&self) -> &EventHandle {
+        &self.handle
     }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
-        let _ = call(|err| unsafe { sys::ferry_device_event_destroy(self.device.as_ptr(), self.raw, err) });
+        let (device, raw) = (self.handle.device, self.handle.raw);
+        match std::mem::replace(&mut self.destroy, Destroy::Ferry) {
+            Destroy::Ferry => {
+                let _ = call(|err| unsafe { sys::ferry_device_event_destroy(device.as_ptr(), raw, err) });
+            }
+            Destroy::Foreign(destroy) => {
+                crate::panic::guard_silent("the destructor of a foreign event", || destroy(raw))
+            }
+        }
     }
 }
 
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Event({:?}, {:p})", self.device, self.raw)
+        write!(f, "Event({:?}, {:p})", self.handle.device, self.handle.raw)
     }
 }

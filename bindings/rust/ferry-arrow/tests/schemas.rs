@@ -1,6 +1,6 @@
 //! Schemas: builder, accessors, metadata, deep copy, move in and out.
-use ferry::sys;
-use ferry::{Schema, FLAG_NULLABLE};
+use ferry_arrow::sys;
+use ferry_arrow::{Schema, FLAG_NULLABLE};
 
 fn sample() -> Schema {
     Schema::builder("+s")

@@ -9,10 +9,10 @@ use std::os::raw::c_void;
 use std::ptr;
 use std::sync::Arc;
 
-use ferry_sys as sys;
+use ferry_arrow_sys as sys;
 
 use crate::array::DeviceArray;
-use crate::device::{Device, DeviceStream, DeviceType, Event};
+use crate::device::{DeviceType, Event, StreamHandle};
 use crate::error::{call, Error, ErrorBuf, Result};
 use crate::panic::guard_silent;
 use crate::schema::Schema;
@@ -71,7 +71,7 @@ impl fmt::Debug for Owner {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use ferry::Buffer;
+/// use ferry_arrow::Buffer;
 /// let v = vec![1i32, 2, 3];
 /// let address = v.as_ptr() as *const std::os::raw::c_void;
 /// let buffer = Buffer::from_vec(v);
@@ -197,7 +197,7 @@ impl fmt::Debug for Buffer {
 /// How [`ArrayBuilder::build_async`] treats the producer's stream.
 ///
 /// ```
-/// assert_ne!(ferry::ExportPolicy::RecordEvent, ferry::ExportPolicy::Synchronize);
+/// assert_ne!(ferry_arrow::ExportPolicy::RecordEvent, ferry_arrow::ExportPolicy::Synchronize);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportPolicy {
@@ -211,7 +211,7 @@ pub enum ExportPolicy {
 /// Builds an exported array from [`Buffer`]s, children and a dictionary.
 ///
 /// ```
-/// use ferry::{ArrayBuilder, Buffer, Schema};
+/// use ferry_arrow::{ArrayBuilder, Buffer, Schema};
 /// // utf8 ["a", "bc"]: offsets and data straight from Rust vectors.
 /// let array = ArrayBuilder::new(2)
 ///     .buffer(Buffer::null())
@@ -632,15 +632,13 @@ impl ArrayBuilder {
         result
     }
 
-    /// Exports an array produced on `device` by work queued on
-    /// `producer_stream` (`None`: nothing pending), recording an event or
-    /// synchronizing according to `policy`.
-    pub fn build_async(
-        self,
-        device: &Device,
-        producer_stream: Option<&DeviceStream>,
-        policy: ExportPolicy,
-    ) -> Result<DeviceArray> {
+    /// Exports an array produced on the stream's device by work queued on
+    /// `producer_stream` (ferry's own [`DeviceStream`](crate::DeviceStream)
+    /// or the user's, wrapped in a [`StreamHandle`]), recording an event on
+    /// it or synchronizing it according to `policy`. The recorded event is
+    /// owned by the array and destroyed after its release. With nothing
+    /// pending, use [`build_on`](Self::build_on) without an event.
+    pub fn build_async(self, producer_stream: &StreamHandle, policy: ExportPolicy) -> Result<DeviceArray> {
         let mut array = sys::ArrowArray::default();
         self.fill(&mut array)?;
         let mut out = DeviceArray::released();
@@ -648,9 +646,16 @@ impl ArrayBuilder {
             ExportPolicy::RecordEvent => sys::FERRY_SYNC_RECORD_EVENT,
             ExportPolicy::Synchronize => sys::FERRY_SYNC_SYNCHRONIZE,
         };
-        let stream = producer_stream.map_or(ptr::null_mut(), |s| s.as_ptr());
+        let device = producer_stream.device();
         let result = call(|err| unsafe {
-            sys::ferry_device_array_init_async(out.raw_mut(), &mut array, device.as_ptr(), stream, policy, err)
+            sys::ferry_device_array_init_async(
+                out.raw_mut(),
+                &mut array,
+                device.as_ptr(),
+                producer_stream.as_ptr(),
+                policy,
+                err,
+            )
         });
         if let Err(e) = result {
             unsafe { sys::ferry_array_release(&mut array) };
@@ -660,28 +665,68 @@ impl ArrayBuilder {
     }
 }
 
-/// Primitive Rust types with an Arrow format string.
+/// Primitive Rust types with an Arrow format string: the integers and
+/// floats, for which every bit pattern is a value (sealed: the crate reads
+/// foreign bytes as these types).
 ///
 /// ```
-/// use ferry::NativeType;
+/// use ferry_arrow::NativeType;
 /// assert_eq!(<i32 as NativeType>::FORMAT, "i");
 /// assert_eq!(<f64 as NativeType>::FORMAT, "g");
+/// assert!(i32::is_physical_type_of("tdD")); // date32 is stored as i32
+/// assert!(i64::is_physical_type_of("tsu:UTC"));
+/// assert!(!i64::is_physical_type_of("i"));
 /// ```
-pub trait NativeType: Copy + Send + Sync + 'static {
+pub trait NativeType: sealed::Sealed + Copy + Send + Sync + 'static {
     /// The C data interface format string.
     const FORMAT: &'static str;
+    /// True when arrays of `format` store their values as this type: the
+    /// type's own format, and for `i32`/`i64` the temporal formats of that
+    /// width (dates, times, timestamps, durations, month intervals).
+    fn is_physical_type_of(format: &str) -> bool {
+        format == Self::FORMAT
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
 }
 
 macro_rules! native {
-    ($($t:ty => $f:expr),*) => { $(impl NativeType for $t { const FORMAT: &'static str = $f; })* };
+    ($($t:ty => $f:expr),*) => { $(
+        impl sealed::Sealed for $t {}
+        impl NativeType for $t { const FORMAT: &'static str = $f; }
+    )* };
 }
-native!(i8 => "c", u8 => "C", i16 => "s", u16 => "S", i32 => "i", u32 => "I", i64 => "l", u64 => "L", f32 => "f", f64 => "g");
+native!(i8 => "c", u8 => "C", i16 => "s", u16 => "S", u32 => "I", u64 => "L", f32 => "f");
+
+impl sealed::Sealed for i32 {}
+impl NativeType for i32 {
+    const FORMAT: &'static str = "i";
+    fn is_physical_type_of(format: &str) -> bool {
+        matches!(format, "i" | "tdD" | "tts" | "ttm" | "tiM")
+    }
+}
+
+impl sealed::Sealed for i64 {}
+impl NativeType for i64 {
+    const FORMAT: &'static str = "l";
+    fn is_physical_type_of(format: &str) -> bool {
+        matches!(format, "l" | "tdm" | "ttu" | "ttn" | "tDs" | "tDm" | "tDu" | "tDn")
+            || ["tss:", "tsm:", "tsu:", "tsn:"].iter().any(|p| format.starts_with(p))
+    }
+}
+
+impl sealed::Sealed for f64 {}
+impl NativeType for f64 {
+    const FORMAT: &'static str = "g";
+}
 
 /// Packs `valid` into an Arrow validity bitmap (LSB first) and counts the
 /// nulls.
 ///
 /// ```
-/// let (bits, nulls) = ferry::validity_bitmap(&[true, false, true]);
+/// let (bits, nulls) = ferry_arrow::validity_bitmap(&[true, false, true]);
 /// assert_eq!(bits, vec![0b101]);
 /// assert_eq!(nulls, 1);
 /// ```
@@ -702,7 +747,7 @@ pub fn validity_bitmap(valid: &[bool]) -> (Vec<u8>, i64) {
 /// with an unnamed schema; `validity` (one flag per value) adds a bitmap.
 ///
 /// ```
-/// let (schema, array) = ferry::export_primitive(vec![1.5f32, 2.5], None).unwrap();
+/// let (schema, array) = ferry_arrow::export_primitive(vec![1.5f32, 2.5], None).unwrap();
 /// assert_eq!(schema.format(), "f");
 /// assert_eq!(array.length(), 2);
 /// ```
@@ -732,7 +777,7 @@ pub fn export_primitive<T: NativeType>(values: Vec<T>, validity: Option<&[bool]>
 /// built once, then handed over without a further copy).
 ///
 /// ```
-/// let (schema, array) = ferry::export_utf8(&[Some("a"), None, Some("xyz")]).unwrap();
+/// let (schema, array) = ferry_arrow::export_utf8(&[Some("a"), None, Some("xyz")]).unwrap();
 /// assert_eq!(schema.format(), "u");
 /// assert_eq!(array.null_count(), 1);
 /// array.validate(&schema, true).unwrap();

@@ -4,8 +4,8 @@ use std::os::raw::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use ferry::sys;
-use ferry::{ArrayBuilder, Buffer, DeviceArray, DeviceType, Schema};
+use ferry_arrow::sys;
+use ferry_arrow::{ArrayBuilder, Buffer, DeviceArray, DeviceType, Schema};
 
 /// An owner that counts how often it is dropped.
 struct Tracked {
@@ -79,7 +79,7 @@ fn boxed_slices_and_static_buffers_export() {
         .unwrap();
     let schema = Schema::new("u", Some("s")).unwrap();
     assert_eq!(array.buffer(2), DATA.as_ptr() as *const c_void);
-    assert_eq!(array.host_buffer(&schema, 2).unwrap(), Some(&b"xyz"[..]));
+    assert_eq!(array.host(&schema).unwrap().buffer(2).unwrap(), Some(&b"xyz"[..]));
 }
 
 #[test]
@@ -167,7 +167,7 @@ fn bad_input_gets_a_clear_error() {
     let err = ArrayBuilder::new(-1).build().unwrap_err();
     assert!(err.is_invalid_argument());
     assert!(err.message().contains("negative"), "{err}");
-    let err = ferry::export_primitive(vec![1i32, 2], Some(&[true])).unwrap_err();
+    let err = ferry_arrow::export_primitive(vec![1i32, 2], Some(&[true])).unwrap_err();
     assert!(err.message().contains("validity has 1 flags for 2 values"), "{err}");
     let err = Schema::new("i\0x", None).unwrap_err();
     assert!(err.message().contains("NUL"), "{err}");
@@ -175,7 +175,7 @@ fn bad_input_gets_a_clear_error() {
 
 #[test]
 fn validation_finds_a_wrong_buffer_count() {
-    let (_, array) = ferry::export_primitive(vec![1i32, 2, 3], None).unwrap();
+    let (_, array) = ferry_arrow::export_primitive(vec![1i32, 2, 3], None).unwrap();
     let wrong = Schema::new("u", None).unwrap(); // utf8 needs 3 buffers
     let err = array.validate(&wrong, false).unwrap_err();
     assert!(err.is_invalid_argument(), "{err}");
@@ -183,14 +183,14 @@ fn validation_finds_a_wrong_buffer_count() {
 
 #[test]
 fn device_type_and_event_of_a_cpu_export() {
-    let (schema, array) = ferry::export_primitive(vec![1u16, 2], Some(&[false, true])).unwrap();
+    let (schema, array) = ferry_arrow::export_primitive(vec![1u16, 2], Some(&[false, true])).unwrap();
     assert_eq!(array.device_type(), DeviceType::CPU);
     assert_eq!(array.device_id(), -1);
     assert!(array.sync_event().is_null());
     assert!(array.reserved_is_zero());
-    array.wait(None).unwrap(); // no event: returns at once
+    array.wait().unwrap(); // no event: returns at once
     assert_eq!(array.null_count(), 1);
-    assert_eq!(array.host_buffer(&schema, 0).unwrap(), Some(&[0b10u8][..]));
+    assert_eq!(array.host(&schema).unwrap().buffer(0).unwrap(), Some(&[0b10u8][..]));
     let copy = array.copy_to(&schema, DeviceType::CPU, -1).unwrap();
     assert_ne!(copy.buffer(1), array.buffer(1), "copy_to makes a deep copy");
     assert_eq!(unsafe { copy.buffer_slice::<u16>(1, 2) }.unwrap(), &[1, 2]);
@@ -198,7 +198,7 @@ fn device_type_and_event_of_a_cpu_export() {
 
 #[test]
 fn arrays_move_to_other_threads() {
-    let (schema, array) = ferry::export_utf8(&[Some("a"), Some("b")]).unwrap();
+    let (schema, array) = ferry_arrow::export_utf8(&[Some("a"), Some("b")]).unwrap();
     let length = std::thread::spawn(move || {
         array.validate(&schema, true).unwrap();
         array.length()

@@ -18,7 +18,7 @@
 //! figures were measured on x86_64 only).
 use std::ptr;
 
-use ferry_sys as sys;
+use ferry_arrow_sys as sys;
 
 const WORDS: usize = std::mem::size_of::<sys::ArrowDeviceArray>() / 8;
 const _: () = assert!(WORDS == 16 && std::mem::size_of::<sys::ArrowDeviceArray>() == 128);

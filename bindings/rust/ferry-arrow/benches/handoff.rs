@@ -25,8 +25,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ferry::sys;
-use ferry::{ArrayBuilder, ArrayProducer, ArraySlot, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Schema};
+use ferry_arrow::sys;
+use ferry_arrow::{ArrayBuilder, ArrayProducer, ArraySlot, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Schema};
 
 const LENGTH: i64 = 1024;
 static VALUES: [i32; 1024] = [7; 1024];
@@ -238,10 +238,10 @@ fn rust_consume(array: DeviceArray) -> i64 {
 /// into the consumer's struct by the default `next_into`).
 struct EndlessArrays;
 impl ArrayProducer for EndlessArrays {
-    fn schema(&mut self) -> ferry::Result<Schema> {
+    fn schema(&mut self) -> ferry_arrow::Result<Schema> {
         Schema::new("i", None)
     }
-    fn next(&mut self) -> ferry::Result<Option<DeviceArray>> {
+    fn next(&mut self) -> ferry_arrow::Result<Option<DeviceArray>> {
         static_batch().build().map(Some)
     }
 }
@@ -249,13 +249,13 @@ impl ArrayProducer for EndlessArrays {
 /// A producer that also implements `next_into` (built in place).
 struct EndlessInPlace;
 impl ArrayProducer for EndlessInPlace {
-    fn schema(&mut self) -> ferry::Result<Schema> {
+    fn schema(&mut self) -> ferry_arrow::Result<Schema> {
         Schema::new("i", None)
     }
-    fn next(&mut self) -> ferry::Result<Option<DeviceArray>> {
+    fn next(&mut self) -> ferry_arrow::Result<Option<DeviceArray>> {
         DeviceArray::produce(|slot| self.next_into(slot))
     }
-    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry::Result<()> {
+    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry_arrow::Result<()> {
         slot.build(static_batch())
     }
 }

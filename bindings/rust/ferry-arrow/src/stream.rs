@@ -5,11 +5,11 @@
 use std::fmt;
 use std::os::raw::{c_int, c_void};
 
-use ferry_sys as sys;
+use ferry_arrow_sys as sys;
 
 use crate::array::DeviceArray;
 use crate::builder::ArrayBuilder;
-use crate::device::{DeviceType, Event};
+use crate::device::{DeviceType, Event, StreamHandle};
 use crate::error::{call, write_error, Error, ErrorBuf, Result};
 use crate::panic::{guard, guard_silent};
 use crate::schema::{opt_str, Schema};
@@ -21,18 +21,18 @@ use crate::words::rewrite_wide;
 /// the stream's last error message; a panic becomes `EIO`.
 ///
 /// ```
-/// use ferry::{ArrayProducer, DeviceArray, DeviceArrayStream, DeviceType, Schema};
+/// use ferry_arrow::{ArrayProducer, DeviceArray, DeviceArrayStream, DeviceType, Schema};
 /// struct Countdown(i32);
 /// impl ArrayProducer for Countdown {
-///     fn schema(&mut self) -> ferry::Result<Schema> {
+///     fn schema(&mut self) -> ferry_arrow::Result<Schema> {
 ///         Schema::new("i", Some("n"))
 ///     }
-///     fn next(&mut self) -> ferry::Result<Option<DeviceArray>> {
+///     fn next(&mut self) -> ferry_arrow::Result<Option<DeviceArray>> {
 ///         if self.0 == 0 {
 ///             return Ok(None);
 ///         }
 ///         self.0 -= 1;
-///         Ok(Some(ferry::export_primitive(vec![self.0], None)?.1))
+///         Ok(Some(ferry_arrow::export_primitive(vec![self.0], None)?.1))
 ///     }
 /// }
 /// let stream = DeviceArrayStream::from_producer(DeviceType::CPU, Countdown(3)).unwrap();
@@ -44,17 +44,17 @@ use crate::words::rewrite_wide;
 /// intermediate [`DeviceArray`], no 128-byte move):
 ///
 /// ```
-/// use ferry::{ArrayBuilder, ArrayProducer, ArraySlot, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Schema};
+/// use ferry_arrow::{ArrayBuilder, ArrayProducer, ArraySlot, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Schema};
 /// static VALUES: [i64; 3] = [1, 2, 3];
 /// struct Repeat(u32);
 /// impl ArrayProducer for Repeat {
-///     fn schema(&mut self) -> ferry::Result<Schema> {
+///     fn schema(&mut self) -> ferry_arrow::Result<Schema> {
 ///         Schema::new("l", None)
 ///     }
-///     fn next(&mut self) -> ferry::Result<Option<DeviceArray>> {
+///     fn next(&mut self) -> ferry_arrow::Result<Option<DeviceArray>> {
 ///         DeviceArray::produce(|slot| self.next_into(slot))
 ///     }
-///     fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry::Result<()> {
+///     fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry_arrow::Result<()> {
 ///         if self.0 == 0 {
 ///             return Ok(()); // the end: the slot stays empty
 ///         }
@@ -92,7 +92,7 @@ pub trait ArrayProducer: Send + 'static {
 /// either.
 ///
 /// ```
-/// use ferry::{ArrayBuilder, Buffer, DeviceArrayStream, DeviceType, Schema};
+/// use ferry_arrow::{ArrayBuilder, Buffer, DeviceArrayStream, DeviceType, Schema};
 /// // A stream straight from an iterator of builders: each batch is built
 /// // directly in the consumer's struct when it asks for it.
 /// let batches = (1..=3i64).map(|n| Ok(ArrayBuilder::new(n).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![n; n as usize]))));
@@ -135,8 +135,8 @@ impl ExportArray for ArrayBuilder {
 /// no batch. The borrow keeps it from outliving the call it was lent for.
 ///
 /// ```
-/// use ferry::{ArrayBuilder, ArraySlot, Buffer, DeviceArray};
-/// let mut raw = ferry::sys::ArrowDeviceArray::default();
+/// use ferry_arrow::{ArrayBuilder, ArraySlot, Buffer, DeviceArray};
+/// let mut raw = ferry_arrow::sys::ArrowDeviceArray::default();
 /// let mut slot = unsafe { ArraySlot::from_raw(&mut raw) }.unwrap();
 /// assert!(!slot.is_filled());
 /// slot.build(ArrayBuilder::new(2).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![5u8, 6]))).unwrap();
@@ -320,8 +320,8 @@ unsafe extern "C" fn release_trampoline<P: ArrayProducer>(user_data: *mut c_void
 /// at a time (not `Sync`), as the specification requires.
 ///
 /// ```
-/// use ferry::{DeviceArrayStream, DeviceType, Schema};
-/// let batches = (0..3).map(|i| ferry::export_primitive(vec![i, i + 1], None).map(|(_, a)| a));
+/// use ferry_arrow::{DeviceArrayStream, DeviceType, Schema};
+/// let batches = (0..3).map(|i| ferry_arrow::export_primitive(vec![i, i + 1], None).map(|(_, a)| a));
 /// let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, Schema::new("i", None).unwrap(), batches).unwrap();
 /// assert_eq!(stream.schema().unwrap().format(), "i");
 /// let lengths: Vec<i64> = stream.map(|batch| batch.unwrap().length()).collect();
@@ -492,6 +492,43 @@ impl DeviceArrayStream {
         Ok(Some(array))
     }
 
+    /// The next batch, handed to `consumer_stream` (a stream of the
+    /// batches' device: ferry's own or the user's, wrapped in a
+    /// [`StreamHandle`]): that stream is made to wait on the batch's sync
+    /// event and the host does not block, so work queued on it afterwards
+    /// sees the batch's data. If the wait cannot be queued the batch is
+    /// released and the error returned: a batch is never handed out
+    /// unordered. `Ok(None)` at the end.
+    ///
+    /// ```
+    /// use ferry_arrow::{ArrayBuilder, Buffer, Device, DeviceArrayStream, DeviceType, ExportPolicy, Schema};
+    /// let sim = Device::sim(0).unwrap();
+    /// let producer = sim.create_stream().unwrap();
+    /// let batches = (0..2).map(move |_| {
+    ///     let memory = sim.allocate(4)?;
+    ///     ArrayBuilder::new(1)
+    ///         .buffer(Buffer::null())
+    ///         .buffer(Buffer::from_device(memory))
+    ///         .build_async(&producer, ExportPolicy::RecordEvent)
+    /// });
+    /// let mut stream = DeviceArrayStream::from_iter(DeviceType::SIM, Schema::new("i", None).unwrap(), batches).unwrap();
+    /// let consumer = sim.create_stream().unwrap();
+    /// let mut n = 0;
+    /// while let Some(batch) = stream.next_on(&consumer).unwrap() {
+    ///     assert!(!batch.sync_event().is_null()); // the consumer stream waits on it
+    ///     n += 1;
+    /// }
+    /// consumer.synchronize().unwrap();
+    /// assert_eq!(n, 2);
+    /// ```
+    pub fn next_on(&mut self, consumer_stream: &StreamHandle) -> Result<Option<DeviceArray>> {
+        let mut array = DeviceArray::released();
+        call(|err| unsafe {
+            sys::ferry_array_stream_get_next_on(&mut self.raw, array.raw_mut(), consumer_stream.as_ptr(), err)
+        })?;
+        Ok((!array.is_released()).then_some(array))
+    }
+
     /// The next batch, lent: it stays in the stream and is released by the
     /// next call to `next_ref` or when the stream is dropped (the borrow
     /// checker ends the loan before either). `Ok(None)` at the end. The
@@ -500,8 +537,8 @@ impl DeviceArrayStream {
     /// [`next_array`](Self::next_array)) to keep batches.
     ///
     /// ```
-    /// use ferry::{DeviceArrayStream, DeviceType, Schema};
-    /// let batches = (1..=3).map(|n| ferry::export_primitive(vec![7i32; n], None).map(|(_, a)| a));
+    /// use ferry_arrow::{DeviceArrayStream, DeviceType, Schema};
+    /// let batches = (1..=3).map(|n| ferry_arrow::export_primitive(vec![7i32; n], None).map(|(_, a)| a));
     /// let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, Schema::new("i", None).unwrap(), batches).unwrap();
     /// let mut total = 0;
     /// while let Some(batch) = stream.next_ref().unwrap() {

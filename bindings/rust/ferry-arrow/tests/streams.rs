@@ -4,13 +4,13 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use ferry::sys;
-use ferry::{
+use ferry_arrow::sys;
+use ferry_arrow::{
     errno, ArrayBuilder, ArrayProducer, ArraySlot, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Error, Schema,
 };
 
-fn batch(values: Vec<i32>) -> ferry::Result<DeviceArray> {
-    ferry::export_primitive(values, None).map(|(_, a)| a)
+fn batch(values: Vec<i32>) -> ferry_arrow::Result<DeviceArray> {
+    ferry_arrow::export_primitive(values, None).map(|(_, a)| a)
 }
 
 fn int_schema() -> Schema {
@@ -77,10 +77,10 @@ struct Panicky {
     drops: Arc<AtomicUsize>,
 }
 impl ArrayProducer for Panicky {
-    fn schema(&mut self) -> ferry::Result<Schema> {
+    fn schema(&mut self) -> ferry_arrow::Result<Schema> {
         panic!("schema exploded");
     }
-    fn next(&mut self) -> ferry::Result<Option<DeviceArray>> {
+    fn next(&mut self) -> ferry_arrow::Result<Option<DeviceArray>> {
         self.calls += 1;
         if self.calls == 2 {
             panic!("batch {} exploded", self.calls);
@@ -224,13 +224,13 @@ struct InPlace {
     drops: Arc<AtomicUsize>,
 }
 impl ArrayProducer for InPlace {
-    fn schema(&mut self) -> ferry::Result<Schema> {
+    fn schema(&mut self) -> ferry_arrow::Result<Schema> {
         Schema::new("i", None)
     }
-    fn next(&mut self) -> ferry::Result<Option<DeviceArray>> {
+    fn next(&mut self) -> ferry_arrow::Result<Option<DeviceArray>> {
         DeviceArray::produce(|slot| self.next_into(slot))
     }
-    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry::Result<()> {
+    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry_arrow::Result<()> {
         self.calls += 1;
         let owner = Owned(vec![1, 2], self.drops.clone());
         let builder = ArrayBuilder::new(2)

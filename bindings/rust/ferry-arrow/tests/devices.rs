@@ -3,7 +3,7 @@
 //! read before the wait visible as poison).
 use std::sync::Arc;
 
-use ferry::{ArrayBuilder, Buffer, Device, DeviceArray, DeviceType, ExportPolicy, Schema};
+use ferry_arrow::{ArrayBuilder, Buffer, Device, DeviceArray, DeviceType, ExportPolicy, Schema};
 
 /// Exports `values` as an int32 array on sim device `id`, copied there
 /// asynchronously on a producer stream that travels with the array (it must
@@ -18,7 +18,7 @@ fn sim_int32(values: &[i32], id: i64, policy: ExportPolicy) -> DeviceArray {
         .buffer(Buffer::null())
         .buffer(Buffer::from_device(buffer))
         .keep_alive(stream.clone())
-        .build_async(&sim, Some(&stream), policy)
+        .build_async(&stream, policy)
         .unwrap()
 }
 
@@ -28,7 +28,7 @@ fn read_i32(array: &DeviceArray, n: usize) -> Vec<i32> {
 
 #[test]
 fn consumer_waits_on_the_event_before_reading() {
-    ferry::sim_set_strict(true);
+    ferry_arrow::sim_set_strict(true);
     let values = [7, 8, 9, 10];
     let array = sim_int32(&values, 1, ExportPolicy::RecordEvent);
     assert_eq!(array.device_type(), DeviceType::SIM);
@@ -36,14 +36,14 @@ fn consumer_waits_on_the_event_before_reading() {
     assert!(!array.sync_event().is_null(), "an event is exported");
 
     // Strict mode: the queued copy has not run, the memory reads poison.
-    let poison = ferry::sys::FERRY_SIM_POISON_BYTE as u8;
+    let poison = ferry_arrow::sys::FERRY_SIM_POISON_BYTE as u8;
     let early = unsafe { array.buffer_slice::<u8>(1, 16) }.unwrap().to_vec();
     assert!(
         early.iter().all(|b| *b == poison),
         "read before wait sees poison: {early:?}"
     );
 
-    array.wait(None).unwrap();
+    array.wait().unwrap();
     assert_eq!(read_i32(&array, 4), values);
     array.validate(&Schema::new("i", None).unwrap(), true).unwrap();
 }
@@ -53,7 +53,7 @@ fn a_consumer_stream_can_wait_without_blocking_the_host() {
     let array = sim_int32(&[1, 2, 3], 2, ExportPolicy::RecordEvent);
     let sim = Device::sim(2).unwrap();
     let consumer = sim.create_stream().unwrap();
-    array.wait(Some(consumer.as_ptr())).unwrap();
+    array.wait_on(&consumer).unwrap();
     consumer.synchronize().unwrap();
     assert_eq!(read_i32(&array, 3), [1, 2, 3]);
 }
@@ -91,16 +91,18 @@ fn an_explicit_event_is_owned_by_the_array() {
         .build_on(DeviceType::SIM, 0, Some(event))
         .unwrap();
     assert_eq!(array.sync_event(), event_ptr);
-    array.wait(None).unwrap();
+    array.wait().unwrap();
     assert_eq!(read_i32(&array, 1), [42]);
 }
 
 #[test]
-fn host_buffer_refuses_memory_the_host_cannot_read_only_when_it_cannot() {
+fn host_reads_the_sim_device_in_place() {
     let array = sim_int32(&[1], 0, ExportPolicy::Synchronize);
     let schema = Schema::new("i", None).unwrap();
-    // The sim device is host-accessible, so this works.
-    assert_eq!(array.host_buffer(&schema, 1).unwrap().unwrap().len(), 4);
+    // The sim device is host-accessible, so this works without a copy.
+    let host = array.host(&schema).unwrap();
+    assert_eq!(host.buffer(1).unwrap().unwrap().len(), 4);
+    assert_eq!(host.values::<i32>().unwrap().as_ptr() as *const std::os::raw::c_void, array.buffer(1));
 }
 
 #[test]
@@ -112,7 +114,7 @@ fn unavailable_devices_say_why() {
             assert!(!e.message().is_empty());
         }
     }
-    let err = Device::sim(ferry::SIM_DEVICE_COUNT).unwrap_err();
+    let err = Device::sim(ferry_arrow::SIM_DEVICE_COUNT).unwrap_err();
     assert_ne!(err.code(), 0);
 }
 

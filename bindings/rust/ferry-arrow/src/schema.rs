@@ -5,7 +5,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::ptr;
 
-use ferry_sys as sys;
+use ferry_arrow_sys as sys;
 
 use crate::error::{call, Error, Result};
 
@@ -20,13 +20,13 @@ pub const FLAG_MAP_KEYS_SORTED: i64 = sys::ARROW_FLAG_MAP_KEYS_SORTED as i64;
 /// [`Schema`]). Every accessor goes through the core's `ferry_schema_*`.
 ///
 /// ```
-/// use ferry::Schema;
+/// use ferry_arrow::Schema;
 /// let schema = Schema::builder("+s")
 ///     .name("row")
 ///     .child(Schema::builder("i").name("a").build().unwrap())
 ///     .build()
 ///     .unwrap();
-/// let view: &ferry::SchemaView = &schema;
+/// let view: &ferry_arrow::SchemaView = &schema;
 /// assert_eq!(view.n_children(), 1);
 /// assert_eq!(view.child(0).unwrap().name(), Some("a"));
 /// assert!(view.child(1).is_none());
@@ -189,7 +189,7 @@ impl fmt::Debug for SchemaView {
 /// `Sync`: a schema is immutable and its release may run on any thread.
 ///
 /// ```
-/// use ferry::Schema;
+/// use ferry_arrow::Schema;
 /// let schema = Schema::builder("i")
 ///     .name("x")
 ///     .nullable(true)
@@ -202,7 +202,7 @@ impl fmt::Debug for SchemaView {
 /// assert_eq!(schema.metadata_value("unit").unwrap(), Some(&b"m"[..]));
 ///
 /// // Hand it to C and take it back, by move.
-/// let mut raw = ferry::sys::ArrowSchema::default();
+/// let mut raw = ferry_arrow::sys::ArrowSchema::default();
 /// unsafe { schema.export_to(&mut raw).unwrap() };
 /// let back = unsafe { Schema::from_raw(&mut raw).unwrap() };
 /// assert_eq!(back.name(), Some("x"));
@@ -303,7 +303,7 @@ impl fmt::Debug for Schema {
 /// every string).
 ///
 /// ```
-/// use ferry::Schema;
+/// use ferry_arrow::Schema;
 /// let list = Schema::builder("+l")
 ///     .name("values")
 ///     .nullable(true)

@@ -4,10 +4,11 @@ use std::ops::Deref;
 use std::os::raw::c_void;
 use std::ptr;
 
-use ferry_sys as sys;
+use ferry_arrow_sys as sys;
 
-use crate::device::{Device, DeviceType};
-use crate::error::{call, Error, Result};
+use crate::device::{Device, DeviceType, StreamHandle};
+use crate::error::{call, Error, Rejected, Result};
+use crate::host::HostArray;
 use crate::schema::{Schema, SchemaView};
 use crate::stream::ArraySlot;
 use crate::words::move_device_array;
@@ -16,8 +17,8 @@ use crate::words::move_device_array;
 /// child or a dictionary), read through the core's `ferry_array_*`.
 ///
 /// ```
-/// let (_schema, array) = ferry::export_primitive(vec![1i32, 2, 3], None).unwrap();
-/// let view: &ferry::ArrayView = array.array();
+/// let (_schema, array) = ferry_arrow::export_primitive(vec![1i32, 2, 3], None).unwrap();
+/// let view: &ferry_arrow::ArrayView = array.array();
 /// assert_eq!(view.length(), 3);
 /// assert_eq!(view.n_buffers(), 2);
 /// assert!(view.buffer(0).is_null()); // no validity bitmap
@@ -181,15 +182,15 @@ impl fmt::Debug for ArrayView {
 /// one thread at a time, as the specification says.
 ///
 /// ```
-/// use ferry::{DeviceArray, DeviceType};
-/// let (schema, array) = ferry::export_primitive(vec![10i64, 20], Some(&[true, false])).unwrap();
+/// use ferry_arrow::{DeviceArray, DeviceType};
+/// let (schema, array) = ferry_arrow::export_primitive(vec![10i64, 20], Some(&[true, false])).unwrap();
 /// assert_eq!(array.device_type(), DeviceType::CPU);
 /// assert_eq!(array.length(), 2);
 /// assert_eq!(array.null_count(), 1);
 /// array.validate(&schema, true).unwrap();
 ///
 /// // Move it through a raw C struct and back (what a C consumer would see).
-/// let mut raw = ferry::sys::ArrowDeviceArray::default();
+/// let mut raw = ferry_arrow::sys::ArrowDeviceArray::default();
 /// unsafe { array.export_to(&mut raw).unwrap() };
 /// let back = unsafe { DeviceArray::from_raw(&mut raw).unwrap() };
 /// assert_eq!(back.length(), 2);
@@ -259,7 +260,7 @@ impl DeviceArray {
     /// slot empty.
     ///
     /// ```
-    /// use ferry::{ArrayBuilder, Buffer, DeviceArray};
+    /// use ferry_arrow::{ArrayBuilder, Buffer, DeviceArray};
     /// let array = DeviceArray::produce(|slot| {
     ///     slot.build(ArrayBuilder::new(1).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![9i16])))
     /// })
@@ -341,16 +342,27 @@ impl DeviceArray {
         unsafe { sys::ferry_device_array_reserved_is_zero(&self.raw) != 0 }
     }
 
-    /// Waits on the producer's sync event: with `consumer_stream` `None` the
-    /// host blocks until it completes; otherwise that stream (of the array's
-    /// device) waits and the host does not block. Returns at once without an
-    /// event.
-    pub fn wait(&self, consumer_stream: Option<*mut c_void>) -> Result<()> {
-        call(|err| unsafe { sys::ferry_device_array_wait(&self.raw, consumer_stream.unwrap_or(ptr::null_mut()), err) })
+    /// Blocks the host until the producer's sync event has completed (at
+    /// once without an event). Call it before reading the buffers on the
+    /// host; [`host`](Self::host) calls it for you.
+    #[inline]
+    pub fn wait(&self) -> Result<()> {
+        call(|err| unsafe { sys::ferry_device_array_wait(&self.raw, ptr::null_mut(), err) })
+    }
+
+    /// Hands the array to `consumer_stream` (a stream of the array's
+    /// device: ferry's own [`DeviceStream`](crate::DeviceStream) or the
+    /// user's, wrapped in a [`StreamHandle`]): the stream is made to wait
+    /// on the producer's event, and the host does not block. Work queued on
+    /// the stream afterwards sees the producer's data. Returns at once
+    /// without an event.
+    pub fn wait_on(&self, consumer_stream: &StreamHandle) -> Result<()> {
+        call(|err| unsafe { sys::ferry_device_array_wait(&self.raw, consumer_stream.as_ptr(), err) })
     }
 
     /// Validates against `schema` with the core; `full` also reads buffer
-    /// contents (offsets, UTF-8, validity).
+    /// contents (offsets, UTF-8, validity). `EINVAL` with the validator's
+    /// first finding.
     pub fn validate(&self, schema: &SchemaView, full: bool) -> Result<()> {
         let level = if full {
             sys::FERRY_VALIDATE_FULL
@@ -363,7 +375,7 @@ impl DeviceArray {
     }
 
     /// Deep-copies to (`device_type`, `device_id`) after waiting on the sync
-    /// event; the copy has no pending work.
+    /// event; the copy has no pending work and `self` is left as it was.
     pub fn copy_to(&self, schema: &SchemaView, device_type: DeviceType, device_id: i64) -> Result<DeviceArray> {
         let mut out = DeviceArray::released();
         call(|err| unsafe {
@@ -372,21 +384,89 @@ impl DeviceArray {
         Ok(out)
     }
 
-    /// Buffer `i` of the top-level array as host bytes (its size computed by
-    /// the core); `None` for a NULL buffer, `EINVAL` when the device's memory
-    /// is not host-accessible (use [`copy_to`](Self::copy_to) first). Call
-    /// [`wait`](Self::wait) before reading memory produced asynchronously.
-    pub fn host_buffer(&self, schema: &SchemaView, i: usize) -> Result<Option<&[u8]>> {
-        if self.device_type() != DeviceType::CPU && !self.device()?.is_host_accessible() {
-            return Err(Error::invalid(format!(
-                "buffer {i} lives on {} memory the host cannot read; copy the array to the CPU first",
-                self.device_type()
-            )));
+    /// Moves the array to (`device_type`, `device_id`): without copying
+    /// when the destination can reach the memory (the same device; pinned
+    /// or managed memory to the CPU, after the host waited on the event;
+    /// managed memory to its CUDA device), else by a deep copy, after which
+    /// the original is released. On failure the array comes back untouched
+    /// in the [`Rejected`].
+    ///
+    /// ```
+    /// use ferry_arrow::DeviceType;
+    /// let (schema, array) = ferry_arrow::export_primitive(vec![1i32, 2], None).unwrap();
+    /// let on_sim = array.move_to(&schema, DeviceType::SIM, 0).unwrap();
+    /// assert_eq!(on_sim.device_type(), DeviceType::SIM);
+    /// let back = on_sim.move_to(&schema, DeviceType::CPU, -1).unwrap();
+    /// assert_eq!(back.host(&schema).unwrap().values::<i32>().unwrap(), &[1, 2]);
+    /// ```
+    pub fn move_to(
+        mut self,
+        schema: &SchemaView,
+        device_type: DeviceType,
+        device_id: i64,
+    ) -> std::result::Result<DeviceArray, Rejected<DeviceArray>> {
+        let mut out = DeviceArray::released();
+        let result = call(|err| unsafe {
+            sys::ferry_device_array_move_to_device(
+                schema.as_ptr(),
+                &mut self.raw,
+                device_type.0,
+                device_id,
+                &mut out.raw,
+                err,
+            )
+        });
+        match result {
+            Ok(()) => Ok(out),
+            Err(error) => Err(Rejected::new(error, self)),
         }
-        let size = self.buffer_size(schema, self.device_type(), self.device_id(), i)?;
-        // SAFETY: host-readable memory of the size the core computed, owned
-        // by this array and borrowed for &self.
-        Ok(unsafe { self.array().buffer_slice::<u8>(i, size) })
+    }
+
+    /// Brings the array to the host: the same array on the CPU
+    /// (`ARROW_DEVICE_CPU`, no sync event), moved without a copy where the
+    /// host can reach the memory (CPU, pinned and managed memory) and
+    /// deep-copied otherwise (CUDA or ROCm device memory, the sim device),
+    /// after waiting on the producer's event. This is the way to read any
+    /// device's array on the host; [`host`](Self::host) reads memory the
+    /// host can reach where it lies.
+    ///
+    /// ```
+    /// use ferry_arrow::{ArrayBuilder, Buffer, Device, DeviceType, ExportPolicy, Schema};
+    /// let sim = Device::sim(0).unwrap();
+    /// let stream = sim.create_stream().unwrap();
+    /// let mut memory = sim.allocate(8).unwrap();
+    /// let bytes: Vec<u8> = [5i32, 6].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    /// unsafe { memory.copy_from_host_async(&bytes, &stream).unwrap() };
+    /// let array = ArrayBuilder::new(2)
+    ///     .buffer(Buffer::null())
+    ///     .buffer(Buffer::from_device(memory))
+    ///     .build_async(&stream, ExportPolicy::RecordEvent)
+    ///     .unwrap();
+    /// let schema = Schema::new("i", None).unwrap();
+    /// let host = array.to_host(&schema).unwrap();
+    /// assert_eq!(host.device_type(), DeviceType::CPU);
+    /// assert_eq!(host.host(&schema).unwrap().values::<i32>().unwrap(), &[5, 6]);
+    /// ```
+    pub fn to_host(self, schema: &SchemaView) -> std::result::Result<DeviceArray, Rejected<DeviceArray>> {
+        self.move_to(schema, DeviceType::CPU, -1)
+    }
+
+    /// A checked, host-side view for reading values: waits on the
+    /// producer's event, validates the structure against `schema` (the
+    /// core's DEFAULT level), and computes every buffer's size, against
+    /// which each accessor of [`HostArray`] is bounds-checked. `EINVAL` when
+    /// the host cannot read the device's memory: bring the array over with
+    /// [`to_host`](Self::to_host) first.
+    ///
+    /// ```
+    /// let (schema, array) = ferry_arrow::export_utf8(&[Some("a"), None, Some("xyz")]).unwrap();
+    /// let host = array.host(&schema).unwrap();
+    /// assert_eq!(host.str(2).unwrap(), "xyz");
+    /// assert!(!host.is_valid(1).unwrap());
+    /// assert!(host.str(3).is_err()); // out of range: an error, never a read
+    /// ```
+    pub fn host<'a>(&'a self, schema: &'a SchemaView) -> Result<HostArray<'a>> {
+        HostArray::new(self, schema)
     }
 
     /// Releases now (the same as dropping).
@@ -422,7 +502,7 @@ impl fmt::Debug for DeviceArray {
 /// A schema and an array that belong together (what an export produces).
 ///
 /// ```
-/// let (schema, array): ferry::SchemaAndArray = ferry::export_primitive(vec![1u32], None).unwrap();
+/// let (schema, array): ferry_arrow::SchemaAndArray = ferry_arrow::export_primitive(vec![1u32], None).unwrap();
 /// array.validate(&schema, false).unwrap();
 /// ```
 pub type SchemaAndArray = (Schema, DeviceArray);
