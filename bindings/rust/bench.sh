@@ -23,7 +23,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$BUILD/rust-target}"
 export PKG_CONFIG_PATH="$BUILD/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export FERRY_BUILD_DIR="$BUILD"
 
-bin="$(cargo bench --quiet --locked --manifest-path "$HERE/Cargo.toml" -p ferry --bench handoff --no-run \
+bin="$(cargo bench --quiet --locked --manifest-path "$HERE/Cargo.toml" -p ferry-arrow --bench handoff --no-run \
   --message-format=json 2>/dev/null | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)"
 if [ -z "$bin" ] || [ ! -x "$bin" ]; then
   echo "bench.sh: could not build the handoff benchmark" >&2

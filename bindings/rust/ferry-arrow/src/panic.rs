@@ -45,6 +45,7 @@ thread_local! {
 /// Installs, once per process, a panic hook that stays silent while
 /// [`guard_quiet`] runs on the panicking thread and otherwise calls the hook
 /// that was installed before it (the default one prints the message).
+#[allow(dead_code)] // used by the arrow-rs conversions (features arrow-*)
 fn install_quiet_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -62,6 +63,7 @@ fn install_quiet_hook() {
 /// with `what` and the panic's message, and nothing is printed on stderr.
 /// A hook installed after ferry's first use (`std::panic::set_hook`)
 /// replaces the silencing, never the containment.
+#[allow(dead_code)] // used by the arrow-rs conversions (features arrow-*)
 pub(crate) fn guard_quiet<R>(what: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
     install_quiet_hook();
     let was = QUIET.with(|q| q.replace(true));

@@ -312,6 +312,25 @@ unsafe extern "C" fn release_trampoline<P: ArrayProducer>(user_data: *mut c_void
     });
 }
 
+/// A batch of another device type than its stream's is a producer's lie
+/// that would send the consumer's reads to the wrong memory: refused (the
+/// caller drops, so releases, the batch).
+#[inline(always)]
+fn check_batch_device(stream: &sys::ArrowDeviceArrayStream, batch: &DeviceArray) -> Result<()> {
+    if batch.device_type().0 != stream.device_type {
+        return Err(wrong_device(batch.device_type(), DeviceType(stream.device_type)));
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_device(batch: DeviceType, stream: DeviceType) -> Error {
+    Error::invalid(format!(
+        "the producer returned a batch on device type {batch} from a stream of device type {stream}"
+    ))
+}
+
 /// An owned `struct ArrowDeviceArrayStream`, released exactly once when
 /// dropped. Iterating yields `Result<DeviceArray>` until the end of the
 /// stream or the first error (which is yielded once, then iteration stops).
@@ -486,6 +505,7 @@ impl DeviceArrayStream {
         if array.is_released() {
             return Ok(None);
         }
+        check_batch_device(&self.raw, &array)?;
         // The producer has just written the struct and the value is about
         // to be moved: re-store it so those moves forward (see words.rs).
         unsafe { rewrite_wide(array.raw_mut(), 8) };
@@ -526,7 +546,11 @@ impl DeviceArrayStream {
         call(|err| unsafe {
             sys::ferry_array_stream_get_next_on(&mut self.raw, array.raw_mut(), consumer_stream.as_ptr(), err)
         })?;
-        Ok((!array.is_released()).then_some(array))
+        if array.is_released() {
+            return Ok(None);
+        }
+        check_batch_device(&self.raw, &array)?;
+        Ok(Some(array))
     }
 
     /// The next batch, lent: it stays in the stream and is released by the
@@ -557,7 +581,14 @@ impl DeviceArrayStream {
         if code != 0 {
             return Err(err.check(code).unwrap_err());
         }
-        Ok((!current.is_released()).then_some(&**current))
+        if current.is_released() {
+            return Ok(None);
+        }
+        if let Err(e) = check_batch_device(&self.raw, current) {
+            unsafe { sys::ferry_device_array_release(current.raw_mut()) };
+            return Err(e);
+        }
+        Ok(Some(&**current))
     }
 
     /// The producer's last error message, if any (valid after a failure).
