@@ -10,7 +10,9 @@ use std::sync::Arc;
 use arrow_array::{Array, Int32Array, RecordBatch, RecordBatchIterator, StringArray};
 use arrow_schema::{DataType, Field};
 use ferry_arrow::arrow::{ArrowArrayExt, ArrowStreamExt};
-use ferry_arrow::{sys, ArrayBuilder, Buffer, Device, DeviceArray, DeviceArrayStream, DeviceType, Result, Schema};
+use ferry_arrow::{
+    sys, ArrayBuilder, Buffer, Device, DeviceArray, DeviceArrayStream, DeviceType, Result, Schema,
+};
 
 /// The producer: exports `values` (None = null) without copying them into
 /// the consumer's structs; the vectors are freed when the consumer releases.
@@ -38,7 +40,10 @@ fn produce(
 /// The consumer: takes ownership of the structs (released when dropped),
 /// brings the array to the host if it lives on a device, and reads it
 /// through the checked accessors.
-fn consume(schema: *mut sys::ArrowSchema, array: *mut sys::ArrowDeviceArray) -> Result<(Vec<Option<i32>>, String)> {
+fn consume(
+    schema: *mut sys::ArrowSchema,
+    array: *mut sys::ArrowDeviceArray,
+) -> Result<(Vec<Option<i32>>, String)> {
     // SAFETY: both point to structs a producer filled.
     let schema = unsafe { Schema::from_raw(schema)? };
     let array = unsafe { DeviceArray::from_raw(array)? };
@@ -47,7 +52,11 @@ fn consume(schema: *mut sys::ArrowSchema, array: *mut sys::ArrowDeviceArray) -> 
     let host = array.host(&schema)?; // waits, validates, bounds-checks
     let mut values = Vec::with_capacity(host.len());
     for i in 0..host.len() {
-        values.push(if host.is_valid(i)? { Some(host.value::<i32>(i)?) } else { None });
+        values.push(if host.is_valid(i)? {
+            Some(host.value::<i32>(i)?)
+        } else {
+            None
+        });
     }
     Ok((values, came_from))
 }
@@ -76,7 +85,10 @@ fn pick_device() -> Result<(Device, String)> {
             Err(e) => eprintln!("note: no {device_type} here ({})", e.message()),
         }
     }
-    Ok((Device::sim(0)?, " (no GPU: the simulated device)".to_string()))
+    Ok((
+        Device::sim(0)?,
+        " (no GPU: the simulated device)".to_string(),
+    ))
 }
 
 /// A producer on a device: the column moved to `device`, handed over; the
@@ -104,7 +116,10 @@ fn arrow_round_trip(values: &[Option<i32>]) -> Result<String> {
     let input = Int32Array::from(values.to_vec());
     let (schema, array) = DeviceArray::from_arrow(&input)?;
     let output = array.to_arrow(&schema)?;
-    let output = output.as_any().downcast_ref::<Int32Array>().expect("an int32 column");
+    let output = output
+        .as_any()
+        .downcast_ref::<Int32Array>()
+        .expect("an int32 column");
     assert_eq!(output, &input);
     Ok(format!("arrow: {:?}", output.iter().collect::<Vec<_>>()))
 }
@@ -112,11 +127,19 @@ fn arrow_round_trip(values: &[Option<i32>]) -> Result<String> {
 /// A RecordBatchReader out as a ferry stream, through its C struct, and
 /// back in as a RecordBatchReader.
 fn stream_round_trip() -> Result<String> {
-    let schema = Arc::new(arrow_schema::Schema::new(vec![Field::new("name", DataType::Utf8, false)]));
+    let schema = Arc::new(arrow_schema::Schema::new(vec![Field::new(
+        "name",
+        DataType::Utf8,
+        false,
+    )]));
     let batches: Vec<RecordBatch> = [&["a", "b"][..], &["c"], &["d", "e", "f"]]
         .iter()
         .map(|names| {
-            RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(names.to_vec()))]).expect("a batch")
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![Arc::new(StringArray::from(names.to_vec()))],
+            )
+            .expect("a batch")
         })
         .collect();
     let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
@@ -127,11 +150,19 @@ fn stream_round_trip() -> Result<String> {
     let (mut batches, mut names) = (0, Vec::new());
     for batch in stream.into_arrow_reader()? {
         let batch = batch.map_err(|e| ferry_arrow::Error::io(e.to_string()))?;
-        let column = batch.column(0).as_any().downcast_ref::<StringArray>().expect("a utf8 column");
+        let column = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .expect("a utf8 column");
         names.extend(column.iter().flatten().map(str::to_string));
         batches += 1;
     }
-    Ok(format!("stream: {batches} batches, {} rows: {}", names.len(), names.join(",")))
+    Ok(format!(
+        "stream: {batches} batches, {} rows: {}",
+        names.len(),
+        names.join(",")
+    ))
 }
 
 fn main() -> Result<()> {

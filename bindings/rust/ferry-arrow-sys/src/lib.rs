@@ -9,7 +9,8 @@
 //!
 //! The crate links the shared library dynamically (never a static copy, which
 //! would duplicate the core's global registry); `build.rs` finds it through
-//! `pkg-config ferry` or the project's build directory. Use the safe `ferry`
+//! `FERRY_LIB_DIR`, `pkg-config ferry` or the checkout it sits in, and fails
+//! with a message naming what to set otherwise. Use the safe `ferry-arrow`
 //! crate unless you are writing a binding.
 #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
 #![allow(clippy::all)]

@@ -469,6 +469,22 @@ fn cases() -> Vec<Case> {
             acc
         }),
     ));
+    let int32 = Schema::new("i", None).unwrap();
+    cases.push((
+        "c_to_rust_array_host",
+        Some("floor_c_array_static"),
+        Box::new(move |n| {
+            let mut acc = 0;
+            for _ in 0..n {
+                let mut out = sys::ArrowDeviceArray::default();
+                unsafe { c_produce(&mut out) };
+                let array = unsafe { DeviceArray::from_raw(black_box(&mut out)) }.unwrap();
+                let host = array.host(&int32).unwrap();
+                acc += host.len() as i64 + host.value::<i32>(0).unwrap() as i64;
+            }
+            acc
+        }),
+    ));
     cases.push(c_pull_case("rust_to_c_stream", builder_stream()));
     cases.push(c_pull_case("rust_to_c_stream_arrays", array_stream()));
     cases.push(c_pull_case(
@@ -511,7 +527,11 @@ const CASES: &[(&str, &str)] = &[
     ("rust_to_c_array_owned_into", "the same with build_into"),
     (
         "c_to_rust_array",
-        "C production, DeviceArray::from_raw + accessors + drop",
+        "C production, DeviceArray::from_raw + accessors + drop (the lean consumer path)",
+    ),
+    (
+        "c_to_rust_array_host",
+        "C production, DeviceArray::from_raw + host() (wait, DEFAULT validation, buffer sizes) + value::<i32>(0) (the everyday path)",
     ),
     (
         "rust_to_c_stream",

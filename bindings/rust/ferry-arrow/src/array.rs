@@ -43,8 +43,13 @@ impl ArrayView {
     pub fn as_ptr(&self) -> *const sys::ArrowArray {
         &self.0
     }
+    /// The raw struct (read-only).
+    #[inline]
+    pub(crate) fn as_raw(&self) -> &sys::ArrowArray {
+        &self.0
+    }
     // The accessors read the ABI struct's fields directly: its layout is
-    // fixed by the Arrow specification and proven by ferry-sys's bindgen
+    // fixed by the Arrow specification and proven by ferry-arrow-sys's bindgen
     // layout tests, and a call into the core per field read would cost more
     // than the read (these sit on every consumer's hot path). They answer
     // as the core's ferry_array_* accessors do (NULL / 0 when out of range).
@@ -347,6 +352,11 @@ impl DeviceArray {
     /// host; [`host`](Self::host) calls it for you.
     #[inline]
     pub fn wait(&self) -> Result<()> {
+        // Nothing to wait for without an event (the common CPU case, kept
+        // off the core call).
+        if self.raw.sync_event.is_null() && self.raw.array.release.is_some() {
+            return Ok(());
+        }
         call(|err| unsafe { sys::ferry_device_array_wait(&self.raw, ptr::null_mut(), err) })
     }
 
@@ -451,11 +461,12 @@ impl DeviceArray {
         self.move_to(schema, DeviceType::CPU, -1)
     }
 
-    /// A checked, host-side view for reading values: waits on the
-    /// producer's event, validates the structure against `schema` (the
-    /// core's DEFAULT level), and computes every buffer's size, against
-    /// which each accessor of [`HostArray`] is bounds-checked. `EINVAL` when
-    /// the host cannot read the device's memory: bring the array over with
+    /// A host-side view for reading values safely: waits on the producer's
+    /// event, then every accessor of [`HostArray`] checks its index and the
+    /// bytes it reads against the sizes the array's own structure declares
+    /// (cheap: nothing is walked up front; [`validate`](Self::validate)
+    /// reports every structural problem at once). `EINVAL` when the host
+    /// cannot read the device's memory: bring the array over with
     /// [`to_host`](Self::to_host) first.
     ///
     /// ```

@@ -187,7 +187,10 @@ impl Device {
         let mut out: *mut c_void = ptr::null_mut();
         call(|err| unsafe { sys::ferry_device_stream_create(self.as_ptr(), &mut out, err) })?;
         Ok(DeviceStream {
-            handle: StreamHandle { device: *self, raw: out },
+            handle: StreamHandle {
+                device: *self,
+                raw: out,
+            },
         })
     }
 
@@ -198,7 +201,10 @@ impl Device {
         let mut out: *mut c_void = ptr::null_mut();
         call(|err| unsafe { sys::ferry_device_event_create(self.as_ptr(), &mut out, err) })?;
         Ok(Event {
-            handle: EventHandle { device: *self, raw: out },
+            handle: EventHandle {
+                device: *self,
+                raw: out,
+            },
             destroy: Destroy::Ferry,
         })
     }
@@ -558,7 +564,11 @@ impl Event {
     ///
     /// # Safety
     /// `raw` must point to a valid event of `device` until `destroy` runs.
-    pub unsafe fn from_raw(device: Device, raw: *mut c_void, destroy: impl FnOnce(*mut c_void) + Send + 'static) -> Event {
+    pub unsafe fn from_raw(
+        device: Device,
+        raw: *mut c_void,
+        destroy: impl FnOnce(*mut c_void) + Send + 'static,
+    ) -> Event {
         Event {
             handle: EventHandle { device, raw },
             destroy: Destroy::Foreign(Box::new(destroy)),

@@ -158,7 +158,7 @@ impl DeviceArray {
     /// instead). The tensor owns the array: its deleter releases it. On
     /// failure the array comes back untouched.
     pub fn to_dlpack(self, schema: &SchemaView) -> std::result::Result<DlpackTensor, Rejected<DeviceArray>> {
-        self.to_dlpack_with(schema, ptr::null_mut())
+        self.dlpack_with(schema, ptr::null_mut())
     }
 
     /// [`to_dlpack`](Self::to_dlpack), made safe for work on
@@ -169,10 +169,10 @@ impl DeviceArray {
         schema: &SchemaView,
         consumer_stream: &StreamHandle,
     ) -> std::result::Result<DlpackTensor, Rejected<DeviceArray>> {
-        self.to_dlpack_with(schema, consumer_stream.as_ptr())
+        self.dlpack_with(schema, consumer_stream.as_ptr())
     }
 
-    fn to_dlpack_with(
+    fn dlpack_with(
         mut self,
         schema: &SchemaView,
         consumer_stream: *mut std::os::raw::c_void,
@@ -188,7 +188,10 @@ impl DeviceArray {
         // core's tensor is ours.
         match NonNull::new(out) {
             Some(raw) => Ok(DlpackTensor { raw }),
-            None => Err(Rejected::new(Error::io("ferry_device_array_to_dlpack returned no tensor"), self)),
+            None => Err(Rejected::new(
+                Error::io("ferry_device_array_to_dlpack returned no tensor"),
+                self,
+            )),
         }
     }
 

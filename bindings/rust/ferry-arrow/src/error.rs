@@ -158,43 +158,48 @@ impl std::error::Error for Error {}
 /// assert_eq!(array.length(), 1);
 /// ```
 pub struct Rejected<T> {
-    error: Error,
-    value: T,
+    // Boxed: an error path should not make every Result as large as the
+    // 128-byte DeviceArray it might carry.
+    inner: Box<(Error, T)>,
 }
 
 impl<T> Rejected<T> {
     pub(crate) fn new(error: Error, value: T) -> Self {
-        Rejected { error, value }
+        Rejected {
+            inner: Box::new((error, value)),
+        }
     }
     /// The error.
     pub fn error(&self) -> &Error {
-        &self.error
+        &self.inner.0
     }
     /// The value handed back.
     pub fn into_value(self) -> T {
-        self.value
+        self.inner.1
     }
     /// The error and the value.
     pub fn into_parts(self) -> (Error, T) {
-        (self.error, self.value)
+        *self.inner
     }
 }
 
 impl<T> From<Rejected<T>> for Error {
     fn from(rejected: Rejected<T>) -> Error {
-        rejected.error
+        rejected.inner.0
     }
 }
 
 impl<T> fmt::Display for Rejected<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.error, f)
+        fmt::Display::fmt(self.error(), f)
     }
 }
 
 impl<T> fmt::Debug for Rejected<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Rejected").field("error", &self.error).finish_non_exhaustive()
+        f.debug_struct("Rejected")
+            .field("error", self.error())
+            .finish_non_exhaustive()
     }
 }
 

@@ -1,12 +1,18 @@
 //! [`HostArray`]: safe, bounds-checked reads of an array the host can read.
 //!
-//! Every accessor checks its index against the array's length and every
-//! byte it reads against the size of its buffer as the core computes it
-//! from the schema, the length and the offset (`ferry_array_buffer_size`).
-//! A producer that lies cannot make these reads leave the buffer sizes its
-//! own array declares; what no consumer can check on the CPU is a buffer
-//! smaller than the length says (the C interface carries no CPU buffer
-//! sizes: README, "What validation cannot see").
+//! Every accessor checks its index against the array's length, and every
+//! byte it reads against the size its buffer has by the array's own
+//! declaration: the Arrow layout of its format, length and offset (for
+//! variable-size data, up to the last offset). Typed accessors compute that
+//! size from the layout of the type they read; [`HostArray::buffer`] asks
+//! the core (`ferry_array_buffer_size`) for any buffer. Nothing is checked
+//! up front (the view costs a wait on the producer's event and a device
+//! check), so a structural lie shows as an error of the accessor that meets
+//! it; [`DeviceArray::validate`] reports everything at once. What no CPU
+//! consumer can check is a buffer smaller than its declaration (the C
+//! interface carries no CPU buffer sizes: README, "What validation cannot
+//! see").
+use std::cell::Cell;
 use std::fmt;
 use std::ops::Range;
 
@@ -16,11 +22,11 @@ use crate::device::DeviceType;
 use crate::error::{Error, Result};
 use crate::schema::SchemaView;
 
-/// A host-readable array with its schema, checked for reading: made by
-/// [`DeviceArray::host`], which waits on the producer's event and validates
-/// the structure first. Children and the dictionary are `HostArray`s too.
-/// Element accessors take logical indices (the array's offset is applied)
-/// and, like arrow-rs, ignore validity: ask [`is_valid`](Self::is_valid).
+/// A host-readable array with its schema, for reading values: made by
+/// [`DeviceArray::host`], which waits on the producer's event first.
+/// Children and the dictionary are `HostArray`s too. Element accessors take
+/// logical indices (the array's offset is applied) and, like arrow-rs,
+/// ignore validity: ask [`is_valid`](Self::is_valid).
 ///
 /// ```
 /// use ferry_arrow::{ArrayBuilder, Buffer, Schema};
@@ -42,10 +48,13 @@ use crate::schema::SchemaView;
 pub struct HostArray<'a> {
     schema: &'a SchemaView,
     array: &'a ArrayView,
+    /// The schema's format string, read once (compared as bytes: the
+    /// formats accessors accept are ASCII).
+    format: &'a [u8],
     device_type: DeviceType,
     device_id: i64,
-    /// The size in bytes of every buffer (0 for a NULL one).
-    sizes: Vec<usize>,
+    /// The core's size of buffers 0..3, computed on first use.
+    sizes: [Cell<Option<usize>>; 3],
 }
 
 /// The message for an index past the end.
@@ -54,39 +63,59 @@ fn out_of_range(what: &str, i: usize, len: usize) -> Error {
     Error::invalid(format!("{what} {i} is out of range for a length of {len}"))
 }
 
+#[cold]
+fn past_end(what: &str, b: usize, len: usize) -> Error {
+    Error::invalid(format!("{what} of buffer {b} is past its end ({len} bytes)"))
+}
+
 impl<'a> HostArray<'a> {
+    #[inline]
     pub(crate) fn new(array: &'a DeviceArray, schema: &'a SchemaView) -> Result<HostArray<'a>> {
-        if array.is_released() {
-            return Err(Error::invalid("cannot read a released array"));
-        }
         let device_type = array.device_type();
-        if device_type != DeviceType::CPU && !array.device()?.is_host_accessible() {
-            return Err(Error::invalid(format!(
-                "the array lives in {device_type} memory, which the host cannot read; \
-                 bring it over with DeviceArray::to_host first"
-            )));
+        if device_type != DeviceType::CPU {
+            HostArray::check_host_readable(array)?;
         }
         array.wait()?;
-        array.validate(schema, false)?;
         HostArray::node(schema, array.array(), device_type, array.device_id())
     }
 
+    #[cold]
+    fn check_host_readable(array: &DeviceArray) -> Result<()> {
+        if !array.device()?.is_host_accessible() {
+            return Err(Error::invalid(format!(
+                "the array lives in {} memory, which the host cannot read; \
+                 bring it over with DeviceArray::to_host first",
+                array.device_type()
+            )));
+        }
+        Ok(())
+    }
+
+    #[inline]
     fn node(schema: &'a SchemaView, array: &'a ArrayView, device_type: DeviceType, device_id: i64) -> Result<Self> {
-        let sizes = (0..array.n_buffers())
-            .map(|i| {
-                if array.buffer(i).is_null() {
-                    Ok(0)
-                } else {
-                    array.buffer_size(schema, device_type, device_id, i)
-                }
-            })
-            .collect::<Result<Vec<usize>>>()?;
+        if array.is_released() || schema.as_raw().release.is_none() {
+            return Err(Error::invalid("cannot read a released array or schema"));
+        }
+        // The few integers every accessor's arithmetic relies on.
+        let a = array.as_raw();
+        if a.length < 0
+            || a.offset < 0
+            || a.n_buffers < 0
+            || a.n_children < 0
+            || a.length.checked_add(a.offset).is_none()
+        {
+            return Err(Error::invalid(format!(
+                "length {}, offset {}, n_buffers {} or n_children {} is negative, or offset + length overflows",
+                a.length, a.offset, a.n_buffers, a.n_children
+            )));
+        }
         Ok(HostArray {
             schema,
             array,
+            format: schema.format_bytes(),
             device_type,
             device_id,
-            sizes,
+            sizes: Default::default(),
         })
     }
 
@@ -98,9 +127,10 @@ impl<'a> HostArray<'a> {
     pub fn array(&self) -> &'a ArrayView {
         self.array
     }
-    /// The format string.
+    /// The format string ("" when it is not UTF-8).
+    #[inline]
     pub fn format(&self) -> &'a str {
-        self.schema.format()
+        std::str::from_utf8(self.format).unwrap_or("")
     }
     /// Logical length.
     pub fn len(&self) -> usize {
@@ -119,17 +149,73 @@ impl<'a> HostArray<'a> {
         self.array.null_count()
     }
 
-    /// Buffer `i` as bytes, its size computed by the core; `None` for a
-    /// NULL buffer, `EINVAL` past the last buffer.
+    /// The core's size of buffer `i` (cached for the first three).
+    fn size(&self, i: usize) -> Result<usize> {
+        if let Some(size) = self.sizes.get(i).and_then(Cell::get) {
+            return Ok(size);
+        }
+        let size = self
+            .array
+            .buffer_size(self.schema, self.device_type, self.device_id, i)?;
+        if let Some(cell) = self.sizes.get(i) {
+            cell.set(Some(size));
+        }
+        Ok(size)
+    }
+
+    /// Buffer `i` as bytes, its size computed by the core from the schema,
+    /// the length and the offset; `None` for a NULL buffer, `EINVAL` past
+    /// the last buffer or when the declared size cannot be computed.
     pub fn buffer(&self, i: usize) -> Result<Option<&'a [u8]>> {
-        let size = *self
-            .sizes
-            .get(i)
-            .ok_or_else(|| out_of_range("buffer", i, self.sizes.len()))?;
-        // SAFETY: the host can read this memory (checked in new), the core
-        // computed its size from the validated structure, and the array is
-        // borrowed for 'a.
+        let n = self.array.n_buffers();
+        if i >= n {
+            return Err(out_of_range("buffer", i, n));
+        }
+        if self.array.buffer(i).is_null() {
+            return Ok(None);
+        }
+        let size = self.size(i)?;
+        // SAFETY: the host can read this memory (checked in new), of the
+        // size its producer declared, borrowed for 'a.
         Ok(unsafe { self.array.buffer_slice::<u8>(i, size) })
+    }
+
+    /// Buffer `b` as `len` bytes, `len` being the size the layout of the
+    /// type being read gives it (the typed accessors' own computation).
+    fn layout_buffer(&self, b: usize, len: Option<usize>) -> Result<&'a [u8]> {
+        let n = self.array.n_buffers();
+        if b >= n {
+            return Err(Error::invalid(format!(
+                "the array has {n} buffers; format {:?} needs buffer {b}",
+                self.format()
+            )));
+        }
+        let len = len.ok_or_else(|| {
+            Error::invalid(format!(
+                "the size of buffer {b} overflows (length {}, offset {})",
+                self.array.length(),
+                self.array.offset()
+            ))
+        })?;
+        if len == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: as in buffer().
+        unsafe { self.array.buffer_slice::<u8>(b, len) }
+            .ok_or_else(|| Error::invalid(format!("buffer {b} is NULL in an array of length {}", self.len())))
+    }
+
+    /// Slots `0 .. offset + len` (+ `extra`) times `width` bytes.
+    fn slots_bytes(&self, width: usize, extra: usize) -> Option<usize> {
+        self.offset()
+            .checked_add(self.len())?
+            .checked_add(extra)?
+            .checked_mul(width)
+    }
+
+    /// Bytes of a bitmap over slots `0 .. offset + len`.
+    fn bitmap_bytes(&self) -> Option<usize> {
+        Some(self.offset().checked_add(self.len())?.div_ceil(8))
     }
 
     fn check_index(&self, i: usize) -> Result<usize> {
@@ -139,30 +225,23 @@ impl<'a> HostArray<'a> {
         Ok(self.offset() + i)
     }
 
-    /// `size_of::<T>()` bytes at element `slot` of buffer `b` (unaligned).
-    fn read<T: NativeType>(&self, b: usize, slot: usize) -> Result<T> {
+    /// `size_of::<T>()` bytes at element `slot` of `bytes` (buffer `b`),
+    /// unaligned.
+    fn read<T: NativeType>(bytes: &[u8], b: usize, slot: usize) -> Result<T> {
         let width = std::mem::size_of::<T>();
-        let bytes = self.buffer(b)?.unwrap_or(&[]);
-        let start = slot.checked_mul(width).unwrap_or(usize::MAX);
-        let chunk = bytes.get(start..start.saturating_add(width)).ok_or_else(|| {
-            Error::invalid(format!(
-                "element {slot} of buffer {b} is past its end ({} bytes)",
-                bytes.len()
-            ))
-        })?;
+        let start = slot.saturating_mul(width);
+        let chunk = bytes
+            .get(start..start.saturating_add(width))
+            .ok_or_else(|| past_end(&format!("element {slot}"), b, bytes.len()))?;
         // SAFETY: `chunk` holds exactly size_of::<T>() bytes, and every bit
         // pattern is a valid NativeType (a sealed set of integers and floats).
         Ok(unsafe { std::ptr::read_unaligned(chunk.as_ptr() as *const T) })
     }
 
-    fn bit(&self, b: usize, slot: usize) -> Result<bool> {
-        let bytes = self.buffer(b)?.unwrap_or(&[]);
-        let byte = bytes.get(slot / 8).ok_or_else(|| {
-            Error::invalid(format!(
-                "bit {slot} of buffer {b} is past its end ({} bytes)",
-                bytes.len()
-            ))
-        })?;
+    fn bit(bytes: &[u8], b: usize, slot: usize) -> Result<bool> {
+        let byte = bytes
+            .get(slot / 8)
+            .ok_or_else(|| past_end(&format!("bit {slot}"), b, bytes.len()))?;
         Ok(byte & (1 << (slot % 8)) != 0)
     }
 
@@ -170,20 +249,35 @@ impl<'a> HostArray<'a> {
     /// type is `null`); true without a validity bitmap.
     pub fn is_valid(&self, i: usize) -> Result<bool> {
         let slot = self.check_index(i)?;
-        if self.format() == "n" {
+        let format = self.format;
+        if format == b"n" {
             return Ok(false);
         }
-        if self.sizes.is_empty() || self.array.buffer(0).is_null() {
-            return Ok(true);
+        if format.starts_with(b"+u") || format.starts_with(b"+r") {
+            return Err(Error::invalid(format!(
+                "format {:?} has no validity bitmap: ask its children",
+                self.format()
+            )));
         }
-        self.bit(0, slot)
+        // Buffer 0 is the validity bitmap of every other layout; its size
+        // (and with it that the format is one) comes from the core.
+        match self.buffer(0)? {
+            None => Ok(true),
+            Some(bitmap) => HostArray::bit(bitmap, 0, slot),
+        }
     }
 
+    #[inline]
     fn check_type<T: NativeType>(&self) -> Result<()> {
-        let format = self.format();
-        if format == T::FORMAT || T::is_physical_type_of(format) {
+        if self.format == T::FORMAT.as_bytes() || T::is_physical_type_of(self.format()) {
             return Ok(());
         }
+        self.wrong_type::<T>()
+    }
+
+    #[cold]
+    fn wrong_type<T: NativeType>(&self) -> Result<()> {
+        let format = self.format();
         Err(Error::invalid(format!(
             "cannot read {} values from an array of format {format:?}",
             std::any::type_name::<T>()
@@ -198,65 +292,67 @@ impl<'a> HostArray<'a> {
     pub fn values<T: NativeType>(&self) -> Result<&'a [T]> {
         self.check_type::<T>()?;
         let width = std::mem::size_of::<T>();
-        let bytes = self.buffer(1)?.unwrap_or(&[]);
-        let start = self.offset().checked_mul(width);
-        let end = (self.offset() + self.len()).checked_mul(width);
-        let range = start.zip(end).map(|(start, end)| start..end);
-        let bytes = range.and_then(|range| bytes.get(range)).ok_or_else(|| {
-            Error::invalid(format!(
-                "{} values from offset {} do not fit buffer 1 ({} bytes)",
-                self.len(),
-                self.offset(),
-                bytes.len()
-            ))
-        })?;
-        if bytes.is_empty() {
+        if self.is_empty() {
             return Ok(&[]);
         }
+        let bytes = self.layout_buffer(1, self.slots_bytes(width, 0))?;
+        let bytes = &bytes[self.offset() * width..];
         if bytes.as_ptr() as usize % std::mem::align_of::<T>() != 0 {
             return Err(Error::invalid(format!(
                 "buffer 1 is not aligned for {}; read it with value()",
                 std::any::type_name::<T>()
             )));
         }
-        // SAFETY: in bounds and aligned, checked above; any bit pattern is
-        // a valid NativeType.
+        // SAFETY: len() values fit (the slice holds offset + len of them),
+        // aligned, checked above; any bit pattern is a valid NativeType.
         Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const T, self.len()) })
     }
 
     /// Element `i` of a fixed-width array (see [`values`](Self::values)).
+    #[inline]
     pub fn value<T: NativeType>(&self, i: usize) -> Result<T> {
         self.check_type::<T>()?;
         let slot = self.check_index(i)?;
-        self.read::<T>(1, slot)
+        let width = std::mem::size_of::<T>();
+        HostArray::read::<T>(self.layout_buffer(1, self.slots_bytes(width, 0))?, 1, slot)
     }
 
     /// Element `i` of a boolean array ("b").
     pub fn bool_value(&self, i: usize) -> Result<bool> {
-        if self.format() != "b" {
+        if self.format != b"b" {
             return Err(Error::invalid(format!(
                 "bool_value needs format \"b\", not {:?}",
                 self.format()
             )));
         }
         let slot = self.check_index(i)?;
-        self.bit(1, slot)
+        HostArray::bit(self.layout_buffer(1, self.bitmap_bytes())?, 1, slot)
     }
 
-    /// An offset of a variable-size layout: 32 bits for `wide == false`.
-    fn offset_at(&self, slot: usize, wide: bool) -> Result<i64> {
+    /// The offsets buffer (buffer 1) of a variable-size layout: 32-bit
+    /// offsets for `wide == false`, `offset + len + 1` of them.
+    fn offsets(&self, wide: bool) -> Result<&'a [u8]> {
+        let width = if wide { 8 } else { 4 };
+        self.layout_buffer(1, self.slots_bytes(width, 1))
+    }
+
+    fn offset_at(offsets: &[u8], slot: usize, wide: bool) -> Result<i64> {
         if wide {
-            self.read::<i64>(1, slot)
+            HostArray::read::<i64>(offsets, 1, slot)
         } else {
-            self.read::<i32>(1, slot).map(i64::from)
+            HostArray::read::<i32>(offsets, 1, slot).map(i64::from)
         }
     }
 
-    /// The `[start, end)` range of element `i` from an offsets buffer,
+    /// The `[start, end)` range of element `i` from the offsets buffer,
     /// checked to be non-negative and not decreasing.
     fn offsets_range(&self, i: usize, wide: bool) -> Result<Range<usize>> {
         let slot = self.check_index(i)?;
-        let (start, end) = (self.offset_at(slot, wide)?, self.offset_at(slot + 1, wide)?);
+        let offsets = self.offsets(wide)?;
+        let (start, end) = (
+            HostArray::offset_at(offsets, slot, wide)?,
+            HostArray::offset_at(offsets, slot + 1, wide)?,
+        );
         if start < 0 || end < start {
             return Err(Error::invalid(format!(
                 "the offsets of element {i} are [{start}, {end}): negative or decreasing"
@@ -267,30 +363,33 @@ impl<'a> HostArray<'a> {
 
     /// Element `i` of a utf8 or binary array ("u", "z", "U", "Z") as bytes.
     pub fn bytes(&self, i: usize) -> Result<&'a [u8]> {
-        let wide = match self.format() {
-            "u" | "z" => false,
-            "U" | "Z" => true,
-            other => {
+        let wide = match self.format {
+            b"u" | b"z" => false,
+            b"U" | b"Z" => true,
+            _ => {
                 return Err(Error::invalid(format!(
-                    "bytes needs a utf8 or binary format, not {other:?}"
+                    "bytes needs a utf8 or binary format, not {:?}",
+                    self.format()
                 )))
             }
         };
         let range = self.offsets_range(i, wide)?;
-        let data = self.buffer(2)?.unwrap_or(&[]);
-        let end = range.end;
-        data.get(range).ok_or_else(|| {
-            Error::invalid(format!(
-                "element {i} ends at byte {end}, past the data buffer ({} bytes)",
-                data.len()
-            ))
-        })
+        // The data buffer's declared size is the last offset.
+        let last = HostArray::offset_at(self.offsets(wide)?, self.offset() + self.len(), wide)?;
+        if range.end as i64 > last {
+            return Err(Error::invalid(format!(
+                "element {i} ends at byte {}, past the data buffer ({last} bytes by the last offset)",
+                range.end
+            )));
+        }
+        let data = self.layout_buffer(2, Some(last.max(0) as usize))?;
+        Ok(&data[range])
     }
 
     /// Element `i` of a utf8 array ("u", "U"); `EINVAL` when its bytes are
     /// not UTF-8.
     pub fn str(&self, i: usize) -> Result<&'a str> {
-        if !matches!(self.format(), "u" | "U") {
+        if !matches!(self.format, b"u" | b"U") {
             return Err(Error::invalid(format!(
                 "str needs a utf8 format, not {:?}",
                 self.format()
@@ -311,7 +410,11 @@ impl<'a> HostArray<'a> {
                     let slot = self.check_index(i)?;
                     slot.saturating_mul(n)..(slot + 1).saturating_mul(n)
                 }
-                None => return Err(Error::invalid(format!("list_range needs a list format, not {format:?}"))),
+                None => {
+                    return Err(Error::invalid(format!(
+                        "list_range needs a list format, not {format:?}"
+                    )))
+                }
             },
         };
         let child_len = self.child(0)?.len();
@@ -324,7 +427,7 @@ impl<'a> HostArray<'a> {
         Ok(range)
     }
 
-    /// Child `k` (with its schema), checked like its parent.
+    /// Child `k` (with its schema); `EINVAL` when it is missing or released.
     pub fn child(&self, k: usize) -> Result<HostArray<'a>> {
         let n = self.array.n_children();
         if k >= n {
@@ -332,7 +435,9 @@ impl<'a> HostArray<'a> {
         }
         match (self.schema.child(k), self.array.child(k)) {
             (Some(schema), Some(array)) => HostArray::node(schema, array, self.device_type, self.device_id),
-            _ => Err(Error::invalid(format!("child {k} is missing from the schema or the array"))),
+            _ => Err(Error::invalid(format!(
+                "child {k} is missing from the schema or the array"
+            ))),
         }
     }
 
@@ -351,7 +456,7 @@ impl fmt::Debug for HostArray<'_> {
             .field("format", &self.format())
             .field("len", &self.len())
             .field("offset", &self.offset())
-            .field("buffer_sizes", &self.sizes)
+            .field("n_buffers", &self.array.n_buffers())
             .finish()
     }
 }

@@ -1,29 +1,42 @@
-//! # ferry: zero-copy Arrow device arrays and streams across runtimes
+//! # ferry-arrow: zero-copy Arrow device arrays and streams across runtimes
 //!
 //! The safe Rust binding of `libferry`, the C core that hands Arrow C Device
 //! Data Interface structs (`ArrowDeviceArray`, `ArrowDeviceArrayStream`)
-//! between runtimes in one process without copying.
+//! between runtimes in one process without copying, on the CPU, CUDA, ROCm
+//! or ferry's simulated device.
 //!
 //! - [`DeviceArray`], [`Schema`] and [`DeviceArrayStream`] own their C
 //!   structs and release them exactly once, on drop; none is `Clone`.
 //!   `from_raw` imports by move, `export_to` hands over by move.
+//! - Reading: [`DeviceArray::host`] gives a [`HostArray`] whose accessors
+//!   (`values`, `value`, `is_valid`, `str`, `list_range`, `child`, ...)
+//!   check every index and byte against the array's declared sizes;
+//!   [`DeviceArray::to_host`] brings an array on any device to the CPU
+//!   (moved where reachable, else copied); [`DeviceArray::validate`] runs
+//!   the core's validator.
 //! - [`ArrayBuilder`] and [`Buffer`] export Rust memory (`Vec`, boxed
 //!   slices, `Arc`s, device buffers) without copying; the owners are dropped
 //!   when the consumer releases the array.
 //! - [`DeviceArrayStream::from_iter`] / [`from_producer`](DeviceArrayStream::from_producer)
 //!   export any iterator as a stream; [`DeviceArrayStream`] is itself an
 //!   `Iterator<Item = Result<DeviceArray>>`.
+//! - GPUs: [`Device`] allocates, copies, makes [`DeviceStream`]s and
+//!   [`Event`]s; [`StreamHandle`] / [`EventHandle`] wrap the user's own
+//!   CUDA/HIP stream or event; [`DeviceArray::wait_on`] and
+//!   [`DeviceArrayStream::next_on`] hand arrays and batches to a consumer
+//!   stream; [`DeviceArray::move_to`] / [`copy_to`](DeviceArray::copy_to)
+//!   cross devices; [`DeviceArray::to_dlpack`] / [`from_dlpack`](DeviceArray::from_dlpack)
+//!   speak DLPack 1.x.
 //! - Hot paths fill the consumer's struct in place instead of moving a
 //!   128-byte [`DeviceArray`]: [`ArrayBuilder::build_into`], iterators of
 //!   [`ArrayBuilder`]s as streams, [`ArrayProducer::next_into`] with an
 //!   [`ArraySlot`], and [`DeviceArrayStream::next_ref`] on the consuming
 //!   side.
-//! - [`Device`] allocates, copies, and creates streams and events through the
-//!   core, so Rust code can produce on any device ferry knows (the simulated
-//!   one included); [`DeviceArray::wait`] waits on a producer's sync event.
 //! - Errors are [`Error`] (errno code + message). No panic crosses a C
 //!   boundary: every callback ferry calls into Rust runs inside [`guard`].
-//! - With the `arrow` feature: conversions to and from the `arrow` crate.
+//! - arrow-rs: features `arrow-57` ... `arrow-60` (`arrow` = the newest, as
+//!   the module `ferry_arrow::arrow`): arrays, record batches, schemas and
+//!   `RecordBatchReader` streams both ways; imports are validated first.
 //!
 //! ```
 //! use ferry_arrow::{ArrayBuilder, Buffer, DeviceArray, Schema};
@@ -43,10 +56,11 @@
 //! unsafe { array.export_to(&mut c_struct).unwrap() };
 //! let imported = unsafe { DeviceArray::from_raw(&mut c_struct).unwrap() };
 //!
-//! // ...which reads the very same memory.
-//! imported.wait().unwrap();
-//! assert_eq!(imported.buffer(1) as *const i32, address);
-//! imported.validate(&schema, true).unwrap();
+//! // ...which reads the very same memory, checked.
+//! let host = imported.host(&schema).unwrap();
+//! assert_eq!(host.values::<i32>().unwrap(), &[1, 2, 3, 4]);
+//! assert_eq!(host.values::<i32>().unwrap().as_ptr(), address);
+//! assert!(host.value::<i32>(4).is_err()); // out of range: an error, not a read
 //! drop(imported); // releases once: the Vec is freed here
 //! ```
 #![warn(missing_docs)]
@@ -64,7 +78,12 @@ mod schema;
 mod stream;
 mod words;
 
-#[cfg(any(feature = "arrow-57", feature = "arrow-58", feature = "arrow-59", feature = "arrow-60"))]
+#[cfg(any(
+    feature = "arrow-57",
+    feature = "arrow-58",
+    feature = "arrow-59",
+    feature = "arrow-60"
+))]
 mod arrow_rs;
 
 #[cfg(feature = "arrow-57")]

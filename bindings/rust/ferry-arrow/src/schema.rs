@@ -54,6 +54,24 @@ impl SchemaView {
         unsafe { sys::ferry_schema_is_released(self.as_ptr()) != 0 }
     }
 
+    /// The raw struct (read-only).
+    #[inline]
+    pub(crate) fn as_raw(&self) -> &sys::ArrowSchema {
+        &self.0
+    }
+
+    /// The format string's bytes, read from the struct directly (no UTF-8
+    /// check); empty when absent.
+    #[inline]
+    pub(crate) fn format_bytes(&self) -> &[u8] {
+        if self.0.format.is_null() {
+            return &[];
+        }
+        // SAFETY: a valid schema's format is a NUL-terminated string that
+        // lives as long as the schema.
+        unsafe { CStr::from_ptr(self.0.format) }.to_bytes()
+    }
+
     /// The format string ("i", "+s", "u", ...); "" when absent or not UTF-8.
     pub fn format(&self) -> &str {
         unsafe { opt_str(sys::ferry_schema_format(self.as_ptr())) }.unwrap_or("")

@@ -102,7 +102,10 @@ fn host_reads_the_sim_device_in_place() {
     // The sim device is host-accessible, so this works without a copy.
     let host = array.host(&schema).unwrap();
     assert_eq!(host.buffer(1).unwrap().unwrap().len(), 4);
-    assert_eq!(host.values::<i32>().unwrap().as_ptr() as *const std::os::raw::c_void, array.buffer(1));
+    assert_eq!(
+        host.values::<i32>().unwrap().as_ptr() as *const std::os::raw::c_void,
+        array.buffer(1)
+    );
 }
 
 #[test]

@@ -19,10 +19,15 @@ fn emulated(device_type: DeviceType) -> Option<Device> {
         "FERRY_HIP_LIBRARY"
     };
     if std::env::var_os(var).is_none() {
-        eprintln!("SKIPPED: {device_type} through the driver emulation: {var} is not set (bindings/rust/test.sh sets it)");
+        eprintln!(
+            "SKIPPED: {device_type} through the driver emulation: {var} is not set (bindings/rust/test.sh sets it)"
+        );
         return None;
     }
-    Some(Device::resolve(device_type, 0).unwrap_or_else(|e| panic!("{var} is set but {device_type} 0 is unavailable: {e}")))
+    Some(
+        Device::resolve(device_type, 0)
+            .unwrap_or_else(|e| panic!("{var} is set but {device_type} 0 is unavailable: {e}")),
+    )
 }
 
 const GPUS: [DeviceType; 2] = [DeviceType::CUDA, DeviceType::ROCM];
@@ -57,7 +62,10 @@ fn device_memory_reaches_the_host_only_explicitly() {
     for t in GPUS {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let Some(device) = emulated(t) else { continue };
-        assert!(!device.is_host_accessible(), "{t}: the test needs memory the host may not read");
+        assert!(
+            !device.is_host_accessible(),
+            "{t}: the test needs memory the host may not read"
+        );
         let stream = Arc::new(device.create_stream().unwrap());
         let array = device_int32(device, &stream, &[1, 2, 3]);
         assert!(!array.sync_event().is_null(), "{t}: an event was recorded");
@@ -66,7 +74,11 @@ fn device_memory_reaches_the_host_only_explicitly() {
         assert!(err.message().contains("to_host"), "{t}: {err}");
         let before = device.live_allocations();
         let host = array.to_host(&schema).unwrap();
-        assert_eq!(device.live_allocations(), before - 1, "{t}: the device copy was released");
+        assert_eq!(
+            device.live_allocations(),
+            before - 1,
+            "{t}: the device copy was released"
+        );
         assert_eq!(host.device_type(), DeviceType::CPU);
         assert!(host.sync_event().is_null());
         assert_eq!(host.host(&schema).unwrap().values::<i32>().unwrap(), &[1, 2, 3]);
@@ -91,7 +103,11 @@ fn moves_between_devices_and_copies_leave_the_source() {
         let (_, cpu) = ferry_arrow::export_primitive(vec![4i32, 5, 6], None).unwrap();
         let on_device = cpu.move_to(&schema, t, 0).unwrap();
         assert_eq!(on_device.device_type(), t);
-        let other = if t == DeviceType::CUDA { DeviceType::ROCM } else { DeviceType::CUDA };
+        let other = if t == DeviceType::CUDA {
+            DeviceType::ROCM
+        } else {
+            DeviceType::CUDA
+        };
         let hop = match emulated(other) {
             Some(_) => on_device.move_to(&schema, other, 0).unwrap(),
             None => on_device,
@@ -109,10 +125,22 @@ fn a_refused_move_hands_the_array_back() {
         let stream = Arc::new(device.create_stream().unwrap());
         let array = device_int32(device, &stream, &[1]);
         let rejected = array.move_to(&int32(), t, 99).unwrap_err();
-        assert!(rejected.error().is_unavailable() || rejected.error().is_invalid_argument(), "{t}");
+        assert!(
+            rejected.error().is_unavailable() || rejected.error().is_invalid_argument(),
+            "{t}"
+        );
         let array = rejected.into_value();
         assert_eq!(array.device_type(), t);
-        assert_eq!(array.to_host(&int32()).unwrap().host(&int32()).unwrap().value::<i32>(0).unwrap(), 1);
+        assert_eq!(
+            array
+                .to_host(&int32())
+                .unwrap()
+                .host(&int32())
+                .unwrap()
+                .value::<i32>(0)
+                .unwrap(),
+            1
+        );
     }
 }
 
@@ -133,7 +161,15 @@ fn stream_batches_are_handed_to_a_consumer_stream() {
             let mut back = [0u8; 8];
             let cpu = Device::cpu().unwrap();
             unsafe {
-                Device::memcpy(&cpu, back.as_mut_ptr().cast(), &device, batch.buffer(1), 8, Some(&consumer)).unwrap();
+                Device::memcpy(
+                    &cpu,
+                    back.as_mut_ptr().cast(),
+                    &device,
+                    batch.buffer(1),
+                    8,
+                    Some(&consumer),
+                )
+                .unwrap();
             }
             consumer.synchronize().unwrap();
             seen.push(i32::from_ne_bytes(back[4..8].try_into().unwrap()));
@@ -169,7 +205,16 @@ fn a_users_own_stream_and_event_work_through_handles() {
         let their_event = unsafe { ferry_arrow::EventHandle::from_raw(device, native_event) };
         their_event.record(&their_stream).unwrap();
         their_event.synchronize().unwrap();
-        assert_eq!(array.to_host(&int32()).unwrap().host(&int32()).unwrap().value::<i32>(0).unwrap(), 42);
+        assert_eq!(
+            array
+                .to_host(&int32())
+                .unwrap()
+                .host(&int32())
+                .unwrap()
+                .value::<i32>(0)
+                .unwrap(),
+            42
+        );
 
         // Their event passed through with an array: destroyed by their
         // destructor after the consumer's release, exactly once.
@@ -189,7 +234,6 @@ fn a_users_own_stream_and_event_work_through_handles() {
         assert_eq!(array.sync_event(), native_event);
         drop(array);
         assert_eq!(destroyed.load(std::sync::atomic::Ordering::SeqCst), 1, "{t}");
-        drop(their_stream);
         theirs.synchronize().unwrap();
     }
 }

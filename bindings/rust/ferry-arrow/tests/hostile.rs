@@ -13,7 +13,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
-use ferry_arrow::{errno, sys, DeviceArray, DeviceArrayStream, DeviceType, Error, Schema};
+use ferry_arrow::{errno, sys, DeviceArray, DeviceArrayStream, DeviceType, Error, HostArray, Schema};
 
 #[cfg(feature = "arrow")]
 use ferry_arrow::arrow::{ArrowArrayExt, ArrowSchemaViewExt, ArrowStreamExt};
@@ -202,19 +202,67 @@ fn assert_mentions(result: Result<impl std::fmt::Debug, Error>, needle: &str, wh
     }
 }
 
-/// A structural lie (DEFAULT validation sees it): every import path refuses
-/// with the finding. The array is released on the way out (callers check
-/// that LIVE is back to 0).
+/// Reads element `i` of `h` the way a user would, by its format: values,
+/// strings, children (struct fields at i + offset, list items).
+fn read_at(h: &HostArray<'_>, i: usize) -> ferry_arrow::Result<()> {
+    h.is_valid(i)?;
+    match h.format() {
+        "i" => drop(h.value::<i32>(i)?),
+        "u" => drop(h.str(i)?),
+        "+s" => {
+            for k in 0..h.schema().n_children() {
+                read_at(&h.child(k)?, i + h.offset())?;
+            }
+        }
+        "+l" => {
+            let items = h.child(0)?;
+            for j in h.list_range(i)? {
+                read_at(&items, j)?;
+            }
+        }
+        other => panic!("read_at does not know format {other:?}"),
+    }
+    if h.schema().dictionary().is_some() {
+        read_all(&h.dictionary()?)?;
+    }
+    Ok(())
+}
+
+/// Every element of `h` (see read_at).
+fn read_all(h: &HostArray<'_>) -> ferry_arrow::Result<()> {
+    (0..h.len()).try_for_each(|i| read_at(h, i))
+}
+
+/// A structural lie: `validate` reports the finding, reading through
+/// `host()` fails (at `host()` or at the accessor that meets the lie)
+/// instead of reading anything the array does not declare, and `to_arrow`
+/// refuses with the finding. The array is released on the way out
+/// (callers check that LIVE is back to 0).
 fn refused_everywhere(name: &str, schema: Schema, mut raw: sys::ArrowDeviceArray, needle: &str) {
     let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
     assert_mentions(array.validate(&schema, false), needle, &format!("{name}: validate"));
-    assert_mentions(array.host(&schema).map(|_| ()), needle, &format!("{name}: host()"));
+    let read = array.host(&schema).and_then(|h| read_all(&h));
+    assert!(read.is_err(), "{name}: host() read it all without an error");
+    assert_mentions(read, "", &format!("{name}: host()"));
     #[cfg(feature = "arrow")]
     {
         let err = array.to_arrow(&schema).unwrap_err();
-        assert!(err.message().starts_with("the array fails validation: "), "{name}: to_arrow: {err}");
+        assert!(
+            err.message().starts_with("the array fails validation: "),
+            "{name}: to_arrow: {err}"
+        );
         assert_mentions(Err::<(), _>(err), needle, &format!("{name}: to_arrow"));
     }
+}
+
+/// A lie about what nobody reads (null count, reserved words): `validate`
+/// and `to_arrow` report it; the values themselves read fine.
+fn reported_not_in_the_way(name: &str, schema: Schema, mut raw: sys::ArrowDeviceArray, needle: &str) {
+    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    assert_mentions(array.validate(&schema, false), needle, &format!("{name}: validate"));
+    read_all(&array.host(&schema).unwrap()).unwrap();
+    #[cfg(feature = "arrow")]
+    assert_mentions(array.to_arrow(&schema), needle, &format!("{name}: to_arrow"));
 }
 
 #[test]
@@ -223,62 +271,94 @@ fn structural_lies_are_refused_on_every_path() {
     let int32_values = || i32s(&[1, 2, 3, 4]);
     type Case = (&'static str, Schema, Node, DeviceType, &'static str);
     let cases: Vec<Case> = vec![
-        ("missing values buffer", schema("i"), node(4, vec![Buf::Null]), DeviceType::CPU, "buffer"),
-        ("NULL values buffer", schema("i"), node(4, vec![Buf::Null, Buf::Null]), DeviceType::CPU, "NULL"),
-        ("negative length", schema("i"), node(-1, vec![Buf::Null, int32_values()]), DeviceType::CPU, "length"),
         (
-            "null_count above length",
+            "missing values buffer",
             schema("i"),
-            Node { null_count: 9, ..node(4, vec![Buf::Null, int32_values()]) },
+            node(4, vec![Buf::Null]),
             DeviceType::CPU,
-            "null_count",
+            "buffer",
+        ),
+        (
+            "NULL values buffer",
+            schema("i"),
+            node(4, vec![Buf::Null, Buf::Null]),
+            DeviceType::CPU,
+            "NULL",
+        ),
+        (
+            "negative length",
+            schema("i"),
+            node(-1, vec![Buf::Null, int32_values()]),
+            DeviceType::CPU,
+            "length",
         ),
         (
             "negative offset",
             schema("i"),
-            Node { offset: -2, ..node(2, vec![Buf::Null, int32_values()]) },
+            Node {
+                offset: -2,
+                ..node(2, vec![Buf::Null, int32_values()])
+            },
             DeviceType::CPU,
             "offset",
         ),
         (
             "offset + length overflows",
             schema("i"),
-            Node { offset: i64::MAX, ..node(2, vec![Buf::Null, int32_values()]) },
+            Node {
+                offset: i64::MAX,
+                ..node(2, vec![Buf::Null, int32_values()])
+            },
             DeviceType::CPU,
             "overflow",
         ),
         (
             "negative n_buffers",
             schema("i"),
-            Node { n_buffers: Some(-1), ..node(0, vec![]) },
+            Node {
+                n_buffers: Some(-1),
+                ..node(0, vec![])
+            },
             DeviceType::CPU,
             "buffer",
         ),
         (
             "struct with a child missing",
             struct_schema(&["i", "u"]),
-            Node { children: vec![Child::Node(node(1, vec![Buf::Null, i32s(&[1])]))], ..node(1, vec![Buf::Null]) },
+            Node {
+                children: vec![Child::Node(node(1, vec![Buf::Null, i32s(&[1])]))],
+                ..node(1, vec![Buf::Null])
+            },
             DeviceType::CPU,
             "child",
         ),
         (
             "NULL child pointer",
             struct_schema(&["i"]),
-            Node { children: vec![Child::Null], ..node(1, vec![Buf::Null]) },
+            Node {
+                children: vec![Child::Null],
+                ..node(1, vec![Buf::Null])
+            },
             DeviceType::CPU,
             "NULL",
         ),
         (
             "released child",
             struct_schema(&["i"]),
-            Node { children: vec![Child::Released], ..node(1, vec![Buf::Null]) },
+            Node {
+                children: vec![Child::Released],
+                ..node(1, vec![Buf::Null])
+            },
             DeviceType::CPU,
             "released",
         ),
         (
             "child shorter than its parent",
             struct_schema(&["i"]),
-            Node { children: vec![Child::Node(node(1, vec![Buf::Null, i32s(&[1])]))], ..node(3, vec![Buf::Null]) },
+            Node {
+                children: vec![Child::Node(node(1, vec![Buf::Null, i32s(&[1])]))],
+                ..node(3, vec![Buf::Null])
+            },
             DeviceType::CPU,
             "length",
         ),
@@ -299,8 +379,25 @@ fn structural_lies_are_refused_on_every_path() {
     ];
     for (name, schema, node, device_type, needle) in cases {
         refused_everywhere(name, schema, device_array(node, device_type), needle);
-        assert_eq!(LIVE.load(Ordering::SeqCst), 0, "{name}: nothing leaked, nothing released twice");
+        assert_eq!(
+            LIVE.load(Ordering::SeqCst),
+            0,
+            "{name}: nothing leaked, nothing released twice"
+        );
     }
+    reported_not_in_the_way(
+        "null_count above length",
+        schema("i"),
+        device_array(
+            Node {
+                null_count: 9,
+                ..node(4, vec![Buf::Null, int32_values()])
+            },
+            DeviceType::CPU,
+        ),
+        "null_count",
+    );
+    assert_eq!(LIVE.load(Ordering::SeqCst), 0);
 }
 
 /// int32 of length 2^62: its byte size overflows int64. The core's
@@ -311,7 +408,15 @@ fn a_length_whose_byte_size_overflows_is_refused() {
     let _s = serial();
     let mut raw = device_array(node(1 << 62, vec![Buf::Null, i32s(&[1, 2])]), DeviceType::CPU);
     let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
-    assert_mentions(array.host(&schema("i")).map(|_| ()), "int64", "host() of 2^62 int32");
+    let int32 = schema("i");
+    let host = array.host(&int32).unwrap();
+    assert_mentions(host.value::<i32>(0), "overflows", "value(0) of 2^62 int32");
+    assert_mentions(host.values::<i32>().map(|_| ()), "overflows", "values() of 2^62 int32");
+    assert_mentions(
+        host.buffer(1).map(|_| ()),
+        "int64",
+        "buffer(1) of 2^62 int32 (the core's size)",
+    );
     #[cfg(feature = "arrow")]
     {
         let err = array.to_arrow(&schema("i")).unwrap_err();
@@ -326,14 +431,23 @@ fn a_length_whose_byte_size_overflows_is_refused() {
 fn a_cycle_of_children_ends_in_a_finding() {
     let _s = serial();
     // struct<struct<...>>: the inner struct's only child is itself.
-    let inner = Schema::builder("+s").child(Schema::new("i", Some("leaf")).unwrap()).build().unwrap();
+    let inner = Schema::builder("+s")
+        .child(Schema::new("i", Some("leaf")).unwrap())
+        .build()
+        .unwrap();
     let schema = Schema::builder("+s").child(inner).build().unwrap();
     let cycle = Child::SelfCycle(node(1, vec![Buf::Null]));
-    let raw = device_array(Node { children: vec![cycle], ..node(1, vec![Buf::Null]) }, DeviceType::CPU);
+    let raw = device_array(
+        Node {
+            children: vec![cycle],
+            ..node(1, vec![Buf::Null])
+        },
+        DeviceType::CPU,
+    );
     let mut raw = raw;
     let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
     assert!(array.validate(&schema, true).is_err());
-    assert!(array.host(&schema).is_err());
+    assert!(array.host(&schema).and_then(|h| read_all(&h)).is_err());
     drop(array);
     assert_eq!(LIVE.load(Ordering::SeqCst), 0);
 }
@@ -348,7 +462,7 @@ fn device_fields_that_lie_are_refused() {
     assert_eq!(LIVE.load(Ordering::SeqCst), 0);
     let mut raw = device_array(node(1, vec![Buf::Null, i32s(&[1])]), DeviceType::CPU);
     raw.reserved[1] = 7;
-    refused_everywhere("reserved words not zero", schema("i"), raw, "reserved");
+    reported_not_in_the_way("reserved words not zero", schema("i"), raw, "reserved");
     assert_eq!(LIVE.load(Ordering::SeqCst), 0);
 }
 
@@ -397,22 +511,36 @@ fn content_lies_are_caught_before_anything_reads_them() {
     let dict_schema = Schema::builder("i").name("d").dictionary(schema("u")).build().unwrap();
     let dictionary = node(2, vec![Buf::Null, i32s(&[0, 1, 2]), bytes(b"ab")]);
     let raw = device_array(
-        Node { dictionary: Some(Box::new(Child::Node(dictionary))), ..node(2, vec![Buf::Null, i32s(&[1, 5])]) },
+        Node {
+            dictionary: Some(Box::new(Child::Node(dictionary))),
+            ..node(2, vec![Buf::Null, i32s(&[1, 5])])
+        },
         DeviceType::CPU,
     );
     let mut raw = raw;
     let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
-    assert_mentions(array.validate(&dict_schema, true), "dictionary", "dictionary index: validate");
+    assert_mentions(
+        array.validate(&dict_schema, true),
+        "dictionary",
+        "dictionary index: validate",
+    );
     let host = array.host(&dict_schema).unwrap();
     assert_eq!(host.value::<i32>(1).unwrap(), 5);
-    assert_mentions(host.dictionary().unwrap().str(5), "out of range", "dictionary index: lookup");
+    assert_mentions(
+        host.dictionary().unwrap().str(5),
+        "out of range",
+        "dictionary index: lookup",
+    );
     #[cfg(feature = "arrow")]
     assert_mentions(array.to_arrow(&dict_schema), "dictionary", "dictionary index: to_arrow");
     #[cfg(not(feature = "arrow"))]
     drop(array);
 
     // List offsets past the child.
-    let list_schema = Schema::builder("+l").child(Schema::new("i", Some("item")).unwrap()).build().unwrap();
+    let list_schema = Schema::builder("+l")
+        .child(Schema::new("i", Some("item")).unwrap())
+        .build()
+        .unwrap();
     let raw = device_array(
         Node {
             children: vec![Child::Node(node(2, vec![Buf::Null, i32s(&[1, 2])]))],
@@ -422,7 +550,10 @@ fn content_lies_are_caught_before_anything_reads_them() {
     );
     let mut raw = raw;
     let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
-    assert!(array.validate(&list_schema, true).is_err(), "list offsets past the child");
+    assert!(
+        array.validate(&list_schema, true).is_err(),
+        "list offsets past the child"
+    );
     let host = array.host(&list_schema);
     if let Ok(host) = host {
         assert_eq!(host.list_range(0).unwrap(), 0..1);
@@ -451,7 +582,13 @@ fn accessors_check_types_and_indices() {
     assert!(!host.is_valid(2).unwrap());
     // A hand-made int32 whose offset puts the values past its buffer:
     // the computed size says so, no read happens.
-    let mut raw = device_array(Node { offset: 3, ..node(2, vec![Buf::Null, i32s(&[1, 2, 3])]) }, DeviceType::CPU);
+    let mut raw = device_array(
+        Node {
+            offset: 3,
+            ..node(2, vec![Buf::Null, i32s(&[1, 2, 3])])
+        },
+        DeviceType::CPU,
+    );
     let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
     // The buffer is declared by length + offset = 5 values (20 bytes); the
     // real one has 12: what no CPU consumer can see (README).
@@ -497,9 +634,12 @@ fn hostile_schemas_are_refused() {
     let _s = serial();
     let bad_format = raw_schema(b"zz", b"x");
     assert_mentions(bad_format.validate(), "format", "format zz");
-    let mut raw = device_array(node(1, vec![Buf::Null, i32s(&[1])]), DeviceType::CPU);
+    let mut raw = device_array(node(1, vec![bytes(&[1]), i32s(&[1])]), DeviceType::CPU);
     let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
-    assert_mentions(array.host(&bad_format).map(|_| ()), "format", "an array under format zz");
+    let host = array.host(&bad_format).unwrap();
+    assert_mentions(host.is_valid(0), "format", "is_valid under format zz");
+    assert_mentions(host.value::<i32>(0), "cannot read", "value under format zz");
+    assert_mentions(host.buffer(1).map(|_| ()), "format", "buffer under format zz");
     #[cfg(feature = "arrow")]
     {
         assert_mentions(bad_format.to_arrow_field(), "format", "to_arrow_field of zz");
@@ -546,17 +686,29 @@ unsafe extern "C" fn stream_get_schema(stream: *mut sys::ArrowDeviceArrayStream,
             0
         }
         _ => {
-            let s = Schema::builder("+s").child(Schema::new("u", Some("s")).unwrap()).build().unwrap();
+            let s = Schema::builder("+s")
+                .child(Schema::new("u", Some("s")).unwrap())
+                .build()
+                .unwrap();
             s.export_to(out).map_or(errno::EIO, |()| 0)
         }
     }
 }
 
-unsafe extern "C" fn stream_get_next(stream: *mut sys::ArrowDeviceArrayStream, out: *mut sys::ArrowDeviceArray) -> c_int {
+unsafe extern "C" fn stream_get_next(
+    stream: *mut sys::ArrowDeviceArrayStream,
+    out: *mut sys::ArrowDeviceArray,
+) -> c_int {
     let private = &*((*stream).private_data as *const StreamPrivate);
     let strukt = |device_type| {
         let column = node(3, vec![Buf::Null, i32s(&[0, 4, 2, 6]), bytes(b"abcdef")]);
-        device_array(Node { children: vec![Child::Node(column)], ..node(3, vec![Buf::Null]) }, device_type)
+        device_array(
+            Node {
+                children: vec![Child::Node(column)],
+                ..node(3, vec![Buf::Null])
+            },
+            device_type,
+        )
     };
     match private.behaviour {
         Behaviour::BadBatch => {
@@ -615,7 +767,11 @@ fn hostile_streams_come_back_as_errors() {
 
     let mut s = hostile_stream(Behaviour::WrongDevice);
     let err = s.next_array().unwrap_err();
-    assert!(err.message().contains("device type ext_dev from a stream of device type cpu"), "{err}");
+    assert!(
+        err.message()
+            .contains("device type ext_dev from a stream of device type cpu"),
+        "{err}"
+    );
     let err = s.next_ref().unwrap_err();
     assert!(err.message().contains("device type"), "next_ref: {err}");
     drop(s);
@@ -637,7 +793,11 @@ fn hostile_streams_come_back_as_errors() {
     let batch = s.next_array().unwrap().unwrap();
     assert_mentions(batch.validate(&schema, true), "offset", "a stream's bad batch");
     drop((batch, schema, s));
-    assert_eq!(LIVE.load(Ordering::SeqCst), 0, "every schema, batch and stream released once");
+    assert_eq!(
+        LIVE.load(Ordering::SeqCst),
+        0,
+        "every schema, batch and stream released once"
+    );
 }
 
 #[cfg(feature = "arrow")]
@@ -646,17 +806,24 @@ fn hostile_streams_through_the_arrow_reader() {
     let _s = serial();
     let err = hostile_stream(Behaviour::BadSchema).into_arrow_reader().unwrap_err();
     assert!(err.message().contains("format"), "{err}");
-    let err = hostile_stream(Behaviour::ReleasedSchema).into_arrow_reader().unwrap_err();
+    let err = hostile_stream(Behaviour::ReleasedSchema)
+        .into_arrow_reader()
+        .unwrap_err();
     assert!(err.message().contains("released schema"), "{err}");
 
     let mut reader = hostile_stream(Behaviour::BadBatch).into_arrow_reader().unwrap();
     let err = reader.next().unwrap().unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("the array fails validation") && text.contains("offset"), "{text}");
+    assert!(
+        text.contains("the array fails validation") && text.contains("offset"),
+        "{text}"
+    );
     assert!(reader.next().is_none());
     drop(reader);
 
-    let mut reader = hostile_stream(Behaviour::Fails(errno::EIO)).into_arrow_reader().unwrap();
+    let mut reader = hostile_stream(Behaviour::Fails(errno::EIO))
+        .into_arrow_reader()
+        .unwrap();
     assert!(reader.next().unwrap().is_err());
     drop(reader);
     assert_eq!(LIVE.load(Ordering::SeqCst), 0);
@@ -677,8 +844,14 @@ fn nothing_reaches_stderr() {
         .env("RUST_BACKTRACE", "1")
         .output()
         .unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "the hostile tests failed in the child:\n{stdout}\n{stderr}");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "the hostile tests failed in the child:\n{stdout}\n{stderr}"
+    );
     assert!(stdout.contains("test result: ok"), "{stdout}");
     assert!(stderr.trim().is_empty(), "stderr of the hostile tests:\n{stderr}");
 }

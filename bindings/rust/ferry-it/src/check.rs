@@ -233,7 +233,12 @@ pub fn check_array_contents(case: &Case, host: &HostArray<'_>) -> Result<()> {
                 let slot = (i + o) as usize;
                 let (got, want) = (a.value::<i32>(slot)?, f::int32(seed, i));
                 ensure!(got == want, "array.children[0]: element {i} is {got}, expected {want}");
-                check_var(&b, slot, f::utf8(seed.wrapping_add(1), i).as_bytes(), "array.children[1]")?;
+                check_var(
+                    &b,
+                    slot,
+                    f::utf8(seed.wrapping_add(1), i).as_bytes(),
+                    "array.children[1]",
+                )?;
             }
         }
         Ty::DictInt32Utf8 => {

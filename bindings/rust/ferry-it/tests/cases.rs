@@ -267,6 +267,9 @@ fn the_checker_accepts_a_full_validity_bitmap_when_nothing_is_null() {
         assert_eq!(rc, errno::EINVAL, "{case}: a clear bit with nulls=0");
         // The validator's null count check or the checker's bit check.
         let message = rust.last_error_text();
-        assert!(message.contains("zero bits") || message.contains("element 6"), "{message}");
+        assert!(
+            message.contains("zero bits") || message.contains("element 6"),
+            "{message}"
+        );
     }
 }

@@ -28,7 +28,10 @@ fn every_case_crosses_on_emulated_gpus() {
     }
     for t in [DeviceType::CUDA, DeviceType::ROCM] {
         let device = Device::resolve(t, 0).unwrap_or_else(|e| panic!("{t} emulation unavailable: {e}"));
-        assert!(!device.is_host_accessible(), "{t}: the test needs memory the host may not read");
+        assert!(
+            !device.is_host_accessible(),
+            "{t}: the test needs memory the host may not read"
+        );
     }
     let rust = rust_plugin();
     let c = load_plugin("c", build_dir().join("plugins/libferry_it_c.so").to_str().unwrap());
@@ -52,6 +55,11 @@ fn every_case_crosses_on_emulated_gpus() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert_eq!((rust.live_allocations)(), before, "every export freed");
 }
