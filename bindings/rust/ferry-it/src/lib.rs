@@ -117,7 +117,7 @@ pub unsafe extern "C" fn ferry_it_check_array(
         case.require_device()?;
         let (schema, array) = (schema?, array?);
         check::check_schema(case.ty, &schema)?;
-        check::check_device_array(&case, &schema, array)
+        check::check_device_array(&case, &schema, &array)
     })
 }
 
@@ -234,7 +234,7 @@ pub unsafe extern "C" fn ferry_it_check_stream(
             }
             let b = call - 1;
             match next? {
-                Some(array) if b < case.batches => check::check_device_array(&case.batch(b), &schema, array)
+                Some(array) if b < case.batches => check::check_device_array(&case.batch(b), &schema, &array)
                     .map_err(|e| Error::new(e.code(), format!("batch {b}: {}", e.message())))?,
                 Some(_) => {
                     return Err(Error::invalid(format!(

@@ -2,8 +2,8 @@
 //! emulations (tests/gpu/emu; bindings/rust/test.sh builds them and sets
 //! FERRY_CUDA_LIBRARY and FERRY_HIP_LIBRARY for this file): every case on
 //! device=cuda and device=rocm, C -> Rust, Rust -> C and Rust -> Rust,
-//! arrays and streams. The Rust checker must bring memory the host cannot
-//! read over with `to_host` (its `host()` view refuses such memory), so a
+//! arrays and streams. The Rust checker must copy memory the host cannot
+//! read to the CPU first (its `host()` view refuses such memory), so a
 //! checker that read device memory in place fails here. Skipped loudly
 //! without the variables.
 mod common;
