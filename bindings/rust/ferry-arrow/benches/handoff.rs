@@ -631,7 +631,7 @@ fn main() {
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
     println!(
-        "{:<31} {:>7} {:>7}  {:<25} {:>9} {:>10}  target <= 1.5",
+        "{:<31} {:>7} {:>7}  {:<25} {:>9} {:>10}  target (1.5; 3 for the everyday *_host paths)",
         "case", "min", "median", "floor", "min/min", "med(rnd)"
     );
     let mut worst: f64 = 0.0;
@@ -645,10 +645,11 @@ fn main() {
                 // floor: a load burst hits both sides of one ratio.
                 let per_round: Vec<f64> = samples[i].iter().zip(&samples[f]).map(|(c, f)| c / f).collect();
                 let ratio = sorted(&per_round)[per_round.len() / 2];
-                worst = worst.max(ratio_min);
-                let verdict = if ratio_min <= 1.5 && ratio <= 1.5 {
+                let target = target_of(name);
+                worst = worst.max(ratio_min / target);
+                let verdict = if ratio_min <= target && ratio <= target {
                     "ok"
-                } else if ratio_min <= 1.5 {
+                } else if ratio_min <= target {
                     "ok (min; median noisy)"
                 } else {
                     "ABOVE TARGET"
@@ -676,5 +677,16 @@ fn main() {
     for (i, (name, _, _)) in cases.iter().enumerate() {
         println!("RESULT rust {name} {:.1}", median(i));
     }
-    println!("worst min/min ratio against its floor: {worst:.2} (target <= 1.5)");
+    println!("worst min/min ratio against its floor, as a share of its target: {worst:.2} (<= 1 meets it)");
+}
+
+/// The target ratio against the floor (issue 14): 1.5 for the lean paths,
+/// 3 for the everyday consumer path the README shows first (`*_host`:
+/// `host()` and its checked accessors).
+fn target_of(name: &str) -> f64 {
+    if name.ends_with("_host") {
+        3.0
+    } else {
+        1.5
+    }
 }
