@@ -2,7 +2,8 @@
 # Runs the Rust handoff benchmark (ferry/benches/handoff.rs) against the
 # core in $FERRY_BUILD_DIR, pinned to one core when taskset exists:
 #   1. wall time: min/median ns per handoff, the matching raw-C floor from
-#      the same run, the ratios against the 1.5 target, `RESULT rust <case>
+#      the same run, the ratios against the target (1.5; 3 for the everyday
+#      `*_host` consumer path), `RESULT rust <case>
 #      <ns/op>` lines;
 #   2. instructions (when valgrind is installed): each case runs alone under
 #      callgrind twice, with N1 and N2 operations; Ir/op = (Ir(N2) - Ir(N1))
@@ -23,7 +24,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$BUILD/rust-target}"
 export PKG_CONFIG_PATH="$BUILD/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export FERRY_BUILD_DIR="$BUILD"
 
-bin="$(cargo bench --quiet --locked --manifest-path "$HERE/Cargo.toml" -p ferry --bench handoff --no-run \
+bin="$(cargo bench --quiet --locked --manifest-path "$HERE/Cargo.toml" -p ferry-arrow --bench handoff --no-run \
   --message-format=json 2>/dev/null | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)"
 if [ -z "$bin" ] || [ ! -x "$bin" ]; then
   echo "bench.sh: could not build the handoff benchmark" >&2
@@ -67,14 +68,15 @@ echo
 echo "instructions per handoff (callgrind, Ir(N=$n2) - Ir(N=$n1) over $((n2 - n1)) ops; same floors as above)"
 awk '{ ir[$1] = $3; floor[$1] = $2; order[NR] = $1 }
   END {
-    printf "%-31s %8s  %-25s %8s %7s  target <= 1.5\n", "case", "Ir/op", "floor", "floor Ir", "ratio"
+    printf "%-31s %8s  %-25s %8s %7s  target (1.5; 3 for *_host)\n", "case", "Ir/op", "floor", "floor Ir", "ratio"
     worst = 0
     for (i = 1; i <= NR; i++) {
       c = order[i]; f = floor[c]
       if (f == "-") { printf "%-31s %8.1f  %-25s %8s %7s\n", c, ir[c], "(floor)", "-", "-"; continue }
-      r = ir[c] / ir[f]; if (r > worst) worst = r
-      printf "%-31s %8.1f  %-25s %8.1f %7.2f  %s\n", c, ir[c], f, ir[f], r, (r <= 1.5 ? "ok" : "ABOVE TARGET")
+      t = (c ~ /_host$/) ? 3 : 1.5
+      r = ir[c] / ir[f]; if (r / t > worst) worst = r / t
+      printf "%-31s %8.1f  %-25s %8.1f %7.2f  %s\n", c, ir[c], f, ir[f], r, (r <= t ? "ok" : "ABOVE TARGET")
     }
     for (i = 1; i <= NR; i++) printf "RESULT_IR rust %s %.1f\n", order[i], ir[order[i]]
-    printf "worst Ir/op ratio against its floor: %.2f (target <= 1.5)\n", worst
+    printf "worst Ir/op ratio against its floor, as a share of its target: %.2f (<= 1 meets it)\n", worst
   }' "$tmp/ir"

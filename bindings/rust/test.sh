@@ -2,10 +2,13 @@
 # Every test of the Rust binding, for the top-level test command:
 #   1. bindings.rs is fresh (generators/rust/gen.sh --check),
 #   2. cargo test of the workspace (unit, integration and doc tests), then
-#      again with the `arrow` feature,
-#   3. the plugin is built and installed as $FERRY_BUILD_DIR/plugins/libferry_it_rust.so
-#      and linked to the shared core (readelf),
-#   4. `ferry check --plugin` on it for a few cases, when the tool exists.
+#      of ferry-arrow with every arrow-rs release feature (arrow-57..60),
+#   3. cargo package of the two publishable crates (verified: each is built
+#      from its packaged sources),
+#   4. the plugin is built and installed as $FERRY_BUILD_DIR/plugins/libferry_it_rust.so
+#      and linked to the shared core (readelf); the GPU tests (gpu_emu.rs)
+#      run on CUDA and ROCm through the core's driver emulations,
+#   5. `ferry check --plugin` on it for a few cases, when the tool exists.
 # Assumes the core is built in $FERRY_BUILD_DIR (default $FERRY_ROOT/build).
 # Exits non-zero on any failure and ends with "N passed, N failed".
 set -uo pipefail
@@ -59,8 +62,25 @@ fi
 
 step bindings-fresh bash "$ROOT/generators/rust/gen.sh" --check
 step cargo-default cargo test --quiet --locked --no-fail-fast --manifest-path "$HERE/Cargo.toml" --workspace
-step cargo-arrow cargo test --quiet --locked --no-fail-fast --manifest-path "$HERE/Cargo.toml" -p ferry --features arrow
+step cargo-arrow cargo test --quiet --locked --no-fail-fast --manifest-path "$HERE/Cargo.toml" -p ferry-arrow \
+  --features arrow,arrow-57,arrow-58,arrow-59
+step cargo-package cargo package --quiet --locked --allow-dirty --manifest-path "$HERE/Cargo.toml" \
+  -p ferry-arrow-sys -p ferry-arrow
 step plugin-build bash "$HERE/build_plugin.sh"
+
+# CUDA and ROCm paths without a GPU: the core's driver emulations, built
+# here, carry the GPU API tests and every case on device=cuda/rocm.
+emu="$CARGO_TARGET_DIR/emu"
+build_emulations() {
+  mkdir -p "$emu" && for lib in cuda hip; do
+    "${CC:-cc}" -std=c11 -D_GNU_SOURCE -O1 -fPIC -shared -o "$emu/lib${lib}_emu.so" \
+      "$ROOT/tests/gpu/emu/${lib}_emu.c" -lpthread || return 1
+  done
+}
+step gpu-emulations-build build_emulations
+step cargo-gpu-emulated env FERRY_CUDA_LIBRARY="$emu/libcuda_emu.so" FERRY_HIP_LIBRARY="$emu/libhip_emu.so" \
+  cargo test --quiet --locked --no-fail-fast --manifest-path "$HERE/Cargo.toml" \
+  -p ferry-arrow --test gpu_emu -p ferry-it --test gpu_emu
 
 plugin="$BUILD/plugins/libferry_it_rust.so"
 linked_shared() {

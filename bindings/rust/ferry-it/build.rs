@@ -1,5 +1,5 @@
 //! Gives this crate's tests, benchmarks and shared library an rpath to the
-//! directory where ferry-sys found libferry.so (`DEP_FERRY_LIBDIR`), so they
+//! directory where ferry-arrow-sys found libferry.so (`DEP_FERRY_LIBDIR`), so they
 //! load the same shared core without LD_LIBRARY_PATH.
 fn main() {
     println!("cargo:rerun-if-env-changed=DEP_FERRY_LIBDIR");

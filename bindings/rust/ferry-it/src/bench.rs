@@ -1,18 +1,22 @@
 //! The benchmark entry points of tests/integration/ferry_it_bench.h, written
-//! the way a Rust user of the `ferry` crate writes them: `Buffer::from_arc`
+//! the way a Rust user of the `ferry-arrow` crate writes them: `Buffer::from_arc`
 //! and `ArrayBuilder::build_into` to export shared memory without copying,
 //! `DeviceArrayStream::from_iter` over an iterator of builders for a stream,
-//! `DeviceArray::from_raw` and the stream's `Iterator` to consume.
+//! `DeviceArray::from_raw`, `host()` and its checked `value` (the consumer
+//! path bindings/rust/README.md shows first) and the stream's `Iterator` to
+//! consume.
 //!
 //! The exported buffer is an `Arc<[i32]>` made once per length and kept in
 //! a small append-only table; each export holds one `Arc` reference, which
 //! the release hook drops. Every entry point runs inside `crate::entry`
-//! (`ferry::guard`), like the plugin's other entry points.
+//! (`ferry_arrow::guard`), like the plugin's other entry points.
 use std::os::raw::c_int;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use ferry::{errno, ArrayBuilder, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Error, Result, Schema};
-use ferry_sys as sys;
+use ferry_arrow::{
+    errno, ArrayBuilder, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Error, Result, Schema, SchemaView,
+};
+use ferry_arrow_sys as sys;
 
 use crate::entry;
 
@@ -74,20 +78,19 @@ fn int32_array(length: i64, values: Arc<[i32]>) -> ArrayBuilder {
         .buffer(Buffer::from_arc(values))
 }
 
-/// Length and element 0 of a consumed array (EINVAL unless they agree).
-fn read_first(array: &DeviceArray) -> Result<()> {
-    let length = array.length();
-    if length <= 0 {
+/// Length and element 0 of a consumed array (EINVAL unless they agree),
+/// read the everyday way: `host()` (waits on the event, checks the device)
+/// and the bounds-checked `value`.
+fn read_first(schema: &SchemaView, array: &DeviceArray) -> Result<()> {
+    let host = array.host(schema)?;
+    let length = host.len();
+    if length == 0 {
         return Ok(());
     }
-    let offset = array.offset() as usize;
-    // SAFETY: a CPU int32 array of `length` elements from offset `offset`.
-    let values = unsafe { array.buffer_slice::<i32>(1, offset + 1) }
-        .ok_or_else(|| Error::invalid("the values buffer is NULL"))?;
-    if values[offset] != length as i32 {
+    let first = host.value::<i32>(0)?;
+    if first != length as i32 {
         return Err(Error::invalid(format!(
-            "element 0 is {}, expected the length {length}",
-            values[offset]
+            "element 0 is {first}, expected the length {length}"
         )));
     }
     Ok(())
@@ -96,7 +99,7 @@ fn read_first(array: &DeviceArray) -> Result<()> {
 /// Returns x + 1: one crossing into Rust and back.
 #[no_mangle]
 pub extern "C" fn ferry_it_bench_noop(x: i64) -> i64 {
-    ferry::guard(|| Ok(x.wrapping_add(1))).unwrap_or(i64::MIN)
+    ferry_arrow::guard(|| Ok(x.wrapping_add(1))).unwrap_or(i64::MIN)
 }
 
 /// Exports the cached array of `length` int32 into the released structs.
@@ -134,8 +137,8 @@ pub unsafe extern "C" fn ferry_it_bench_consume_array(
         // Take ownership of both before anything can fail.
         let schema = Schema::from_raw(schema);
         let array = DeviceArray::from_raw(array);
-        let (_schema, array) = (schema?, array?);
-        read_first(&array)
+        let (schema, array) = (schema?, array?);
+        read_first(&schema, &array)
     })
 }
 
@@ -169,9 +172,10 @@ pub unsafe extern "C" fn ferry_it_bench_export_stream(
 #[no_mangle]
 pub unsafe extern "C" fn ferry_it_bench_consume_stream(stream: *mut sys::ArrowDeviceArrayStream) -> c_int {
     entry(|| {
-        let stream = DeviceArrayStream::from_raw(stream)?;
+        let mut stream = DeviceArrayStream::from_raw(stream)?;
+        let schema = stream.schema()?;
         for batch in stream {
-            read_first(&batch?)?;
+            read_first(&schema, &batch?)?;
         }
         Ok(())
     })

@@ -1,7 +1,7 @@
 //! The case grammar of shared/cases.md:
 //! `TYPE ( ":" KEY "=" VALUE )*`, parsed with errors that name the offending
 //! part.
-use ferry::{Device, DeviceType, Error, Result};
+use ferry_arrow::{Device, DeviceType, Error, Result};
 
 /// The TYPE word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -272,7 +272,7 @@ mod tests {
             ("", "unknown type"),
         ] {
             let e = Case::parse(spec).unwrap_err();
-            assert_eq!(e.code(), ferry::errno::EINVAL, "{spec}");
+            assert_eq!(e.code(), ferry_arrow::errno::EINVAL, "{spec}");
             assert!(e.message().contains(needle), "{spec}: {}", e.message());
         }
     }

@@ -12,7 +12,7 @@
 //! const char* ferry_it_last_error(void);
 //! ```
 //!
-//! Every entry point runs inside `ferry::guard`, so a panic becomes `EIO`
+//! Every entry point runs inside `ferry_arrow::guard`, so a panic becomes `EIO`
 //! plus a message; the message of the last failure on the calling thread is
 //! kept in a thread-local for `ferry_it_last_error`. The checkers take
 //! ownership first, so whatever they are handed is released on every path.
@@ -20,8 +20,8 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};
 
-use ferry::{errno, ArrayProducer, DeviceArray, DeviceArrayStream, Error, Result, Schema};
-use ferry_sys as sys;
+use ferry_arrow::{errno, ArrayProducer, DeviceArray, DeviceArrayStream, Error, Result, Schema};
+use ferry_arrow_sys as sys;
 
 pub mod bench;
 pub mod case;
@@ -44,7 +44,7 @@ fn set_last_error(message: &str) {
 /// Runs an entry point: 0 on success, else the errno code with the message
 /// kept for ferry_it_last_error; panics are contained.
 fn entry(f: impl FnOnce() -> Result<()>) -> c_int {
-    match ferry::guard(f) {
+    match ferry_arrow::guard(f) {
         Ok(()) => 0,
         Err(e) => {
             set_last_error(e.message());

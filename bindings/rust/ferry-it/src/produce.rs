@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use ferry::{ArrayBuilder, Buffer, Device, DeviceArray, DeviceStream, DeviceType, ExportPolicy, Result, Schema};
+use ferry_arrow::{ArrayBuilder, Buffer, Device, DeviceArray, DeviceStream, DeviceType, ExportPolicy, Result, Schema};
 
 use crate::case::{Case, Ty};
 use crate::formula as f;
@@ -250,5 +250,5 @@ pub fn array(case: &Case) -> Result<DeviceArray> {
     let stream = Arc::new(Counted::new(device.create_stream()?));
     builder(layout, Some((&device, &stream.0)))?
         .keep_alive(stream.clone())
-        .build_async(&device, Some(&stream.0), ExportPolicy::RecordEvent)
+        .build_async(&stream.0, ExportPolicy::RecordEvent)
 }

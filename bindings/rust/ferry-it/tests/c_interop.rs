@@ -4,7 +4,7 @@
 mod common;
 
 use common::{all_cases, build_dir, load_plugin, rust_plugin, Plugin, COUNTERS};
-use ferry::errno;
+use ferry_arrow::errno;
 
 fn c_plugin() -> Option<Plugin> {
     let path = build_dir().join("plugins/libferry_it_c.so");
@@ -80,8 +80,8 @@ fn failures_cross_both_ways() {
     for (producer, consumer) in [(&c, &rust), (&rust, &c)] {
         let spec = std::ffi::CString::new("int32:seed=1").unwrap();
         let other = std::ffi::CString::new("int32:seed=2").unwrap();
-        let mut schema = ferry::sys::ArrowSchema::default();
-        let mut array = ferry::sys::ArrowDeviceArray::default();
+        let mut schema = ferry_arrow::sys::ArrowSchema::default();
+        let mut array = ferry_arrow::sys::ArrowDeviceArray::default();
         assert_eq!(
             unsafe { (producer.export_array)(spec.as_ptr(), &mut schema, &mut array) },
             0

@@ -5,7 +5,7 @@ mod common;
 use std::ffi::CString;
 
 use common::{all_cases, rust_plugin, COUNTERS};
-use ferry::{errno, sys};
+use ferry_arrow::{errno, sys};
 
 #[test]
 fn every_case_round_trips_and_frees_everything() {
@@ -188,17 +188,17 @@ fn stream_failures_are_exact_at_the_c_level() {
 #[test]
 fn a_sim_array_read_before_waiting_shows_poison() {
     let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
-    ferry::sim_set_strict(true);
+    ferry_arrow::sim_set_strict(true);
     let rust = rust_plugin();
     let spec = CString::new("int32:length=8:device=sim").unwrap();
     let mut schema = sys::ArrowSchema::default();
     let mut raw = sys::ArrowDeviceArray::default();
     assert_eq!(unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut raw) }, 0);
-    let array = unsafe { ferry::DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { ferry_arrow::DeviceArray::from_raw(&mut raw) }.unwrap();
     assert!(!array.sync_event().is_null());
     let early = unsafe { array.buffer_slice::<u8>(1, 32) }.unwrap().to_vec();
     assert!(early.iter().all(|b| *b == sys::FERRY_SIM_POISON_BYTE as u8));
-    array.wait(None).unwrap();
+    array.wait().unwrap();
     let values = unsafe { array.buffer_slice::<i32>(1, 8) }.unwrap();
     assert_eq!(values[0], ferry_it_rust::formula::int32(1, 0));
     unsafe { sys::ferry_schema_release(&mut schema) };
@@ -220,4 +220,56 @@ fn threads_keep_their_own_last_error() {
         .unwrap();
     assert_eq!(other, "", "another thread has no failure");
     assert!(rust.last_error_text().contains("bogus"));
+}
+
+/// int32 values of the formula (seed 1) in physical slots `offset..`, with a
+/// validity bitmap of `length + offset` bits all set except `cleared`.
+fn int32_with_full_bitmap(length: i64, offset: i64, cleared: Option<i64>) -> (sys::ArrowSchema, sys::ArrowDeviceArray) {
+    use ferry_arrow::{ArrayBuilder, Buffer, Schema};
+    use ferry_it_rust::formula;
+    let slots = length + offset;
+    let mut bits = vec![0xffu8; (slots as usize).div_ceil(8)];
+    if let Some(i) = cleared {
+        let p = (i + offset) as usize;
+        bits[p / 8] &= !(1 << (p % 8));
+    }
+    let values: Vec<i32> = (0..slots).map(|p| formula::int32(1, p - offset)).collect();
+    let array = ArrayBuilder::new(length)
+        .offset(offset)
+        .null_count(0)
+        .buffer(Buffer::from_vec(bits))
+        .buffer(Buffer::from_vec(values))
+        .build()
+        .unwrap();
+    let schema = Schema::builder("i").name("int32").nullable(true).build().unwrap();
+    let (mut raw_schema, mut raw_array) = (sys::ArrowSchema::default(), sys::ArrowDeviceArray::default());
+    unsafe {
+        schema.export_to(&mut raw_schema).unwrap();
+        array.export_to(&mut raw_array).unwrap();
+    }
+    (raw_schema, raw_array)
+}
+
+/// cases.md: with nulls=0 a validity buffer with every bit set is as valid
+/// as none (pyarrow keeps one on slices); a clear bit is still caught.
+#[test]
+fn the_checker_accepts_a_full_validity_bitmap_when_nothing_is_null() {
+    let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
+    let rust = rust_plugin();
+    for (case, length, offset) in [("int32:length=13", 13, 0), ("int32:length=13:offset=5", 13, 5)] {
+        let spec = CString::new(case).unwrap();
+        let (mut schema, mut array) = int32_with_full_bitmap(length, offset, None);
+        let rc = unsafe { (rust.check_array)(spec.as_ptr(), &mut schema, &mut array) };
+        assert_eq!(rc, 0, "{case}: {}", rust.last_error_text());
+
+        let (mut schema, mut array) = int32_with_full_bitmap(length, offset, Some(6));
+        let rc = unsafe { (rust.check_array)(spec.as_ptr(), &mut schema, &mut array) };
+        assert_eq!(rc, errno::EINVAL, "{case}: a clear bit with nulls=0");
+        // The validator's null count check or the checker's bit check.
+        let message = rust.last_error_text();
+        assert!(
+            message.contains("zero bits") || message.contains("element 6"),
+            "{message}"
+        );
+    }
 }

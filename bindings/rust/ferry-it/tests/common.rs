@@ -6,7 +6,7 @@ use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::Mutex;
 
-use ferry::sys;
+use ferry_arrow::sys;
 
 /// Serialises the plugin tests: a test that compares allocation counters
 /// must not see another test's exports in flight.

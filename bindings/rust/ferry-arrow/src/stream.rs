@@ -1,0 +1,635 @@
+//! Device array streams: consuming any producer's stream as an `Iterator` of
+//! `Result`s, and exporting any Rust iterator (or [`ArrayProducer`]) as a
+//! stream through the core's `ferry_array_stream_init`, with every callback
+//! guarded so that no panic reaches the C caller.
+use std::fmt;
+use std::os::raw::{c_int, c_void};
+
+use ferry_arrow_sys as sys;
+
+use crate::array::DeviceArray;
+use crate::builder::ArrayBuilder;
+use crate::device::{DeviceType, Event, StreamHandle};
+use crate::error::{call, write_error, Error, ErrorBuf, Result};
+use crate::panic::{guard, guard_silent};
+use crate::schema::{opt_str, Schema};
+use crate::words::rewrite_wide;
+
+/// The producing side of a stream written in Rust. `schema` may be called
+/// more than once (each call returns a new owned schema); `next` returns
+/// `Ok(None)` at the end. An `Err` travels to the consumer as its code plus
+/// the stream's last error message; a panic becomes `EIO`.
+///
+/// ```
+/// use ferry_arrow::{ArrayProducer, DeviceArray, DeviceArrayStream, DeviceType, Schema};
+/// struct Countdown(i32);
+/// impl ArrayProducer for Countdown {
+///     fn schema(&mut self) -> ferry_arrow::Result<Schema> {
+///         Schema::new("i", Some("n"))
+///     }
+///     fn next(&mut self) -> ferry_arrow::Result<Option<DeviceArray>> {
+///         if self.0 == 0 {
+///             return Ok(None);
+///         }
+///         self.0 -= 1;
+///         Ok(Some(ferry_arrow::export_primitive(vec![self.0], None)?.1))
+///     }
+/// }
+/// let stream = DeviceArrayStream::from_producer(DeviceType::CPU, Countdown(3)).unwrap();
+/// assert_eq!(stream.count(), 3);
+/// ```
+///
+/// A producer on the hot path also implements [`next_into`](Self::next_into)
+/// and builds each batch straight into the consumer's struct (no
+/// intermediate [`DeviceArray`], no 128-byte move):
+///
+/// ```
+/// use ferry_arrow::{ArrayBuilder, ArrayProducer, ArraySlot, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Schema};
+/// static VALUES: [i64; 3] = [1, 2, 3];
+/// struct Repeat(u32);
+/// impl ArrayProducer for Repeat {
+///     fn schema(&mut self) -> ferry_arrow::Result<Schema> {
+///         Schema::new("l", None)
+///     }
+///     fn next(&mut self) -> ferry_arrow::Result<Option<DeviceArray>> {
+///         DeviceArray::produce(|slot| self.next_into(slot))
+///     }
+///     fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry_arrow::Result<()> {
+///         if self.0 == 0 {
+///             return Ok(()); // the end: the slot stays empty
+///         }
+///         self.0 -= 1;
+///         slot.build(ArrayBuilder::new(3).buffer(Buffer::null()).buffer(Buffer::from_static(&VALUES)))
+///     }
+/// }
+/// let stream = DeviceArrayStream::from_producer(DeviceType::CPU, Repeat(4)).unwrap();
+/// assert_eq!(stream.map(|b| b.unwrap().length()).sum::<i64>(), 12);
+/// ```
+pub trait ArrayProducer: Send + 'static {
+    /// The stream's schema (a new owned copy per call).
+    fn schema(&mut self) -> Result<Schema>;
+    /// The next batch, or `None` at the end.
+    fn next(&mut self) -> Result<Option<DeviceArray>>;
+    /// Writes the next batch into `slot` (the consumer's own struct), or
+    /// leaves the slot empty at the end of the stream, as the C interface
+    /// does with its out-parameter. This is what the stream calls; the
+    /// default forwards to [`next`](Self::next) and moves the batch in.
+    /// (No `bool` besides the slot: one source of truth, and cheaper: a
+    /// returned `Ok(true)` was written as a tag word plus a byte and read
+    /// back as words, which stalls store forwarding on every batch.)
+    #[inline]
+    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> Result<()> {
+        match self.next()? {
+            Some(array) => slot.put(array),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Something a stream can hand to its consumer as one batch: a finished
+/// [`DeviceArray`] (moved in) or an [`ArrayBuilder`] (built in place, the
+/// cheaper way). [`DeviceArrayStream::from_iter`] accepts iterators of
+/// either.
+///
+/// ```
+/// use ferry_arrow::{ArrayBuilder, Buffer, DeviceArrayStream, DeviceType, Schema};
+/// // A stream straight from an iterator of builders: each batch is built
+/// // directly in the consumer's struct when it asks for it.
+/// let batches = (1..=3i64).map(|n| Ok(ArrayBuilder::new(n).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![n; n as usize]))));
+/// let stream = DeviceArrayStream::from_iter(DeviceType::CPU, Schema::new("l", None).unwrap(), batches).unwrap();
+/// assert_eq!(stream.map(|b| b.unwrap().length()).collect::<Vec<_>>(), vec![1, 2, 3]);
+/// ```
+pub trait ExportArray {
+    /// Hands the batch over into `slot` (which is empty).
+    fn export_into(self, slot: &mut ArraySlot<'_>) -> Result<()>;
+    /// The batch as an owned array.
+    fn into_device_array(self) -> Result<DeviceArray>;
+}
+
+impl ExportArray for DeviceArray {
+    #[inline(always)]
+    fn export_into(self, slot: &mut ArraySlot<'_>) -> Result<()> {
+        slot.put(self)
+    }
+    #[inline(always)]
+    fn into_device_array(self) -> Result<DeviceArray> {
+        Ok(self)
+    }
+}
+
+impl ExportArray for ArrayBuilder {
+    #[inline(always)]
+    fn export_into(self, slot: &mut ArraySlot<'_>) -> Result<()> {
+        slot.build(self)
+    }
+    #[inline(always)]
+    fn into_device_array(self) -> Result<DeviceArray> {
+        self.build()
+    }
+}
+
+/// A consumer's released `struct ArrowDeviceArray` lent to a producer to
+/// fill in place, at most once: the stream's `get_next` out-parameter, or
+/// any C struct through [`ArraySlot::from_raw`]. Filling it hands the batch
+/// over (the consumer then owns and releases it); a slot left empty means
+/// no batch. The borrow keeps it from outliving the call it was lent for.
+///
+/// ```
+/// use ferry_arrow::{ArrayBuilder, ArraySlot, Buffer, DeviceArray};
+/// let mut raw = ferry_arrow::sys::ArrowDeviceArray::default();
+/// let mut slot = unsafe { ArraySlot::from_raw(&mut raw) }.unwrap();
+/// assert!(!slot.is_filled());
+/// slot.build(ArrayBuilder::new(2).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![5u8, 6]))).unwrap();
+/// assert!(slot.is_filled());
+/// // A second batch is refused (it would leak the first).
+/// assert!(slot.build(ArrayBuilder::new(0)).is_err());
+/// let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+/// assert_eq!(array.length(), 2);
+/// ```
+pub struct ArraySlot<'a> {
+    raw: &'a mut sys::ArrowDeviceArray,
+}
+
+impl<'a> ArraySlot<'a> {
+    /// Lends the released struct at `ptr`; `EINVAL` for NULL or a live
+    /// (unreleased) struct.
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or point to a writable `ArrowDeviceArray` that
+    /// nothing else uses for `'a`.
+    #[inline]
+    pub unsafe fn from_raw(ptr: *mut sys::ArrowDeviceArray) -> Result<ArraySlot<'a>> {
+        if ptr.is_null() {
+            return Err(Error::invalid("output device array pointer is NULL"));
+        }
+        if (*ptr).array.release.is_some() {
+            return Err(Error::invalid(
+                "output device array is not released; refusing to overwrite it",
+            ));
+        }
+        Ok(ArraySlot { raw: &mut *ptr })
+    }
+
+    /// A slot over a struct known to be released (the crate's own paths).
+    #[inline(always)]
+    pub(crate) fn new_released(raw: &'a mut sys::ArrowDeviceArray) -> ArraySlot<'a> {
+        debug_assert!(raw.array.release.is_none());
+        ArraySlot { raw }
+    }
+
+    /// True once a batch has been written.
+    #[inline(always)]
+    pub fn is_filled(&self) -> bool {
+        self.raw.array.release.is_some()
+    }
+
+    #[inline(always)]
+    fn check_empty(&self) -> Result<()> {
+        if self.is_filled() {
+            return Err(Error::invalid("the slot already holds a batch"));
+        }
+        Ok(())
+    }
+
+    /// Moves `array` in.
+    #[inline(always)]
+    pub fn put(&mut self, array: DeviceArray) -> Result<()> {
+        self.check_empty()?;
+        // SAFETY: the slot is released and exclusively ours.
+        unsafe { array.export_to(self.raw) }
+    }
+
+    /// Builds a CPU array in place (what [`ArrayBuilder::build`] exports).
+    #[inline(always)]
+    pub fn build(&mut self, builder: ArrayBuilder) -> Result<()> {
+        self.check_empty()?;
+        // SAFETY: as above.
+        unsafe { builder.build_into(self.raw) }
+    }
+
+    /// Builds in place an array on (`device_type`, `device_id`) with an
+    /// optional event (what [`ArrayBuilder::build_on`] exports).
+    #[inline]
+    pub fn build_on(
+        &mut self,
+        builder: ArrayBuilder,
+        device_type: DeviceType,
+        device_id: i64,
+        sync_event: Option<Event>,
+    ) -> Result<()> {
+        self.check_empty()?;
+        // SAFETY: as above.
+        unsafe { builder.build_on_into(self.raw, device_type, device_id, sync_event) }
+    }
+
+    /// The raw pointer (for C producers that fill the struct themselves).
+    #[inline]
+    pub fn as_mut_ptr(&mut self) -> *mut sys::ArrowDeviceArray {
+        self.raw
+    }
+}
+
+impl fmt::Debug for ArraySlot<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ArraySlot").field("filled", &self.is_filled()).finish()
+    }
+}
+
+/// Adapts a schema plus an iterator of batches to [`ArrayProducer`].
+struct IterProducer<I> {
+    schema: Schema,
+    iter: I,
+}
+
+impl<I, B> ArrayProducer for IterProducer<I>
+where
+    I: Iterator<Item = Result<B>> + Send + 'static,
+    B: ExportArray,
+{
+    fn schema(&mut self) -> Result<Schema> {
+        self.schema.to_owned_schema()
+    }
+    fn next(&mut self) -> Result<Option<DeviceArray>> {
+        self.iter.next().map(|b| b.and_then(B::into_device_array)).transpose()
+    }
+    #[inline]
+    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> Result<()> {
+        match self.iter.next() {
+            Some(batch) => batch?.export_into(slot),
+            None => Ok(()),
+        }
+    }
+}
+
+unsafe extern "C" fn get_schema_trampoline<P: ArrayProducer>(
+    user_data: *mut c_void,
+    out: *mut sys::ArrowSchema,
+    error: *mut sys::FerryError,
+) -> c_int {
+    // SAFETY: user_data is the Box<P> made in from_producer; the core does
+    // not call a stream from two threads at once.
+    let producer = &mut *(user_data as *mut P);
+    match guard(|| producer.schema().and_then(|s| unsafe { s.export_to(out) })) {
+        Ok(()) => 0,
+        Err(e) => {
+            write_error(error, e.message());
+            e.code()
+        }
+    }
+}
+
+unsafe extern "C" fn get_next_trampoline<P: ArrayProducer>(
+    user_data: *mut c_void,
+    out: *mut sys::ArrowDeviceArray,
+    error: *mut sys::FerryError,
+) -> c_int {
+    if user_data.is_null() || out.is_null() {
+        // The core never does this; a caller bypassing it gets an error.
+        write_error(error, "get_next: NULL producer or output array");
+        return crate::error::errno::EINVAL;
+    }
+    let producer = &mut *(user_data as *mut P);
+    // SAFETY: the core's get_next passes a struct it has just zeroed, and
+    // it is ours to fill until we return.
+    let slot = &mut *out;
+    // An empty slot on success is the end of the stream.
+    let result = guard(|| producer.next_into(&mut ArraySlot::new_released(&mut *slot)));
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            // A failed call hands nothing over: drop whatever was written.
+            sys::ferry_device_array_release(slot);
+            write_error(error, e.message());
+            e.code()
+        }
+    }
+}
+
+unsafe extern "C" fn release_trampoline<P: ArrayProducer>(user_data: *mut c_void) {
+    guard_silent("the release of a Rust stream producer", || {
+        // SAFETY: called exactly once by the core, with the Box<P> pointer.
+        drop(unsafe { Box::from_raw(user_data as *mut P) });
+    });
+}
+
+/// A batch of another device type than its stream's is a producer's lie
+/// that would send the consumer's reads to the wrong memory: refused (the
+/// caller drops, so releases, the batch).
+#[inline(always)]
+fn check_batch_device(stream: &sys::ArrowDeviceArrayStream, batch: &DeviceArray) -> Result<()> {
+    if batch.device_type().0 != stream.device_type {
+        return Err(wrong_device(batch.device_type(), DeviceType(stream.device_type)));
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_device(batch: DeviceType, stream: DeviceType) -> Error {
+    Error::invalid(format!(
+        "the producer returned a batch on device type {batch} from a stream of device type {stream}"
+    ))
+}
+
+/// An owned `struct ArrowDeviceArrayStream`, released exactly once when
+/// dropped. Iterating yields `Result<DeviceArray>` until the end of the
+/// stream or the first error (which is yielded once, then iteration stops).
+///
+/// `Send`: a stream may move between threads, but it is used by one thread
+/// at a time (not `Sync`), as the specification requires.
+///
+/// ```
+/// use ferry_arrow::{DeviceArrayStream, DeviceType, Schema};
+/// let batches = (0..3).map(|i| ferry_arrow::export_primitive(vec![i, i + 1], None).map(|(_, a)| a));
+/// let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, Schema::new("i", None).unwrap(), batches).unwrap();
+/// assert_eq!(stream.schema().unwrap().format(), "i");
+/// let lengths: Vec<i64> = stream.map(|batch| batch.unwrap().length()).collect();
+/// assert_eq!(lengths, vec![2, 2, 2]);
+/// ```
+pub struct DeviceArrayStream {
+    raw: sys::ArrowDeviceArrayStream,
+    finished: bool,
+    /// The batch lent out by [`next_ref`](Self::next_ref); released by
+    /// the next call or on drop. Boxed on first use, so that streams that
+    /// are only iterated stay small.
+    current: Option<Box<DeviceArray>>,
+}
+
+// SAFETY: see the type's documentation.
+unsafe impl Send for DeviceArrayStream {}
+
+impl DeviceArrayStream {
+    /// Imports the stream at `ptr` by move (`*ptr` is left released).
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or point to a valid `ArrowDeviceArrayStream`.
+    pub unsafe fn from_raw(ptr: *mut sys::ArrowDeviceArrayStream) -> Result<DeviceArrayStream> {
+        if ptr.is_null() {
+            return Err(Error::invalid("stream pointer is NULL"));
+        }
+        let mut stream = DeviceArrayStream {
+            raw: sys::ArrowDeviceArrayStream::default(),
+            finished: false,
+            current: None,
+        };
+        if sys::ferry_array_stream_move(ptr, &mut stream.raw) != 0 {
+            return Err(Error::invalid("cannot import a released stream"));
+        }
+        Ok(stream)
+    }
+
+    /// Moves the stream into `out` (released or zeroed); the receiver owns it.
+    ///
+    /// # Safety
+    /// `out` must point to a writable `ArrowDeviceArrayStream`.
+    pub unsafe fn export_to(mut self, out: *mut sys::ArrowDeviceArrayStream) -> Result<()> {
+        if out.is_null() {
+            return Err(Error::invalid("output stream pointer is NULL"));
+        }
+        if sys::ferry_array_stream_move(&mut self.raw, out) != 0 {
+            return Err(Error::invalid(
+                "output stream is not released; refusing to overwrite it",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A stream of `device_type` driven by `producer`, which is dropped when
+    /// the consumer releases the stream.
+    pub fn from_producer<P: ArrayProducer>(device_type: DeviceType, producer: P) -> Result<DeviceArrayStream> {
+        let user_data = Box::into_raw(Box::new(producer)) as *mut c_void;
+        let mut stream = DeviceArrayStream {
+            raw: sys::ArrowDeviceArrayStream::default(),
+            finished: false,
+            current: None,
+        };
+        let result = call(|err| unsafe {
+            sys::ferry_array_stream_init(
+                &mut stream.raw,
+                device_type.0,
+                Some(get_schema_trampoline::<P>),
+                Some(get_next_trampoline::<P>),
+                Some(release_trampoline::<P>),
+                user_data,
+                err,
+            )
+        });
+        if let Err(e) = result {
+            // The hook is not called on failure: the producer is still ours.
+            drop(unsafe { Box::from_raw(user_data as *mut P) });
+            return Err(e);
+        }
+        Ok(stream)
+    }
+
+    /// A stream of `device_type` yielding `schema` and then each batch of
+    /// `batches` (an `Err` batch fails that `get_next` call).
+    /// `batches` yields [`DeviceArray`]s or [`ArrayBuilder`]s (any
+    /// [`ExportArray`]); builders are built in place in the consumer's
+    /// struct, the cheapest way to stream Rust data.
+    pub fn from_iter<I, B>(device_type: DeviceType, schema: Schema, batches: I) -> Result<DeviceArrayStream>
+    where
+        I: IntoIterator<Item = Result<B>>,
+        I::IntoIter: Send + 'static,
+        B: ExportArray,
+    {
+        DeviceArrayStream::from_producer(
+            device_type,
+            IterProducer {
+                schema,
+                iter: batches.into_iter(),
+            },
+        )
+    }
+
+    /// A stream over arrays that already exist, through the core's
+    /// `ferry_array_stream_init_from_arrays` (no Rust callback on the way).
+    pub fn from_arrays(device_type: DeviceType, schema: Schema, arrays: Vec<DeviceArray>) -> Result<DeviceArrayStream> {
+        let mut schema = schema;
+        let mut raw_arrays: Vec<sys::ArrowDeviceArray> = Vec::with_capacity(arrays.len());
+        for array in arrays {
+            let mut slot = sys::ArrowDeviceArray::default();
+            unsafe { array.export_to(&mut slot)? };
+            raw_arrays.push(slot);
+        }
+        let mut stream = DeviceArrayStream {
+            raw: sys::ArrowDeviceArrayStream::default(),
+            finished: false,
+            current: None,
+        };
+        let result = call(|err| unsafe {
+            sys::ferry_array_stream_init_from_arrays(
+                &mut stream.raw,
+                device_type.0,
+                schema.as_mut_ptr(),
+                raw_arrays.as_mut_ptr(),
+                raw_arrays.len() as i64,
+                err,
+            )
+        });
+        if result.is_err() {
+            // Nothing was moved: release what we still own.
+            for slot in &mut raw_arrays {
+                unsafe { sys::ferry_device_array_release(slot) };
+            }
+        }
+        result.map(|()| stream)
+    }
+
+    /// The raw pointer (still owned by `self`).
+    pub fn as_mut_ptr(&mut self) -> *mut sys::ArrowDeviceArrayStream {
+        &mut self.raw
+    }
+
+    /// The device type every batch has.
+    pub fn device_type(&self) -> DeviceType {
+        DeviceType(unsafe { sys::ferry_array_stream_device_type(&self.raw) })
+    }
+
+    /// The stream's schema (a new owned schema per call).
+    pub fn schema(&mut self) -> Result<Schema> {
+        let mut schema = Schema::new_released();
+        call(|err| unsafe { sys::ferry_array_stream_get_schema(&mut self.raw, schema.as_mut_ptr(), err) })?;
+        Ok(schema)
+    }
+
+    /// The next batch, `Ok(None)` at the end of the stream.
+    #[inline]
+    pub fn next_array(&mut self) -> Result<Option<DeviceArray>> {
+        let mut array = DeviceArray::released();
+        let mut err = ErrorBuf::new();
+        let code = unsafe { sys::ferry_array_stream_get_next(&mut self.raw, array.raw_mut(), err.as_mut_ptr()) };
+        if code != 0 {
+            return Err(err.check(code).unwrap_err());
+        }
+        if array.is_released() {
+            return Ok(None);
+        }
+        check_batch_device(&self.raw, &array)?;
+        // The producer has just written the struct and the value is about
+        // to be moved: re-store it so those moves forward (see words.rs).
+        unsafe { rewrite_wide(array.raw_mut(), 8) };
+        Ok(Some(array))
+    }
+
+    /// The next batch, handed to `consumer_stream` (a stream of the
+    /// batches' device: ferry's own or the user's, wrapped in a
+    /// [`StreamHandle`]): that stream is made to wait on the batch's sync
+    /// event and the host does not block, so work queued on it afterwards
+    /// sees the batch's data. If the wait cannot be queued the batch is
+    /// released and the error returned: a batch is never handed out
+    /// unordered. `Ok(None)` at the end.
+    ///
+    /// ```
+    /// use ferry_arrow::{ArrayBuilder, Buffer, Device, DeviceArrayStream, DeviceType, ExportPolicy, Schema};
+    /// let sim = Device::sim(0).unwrap();
+    /// let producer = sim.create_stream().unwrap();
+    /// let batches = (0..2).map(move |_| {
+    ///     let memory = sim.allocate(4)?;
+    ///     ArrayBuilder::new(1)
+    ///         .buffer(Buffer::null())
+    ///         .buffer(Buffer::from_device(memory))
+    ///         .build_async(&producer, ExportPolicy::RecordEvent)
+    /// });
+    /// let mut stream = DeviceArrayStream::from_iter(DeviceType::SIM, Schema::new("i", None).unwrap(), batches).unwrap();
+    /// let consumer = sim.create_stream().unwrap();
+    /// let mut n = 0;
+    /// while let Some(batch) = stream.next_on(&consumer).unwrap() {
+    ///     assert!(!batch.sync_event().is_null()); // the consumer stream waits on it
+    ///     n += 1;
+    /// }
+    /// consumer.synchronize().unwrap();
+    /// assert_eq!(n, 2);
+    /// ```
+    pub fn next_on(&mut self, consumer_stream: &StreamHandle) -> Result<Option<DeviceArray>> {
+        let mut array = DeviceArray::released();
+        call(|err| unsafe {
+            sys::ferry_array_stream_get_next_on(&mut self.raw, array.raw_mut(), consumer_stream.as_ptr(), err)
+        })?;
+        if array.is_released() {
+            return Ok(None);
+        }
+        check_batch_device(&self.raw, &array)?;
+        Ok(Some(array))
+    }
+
+    /// The next batch, lent: it stays in the stream and is released by the
+    /// next call to `next_ref` or when the stream is dropped (the borrow
+    /// checker ends the loan before either). `Ok(None)` at the end. The
+    /// consumer's struct is filled in place and never moved: the cheapest
+    /// way to read a stream from Rust; use the `Iterator` (or
+    /// [`next_array`](Self::next_array)) to keep batches.
+    ///
+    /// ```
+    /// use ferry_arrow::{DeviceArrayStream, DeviceType, Schema};
+    /// let batches = (1..=3).map(|n| ferry_arrow::export_primitive(vec![7i32; n], None).map(|(_, a)| a));
+    /// let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, Schema::new("i", None).unwrap(), batches).unwrap();
+    /// let mut total = 0;
+    /// while let Some(batch) = stream.next_ref().unwrap() {
+    ///     total += batch.length();
+    /// }
+    /// assert_eq!(total, 6);
+    /// ```
+    #[inline]
+    pub fn next_ref(&mut self) -> Result<Option<&DeviceArray>> {
+        let current = self.current.get_or_insert_with(|| Box::new(DeviceArray::released()));
+        if !current.is_released() {
+            unsafe { sys::ferry_device_array_release(current.raw_mut()) };
+        }
+        let mut err = ErrorBuf::new();
+        let code = unsafe { sys::ferry_array_stream_get_next(&mut self.raw, current.raw_mut(), err.as_mut_ptr()) };
+        if code != 0 {
+            return Err(err.check(code).unwrap_err());
+        }
+        if current.is_released() {
+            return Ok(None);
+        }
+        if let Err(e) = check_batch_device(&self.raw, current) {
+            unsafe { sys::ferry_device_array_release(current.raw_mut()) };
+            return Err(e);
+        }
+        Ok(Some(&**current))
+    }
+
+    /// The producer's last error message, if any (valid after a failure).
+    pub fn last_error(&mut self) -> Option<String> {
+        unsafe { opt_str(sys::ferry_array_stream_get_last_error(&mut self.raw)) }.map(str::to_string)
+    }
+}
+
+impl Iterator for DeviceArrayStream {
+    type Item = Result<DeviceArray>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        match self.next_array() {
+            Ok(Some(array)) => Some(Ok(array)),
+            Ok(None) => {
+                self.finished = true;
+                None
+            }
+            Err(e) => {
+                self.finished = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Drop for DeviceArrayStream {
+    fn drop(&mut self) {
+        unsafe { sys::ferry_array_stream_release(&mut self.raw) };
+    }
+}
+
+impl fmt::Debug for DeviceArrayStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceArrayStream")
+            .field("device_type", &self.device_type())
+            .field("finished", &self.finished)
+            .finish()
+    }
+}

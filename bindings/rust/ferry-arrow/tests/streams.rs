@@ -1,0 +1,426 @@
+//! Streams: any iterator exported through ferry_array_stream_init, consumed as an
+//! Iterator of Results; errors and panics travel as code + last error; the
+//! producer is dropped exactly once at release.
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use ferry_arrow::sys;
+use ferry_arrow::{
+    errno, ArrayBuilder, ArrayProducer, ArraySlot, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Error, Schema,
+};
+
+fn batch(values: Vec<i32>) -> ferry_arrow::Result<DeviceArray> {
+    ferry_arrow::export_primitive(values, None).map(|(_, a)| a)
+}
+
+fn int_schema() -> Schema {
+    Schema::new("i", Some("n")).unwrap()
+}
+
+struct DropCount(Arc<AtomicUsize>);
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn iterator_round_trip_through_the_c_struct() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let guard = DropCount(drops.clone());
+    let batches = (0..5).map(move |i| {
+        let _keep = &guard;
+        batch(vec![i; i as usize + 1])
+    });
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+
+    // Through the C struct, as a foreign consumer would receive it.
+    let mut raw = sys::ArrowDeviceArrayStream::default();
+    unsafe { stream.export_to(&mut raw).unwrap() };
+    let mut stream = unsafe { DeviceArrayStream::from_raw(&mut raw).unwrap() };
+    assert_eq!(stream.device_type(), DeviceType::CPU);
+    let schema = stream.schema().unwrap();
+    assert_eq!((schema.format(), schema.name()), ("i", Some("n")));
+    let again = stream.schema().unwrap(); // get_schema may be called again
+    assert_eq!(again.format(), "i");
+    let lengths: Vec<i64> = stream.by_ref().map(|b| b.unwrap().length()).collect();
+    assert_eq!(lengths, vec![1, 2, 3, 4, 5]);
+    assert!(stream.next().is_none(), "end of stream is sticky");
+    assert!(stream.next_array().unwrap().is_none());
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(stream);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the producer is dropped exactly once at release"
+    );
+}
+
+#[test]
+fn an_error_batch_travels_as_code_and_last_error() {
+    let batches = vec![
+        batch(vec![1]),
+        Err(Error::new(errno::ENOMEM, "no room for batch 2")),
+        batch(vec![3]),
+    ];
+    let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    assert!(stream.next().unwrap().is_ok());
+    let err = stream.next().unwrap().unwrap_err();
+    assert_eq!(err.code(), errno::ENOMEM);
+    assert_eq!(err.message(), "no room for batch 2");
+    assert_eq!(stream.last_error().as_deref(), Some("no room for batch 2"));
+    assert!(stream.next().is_none(), "iteration stops after an error");
+}
+
+struct Panicky {
+    calls: u32,
+    drops: Arc<AtomicUsize>,
+}
+impl ArrayProducer for Panicky {
+    fn schema(&mut self) -> ferry_arrow::Result<Schema> {
+        panic!("schema exploded");
+    }
+    fn next(&mut self) -> ferry_arrow::Result<Option<DeviceArray>> {
+        self.calls += 1;
+        if self.calls == 2 {
+            panic!("batch {} exploded", self.calls);
+        }
+        batch(vec![1]).map(Some)
+    }
+}
+impl Drop for Panicky {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn panics_in_producers_become_eio_and_never_unwind_into_c() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut stream = DeviceArrayStream::from_producer(
+        DeviceType::CPU,
+        Panicky {
+            calls: 0,
+            drops: drops.clone(),
+        },
+    )
+    .unwrap();
+    let err = stream.schema().unwrap_err();
+    assert_eq!(err.code(), errno::EIO);
+    assert!(err.message().contains("schema exploded"), "{err}");
+    assert!(stream.next_array().unwrap().is_some());
+    let err = stream.next_array().unwrap_err();
+    assert_eq!(err.code(), errno::EIO);
+    assert!(err.message().contains("batch 2 exploded"), "{err}");
+    assert!(stream.last_error().unwrap().contains("batch 2 exploded"));
+    drop(stream);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn streams_from_existing_arrays() {
+    let arrays = vec![batch(vec![1, 2]).unwrap(), batch(vec![3]).unwrap()];
+    let stream = DeviceArrayStream::from_arrays(DeviceType::CPU, int_schema(), arrays).unwrap();
+    let total: i64 = stream.map(|b| b.unwrap().length()).sum();
+    assert_eq!(total, 3);
+}
+
+#[test]
+fn a_batch_on_the_wrong_device_is_refused_by_the_core() {
+    // The stream says sim, the batch is CPU: the core checks every batch.
+    let mut stream = DeviceArrayStream::from_iter(DeviceType::SIM, int_schema(), vec![batch(vec![1])]).unwrap();
+    let err = stream.next_array().unwrap_err();
+    assert_ne!(err.code(), 0);
+    assert!(!err.message().is_empty());
+}
+
+#[test]
+fn a_stream_moves_to_another_thread() {
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), (0..3).map(|i| batch(vec![i]))).unwrap();
+    let lengths: Vec<i64> = std::thread::spawn(move || stream.map(|b| b.unwrap().length()).collect())
+        .join()
+        .unwrap();
+    assert_eq!(lengths, vec![1, 1, 1]);
+}
+
+#[test]
+fn importing_a_released_stream_fails() {
+    let mut raw = sys::ArrowDeviceArrayStream::default();
+    let err = unsafe { DeviceArrayStream::from_raw(&mut raw) }.unwrap_err();
+    assert!(err.is_invalid_argument());
+}
+
+/// Counts how often it is dropped (an owner kept alive by a batch).
+struct Owned(Vec<i32>, Arc<AtomicUsize>);
+impl AsRef<[i32]> for Owned {
+    fn as_ref(&self) -> &[i32] {
+        &self.0
+    }
+}
+impl Drop for Owned {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn an_iterator_of_builders_is_built_in_the_consumers_struct() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    let batches = (1..=4).map(move |n: i32| {
+        Ok(ArrayBuilder::new(n as i64)
+            .buffer(Buffer::null())
+            .buffer(Buffer::from_owner(Owned((0..n).collect(), d.clone()))))
+    });
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    // Through the C struct, pulled with raw calls as a C consumer would.
+    let mut raw = sys::ArrowDeviceArrayStream::default();
+    unsafe { stream.export_to(&mut raw).unwrap() };
+    let mut lengths = Vec::new();
+    loop {
+        let mut out = sys::ArrowDeviceArray::default();
+        let rc = unsafe { sys::ferry_array_stream_get_next(&mut raw, &mut out, std::ptr::null_mut()) };
+        assert_eq!(rc, 0);
+        if out.array.release.is_none() {
+            break;
+        }
+        assert_eq!((out.device_type, out.device_id), (sys::ARROW_DEVICE_CPU, -1));
+        assert!(out.sync_event.is_null());
+        assert_eq!(out.reserved, [0; 3]);
+        let last = unsafe { *(*out.array.buffers.add(1) as *const i32).add(out.array.length as usize - 1) };
+        assert_eq!(last as i64, out.array.length - 1, "the owner's memory, not a copy");
+        lengths.push(out.array.length);
+        unsafe { sys::ferry_device_array_release(&mut out) };
+    }
+    assert_eq!(lengths, vec![1, 2, 3, 4]);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        4,
+        "each batch's owner dropped once, at its release"
+    );
+    unsafe { sys::ferry_array_stream_release(&mut raw) };
+}
+
+#[test]
+fn an_error_item_among_builders_fails_that_call_only() {
+    let batches = vec![
+        Ok(ArrayBuilder::new(0).buffer(Buffer::null()).buffer(Buffer::null())),
+        Err(Error::new(errno::ENOMEM, "builder 2 failed")),
+        Ok(ArrayBuilder::new(-1)),
+    ];
+    let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    assert_eq!(stream.next_array().unwrap().unwrap().length(), 0);
+    let err = stream.next_array().unwrap_err();
+    assert_eq!((err.code(), err.message()), (errno::ENOMEM, "builder 2 failed"));
+    // A builder that fails to build travels as its own error.
+    let err = stream.next_array().unwrap_err();
+    assert!(err.is_invalid_argument() && err.message().contains("negative"), "{err}");
+}
+
+/// A producer written against next_into, behaving as `mode` says.
+struct InPlace {
+    mode: u32,
+    calls: u32,
+    drops: Arc<AtomicUsize>,
+}
+impl ArrayProducer for InPlace {
+    fn schema(&mut self) -> ferry_arrow::Result<Schema> {
+        Schema::new("i", None)
+    }
+    fn next(&mut self) -> ferry_arrow::Result<Option<DeviceArray>> {
+        DeviceArray::produce(|slot| self.next_into(slot))
+    }
+    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> ferry_arrow::Result<()> {
+        self.calls += 1;
+        let owner = Owned(vec![1, 2], self.drops.clone());
+        let builder = ArrayBuilder::new(2)
+            .buffer(Buffer::null())
+            .buffer(Buffer::from_owner(owner));
+        match self.mode {
+            // Two batches, then the end (the slot left empty).
+            0 if self.calls <= 2 => slot.build(builder),
+            0 => Ok(()),
+            1 => {
+                slot.build(builder)?;
+                panic!("after filling the slot");
+            }
+            2 => {
+                slot.build(builder)?;
+                Err(Error::new(errno::ENOMEM, "failed after filling the slot"))
+            }
+            _ => {
+                slot.build(builder)?;
+                // A second batch into the same slot is refused: it would
+                // overwrite (leak) the first.
+                let again = ArrayBuilder::new(1)
+                    .buffer(Buffer::null())
+                    .buffer(Buffer::from_static(&[1i32]));
+                let err = slot.build(again).unwrap_err();
+                assert!(err.is_invalid_argument());
+                assert!(slot.put(batch(vec![1]).unwrap()).unwrap_err().is_invalid_argument());
+                Ok(())
+            }
+        }
+    }
+}
+
+fn in_place(mode: u32) -> (DeviceArrayStream, Arc<AtomicUsize>) {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let producer = InPlace {
+        mode,
+        calls: 0,
+        drops: drops.clone(),
+    };
+    (
+        DeviceArrayStream::from_producer(DeviceType::CPU, producer).unwrap(),
+        drops,
+    )
+}
+
+#[test]
+fn next_into_fills_the_slot_or_leaves_it_empty_at_the_end() {
+    let (stream, drops) = in_place(0);
+    let lengths: Vec<i64> = stream.map(|b| b.unwrap().length()).collect();
+    assert_eq!(lengths, vec![2, 2]);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        3,
+        "two batches released, one builder never exported"
+    );
+}
+
+#[test]
+fn a_failure_after_filling_the_slot_releases_the_batch_once() {
+    for (mode, code, text) in [
+        (1, errno::EIO, "after filling the slot"),
+        (2, errno::ENOMEM, "failed after filling"),
+    ] {
+        let (mut stream, drops) = in_place(mode);
+        let err = stream.next_array().unwrap_err();
+        assert_eq!(err.code(), code, "mode {mode}: {err}");
+        assert!(err.message().contains(text), "mode {mode}: {err}");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "mode {mode}: the written batch is released once"
+        );
+        drop(stream);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+}
+
+#[test]
+fn a_filled_slot_refuses_a_second_batch() {
+    let (mut stream, drops) = in_place(3);
+    let batch = stream.next().unwrap().unwrap();
+    assert_eq!(batch.length(), 2);
+    drop(batch);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn produce_lends_a_slot() {
+    let mut producer = InPlace {
+        mode: 2,
+        calls: 0,
+        drops: Arc::new(AtomicUsize::new(0)),
+    };
+    let err = producer.next().unwrap_err();
+    assert_eq!(err.code(), errno::ENOMEM);
+    assert_eq!(
+        producer.drops.load(Ordering::SeqCst),
+        1,
+        "the batch of a failed call is released"
+    );
+    let array = DeviceArray::produce(|slot| slot.put(batch(vec![4, 5, 6])?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(array.length(), 3);
+    assert!(DeviceArray::produce(|_| Ok(())).unwrap().is_none());
+}
+
+#[test]
+fn a_slot_refuses_null_and_live_structs() {
+    assert!(unsafe { ArraySlot::from_raw(std::ptr::null_mut()) }
+        .unwrap_err()
+        .is_invalid_argument());
+    let mut raw = sys::ArrowDeviceArray::default();
+    unsafe { batch(vec![1]).unwrap().export_to(&mut raw).unwrap() };
+    assert!(unsafe { ArraySlot::from_raw(&mut raw) }
+        .unwrap_err()
+        .is_invalid_argument());
+    unsafe { sys::ferry_device_array_release(&mut raw) };
+    let mut slot = unsafe { ArraySlot::from_raw(&mut raw) }.unwrap();
+    slot.build_on(
+        ArrayBuilder::new(1)
+            .buffer(Buffer::null())
+            .buffer(Buffer::from_vec(vec![3u8])),
+        DeviceType::CPU,
+        -1,
+        None,
+    )
+    .unwrap();
+    assert!(slot.is_filled());
+    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    assert_eq!(array.device_type(), DeviceType::CPU);
+}
+
+#[test]
+fn next_ref_lends_each_batch_and_releases_it_exactly_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    let batches = (1..=3).map(move |n: i32| {
+        Ok(ArrayBuilder::new(n as i64)
+            .buffer(Buffer::null())
+            .buffer(Buffer::from_owner(Owned((0..n).collect(), d.clone()))))
+    });
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    // Through the C struct, as a foreign producer's stream would arrive.
+    let mut raw = sys::ArrowDeviceArrayStream::default();
+    unsafe { stream.export_to(&mut raw).unwrap() };
+    let mut stream = unsafe { DeviceArrayStream::from_raw(&mut raw).unwrap() };
+
+    let first = stream.next_ref().unwrap().unwrap();
+    assert_eq!(first.length(), 1);
+    assert_eq!(drops.load(Ordering::SeqCst), 0, "the lent batch is alive");
+    let second = stream.next_ref().unwrap().unwrap();
+    assert_eq!(second.length(), 2);
+    let values = unsafe { second.buffer_slice::<i32>(1, 2) }.unwrap();
+    assert_eq!(values, &[0, 1]);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the previous batch is released by the next call"
+    );
+    // Mixing with the owning forms is fine.
+    let third = stream.next_array().unwrap().unwrap();
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "next_array leaves the lent batch alone"
+    );
+    assert_eq!(third.length(), 3);
+    drop(third);
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
+    assert!(stream.next_ref().unwrap().is_none(), "end of stream");
+    assert_eq!(drops.load(Ordering::SeqCst), 3, "the lent batch is released at the end");
+    assert!(stream.next_ref().unwrap().is_none());
+}
+
+#[test]
+fn dropping_the_stream_releases_the_lent_batch() {
+    let (mut stream, drops) = in_place(0);
+    assert_eq!(stream.next_ref().unwrap().unwrap().length(), 2);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(stream);
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "released once, with the stream");
+}
+
+#[test]
+fn next_ref_reports_producer_errors() {
+    let batches = vec![batch(vec![1]), Err(Error::new(errno::ENOMEM, "no room"))];
+    let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    assert!(stream.next_ref().unwrap().is_some());
+    let err = stream.next_ref().unwrap_err();
+    assert_eq!((err.code(), err.message()), (errno::ENOMEM, "no room"));
+}
