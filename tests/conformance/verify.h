@@ -6,12 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conf_case.h"
+#include "oracle.h"
 #include "ferry/ferry.h"
 
 /* 0 when `schema` is exactly the schema of `c`; else -1 and the first
  * difference in `why`. Borrows `schema`. */
-int verify_schema(const struct conf_case* c, const struct ArrowSchema* schema, char* why,
+int verify_schema(const struct it_case* c, const struct ArrowSchema* schema, char* why,
                   size_t why_size);
 
 /* 0 when `array` holds case `c` with `seed` (seed + b for stream batch b):
@@ -19,7 +19,7 @@ int verify_schema(const struct conf_case* c, const struct ArrowSchema* schema, c
  * null_count, every validity bit, every non-null value, children and
  * dictionary. Borrows both (a deep copy is made when the device is not
  * host-accessible). */
-int verify_device_array(const struct conf_case* c, uint32_t seed,
+int verify_device_array(const struct it_case* c, uint32_t seed,
                         const struct ArrowSchema* schema, struct ArrowDeviceArray* array,
                         char* why, size_t why_size);
 

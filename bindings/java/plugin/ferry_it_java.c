@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ferry_it.h"
+#include "ferry/ferry_it.h"
 #include "ferry_it_bench.h"
 
 #define FERRY_IT_JAVA_TEXT 4096

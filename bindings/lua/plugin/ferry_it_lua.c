@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "ferry/ferry.h"
-#include "ferry_it.h"
+#include "ferry/ferry_it.h"
 #include "ferry_it_bench.h"
 #include "lferry_support.h"
 
