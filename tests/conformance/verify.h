@@ -1,5 +1,6 @@
 /* verify: the suite's own checker of an exported schema and device array
- * against a case (conf_case.h), independent of every plugin's checker. */
+ * against a case (case_spec.h) by the formula of oracle.h, independent of
+ * every plugin's checker. */
 #ifndef FERRY_CONFORMANCE_VERIFY_H
 #define FERRY_CONFORMANCE_VERIFY_H
 

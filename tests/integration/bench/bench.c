@@ -33,8 +33,8 @@
  * integration/run.sh): noop, rejected lengths, and for every ordered pair an
  * array (lengths 0 and 16), a tampered array (the consumer must notice a byte
  * the host flipped in the producer's buffer) and a 3-batch stream, each
- * asserting release exactly once with the producer's buffers (the host's
- * release ledger), and every runtime's live allocations and
+ * asserting release exactly once with the producer's buffers (the harness's
+ * release watch), and every runtime's live allocations and
  * ferry_live_exports() back at their baseline. Prints "N passed, N failed".
  *
  *   ferry_it_bench [--plugin-dir DIR] [--plugins LIST] [--rounds N] [--sample-ms N]
@@ -682,7 +682,7 @@ static void check_array(struct bench_ops** ops, int n, const struct bench_ops* p
     ferry_device_array_release(&exported);
     ferry_schema_release(&schema);
     ferry_device_array_release(&handed);
-    verdict_line(0, what, "the host could not take the export (released? ledger full?)");
+    verdict_line(0, what, "the host could not take the export (released? release watch out of memory?)");
     return;
   }
   int tampered = tamper && it_tamper_int32(&handed) == 0;
@@ -714,7 +714,7 @@ static void check_array(struct bench_ops** ops, int n, const struct bench_ops* p
     snprintf(why, sizeof why, "consume failed with %s: %s", ferry_errno_name(rc), said);
     verdict_line(0, what, why);
   } else if (it_watch_count(group) < 2) {
-    verdict_line(0, what, "the ledger tracked nothing");
+    verdict_line(0, what, "the release watch saw nothing");
   } else {
     int ok = check_after(ops, n, group, &before, why, sizeof why);
     verdict_line(ok, what, why);
@@ -744,7 +744,7 @@ static void check_stream(struct bench_ops** ops, int n, const struct bench_ops* 
       it_watch_stream(&handed, "stream") != 0) {
     ferry_array_stream_release(&exported);
     ferry_array_stream_release(&handed);
-    verdict_line(0, what, "the host could not take the stream (not CPU? ledger full?)");
+    verdict_line(0, what, "the host could not take the stream (not CPU? release watch out of memory?)");
     return;
   }
   it_stream_watch_begin(&handed, 0);

@@ -345,8 +345,8 @@ static int handoff_stream(const struct it_runtime_set* all, const struct it_plug
                   consumer_said);
     }
     if (check_stream_observed(&info, seen, why, sizeof why) == 0) {
-      char ledger_why[1200];
-      finish(all, group, &before, stats, ledger_why, sizeof ledger_why);
+      char release_why[1200];
+      finish(all, group, &before, stats, release_why, sizeof release_why);
       return fail(message, size, "consumer returned 0 but %s", why);
     }
   }

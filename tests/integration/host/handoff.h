@@ -45,9 +45,11 @@ struct it_handoff_stats {
  * or -1 with the reason in `message`. */
 int it_handoff_init(char* message, size_t size);
 
-/* Runs one array handoff from `producer` to `consumer`. With `tamper` the
- * case must be IT_TAMPER_ARRAY_CASE and the consumer must FAIL. Returns 1
- * when every assertion holds, 0 with the first problem in `message`. */
+/* Runs one array handoff from `producer` to `consumer` (`all`: every loaded
+ * runtime, for the allocation ledger), on a new thread when the entry says
+ * "thread". With `tamper` the case must be IT_TAMPER_ARRAY_CASE and the
+ * consumer must FAIL. Returns 1 when every assertion holds, 0 with the first
+ * problem in `message`. */
 int it_handoff_array(const struct it_runtime_set* all, const struct it_plugin* producer,
                      const struct it_plugin* consumer, const struct it_case_entry* entry,
                      int tamper, struct it_handoff_stats* stats, char* message, size_t size);

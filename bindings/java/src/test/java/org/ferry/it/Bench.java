@@ -14,7 +14,7 @@ import org.ferry.FieldSpec;
 import org.ferry.StreamExporter;
 
 /**
- * The benchmark entry points of tests/integration/ferry_it_bench.h, called by
+ * The benchmark entry points of core/harness/ferry_it_bench.h, called by
  * the C shim bindings/java/plugin/ferry_it_java.c (one JNI upcall each), and
  * written the way a Java user of the binding writes them: a cached direct
  * ByteBuffer exported with {@link ArrayExporter#export} (the consumer's release

@@ -14,7 +14,7 @@ import org.ferry.jni.FerryNative;
 
 /**
  * The Java participant of the cross-language tests: every entry point of
- * tests/integration/ferry_it.h, implemented in Java and called by the C shim
+ * core/include/ferry/ferry_it.h, implemented in Java and called by the C shim
  * bindings/java/plugin/ferry_it_java.c. Each method catches everything, keeps
  * the message as this thread's last error and returns an errno code: no
  * exception reaches the shim.

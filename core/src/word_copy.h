@@ -1,7 +1,8 @@
-/* Private helpers shared by ferry's producer-side files (producer.c,
- * stream.c) and the accessors. Never installed. */
-#ifndef FERRY_SRC_EXPORT_H
-#define FERRY_SRC_EXPORT_H
+/* Copies and zeroing of ABI structs by 8-byte words, for the export and
+ * handoff hot paths (producer.c, stream.c, lifecycle.c): what memcpy and
+ * memset compile to there costs more than the struct. Private to the core. */
+#ifndef FERRY_SRC_WORD_COPY_H
+#define FERRY_SRC_WORD_COPY_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -30,23 +31,6 @@ static inline void ferry__copy_words(void* dst, const void* src, size_t n_words)
     memcpy((char*)dst + i * sizeof(word), &word, sizeof(word));
   }
 }
-
-/* Total size in bytes of a binary-encoded metadata blob (int32 n_pairs, then
- * per pair int32 key_len, key, int32 value_len, value), or -1 when the
- * encoding is malformed (a negative count or length). NULL gives 0. */
-int64_t ferry__metadata_encoded_size(const char* metadata);
-
-/* Replaces the metadata of a schema made by ferry_schema_init with a copy of
- * `size` bytes of already-encoded metadata (NULL/0 removes it). EINVAL for
- * other schemas. Borrows `metadata`. */
-int ferry__schema_set_metadata_encoded(struct ArrowSchema* schema, const char* metadata,
-                                      int64_t size, struct FerryError* error);
-
-/* Fills `out` (released) with a deep copy of `src` made by ferry_schema_init
- * (format, name, flags, metadata, children and dictionary, recursively).
- * Borrows `src`; on failure `out` is left released. */
-int ferry__schema_deep_copy(const struct ArrowSchema* src, struct ArrowSchema* out,
-                           struct FerryError* error);
 
 /* Zeroes `n_words` 8-byte words at `dst` with plain 8-byte stores. Why not
  * memset: for 128 bytes gcc -O2 emits `rep stos`, whose start-up costs more
@@ -93,4 +77,4 @@ static inline void ferry__copy_device_array(struct ArrowDeviceArray* dst,
                    (sizeof(struct ArrowDeviceArray) - kTail) / 8);
 }
 
-#endif  // FERRY_SRC_EXPORT_H
+#endif  // FERRY_SRC_WORD_COPY_H
