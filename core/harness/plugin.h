@@ -23,7 +23,8 @@
 enum {
   IT_RUNTIME_STARTS_VM = 1u << 0,
   IT_RUNTIME_NEEDS_ONSTACK = 1u << 1,
-  IT_RUNTIME_QUICK_EXIT = 1u << 2
+  IT_RUNTIME_QUICK_EXIT = 1u << 2,
+  IT_RUNTIME_FAST_CALLS = 1u << 3
 };
 
 struct it_runtime_info {
