@@ -6,7 +6,7 @@
 #   bindings/<lang>/bench.sh  each binding's handoff benchmark, for every runtime
 #                             of core/harness/runtimes.def but C
 # Benchmarks print figures; they are not tests (a missed target is reported,
-# not failed). Each one's full output is saved as docs/bench/<name>.txt
+# not failed). Each one's full output (colour codes removed) is saved as docs/bench/<name>.txt
 # (core_ir.txt, rust.txt, ...), except bench_pairs.sh, which keeps its own
 # record (docs/bench/handoff.txt, .tsv, .png). Run it on a quiet machine.
 #   scripts/bench.sh [NAME...]   only those (names as printed: core_ir, pairs, rust, ...)
@@ -36,7 +36,7 @@ bench() {
     {
       echo "# $name $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(uname -m), load $(cut -d' ' -f1-3 /proc/loadavg)"
       bash "$script" 2>&1
-    } | tee "$OUT/$name.txt.tmp"
+    } | sed 's/\x1b\[[0-9;]*m//g' | tee "$OUT/$name.txt.tmp"
     status=${PIPESTATUS[0]}
     mv "$OUT/$name.txt.tmp" "$OUT/$name.txt"
   fi

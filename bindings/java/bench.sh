@@ -12,7 +12,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/../../scripts/lib.sh"
 need_file "$BUILD/java/libferry_jni_testing.so" "the test helpers' JNI library"
-(cd "$HERE" && mvn -B -q -Dstyle.color=never package -DskipTests -Dferry.build.dir="$FERRY_BUILD_DIR")
+(cd "$HERE" && mvn -B -q package -DskipTests -Dferry.build.dir="$FERRY_BUILD_DIR")
 out="$HERE/target/bench-classes"
 mkdir -p "$out"
 # The floors are the test source set's org.ferry.jni.Testing (not in the jar).
