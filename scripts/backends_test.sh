@@ -16,19 +16,13 @@
 # Prints "N passed, N failed, N skipped" and exits non-zero on any failure.
 # In CI (CI set) a missing header is a failure, elsewhere a loud skip.
 set -uo pipefail
-ROOT="${FERRY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+# ROOT, BUILD, pass/fail/skip and in_ci come from the shared helpers.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CC="${CC:-cc}"
 EMU="$BUILD/test-emu"
 FERRY="$BUILD/bin/ferry"
-passed=0; failed=0; skipped=0
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
-
-pass() { passed=$((passed + 1)); echo "ok: $*"; }
-fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
-skip() { skipped=$((skipped + 1)); echo "SKIPPED: $*"; }
-in_ci() { [ -n "${CI:-}" ]; }
 
 # run NAME COMMAND...: one check, passing when COMMAND succeeds.
 run() {
@@ -325,5 +319,5 @@ else
 fi
 
 echo
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+echo "$FERRY_PASSED passed, $FERRY_FAILED failed, $FERRY_SKIPPED skipped"
+[ "$FERRY_FAILED" -eq 0 ]

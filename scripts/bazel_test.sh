@@ -3,7 +3,7 @@
 # then builds and tests the consumer workspace tests/bazel_consumer, which
 # depends on this repository through local_repository.
 set -euo pipefail
-ROOT="${FERRY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 bazel test --noshow_progress //... 2>&1 | grep -vE '^(Loading|Analyzing|INFO: (From|Found|Analyzed|Elapsed|[0-9]+ processes))' || { bazel shutdown; exit 1; }
 bazel shutdown

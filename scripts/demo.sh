@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The main job. Until the polyglot demo exists (tests/integration/demo), it
-# runs `ferry check` on the built-in producer: the C plugin's exports of a
-# few cases, on the CPU and on the simulated device, as arrays and streams.
+# The main job: the polyglot demo (tests/integration/demo/run.sh). Without
+# it, `ferry check` on the built-in producer: the C plugin's exports of a few
+# cases, on the CPU and on the simulated device, as arrays and streams.
+# ./dev.sh demo builds everything first.
 set -euo pipefail
-ROOT="${FERRY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
-if [ -x "$ROOT/tests/integration/demo/run.sh" ]; then
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+if [ -f "$ROOT/tests/integration/demo/run.sh" ]; then
   exec bash "$ROOT/tests/integration/demo/run.sh" "$@"
 fi
 ferry="$BUILD/bin/ferry"

@@ -8,8 +8,7 @@
 # Corpora grow under build/fuzz/<target>/ (seeded from core/fuzz/corpus/);
 # crash inputs land in build/fuzz/<target>/crashes/. Needs clang-14.
 set -euo pipefail
-
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MODE=${1:-short}
 case $MODE in
   short) SECONDS_PER_TARGET=10 ;;

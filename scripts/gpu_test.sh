@@ -11,8 +11,7 @@
 # ("SKIPPED: no CUDA device: ..."); with no GPU at all the script still
 # exits 0. It exits non-zero only when a check on a present GPU failed.
 set -uo pipefail
-ROOT="${FERRY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CC="${CC:-cc}"
 suite="$BUILD/gpu/gpu_suite"
 if [ ! -f "$BUILD/lib/libferry.so" ]; then

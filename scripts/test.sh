@@ -1,32 +1,40 @@
 #!/usr/bin/env bash
 # Runs every test of the project, one step after another, and ends with the
-# line "N passed, N failed" counting steps. Each step's full output goes to
-# build/test-logs/<step>.log; its last lines (the runner's own summary) are
-# printed, the whole log when it fails.
+# line "steps: N passed, N failed". The first step builds everything the
+# others use (so no step can load an artefact another step left behind); the
+# others only run. Each step's full output goes to build/test-logs/<step>.log;
+# its last lines (the runner's own summary) are printed, the whole log when
+# it fails.
 #   scripts/test.sh            all steps
-#   scripts/test.sh STEP...    only those steps (names as printed)
+#   scripts/test.sh STEP...    the build step, then only those steps (names as printed)
 set -uo pipefail
-ROOT="${FERRY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
-export FERRY_ROOT="$ROOT" FERRY_BUILD_DIR="$BUILD"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 LOGS="$BUILD/test-logs"
 mkdir -p "$LOGS"
 passed=0; failed=0; failed_steps=()
-only=("$@")
+SELECTION=("$@")
 
-want() {
-  [ "${#only[@]}" -eq 0 ] && return 0
-  local s; for s in "${only[@]}"; do [ "$s" = "$1" ] && return 0; done
-  return 1
-}
-
-# step NAME COMMAND...: runs COMMAND with output to the step's log.
+# step NAME SCRIPT [ARGS...]: runs `bash SCRIPT ARGS` (or, when SCRIPT is not
+# a .sh file, the command itself) with its output in the step's log. A
+# missing script is a failed step, never a silently dropped one.
 step() {
   local name="$1"; shift
-  want "$name" || return 0
-  local log="$LOGS/$name.log" start=$SECONDS
+  selected "$name" || [ "$name" = build ] || return 0
+  local log="$LOGS/$name.log" start=$SECONDS rc
   printf '== %s\n' "$name"
-  if "$@" >"$log" 2>&1; then
+  if [[ "$1" == *.sh ]]; then
+    if [ ! -f "$1" ]; then
+      echo "the step's script $1 does not exist" >"$log"
+      rc=127
+    else
+      bash "$@" >"$log" 2>&1
+      rc=$?
+    fi
+  else
+    "$@" >"$log" 2>&1
+    rc=$?
+  fi
+  if [ "$rc" -eq 0 ]; then
     tail -n 3 "$log" | sed 's/^/   /'
     printf '   ok: %s (%ss)\n' "$name" "$((SECONDS - start))"
     passed=$((passed + 1))
@@ -35,27 +43,46 @@ step() {
     printf '   FAILED: %s (%ss, log %s)\n' "$name" "$((SECONDS - start))" "$log"
     failed=$((failed + 1)); failed_steps+=("$name")
   fi
+  return "$rc"
 }
 
+# --- build everything first -----------------------------------------------------
+# The normal tree, the sanitizer tree (ASan+UBSan: its ctest and the ASan runs
+# of the conformance and cross-language steps) and every runtime's plugin.
+build_all() {
+  bash "$ROOT/scripts/build.sh" &&
+    bash "$ROOT/scripts/build.sh" --sanitize address,undefined &&
+    bash "$ROOT/scripts/build_plugins.sh"
+}
+if ! step build build_all; then
+  echo
+  echo "the build failed: no test step ran (they would use missing or stale artefacts)"
+  echo "steps: $passed passed, $failed failed"
+  exit 1
+fi
+
 # --- the C core --------------------------------------------------------------
-step generated-code-fresh bash "$ROOT/generators/regen.sh" --check
+step generated-code-fresh "$ROOT/generators/regen.sh" --check
 step core-unit-abi-tool ctest --test-dir "$BUILD" --output-on-failure -j2
-step core-asan-ubsan bash "$ROOT/scripts/sanitizers.sh" address,undefined
-step core-leak-check bash "$ROOT/scripts/leak_check.sh"
-step core-fuzz-short bash "$ROOT/scripts/fuzz.sh" short
-step bazel bash "$ROOT/scripts/bazel_test.sh"
+step core-asan-ubsan "$ROOT/scripts/sanitizers.sh" address,undefined
+step core-leak-check "$ROOT/scripts/leak_check.sh"
+step core-fuzz-short "$ROOT/scripts/fuzz.sh" short
+step bazel "$ROOT/scripts/bazel_test.sh"
 # --- devices (CUDA/ROCm unavailable paths and driver emulations) --------------
-[ -e "$ROOT/scripts/backends_test.sh" ] && step gpu-backends-no-gpu bash "$ROOT/scripts/backends_test.sh"
-# --- bindings ------------------------------------------------------------------
-for lang in rust go java lua; do
-  [ -e "$ROOT/bindings/$lang/test.sh" ] && step "binding-$lang" bash "$ROOT/bindings/$lang/test.sh"
+step gpu-backends-no-gpu "$ROOT/scripts/backends_test.sh"
+# --- what the build produced: links, exported symbols, no test code shipped ----
+step artefacts "$ROOT/scripts/check_artefacts.sh"
+# --- bindings (every runtime of core/harness/runtimes.def but C) ---------------
+for lang in $(ferry_runtimes); do
+  [ "$lang" = c ] && continue
+  step "binding-$lang" "$ROOT/bindings/$lang/test.sh"
 done
 # --- cross-language -------------------------------------------------------------
 # cases.md conformance of every runtime's plugin, one plugin per process.
-[ -e "$ROOT/tests/conformance/run.sh" ] && step conformance bash "$ROOT/tests/conformance/run.sh"
+step conformance "$ROOT/tests/conformance/run.sh"
 # Every ordered pair of runtimes in one process (C host, Go-first C host,
 # C host under ASan, JVM host).
-[ -e "$ROOT/tests/integration/run.sh" ] && step cross-language bash "$ROOT/tests/integration/run.sh"
+step cross-language "$ROOT/tests/integration/run.sh"
 
 echo
 [ "$failed" -gt 0 ] && echo "failed steps: ${failed_steps[*]}"

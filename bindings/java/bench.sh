@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Java <-> C handoff benchmark (not a test): builds the binding (tests skipped),
+# Java <-> C handoff benchmark (not a test): builds the jar (tests compiled, not run),
 # compiles src/bench and runs every case in a fresh JVM (a JIT shared between
 # cases skews them), one after the other. Each case is measured interleaved with
 # its own floor (same crossings, same C handoff, nothing else; see
@@ -10,12 +10,14 @@
 # arguments run only those.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-export FERRY_ROOT="${FERRY_ROOT:-$(cd "$HERE/../.." && pwd)}"
-export FERRY_BUILD_DIR="${FERRY_BUILD_DIR:-$FERRY_ROOT/build}"
+. "$HERE/../../scripts/lib.sh"
+need_file "$BUILD/java/libferry_jni_testing.so" "the test helpers' JNI library"
 (cd "$HERE" && mvn -B -q package -DskipTests -Dferry.build.dir="$FERRY_BUILD_DIR")
 out="$HERE/target/bench-classes"
 mkdir -p "$out"
-javac -d "$out" -cp "$HERE/target/classes" $(find "$HERE/src/bench/java" -name '*.java')
+# The floors are the test source set's org.ferry.jni.Testing (not in the jar).
+classes="$HERE/target/classes:$HERE/target/test-classes"
+javac -d "$out" -cp "$classes" $(find "$HERE/src/bench/java" -name '*.java')
 cases=("$@")
 if [ "${#cases[@]}" -eq 0 ]; then
   cases=(primitives c_to_java_stream_cursor c_to_java_stream_deviceArray
@@ -25,8 +27,8 @@ table=()
 for c in "${cases[@]}"; do
   # Fixed heap and GC, so runs compare.
   run="$(java -Xms256m -Xmx256m -XX:+UseSerialGC ${JAVA_OPTS:-} \
-    -Djava.library.path="$HERE/target/native" \
-    -cp "$out:$HERE/target/classes" org.ferry.bench.HandoffBench "$c")"
+    -Djava.library.path="$BUILD/java" \
+    -cp "$out:$classes" org.ferry.bench.HandoffBench "$c")"
   echo "$run" | grep -E '^(RESULT|LOAD)'
   while IFS= read -r line; do table+=("${line#TABLE }"); done < <(echo "$run" | grep '^TABLE')
 done

@@ -4,7 +4,7 @@
  * struct itself and, for metadata, the encoded blob. */
 #include <string.h>
 
-#include "export.h"
+#include "accessors.h"
 #include "internal.h"
 
 /* ---- ArrowSchema --------------------------------------------------------- */

@@ -1,9 +1,7 @@
-/* Error messages (ferry's own and the GPU drivers'), errno names, versions
- * and device type names. */
+/* Error messages (ferry's own and the GPU drivers') and errno names. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "backend.h"
 #include "internal.h"
@@ -78,52 +76,4 @@ int ferry__set_driver_error_v(struct FerryError* error, int code_errno,
   return ferry__set_error(error, code_errno,
                          "[%s][%s %u] an error ferry has no name for (%s)", op,
                          result_type, rc, context);
-}
-
-const char* ferry_version(void) { return FERRY_VERSION_STRING; }
-
-int32_t ferry_abi_version(void) { return FERRY_ABI_VERSION; }
-
-int ferry_check_abi_version(int32_t expected_abi_version, struct FerryError* error) {
-  if (expected_abi_version != FERRY_ABI_VERSION) {
-    return ferry__set_error(error, EINVAL,
-                           "ferry ABI version mismatch: the binding expects %d, "
-                           "the loaded libferry provides %d",
-                           (int)expected_abi_version, (int)FERRY_ABI_VERSION);
-  }
-  return FERRY_OK;
-}
-
-/* Indexed by ArrowDeviceType; NULL where the specification has no value. */
-static const char* const kDeviceTypeNames[] = {
-    NULL,      "cpu",          "cuda",   "cuda_host", "opencl", NULL,
-    NULL,      "vulkan",       "metal",  "vpi",       "rocm",   "rocm_host",
-    "ext_dev", "cuda_managed", "oneapi", "webgpu",    "hexagon"};
-#define FERRY_N_DEVICE_TYPE_NAMES \
-  ((int32_t)(sizeof(kDeviceTypeNames) / sizeof(kDeviceTypeNames[0])))
-
-const char* ferry_device_type_name(ArrowDeviceType device_type) {
-  if (device_type < 0 || device_type >= FERRY_N_DEVICE_TYPE_NAMES ||
-      kDeviceTypeNames[device_type] == NULL) {
-    return "unknown";
-  }
-  return kDeviceTypeNames[device_type];
-}
-
-int ferry_device_type_from_name(const char* name, ArrowDeviceType* out,
-                                struct FerryError* error) {
-  if (name == NULL || out == NULL) {
-    return ferry__set_error(error, EINVAL, "device type name and output must not be NULL");
-  }
-  if (strcmp(name, "sim") == 0) {
-    *out = ARROW_DEVICE_EXT_DEV;
-    return FERRY_OK;
-  }
-  for (int32_t i = 0; i < FERRY_N_DEVICE_TYPE_NAMES; i++) {
-    if (kDeviceTypeNames[i] != NULL && strcmp(kDeviceTypeNames[i], name) == 0) {
-      *out = i;
-      return FERRY_OK;
-    }
-  }
-  return ferry__set_error(error, EINVAL, "unknown device type name \"%s\"", name);
 }

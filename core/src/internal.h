@@ -42,7 +42,4 @@ static inline int64_t ferry__aligned_alloc_size(int64_t size, int64_t alignment)
   return rounded;
 }
 
-/* Process-wide counter behind ferry_live_exports (atomic). */
-void ferry__live_exports_add(int64_t delta);
-
 #endif  // FERRY_SRC_INTERNAL_H

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
 #include "internal.h"
+#include "word_copy.h"
 
 /* ---- Release --------------------------------------------------------------
  * A released struct (release == NULL) or NULL is left alone, so releasing

@@ -14,156 +14,19 @@
  * Memory: an array export costs exactly one allocation (private data, the
  * buffer pointer table, the child pointer table and the child structs in one
  * block). Blocks of the common shape (<= 3 buffers, no children) are recycled
- * through a small per-thread free list, which is what keeps an export +
- * release close to the cost of moving the 128-byte struct. */
-#include <pthread.h>
+ * through a small per-thread free list (thread_state.h, with the per-thread
+ * live-export counters), which is what keeps an export + release close to
+ * the cost of moving the 128-byte struct. */
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
+#include "accessors.h"
 #include "internal.h"
-
-/* ---- Per-thread state: live-export counter and free list --------------------
- * Both are on the hot path of every export and release, so both are
- * per-thread and touched without locked instructions:
- * - The live-export count is the sum of per-thread counters (each written
- *   only by its own thread, with relaxed atomic stores so that readers on
- *   other threads are race-free) plus the total of exited threads. A
- *   process-wide lock xadd per export and per release cost ~5 ns per
- *   handoff; the reader (ferry_live_exports, a diagnostic) pays instead.
- * - Small array blocks (<= 3 buffers, no children) are recycled through a
- *   capped singly linked list, two loads and two stores instead of
- *   malloc + free. `free_room` is how many more blocks the list may take:
- *   the cap minus its length on a registered thread, 0 on a thread that is
- *   not registered (whose list nobody would free), so one test decides.
- * A thread registers on first use; a pthread key destructor folds its count
- * into the exited total and frees its list at thread exit, and the library
- * destructor does the same for the thread that exits the process or
- * unloads the library. */
-
-#define FERRY_FREE_LIST_MAX 64
-
-struct FerryThreadState {
-  _Atomic int64_t live; /* exports minus releases on this thread */
-  void* free_head;
-  int32_t free_room; /* see above; > 0 implies registered */
-  int32_t registered;
-  struct FerryThreadState* next; /* in ferry_threads, under ferry_threads_lock */
-  struct FerryThreadState* prev;
-};
-
-/* initial-exec: a direct %fs-relative access instead of a __tls_get_addr
- * call per use (18 instructions each); the 48 bytes fit easily in glibc's
- * static TLS surplus even when libferry is dlopen'ed. */
-static _Thread_local struct FerryThreadState ferry_thread_state
-    __attribute__((tls_model("initial-exec")));
-static pthread_mutex_t ferry_threads_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct FerryThreadState* ferry_threads;
-/* Counts of exited threads, and of any thread that could not register. */
-static _Atomic int64_t ferry_live_unattributed;
-static pthread_key_t ferry_thread_key;
-static pthread_once_t ferry_thread_key_once = PTHREAD_ONCE_INIT;
-static int ferry_thread_key_ok;
-
-static void ferry_thread_state_retire(void* arg) {
-  struct FerryThreadState* state = (struct FerryThreadState*)arg;
-  pthread_mutex_lock(&ferry_threads_lock);
-  if (state->registered) {
-    atomic_fetch_add_explicit(&ferry_live_unattributed,
-                              atomic_load_explicit(&state->live, memory_order_relaxed),
-                              memory_order_relaxed);
-    atomic_store_explicit(&state->live, 0, memory_order_relaxed);
-    if (state->prev != NULL) state->prev->next = state->next;
-    if (state->next != NULL) state->next->prev = state->prev;
-    if (ferry_threads == state) ferry_threads = state->next;
-    state->next = state->prev = NULL;
-    /* A later use (say from another key's destructor) registers again, so
-     * glibc runs this destructor once more instead of leaking. */
-    state->registered = 0;
-  }
-  pthread_mutex_unlock(&ferry_threads_lock);
-  while (state->free_head != NULL) {
-    void* block = state->free_head;
-    state->free_head = *(void**)block;
-    free(block);
-  }
-  state->free_room = 0;
-}
-
-static void ferry_thread_key_create(void) {
-  ferry_thread_key_ok =
-      pthread_key_create(&ferry_thread_key, ferry_thread_state_retire) == 0;
-}
-
-/* Slow path, once per thread: returns 0 when the thread cannot register
- * (then the caller falls back to the shared atomic and to malloc). */
-__attribute__((noinline)) static int ferry_thread_state_register(
-    struct FerryThreadState* state) {
-  pthread_once(&ferry_thread_key_once, ferry_thread_key_create);
-  if (!ferry_thread_key_ok || pthread_setspecific(ferry_thread_key, state) != 0) return 0;
-  pthread_mutex_lock(&ferry_threads_lock);
-  state->prev = NULL;
-  state->next = ferry_threads;
-  if (ferry_threads != NULL) ferry_threads->prev = state;
-  ferry_threads = state;
-  state->registered = 1;
-  pthread_mutex_unlock(&ferry_threads_lock);
-  /* The list is empty here: retiring emptied it, and nothing is cached on
-   * an unregistered thread. */
-  state->free_room = FERRY_FREE_LIST_MAX;
-  return 1;
-}
-
-/* The hot-path form, inlined into this file's export and release paths. */
-static inline void ferry_live_add(int64_t delta) {
-  struct FerryThreadState* state = &ferry_thread_state;
-  if (__builtin_expect(!state->registered, 0) && !ferry_thread_state_register(state)) {
-    atomic_fetch_add_explicit(&ferry_live_unattributed, delta, memory_order_relaxed);
-    return;
-  }
-  /* Only this thread writes `live`: a plain load + store, no lock prefix. */
-  atomic_store_explicit(&state->live,
-                        atomic_load_explicit(&state->live, memory_order_relaxed) + delta,
-                        memory_order_relaxed);
-}
-
-void ferry__live_exports_add(int64_t delta) { ferry_live_add(delta); }
-
-/* Returns the process-wide number of live ferry-made exports: exact when no
- * other thread is exporting or releasing at the same moment. */
-int64_t ferry_live_exports(void) {
-  pthread_mutex_lock(&ferry_threads_lock);
-  int64_t total = atomic_load_explicit(&ferry_live_unattributed, memory_order_relaxed);
-  for (struct FerryThreadState* s = ferry_threads; s != NULL; s = s->next) {
-    total += atomic_load_explicit(&s->live, memory_order_relaxed);
-  }
-  pthread_mutex_unlock(&ferry_threads_lock);
-  return total;
-}
-
-static void* ferry_small_block_alloc(size_t size) {
-  struct FerryThreadState* state = &ferry_thread_state;
-  void* block = state->free_head;
-  if (block != NULL) {
-    state->free_head = *(void**)block;
-    state->free_room++;
-    return block;
-  }
-  return malloc(size);
-}
-
-/* The exiting (or dlclose-ing) thread is not covered by the key destructor;
- * deleting the key keeps a later thread exit from calling into unloaded
- * code (other threads' lists are then left to the OS). */
-__attribute__((destructor)) static void ferry_thread_state_unload(void) {
-  ferry_thread_state_retire(&ferry_thread_state);
-  if (ferry_thread_key_ok) {
-    pthread_key_delete(ferry_thread_key);
-    ferry_thread_key_ok = 0;
-  }
-}
+#include "producer.h"
+#include "thread_state.h"
+#include "word_copy.h"
 
 /* ---- Schemas --------------------------------------------------------------- */
 
@@ -189,7 +52,7 @@ static void ferry_schema_release_private(struct ArrowSchema* schema) {
   }
   free(priv->metadata);
   free(priv);
-  ferry_live_add(-1);
+  ferry__live_add(-1);
   schema->release = NULL;
 }
 
@@ -248,7 +111,7 @@ int ferry_schema_init(struct ArrowSchema* out, const char* format, const char* n
   out->children = n_children > 0 ? priv->children : NULL;
   out->private_data = priv;
   out->release = ferry_schema_release_private;
-  ferry_live_add(1);
+  ferry__live_add(1);
   return FERRY_OK;
 }
 
@@ -452,21 +315,8 @@ static void ferry_array_release_large(struct ArrowArray* array) {
   if (priv->dictionary != NULL) ferry_array_release_dictionary(priv);
   if (priv->hook != NULL) priv->hook(priv->user_data);
   free(priv);
-  ferry_live_add(-1);
+  ferry__live_add(-1);
   array->release = NULL;
-}
-
-/* Returns a small block to this thread's free list; the caller has checked
- * that free_room > 0 (which implies the thread is registered, so the live
- * counter is this thread's too). */
-static inline void ferry_small_block_recycle(struct FerryThreadState* state,
-                                             void* block) {
-  *(void**)block = state->free_head;
-  state->free_head = block;
-  state->free_room--;
-  atomic_store_explicit(&state->live,
-                        atomic_load_explicit(&state->live, memory_order_relaxed) - 1,
-                        memory_order_relaxed);
 }
 
 /* ferry_array_release_small when the array has a dictionary, the free list
@@ -477,12 +327,12 @@ __attribute__((noinline)) static void ferry_array_release_small_slow(
   if (priv->dictionary != NULL) ferry_array_release_dictionary(priv);
   FerryReleaseHook hook = priv->hook;
   void* user_data = priv->user_data;
-  struct FerryThreadState* state = &ferry_thread_state;
+  struct FerryThreadState* state = &ferry__thread_state;
   if (state->free_room > 0) {
-    ferry_small_block_recycle(state, priv);
+    ferry__small_block_recycle(state, priv);
   } else {
     free(priv);
-    ferry_live_add(-1);
+    ferry__live_add(-1);
   }
   array->release = NULL;
   if (hook != NULL) hook(user_data);
@@ -494,14 +344,14 @@ __attribute__((noinline)) static void ferry_array_release_small_slow(
  * that exports again on this thread may reuse the block at once. */
 static void ferry_array_release_small(struct ArrowArray* array) {
   struct FerryArrayPrivate* priv = (struct FerryArrayPrivate*)array->private_data;
-  struct FerryThreadState* state = &ferry_thread_state;
+  struct FerryThreadState* state = &ferry__thread_state;
   if (__builtin_expect(priv->dictionary != NULL || state->free_room <= 0, 0)) {
     ferry_array_release_small_slow(array);
     return;
   }
   FerryReleaseHook hook = priv->hook;
   void* user_data = priv->user_data;
-  ferry_small_block_recycle(state, priv);
+  ferry__small_block_recycle(state, priv);
   array->release = NULL;
   if (hook != NULL) hook(user_data);
 }
@@ -595,7 +445,7 @@ __attribute__((noinline)) static int ferry_array_init_general(
   const void** buffer_table;
   int small = n_buffers <= FERRY_INLINE_BUFFERS && n_children == 0;
   if (small) {
-    priv = (struct FerryArrayPrivate*)ferry_small_block_alloc(sizeof(*priv));
+    priv = (struct FerryArrayPrivate*)ferry__small_block_alloc(sizeof(*priv));
     if (priv == NULL) goto out_of_memory;
     /* A recycled block has these already; a fresh one needs them. */
     priv->dictionary = NULL;
@@ -621,7 +471,7 @@ __attribute__((noinline)) static int ferry_array_init_general(
   out->dictionary = NULL;
   out->private_data = priv;
   out->release = small ? ferry_array_release_small : ferry_array_release_large;
-  ferry_live_add(1);
+  ferry__live_add(1);
   return FERRY_OK;
 out_of_memory:
   return ferry__set_error(error, ENOMEM, "ferry_array_init: out of memory");
@@ -640,7 +490,7 @@ int ferry_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
    * A non-empty free list implies the
    * thread is registered. Every check of the general version is made here
    * too (or implied: n_buffers <= 3 is within [0, 2^32]). */
-  struct FerryThreadState* state = &ferry_thread_state;
+  struct FerryThreadState* state = &ferry__thread_state;
   struct FerryArrayPrivate* priv = (struct FerryArrayPrivate*)state->free_head;
   if (__builtin_expect(priv == NULL || out == NULL || out->release != NULL ||
                            length < 0 || offset < 0 || null_count < -1 ||
@@ -676,9 +526,7 @@ int ferry_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
   out->dictionary = NULL;
   out->private_data = priv;
   out->release = ferry_array_release_small;
-  atomic_store_explicit(&state->live,
-                        atomic_load_explicit(&state->live, memory_order_relaxed) + 1,
-                        memory_order_relaxed);
+  ferry__live_count_here(state, 1);
   return FERRY_OK;
 }
 
@@ -746,7 +594,7 @@ static void ferry_event_wrapper_release(struct ArrowArray* array) {
   if (wrapper->inner.release != NULL) wrapper->inner.release(&wrapper->inner);
   wrapper->hook(wrapper->user_data);
   free(wrapper);
-  ferry_live_add(-1);
+  ferry__live_add(-1);
   array->release = NULL;
 }
 
@@ -791,7 +639,7 @@ __attribute__((noinline)) static int ferry_device_array_wrap_event(
   out->array = wrapper->inner;
   out->array.private_data = wrapper;
   out->array.release = ferry_event_wrapper_release;
-  ferry_live_add(1);
+  ferry__live_add(1);
   return FERRY_OK;
 }
 

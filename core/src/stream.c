@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
 #include "internal.h"
+#include "producer.h"
+#include "thread_state.h"
+#include "word_copy.h"
 
 /* ---- Consumer side --------------------------------------------------------- */
 
@@ -237,7 +239,7 @@ static void ferry_array_stream_private_release(struct ArrowDeviceArrayStream* st
   if (priv->release_hook != NULL) priv->release_hook(priv->user_data);
   free(priv);
   stream->private_data = NULL;
-  ferry__live_exports_add(-1);
+  ferry__live_add(-1);
   stream->release = NULL;
 }
 
@@ -279,7 +281,7 @@ int ferry_array_stream_init(struct ArrowDeviceArrayStream* out, ArrowDeviceType 
   out->get_last_error = ferry_array_stream_private_get_last_error;
   out->private_data = priv;
   out->release = ferry_array_stream_private_release;
-  ferry__live_exports_add(1);
+  ferry__live_add(1);
   return FERRY_OK;
 }
 

@@ -6,7 +6,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "release_watch.h"
 #include "tool.h"
+
+/* A release-watch finding as a FAIL line. */
+static void report_release(void* context, const struct it_watch_finding* f) {
+  (void)context;
+  const char* kind = it_watch_kind_name(f->kind);
+  switch (f->problem) {
+    case IT_WATCH_NEVER_RELEASED:
+      tool_fail("release", f->where, "%s was never released%s", kind,
+                strchr(f->where, '.') != NULL ? " by its parent's release" : "");
+      break;
+    case IT_WATCH_RELEASED_AGAIN:
+      tool_fail("release", f->where, "%s was released %lld times (exactly once is allowed)",
+                kind, (long long)f->count);
+      break;
+    case IT_WATCH_LEFT_SET:
+      tool_fail("release", f->where, "the %s's release callback did not set release to NULL",
+                kind);
+      break;
+    default: {
+      char text[1024];
+      it_watch_describe(f, text, sizeof text);
+      tool_fail("release", f->where[0] != '\0' ? f->where : "?", "%s", text);
+      break;
+    }
+  }
+}
+
+int64_t tool_verify_releases(int group) { return it_watch_verify(group, report_release, NULL); }
 
 struct forward_context {
   const char* prefix;
@@ -62,12 +91,12 @@ static int stream_call_failed(struct ArrowDeviceArrayStream* stream, const char*
 static void release_stream(struct ArrowDeviceArrayStream* stream, int group) {
   tool_stage("release of the stream");
   if (stream->release != NULL) stream->release(stream);
-  tool_interpose_verify(group);
+  tool_verify_releases(group);
 }
 
 void tool_check_stream(struct ArrowDeviceArrayStream* stream, const char* expect_fail) {
-  int stream_group = tool_interpose_new_group();
-  tool_interpose_stream(stream, "stream");
+  int stream_group = it_watch_new_group();
+  it_watch_stream(stream, "stream");
   if (stream->get_schema == NULL || stream->get_next == NULL) {
     tool_fail("stream", "stream", "get_schema or get_next is NULL");
     release_stream(stream, stream_group);
@@ -87,7 +116,7 @@ void tool_check_stream(struct ArrowDeviceArrayStream* stream, const char* expect
              "injected failure at get_next %lld", (long long)fail_at);
   }
 
-  int schema_group = tool_interpose_new_group();
+  int schema_group = it_watch_new_group();
   struct ArrowSchema schema;
   memset(&schema, 0, sizeof schema);
   tool_stage("get_schema");
@@ -97,10 +126,10 @@ void tool_check_stream(struct ArrowDeviceArrayStream* stream, const char* expect
                        expect_schema_failure ? expected_message : NULL);
     if (schema.release != NULL) {
       tool_fail("stream_error", "schema", "get_schema failed but left a live schema");
-      tool_interpose_schema(&schema, "schema");
+      it_watch_schema(&schema, "schema");
       schema.release(&schema);
     }
-    tool_interpose_verify(schema_group);
+    tool_verify_releases(schema_group);
     release_stream(stream, stream_group);
     return;
   }
@@ -113,7 +142,7 @@ void tool_check_stream(struct ArrowDeviceArrayStream* stream, const char* expect
     release_stream(stream, stream_group);
     return;
   }
-  tool_interpose_schema(&schema, "schema");
+  it_watch_schema(&schema, "schema");
   struct forward_context schema_ctx = {"schema."};
   tool_stage("validation of the stream's schema");
   ferry_validate_schema(&schema, forward_finding, &schema_ctx, NULL);
@@ -131,10 +160,10 @@ void tool_check_stream(struct ArrowDeviceArrayStream* stream, const char* expect
                          call == fail_at ? expected_message : NULL);
       if (batch.array.release != NULL) {
         tool_fail("stream_error", "stream", "%s failed but left a live array", call_name);
-        int group = tool_interpose_new_group();
-        tool_interpose_array(&batch.array, "stream.failed_batch");
+        int group = it_watch_new_group();
+        it_watch_array(&batch.array, "stream.failed_batch");
         batch.array.release(&batch.array);
-        tool_interpose_verify(group);
+        tool_verify_releases(group);
       }
       break;
     }
@@ -150,8 +179,8 @@ void tool_check_stream(struct ArrowDeviceArrayStream* stream, const char* expect
     snprintf(prefix, sizeof prefix, "batch[%lld].", (long long)(call - 1));
     char where[64];
     snprintf(where, sizeof where, "batch[%lld].root", (long long)(call - 1));
-    int batch_group = tool_interpose_new_group();
-    tool_interpose_array(&batch.array, where);
+    int batch_group = it_watch_new_group();
+    it_watch_array(&batch.array, where);
     if (batch.device_type != stream->device_type) {
       tool_fail("device", where,
                 "batch device_type %d (%s) differs from the stream's device_type %d (%s)",
@@ -161,7 +190,7 @@ void tool_check_stream(struct ArrowDeviceArrayStream* stream, const char* expect
     tool_check_device_array(&schema, &batch, prefix);
     tool_stage("release of batch %lld", (long long)(call - 1));
     batch.array.release(&batch.array);
-    tool_interpose_verify(batch_group);
+    tool_verify_releases(batch_group);
   }
 
   if (reached_end) {
@@ -186,6 +215,6 @@ void tool_check_stream(struct ArrowDeviceArrayStream* stream, const char* expect
 
   tool_stage("release of the stream's schema");
   schema.release(&schema);
-  tool_interpose_verify(schema_group);
+  tool_verify_releases(schema_group);
   release_stream(stream, stream_group);
 }

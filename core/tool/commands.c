@@ -7,7 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../tests/integration/ferry_it.h"
+#include "allocations.h"
+#include "case_spec.h"
+#include "ferry/ferry_it.h"
+#include "plugin.h"
+#include "release_watch.h"
 #include "tool.h"
 
 typedef int (*array_producer_fn)(struct ArrowSchema*, struct ArrowDeviceArray*);
@@ -175,7 +179,7 @@ static void release_and_verify(struct ArrowSchema* schema, struct ArrowDeviceArr
   tool_stage("release of the schema");
   if (schema->release != NULL) schema->release(schema);
   tool_stage("verification of the releases");
-  tool_interpose_verify(group);
+  tool_verify_releases(group);
 }
 
 /* After a failed export: nothing may have been left live. */
@@ -186,9 +190,9 @@ static void check_left_released(struct ArrowSchema* schema,
               "the export failed but left the %s live; on failure the outputs must stay "
               "released",
               schema->release != NULL ? "schema" : "array");
-    int group = tool_interpose_new_group();
-    tool_interpose_schema(schema, "schema");
-    tool_interpose_array(&array->array, "root");
+    int group = it_watch_new_group();
+    it_watch_schema(schema, "schema");
+    it_watch_array(&array->array, "root");
     release_and_verify(schema, array, group);
   }
 }
@@ -205,9 +209,9 @@ static void check_array_child(void* arg) {
   }
   if (schema.release == NULL)
     tool_fail("released", "schema", "the exported schema is released");
-  int group = tool_interpose_new_group();
-  tool_interpose_schema(&schema, "schema");
-  tool_interpose_array(&array.array, "root");
+  int group = it_watch_new_group();
+  it_watch_schema(&schema, "schema");
+  it_watch_array(&array.array, "root");
   tool_check_device_array(&schema, &array, "");
   release_and_verify(&schema, &array, group);
 }
@@ -249,81 +253,44 @@ struct plugin_args {
   char checker_path[PATH_MAX + 64]; /* the binary's directory + the plugin's name */
 };
 
-struct plugin_api {
-  ferry_it_export_array_fn export_array;
-  ferry_it_export_stream_fn export_stream;
-  ferry_it_check_array_fn check_array;
-  ferry_it_check_stream_fn check_stream;
-  ferry_it_live_allocations_fn live_allocations;
-  ferry_it_last_error_fn last_error;
-};
-
-/* Loads a plugin's entry points (the ones present). */
-static int load_plugin(const char* path, struct plugin_api* api, char* why,
-                       size_t why_size) {
-  memset(api, 0, sizeof *api);
-  char full[PATH_MAX + 2];
-  snprintf(full, sizeof full, "%s%s", strchr(path, '/') ? "" : "./", path);
-  void* handle = dlopen(full, RTLD_NOW | RTLD_LOCAL);
-  if (handle == NULL) {
-    snprintf(why, why_size, "%s", dlerror());
-    return -1;
-  }
-  api->export_array = (ferry_it_export_array_fn)dlsym(handle, "ferry_it_export_array");
-  api->export_stream = (ferry_it_export_stream_fn)dlsym(handle, "ferry_it_export_stream");
-  api->check_array = (ferry_it_check_array_fn)dlsym(handle, "ferry_it_check_array");
-  api->check_stream = (ferry_it_check_stream_fn)dlsym(handle, "ferry_it_check_stream");
-  api->live_allocations =
-      (ferry_it_live_allocations_fn)dlsym(handle, "ferry_it_live_allocations");
-  api->last_error = (ferry_it_last_error_fn)dlsym(handle, "ferry_it_last_error");
-  return 0;
-}
-
-static const char* plugin_message(const struct plugin_api* api) {
-  const char* message = api->last_error != NULL ? api->last_error() : NULL;
-  return message != NULL ? message : "(the plugin gave no message)";
-}
-
-/* The value of the case's fail= key ("export", "get_schema", "get_next@2"),
- * copied into `out`; empty when there is none. */
+/* The value of the case's fail= key ("export", "get_schema", "get_next@2")
+ * as the harness's parser reads it; empty when there is none or when the
+ * case does not parse (the plugin must refuse it then). */
 static void case_fail_key(const char* case_spec, char* out, size_t out_size) {
   out[0] = '\0';
-  const char* p = case_spec;
-  while ((p = strstr(p, ":fail=")) != NULL) {
-    p += 6;
-    size_t n = strcspn(p, ":");
-    if (n >= out_size) n = out_size - 1;
-    memcpy(out, p, n);
-    out[n] = '\0';
+  struct it_case c;
+  if (it_case_parse(case_spec, &c, NULL) != FERRY_OK) return;
+  switch (c.fail) {
+    case IT_FAIL_NONE: break;
+    case IT_FAIL_EXPORT: snprintf(out, out_size, "export"); break;
+    case IT_FAIL_GET_SCHEMA: snprintf(out, out_size, "get_schema"); break;
+    case IT_FAIL_GET_NEXT:
+      snprintf(out, out_size, "get_next@%lld", (long long)c.fail_at);
+      break;
   }
 }
 
-static void check_leaks(const struct plugin_api* api, int64_t baseline,
+/* The allocation ledger of the plugin under test (and of the core and the
+ * sim devices): a finding when it is not back at `baseline`. */
+static void check_leaks(const struct it_plugin* plugin, const struct it_allocations* baseline,
                         const char* when) {
-  if (api->live_allocations == NULL) return;
-  int64_t now = api->live_allocations();
-  if (now != baseline) {
-    tool_fail(
-        "leak", "root",
-        "the plugin holds %lld live allocations %s (baseline %lld): something was not "
-        "released or freed",
-        (long long)now, when, (long long)baseline);
+  char why[256];
+  if (it_allocations_expect(baseline, &plugin, 1, why, sizeof why) != 0) {
+    tool_fail("leak", "root", "%s: %s: something was not released or freed", when, why);
   }
 }
 
 /* Loads the C checker for the value checks; reports why when it cannot. */
-static int load_checker(const struct plugin_args* args, struct plugin_api* checker) {
-  char why[1024];
-  if (load_plugin(args->checker_path, checker, why, sizeof why) != 0) {
-    tool_fail("values", "root",
-              "cannot load the C checker plugin %s: %s (set FERRY_IT_C_PLUGIN)",
-              args->checker_path, why);
+static int load_checker(const struct plugin_args* args, struct it_plugin* checker) {
+  it_plugin_load(checker, "c", args->checker_path);
+  if (checker->handle == NULL) {
+    tool_fail("values", "root", "cannot load the C checker plugin %s: %s (set FERRY_IT_C_PLUGIN)",
+              args->checker_path, checker->problem);
     return -1;
   }
-  if ((args->stream ? (void*)checker->check_stream : (void*)checker->check_array) ==
-      NULL) {
-    tool_fail("values", "root", "%s does not export ferry_it_check_%s",
-              args->checker_path, args->stream ? "stream" : "array");
+  if ((args->stream ? (void*)checker->check_stream : (void*)checker->check_array) == NULL) {
+    tool_fail("values", "root", "%s does not export ferry_it_check_%s", args->checker_path,
+              args->stream ? "stream" : "array");
     return -1;
   }
   return 0;
@@ -332,10 +299,10 @@ static int load_checker(const struct plugin_args* args, struct plugin_api* check
 /* After a failed ferry_it_export_*: whether it is the failure the case
  * injected ("fail=export"), a finding (at `where`) when it is not. The
  * plugin's message is returned through `message`. */
-static int export_failure_expected(const struct plugin_api* api, const char* fail_key,
+static int export_failure_expected(const struct it_plugin* plugin, const char* fail_key,
                                    const char* call, const char* where, int rc,
                                    const char** message) {
-  *message = plugin_message(api);
+  *message = it_plugin_error(plugin);
   int expected = strcmp(fail_key, "export") == 0 &&
                  strstr(*message, "injected failure at export") != NULL;
   if (!expected) {
@@ -346,21 +313,22 @@ static int export_failure_expected(const struct plugin_api* api, const char* fai
 }
 
 static void plugin_array_child(const struct plugin_args* args,
-                               const struct plugin_api* api, const char* fail_key) {
-  int64_t baseline = api->live_allocations != NULL ? api->live_allocations() : 0;
+                               const struct it_plugin* plugin, const char* fail_key) {
+  struct it_allocations baseline;
+  it_allocations_take(&baseline, &plugin, 1);
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
   memset(&schema, 0, sizeof schema);
   memset(&array, 0, sizeof array);
   tool_stage("ferry_it_export_array(\"%s\")", args->case_spec);
-  int rc = api->export_array(args->case_spec, &schema, &array);
+  int rc = plugin->export_array(args->case_spec, &schema, &array);
   if (rc != 0) {
     const char* message = NULL;
-    int expected = export_failure_expected(api, fail_key, "ferry_it_export_array", "root",
-                                           rc, &message);
+    int expected = export_failure_expected(plugin, fail_key, "ferry_it_export_array",
+                                           "root", rc, &message);
     int64_t before = tool_child_findings();
     check_left_released(&schema, &array);
-    check_leaks(api, baseline, "after the failed export");
+    check_leaks(plugin, &baseline, "after the failed export");
     if (expected && tool_child_findings() == before) {
       tool_ok("injected failure: %s", message);
     }
@@ -371,12 +339,12 @@ static void plugin_array_child(const struct plugin_args* args,
               "ferry_it_export_array succeeded, expected \"injected "
               "failure at export\"");
   }
-  int group = tool_interpose_new_group();
-  tool_interpose_schema(&schema, "schema");
-  tool_interpose_array(&array.array, "root");
+  int group = it_watch_new_group();
+  it_watch_schema(&schema, "schema");
+  it_watch_array(&array.array, "root");
   tool_check_device_array(&schema, &array, "");
 
-  struct plugin_api checker;
+  struct it_plugin checker;
   if (load_checker(args, &checker) != 0) {
     release_and_verify(&schema, &array, group);
   } else {
@@ -384,32 +352,33 @@ static void plugin_array_child(const struct plugin_args* args,
     rc = checker.check_array(args->case_spec, &schema, &array);
     if (rc != 0) {
       tool_fail("values", "root", "the C checker rejected the values: %s",
-                plugin_message(&checker));
+                it_plugin_error(&checker));
     }
     tool_stage("verification of the releases");
-    tool_interpose_verify(group);
+    tool_verify_releases(group);
   }
-  check_leaks(api, baseline, "after the release");
+  check_leaks(plugin, &baseline, "after the release");
 }
 
 static void plugin_stream_child(const struct plugin_args* args,
-                                const struct plugin_api* api, const char* fail_key) {
-  int64_t baseline = api->live_allocations != NULL ? api->live_allocations() : 0;
+                                const struct it_plugin* plugin, const char* fail_key) {
+  struct it_allocations baseline;
+  it_allocations_take(&baseline, &plugin, 1);
   /* Pass 1: the structural stream checks consume one export of the case. */
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof stream);
   tool_stage("ferry_it_export_stream(\"%s\")", args->case_spec);
-  int rc = api->export_stream(args->case_spec, &stream);
+  int rc = plugin->export_stream(args->case_spec, &stream);
   if (rc != 0) {
     const char* message = NULL;
-    int expected = export_failure_expected(api, fail_key, "ferry_it_export_stream",
+    int expected = export_failure_expected(plugin, fail_key, "ferry_it_export_stream",
                                            "stream", rc, &message);
     int64_t before = tool_child_findings();
     if (stream.release != NULL) {
       tool_fail("released", "stream", "the export failed but left the stream live");
       stream.release(&stream);
     }
-    check_leaks(api, baseline, "after the failed export");
+    check_leaks(plugin, &baseline, "after the failed export");
     if (expected && tool_child_findings() == before)
       tool_ok("injected failure: %s", message);
     return;
@@ -420,52 +389,57 @@ static void plugin_stream_child(const struct plugin_args* args,
               "failure at export\"");
   }
   tool_check_stream(&stream, fail_key[0] != '\0' ? fail_key : NULL);
-  check_leaks(api, baseline, "after the stream was released");
+  check_leaks(plugin, &baseline, "after the stream was released");
 
   /* Pass 2: a fresh export of the same case for the value checks. */
-  struct plugin_api checker;
+  struct it_plugin checker;
   if (load_checker(args, &checker) != 0) return;
   memset(&stream, 0, sizeof stream);
   tool_stage("ferry_it_export_stream(\"%s\") for the value checks", args->case_spec);
-  rc = api->export_stream(args->case_spec, &stream);
+  rc = plugin->export_stream(args->case_spec, &stream);
   if (rc != 0) {
-    tool_fail("return_code", "stream",
-              "the second ferry_it_export_stream returned %d: %s", rc,
-              plugin_message(api));
+    tool_fail("return_code", "stream", "the second ferry_it_export_stream returned %d: %s",
+              rc, it_plugin_error(plugin));
     return;
   }
-  int group = tool_interpose_new_group();
-  tool_interpose_stream(&stream, "stream");
+  int group = it_watch_new_group();
+  it_watch_stream(&stream, "stream");
   tool_stage("ferry_it_check_stream (the value checks, which release the stream)");
   rc = checker.check_stream(args->case_spec, &stream);
   if (rc != 0) {
     tool_fail("values", "stream", "the C checker rejected the stream: %s",
-              plugin_message(&checker));
+              it_plugin_error(&checker));
   }
-  tool_interpose_verify(group);
-  check_leaks(api, baseline, "after the value checks released the stream");
+  tool_verify_releases(group);
+  check_leaks(plugin, &baseline, "after the value checks released the stream");
 }
 
 static void plugin_child(void* arg) {
   const struct plugin_args* args = (const struct plugin_args*)arg;
-  struct plugin_api api;
-  char why[1024];
+  static struct it_plugin plugin; /* 8 KiB: not on the child's stack */
   tool_stage("loading %s", args->plugin);
-  if (load_plugin(args->plugin, &api, why, sizeof why) != 0) {
-    tool_usage_error("cannot load plugin %s: %s", args->plugin, why);
+  /* A plugin may lack entry points this check does not call. */
+  it_plugin_load(&plugin, NULL, args->plugin);
+  if (plugin.handle == NULL) {
+    tool_usage_error("cannot load plugin %s: %s", args->plugin, plugin.problem);
     return;
   }
-  if ((args->stream ? (void*)api.export_stream : (void*)api.export_array) == NULL) {
+  if ((args->stream ? (void*)plugin.export_stream : (void*)plugin.export_array) == NULL) {
     tool_usage_error("plugin %s does not export ferry_it_export_%s", args->plugin,
                      args->stream ? "stream" : "array");
+    return;
+  }
+  char why[256];
+  if (it_allocations_init(why, sizeof why) != 0) {
+    tool_fail("setup", "root", "%s", why);
     return;
   }
   char fail_key[64];
   case_fail_key(args->case_spec, fail_key, sizeof fail_key);
   if (args->stream) {
-    plugin_stream_child(args, &api, fail_key);
+    plugin_stream_child(args, &plugin, fail_key);
   } else {
-    plugin_array_child(args, &api, fail_key);
+    plugin_array_child(args, &plugin, fail_key);
   }
 }
 

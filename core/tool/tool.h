@@ -56,23 +56,12 @@ int tool_split_target(const char* target, char* lib, size_t lib_size, char* symb
  * returns NULL on failure. */
 void* tool_load_symbol(const char* lib, const char* symbol, void** handle_out);
 
-/* ---- interpose.c: counting release callbacks ------------------------------ */
-
-/* Replaces the release callback of `schema` and of every child and
- * dictionary below it with a counting wrapper; `where` prefixes the paths
- * ("root", "batch[2].root"). */
-void tool_interpose_schema(struct ArrowSchema* schema, const char* where);
-void tool_interpose_array(struct ArrowArray* array, const char* where);
-void tool_interpose_stream(struct ArrowDeviceArrayStream* stream, const char* where);
-/* Starts a new group: structs interposed from now on belong to it, so one
- * batch can be verified while the stream and its schema are still live. */
-int tool_interpose_new_group(void);
-/* Reports every interposed struct of `group` (0: all groups) released zero
- * times, more than once, or whose release did not set `release` to NULL,
- * then forgets them. Returns the number of findings. */
-int64_t tool_interpose_verify(int group);
-
 /* ---- check.c: the checks of `ferry check` ----------------------------------- */
+
+/* Release counting is the harness's release watch (core/harness/release_watch.h):
+ * structs are watched with it_watch_*; this reports every finding of `group`
+ * as a FAIL line of rule "release" and returns how many there were. */
+int64_t tool_verify_releases(int group);
 
 /* Validates (FULL) an exported array, waits on its event, and reports each
  * finding prefixed by `prefix` ("" or "batch[2]."). */

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "ferry/ferry.h"
+#include "ferry/ferry_it.h"
 
 static_assert(sizeof(ArrowDeviceArray) == 128 || sizeof(void*) != 8, "layout");
 static_assert(offsetof(ArrowDeviceArray, sync_event) == 96 || sizeof(void*) != 8, "layout");

@@ -14,7 +14,7 @@ if cmake --install "$BUILD" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1; the
   cat "$tmp/install.log"; bad "cmake --install failed"; fi
 pc="$(find "$tmp/prefix" -name ferry.pc | head -1)"
 [ -n "$pc" ] && ok || bad "no ferry.pc installed"
-for h in ferry.h arrow_c_device_abi.h ferry_version.h; do
+for h in ferry.h arrow_c_device_abi.h ferry_version.h ferry_it.h; do
   [ -f "$tmp/prefix/include/ferry/$h" ] && ok || bad "header $h not installed"
 done
 [ -x "$tmp/prefix/bin/ferry" ] && ok || bad "the ferry tool is not installed"

@@ -33,7 +33,7 @@ enum tamper_kind {
 };
 
 static const char* apply_tamper(enum tamper_kind kind, const char* format,
-                                const struct conf_case* c, struct ArrowSchema* schema,
+                                const struct it_case* c, struct ArrowSchema* schema,
                                 struct ArrowDeviceArray* darr, char* done, size_t size);
 
 /* --- accepting correct data --------------------------------------------- */
@@ -69,7 +69,7 @@ static int hand_stream(struct test* t, const char* check_case,
  * is named precisely), and optionally damages one batch. */
 struct stream_proxy {
   struct ArrowDeviceArrayStream inner;
-  struct conf_case c;
+  struct it_case c;
   int64_t calls;
   int64_t schemas;
   int64_t damaged_batch; /* -1: none */
@@ -82,7 +82,7 @@ static int proxy_get_schema(struct ArrowDeviceArrayStream* self,
   if (rc == 0 && out->release != NULL) {
     char where[64];
     snprintf(where, sizeof where, "from get_schema call %lld", (long long)++p->schemas);
-    watch_schema(out, where);
+    it_watch_schema(out, where);
   }
   return rc;
 }
@@ -96,13 +96,13 @@ static int proxy_get_next(struct ArrowDeviceArrayStream* self,
     if (b == p->damaged_batch) {
       ferry_device_array_wait(out, NULL, NULL);
       char done[128];
-      struct conf_case batch_case = p->c;
+      struct it_case batch_case = p->c;
       batch_case.seed = p->c.seed + (uint32_t)p->damaged_batch;
       apply_tamper(TAMPER_VALUE, NULL, &batch_case, NULL, out, done, sizeof done);
     }
     char where[64];
     snprintf(where, sizeof where, "(batch %lld from get_next)", (long long)b);
-    watch_array(&out->array, where);
+    it_watch_array(&out->array, where);
   }
   return rc;
 }
@@ -121,7 +121,7 @@ static void proxy_stream_release(struct ArrowDeviceArrayStream* self) {
 
 /* Replaces `stream` (live) by a proxy that owns it; 0 or ENOMEM (then
  * `stream` is untouched). */
-static int proxy_stream(struct ArrowDeviceArrayStream* stream, const struct conf_case* c,
+static int proxy_stream(struct ArrowDeviceArrayStream* stream, const struct it_case* c,
                         int64_t damaged_batch) {
   struct stream_proxy* p = calloc(1, sizeof *p);
   if (p == NULL) return ENOMEM;
@@ -139,7 +139,7 @@ static int proxy_stream(struct ArrowDeviceArrayStream* stream, const struct conf
 void run_check_array(struct suite* s, const char* case_text) {
   struct test t;
   test_begin(&t, s, "check", case_text);
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
@@ -148,20 +148,19 @@ void run_check_array(struct suite* s, const char* case_text) {
   int rc = s->ref.export_array(case_text, &schema, &array);
   if (rc != 0) {
     test_fail(&t, "the C reference cannot export it (%s): %s", ferry_errno_name(rc),
-              conf_plugin_error(&s->ref));
+              it_plugin_error(&s->ref));
     test_end(&t);
     return;
   }
-  int group = watch_new_group();
-  watch_schema(&schema, "schema");
-  watch_array(&array.array, "array");
+  int group = it_watch_new_group();
+  it_watch_schema(&schema, "schema");
+  it_watch_array(&array.array, "array");
   rc = hand_array(&t, case_text, &schema, &array);
   if (rc != 0) {
     test_fail(&t, "check_array rejects correct C reference data with %s: %s",
-              ferry_errno_name(rc), conf_plugin_error(&s->ut));
+              ferry_errno_name(rc), it_plugin_error(&s->ut));
   }
-  char why[512];
-  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  suite_verify_releases(&t, group);
   baseline_expect(&t, &before, "after check_array");
   test_end(&t);
 }
@@ -169,32 +168,31 @@ void run_check_array(struct suite* s, const char* case_text) {
 void run_check_stream(struct suite* s, const char* case_text) {
   struct test t;
   test_begin(&t, s, "check-stream", case_text);
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof stream);
   int rc = s->ref.export_stream(case_text, &stream);
   if (rc != 0) {
     test_fail(&t, "the C reference cannot export it (%s): %s", ferry_errno_name(rc),
-              conf_plugin_error(&s->ref));
+              it_plugin_error(&s->ref));
     test_end(&t);
     return;
   }
-  struct conf_case c;
+  struct it_case c;
   if (suite_parse(&t, case_text, &c) != 0 || proxy_stream(&stream, &c, -1) != 0) {
     ferry_array_stream_release(&stream);
     test_end(&t);
     return;
   }
-  int group = watch_new_group();
-  watch_stream(&stream, "stream");
+  int group = it_watch_new_group();
+  it_watch_stream(&stream, "stream");
   rc = hand_stream(&t, case_text, &stream);
   if (rc != 0) {
     test_fail(&t, "check_stream rejects a correct C reference stream with %s: %s",
-              ferry_errno_name(rc), conf_plugin_error(&s->ut));
+              ferry_errno_name(rc), it_plugin_error(&s->ut));
   }
-  char why[512];
-  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  suite_verify_releases(&t, group);
   baseline_expect(&t, &before, "after check_stream");
   test_end(&t);
 }
@@ -305,7 +303,7 @@ static void flip_bit(unsigned char* bytes, int64_t position) {
 
 /* The first logical element >= 1 that is non-null (and non-empty for
  * utf8, non-empty list for lists) or, with want_null, the first null. */
-static int64_t pick_element(const struct conf_case* c, int want_null, int need_text,
+static int64_t pick_element(const struct it_case* c, int want_null, int need_text,
                             int need_items) {
   for (int64_t i = 1; i < c->length; i++) {
     if (conf_is_null(c->nulls, i) != want_null) continue;
@@ -343,7 +341,7 @@ static int proxy_schema(struct ArrowSchema* schema, const char* format) {
 /* Applies `kind` to a waited-on export of case `c`; returns a description of
  * what was changed, or NULL when the case gives nothing to tamper with. */
 static const char* apply_tamper(enum tamper_kind kind, const char* format,
-                                const struct conf_case* c, struct ArrowSchema* schema,
+                                const struct it_case* c, struct ArrowSchema* schema,
                                 struct ArrowDeviceArray* darr, char* done, size_t size) {
   struct ArrowArray* a = &darr->array;
   int64_t off = c->offset;
@@ -487,13 +485,13 @@ static void tamper_array(struct suite* s, const struct array_tamper* tamper) {
   char label[700];
   snprintf(label, sizeof label, "%s[%s]", tamper->check_case, tamper->what);
   test_begin(&t, s, "tamper", label);
-  struct conf_case exported, expected;
+  struct it_case exported, expected;
   if (suite_parse(&t, tamper->export_case, &exported) != 0 ||
       suite_parse(&t, tamper->check_case, &expected) != 0) {
     test_end(&t);
     return;
   }
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
@@ -502,7 +500,7 @@ static void tamper_array(struct suite* s, const struct array_tamper* tamper) {
   int rc = s->ref.export_array(tamper->export_case, &schema, &array);
   if (rc != 0) {
     test_fail(&t, "the C reference cannot export %s: %s", tamper->export_case,
-              conf_plugin_error(&s->ref));
+              it_plugin_error(&s->ref));
     test_end(&t);
     return;
   }
@@ -531,16 +529,16 @@ static void tamper_array(struct suite* s, const struct array_tamper* tamper) {
               own_accepts ? "accepts" : "rejects", done, own_accepts ? "" : ": ",
               own_accepts ? "" : why);
   }
-  int group = watch_new_group();
-  watch_schema(&schema, "schema");
-  watch_array(&array.array, "array");
+  int group = it_watch_new_group();
+  it_watch_schema(&schema, "schema");
+  it_watch_array(&array.array, "array");
   rc = hand_array(&t, tamper->check_case, &schema, &array);
   if (tamper->must_accept) {
     if (rc != 0) {
       test_fail(&t,
                 "check_array rejects data that differs only in bytes cases.md leaves "
                 "unspecified (%s) with %s: %s",
-                done, ferry_errno_name(rc), conf_plugin_error(&s->ut));
+                done, ferry_errno_name(rc), it_plugin_error(&s->ut));
     }
   } else if (rc == 0) {
     test_fail(&t, "check_array accepted tampered data (%s)", done);
@@ -550,7 +548,7 @@ static void tamper_array(struct suite* s, const struct array_tamper* tamper) {
       test_fail(&t, "check_array rejected it without a message");
     if (s->verbose) printf("  rejected with %s: %s\n", ferry_errno_name(rc), m ? m : "");
   }
-  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  suite_verify_releases(&t, group);
   baseline_expect(&t, &before, "after check_array");
   test_end(&t);
 }
@@ -586,19 +584,19 @@ static void tamper_stream(struct suite* s, const struct stream_tamper* tamper) {
   char label[700];
   snprintf(label, sizeof label, "%s[%s]", tamper->check_case, tamper->what);
   test_begin(&t, s, "tamper-stream", label);
-  struct conf_case exported;
+  struct it_case exported;
   if (suite_parse(&t, tamper->export_case, &exported) != 0) {
     test_end(&t);
     return;
   }
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof stream);
   int rc = s->ref.export_stream(tamper->export_case, &stream);
   if (rc != 0) {
     test_fail(&t, "the C reference cannot export %s: %s", tamper->export_case,
-              conf_plugin_error(&s->ref));
+              it_plugin_error(&s->ref));
     test_end(&t);
     return;
   }
@@ -608,8 +606,8 @@ static void tamper_stream(struct suite* s, const struct stream_tamper* tamper) {
     test_end(&t);
     return;
   }
-  int group = watch_new_group();
-  watch_stream(&stream, "stream");
+  int group = it_watch_new_group();
+  it_watch_stream(&stream, "stream");
   rc = hand_stream(&t, tamper->check_case, &stream);
   if (rc == 0) {
     test_fail(&t, "check_stream accepted it (%s)", tamper->what);
@@ -619,8 +617,7 @@ static void tamper_stream(struct suite* s, const struct stream_tamper* tamper) {
       test_fail(&t, "check_stream rejected it without a message");
     if (s->verbose) printf("  rejected with %s: %s\n", ferry_errno_name(rc), m ? m : "");
   }
-  char why[512];
-  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  suite_verify_releases(&t, group);
   baseline_expect(&t, &before, "after check_stream");
   test_end(&t);
 }

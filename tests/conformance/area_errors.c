@@ -92,7 +92,7 @@ static void refuse_export(struct suite* s, const struct bad_case* bad, int strea
            stream ? "export_stream" : "export_array");
   test_begin(&t, s, bad->beyond_text ? "errors-extra" : "errors", label);
   test_begin(&te, s, "errno", label);
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
   int rc;
   const char* message;
@@ -131,9 +131,9 @@ static void refuse_check(struct suite* s, const struct bad_case* bad, int stream
            stream ? "check_stream" : "check_array");
   test_begin(&t, s, "errors", label);
   test_begin(&te, s, "errno", label);
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
-  int group = watch_new_group();
+  int group = it_watch_new_group();
   int rc;
   const char* message;
   if (stream) {
@@ -141,11 +141,11 @@ static void refuse_check(struct suite* s, const struct bad_case* bad, int stream
     memset(&data, 0, sizeof data);
     if (s->ref.export_stream("int32", &data) != 0) {
       test_fail(&t, "the C reference cannot export int32: %s",
-                conf_plugin_error(&s->ref));
+                it_plugin_error(&s->ref));
       test_end(&t);
       return;
     }
-    watch_stream(&data, "stream");
+    it_watch_stream(&data, "stream");
     rc = s->ut.check_stream(bad->text, &data);
     message = s->ut.last_error();
     if (data.release != NULL) {
@@ -159,12 +159,12 @@ static void refuse_check(struct suite* s, const struct bad_case* bad, int stream
     memset(&array, 0, sizeof array);
     if (s->ref.export_array("int32", &schema, &array) != 0) {
       test_fail(&t, "the C reference cannot export int32: %s",
-                conf_plugin_error(&s->ref));
+                it_plugin_error(&s->ref));
       test_end(&t);
       return;
     }
-    watch_schema(&schema, "schema");
-    watch_array(&array.array, "array");
+    it_watch_schema(&schema, "schema");
+    it_watch_array(&array.array, "array");
     rc = s->ut.check_array(bad->text, &schema, &array);
     message = s->ut.last_error();
     if (schema.release != NULL || array.array.release != NULL) {
@@ -175,8 +175,7 @@ static void refuse_check(struct suite* s, const struct bad_case* bad, int stream
     }
   }
   expect_refusal(&t, &te, bad, rc, message);
-  char why[512];
-  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  suite_verify_releases(&t, group);
   baseline_expect(&t, &before, "after the refusal");
   test_end(&t);
   test_end(&te);

@@ -43,7 +43,7 @@ static void release_array(struct test* t, struct ArrowDeviceArray* array,
  * as FERRY_SIM_POISON_BYTE. Poison with no sync_event to wait on is a
  * producer bug (the verification after the no-op wait fails too); poison
  * with an event proves the export really is asynchronous. */
-static void note_sim_export(struct suite* s, const struct conf_case* c,
+static void note_sim_export(struct suite* s, const struct it_case* c,
                             const struct ArrowDeviceArray* array) {
   s->sim_exports++;
   if (array->sync_event != NULL) s->sim_with_event++;
@@ -65,12 +65,12 @@ void run_array_export(struct suite* s, const char* case_text) {
   struct test t, tv;
   test_begin(&t, s, "export", case_text);
   test_begin(&tv, s, "validate", case_text);
-  struct conf_case c;
+  struct it_case c;
   if (suite_parse(&t, case_text, &c) != 0) {
     test_end(&t);
     return;
   }
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
@@ -79,7 +79,7 @@ void run_array_export(struct suite* s, const char* case_text) {
   int rc = s->ut.export_array(case_text, &schema, &array);
   if (rc != 0) {
     test_fail(&t, "export_array failed with %s (%d): %s", ferry_errno_name(rc), rc,
-              conf_plugin_error(&s->ut));
+              it_plugin_error(&s->ut));
     if (schema.release != NULL || array.array.release != NULL) {
       test_fail(&t, "export_array failed but left its out-structs live");
     }
@@ -91,15 +91,15 @@ void run_array_export(struct suite* s, const char* case_text) {
   /* The counter must see a live export, or its return to the baseline
    * proves nothing about release. */
   int64_t during = s->ut.live_allocations();
-  if (c.length > 0 && during <= before.ut) {
+  if (c.length > 0 && during <= baseline_ut(&before)) {
     test_fail(&t,
               "ferry_it_live_allocations() is %lld while the export is live, %lld before "
               "it: the counter does not count this export",
-              (long long)during, (long long)before.ut);
+              (long long)during, (long long)baseline_ut(&before));
   }
-  int group = watch_new_group();
-  watch_schema(&schema, "schema");
-  watch_array(&array.array, "array");
+  int group = it_watch_new_group();
+  it_watch_schema(&schema, "schema");
+  it_watch_array(&array.array, "array");
   if (c.device_type == ARROW_DEVICE_EXT_DEV &&
       array.device_type == ARROW_DEVICE_EXT_DEV) {
     note_sim_export(s, &c, &array);
@@ -118,7 +118,7 @@ void run_array_export(struct suite* s, const char* case_text) {
   }
   release_schema(&t, &schema, "schema");
   release_array(&t, &array, "array");
-  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  suite_verify_releases(&t, group);
   baseline_expect(&t, &before, "after release");
   test_end(&t);
 }
@@ -127,7 +127,7 @@ void run_array_ref_check(struct suite* s, const char* case_text) {
   if (s->ut_is_ref) return;
   struct test t;
   test_begin(&t, s, "ref-check", case_text);
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
@@ -136,27 +136,26 @@ void run_array_ref_check(struct suite* s, const char* case_text) {
   int rc = s->ut.export_array(case_text, &schema, &array);
   if (rc != 0) {
     test_fail(&t, "export_array failed with %s: %s", ferry_errno_name(rc),
-              conf_plugin_error(&s->ut));
+              it_plugin_error(&s->ut));
     ferry_schema_release(&schema);
     ferry_device_array_release(&array);
     test_end(&t);
     return;
   }
-  int group = watch_new_group();
-  watch_schema(&schema, "schema");
-  watch_array(&array.array, "array");
+  int group = it_watch_new_group();
+  it_watch_schema(&schema, "schema");
+  it_watch_array(&array.array, "array");
   rc = s->ref.check_array(case_text, &schema, &array);
   if (rc != 0) {
     test_fail(&t, "the C reference checker rejects the export (%s): %s",
-              ferry_errno_name(rc), conf_plugin_error(&s->ref));
+              ferry_errno_name(rc), it_plugin_error(&s->ref));
   }
   if (schema.release != NULL || array.array.release != NULL) {
     test_fail(&t, "the C checker left the structs live (suite bug or C plugin bug)");
     ferry_schema_release(&schema);
     ferry_device_array_release(&array);
   }
-  char why[512];
-  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  suite_verify_releases(&t, group);
   baseline_expect(&t, &before, "after the C checker released");
   test_end(&t);
 }
@@ -164,31 +163,31 @@ void run_array_ref_check(struct suite* s, const char* case_text) {
 void run_stream_export(struct suite* s, const char* case_text) {
   struct test t;
   test_begin(&t, s, "stream", case_text);
-  struct conf_case c;
+  struct it_case c;
   if (suite_parse(&t, case_text, &c) != 0) {
     test_end(&t);
     return;
   }
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof stream);
   int rc = s->ut.export_stream(case_text, &stream);
   if (rc != 0) {
     test_fail(&t, "export_stream failed with %s (%d): %s", ferry_errno_name(rc), rc,
-              conf_plugin_error(&s->ut));
+              it_plugin_error(&s->ut));
     if (stream.release != NULL)
       test_fail(&t, "export_stream failed but left the stream live");
     ferry_array_stream_release(&stream);
     test_end(&t);
     return;
   }
-  int group = watch_new_group();
-  watch_stream(&stream, "stream");
+  int group = it_watch_new_group();
+  it_watch_stream(&stream, "stream");
   char why[1024];
   if (stream.device_type != c.device_type) {
     test_fail(&t, "stream device_type %d, the case says %s", (int)stream.device_type,
-              c.device);
+              c.device_name);
   }
   /* get_schema twice: each call hands out an independent schema. */
   for (int k = 0; k < 2 && !t.failed; k++) {
@@ -199,13 +198,13 @@ void run_stream_export(struct suite* s, const char* case_text) {
                 stream_last_error(&stream));
       break;
     }
-    watch_schema(&schema, k == 0 ? "schema" : "schema(2nd)");
+    it_watch_schema(&schema, k == 0 ? "schema" : "schema(2nd)");
     if (verify_schema(&c, &schema, why, sizeof why) != 0) test_fail(&t, "%s", why);
     release_schema(&t, &schema, "schema");
   }
   struct ArrowSchema schema;
   int have_schema = stream_get_schema(&stream, &schema) == 0;
-  if (have_schema) watch_schema(&schema, "schema(3rd)");
+  if (have_schema) it_watch_schema(&schema, "schema(3rd)");
   int64_t b = 0;
   for (; b < c.batches && !t.failed; b++) {
     struct ArrowDeviceArray batch;
@@ -222,8 +221,8 @@ void run_stream_export(struct suite* s, const char* case_text) {
     }
     char where[32];
     snprintf(where, sizeof where, "batch %lld", (long long)b);
-    watch_array(&batch.array, where);
-    if (c.length > 0 && s->ut.live_allocations() <= before.ut) {
+    it_watch_array(&batch.array, where);
+    if (c.length > 0 && s->ut.live_allocations() <= baseline_ut(&before)) {
       test_fail(&t, "ferry_it_live_allocations() does not grow while batch %lld is live",
                 (long long)b);
     }
@@ -255,7 +254,7 @@ void run_stream_export(struct suite* s, const char* case_text) {
                   "get_next call %d after the last batch returned a live array (%lld "
                   "batches expected)",
                   k + 1, (long long)c.batches);
-        watch_array(&end.array, "extra batch");
+        it_watch_array(&end.array, "extra batch");
         release_array(&t, &end, "extra batch");
         break;
       }
@@ -264,7 +263,7 @@ void run_stream_export(struct suite* s, const char* case_text) {
   if (have_schema) release_schema(&t, &schema, "schema");
   stream.release(&stream);
   if (stream.release != NULL) test_fail(&t, "stream release did not set release to NULL");
-  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  suite_verify_releases(&t, group);
   baseline_expect(&t, &before, "after releasing the stream");
   test_end(&t);
 }
@@ -273,31 +272,30 @@ void run_stream_ref_check(struct suite* s, const char* case_text) {
   if (s->ut_is_ref) return;
   struct test t;
   test_begin(&t, s, "ref-check-stream", case_text);
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof stream);
   int rc = s->ut.export_stream(case_text, &stream);
   if (rc != 0) {
     test_fail(&t, "export_stream failed with %s: %s", ferry_errno_name(rc),
-              conf_plugin_error(&s->ut));
+              it_plugin_error(&s->ut));
     ferry_array_stream_release(&stream);
     test_end(&t);
     return;
   }
-  int group = watch_new_group();
-  watch_stream(&stream, "stream");
+  int group = it_watch_new_group();
+  it_watch_stream(&stream, "stream");
   rc = s->ref.check_stream(case_text, &stream);
   if (rc != 0) {
     test_fail(&t, "the C reference checker rejects the stream (%s): %s",
-              ferry_errno_name(rc), conf_plugin_error(&s->ref));
+              ferry_errno_name(rc), it_plugin_error(&s->ref));
   }
   if (stream.release != NULL) {
     test_fail(&t, "the C checker left the stream live");
     ferry_array_stream_release(&stream);
   }
-  char why[512];
-  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  suite_verify_releases(&t, group);
   baseline_expect(&t, &before, "after the C checker released");
   test_end(&t);
 }

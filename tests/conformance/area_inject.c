@@ -15,7 +15,7 @@ static void inject_export(struct suite* s, const char* case_text, int stream) {
            stream ? "export_stream" : "export_array");
   test_begin(&t, s, "inject", label);
   test_begin(&te, s, "errno", label);
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
   int rc;
   if (stream) {
@@ -39,7 +39,7 @@ static void inject_export(struct suite* s, const char* case_text, int stream) {
   if (rc == 0) {
     test_fail(&t, "fail=export: the export succeeded");
   } else {
-    const char* m = conf_plugin_error(&s->ut);
+    const char* m = it_plugin_error(&s->ut);
     if (strcmp(m, "injected failure at export") != 0) {
       test_fail(
           &t,
@@ -57,30 +57,30 @@ static void inject_export(struct suite* s, const char* case_text, int stream) {
   test_end(&te);
 }
 
-static void inject_stream(struct suite* s, const struct conf_case* c) {
+static void inject_stream(struct suite* s, const char* case_text, const struct it_case* c) {
   struct test t;
-  test_begin(&t, s, "inject", c->text);
-  struct baseline before;
+  test_begin(&t, s, "inject", case_text);
+  struct it_allocations before;
   baseline_take(s, &before);
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof stream);
-  int rc = s->ut.export_stream(c->text, &stream);
+  int rc = s->ut.export_stream(case_text, &stream);
   if (rc != 0) {
     test_fail(&t, "export_stream failed with %s: %s (the failure is injected later)",
-              ferry_errno_name(rc), conf_plugin_error(&s->ut));
+              ferry_errno_name(rc), it_plugin_error(&s->ut));
     ferry_array_stream_release(&stream);
     test_end(&t);
     return;
   }
-  int group = watch_new_group();
-  watch_stream(&stream, "stream");
+  int group = it_watch_new_group();
+  it_watch_stream(&stream, "stream");
   char why[1024];
   struct ArrowSchema schema;
   rc = stream_get_schema(&stream, &schema);
-  if (c->fail == CONF_FAIL_GET_SCHEMA) {
+  if (c->fail == IT_FAIL_GET_SCHEMA) {
     if (rc == 0) {
       test_fail(&t, "fail=get_schema: get_schema succeeded");
-      watch_schema(&schema, "schema");
+      it_watch_schema(&schema, "schema");
       schema.release(&schema);
     } else {
       if (rc != EIO)
@@ -103,12 +103,12 @@ static void inject_stream(struct suite* s, const struct conf_case* c) {
       test_fail(&t, "get_schema failed with %s: %s", ferry_errno_name(rc),
                 stream_last_error(&stream));
     } else {
-      watch_schema(&schema, "schema");
+      it_watch_schema(&schema, "schema");
       if (verify_schema(c, &schema, why, sizeof why) != 0) test_fail(&t, "%s", why);
     }
     /* Calls 1 .. N-1 succeed; call N fails (when a correct consumer gets
      * there: N <= batches + 1); a larger N makes a plain stream. */
-    int64_t n = c->fail_n;
+    int64_t n = c->fail_at;
     int64_t calls = n <= c->batches + 1 ? n : c->batches + 1;
     for (int64_t call = 1; call <= calls && !t.failed; call++) {
       struct ArrowDeviceArray batch;
@@ -122,7 +122,7 @@ static void inject_stream(struct suite* s, const struct conf_case* c) {
           test_fail(&t, "get_next call %lld succeeded, expected the injected failure",
                     (long long)call);
           if (batch.array.release != NULL) {
-            watch_array(&batch.array, "batch");
+            it_watch_array(&batch.array, "batch");
             batch.array.release(&batch.array);
           }
         } else {
@@ -153,7 +153,7 @@ static void inject_stream(struct suite* s, const struct conf_case* c) {
                     (long long)b, (long long)c->batches);
           break;
         }
-        watch_array(&batch.array, "batch");
+        it_watch_array(&batch.array, "batch");
         if (verify_device_array(c, c->seed + (uint32_t)b, have_schema ? &schema : NULL,
                                 &batch, why, sizeof why) != 0) {
           test_fail(&t, "batch %lld: %s", (long long)b, why);
@@ -162,7 +162,7 @@ static void inject_stream(struct suite* s, const struct conf_case* c) {
       } else if (batch.array.release != NULL) {
         test_fail(&t, "get_next call %lld returned a batch beyond batches=%lld",
                   (long long)call, (long long)c->batches);
-        watch_array(&batch.array, "extra batch");
+        it_watch_array(&batch.array, "extra batch");
         batch.array.release(&batch.array);
       }
     }
@@ -170,25 +170,23 @@ static void inject_stream(struct suite* s, const struct conf_case* c) {
   }
   stream.release(&stream);
   if (stream.release != NULL) test_fail(&t, "stream release did not set release to NULL");
-  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  suite_verify_releases(&t, group);
   baseline_expect(&t, &before, "after releasing the failed stream");
   test_end(&t);
 }
 
 void run_inject(struct suite* s, const char* case_text) {
-  struct conf_case c;
-  char why[256];
-  if (conf_case_parse(case_text, &c, why, sizeof why) != 0) {
-    struct test t;
-    test_begin(&t, s, "inject", case_text);
-    test_fail(&t, "the suite's own parser rejects its case: %s", why);
+  struct it_case c;
+  struct test t;
+  test_begin(&t, s, "inject", case_text);
+  if (suite_parse(&t, case_text, &c) != 0) {
     test_end(&t);
     return;
   }
-  if (c.fail == CONF_FAIL_EXPORT) {
+  if (c.fail == IT_FAIL_EXPORT) {
     inject_export(s, case_text, 0);
     inject_export(s, case_text, 1);
-  } else if (c.fail != CONF_FAIL_NONE) {
-    inject_stream(s, &c);
+  } else if (c.fail != IT_FAIL_NONE) {
+    inject_stream(s, case_text, &c);
   }
 }

@@ -117,12 +117,12 @@ static void cross_thread_export(struct suite* s, const char* case_text) {
   char label[256];
   snprintf(label, sizeof label, "%s[exported on a thread, released on main]", case_text);
   test_begin(&t, s, "thread", label);
-  struct conf_case c;
+  struct it_case c;
   if (suite_parse(&t, case_text, &c) != 0) {
     test_end(&t);
     return;
   }
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
   struct export_thread e;
   memset(&e, 0, sizeof e);
@@ -136,9 +136,9 @@ static void cross_thread_export(struct suite* s, const char* case_text) {
     test_end(&t);
     return;
   }
-  int group = watch_new_group();
-  watch_schema(&e.schema, "schema");
-  watch_array(&e.array.array, "array");
+  int group = it_watch_new_group();
+  it_watch_schema(&e.schema, "schema");
+  it_watch_array(&e.array.array, "array");
   char why[1024];
   if (verify_schema(&c, &e.schema, why, sizeof why) != 0) test_fail(&t, "%s", why);
   if (verify_device_array(&c, c.seed, &e.schema, &e.array, why, sizeof why) != 0) {
@@ -146,14 +146,14 @@ static void cross_thread_export(struct suite* s, const char* case_text) {
   }
   e.schema.release(&e.schema);
   e.array.array.release(&e.array.array);
-  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  suite_verify_releases(&t, group);
   baseline_expect(&t, &before, "after release on the main thread");
   test_end(&t);
 }
 
 struct reader_thread {
   struct ArrowDeviceArrayStream* stream;
-  const struct conf_case* c;
+  const struct it_case* c;
   char why[1024];
   int failed;
 };
@@ -184,7 +184,7 @@ static void* reader_thread_main(void* arg) {
       r->failed = 1;
       return NULL;
     }
-    watch_array(&batch.array, "batch");
+    it_watch_array(&batch.array, "batch");
     if (verify_device_array(r->c, r->c->seed + (uint32_t)b, NULL, &batch, r->why,
                             sizeof r->why) != 0) {
       r->failed = 1;
@@ -201,24 +201,24 @@ static void cross_thread_stream(struct suite* s, const char* case_text) {
   char label[256];
   snprintf(label, sizeof label, "%s[stream read on another thread]", case_text);
   test_begin(&t, s, "thread", label);
-  struct conf_case c;
+  struct it_case c;
   if (suite_parse(&t, case_text, &c) != 0) {
     test_end(&t);
     return;
   }
-  struct baseline before;
+  struct it_allocations before;
   baseline_take(s, &before);
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof stream);
   int rc = s->ut.export_stream(case_text, &stream);
   if (rc != 0) {
     test_fail(&t, "export_stream failed with %s: %s", ferry_errno_name(rc),
-              conf_plugin_error(&s->ut));
+              it_plugin_error(&s->ut));
     test_end(&t);
     return;
   }
-  int group = watch_new_group();
-  watch_stream(&stream, "stream");
+  int group = it_watch_new_group();
+  it_watch_stream(&stream, "stream");
   struct reader_thread r;
   memset(&r, 0, sizeof r);
   r.stream = &stream;
@@ -228,8 +228,7 @@ static void cross_thread_stream(struct suite* s, const char* case_text) {
   pthread_join(thread, NULL);
   if (r.failed) test_fail(&t, "%s", r.why);
   stream.release(&stream);
-  char why[512];
-  if (watch_verify(group, why, sizeof why) != 0) test_fail(&t, "%s", why);
+  suite_verify_releases(&t, group);
   baseline_expect(&t, &before, "after releasing the stream");
   test_end(&t);
 }

@@ -1,11 +1,11 @@
-/* ferry_conformance: a plugin-agnostic conformance suite for the contract of
- * /work/shared/cases.md and tests/integration/ferry_it.h.
+/* The conformance mode of the host: a plugin-agnostic conformance suite for
+ * the contract of shared/cases.md and ferry/ferry_it.h.
  *
- *   ferry_conformance PLUGIN.so [--case CASE]... [--verbose] [--reference C_PLUGIN.so]
- *                               [--area AREA]...
+ *   ferry_it_host conformance PLUGIN.so [--case CASE]... [--verbose]
+ *                                       [--reference C_PLUGIN.so] [--area AREA]...
  *
  * It trusts neither the plugin under test nor its checker: exports are
- * verified by the suite's own reading of the formula (conf_case.c, verify.c)
+ * verified by the suite's own reading of the formula (oracle.c, verify.c)
  * through ferry's public C API, releases are counted by interposed callbacks,
  * and the C reference plugin (libferry_it_c.so next to PLUGIN.so unless
  * --reference says otherwise) serves only as a producer of correct data for
@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "areas.h"
+#include "conformance.h"
 
 #define MAX_FILTERS 64
 
@@ -39,14 +40,14 @@ struct options {
 static void usage(void) {
   fprintf(
       stderr,
-      "usage: ferry_conformance PLUGIN.so [--case CASE]... [--area AREA]... [--verbose]\n"
-      "                         [--reference C_PLUGIN.so]\n"
+      "usage: ferry_it_host conformance PLUGIN.so [--case CASE]... [--area AREA]...\n"
+      "                                  [--verbose] [--reference C_PLUGIN.so]\n"
       "areas: export stream errors inject check tamper thread\n");
 }
 
 static int parse_options(int argc, char** argv, struct options* o) {
   memset(o, 0, sizeof *o);
-  for (int i = 1; i < argc; i++) {
+  for (int i = 0; i < argc; i++) {
     const char* a = argv[i];
     if (strcmp(a, "--verbose") == 0) {
       o->verbose = 1;
@@ -75,12 +76,15 @@ static int area_on(const struct options* o, const char* area) {
 
 /* Every area one case string applies to. */
 static void run_one_case(struct suite* s, const char* case_text) {
-  struct conf_case c;
-  char why[256];
-  int valid = conf_case_parse(case_text, &c, why, sizeof why) == 0;
+  struct it_case c;
+  struct FerryError error;
+  ferry_error_init(&error);
+  char why[FERRY_ERROR_MESSAGE_SIZE + 64];
+  int valid = it_case_parse(case_text, &c, &error) == FERRY_OK;
+  snprintf(why, sizeof why, "%s", error.message);
   if (valid && ((c.device_type == ARROW_DEVICE_CUDA && !s->cuda_available) ||
                 (c.device_type == ARROW_DEVICE_ROCM && !s->rocm_available))) {
-    snprintf(why, sizeof why, "device %s is not available here", c.device);
+    snprintf(why, sizeof why, "device %s is not available here", c.device_name);
     valid = 0;
   }
   if (!valid) {
@@ -113,14 +117,14 @@ static void run_one_case(struct suite* s, const char* case_text) {
     test_end(&t);
     return;
   }
-  if (c.fail == CONF_FAIL_EXPORT) {
+  if (c.fail == IT_FAIL_EXPORT) {
     run_inject(s, case_text);
     return;
   }
   run_array_export(s, case_text);
   run_array_ref_check(s, case_text);
   run_check_array(s, case_text);
-  if (c.fail == CONF_FAIL_NONE) {
+  if (c.fail == IT_FAIL_NONE) {
     run_stream_export(s, case_text);
   } else {
     run_inject(s, case_text);
@@ -131,12 +135,6 @@ static void run_one_case(struct suite* s, const char* case_text) {
 
 /* --- the default case lists ------------------------------------------------ */
 
-static const char* const k_type_words[CONF_TYPE_COUNT] = {
-    "int8",           "int16",  "int32",  "int64",      "uint8",
-    "uint16",         "uint32", "uint64", "float32",    "float64",
-    "bool",           "utf8",   "binary", "list_int32", "struct_int32_utf8",
-    "dict_int32_utf8"};
-
 /* Grammar acceptance: every type with the defaults, then 24 combinations of
  * length x nulls, with seed, offset and device cycling through their values
  * at different strides, and the keys in varying order. */
@@ -145,8 +143,8 @@ static void run_array_matrix(struct suite* s, const struct options* o) {
   static const char* const seeds[] = {"0", "1", "4294967295"};
   static const int64_t offsets[] = {0, 1, 5, 13};
   static const char* const devices[] = {"cpu", "sim"};
-  for (int type = 0; type < CONF_TYPE_COUNT; type++) {
-    const char* word = k_type_words[type];
+  for (int type = 0; type < IT_TYPE_COUNT; type++) {
+    const char* word = it_type_name((enum it_type)type);
     char text[256];
     snprintf(text, sizeof text, "%s", word);
     if (area_on(o, "export")) {
@@ -222,8 +220,8 @@ static void run_array_matrix(struct suite* s, const struct options* o) {
 }
 
 static void run_stream_matrix(struct suite* s, const struct options* o) {
-  for (int type = 0; type < CONF_TYPE_COUNT; type++) {
-    const char* word = k_type_words[type];
+  for (int type = 0; type < IT_TYPE_COUNT; type++) {
+    const char* word = it_type_name((enum it_type)type);
     char texts[5][256];
     snprintf(texts[0], sizeof texts[0], "%s", word);
     snprintf(texts[1], sizeof texts[1], "%s:batches=0", word);
@@ -270,7 +268,7 @@ static void run_inject_matrix(struct suite* s, const struct options* o) {
   }
 }
 
-int main(int argc, char** argv) {
+int conformance_main(int argc, char** argv) {
   struct options o;
   if (parse_options(argc, argv, &o) != 0) {
     usage();
@@ -281,8 +279,8 @@ int main(int argc, char** argv) {
   memset(&s, 0, sizeof s);
   s.verbose = o.verbose;
   char why[1024];
-  if (conf_plugin_load(&s.ut, o.plugin, why, sizeof why) != 0) {
-    printf("FAIL %s load %s: %s\n", s.ut.runtime[0] ? s.ut.runtime : "?", o.plugin, why);
+  if (it_plugin_load(&s.ut, NULL, o.plugin) != 0) {
+    printf("FAIL %s load %s: %s\n", s.ut.name[0] ? s.ut.name : "?", o.plugin, s.ut.problem);
     printf("0 passed, 1 failed\n");
     return 1;
   }
@@ -295,8 +293,8 @@ int main(int argc, char** argv) {
     snprintf(reference, sizeof reference, "%.*s/libferry_it_c.so", dir,
              slash ? o.plugin : ".");
   }
-  if (conf_plugin_load(&s.ref, reference, why, sizeof why) != 0) {
-    printf("FAIL %s load reference: %s\n", s.ut.runtime, why);
+  if (it_plugin_load(&s.ref, "c", reference) != 0) {
+    printf("FAIL %s load reference: %s\n", s.ut.name, s.ref.problem);
     printf("0 passed, 1 failed\n");
     return 1;
   }
@@ -305,10 +303,14 @@ int main(int argc, char** argv) {
     if (ferry_device_resolve(ARROW_DEVICE_EXT_DEV, d, &s.sim[d], NULL) != 0)
       s.sim[d] = NULL;
   }
+  if (it_allocations_init(why, sizeof why) != 0) {
+    printf("FAIL %s setup: %s\n0 passed, 1 failed\n", s.ut.name, why);
+    return 1;
+  }
   struct FerryDevice* gpu = NULL;
   s.cuda_available = ferry_device_resolve(ARROW_DEVICE_CUDA, 0, &gpu, NULL) == 0;
   s.rocm_available = ferry_device_resolve(ARROW_DEVICE_ROCM, 0, &gpu, NULL) == 0;
-  printf("conformance of %s (%s), reference %s%s; sim strict mode %s\n", s.ut.runtime,
+  printf("conformance of %s (%s), reference %s%s; sim strict mode %s\n", s.ut.name,
          s.ut.path, s.ref.path, s.ut_is_ref ? " (the plugin itself)" : "",
          ferry_sim_is_strict() ? "on" : "OFF");
   if (!ferry_sim_is_strict()) {
@@ -336,15 +338,15 @@ int main(int argc, char** argv) {
   printf(
       "%s sim exports: %lld, %lld with a sync_event, %lld read as poison before the wait "
       "(asynchronous)\n",
-      s.ut.runtime, (long long)s.sim_exports, (long long)s.sim_with_event,
+      s.ut.name, (long long)s.sim_exports, (long long)s.sim_with_event,
       (long long)s.sim_poison_before_wait);
-  printf("%s: %.1f s, %lld skipped\n", s.ut.runtime, seconds, (long long)s.skipped);
+  printf("%s: %.1f s, %lld skipped\n", s.ut.name, seconds, (long long)s.skipped);
   printf("%lld passed, %lld failed\n", (long long)s.passed, (long long)s.failed);
   fflush(stdout);
   int code = s.failed == 0 ? 0 : 1;
   /* A JVM or a Go runtime must not run exit machinery against its threads
-   * still inside it: _Exit (everything is flushed). Otherwise exit(), so that
-   * LeakSanitizer runs in sanitizer builds. */
-  if (strcmp(s.ut.runtime, "java") == 0 || strcmp(s.ut.runtime, "go") == 0) _Exit(code);
+   * still inside it (runtimes.def: QUICK_EXIT): _Exit (everything is
+   * flushed). Otherwise exit(), so that LeakSanitizer runs in sanitizer builds. */
+  if (s.ut.runtime != NULL && (s.ut.runtime->traits & IT_RUNTIME_QUICK_EXIT)) _Exit(code);
   exit(code);
 }

@@ -1,26 +1,17 @@
 #!/usr/bin/env bash
 # Self-test of the conformance suite: it must fail, with the expected finding,
-# on a plugin that breaks one rule on purpose. Uses the integration host's
-# misbehaving plugin (tests/integration/host/selftest, built by
-# tests/integration/build.sh selftest into BUILD/it/), which wraps the C
-# plugin. A clean run of the wrapper must pass. Ends with "N passed, N failed".
+# on a plugin that breaks one rule on purpose. Uses the matrix host's
+# misbehaving plugin (tests/integration/host/selftest, a CMake target in
+# BUILD/it/), which wraps the C plugin. A clean run of the wrapper must pass.
+# Run by run.sh; ends with "N passed, N failed".
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="${FERRY_ROOT:-$(cd "$HERE/../.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
-BIN="${FERRY_CONFORMANCE_OUT:-$BUILD/bin/ferry_conformance}"
+. "$HERE/../../scripts/lib.sh"
+HOST="$BUILD/bin/ferry_it_host"
 bad="$BUILD/it/libferry_it_misbehaving.so"
 export FERRY_IT_WRAPPED_PLUGIN="$BUILD/plugins/libferry_it_c.so"
-passed=0; failed=0
-if [ ! -f "$bad" ]; then
-  bash "$ROOT/tests/integration/build.sh" selftest >/dev/null 2>&1 || true
-fi
-if [ ! -f "$bad" ]; then
-  echo "FAIL self-test: $bad is not built (tests/integration/build.sh selftest)"
-  echo "0 passed, 1 failed"; exit 1
-fi
-FERRY_CONFORMANCE_OUT="$BIN" bash "$HERE/build.sh" "$BUILD" || { echo "0 passed, 1 failed"; exit 1; }
-run() { "$BIN" "$bad" --reference "$FERRY_IT_WRAPPED_PLUGIN" "$@" 2>&1; }
+need_file "$bad" "the self-test plugin" || { fail "self-test plugin"; finish; exit 1; }
+run() { "$HOST" conformance "$bad" --reference "$FERRY_IT_WRAPPED_PLUGIN" "$@" 2>&1; }
 
 # expect MODE FINDING: with the plugin misbehaving as MODE the suite must exit
 # non-zero and print a FAIL line containing FINDING.
@@ -29,18 +20,18 @@ expect() {
   out="$(FERRY_IT_MISBEHAVE="$mode" run)"
   rc=$?
   if [ "$rc" -ne 0 ] && grep -E '^FAIL misbehaving ' <<<"$out" | grep -F "$finding" >/dev/null; then
-    passed=$((passed + 1))
+    pass "self-test $mode"
   else
-    failed=$((failed + 1))
+    fail "self-test $mode"
     echo "FAIL self-test $mode: expected a FAIL line with \"$finding\" (exit $rc); got:"
     grep -E '^FAIL|passed' <<<"$out" | head -n 5 | sed 's/^/   /'
   fi
 }
 
 if out="$(FERRY_IT_MISBEHAVE=none run)"; then
-  passed=$((passed + 1))
+  pass "self-test clean"
 else
-  failed=$((failed + 1))
+  fail "self-test clean"
   echo "FAIL self-test clean: the well-behaved wrapper did not pass:"
   grep -E '^FAIL|passed' <<<"$out" | head -n 5 | sed 's/^/   /'
 fi
@@ -52,5 +43,4 @@ expect leak_export "ferry_it_live_allocations() of misbehaving is"
 expect wrong_message "expected exactly \"injected failure at export\""
 expect stop_early "check_stream accepted it"
 expect swallow_failure "check_stream accepted it (the expected get_next failure never comes)"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "release_watch.h"
+
 void test_begin(struct test* t, struct suite* s, const char* area,
                 const char* case_text) {
   memset(t, 0, sizeof *t);
@@ -19,7 +21,7 @@ void test_fail(struct test* t, const char* fmt, ...) {
   va_start(args, fmt);
   vsnprintf(what, sizeof what, fmt, args);
   va_end(args);
-  printf("FAIL %s %s %s: %s\n", t->suite->ut.runtime, t->area,
+  printf("FAIL %s %s %s: %s\n", t->suite->ut.name, t->area,
          t->case_text[0] ? t->case_text : "\"\"", what);
   fflush(stdout);
   t->failed = 1;
@@ -31,7 +33,7 @@ void test_end(struct test* t) {
   } else {
     t->suite->passed++;
     if (t->suite->verbose) {
-      printf("PASS %s %s %s\n", t->suite->ut.runtime, t->area,
+      printf("PASS %s %s %s\n", t->suite->ut.name, t->area,
              t->case_text[0] ? t->case_text : "\"\"");
     }
   }
@@ -39,61 +41,68 @@ void test_end(struct test* t) {
 
 void suite_skip(struct suite* s, const char* area, const char* case_text,
                 const char* why) {
-  printf("SKIPPED %s %s %s: %s\n", s->ut.runtime, area, case_text, why);
+  printf("SKIPPED %s %s %s: %s\n", s->ut.name, area, case_text, why);
   s->skipped++;
 }
 
-void baseline_take(const struct suite* s, struct baseline* out) {
-  memset(out, 0, sizeof *out);
-  out->ut = s->ut.live_allocations();
-  out->ref = s->ut_is_ref ? out->ut : s->ref.live_allocations();
-  out->exports = ferry_live_exports();
-  for (int d = 0; d < FERRY_SIM_DEVICE_COUNT; d++) {
-    out->sim[d] = s->sim[d] ? ferry_device_live_allocations(s->sim[d]) : 0;
-  }
+void baseline_take(const struct suite* s, struct it_allocations* out) {
+  const struct it_plugin* plugins[2] = {&s->ut, &s->ref};
+  it_allocations_take(out, plugins, s->ut_is_ref ? 1 : 2);
 }
 
-/* A counter above its baseline is this test's leak. One below it means
- * that something an earlier test leaked was freed late (a garbage
- * collector): that earlier test already failed, so this is only a note. */
-static int compare(struct test* t, const char* when, const char* counter, int64_t now,
-                   int64_t before) {
-  if (now > before) {
-    test_fail(t, "%s: %s is %lld, was %lld", when, counter, (long long)now,
-              (long long)before);
-    return 1;
-  }
-  if (now < before) {
-    printf("note %s %s %s: %s: %s fell from %lld to %lld (an earlier leak freed late)\n",
-           t->suite->ut.runtime, t->area, t->case_text, when, counter, (long long)before,
-           (long long)now);
-  }
-  return 0;
+int64_t baseline_ut(const struct it_allocations* baseline) {
+  return baseline->values[0]; /* baseline_take reads the plugin under test first */
 }
 
-int baseline_expect(struct test* t, const struct baseline* before, const char* when) {
-  struct baseline now;
+int baseline_expect(struct test* t, const struct it_allocations* before, const char* when) {
+  struct it_allocations now;
   baseline_take(t->suite, &now);
-  char counter[128];
-  snprintf(counter, sizeof counter, "ferry_it_live_allocations() of %s",
-           t->suite->ut.runtime);
-  int differences = compare(t, when, counter, now.ut, before->ut);
-  if (!t->suite->ut_is_ref) {
-    differences += compare(t, when, "ferry_it_live_allocations() of the C reference",
-                           now.ref, before->ref);
+  struct it_allocation_change changes[IT_MAX_COUNTERS];
+  int n = it_allocations_compare(before, &now, changes, IT_MAX_COUNTERS);
+  int above = 0;
+  for (int i = 0; i < n && i < IT_MAX_COUNTERS; i++) {
+    if (changes[i].after > changes[i].before) {
+      test_fail(t, "%s: %s is %lld, was %lld", when, changes[i].name,
+                (long long)changes[i].after, (long long)changes[i].before);
+      above++;
+    } else {
+      printf("note %s %s %s: %s: %s fell from %lld to %lld (an earlier leak freed late)\n",
+             t->suite->ut.name, t->area, t->case_text, when, changes[i].name,
+             (long long)changes[i].before, (long long)changes[i].after);
+    }
   }
-  differences += compare(t, when, "ferry_live_exports()", now.exports, before->exports);
-  for (int d = 0; d < FERRY_SIM_DEVICE_COUNT; d++) {
-    snprintf(counter, sizeof counter, "live allocations of sim device %d", d);
-    differences += compare(t, when, counter, now.sim[d], before->sim[d]);
-  }
-  return differences;
+  return above;
 }
 
-int suite_parse(struct test* t, const char* text, struct conf_case* out) {
-  char why[256];
-  if (conf_case_parse(text, out, why, sizeof why) != 0) {
-    test_fail(t, "the suite's own parser rejects its case: %s", why);
+struct release_findings {
+  char text[2048];
+  size_t used;
+};
+
+static void collect_release_finding(void* context, const struct it_watch_finding* f) {
+  struct release_findings* r = (struct release_findings*)context;
+  if (f->problem == IT_WATCH_LATE_RELEASES) return;
+  char one[1024];
+  it_watch_describe(f, one, sizeof one);
+  if (r->used + 1 >= sizeof r->text) return;
+  int n = snprintf(r->text + r->used, sizeof r->text - r->used, "%s%s",
+                   r->used ? "; " : "", one);
+  if (n > 0) r->used += (size_t)n < sizeof r->text - r->used ? (size_t)n : sizeof r->text - r->used - 1;
+}
+
+void suite_verify_releases(struct test* t, int group) {
+  struct release_findings r;
+  r.text[0] = '\0';
+  r.used = 0;
+  it_watch_verify(group, collect_release_finding, &r);
+  if (r.used > 0) test_fail(t, "%s", r.text);
+}
+
+int suite_parse(struct test* t, const char* text, struct it_case* out) {
+  struct FerryError why;
+  ferry_error_init(&why);
+  if (it_case_parse(text, out, &why) != FERRY_OK) {
+    test_fail(t, "the harness's parser rejects the suite's case: %s", why.message);
     return -1;
   }
   return 0;

@@ -6,13 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conf_case.h"
+#include "allocations.h"
 #include "ferry/ferry.h"
+#include "oracle.h"
 #include "plugin.h"
 
 struct suite {
-  struct conf_plugin ut;  /* the plugin under test */
-  struct conf_plugin ref; /* the C reference (the same handle when ut is C) */
+  struct it_plugin ut;  /* the plugin under test */
+  struct it_plugin ref; /* the C reference (the same handle when ut is C) */
   int ut_is_ref;
   int verbose;
   int64_t passed, failed, skipped;
@@ -40,16 +41,21 @@ void test_end(struct test* t);
 void suite_skip(struct suite* s, const char* area, const char* case_text,
                 const char* why);
 
-/* Every allocation counter the suite can see. */
-struct baseline {
-  int64_t ut, ref, exports, sim[FERRY_SIM_DEVICE_COUNT];
-};
-void baseline_take(const struct suite* s, struct baseline* out);
-/* Reports every counter that differs from `before` as a failure of `t`;
- * returns the number of differences. */
-int baseline_expect(struct test* t, const struct baseline* before, const char* when);
+/* The allocation ledger (core/harness/allocations.h) of the plugin under
+ * test, the C reference, the core and the sim devices. */
+void baseline_take(const struct suite* s, struct it_allocations* out);
+/* The plugin under test's ferry_it_live_allocations() in a baseline. */
+int64_t baseline_ut(const struct it_allocations* baseline);
+/* Reports every counter above `before` as a failure of `t` (one below it is
+ * an earlier test's leak freed late: a note); returns the number above. */
+int baseline_expect(struct test* t, const struct it_allocations* before, const char* when);
+
+/* Verifies the release watch's `group` (release_watch.h) and reports its
+ * findings as one failure of `t`. Late releases of earlier tests' structs
+ * are not this test's finding: the earlier test already failed on them. */
+void suite_verify_releases(struct test* t, int group);
 
 /* Parses a case the suite generated (a failure is a bug of the suite). */
-int suite_parse(struct test* t, const char* text, struct conf_case* out);
+int suite_parse(struct test* t, const char* text, struct it_case* out);
 
 #endif  // FERRY_CONFORMANCE_SUITE_H

@@ -65,11 +65,11 @@ static int check_field(const struct ArrowSchema* s, const char* where, const cha
   return 0;
 }
 
-int verify_schema(const struct conf_case* c, const struct ArrowSchema* s, char* why,
+int verify_schema(const struct it_case* c, const struct ArrowSchema* s, char* why,
                   size_t size) {
   enum conf_layout layout = conf_type_layout(c->type);
   int64_t n_children = layout == LAYOUT_LIST ? 1 : layout == LAYOUT_STRUCT ? 2 : 0;
-  if (check_field(s, "schema", conf_type_format(c->type), conf_type_name(c->type),
+  if (check_field(s, "schema", conf_type_format(c->type), it_type_name(c->type),
                   n_children, layout == LAYOUT_DICT, why, size) != 0) {
     return -1;
   }
@@ -200,10 +200,10 @@ static int check_int32_at(const int32_t* values, const char* where, int64_t i, i
   return 0;
 }
 
-static int verify_host_array(const struct conf_case* c, uint32_t seed,
+static int verify_host_array(const struct it_case* c, uint32_t seed,
                              const struct ArrowArray* a, char* why, size_t size) {
   enum conf_layout layout = conf_type_layout(c->type);
-  const char* type = conf_type_name(c->type);
+  const char* type = it_type_name(c->type);
   int64_t n_buffers = layout == LAYOUT_VARBIN ? 3 : layout == LAYOUT_STRUCT ? 1 : 2;
   int64_t n_children = layout == LAYOUT_LIST ? 1 : layout == LAYOUT_STRUCT ? 2 : 0;
   if (check_shape(a, "array", n_buffers, n_children, layout == LAYOUT_DICT, why, size) !=
@@ -379,14 +379,14 @@ static int verify_host_array(const struct conf_case* c, uint32_t seed,
   return fail(why, size, "internal: unknown layout");
 }
 
-int verify_device_array(const struct conf_case* c, uint32_t seed,
+int verify_device_array(const struct it_case* c, uint32_t seed,
                         const struct ArrowSchema* schema, struct ArrowDeviceArray* array,
                         char* why, size_t size) {
   if (array->array.release == NULL) return fail(why, size, "device array is released");
   if (array->device_type != c->device_type) {
     return fail(why, size, "device_type %d (%s), the case says %s",
                 (int)array->device_type, ferry_device_type_name(array->device_type),
-                c->device);
+                c->device_name);
   }
   if (!ferry_device_array_reserved_is_zero(array)) {
     return fail(why, size, "reserved words are not zero");

@@ -24,7 +24,7 @@ func BenchmarkCgoCall(b *testing.B) {
 	defer FreeRawDeviceArray(p)
 	acc := 0
 	for i := 0; i < b.N; i++ {
-		acc += rawCallFloor(p)
+		acc += chelper.CallFloor(p)
 	}
 	_ = acc
 }
@@ -36,7 +36,7 @@ func BenchmarkCToGo(b *testing.B) {
 		defer FreeRawDeviceArray(batch)
 		chelper.EndlessStream(stream, 1024)
 		for i := 0; i < b.N; i++ {
-			rawNextRelease(stream, batch)
+			chelper.NextRelease(stream, batch)
 		}
 	})
 	b.Run("ferry", func(b *testing.B) {
@@ -63,7 +63,7 @@ func BenchmarkGoToC(b *testing.B) {
 		tmp := NewRawDeviceArray() // only its ArrowArray part is used
 		defer FreeRawDeviceArray(tmp)
 		for i := 0; i < b.N; i++ {
-			rawGoToC(tmp, dst, chelper.ConsumeArray)
+			chelper.GoToC(tmp, dst, chelper.ConsumeArray)
 		}
 	})
 	b.Run("ferry", func(b *testing.B) {

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/ferry-project/ferry/bindings/go/internal/chelper"
 )
 
 // baseline records the binding's allocation counters and checks at the end
@@ -199,7 +201,7 @@ func TestNestedExportWithChildrenAndDictionary(t *testing.T) {
 	// owns its own buffers.
 	child := NewRawDeviceArray()
 	defer FreeRawDeviceArray(child)
-	moved := moveChildOut(a, 0, child)
+	moved := chelper.MoveChildOut(a.Ptr(), 0, child)
 	a.Release()
 	if got := string(unsafe.Slice((*byte)(moved), 3)); got != "abc" {
 		t.Fatalf("moved child data %q", got)

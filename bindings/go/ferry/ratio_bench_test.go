@@ -64,7 +64,7 @@ func BenchmarkRatios(b *testing.B) {
 		{"raw", func() float64 {
 			return timed(func() {
 				for i := 0; i < block; i++ {
-					rawGoToC(tmp, dst, chelper.ConsumeArray)
+					chelper.GoToC(tmp, dst, chelper.ConsumeArray)
 				}
 			})
 		}},

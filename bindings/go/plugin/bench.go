@@ -1,6 +1,6 @@
 package main
 
-// The benchmark entry points of tests/integration/ferry_it_bench.h, written
+// The benchmark entry points of core/harness/ferry_it_bench.h, written
 // the way a Go user of package ferry writes them: a cached Go slice exported
 // in place with PinSlice (pinned until the consumer releases the array, the
 // release unpins it: it only drops a reference), Field.Export for the schema,

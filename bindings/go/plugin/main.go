@@ -1,6 +1,6 @@
 // Command plugin is the Go participant of ferry's cross-language tests: built
 // with -buildmode=c-shared into build/plugins/libferry_it_go.so, it exports
-// the ferry_it_* entry points of tests/integration/ferry_it.h, producing and
+// the ferry_it_* entry points of core/include/ferry/ferry_it.h, producing and
 // checking every case of cases.md through the Go binding (package ferry).
 //
 // One Go runtime per process: load this library into C, Java, Rust or Lua

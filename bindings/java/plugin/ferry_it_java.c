@@ -1,6 +1,6 @@
 /* ferry_it_java.c: the Java test plugin (libferry_it_java.so).
  *
- * A C shim exporting the entry points of tests/integration/ferry_it.h; each
+ * A C shim exporting the entry points of core/include/ferry/ferry_it.h; each
  * one calls a static method of org.ferry.it.Plugin, where every case of
  * shared/cases.md is produced and checked in Java. The shim joins the JVM
  * already running in the process (a JVM host) or starts one (a C host):
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ferry_it.h"
+#include "ferry/ferry_it.h"
 #include "ferry_it_bench.h"
 
 #define FERRY_IT_JAVA_TEXT 4096

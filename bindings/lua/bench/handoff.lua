@@ -1,5 +1,5 @@
 -- Lua handoff benchmark (not a test). Run on both interpreters with
---   bindings/lua/bench/run.sh          (builds the helper, runs lua5.4 and luajit)
+--   bindings/lua/bench.sh              (runs lua5.4 and luajit; CMake builds the helper)
 -- It prints, for the interpreter it runs on, the raw boundary floors measured
 -- in the same run and the handoff shapes next to them:
 --   floor_lua_to_c     one trivial Lua -> C call

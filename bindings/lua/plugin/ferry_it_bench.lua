@@ -1,4 +1,4 @@
--- The benchmark entry points of tests/integration/ferry_it_bench.h, called by
+-- The benchmark entry points of core/harness/ferry_it_bench.h, called by
 -- the C shim ferry_it_lua.c (lua_pcall, like the plugin's other entry
 -- points) and written the way a Lua user of the binding writes them: a Lua
 -- string made once per length is the exported buffer (zero-copy: the export

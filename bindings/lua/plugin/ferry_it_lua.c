@@ -1,5 +1,5 @@
 /* The Lua participant of ferry's cross-language tests: a C shim that embeds
- * a Lua 5.4 state and implements the entry points of tests/integration/
+ * a Lua 5.4 state and implements the entry points of core/include/ferry/
  * ferry_it.h in Lua (plugin/ferry_it.lua, on top of the binding's own Lua
  * code and its C module, compiled into this library).
  *
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "ferry/ferry.h"
-#include "ferry_it.h"
+#include "ferry/ferry_it.h"
 #include "ferry_it_bench.h"
 #include "lferry_support.h"
 

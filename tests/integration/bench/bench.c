@@ -33,8 +33,8 @@
  * integration/run.sh): noop, rejected lengths, and for every ordered pair an
  * array (lengths 0 and 16), a tampered array (the consumer must notice a byte
  * the host flipped in the producer's buffer) and a 3-batch stream, each
- * asserting release exactly once with the producer's buffers (the host's
- * release ledger), and every runtime's live allocations and
+ * asserting release exactly once with the producer's buffers (the harness's
+ * release watch), and every runtime's live allocations and
  * ferry_live_exports() back at their baseline. Prints "N passed, N failed".
  *
  *   ferry_it_bench [--plugin-dir DIR] [--plugins LIST] [--rounds N] [--sample-ms N]
@@ -48,10 +48,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "allocations.h"
 #include "ferry/ferry.h"
 #include "ferry_it_bench.h"
-#include "ledger.h"
-#include "plugins.h"
+#include "plugin.h"
+#include "release_watch.h"
 #include "stream_watch.h"
 
 #define SMALL_LENGTH 256 /* 1 KiB of int32 */
@@ -61,7 +62,7 @@
 /* The entry points of one runtime, or of the static C floor. */
 struct bench_ops {
   const char* name;
-  struct it_runtime* rt; /* NULL for the static floor */
+  const struct it_plugin* rt; /* NULL for the static floor */
   ferry_it_bench_noop_fn noop;
   ferry_it_bench_export_array_fn export_array;
   ferry_it_bench_consume_array_fn consume_array;
@@ -77,7 +78,7 @@ static int64_t now_ns(void) {
 }
 
 static const char* ops_error(const struct bench_ops* ops) {
-  return ops->rt != NULL ? it_runtime_error(ops->rt) : "(static floor)";
+  return ops->rt != NULL ? it_plugin_error(ops->rt) : "(static floor)";
 }
 
 static void print_loadavg(const char* when) {
@@ -240,7 +241,7 @@ static struct bench_ops g_static_ops = {"static C",
 
 /* Finds the bench entry points in a loaded plugin; -1 with `why` when one
  * is missing (a plugin built before ferry_it_bench.h). */
-static int bind_ops(struct it_runtime* rt, struct bench_ops* ops, char* why,
+static int bind_ops(const struct it_plugin* rt, struct bench_ops* ops, char* why,
                     size_t size) {
   memset(ops, 0, sizeof *ops);
   ops->name = rt->name;
@@ -250,7 +251,7 @@ static int bind_ops(struct it_runtime* rt, struct bench_ops* ops, char* why,
                           "ferry_it_bench_consume_stream"};
   void* found[5];
   for (int i = 0; i < 5; i++) {
-    found[i] = dlsym(rt->handle, names[i]);
+    found[i] = it_plugin_symbol(rt, names[i]);
     if (found[i] == NULL) {
       snprintf(why, size, "%s does not export %s (rebuild the plugin)", rt->path,
                names[i]);
@@ -262,16 +263,6 @@ static int bind_ops(struct it_runtime* rt, struct bench_ops* ops, char* why,
   ops->consume_array = (ferry_it_bench_consume_array_fn)found[2];
   ops->export_stream = (ferry_it_bench_export_stream_fn)found[3];
   ops->consume_stream = (ferry_it_bench_consume_stream_fn)found[4];
-  return 0;
-}
-
-static int name_in_list(const char* list, const char* name) {
-  size_t n = strlen(name);
-  for (const char* p = list; (p = strstr(p, name)) != NULL; p += n) {
-    int starts = p == list || p[-1] == ',' || p[-1] == ' ';
-    int ends = p[n] == '\0' || p[n] == ',' || p[n] == ' ';
-    if (starts && ends) return 1;
-  }
   return 0;
 }
 
@@ -631,36 +622,28 @@ static void verdict_line(int ok, const char* what, const char* why) {
   }
 }
 
-struct check_baseline {
-  int64_t live[IT_MAX_RUNTIMES];
-  int64_t exports;
-};
-
-static void take_check_baseline(struct bench_ops** ops, int n, struct check_baseline* b) {
-  for (int i = 0; i < n; i++) b->live[i] = ops[i]->rt->live_allocations();
-  b->exports = ferry_live_exports();
+/* The allocation ledger over every runtime of the run. */
+static void take_check_baseline(struct bench_ops** ops, int n, struct it_allocations* b) {
+  const struct it_plugin* plugins[IT_MAX_RUNTIMES];
+  for (int i = 0; i < n; i++) plugins[i] = ops[i]->rt;
+  it_allocations_take(b, plugins, n);
 }
 
-/* 1 when the ledger is clean and every counter is back; else 0 with `why`. */
-static int check_after(struct bench_ops** ops, int n, const struct check_baseline* before,
-                       char* why, size_t size) {
-  char ledger_why[768];
-  if (it_ledger_verify(ledger_why, sizeof ledger_why) != 0) {
-    snprintf(why, size, "release: %s", ledger_why);
+/* 1 when the release watch of `group` is clean and every counter is back;
+ * else 0 with `why`. */
+static int check_after(struct bench_ops** ops, int n, int group,
+                       const struct it_allocations* before, char* why, size_t size) {
+  char found[768];
+  if (it_watch_verify_text(group, found, sizeof found) != 0) {
+    snprintf(why, size, "release: %s", found);
     return 0;
   }
-  struct check_baseline after;
+  struct it_allocations after;
   take_check_baseline(ops, n, &after);
-  for (int i = 0; i < n; i++) {
-    if (after.live[i] != before->live[i]) {
-      snprintf(why, size, "%s: %lld live allocations, %lld before", ops[i]->name,
-               (long long)after.live[i], (long long)before->live[i]);
-      return 0;
-    }
-  }
-  if (after.exports != before->exports) {
-    snprintf(why, size, "ferry_live_exports() is %lld, %lld before",
-             (long long)after.exports, (long long)before->exports);
+  struct it_allocation_change change;
+  if (it_allocations_compare(before, &after, &change, 1) != 0) {
+    snprintf(why, size, "%s is %lld, was %lld", change.name, (long long)change.after,
+             (long long)change.before);
     return 0;
   }
   return 1;
@@ -673,8 +656,8 @@ static void check_array(struct bench_ops** ops, int n, const struct bench_ops* p
   char what[128], why[1024];
   snprintf(what, sizeof what, "%s->%s array length %lld%s", p->name, q->name,
            (long long)length, tamper ? " (tampered)" : "");
-  it_ledger_reset();
-  struct check_baseline before;
+  int group = it_watch_new_group();
+  struct it_allocations before;
   take_check_baseline(ops, n, &before);
   struct ArrowSchema exported_schema, schema;
   struct ArrowDeviceArray exported, handed;
@@ -693,13 +676,13 @@ static void check_array(struct bench_ops** ops, int n, const struct bench_ops* p
    * interposes on every release. */
   if (ferry_schema_move(&exported_schema, &schema) != 0 ||
       ferry_device_array_move(&exported, &handed) != 0 ||
-      it_ledger_track_schema(&schema, "schema") != 0 ||
-      it_ledger_track_array(&handed.array, "array") != 0) {
+      it_watch_schema(&schema, "schema") != 0 ||
+      it_watch_array(&handed.array, "array") != 0) {
     ferry_schema_release(&exported_schema);
     ferry_device_array_release(&exported);
     ferry_schema_release(&schema);
     ferry_device_array_release(&handed);
-    verdict_line(0, what, "the host could not take the export (released? ledger full?)");
+    verdict_line(0, what, "the host could not take the export (released? release watch out of memory?)");
     return;
   }
   int tampered = tamper && it_tamper_int32(&handed) == 0;
@@ -730,10 +713,10 @@ static void check_array(struct bench_ops** ops, int n, const struct bench_ops* p
   } else if (!tamper && rc != 0) {
     snprintf(why, sizeof why, "consume failed with %s: %s", ferry_errno_name(rc), said);
     verdict_line(0, what, why);
-  } else if (it_ledger_count() < 2) {
-    verdict_line(0, what, "the ledger tracked nothing");
+  } else if (it_watch_count(group) < 2) {
+    verdict_line(0, what, "the release watch saw nothing");
   } else {
-    int ok = check_after(ops, n, &before, why, sizeof why);
+    int ok = check_after(ops, n, group, &before, why, sizeof why);
     verdict_line(ok, what, why);
   }
 }
@@ -743,8 +726,8 @@ static void check_stream(struct bench_ops** ops, int n, const struct bench_ops* 
                          const struct bench_ops* q) {
   char what[128], why[1024];
   snprintf(what, sizeof what, "%s->%s stream", p->name, q->name);
-  it_ledger_reset();
-  struct check_baseline before;
+  int group = it_watch_new_group();
+  struct it_allocations before;
   take_check_baseline(ops, n, &before);
   struct ArrowDeviceArrayStream exported, handed;
   memset(&exported, 0, sizeof exported);
@@ -758,10 +741,10 @@ static void check_stream(struct bench_ops** ops, int n, const struct bench_ops* 
   }
   if (exported.device_type != ARROW_DEVICE_CPU ||
       ferry_array_stream_move(&exported, &handed) != 0 ||
-      it_ledger_track_stream(&handed, "stream") != 0) {
+      it_watch_stream(&handed, "stream") != 0) {
     ferry_array_stream_release(&exported);
     ferry_array_stream_release(&handed);
-    verdict_line(0, what, "the host could not take the stream (not CPU? ledger full?)");
+    verdict_line(0, what, "the host could not take the stream (not CPU? release watch out of memory?)");
     return;
   }
   it_stream_watch_begin(&handed, 0);
@@ -781,7 +764,7 @@ static void check_stream(struct bench_ops** ops, int n, const struct bench_ops* 
              (long long)seen->batches, (long long)seen->end_seen);
     verdict_line(0, what, why);
   } else {
-    int ok = check_after(ops, n, &before, why, sizeof why);
+    int ok = check_after(ops, n, group, &before, why, sizeof why);
     verdict_line(ok, what, why);
   }
 }
@@ -847,7 +830,7 @@ int main(int argc, char** argv) {
   const char* build = getenv("FERRY_BUILD_DIR");
   snprintf(plugin_dir, sizeof plugin_dir, "%s/plugins", build ? build : "build");
   const char* tsv_path = NULL;
-  const char* wanted = "c,rust,go,java,lua";
+  const char* wanted = "";
   const char* require = "";
   int64_t large = FERRY_IT_BENCH_MAX_LENGTH; /* 1 GiB of int32 */
   int rounds = 7, check = 0;
@@ -898,31 +881,36 @@ int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (!check) print_loadavg("before");
 
-  /* Load order of plugins.h: the JVM is created before Go loads, and every
+  /* The load order of plugin.h: the JVM is created before Go loads, and every
    * handler it installed gets SA_ONSTACK first. */
-  static struct it_runtime runtimes[IT_MAX_RUNTIMES];
+  static struct it_runtime_set set;
+  struct it_load_options load;
+  memset(&load, 0, sizeof load);
+  load.plugin_dir = plugin_dir;
+  load.wanted = wanted;
+  it_runtime_set_load(&set, &load);
   static struct bench_ops bound[IT_MAX_RUNTIMES];
   struct bench_ops* ops[IT_MAX_RUNTIMES];
-  int n = 0, java_started = 0, missing_required = 0;
+  int n = 0, missing_required = 0;
   for (int i = 0; i < IT_MAX_RUNTIMES; i++) {
-    const char* name = it_runtime_load_order[i];
-    if (!name_in_list(wanted, name)) continue;
-    if (strcmp(name, "go") == 0 && java_started) it_signal_add_onstack();
+    const struct it_plugin* p = &set.plugins[i];
+    if (set.state[i] == IT_NOT_WANTED) continue;
     char why[4400];
-    int ok = it_runtime_load(&runtimes[i], name, plugin_dir) == 0;
-    if (!ok) snprintf(why, sizeof why, "%s", runtimes[i].problem);
-    if (ok && strcmp(name, "java") == 0) {
-      ok = it_runtime_start_jvm(&runtimes[i], why, sizeof why) == 0;
-      java_started = ok;
-    }
-    if (ok) ok = bind_ops(&runtimes[i], &bound[i], why, sizeof why) == 0;
+    int ok = set.state[i] == IT_LOADED;
+    snprintf(why, sizeof why, "%s", p->problem);
+    if (ok) ok = bind_ops(p, &bound[i], why, sizeof why) == 0;
     if (!ok) {
-      int required = name_in_list(require, name);
-      printf("%s runtime %s: %s\n", required ? "FAIL required" : "SKIPPED", name, why);
+      int required = it_list_has(require, p->name);
+      printf("%s runtime %s: %s\n", required ? "FAIL required" : "SKIPPED", p->name, why);
       missing_required += required;
       continue;
     }
     ops[n++] = &bound[i];
+  }
+  char setup[256];
+  if (check && it_allocations_init(setup, sizeof setup) != 0) {
+    printf("FAIL setup: %s\n0 passed, 1 failed\n", setup);
+    return 1;
   }
   printf("runtimes:");
   for (int i = 0; i < n; i++) printf(" %s", ops[i]->name);

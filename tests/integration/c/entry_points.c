@@ -8,7 +8,7 @@
 #include "case_device.h"
 #include "case_export.h"
 #include "case_spec.h"
-#include "ferry_it.h"
+#include "ferry/ferry_it.h"
 #include "plugin_state.h"
 #include "stream_check.h"
 #include "stream_export.h"

@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "ferry/ferry.h"
-#include "ledger.h"
-#include "plugins.h"
+#include "plugin.h"
+#include "release_watch.h"
 #include "stream_watch.h"
 
 static int64_t now_ns(void) {
@@ -48,46 +48,51 @@ static const char* best_device(char* why, size_t size) {
   return "sim";
 }
 
-static struct it_runtime g_runtimes[IT_MAX_RUNTIMES];
-static struct it_runtime* g_loaded[IT_MAX_RUNTIMES];
-static int g_n_loaded;
+static struct it_runtime_set g_set;
 
-static struct it_runtime* find(const char* name) {
-  for (int i = 0; i < g_n_loaded; i++) {
-    if (strcmp(g_loaded[i]->name, name) == 0) return g_loaded[i];
+static struct it_plugin* find(const char* name) {
+  for (int i = 0; i < g_set.n; i++) {
+    if (strcmp(g_set.loaded[i]->name, name) == 0) return g_set.loaded[i];
   }
   return NULL;
 }
 
+/* The loaded runtimes in the order of `preference`, then any others. */
+static int ordered(const char* const* preference, int n_preference,
+                   struct it_plugin* out[IT_MAX_RUNTIMES]) {
+  int n = 0;
+  for (int i = 0; i < n_preference; i++) {
+    struct it_plugin* p = find(preference[i]);
+    if (p != NULL) out[n++] = p;
+  }
+  for (int i = 0; i < g_set.n; i++) {
+    int listed = 0;
+    for (int k = 0; k < n; k++) listed |= out[k] == g_set.loaded[i];
+    if (!listed) out[n++] = g_set.loaded[i];
+  }
+  return n;
+}
+
 static void load_runtimes(const char* plugin_dir) {
-  int java_started = 0;
+  struct it_load_options options;
+  memset(&options, 0, sizeof options);
+  options.plugin_dir = plugin_dir;
+  it_runtime_set_load(&g_set, &options);
   for (int i = 0; i < IT_MAX_RUNTIMES; i++) {
-    const char* name = it_runtime_load_order[i];
-    struct it_runtime* rt = &g_runtimes[i];
-    if (strcmp(name, "go") == 0 && java_started) it_signal_add_onstack();
-    if (it_runtime_load(rt, name, plugin_dir) != 0) {
-      printf("  DEGRADED: runtime %s is not in the demo: %s\n", name, rt->problem);
-      continue;
+    if (g_set.state[i] == IT_SKIPPED_MISSING || g_set.state[i] == IT_LOAD_FAILED) {
+      printf("  DEGRADED: runtime %s is not in the demo: %s\n", g_set.plugins[i].name,
+             g_set.plugins[i].problem);
     }
-    if (strcmp(name, "java") == 0) {
-      char why[1024];
-      if (it_runtime_start_jvm(rt, why, sizeof why) != 0) {
-        printf("  DEGRADED: runtime java is not in the demo: %s\n", why);
-        continue;
-      }
-      java_started = 1;
-    }
-    g_loaded[g_n_loaded++] = rt;
   }
 }
 
 /* Prints the two address lists and whether they are the same. */
-static int print_addresses(const char* prefix, int verified) {
+static int print_addresses(int group, const char* prefix, int verified) {
   char exported[1024], released[1024];
-  it_ledger_describe_buffers(prefix, exported, sizeof exported);
-  it_ledger_describe_released_buffers(prefix, released, sizeof released);
+  it_watch_describe_buffers(group, prefix, 0, exported, sizeof exported);
+  it_watch_describe_buffers(group, prefix, 1, released, sizeof released);
   char why[768];
-  int64_t findings = it_ledger_verify(why, sizeof why);
+  int64_t findings = it_watch_verify_text(group, why, sizeof why);
   int same = strcmp(exported, released) == 0;
   printf("         exported buffers  %s\n", exported);
   printf("         released buffers  %s\n", released);
@@ -102,15 +107,17 @@ static int print_addresses(const char* prefix, int verified) {
 static int part_pipeline(const char* device, int64_t rows) {
   static const char* const producer_preference[] = {"go", "rust", "java", "lua", "c"};
   static const char* const consumer_preference[] = {"rust", "java", "c", "lua", "go"};
-  struct it_runtime* producer = NULL;
-  for (int i = 0; i < 5 && producer == NULL; i++) producer = find(producer_preference[i]);
-  struct it_runtime* consumers[IT_MAX_RUNTIMES];
+  struct it_plugin* producers[IT_MAX_RUNTIMES];
+  ordered(producer_preference, 5, producers);
+  struct it_plugin* producer = producers[0];
+  struct it_plugin* candidates[IT_MAX_RUNTIMES];
+  int n_candidates = ordered(consumer_preference, 5, candidates);
+  struct it_plugin* consumers[IT_MAX_RUNTIMES];
   int n_consumers = 0;
-  for (int i = 0; i < 5; i++) {
-    struct it_runtime* rt = find(consumer_preference[i]);
+  for (int i = 0; i < n_candidates; i++) {
     /* C consumes only when it is the sole other runtime; Lua reports last. */
-    if (rt == NULL || rt == producer) continue;
-    consumers[n_consumers++] = rt;
+    if (candidates[i] == producer) continue;
+    consumers[n_consumers++] = candidates[i];
   }
   if (n_consumers > 1) {
     /* Keep C out when a real foreign consumer exists, with Lua at the end. */
@@ -135,21 +142,21 @@ static int part_pipeline(const char* device, int64_t rows) {
   int64_t t1 = now_ns();
   if (rc != 0) {
     printf("FAIL %s could not export the stream: %s\n", producer->name,
-           it_runtime_error(producer));
+           it_plugin_error(producer));
     return 0;
   }
   printf("   %s exported the stream in %.3f ms (device type %s)\n", producer->name,
          ms(t1 - t0), ferry_device_type_name(stream.device_type));
   int ok = 1;
   for (int b = 0; b < n_consumers && ok; b++) {
-    struct it_runtime* consumer = consumers[b];
+    struct it_plugin* consumer = consumers[b];
     struct ArrowSchema schema;
     struct ArrowDeviceArray batch;
     memset(&schema, 0, sizeof schema);
     memset(&batch, 0, sizeof batch);
     struct FerryError error;
     ferry_error_init(&error);
-    it_ledger_reset();
+    int group = it_watch_new_group();
     t0 = now_ns();
     rc = ferry_array_stream_get_schema(&stream, &schema, &error);
     if (rc == 0) rc = ferry_array_stream_get_next(&stream, &batch, &error);
@@ -160,8 +167,8 @@ static int part_pipeline(const char* device, int64_t rows) {
       ok = 0;
       break;
     }
-    it_ledger_track_schema(&schema, "schema");
-    it_ledger_track_array(&batch.array, "batch");
+    it_watch_schema(&schema, "schema");
+    it_watch_array(&batch.array, "batch");
     int pending = batch.device_type == ARROW_DEVICE_EXT_DEV ? it_sim_pending(&batch) : -1;
     printf("\n   hop %d.1  %-4s -> host  batch %d: %lld rows on %s:%lld in %.3f ms "
            "(the producer computed them)%s\n",
@@ -176,7 +183,7 @@ static int part_pipeline(const char* device, int64_t rows) {
     rc = consumer->check_array(batch_spec, &schema, &batch);
     t1 = now_ns();
     if (rc != 0) {
-      printf("FAIL %s rejected batch %d: %s\n", consumer->name, b, it_runtime_error(consumer));
+      printf("FAIL %s rejected batch %d: %s\n", consumer->name, b, it_plugin_error(consumer));
       ok = 0;
     } else {
       printf("   hop %d.2  host -> %-4s  verified %lld rows x 2 columns in place against the "
@@ -184,7 +191,7 @@ static int part_pipeline(const char* device, int64_t rows) {
              b + 1, consumer->name, (long long)rows, ms(t1 - t0),
              b == n_consumers - 1 ? " (the last consumer reports: all batches correct)" : "");
     }
-    if (!print_addresses("batch", rc == 0)) ok = 0;
+    if (!print_addresses(group, "batch", rc == 0)) ok = 0;
   }
   ferry_array_stream_release(&stream);
   return ok;
@@ -192,37 +199,33 @@ static int part_pipeline(const char* device, int64_t rows) {
 
 static int part_ring(const char* device) {
   static const char* const ring_order[] = {"go", "rust", "java", "lua", "c"};
-  struct it_runtime* ring[IT_MAX_RUNTIMES];
-  int n = 0;
-  for (int i = 0; i < 5; i++) {
-    struct it_runtime* rt = find(ring_order[i]);
-    if (rt != NULL) ring[n++] = rt;
-  }
+  struct it_plugin* ring[IT_MAX_RUNTIMES];
+  int n = ordered(ring_order, 5, ring);
   printf("\n== part 2: a ring of stream handoffs (3 batches x 10000 rows on %s each)\n", device);
   int ok = 1;
   for (int i = 0; i < n; i++) {
-    struct it_runtime* p = ring[i];
-    struct it_runtime* c = ring[(i + 1) % n];
+    struct it_plugin* p = ring[i];
+    struct it_plugin* c = ring[(i + 1) % n];
     char spec[256];
     snprintf(spec, sizeof spec, "struct_int32_utf8:length=10000:batches=3:seed=%d:device=%s",
              40 + i, device);
     struct ArrowDeviceArrayStream stream;
     memset(&stream, 0, sizeof stream);
-    it_ledger_reset();
+    int group = it_watch_new_group();
     int64_t t0 = now_ns();
     int rc = p->export_stream(spec, &stream);
     if (rc != 0) {
-      printf("FAIL %s could not export: %s\n", p->name, it_runtime_error(p));
+      printf("FAIL %s could not export: %s\n", p->name, it_plugin_error(p));
       ok = 0;
       continue;
     }
-    it_ledger_track_stream(&stream, "stream");
+    it_watch_stream(&stream, "stream");
     it_stream_watch_begin(&stream, 0);
     rc = c->check_stream(spec, &stream);
     int64_t t1 = now_ns();
     const struct it_stream_observed* seen = it_stream_watch_observed();
     if (rc != 0) {
-      printf("FAIL %s -> %s: %s\n", p->name, c->name, it_runtime_error(c));
+      printf("FAIL %s -> %s: %s\n", p->name, c->name, it_plugin_error(c));
       ok = 0;
       continue;
     }
@@ -230,7 +233,7 @@ static int part_ring(const char* device) {
            "(production + handoff + check)\n",
            p->name, c->name, (long long)seen->batches,
            ms(t1 - t0) / (double)(seen->batches ? seen->batches : 1));
-    if (!print_addresses("batch[0]", 1)) ok = 0;
+    if (!print_addresses(group, "batch[0]", 1)) ok = 0;
   }
   return ok;
 }
@@ -252,9 +255,9 @@ int main(int argc, char** argv) {
   printf("   loading runtimes (JVM before Go, SA_ONSTACK fix-up between them):\n");
   load_runtimes(plugin_dir);
   printf("   runtimes in this process:");
-  for (int i = 0; i < g_n_loaded; i++) printf(" %s", g_loaded[i]->name);
+  for (int i = 0; i < g_set.n; i++) printf(" %s", g_set.loaded[i]->name);
   printf("\n");
-  if (g_n_loaded == 0) {
+  if (g_set.n == 0) {
     printf("FAIL no plugin is built (run scripts/build.sh)\n");
     return 1;
   }

@@ -2,32 +2,19 @@
 #include "handoff.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "allocations.h"
+#include "case_spec.h"
 #include "ferry/ferry.h"
-#include "ledger.h"
+#include "release_watch.h"
 #include "stream_watch.h"
 
-/* Everything that must come back to where it was after a handoff. */
-struct it_baseline {
-  int64_t live[IT_MAX_RUNTIMES];
-  int64_t exports;
-  int64_t sim[FERRY_SIM_DEVICE_COUNT];
-};
-
-static struct FerryDevice* g_sim_devices[FERRY_SIM_DEVICE_COUNT];
-
 int it_handoff_init(char* message, size_t size) {
-  struct FerryError error;
-  ferry_error_init(&error);
-  for (int i = 0; i < FERRY_SIM_DEVICE_COUNT; i++) {
-    if (ferry_device_resolve(ARROW_DEVICE_EXT_DEV, i, &g_sim_devices[i], &error) != 0) {
-      snprintf(message, size, "sim device %d unavailable: %s", i, error.message);
-      return -1;
-    }
-  }
+  if (it_allocations_init(message, size) != 0) return -1;
   if (!ferry_sim_is_strict()) {
     snprintf(message, size,
              "the sim device is not in strict mode (FERRY_SIM_STRICT=0?): the sync-event "
@@ -37,40 +24,9 @@ int it_handoff_init(char* message, size_t size) {
   return 0;
 }
 
-static void take_baseline(const struct it_runtime_set* all, struct it_baseline* b) {
-  memset(b, 0, sizeof *b);
-  for (int i = 0; i < all->n; i++) b->live[i] = all->runtimes[i]->live_allocations();
-  b->exports = ferry_live_exports();
-  for (int i = 0; i < FERRY_SIM_DEVICE_COUNT; i++) {
-    b->sim[i] = ferry_device_live_allocations(g_sim_devices[i]);
-  }
-}
-
-/* 0 when everything is back at `before`, else -1 naming what is not. */
-static int compare_baseline(const struct it_runtime_set* all, const struct it_baseline* before,
-                            char* message, size_t size) {
-  struct it_baseline after;
-  take_baseline(all, &after);
-  for (int i = 0; i < all->n; i++) {
-    if (after.live[i] != before->live[i]) {
-      snprintf(message, size, "runtime %s: %lld live allocations, %lld before the handoff",
-               all->runtimes[i]->name, (long long)after.live[i], (long long)before->live[i]);
-      return -1;
-    }
-  }
-  if (after.exports != before->exports) {
-    snprintf(message, size, "ferry_live_exports() is %lld, %lld before the handoff",
-             (long long)after.exports, (long long)before->exports);
-    return -1;
-  }
-  for (int i = 0; i < FERRY_SIM_DEVICE_COUNT; i++) {
-    if (after.sim[i] != before->sim[i]) {
-      snprintf(message, size, "sim device %d: %lld live allocations, %lld before the handoff",
-               i, (long long)after.sim[i], (long long)before->sim[i]);
-      return -1;
-    }
-  }
-  return 0;
+/* Everything that must come back to where it was after a handoff. */
+static void take_baseline(const struct it_runtime_set* all, struct it_allocations* b) {
+  it_allocations_take(b, (const struct it_plugin* const*)all->loaded, all->n);
 }
 
 static int fail(char* message, size_t size, const char* fmt, ...)
@@ -83,23 +39,35 @@ static int fail(char* message, size_t size, const char* fmt, ...) {
   return 0;
 }
 
-static ArrowDeviceType expected_device_type(const char* device) {
-  ArrowDeviceType type = 0;
-  if (ferry_device_type_from_name(device, &type, NULL) != 0) return 0;
-  return type;
+/* The keys of `entry` the host asserts on; a "reject" entry is not parsed
+ * (the producer must refuse it). 0, or -1 with the parser's message. */
+static int parse_entry(const struct it_case_entry* entry, struct it_case* out, char* message,
+                       size_t size) {
+  memset(out, 0, sizeof *out);
+  if (entry->reject_word[0] != '\0') return 0;
+  struct FerryError error;
+  ferry_error_init(&error);
+  if (it_case_parse(entry->spec, out, &error) != FERRY_OK) {
+    snprintf(message, size, "%s", error.message);
+    return -1;
+  }
+  return 0;
 }
 
-/* The end of every handoff: the ledger and the baseline. Returns 1 when
- * both are clean, else 0 with the problem appended after `prefix`. */
-static int finish(const struct it_runtime_set* all, const struct it_baseline* before,
-                  struct it_handoff_stats* stats, char* message, size_t size) {
-  char why[768];
-  stats->structs_tracked += it_ledger_count();
-  if (it_ledger_verify(why, sizeof why) != 0) {
+/* The end of every handoff: the release watch of its group and the
+ * allocation ledger. Returns 1 when both are clean, else 0 with the problem
+ * in `message`. */
+static int finish(const struct it_runtime_set* all, int group,
+                  const struct it_allocations* before, struct it_handoff_stats* stats,
+                  char* message, size_t size) {
+  char why[1200];
+  stats->structs_tracked += it_watch_count(group);
+  if (it_watch_verify_text(group, why, sizeof why) != 0) {
     return fail(message, size, "release: %s", why);
   }
-  if (compare_baseline(all, before, why, sizeof why) != 0) {
-    return fail(message, size, "leak: %s", why);
+  if (it_allocations_expect(before, (const struct it_plugin* const*)all->loaded, all->n, why,
+                            sizeof why) != 0) {
+    return fail(message, size, "leak: %s before the handoff", why);
   }
   return 1;
 }
@@ -107,10 +75,10 @@ static int finish(const struct it_runtime_set* all, const struct it_baseline* be
 /* An export that was expected to fail (`want` is the message it must
  * contain): it must return non-zero, say why, and leave nothing behind. */
 static int expect_export_failure(const struct it_runtime_set* all,
-                                 const struct it_runtime* producer, int rc, const char* want,
-                                 int left_live, const struct it_baseline* before,
+                                 const struct it_plugin* producer, int rc, const char* want,
+                                 int left_live, int group, const struct it_allocations* before,
                                  struct it_handoff_stats* stats, char* message, size_t size) {
-  const char* got = it_runtime_error(producer);
+  const char* got = it_plugin_error(producer);
   if (rc == 0) {
     return fail(message, size, "export succeeded, expected a failure with \"%s\"", want);
   }
@@ -122,19 +90,19 @@ static int expect_export_failure(const struct it_runtime_set* all,
     return fail(message, size, "export failed with %s but left its out-struct live",
                 ferry_errno_name(rc));
   }
-  return finish(all, before, stats, message, size);
+  return finish(all, group, before, stats, message, size);
 }
 
-int it_handoff_array(const struct it_runtime_set* all, const struct it_runtime* producer,
-                     const struct it_runtime* consumer, const struct it_case_entry* entry,
+static int handoff_array(const struct it_runtime_set* all, const struct it_plugin* producer,
+                     const struct it_plugin* consumer, const struct it_case_entry* entry,
                      int tamper, struct it_handoff_stats* stats, char* message, size_t size) {
-  struct it_case_info info;
-  char why[768];
-  if (it_case_info_parse(entry->spec, &info, why, sizeof why) != 0) {
+  struct it_case info;
+  char why[1200];
+  if (parse_entry(entry, &info, why, sizeof why) != 0) {
     return fail(message, size, "bad case: %s", why);
   }
-  it_ledger_reset();
-  struct it_baseline before;
+  int group = it_watch_new_group();
+  struct it_allocations before;
   take_baseline(all, &before);
 
   struct ArrowSchema schema;
@@ -144,16 +112,16 @@ int it_handoff_array(const struct it_runtime_set* all, const struct it_runtime* 
   int rc = producer->export_array(entry->spec, &schema, &exported);
   int left_live = schema.release != NULL || exported.array.release != NULL;
   if (entry->reject_word[0] != '\0') {
-    return expect_export_failure(all, producer, rc, entry->reject_word, left_live, &before,
-                                 stats, message, size);
+    return expect_export_failure(all, producer, rc, entry->reject_word, left_live, group,
+                                 &before, stats, message, size);
   }
   if (info.fail == IT_FAIL_EXPORT) {
     return expect_export_failure(all, producer, rc, "injected failure at export", left_live,
-                                 &before, stats, message, size);
+                                 group, &before, stats, message, size);
   }
   if (rc != 0) {
     return fail(message, size, "producer export failed with %s: %s", ferry_errno_name(rc),
-                it_runtime_error(producer));
+                it_plugin_error(producer));
   }
   if (schema.release == NULL || exported.array.release == NULL) {
     ferry_schema_release(&schema);
@@ -161,13 +129,13 @@ int it_handoff_array(const struct it_runtime_set* all, const struct it_runtime* 
     return fail(message, size, "producer export returned 0 but a released %s",
                 schema.release == NULL ? "schema" : "array");
   }
-  ArrowDeviceType want_type = expected_device_type(info.device);
+  ArrowDeviceType want_type = info.device_type;
   if (exported.device_type != want_type) {
     ferry_schema_release(&schema);
     ferry_device_array_release(&exported);
     return fail(message, size, "producer exported device type %d (%s), the case says %s",
                 (int)exported.device_type, ferry_device_type_name(exported.device_type),
-                info.device);
+                info.device_name);
   }
 
   /* The host's own struct: the producer's, moved bitwise. */
@@ -178,11 +146,11 @@ int it_handoff_array(const struct it_runtime_set* all, const struct it_runtime* 
     ferry_device_array_release(&exported);
     return fail(message, size, "ferry_device_array_move refused the producer's array");
   }
-  if (it_ledger_track_schema(&schema, "schema") != 0 ||
-      it_ledger_track_array(&handed.array, "array") != 0) {
+  if (it_watch_schema(&schema, "schema") != 0 ||
+      it_watch_array(&handed.array, "array") != 0) {
     ferry_schema_release(&schema);
     ferry_device_array_release(&handed);
-    return fail(message, size, "the ledger is full");
+    return fail(message, size, "the release watch has no memory left");
   }
   if (handed.device_type == ARROW_DEVICE_EXT_DEV) {
     /* Witness only: the host never waits on the event itself. */
@@ -201,10 +169,10 @@ int it_handoff_array(const struct it_runtime_set* all, const struct it_runtime* 
 
   rc = consumer->check_array(entry->spec, &schema, &handed);
   if (tamper) {
-    const char* said = it_runtime_error(consumer);
+    const char* said = it_plugin_error(consumer);
     if (rc == 0) {
       /* Still verify release and leaks, but the verdict is already wrong. */
-      finish(all, &before, stats, why, sizeof why);
+      finish(all, group, &before, stats, why, sizeof why);
       return fail(message, size,
                   "consumer accepted an array whose first value the host had changed in "
                   "the producer's memory: it did not read the producer's buffers");
@@ -214,8 +182,8 @@ int it_handoff_array(const struct it_runtime_set* all, const struct it_runtime* 
     }
   } else if (rc != 0) {
     char consumer_said[512];
-    snprintf(consumer_said, sizeof consumer_said, "%s", it_runtime_error(consumer));
-    if (finish(all, &before, stats, why, sizeof why) == 0) {
+    snprintf(consumer_said, sizeof consumer_said, "%s", it_plugin_error(consumer));
+    if (finish(all, group, &before, stats, why, sizeof why) == 0) {
       return fail(message, size, "consumer check failed with %s: %s; and %s",
                   ferry_errno_name(rc), consumer_said, why);
     }
@@ -231,14 +199,14 @@ int it_handoff_array(const struct it_runtime_set* all, const struct it_runtime* 
                 "ownership)",
                 schema.release != NULL ? "schema" : "array");
   }
-  return finish(all, &before, stats, message, size);
+  return finish(all, group, &before, stats, message, size);
 }
 
 /* The stream assertions on what crossed, given the consumer's verdict. */
-static int check_stream_observed(const struct it_case_info* info,
+static int check_stream_observed(const struct it_case* info,
                                  const struct it_stream_observed* seen, char* message,
                                  size_t size) {
-  if (seen->track_failures > 0) return fail(message, size, "the ledger is full");
+  if (seen->track_failures > 0) return fail(message, size, "the release watch has no memory left");
   if (info->fail == IT_FAIL_GET_SCHEMA) {
     if (seen->get_schema_calls == 0) {
       return fail(message, size, "fail=get_schema: the consumer never called get_schema");
@@ -295,17 +263,17 @@ static int check_stream_observed(const struct it_case_info* info,
   return 1;
 }
 
-int it_handoff_stream(const struct it_runtime_set* all, const struct it_runtime* producer,
-                      const struct it_runtime* consumer, const struct it_case_entry* entry,
+static int handoff_stream(const struct it_runtime_set* all, const struct it_plugin* producer,
+                      const struct it_plugin* consumer, const struct it_case_entry* entry,
                       int tamper, struct it_handoff_stats* stats, char* message,
                       size_t size) {
-  struct it_case_info info;
-  char why[768];
-  if (it_case_info_parse(entry->spec, &info, why, sizeof why) != 0) {
+  struct it_case info;
+  char why[1200];
+  if (parse_entry(entry, &info, why, sizeof why) != 0) {
     return fail(message, size, "bad case: %s", why);
   }
-  it_ledger_reset();
-  struct it_baseline before;
+  int group = it_watch_new_group();
+  struct it_allocations before;
   take_baseline(all, &before);
 
   struct ArrowDeviceArrayStream exported;
@@ -313,26 +281,26 @@ int it_handoff_stream(const struct it_runtime_set* all, const struct it_runtime*
   int rc = producer->export_stream(entry->spec, &exported);
   int left_live = exported.release != NULL;
   if (entry->reject_word[0] != '\0') {
-    return expect_export_failure(all, producer, rc, entry->reject_word, left_live, &before,
-                                 stats, message, size);
+    return expect_export_failure(all, producer, rc, entry->reject_word, left_live, group,
+                                 &before, stats, message, size);
   }
   if (info.fail == IT_FAIL_EXPORT) {
     return expect_export_failure(all, producer, rc, "injected failure at export", left_live,
-                                 &before, stats, message, size);
+                                 group, &before, stats, message, size);
   }
   if (rc != 0) {
     return fail(message, size, "producer export failed with %s: %s", ferry_errno_name(rc),
-                it_runtime_error(producer));
+                it_plugin_error(producer));
   }
   if (exported.release == NULL) {
     return fail(message, size, "producer export returned 0 but a released stream");
   }
-  ArrowDeviceType want_type = expected_device_type(info.device);
+  ArrowDeviceType want_type = info.device_type;
   if (exported.device_type != want_type) {
     ferry_array_stream_release(&exported);
     return fail(message, size, "producer's stream has device type %d (%s), the case says %s",
                 (int)exported.device_type, ferry_device_type_name(exported.device_type),
-                info.device);
+                info.device_name);
   }
   struct ArrowDeviceArrayStream handed;
   memset(&handed, 0, sizeof handed);
@@ -340,26 +308,26 @@ int it_handoff_stream(const struct it_runtime_set* all, const struct it_runtime*
     ferry_array_stream_release(&exported);
     return fail(message, size, "ferry_array_stream_move refused the producer's stream");
   }
-  if (it_ledger_track_stream(&handed, "stream") != 0) {
+  if (it_watch_stream(&handed, "stream") != 0) {
     ferry_array_stream_release(&handed);
-    return fail(message, size, "the ledger is full");
+    return fail(message, size, "the release watch has no memory left");
   }
   it_stream_watch_begin(&handed, tamper);
 
   rc = consumer->check_stream(entry->spec, &handed);
   char consumer_said[512];
-  snprintf(consumer_said, sizeof consumer_said, "%s", it_runtime_error(consumer));
+  snprintf(consumer_said, sizeof consumer_said, "%s", it_plugin_error(consumer));
   const struct it_stream_observed* seen = it_stream_watch_observed();
   stats->sim_pending += seen->sim_pending_batches;
   stats->sim_ready += seen->sim_ready_batches;
   if (tamper) {
     if (seen->tampered_batches != 1) {
-      finish(all, &before, stats, why, sizeof why);
+      finish(all, group, &before, stats, why, sizeof why);
       return fail(message, size, "tamper: batch 0 never crossed (or had no int32 element)");
     }
     stats->tampered++;
     if (rc == 0) {
-      finish(all, &before, stats, why, sizeof why);
+      finish(all, group, &before, stats, why, sizeof why);
       return fail(message, size,
                   "consumer accepted a stream whose first value the host had changed in the "
                   "producer's memory: it did not read the producer's buffers");
@@ -369,7 +337,7 @@ int it_handoff_stream(const struct it_runtime_set* all, const struct it_runtime*
     }
   } else {
     if (rc != 0) {
-      if (finish(all, &before, stats, why, sizeof why) == 0) {
+      if (finish(all, group, &before, stats, why, sizeof why) == 0) {
         return fail(message, size, "consumer check failed with %s: %s; and %s",
                     ferry_errno_name(rc), consumer_said, why);
       }
@@ -377,8 +345,8 @@ int it_handoff_stream(const struct it_runtime_set* all, const struct it_runtime*
                   consumer_said);
     }
     if (check_stream_observed(&info, seen, why, sizeof why) == 0) {
-      char ledger_why[768];
-      finish(all, &before, stats, ledger_why, sizeof ledger_why);
+      char release_why[1200];
+      finish(all, group, &before, stats, release_why, sizeof release_why);
       return fail(message, size, "consumer returned 0 but %s", why);
     }
   }
@@ -388,5 +356,57 @@ int it_handoff_stream(const struct it_runtime_set* all, const struct it_runtime*
                 "the consumer returned with the host's stream still live (it must take "
                 "ownership)");
   }
-  return finish(all, &before, stats, message, size);
+  return finish(all, group, &before, stats, message, size);
+}
+
+/* ---- a handoff on a new thread ------------------------------------------------- */
+
+struct handoff_job {
+  int stream;
+  const struct it_runtime_set* all;
+  const struct it_plugin* producer;
+  const struct it_plugin* consumer;
+  const struct it_case_entry* entry;
+  int tamper;
+  struct it_handoff_stats* stats;
+  char* message;
+  size_t size;
+  int ok;
+};
+
+static void* run_job(void* arg) {
+  struct handoff_job* j = (struct handoff_job*)arg;
+  j->ok = j->stream ? handoff_stream(j->all, j->producer, j->consumer, j->entry, j->tamper,
+                                     j->stats, j->message, j->size)
+                    : handoff_array(j->all, j->producer, j->consumer, j->entry, j->tamper,
+                                    j->stats, j->message, j->size);
+  return NULL;
+}
+
+/* Runs the handoff here, or on a new thread when the entry asks for one. */
+static int run_handoff(struct handoff_job* job) {
+  if (!job->entry->on_new_thread) {
+    run_job(job);
+    return job->ok;
+  }
+  pthread_t thread;
+  int rc = pthread_create(&thread, NULL, run_job, job);
+  if (rc != 0) return fail(job->message, job->size, "pthread_create: %s", strerror(rc));
+  pthread_join(thread, NULL);
+  return job->ok;
+}
+
+int it_handoff_array(const struct it_runtime_set* all, const struct it_plugin* producer,
+                     const struct it_plugin* consumer, const struct it_case_entry* entry,
+                     int tamper, struct it_handoff_stats* stats, char* message, size_t size) {
+  struct handoff_job job = {0, all, producer, consumer, entry, tamper, stats, message, size, 0};
+  return run_handoff(&job);
+}
+
+int it_handoff_stream(const struct it_runtime_set* all, const struct it_plugin* producer,
+                      const struct it_plugin* consumer, const struct it_case_entry* entry,
+                      int tamper, struct it_handoff_stats* stats, char* message,
+                      size_t size) {
+  struct handoff_job job = {1, all, producer, consumer, entry, tamper, stats, message, size, 0};
+  return run_handoff(&job);
 }

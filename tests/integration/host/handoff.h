@@ -2,11 +2,11 @@
  *
  * Array handoff: producer exports -> the host moves the struct bitwise into
  * its own ArrowDeviceArray, records every buffer address and interposes on
- * every release callback (ledger.h) -> the consumer checks it (and takes
+ * every release callback (release_watch.h) -> the consumer checks it (and takes
  * ownership) -> the host verifies: consumer verdict, every struct released
  * exactly once with release set to NULL, the buffers handed back at release
  * are the producer's, every runtime's live allocations, ferry_live_exports
- * and the sim devices' allocations back at their baseline.
+ * and the sim devices' allocations back at their baseline (allocations.h).
  * Stream handoff: the same around a watched stream (stream_watch.h), plus
  * the injected failure observed at the callback with its message, and the
  * number of batches that crossed.
@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "case_list.h"
-#include "plugins.h"
+#include "plugin.h"
 
 /* Witness counters accumulated over runs. */
 struct it_handoff_stats {
@@ -37,30 +37,26 @@ struct it_handoff_stats {
   int64_t structs_tracked;
 };
 
-/* Every loaded runtime, for the allocation baseline. */
-struct it_runtime_set {
-  struct it_runtime* runtimes[IT_MAX_RUNTIMES];
-  int n;
-};
-
 /* The tamper witness cases (int32 on the CPU, no nulls). */
 #define IT_TAMPER_ARRAY_CASE "int32:length=16:seed=11"
 #define IT_TAMPER_STREAM_CASE "int32:length=16:seed=11:batches=2"
 
-/* Checks the preconditions of the matrix (sim strict mode on). 0, or -1
- * with the reason in `message`. */
+/* Checks the preconditions of the matrix (sim devices, strict mode on). 0,
+ * or -1 with the reason in `message`. */
 int it_handoff_init(char* message, size_t size);
 
-/* Runs one array handoff from `producer` to `consumer`. With `tamper` the
- * case must be IT_TAMPER_ARRAY_CASE and the consumer must FAIL. Returns 1
- * when every assertion holds, 0 with the first problem in `message`. */
-int it_handoff_array(const struct it_runtime_set* all, const struct it_runtime* producer,
-                     const struct it_runtime* consumer, const struct it_case_entry* entry,
+/* Runs one array handoff from `producer` to `consumer` (`all`: every loaded
+ * runtime, for the allocation ledger), on a new thread when the entry says
+ * "thread". With `tamper` the case must be IT_TAMPER_ARRAY_CASE and the
+ * consumer must FAIL. Returns 1 when every assertion holds, 0 with the first
+ * problem in `message`. */
+int it_handoff_array(const struct it_runtime_set* all, const struct it_plugin* producer,
+                     const struct it_plugin* consumer, const struct it_case_entry* entry,
                      int tamper, struct it_handoff_stats* stats, char* message, size_t size);
 
 /* The same for a stream handoff. */
-int it_handoff_stream(const struct it_runtime_set* all, const struct it_runtime* producer,
-                      const struct it_runtime* consumer, const struct it_case_entry* entry,
+int it_handoff_stream(const struct it_runtime_set* all, const struct it_plugin* producer,
+                      const struct it_plugin* consumer, const struct it_case_entry* entry,
                       int tamper, struct it_handoff_stats* stats, char* message, size_t size);
 
 #endif  // FERRY_IT_HOST_HANDOFF_H

@@ -4,15 +4,14 @@
 # the real C plugin, is loaded in the place of the "rust" runtime, and breaks
 # one rule per run; the host must exit non-zero and print the expected
 # finding. A clean run of the same plugin (no misbehaviour) must pass.
-# Needs tests/integration/build.sh host selftest. Ends with "N passed, N failed".
+# The host and the plugin are CMake targets. Ends with "N passed, N failed".
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="${FERRY_ROOT:-$(cd "$HERE/../../.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+. "$HERE/../../../scripts/lib.sh"
 host="$BUILD/bin/ferry_it_host"
 bad="$BUILD/it/libferry_it_misbehaving.so"
 export FERRY_IT_WRAPPED_PLUGIN="$BUILD/plugins/libferry_it_c.so"
-passed=0; failed=0
+need_file "$bad" "the self-test plugin" || { fail "self-test plugin"; finish; exit 1; }
 
 cases=(--case int32 --case "utf8:device=sim:nulls=3" --case "int32:fail=export"
        --case "float64:fail=get_next@2" --case "reject lenght int32:lenght=3")
@@ -25,9 +24,9 @@ expect() {
          "${cases[@]}" 2>&1)"
   rc=$?
   if [ "$rc" -ne 0 ] && grep -E '^FAIL (c|rust)->rust|^FAIL rust->' <<<"$out" | grep -qF "$finding"; then
-    passed=$((passed + 1))
+    pass "self-test $mode"
   else
-    failed=$((failed + 1))
+    fail "self-test $mode"
     echo "FAIL self-test $mode: expected a failure with \"$finding\" (exit $rc); got:"
     grep -E '^FAIL|passed' <<<"$out" | head -n 5 | sed 's/^/   /'
   fi
@@ -35,29 +34,28 @@ expect() {
 
 # The wrapper itself is harmless: with no misbehaviour everything passes.
 if out="$("$host" --plugins c,rust --plugin "rust=$bad" "${cases[@]}" 2>&1)"; then
-  passed=$((passed + 1))
+  pass "self-test clean"
 else
-  failed=$((failed + 1))
+  fail "self-test clean"
   echo "FAIL self-test clean: the well-behaved wrapper did not pass:"
   grep -E '^FAIL|passed' <<<"$out" | head -n 5 | sed 's/^/   /'
 fi
-expect double_release "release calls on structs that were not live"
+expect double_release "was released 2 times"
 expect keep_array "still live (it must take ownership)"
 expect skip_wait "consumer check failed"
 expect swap_buffers "released with other buffers than the producer exported"
 expect ignore_data "did not read the producer's buffers"
-expect leak_export "leak: runtime rust"
+expect leak_export "leak: ferry_it_live_allocations() of rust"
 expect wrong_message "expected a message with \"injected failure at export\""
 expect stop_early "batches crossed, the case has"
 expect swallow_failure "fail=get_next@2: no get_next call failed"
 # A missing required runtime is a failure, not a skip.
 if out="$("$host" --plugins c,go --plugin-dir /nonexistent --require c,go --case int32 2>&1)"; then
-  failed=$((failed + 1)); echo "FAIL self-test require: a missing required runtime passed"
+  fail "self-test require: a missing required runtime passed"
 elif grep -q '^FAIL required runtime c is not loaded' <<<"$out" &&
      grep -q '^SKIPPED runtime go: /nonexistent/libferry_it_go.so not built' <<<"$out"; then
-  passed=$((passed + 1))
+  pass "self-test require"
 else
-  failed=$((failed + 1)); echo "FAIL self-test require:"; sed 's/^/   /' <<<"$out" | head
+  fail "self-test require"; sed 's/^/   /' <<<"$out" | head
 fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

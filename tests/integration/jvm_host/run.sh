@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Runs the JVM host (org.ferry.it.JvmHost) over the default case list plus
-# any arguments (--require, --case, --cases, --plugins ...). Built by
-# tests/integration/build.sh jvm. The Java plugin, when present, finds its
+# any arguments (--require, --case, --cases, --plugins ...). Its classes and
+# JNI helper are CMake targets (tests/integration/CMakeLists.txt, into
+# BUILD/it/jvm_host). The Java plugin, when present, finds its
 # binding through libferry_it_java.conf; the same classpath and library path
 # are given to this JVM so that the plugin's classes resolve in the host.
 # -Xcheck:jni checks every JNI call of every runtime (its "handler modified"
 # warnings about signals are expected: Go adds SA_ONSTACK to the JVM's).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="${FERRY_ROOT:-$(cd "$HERE/../../.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+. "$HERE/../../../scripts/lib.sh"
 out="$BUILD/it/jvm_host"
+need_file "$out/libferry_it_jvm_host.so" "the JVM host's JNI helper"
+need_file "$out/classes/org/ferry/it/JvmHost.class" "the JVM host's classes"
 cp="$out/classes"
 libpath=""
 conf="$BUILD/plugins/libferry_it_java.conf"

@@ -195,3 +195,17 @@ DLManagedTensorVersioned* chelper_dlpack_tensor(int64_t n, int32_t ndim) {
 }
 
 int64_t chelper_dlpack_deleted(void) { return atomic_load(&dlpack_deleted); }
+
+void* chelper_alloc(int64_t size) { return malloc((size_t)size); }
+
+void chelper_free(void* ptr) { free(ptr); }
+
+void* chelper_move_child_out(struct ArrowDeviceArray* array, int64_t i,
+                             struct ArrowDeviceArray* dst) {
+  struct ArrowArray* child = ferry_array_child(&array->array, i);
+  ferry_array_move(child, &dst->array);
+  dst->device_type = ARROW_DEVICE_CPU;
+  dst->device_id = -1;
+  int64_t n = ferry_array_n_buffers(&dst->array);
+  return (void*)ferry_array_buffer(&dst->array, n - 1);
+}

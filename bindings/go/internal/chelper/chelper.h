@@ -36,4 +36,14 @@ DLManagedTensorVersioned* chelper_dlpack_tensor(int64_t n, int32_t ndim);
 /* How many chelper tensors were deleted so far. */
 int64_t chelper_dlpack_deleted(void);
 
+/* malloc/free for the Go -> C floor (chelper.GoToC); free is the export's
+ * release hook. */
+void* chelper_alloc(int64_t size);
+void chelper_free(void* ptr);
+
+/* Moves child `i` of the live `array` into the released `dst` (a CPU device
+ * array) and returns the child's last buffer address. */
+void* chelper_move_child_out(struct ArrowDeviceArray* array, int64_t i,
+                             struct ArrowDeviceArray* dst);
+
 #endif  // FERRY_GO_CHELPER_H

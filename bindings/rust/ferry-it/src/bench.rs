@@ -1,4 +1,4 @@
-//! The benchmark entry points of tests/integration/ferry_it_bench.h, written
+//! The benchmark entry points of core/harness/ferry_it_bench.h, written
 //! the way a Rust user of the `ferry-arrow` crate writes them: `Buffer::from_arc`
 //! and `ArrayBuilder::build_into` to export shared memory without copying,
 //! `DeviceArrayStream::from_iter` over an iterator of builders for a stream,

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ferry/ferry.h"
-#include "ferry_it.h"
+#include "ferry/ferry_it.h"
 #include "ferry_test.h"
 
 /* The sixteen TYPE words of the grammar. */

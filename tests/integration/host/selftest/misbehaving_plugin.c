@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "ferry/ferry.h"
-#include "ferry_it.h"
+#include "ferry/ferry_it.h"
 
 static void* g_wrapped;
 static _Atomic int64_t g_extra_live;

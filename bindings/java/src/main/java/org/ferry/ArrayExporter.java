@@ -236,8 +236,10 @@ public final class ArrayExporter {
   /** Java exports (arrays and streams) whose consumers have not released them yet
    *  (drains the release queue first, so the count is exact). */
   public static long liveExports() {
-    ReleaseQueue.drainAll();
-    return HandleTable.size();
+    synchronized (ReleaseQueue.DRAIN_LOCK) {
+      ReleaseQueue.drainAll();
+      return HandleTable.size();
+    }
   }
 
   /**

@@ -29,6 +29,13 @@ final class ReleaseQueue {
   private static long drainerRounds;
   private static final Object ROUNDS_LOCK = new Object();
 
+  /**
+   * Held while drainAll moves handles from the C queue out of the handle table:
+   * {@link ArrayExporter#liveExports()} takes it too, so that it never counts a
+   * handle the drainer thread has taken from the queue but not yet dropped.
+   */
+  static final Object DRAIN_LOCK = new Object();
+
   private ReleaseQueue() {}
 
   /** Handles a value popped by Handoff.exportArray (0: nothing). */
@@ -43,9 +50,11 @@ final class ReleaseQueue {
     long[] handles = new long[64];
     int total = 0;
     int n;
-    while ((n = Handoff.drainReleases(handles)) > 0) {
-      HandleTable.releaseAll(handles, n);
-      total += n;
+    synchronized (DRAIN_LOCK) {
+      while ((n = Handoff.drainReleases(handles)) > 0) {
+        HandleTable.releaseAll(handles, n);
+        total += n;
+      }
     }
     return total;
   }

@@ -1,7 +1,5 @@
 package org.ferry.it;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -26,73 +24,48 @@ import java.util.List;
  * </pre>
  */
 public final class JvmHost {
-  private static final List<String> LOAD_ORDER = List.of("c", "rust", "lua", "java", "go");
-
   private JvmHost() {}
 
-  /** One case line: a case, or "reject WORD CASE". */
-  private static final class Entry {
-    final String spec;
-    final String rejectWord;
-
-    Entry(String spec, String rejectWord) {
-      this.spec = spec;
-      this.rejectWord = rejectWord;
-    }
+  private static void usage(String why) {
+    System.err.println("JvmHost: " + why);
+    System.exit(2);
   }
 
-  private static void addLine(List<Entry> cases, String raw) {
-    String line = raw.trim();
-    if (line.isEmpty() || line.startsWith("#")) return;
-    if (line.startsWith("reject ")) {
-      String[] parts = line.substring(7).trim().split("\\s+", 2);
-      if (parts.length != 2) throw new IllegalArgumentException("expected \"reject WORD CASE\": " + line);
-      cases.add(new Entry(parts[1], parts[0]));
-    } else {
-      if (line.contains(" ")) throw new IllegalArgumentException("a case has no spaces: " + line);
-      cases.add(new Entry(line, ""));
-    }
-  }
-
-  public static void main(String[] args) throws IOException {
+  public static void main(String[] args) {
+    System.load(System.getProperty("ferry.it.helper"));
     String pluginDir = null;
-    List<String> wanted = LOAD_ORDER;
+    List<String> order = Arrays.asList(NativeHarness.runtimes());
+    List<String> wanted = order;
     List<String> required = List.of();
-    List<Entry> cases = new ArrayList<>();
     boolean arrays = true;
     boolean streams = true;
     boolean tamper = true;
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       String value = i + 1 < args.length ? args[i + 1] : null;
+      String problem = null;
       switch (a) {
         case "--plugin-dir": pluginDir = value; i++; break;
         case "--plugins": wanted = Arrays.asList(value.split(",")); i++; break;
         case "--require": required = Arrays.asList(value.split(",")); i++; break;
-        case "--cases":
-          for (String line : Files.readAllLines(Paths.get(value), StandardCharsets.UTF_8)) addLine(cases, line);
-          i++;
-          break;
-        case "--case": addLine(cases, value); i++; break;
+        case "--cases": problem = NativeHarness.addCaseFile(value); i++; break;
+        case "--case": problem = NativeHarness.addCase(value); i++; break;
         case "--arrays-only": streams = false; break;
         case "--streams-only": arrays = false; break;
         case "--no-tamper": tamper = false; break;
-        default:
-          System.err.println("JvmHost: unknown argument " + a);
-          System.exit(2);
+        default: usage("unknown argument " + a);
       }
+      if (problem != null) usage(problem);
     }
-    if (pluginDir == null || cases.isEmpty()) {
-      System.err.println("JvmHost: --plugin-dir and at least one case are required");
-      System.exit(2);
+    if (pluginDir == null || NativeHarness.caseCount() == 0) {
+      usage("--plugin-dir and at least one case are required");
     }
-    System.load(System.getProperty("ferry.it.helper"));
     long passed = 0;
     long failed = 0;
     List<String> names = new ArrayList<>();
     List<Integer> indexes = new ArrayList<>();
     List<String> skipped = new ArrayList<>();
-    for (String name : LOAD_ORDER) {
+    for (String name : order) {
       if (!wanted.contains(name)) continue;
       Path path = Paths.get(pluginDir, "libferry_it_" + name + ".so");
       if (!Files.exists(path)) {
@@ -130,6 +103,7 @@ public final class JvmHost {
       System.exit(1);
     }
     int n = names.size();
+    int cases = NativeHarness.caseCount();
     long[][] cellPassed = new long[n][n];
     long[][] cellRun = new long[n][n];
     long start = System.nanoTime();
@@ -138,15 +112,8 @@ public final class JvmHost {
         for (int kind = 0; kind < 2; kind++) {
           boolean stream = kind == 1;
           if ((stream && !streams) || (!stream && !arrays)) continue;
-          List<Entry> runs = new ArrayList<>();
-          if (tamper) runs.add(new Entry(NativeHarness.tamperCase(stream), null));
-          runs.addAll(cases);
-          for (Entry e : runs) {
-            boolean isTamper = e.rejectWord == null;
-            String reject = isTamper ? "" : e.rejectWord;
-            String problem = stream
-                ? NativeHarness.runStream(indexes.get(p), indexes.get(c), e.spec, reject, isTamper)
-                : NativeHarness.runArray(indexes.get(p), indexes.get(c), e.spec, reject, isTamper);
+          for (int k = tamper ? -1 : 0; k < cases; k++) {
+            String problem = NativeHarness.run(indexes.get(p), indexes.get(c), k, stream);
             cellRun[p][c]++;
             if (problem == null) {
               passed++;
@@ -154,8 +121,8 @@ public final class JvmHost {
             } else {
               failed++;
               System.out.println("FAIL " + names.get(p) + "->" + names.get(c) + " "
-                  + (stream ? "stream " : "array ") + (isTamper ? "tamper " : "")
-                  + (reject.isEmpty() ? "" : "reject ") + e.spec + ": " + problem);
+                  + (stream ? "stream " : "array ") + NativeHarness.describeCase(k, stream)
+                  + ": " + problem);
             }
           }
         }
@@ -175,7 +142,7 @@ public final class JvmHost {
     System.out.println("witnesses: " + w[0] + " sim arrays/batches still pending at handover (the consumer"
         + " had to wait), " + w[1] + " already complete; " + w[2] + " tamper runs; " + w[3]
         + " structs tracked");
-    System.out.printf("%d cases x %d runtimes (%d pairs) in %.1f s%n", cases.size(), n, n * n,
+    System.out.printf("%d cases x %d runtimes (%d pairs) in %.1f s%n", cases, n, n * n,
         (System.nanoTime() - start) / 1e9);
     if (!skipped.isEmpty()) {
       System.out.println("SKIPPED runtimes (pairs not run, not counted): " + String.join(" ", skipped));

@@ -1,17 +1,20 @@
 package org.ferry.it;
 
 /**
- * The JNI helper of the JVM host (native/ferry_it_jvm_host.c): it opens the
- * plugins that {@link JvmHost} has already System.load()ed and runs one
- * handoff with the same C assertions as the C host (tests/integration/host:
- * release ledger, stream watch, allocation baselines). Only strings, ints and
- * booleans cross this boundary.
+ * The JNI helper of the JVM host (native/ferry_it_jvm_host.c): the C harness
+ * (core/harness) and the C host's handoff assertions (tests/integration/host:
+ * release watch, stream watch, allocation ledger), driven from Java. The list of
+ * runtimes and the case list come from the harness too, so both hosts run the
+ * same runtimes and cases. Only strings, ints and booleans cross this boundary.
  */
 final class NativeHarness {
   private NativeHarness() {}
 
   /** Checks the matrix preconditions (sim strict mode); null or the reason. */
   static native String init();
+
+  /** The runtimes in load order (core/harness/runtimes.def). */
+  static native String[] runtimes();
 
   /** dlopens the plugin at path (already loaded by System.load) and resolves
    * its six entry points; returns the runtime's index, or -1 (see problem). */
@@ -20,17 +23,25 @@ final class NativeHarness {
   /** Why the last open failed. */
   static native String problem();
 
-  /** One array handoff from runtime p to runtime c: null when every
-   * assertion holds, else the first problem. rejectWord is "" for a normal
-   * case; tamper runs the tamper witness (the consumer must fail). */
-  static native String runArray(int p, int c, String spec, String rejectWord, boolean tamper);
+  /** Adds every case of a case file (tests/integration/cases.txt syntax); null
+   * or why it cannot. */
+  static native String addCaseFile(String file);
 
-  /** The same for a stream handoff. */
-  static native String runStream(int p, int c, String spec, String rejectWord, boolean tamper);
+  /** Adds one case line ("CASE", "reject WORD CASE", "thread CASE"); null or why. */
+  static native String addCase(String line);
+
+  /** The number of cases added. */
+  static native int caseCount();
+
+  /** "reject int32:lenght=3": case {@code index} as the C host prints it; -1 is the
+   * tamper witness of the kind. */
+  static native String describeCase(int index, boolean stream);
+
+  /** One handoff of case {@code index} (-1: the tamper witness, where the consumer
+   * must fail) from runtime p to runtime c: null when every assertion holds, else the
+   * first problem. */
+  static native String run(int p, int c, int index, boolean stream);
 
   /** Witness counters: sim pending, sim ready, tampered, structs tracked. */
   static native long[] witnesses();
-
-  /** The tamper cases of the C host, so both hosts run the same witness. */
-  static native String tamperCase(boolean stream);
 }

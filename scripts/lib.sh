@@ -1,0 +1,107 @@
+# scripts/lib.sh: what the repository's shell scripts share. Source it:
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"       (from scripts/)
+# It sets ROOT and BUILD (exported as FERRY_ROOT and FERRY_BUILD_DIR) and
+# provides:
+#   counting    pass / fail / skip MESSAGE, check NAME COMMAND..., add_counts LOG,
+#               finish (prints "N passed, N failed[, N skipped]", returns the status)
+#   runtimes    ferry_runtimes, ferry_runtime_builder NAME, ferry_runtime_asan NAME
+#               (read from core/harness/runtimes.def, the one list of runtimes)
+#   building    cmake_generator (Ninja when present)
+#   other       in_ci, need_file PATH WHAT (a missing build output fails loudly),
+#               selected NAME (NAME is one of the script's arguments, or there are none)
+# Scripts only orchestrate: every C artefact is a CMake target (CMakeLists.txt).
+
+ROOT="${FERRY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+export FERRY_ROOT="$ROOT" FERRY_BUILD_DIR="$BUILD"
+
+# ---- counting -------------------------------------------------------------------
+FERRY_PASSED=0
+FERRY_FAILED=0
+FERRY_SKIPPED=0
+
+pass() { FERRY_PASSED=$((FERRY_PASSED + 1)); echo "ok: $*"; }
+fail() { FERRY_FAILED=$((FERRY_FAILED + 1)); echo "FAILED: $*"; }
+skip() { FERRY_SKIPPED=$((FERRY_SKIPPED + 1)); echo "SKIPPED: $*"; }
+
+# check NAME COMMAND...: one check, passing when COMMAND succeeds; its output
+# is shown (last 40 lines) only when it fails.
+check() {
+  local name="$1"; shift
+  local log
+  log="$(mktemp)"
+  if "$@" >"$log" 2>&1; then
+    pass "$name"
+  else
+    fail "$name"; sed 's/^/    | /' "$log" | tail -n 40
+  fi
+  rm -f "$log"
+}
+
+# add_counts LOG: adds the last "N passed, N failed" line of LOG to the
+# counts; a log without one is one failure. Returns 1 when nothing was added.
+add_counts() {
+  local line p f
+  line="$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)"
+  if [ -z "$line" ]; then
+    FERRY_FAILED=$((FERRY_FAILED + 1))
+    return 1
+  fi
+  read -r p _ f _ <<<"$line"
+  FERRY_PASSED=$((FERRY_PASSED + p))
+  FERRY_FAILED=$((FERRY_FAILED + ${f%,}))
+  return 0
+}
+
+# finish: the closing line of a test script; succeeds when nothing failed
+# and something passed.
+finish() {
+  if [ "$FERRY_SKIPPED" -gt 0 ]; then
+    echo "$FERRY_PASSED passed, $FERRY_FAILED failed, $FERRY_SKIPPED skipped"
+  else
+    echo "$FERRY_PASSED passed, $FERRY_FAILED failed"
+  fi
+  [ "$FERRY_FAILED" -eq 0 ] && [ "$FERRY_PASSED" -gt 0 ]
+}
+
+# ---- the runtimes (core/harness/runtimes.def) -------------------------------------
+FERRY_RUNTIMES_DEF="$ROOT/core/harness/runtimes.def"
+
+# Prints "NAME BUILDER TRAITS ASAN" per runtime, in load order (ASAN: "yes"
+# when the runtime is loaded under AddressSanitizer).
+ferry_runtime_table() {
+  sed -n 's/^FERRY_IT_RUNTIME(\([a-z0-9_]*\), *"\([^"]*\)", *\([^,]*\), *\(.*\))$/\1\t\2\t\3\t\4/p' \
+    "$FERRY_RUNTIMES_DEF" |
+    awk -F'\t' '{ traits = $3; gsub(/ /, "", traits); print $1, $2, traits, ($4 == "NULL" ? "yes" : "no") }'
+}
+
+# The runtime names in load order, space-separated.
+ferry_runtimes() { ferry_runtime_table | awk '{print $1}' | paste -sd' ' -; }
+
+# What builds NAME's plugin: "cmake" or a script relative to the root.
+ferry_runtime_builder() { ferry_runtime_table | awk -v n="$1" '$1 == n {print $2}'; }
+
+# Succeeds when NAME is loaded under AddressSanitizer.
+ferry_runtime_asan() { [ "$(ferry_runtime_table | awk -v n="$1" '$1 == n {print $4}')" = yes ]; }
+
+# ---- building and other helpers -----------------------------------------------------
+cmake_generator() { command -v ninja >/dev/null && echo "-G Ninja"; }
+
+in_ci() { [ -n "${CI:-}" ]; }
+
+# selected NAME: succeeds when the array SELECTION (the script's arguments:
+# the steps or benchmarks asked for) is empty or holds NAME.
+SELECTION=()
+selected() {
+  [ "${#SELECTION[@]}" -eq 0 ] && return 0
+  local s; for s in "${SELECTION[@]}"; do [ "$s" = "$1" ] && return 0; done
+  return 1
+}
+
+# need_file PATH WHAT: fails loudly when a build output is missing.
+need_file() {
+  if [ ! -e "$1" ]; then
+    echo "FAILED: $2: $1 is missing (scripts/build.sh builds it)" >&2
+    return 1
+  fi
+}
