@@ -190,6 +190,7 @@ static int parse_union(const char* format, const char* p, struct FerryFormat* ou
     return format_error(error, format, "union needs ':' and a list of type ids");
   }
   p++;
+  out->union_type_list = p;
   uint8_t seen[FERRY_FORMAT_MAX_UNION_TYPES] = {0};
   int32_t n = 0;
   if (*p != '\0') {
@@ -207,7 +208,7 @@ static int parse_union(const char* format, const char* p, struct FerryFormat* ou
                             (long long)id);
       }
       seen[id] = 1;
-      out->union_type_ids[n++] = (int8_t)id;
+      n++;
       if (*p != ',') break;
       p++;
     }
@@ -420,6 +421,17 @@ int ferry__format_parse(const char* format, struct FerryFormat* out,
   }
   if (out != NULL) *out = parsed;
   return FERRY_OK;
+}
+
+void ferry__format_union_type_ids(const struct FerryFormat* format,
+                                  int8_t ids[FERRY_FORMAT_MAX_UNION_TYPES]) {
+  const char* p = format->union_type_list;
+  for (int32_t k = 0; k < format->n_union_types; k++) {
+    int64_t id = 0;
+    read_int(&p, 0, 0, FERRY_FORMAT_MAX_UNION_TYPES - 1, &id);
+    ids[k] = (int8_t)id;
+    p++; /* the ',' (or the terminating '\0' after the last id) */
+  }
 }
 
 int ferry_format_validate(const char* format, struct FerryError* error) {

@@ -1,0 +1,29 @@
+/* Buffer sizes and the rule on NULL buffers (private to the core).
+ *
+ * Validation and the deep copy both go through these two functions, so they
+ * cannot disagree about which buffer may be NULL or how large one is. */
+#ifndef FERRY_SRC_BUFFER_SIZE_H
+#define FERRY_SRC_BUFFER_SIZE_H
+
+#include <stdint.h>
+
+#include "ferry/ferry.h"
+#include "format.h"
+
+/* 1 when buffer `i` of `array` (layout `format`, n_buffers already matching
+ * it) may be NULL: the validity bitmap when null_count is 0 or -1; a
+ * variable-size data buffer always (its size follows the offsets, and FULL
+ * validation checks they address nothing); a view's variadic data buffers
+ * always (FULL checks their sizes are 0); a view's variadic sizes buffer when
+ * there are no variadic data buffers; every other buffer when length is 0. */
+int ferry__buffer_may_be_null(const struct FerryFormat* format,
+                              const struct ArrowArray* array, int64_t i);
+
+/* ferry_array_buffer_size with the format already parsed: `format_text` is
+ * the schema's format string, for messages. Borrows everything. */
+int ferry__buffer_size(const struct FerryFormat* format, const char* format_text,
+                       const struct ArrowArray* array, ArrowDeviceType device_type,
+                       int64_t device_id, int64_t i, int64_t* size_out,
+                       struct FerryError* error);
+
+#endif  // FERRY_SRC_BUFFER_SIZE_H
