@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend.h"
 #include "buffer_size.h"
 #include "format.h"
 #include "internal.h"
@@ -54,6 +55,12 @@ static int ferry_buffer_size_read(const struct FerryBufferSizeCall* call, void* 
   struct FerryDevice* host = NULL;
   int rc =
       ferry_device_resolve(call->device_type, call->device_id, &device, &device_error);
+  /* Never read outside the device's memory, when its backend can tell (a
+   * hostile producer's offsets buffer may be shorter than its length says). */
+  if (rc == FERRY_OK) {
+    rc = ferry__device_check_pointer(device, src, size, &device_error);
+    if (rc == ENOTSUP) rc = FERRY_OK;
+  }
   if (rc == FERRY_OK && ferry_device_is_host_accessible(device)) {
     memcpy(dst, src, (size_t)size);
     return FERRY_OK;

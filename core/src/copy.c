@@ -170,6 +170,15 @@ static int copy_node(struct FerryCopyContext* ctx, const struct ArrowSchema* sch
       copy_fail(ctx, code, path, what);
       break;
     }
+    /* A source the backend knows is shorter than its size is refused before
+     * anything that large is allocated (the CPU cannot tell: ENOTSUP). */
+    struct FerryError residency;
+    if (size > 0 && ferry__device_check_pointer(ctx->src_device, src->buffers[i], size,
+                                                &residency) == EFAULT) {
+      code = ferry__set_error(error, EFAULT, "%s", residency.message);
+      copy_fail(ctx, code, path, what);
+      break;
+    }
     code = ferry_device_allocate(ctx->dst_device, size, &owned->buffers[i], error);
     if (code == FERRY_OK) {
       code = ferry_device_memcpy(ctx->dst_device, owned->buffers[i], ctx->src_device,

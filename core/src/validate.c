@@ -859,7 +859,9 @@ static int fetch_variadic(struct Validator* v, const struct FerryFormat* f,
   const void* sizes_ptr = array->buffers[sizes_index];
   /* A NULL sizes buffer with variadic buffers is a structural finding. */
   if (sizes_ptr == NULL) return 0;
-  if (!check_residency(v, sizes_ptr, n_variadic * 8, NULL, f, sizes_index,
+  /* A pointer that failed its pointer-only check was reported already. */
+  if (!residency_allows_read(v, sizes_ptr, 0) ||
+      !check_residency(v, sizes_ptr, n_variadic * 8, NULL, f, sizes_index,
                        array->n_buffers)) {
     return 0;
   }
@@ -893,7 +895,10 @@ static int fetch_variadic(struct Validator* v, const struct FerryFormat* f,
              (long long)vb->sizes[k]);
       vb->sizes[k] = 0;
     }
-    if (!check_residency(v, ptr, vb->sizes[k], label.text, f, 0, 0)) continue;
+    if (!residency_allows_read(v, ptr, 0) ||
+        !check_residency(v, ptr, vb->sizes[k], label.text, f, 0, 0)) {
+      continue;
+    }
     vb->readable[k] = 1;
     if (!host_view_fetch(v, ptr, vb->sizes[k], label.text, &vb->views[k])) {
       vb->sizes[k] = 0;
@@ -1051,7 +1056,8 @@ static void validate_content(struct Validator* v, const struct SchemaNode* sn,
                (long long)data_end);
         break;
       }
-      if (!check_residency(v, array->buffers[2], data_end, "buffer 2 (data)", f, 2, 0)) {
+      if ((b.unreadable >> 2) & 1 ||
+          !check_residency(v, array->buffers[2], data_end, "buffer 2 (data)", f, 2, 0)) {
         break;
       }
       struct HostView data;
@@ -1330,16 +1336,15 @@ static unsigned check_node_residency(struct Validator* v, const struct SchemaNod
       unreadable |= 1u << i;
     }
   }
-  /* Without FULL content reads, the variable-size buffers get a pointer-only
-   * residency check (their sizes would need the contents); FULL checks them
-   * with their real sizes when it reads them. */
-  if (v->level != FERRY_VALIDATE_FULL || !v->can_read) {
-    for (int64_t i = f->n_fixed_buffers; i < array->n_buffers; i++) {
-      check_residency(v, array->buffers[i], 0, NULL, f, i, array->n_buffers);
-    }
-    if (f->n_fixed_buffers == 3 && f->roles[2] == FERRY_BUFFER_VAR_DATA) {
-      check_residency(v, array->buffers[2], 0, "buffer 2 (data)", f, 2, 0);
-    }
+  /* The variable-size buffers get a pointer-only check here (their sizes
+   * need the contents); FULL checks them again with their real sizes when it
+   * reads them, unless this check failed (then they are never read). */
+  for (int64_t i = f->n_fixed_buffers; i < array->n_buffers; i++) {
+    check_residency(v, array->buffers[i], 0, NULL, f, i, array->n_buffers);
+  }
+  if (f->n_fixed_buffers == 3 && f->roles[2] == FERRY_BUFFER_VAR_DATA &&
+      !check_residency(v, array->buffers[2], 0, "buffer 2 (data)", f, 2, 0)) {
+    unreadable |= 1u << 2;
   }
   return unreadable;
 }
