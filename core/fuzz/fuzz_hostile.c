@@ -7,7 +7,9 @@
  *
  *   - ferry_validate_schema, ferry_validate_device_array at DEFAULT and FULL:
  *     the return code and the findings agree; a DEFAULT finding is a FULL
- *     finding too;
+ *     finding too; a clean schema prepares (ferry_prepared_schema_create)
+ *     and ferry_validate_prepared finds as many findings at each level, a
+ *     schema with findings does not prepare;
  *   - when FULL finds nothing: ferry_array_buffer_size of every buffer of
  *     every node succeeds and never exceeds the bytes actually allocated
  *     behind the buffer; the deep copy to the CPU and to the sim succeeds and
@@ -389,17 +391,47 @@ static void count_finding(void* user_data, const char* rule, const char* where,
   (*(int64_t*)user_data)++;
 }
 
-/* Validates at `level`; aborts unless the code and the findings agree. */
-static int validate(const struct ArrowSchema* schema, const struct ArrowDeviceArray* array,
-                    int32_t level) {
+static int64_t g_last_findings; /* of the last validate() */
+
+/* Validates at `level` (through `prepared` when not NULL); aborts unless the
+ * code and the findings agree. */
+static int validate_with(const struct FerryPreparedSchema* prepared,
+                         const struct ArrowSchema* schema,
+                         const struct ArrowDeviceArray* array, int32_t level) {
   int64_t findings = 0;
   struct FerryError error;
   ferry_error_init(&error);
-  int rc = ferry_validate_device_array(schema, array, level, count_finding, &findings,
-                                       &error);
+  int rc = prepared != NULL ? ferry_validate_prepared(prepared, array, level, count_finding,
+                                                      &findings, &error)
+                            : ferry_validate_device_array(schema, array, level,
+                                                          count_finding, &findings, &error);
   if ((rc == FERRY_OK) != (findings == 0)) abort();
   if (rc != FERRY_OK && error.message[0] == '\0') abort();
+  g_last_findings = findings;
   return rc;
+}
+
+static int validate(const struct ArrowSchema* schema, const struct ArrowDeviceArray* array,
+                    int32_t level) {
+  return validate_with(NULL, schema, array, level);
+}
+
+/* A clean schema prepares, and validating through it finds exactly what the
+ * one-shot validation found; a schema with findings does not prepare. */
+static void check_prepared(const struct ArrowSchema* schema, int schema_rc,
+                           const int64_t one_shot_findings[2]) {
+  struct FerryPreparedSchema* prepared = NULL;
+  int rc = ferry_prepared_schema_create(schema, NULL, NULL, &prepared, NULL);
+  if (rc != schema_rc) abort();
+  if (rc != FERRY_OK) {
+    if (prepared != NULL) abort();
+    return;
+  }
+  for (int32_t level = FERRY_VALIDATE_DEFAULT; level <= FERRY_VALIDATE_FULL; level++) {
+    validate_with(prepared, NULL, &g_device_array, level);
+    if (g_last_findings != one_shot_findings[level]) abort();
+  }
+  ferry_prepared_schema_free(prepared);
 }
 
 /* For a FULL-valid tree: every buffer's size is computable and within the
@@ -589,8 +621,12 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int64_t schema_findings = 0;
   int schema_rc = ferry_validate_schema(schema, count_finding, &schema_findings, NULL);
   if ((schema_rc == FERRY_OK) != (schema_findings == 0)) abort();
+  int64_t findings[2];
   int default_rc = validate(schema, &g_device_array, FERRY_VALIDATE_DEFAULT);
+  findings[FERRY_VALIDATE_DEFAULT] = g_last_findings;
   int full_rc = validate(schema, &g_device_array, FERRY_VALIDATE_FULL);
+  findings[FERRY_VALIDATE_FULL] = g_last_findings;
+  check_prepared(schema, schema_rc, findings);
   if (default_rc != FERRY_OK && full_rc == FERRY_OK) abort();
   if (schema_rc != FERRY_OK && default_rc == FERRY_OK) abort();
   int full_ok = full_rc == FERRY_OK;

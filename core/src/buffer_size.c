@@ -127,21 +127,6 @@ static int ferry_buffer_size_var_data(const struct FerryBufferSizeCall* call,
   return FERRY_OK;
 }
 
-int ferry__buffer_may_be_null(const struct FerryFormat* format,
-                              const struct ArrowArray* array, int64_t i) {
-  if (i >= format->n_fixed_buffers) {
-    /* View types: variadic data buffers are sized by the sizes buffer (FULL
-     * validation checks a NULL one has size 0); the sizes buffer itself, the
-     * last one, holds one int64 per variadic data buffer. */
-    return i < array->n_buffers - 1 || array->n_buffers == format->n_fixed_buffers + 1;
-  }
-  switch (format->roles[i]) {
-    case FERRY_BUFFER_VALIDITY: return array->null_count <= 0;
-    case FERRY_BUFFER_VAR_DATA: return 1; /* FULL checks the offsets address nothing */
-    default: return array->length <= 0; /* a negative length is its own finding */
-  }
-}
-
 int ferry__buffer_size(const struct FerryFormat* format, const char* format_text,
                        const struct ArrowArray* array, ArrowDeviceType device_type,
                        int64_t device_id, int64_t i, int64_t* size_out,

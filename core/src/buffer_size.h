@@ -16,8 +16,20 @@
  * validation checks they address nothing); a view's variadic data buffers
  * always (FULL checks their sizes are 0); a view's variadic sizes buffer when
  * there are no variadic data buffers; every other buffer when length is 0. */
-int ferry__buffer_may_be_null(const struct FerryFormat* format,
-                              const struct ArrowArray* array, int64_t i);
+static inline int ferry__buffer_may_be_null(const struct FerryFormat* format,
+                                            const struct ArrowArray* array, int64_t i) {
+  if (i >= format->n_fixed_buffers) {
+    /* View types: variadic data buffers are sized by the sizes buffer (FULL
+     * validation checks a NULL one has size 0); the sizes buffer itself, the
+     * last one, holds one int64 per variadic data buffer. */
+    return i < array->n_buffers - 1 || array->n_buffers == format->n_fixed_buffers + 1;
+  }
+  switch (format->roles[i]) {
+    case FERRY_BUFFER_VALIDITY: return array->null_count <= 0;
+    case FERRY_BUFFER_VAR_DATA: return 1; /* FULL checks the offsets address nothing */
+    default: return array->length <= 0; /* a negative length is its own finding */
+  }
+}
 
 /* ferry_array_buffer_size with the format already parsed: `format_text` is
  * the schema's format string, for messages. Borrows everything. */

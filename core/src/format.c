@@ -2,6 +2,7 @@
  * https://arrow.apache.org/docs/format/CDataInterface.html#data-type-description-format-strings
  * turned into the buffer layout the rest of the core works from. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -356,8 +357,38 @@ static int parse_nested(const char* format, const char* p, struct FerryFormat* o
   }
 }
 
+static int parse_general(const char* format, struct FerryFormat* out,
+                         struct FerryError* error);
+
+/* The one-character formats (the primitive types most columns have), parsed
+ * once: a parse of one is then a copy. */
+static struct FerryFormat g_single[128];
+static unsigned char g_single_ok[128];
+static pthread_once_t g_single_once = PTHREAD_ONCE_INIT;
+
+static void parse_single_characters(void) {
+  for (int c = 1; c < 128; c++) {
+    char text[2] = {(char)c, '\0'};
+    /* No pointer into `text` survives: only longer formats have a timezone
+     * or a union type list. */
+    g_single_ok[c] = parse_general(text, &g_single[c], NULL) == FERRY_OK;
+  }
+}
+
 int ferry__format_parse(const char* format, struct FerryFormat* out,
                        struct FerryError* error) {
+  if (format != NULL && format[0] > 0 && format[1] == '\0') {
+    pthread_once(&g_single_once, parse_single_characters);
+    if (g_single_ok[(unsigned char)format[0]]) {
+      if (out != NULL) *out = g_single[(unsigned char)format[0]];
+      return FERRY_OK;
+    }
+  }
+  return parse_general(format, out, error);
+}
+
+static int parse_general(const char* format, struct FerryFormat* out,
+                         struct FerryError* error) {
   struct FerryFormat parsed;
   memset(&parsed, 0, sizeof parsed);
   if (format == NULL) return ferry__set_error(error, EINVAL, "format is NULL");

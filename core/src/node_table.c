@@ -5,9 +5,7 @@
 #include <string.h>
 
 static const void* key_at(const struct FerryNodeTable* table, int32_t index) {
-  const void* key;
-  memcpy(&key, ferry__node_table_at(table, index), sizeof key);
-  return key;
+  return ferry__node_table_key(table, index);
 }
 
 /* Fibonacci hashing of the address into a table of 2^bits slots. */
@@ -16,35 +14,15 @@ static uint32_t slot_of(const void* key, int32_t n_slots) {
   return (uint32_t)(h >> 32) & (uint32_t)(n_slots - 1);
 }
 
-void ferry__node_table_init(struct FerryNodeTable* table, size_t element_size,
-                            void* inline_elements, int32_t inline_capacity,
-                            int32_t* inline_slots, int32_t inline_n_slots) {
-  table->elements = (unsigned char*)inline_elements;
-  table->element_size = element_size;
-  table->count = 0;
-  table->capacity = inline_capacity;
-  table->slots = NULL;
-  table->n_slots = 0;
-  table->inline_elements = (unsigned char*)inline_elements;
-  table->inline_slots = inline_slots;
-  table->inline_n_slots = inline_n_slots;
-}
-
-void ferry__node_table_free(struct FerryNodeTable* table) {
+void ferry__node_table_free_heap(struct FerryNodeTable* table) {
   if (table->elements != table->inline_elements) free(table->elements);
   if (table->slots != table->inline_slots) free(table->slots);
   table->elements = table->inline_elements;
   table->slots = NULL;
-  table->count = 0;
 }
 
-int32_t ferry__node_table_find(const struct FerryNodeTable* table, const void* key) {
-  if (table->slots == NULL) {
-    for (int32_t i = 0; i < table->count; i++) {
-      if (key_at(table, i) == key) return i;
-    }
-    return -1;
-  }
+int32_t ferry__node_table_find_hashed(const struct FerryNodeTable* table,
+                                      const void* key) {
   uint32_t mask = (uint32_t)table->n_slots - 1;
   for (uint32_t s = slot_of(key, table->n_slots);; s = (s + 1) & mask) {
     int32_t entry = table->slots[s];
@@ -99,7 +77,7 @@ static int grow(struct FerryNodeTable* table) {
   return 0;
 }
 
-int32_t ferry__node_table_add(struct FerryNodeTable* table, const void* key) {
+int32_t ferry__node_table_add_slow(struct FerryNodeTable* table, const void* key) {
   if (table->count == table->capacity && grow(table) != 0) return -1;
   int32_t index = table->count;
   memcpy(ferry__node_table_at(table, index), &key, sizeof key);

@@ -29,6 +29,7 @@
 #include "format.h"
 #include "internal.h"
 #include "node_table.h"
+#include "scan.h"
 
 /* Nesting deeper than this is reported instead of followed: real schemas are
  * far shallower, and the walks recurse. (Cycles are found by the node table
@@ -150,7 +151,21 @@ static void write_path(const struct Where* where, char* out, size_t out_size) {
   }
 }
 
-static void report(struct Validator* v, const char* rule, const char* fmt, ...)
+/* Findings are the rare path: kept out of the way of the checks. */
+#if defined(__GNUC__)
+#define FERRY_COLD __attribute__((cold, noinline))
+/* Kept out of the recursive walk's frame (its buffers would be on the stack
+ * once per level). */
+#define FERRY_NOINLINE __attribute__((noinline))
+/* The few steps of every validation's entry, in the caller's frame. */
+#define FERRY_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define FERRY_COLD
+#define FERRY_NOINLINE
+#define FERRY_ALWAYS_INLINE
+#endif
+
+static FERRY_COLD void report(struct Validator* v, const char* rule, const char* fmt, ...)
     FERRY_PRINTF(3, 4);
 static void report(struct Validator* v, const char* rule, const char* fmt, ...) {
   char what[768];
@@ -226,7 +241,7 @@ static void validator_init(struct Validator* v, FerryFindingFn on_finding,
 
 static int validator_finish(struct Validator* v) {
   if (v->n_findings == 0) {
-    ferry_error_init(v->error);
+    if (v->error != NULL) v->error->message[0] = '\0'; /* ferry_error_init */
     return FERRY_OK;
   }
   return EINVAL;
@@ -317,6 +332,32 @@ static struct BufferLabel buffer_label(const struct FerryFormat* f, int64_t i,
     snprintf(l.text, sizeof l.text, "buffer %lld", (long long)i);
   }
   return l;
+}
+
+/* A buffer's name for messages: a fixed text, or buffer `index` of layout
+ * `f`, written only when a message needs it. */
+struct BufferName {
+  const char* text; /* when NULL, the name is buffer_label(f, index, n_buffers) */
+  const struct FerryFormat* f;
+  int64_t index;
+  int64_t n_buffers;
+};
+
+static struct BufferName fixed_name(const char* text) {
+  struct BufferName name = {text, NULL, 0, 0};
+  return name;
+}
+
+static struct BufferName layout_name(const struct FerryFormat* f, int64_t index,
+                                     int64_t n_buffers) {
+  struct BufferName name = {NULL, f, index, n_buffers};
+  return name;
+}
+
+static const char* name_text(const struct BufferName* name, struct BufferLabel* storage) {
+  if (name->text != NULL) return name->text;
+  *storage = buffer_label(name->f, name->index, name->n_buffers);
+  return storage->text;
 }
 
 static int is_known_device_type(ArrowDeviceType t) {
@@ -567,16 +608,29 @@ static void walk_schema(struct Validator* v, struct SchemaTree* tree,
   v->where = saved;
 }
 
-int ferry_validate_schema(const struct ArrowSchema* schema, FerryFindingFn on_finding,
-                          void* user_data, struct FerryError* error) {
+static int freeze_schema_tree(const struct SchemaTree* tree,
+                              struct FerryPreparedSchema** out, struct FerryError* error);
+
+/* Validates `schema` alone; when it is clean and `prepared` is not NULL,
+ * keeps its tree there (ferry_prepared_schema_create). */
+static int check_schema(const struct ArrowSchema* schema, FerryFindingFn on_finding,
+                        void* user_data, struct FerryError* error,
+                        struct FerryPreparedSchema** prepared) {
   struct Validator v;
   validator_init(&v, on_finding, user_data, error, FERRY_VALIDATE_DEFAULT);
   struct SchemaTreeStorage storage;
   struct SchemaTree tree;
   schema_tree_init(&tree, &storage);
   walk_schema(&v, &tree, schema);
+  int rc = validator_finish(&v);
+  if (rc == FERRY_OK && prepared != NULL) rc = freeze_schema_tree(&tree, prepared, error);
   schema_tree_free(&tree);
-  return validator_finish(&v);
+  return rc;
+}
+
+int ferry_validate_schema(const struct ArrowSchema* schema, FerryFindingFn on_finding,
+                          void* user_data, struct FerryError* error) {
+  return check_schema(schema, on_finding, user_data, error, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -599,7 +653,7 @@ static void host_view_reset(struct HostView* h) {
 /* Makes `size` bytes at `ptr` readable on the host; reports and returns 0
  * when that fails. */
 static int host_view_fetch(struct Validator* v, const void* ptr, int64_t size,
-                           const char* label, struct HostView* out) {
+                           struct BufferName name, struct HostView* out) {
   memset(out, 0, sizeof *out);
   out->size = size;
   if (size <= 0) {
@@ -610,6 +664,8 @@ static int host_view_fetch(struct Validator* v, const void* ptr, int64_t size,
     out->data = (const uint8_t*)ptr;
     return 1;
   }
+  struct BufferLabel storage;
+  const char* label = name_text(&name, &storage);
   if (size > FERRY_VALIDATE_MAX_COPY) {
     report(v, "buffer_size", "%s: %lld bytes is too large to copy for FULL validation",
            label, (long long)size);
@@ -690,44 +746,6 @@ static int bit_is_set(const uint8_t* bits, int64_t i) {
   return (bits[i >> 3] >> (i & 7)) & 1;
 }
 
-/* Length of the valid UTF-8 prefix of [s, s + n): n when all is valid. */
-static int64_t utf8_valid_prefix(const uint8_t* s, int64_t n) {
-  int64_t i = 0;
-  while (i < n) {
-    uint8_t c = s[i];
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    int64_t need;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-      need = 1;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      need = 2;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      need = 3;
-      cp = c & 0x07;
-    } else {
-      return i;
-    }
-    if (need > n - 1 - i) return i; /* truncated sequence */
-    for (int64_t k = 1; k <= need; k++) {
-      if ((s[i + k] & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    /* Overlong forms, surrogates and values beyond U+10FFFF are invalid. */
-    if ((need == 2 && cp < 0x800) || (need == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return i;
-    }
-    i += need + 1;
-  }
-  return n;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Arrays                                                                    */
 /* ------------------------------------------------------------------------ */
@@ -757,23 +775,18 @@ static int64_t buffer_size(struct Validator* v, const struct SchemaNode* sn,
 }
 
 /* Residency of one buffer: reported when the backend says it lives
- * elsewhere; unknown answers (ENOTSUP, no device) are skipped. The buffer is
- * named `label`, or buffer `index` of layout `f` when `label` is NULL (the
- * name is built only for a finding). Returns 0 when it must not be read. */
+ * elsewhere; unknown answers (ENOTSUP, no device) are skipped. Returns 0
+ * when the buffer must not be read. */
 static int check_residency(struct Validator* v, const void* ptr, int64_t size,
-                           const char* label, const struct FerryFormat* f,
-                           int64_t index, int64_t n_buffers) {
+                           struct BufferName name) {
   if (v->device == NULL || ptr == NULL) return 1;
   struct FerryError residency_error;
   ferry_error_init(&residency_error);
   int rc =
       ferry__device_check_pointer(v->device, ptr, size < 0 ? 0 : size, &residency_error);
   if (rc == FERRY_OK || rc == ENOTSUP) return 1;
-  struct BufferLabel name;
-  if (label == NULL) {
-    name = buffer_label(f, index, n_buffers);
-    label = name.text;
-  }
+  struct BufferLabel storage;
+  const char* label = name_text(&name, &storage);
   if (rc == EFAULT) {
     report(v, "device", "%s at %p (%lld bytes) is not on %s:%lld: %s", label, ptr,
            (long long)size, ferry_device_type_name(v->device_type),
@@ -804,55 +817,76 @@ static int check_offsets(struct Validator* v, const struct FerryFormat* f,
                          int64_t limit, const char* limit_what) {
   int64_t first_index = array->offset;
   int64_t last_index = array->offset + array->length;
-  int64_t previous = read_offset(offsets, f->offset_bytes, first_index);
-  if (previous < 0) {
+  int64_t bad = ferry__first_bad_offset(offsets, f->offset_bytes, first_index, last_index);
+  if (bad == first_index) {
     report(v, "offsets", "buffer 1 (offsets): offsets[%lld] = %lld is negative",
-           (long long)first_index, (long long)previous);
+           (long long)first_index, (long long)read_offset(offsets, f->offset_bytes, bad));
     return 0;
   }
-  for (int64_t i = first_index + 1; i <= last_index; i++) {
-    int64_t current = read_offset(offsets, f->offset_bytes, i);
-    if (current < previous) {
-      report(v, "offsets",
-             "buffer 1 (offsets): offsets[%lld] = %lld is less than offsets[%lld] = %lld "
-             "(offsets must not decrease)",
-             (long long)i, (long long)current, (long long)(i - 1), (long long)previous);
-      return 0;
-    }
-    previous = current;
+  if (bad >= 0) {
+    report(v, "offsets",
+           "buffer 1 (offsets): offsets[%lld] = %lld is less than offsets[%lld] = %lld "
+           "(offsets must not decrease)",
+           (long long)bad, (long long)read_offset(offsets, f->offset_bytes, bad),
+           (long long)(bad - 1), (long long)read_offset(offsets, f->offset_bytes, bad - 1));
+    return 0;
   }
-  if (limit >= 0 && previous > limit) {
+  int64_t last = read_offset(offsets, f->offset_bytes, last_index);
+  if (limit >= 0 && last > limit) {
     report(v, "offsets",
            "buffer 1 (offsets): last offset offsets[%lld] = %lld exceeds %s %lld",
-           (long long)last_index, (long long)previous, limit_what, (long long)limit);
+           (long long)last_index, (long long)last, limit_what, (long long)limit);
     return 0;
   }
   return 1;
 }
 
-/* The variadic data buffers of a view array, with their sizes, as far as
- * they can be read: `readable[k]` is 0 for a buffer that failed its
- * residency check (views into it are not checked). */
+/* The variadic data buffers of a view array as far as they can be read.
+ * On host memory nothing is copied or allocated: the sizes are read in
+ * place. Device memory the host cannot read is copied (`copies`). */
+#define FERRY_VALIDATE_INLINE_VARIADIC 64
 struct VariadicBuffers {
   int64_t n;
-  int64_t* sizes;
-  struct HostView* views;
-  uint8_t* readable;
+  const void* const* buffers; /* the array's variadic buffers */
+  const uint8_t* sizes;       /* n int64 values, host-readable */
+  struct HostView sizes_copy; /* holds `sizes` when they were copied */
+  struct HostView* copies;    /* host copies of the buffers; NULL: host memory */
+  /* 1 for a buffer that failed its residency check (views into it are not
+   * checked); NULL when there is no device to ask. */
+  uint8_t* unreadable;
+  uint8_t inline_unreadable[FERRY_VALIDATE_INLINE_VARIADIC];
 };
 
 static void variadic_reset(struct VariadicBuffers* vb) {
-  for (int64_t k = 0; k < vb->n && vb->views != NULL; k++) host_view_reset(&vb->views[k]);
-  free(vb->views);
-  free(vb->sizes);
-  free(vb->readable);
-  memset(vb, 0, sizeof *vb);
+  for (int64_t k = 0; k < vb->n && vb->copies != NULL; k++) host_view_reset(&vb->copies[k]);
+  free(vb->copies);
+  host_view_reset(&vb->sizes_copy);
+  if (vb->unreadable != vb->inline_unreadable) free(vb->unreadable);
+  vb->copies = NULL;
+  vb->unreadable = NULL;
+}
+
+/* Size of variadic buffer k as the views may use it: 0 for a negative size,
+ * a NULL buffer or a copy that failed (each reported when read). */
+static int64_t variadic_size(const struct VariadicBuffers* vb, int64_t k) {
+  if (vb->copies != NULL) return vb->copies[k].size;
+  int64_t size;
+  memcpy(&size, vb->sizes + 8 * k, 8);
+  return size < 0 || (vb->buffers[k] == NULL && size > 0) ? 0 : size;
+}
+
+static const uint8_t* variadic_data(const struct VariadicBuffers* vb, int64_t k) {
+  return vb->copies != NULL ? vb->copies[k].data : (const uint8_t*)vb->buffers[k];
 }
 
 /* Reads the variadic sizes and makes each variadic buffer readable; 0 when
  * the views cannot be checked at all. */
 static int fetch_variadic(struct Validator* v, const struct FerryFormat* f,
                           const struct ArrowArray* array, struct VariadicBuffers* vb) {
-  memset(vb, 0, sizeof *vb);
+  vb->n = 0;
+  vb->copies = NULL;
+  vb->unreadable = NULL;
+  memset(&vb->sizes_copy, 0, sizeof vb->sizes_copy);
   int64_t n_variadic = array->n_buffers - f->n_fixed_buffers - 1;
   if (n_variadic <= 0) return 1;
   int64_t sizes_index = array->n_buffers - 1;
@@ -861,48 +895,54 @@ static int fetch_variadic(struct Validator* v, const struct FerryFormat* f,
   if (sizes_ptr == NULL) return 0;
   /* A pointer that failed its pointer-only check was reported already. */
   if (!residency_allows_read(v, sizes_ptr, 0) ||
-      !check_residency(v, sizes_ptr, n_variadic * 8, NULL, f, sizes_index,
-                       array->n_buffers)) {
+      !check_residency(v, sizes_ptr, n_variadic * 8,
+                       layout_name(f, sizes_index, array->n_buffers))) {
     return 0;
   }
-  struct HostView sizes_view;
-  if (!host_view_fetch(v, sizes_ptr, n_variadic * 8, "variadic sizes", &sizes_view)) {
+  if (!host_view_fetch(v, sizes_ptr, n_variadic * 8, fixed_name("variadic sizes"),
+                       &vb->sizes_copy)) {
     return 0;
   }
   vb->n = n_variadic;
-  vb->sizes = (int64_t*)calloc((size_t)n_variadic, sizeof(int64_t));
-  vb->views = (struct HostView*)calloc((size_t)n_variadic, sizeof(struct HostView));
-  vb->readable = (uint8_t*)calloc((size_t)n_variadic, 1);
-  if (vb->sizes == NULL || vb->views == NULL || vb->readable == NULL) {
-    host_view_reset(&sizes_view);
+  vb->buffers = array->buffers + f->n_fixed_buffers;
+  vb->sizes = vb->sizes_copy.data;
+  if (!v->host_accessible) {
+    vb->copies = (struct HostView*)calloc((size_t)n_variadic, sizeof(struct HostView));
+  }
+  if (v->device != NULL) {
+    vb->unreadable = n_variadic <= FERRY_VALIDATE_INLINE_VARIADIC
+                         ? vb->inline_unreadable
+                         : (uint8_t*)malloc((size_t)n_variadic);
+    if (vb->unreadable != NULL) memset(vb->unreadable, 0, (size_t)n_variadic);
+  }
+  if ((!v->host_accessible && vb->copies == NULL) ||
+      (v->device != NULL && vb->unreadable == NULL)) {
     variadic_reset(vb);
     report(v, "buffer_size", "out of memory reading %lld variadic buffers",
            (long long)n_variadic);
     return 0;
   }
-  memcpy(vb->sizes, sizes_view.data, (size_t)n_variadic * 8);
-  host_view_reset(&sizes_view);
   for (int64_t k = 0; k < n_variadic; k++) {
-    struct BufferLabel label =
-        buffer_label(f, f->n_fixed_buffers + k, array->n_buffers);
-    const void* ptr = array->buffers[f->n_fixed_buffers + k];
-    if (vb->sizes[k] < 0) {
+    struct BufferName name = layout_name(f, f->n_fixed_buffers + k, array->n_buffers);
+    struct BufferLabel storage;
+    const void* ptr = vb->buffers[k];
+    int64_t size;
+    memcpy(&size, vb->sizes + 8 * k, 8);
+    if (size < 0) {
       report(v, "variadic", "%s: size %lld in the variadic sizes buffer is negative",
-             label.text, (long long)vb->sizes[k]);
-      vb->sizes[k] = 0;
-    } else if (ptr == NULL && vb->sizes[k] > 0) {
-      report(v, "buffers", "%s is NULL but its size is %lld", label.text,
-             (long long)vb->sizes[k]);
-      vb->sizes[k] = 0;
+             name_text(&name, &storage), (long long)size);
+      size = 0;
+    } else if (ptr == NULL && size > 0) {
+      report(v, "buffers", "%s is NULL but its size is %lld", name_text(&name, &storage),
+             (long long)size);
+      size = 0;
     }
-    if (!residency_allows_read(v, ptr, 0) ||
-        !check_residency(v, ptr, vb->sizes[k], label.text, f, 0, 0)) {
+    /* A pointer that failed its pointer-only check was reported already. */
+    if (!residency_allows_read(v, ptr, 0) || !check_residency(v, ptr, size, name)) {
+      vb->unreadable[k] = 1; /* only a device can fail these */
       continue;
     }
-    vb->readable[k] = 1;
-    if (!host_view_fetch(v, ptr, vb->sizes[k], label.text, &vb->views[k])) {
-      vb->sizes[k] = 0;
-    }
+    if (vb->copies != NULL) host_view_fetch(v, ptr, size, name, &vb->copies[k]);
   }
   return 1;
 }
@@ -943,19 +983,21 @@ static void check_views(struct Validator* v, const struct FerryFormat* f,
         reported++;
         continue;
       }
-      if (!vb->readable[buffer_index]) continue; /* its residency was reported */
-      if (data_offset < 0 ||
-          (int64_t)data_offset + length > vb->sizes[buffer_index]) {
+      if (vb->unreadable != NULL && vb->unreadable[buffer_index]) {
+        continue; /* its residency was reported */
+      }
+      int64_t buffer_size = variadic_size(vb, buffer_index);
+      if (data_offset < 0 || (int64_t)data_offset + length > buffer_size) {
         report(v, "views",
                "buffer 1 (views): view[%lld] bytes [%d, %lld) are outside variadic "
                "buffer %d "
                "of %lld bytes",
                (long long)i, (int)data_offset, (long long)data_offset + length,
-               (int)buffer_index, (long long)vb->sizes[buffer_index]);
+               (int)buffer_index, (long long)buffer_size);
         reported++;
         continue;
       }
-      bytes = vb->views[buffer_index].data + data_offset;
+      bytes = variadic_data(vb, buffer_index) + data_offset;
       if (memcmp(bytes, view + 4, 4) != 0) {
         report(
             v, "views",
@@ -967,7 +1009,7 @@ static void check_views(struct Validator* v, const struct FerryFormat* f,
       }
     }
     if (is_utf8 && length > 0) {
-      int64_t good = utf8_valid_prefix(bytes, length);
+      int64_t good = ferry__utf8_valid_prefix(bytes, length);
       if (good != length) {
         report(v, "utf8", "value[%lld] is not valid UTF-8 (bad byte 0x%02x at byte %lld)",
                (long long)(i - array->offset), bytes[good], (long long)good);
@@ -985,7 +1027,7 @@ static int fetch_child_values(struct Validator* v, const struct SchemaNode* chil
     return 0;
   int64_t size = buffer_size(v, child_node, child, 1);
   if (size < 0 || !residency_allows_read(v, child->buffers[1], size)) return 0;
-  return host_view_fetch(v, child->buffers[1], size, "run ends", out);
+  return host_view_fetch(v, child->buffers[1], size, fixed_name("run ends"), out);
 }
 
 /* The node of child `i` of schema node `sn` (NO_SCHEMA when there is none). */
@@ -998,8 +1040,10 @@ static int32_t child_schema(const struct SchemaTree* tree, const struct SchemaNo
 /* FULL content checks of one node whose layout parsed and whose structure
  * (buffer count, non-NULL buffers, lengths) has been checked. Buffers in
  * `unreadable` failed their residency check and are not read. */
-static void validate_content(struct Validator* v, const struct SchemaNode* sn,
-                             const struct ArrowArray* array, unsigned unreadable) {
+static FERRY_NOINLINE void validate_content(struct Validator* v,
+                                            const struct SchemaNode* sn,
+                                            const struct ArrowArray* array,
+                                            unsigned unreadable) {
   const struct FerryFormat* f = &sn->layout;
   struct NodeBuffers b;
   memset(&b, 0, sizeof b);
@@ -1022,8 +1066,7 @@ static void validate_content(struct Validator* v, const struct SchemaNode* sn,
       node_buffers_reset(&b);
       return;
     }
-    struct BufferLabel label = buffer_label(f, i, array->n_buffers);
-    if (!host_view_fetch(v, ptr, size, label.text, &b.views[i])) {
+    if (!host_view_fetch(v, ptr, size, layout_name(f, i, array->n_buffers), &b.views[i])) {
       node_buffers_reset(&b);
       return;
     }
@@ -1033,8 +1076,8 @@ static void validate_content(struct Validator* v, const struct SchemaNode* sn,
   const uint8_t* validity = NULL;
   if (f->n_fixed_buffers > 0 && f->roles[0] == FERRY_BUFFER_VALIDITY && b.fetched[0]) {
     validity = b.views[0].data;
-    int64_t zeros = 0;
-    for (int64_t i = array->offset; i < end; i++) zeros += !bit_is_set(validity, i);
+    int64_t zeros =
+        array->length - ferry__count_set_bits(validity, array->offset, array->length);
     if (array->null_count != -1 && zeros != array->null_count) {
       report(v, "null_count",
              "null_count is %lld but the validity bitmap has %lld zero bits",
@@ -1057,20 +1100,28 @@ static void validate_content(struct Validator* v, const struct SchemaNode* sn,
         break;
       }
       if ((b.unreadable >> 2) & 1 ||
-          !check_residency(v, array->buffers[2], data_end, "buffer 2 (data)", f, 2, 0)) {
+          !check_residency(v, array->buffers[2], data_end, fixed_name("buffer 2 (data)"))) {
         break;
       }
       struct HostView data;
-      if (!host_view_fetch(v, array->buffers[2], data_end, "buffer 2 (data)", &data))
+      if (!host_view_fetch(v, array->buffers[2], data_end, fixed_name("buffer 2 (data)"),
+                           &data))
         break;
-      if (f->type == FERRY_TYPE_STRING || f->type == FERRY_TYPE_LARGE_STRING) {
+      int64_t data_start = read_offset(offsets, f->offset_bytes, array->offset);
+      int is_utf8 = f->type == FERRY_TYPE_STRING || f->type == FERRY_TYPE_LARGE_STRING;
+      /* The common case at memory speed; a value-by-value look (skipping nulls)
+       * only when something may be wrong. */
+      if (is_utf8 &&
+          !ferry__utf8_values_valid(data.data, data_start, data_end,
+                                    offsets + array->offset * f->offset_bytes,
+                                    f->offset_bytes, array->length + 1)) {
         int64_t reported = 0;
         for (int64_t i = array->offset; i < end && reported < 8; i++) {
           if (validity != NULL && !bit_is_set(validity, i)) continue;
           int64_t start = read_offset(offsets, f->offset_bytes, i);
           int64_t stop = read_offset(offsets, f->offset_bytes, i + 1);
           if (stop == start) continue;
-          int64_t good = utf8_valid_prefix(data.data + start, stop - start);
+          int64_t good = ferry__utf8_valid_prefix(data.data + start, stop - start);
           if (good != stop - start) {
             report(v, "utf8",
                    "value[%lld] is not valid UTF-8 (bad byte 0x%02x at byte %lld of the "
@@ -1208,7 +1259,10 @@ static void validate_content(struct Validator* v, const struct SchemaNode* sn,
 
   /* Dictionary indices: the node's data buffer holds them. */
   if (sn->has_dictionary && array->dictionary != NULL && is_integer_type(f->type) &&
-      b.fetched[1]) {
+      b.fetched[1] &&
+      !ferry__integers_in_range(b.views[1].data, (int32_t)(f->bit_width / 8),
+                                is_signed_integer(f->type), array->offset, array->length,
+                                array->dictionary->length)) {
     int64_t dictionary_length = array->dictionary->length;
     int64_t reported = 0;
     for (int64_t i = array->offset; i < end && reported < 8; i++) {
@@ -1331,8 +1385,8 @@ static unsigned check_node_residency(struct Validator* v, const struct SchemaNod
   unsigned unreadable = 0;
   for (int32_t i = 0; i < f->n_fixed_buffers; i++) {
     if (array->buffers[i] == NULL || f->roles[i] == FERRY_BUFFER_VAR_DATA) continue;
-    if (!check_residency(v, array->buffers[i], buffer_size(v, sn, array, i), NULL, f, i,
-                         array->n_buffers)) {
+    if (!check_residency(v, array->buffers[i], buffer_size(v, sn, array, i),
+                         layout_name(f, i, array->n_buffers))) {
       unreadable |= 1u << i;
     }
   }
@@ -1340,18 +1394,66 @@ static unsigned check_node_residency(struct Validator* v, const struct SchemaNod
    * need the contents); FULL checks them again with their real sizes when it
    * reads them, unless this check failed (then they are never read). */
   for (int64_t i = f->n_fixed_buffers; i < array->n_buffers; i++) {
-    check_residency(v, array->buffers[i], 0, NULL, f, i, array->n_buffers);
+    check_residency(v, array->buffers[i], 0, layout_name(f, i, array->n_buffers));
   }
   if (f->n_fixed_buffers == 3 && f->roles[2] == FERRY_BUFFER_VAR_DATA &&
-      !check_residency(v, array->buffers[2], 0, "buffer 2 (data)", f, 2, 0)) {
+      !check_residency(v, array->buffers[2], 0, fixed_name("buffer 2 (data)"))) {
     unreadable |= 1u << 2;
   }
   return unreadable;
 }
 
+/* The findings about a node's own counts (visit_array calls this only when
+ * one of them is off) and what remains usable. */
+static FERRY_COLD void report_counts(struct Validator* v, const struct ArrowArray* array,
+                                     int* sane, int* buffers_usable,
+                                     int* children_usable) {
+  if (array->length < 0) {
+    report(v, "length", "length is negative (%lld)", (long long)array->length);
+    *sane = 0;
+  }
+  if (array->offset < 0) {
+    report(v, "offset", "offset is negative (%lld)", (long long)array->offset);
+    *sane = 0;
+  }
+  if (*sane && array->length > INT64_MAX - array->offset - 1) {
+    report(v, "length", "offset %lld + length %lld overflows", (long long)array->offset,
+           (long long)array->length);
+    *sane = 0;
+  }
+  if (array->null_count < -1) {
+    report(v, "null_count", "null_count is %lld (only -1 may stand for unknown)",
+           (long long)array->null_count);
+  } else if (array->length >= 0 && array->null_count > array->length) {
+    report(v, "null_count", "null_count %lld exceeds length %lld",
+           (long long)array->null_count, (long long)array->length);
+  }
+  if (array->n_buffers < 0) {
+    report(v, "n_buffers", "n_buffers is negative (%lld)", (long long)array->n_buffers);
+    *buffers_usable = 0;
+  } else if (array->n_buffers > 0 && array->buffers == NULL) {
+    report(v, "buffers", "buffers is NULL but n_buffers is %lld",
+           (long long)array->n_buffers);
+    *buffers_usable = 0;
+  }
+  if (array->n_children < 0) {
+    report(v, "n_children", "n_children is negative (%lld)",
+           (long long)array->n_children);
+    *children_usable = 0;
+  } else if (array->n_children > 0 && array->children == NULL) {
+    report(v, "children", "children is NULL but n_children is %lld",
+           (long long)array->n_children);
+    *children_usable = 0;
+  }
+}
+
 static struct ArrayNode* array_node(const struct Validator* v, int32_t index) {
   return (struct ArrayNode*)ferry__node_table_at(v->arrays, index);
 }
+
+static void visit_children(struct Validator* v, const struct SchemaNode* sn,
+                           const struct ArrowArray* array, int32_t self,
+                           int children_usable, int depth);
 
 /* Walks the array at child `slot` of array node `parent` (v->where is
  * there), paired with schema node `schema_index` (NO_SCHEMA: none usable). */
@@ -1381,56 +1483,28 @@ static void visit_array(struct Validator* v, int32_t schema_index,
     report_out_of_memory(v, "array");
     return;
   }
+  /* on_path is set only while its children are walked (visit_children). */
   struct ArrayNode* node = array_node(v, self);
   node->h.slot = slot;
   node->h.parent = parent;
-  node->h.on_path = 1;
+  node->h.on_path = 0;
   node->h.repeat_reported = 0;
 
   /* The schema tree is complete: its nodes no longer move. */
   const struct SchemaNode* sn =
       schema_index == NO_SCHEMA ? NULL : schema_node(v->schemas, schema_index);
   int have_layout = sn != NULL && sn->has_layout;
+  /* The counts of a well-formed node, all in one test; the precise findings
+   * only when one of them is off. */
   int sane = 1; /* lengths usable for range arithmetic */
-
-  if (array->length < 0) {
-    report(v, "length", "length is negative (%lld)", (long long)array->length);
-    sane = 0;
-  }
-  if (array->offset < 0) {
-    report(v, "offset", "offset is negative (%lld)", (long long)array->offset);
-    sane = 0;
-  }
-  if (sane && array->length > INT64_MAX - array->offset - 1) {
-    report(v, "length", "offset %lld + length %lld overflows", (long long)array->offset,
-           (long long)array->length);
-    sane = 0;
-  }
-  if (array->null_count < -1) {
-    report(v, "null_count", "null_count is %lld (only -1 may stand for unknown)",
-           (long long)array->null_count);
-  } else if (array->length >= 0 && array->null_count > array->length) {
-    report(v, "null_count", "null_count %lld exceeds length %lld",
-           (long long)array->null_count, (long long)array->length);
-  }
   int buffers_usable = 1;
-  if (array->n_buffers < 0) {
-    report(v, "n_buffers", "n_buffers is negative (%lld)", (long long)array->n_buffers);
-    buffers_usable = 0;
-  } else if (array->n_buffers > 0 && array->buffers == NULL) {
-    report(v, "buffers", "buffers is NULL but n_buffers is %lld",
-           (long long)array->n_buffers);
-    buffers_usable = 0;
-  }
   int children_usable = 1;
-  if (array->n_children < 0) {
-    report(v, "n_children", "n_children is negative (%lld)",
-           (long long)array->n_children);
-    children_usable = 0;
-  } else if (array->n_children > 0 && array->children == NULL) {
-    report(v, "children", "children is NULL but n_children is %lld",
-           (long long)array->n_children);
-    children_usable = 0;
+  if (array->length < 0 || array->offset < 0 ||
+      array->length > INT64_MAX - array->offset - 1 || array->null_count < -1 ||
+      array->null_count > array->length || array->n_buffers < 0 ||
+      (array->n_buffers > 0 && array->buffers == NULL) || array->n_children < 0 ||
+      (array->n_children > 0 && array->children == NULL)) {
+    report_counts(v, array, &sane, &buffers_usable, &children_usable);
   }
   if (sn != NULL && sn->n_children >= 0 && array->n_children >= 0 &&
       array->n_children != sn->n_children) {
@@ -1455,14 +1529,24 @@ static void visit_array(struct Validator* v, int32_t schema_index,
   int children_match =
       layout_ok && children_usable && sn->n_children == array->n_children &&
       (sn->layout.n_children < 0 || array->n_children == sn->layout.n_children);
-  if (layout_ok && sane && children_match) {
+  if (layout_ok && sane && children_match && array->n_children > 0) {
     validate_child_lengths(v, array, &sn->layout);
   }
   if (layout_ok && sane && children_match && v->level == FERRY_VALIDATE_FULL &&
       v->can_read) {
     validate_content(v, sn, array, unreadable);
   }
+  if ((children_usable && array->children != NULL && array->n_children > 0) ||
+      array->dictionary != NULL) {
+    visit_children(v, sn, array, self, children_usable, depth);
+  }
+}
 
+/* The children and the dictionary of array node `self` (schema node `sn`). */
+static void visit_children(struct Validator* v, const struct SchemaNode* sn,
+                           const struct ArrowArray* array, int32_t self,
+                           int children_usable, int depth) {
+  array_node(v, self)->h.on_path = 1;
   if (children_usable && array->children != NULL) {
     for (int64_t i = 0; i < array->n_children; i++) {
       struct Where saved = enter(v, v->arrays, self, i);
@@ -1473,6 +1557,7 @@ static void visit_array(struct Validator* v, int32_t schema_index,
   }
   if (array->dictionary != NULL) {
     struct Where saved = enter(v, v->arrays, self, SLOT_DICTIONARY);
+    int schema_has_dictionary = sn != NULL && sn->has_dictionary;
     visit_array(v, schema_has_dictionary ? sn->dictionary : NO_SCHEMA, array->dictionary,
                 self, SLOT_DICTIONARY, depth + 1);
     v->where = saved;
@@ -1482,16 +1567,20 @@ static void visit_array(struct Validator* v, int32_t schema_index,
 
 /* Device-level rules of the root: reserved words, device type and id,
  * sync_event; then resolves the device for residency and reads. */
-static void validate_device(struct Validator* v, const struct ArrowDeviceArray* array) {
-  for (int i = 0; i < 3; i++) {
-    if (array->reserved[i] != 0) {
-      report(v, "reserved", "reserved[%d] is 0x%llx, the specification requires 0", i,
-             (unsigned long long)array->reserved[i]);
+static inline FERRY_ALWAYS_INLINE void validate_device(
+    struct Validator* v, const struct ArrowDeviceArray* array) {
+  if ((array->reserved[0] | array->reserved[1] | array->reserved[2]) != 0) {
+    for (int i = 0; i < 3; i++) {
+      if (array->reserved[i] != 0) {
+        report(v, "reserved", "reserved[%d] is 0x%llx, the specification requires 0", i,
+               (unsigned long long)array->reserved[i]);
+      }
     }
   }
   v->device_type = array->device_type;
   v->device_id = array->device_id;
-  if (!is_known_device_type(array->device_type)) {
+  if (array->device_type != ARROW_DEVICE_CPU &&
+      !is_known_device_type(array->device_type)) {
     report(v, "device", "device_type %d is not a known ArrowDeviceType",
            (int)array->device_type);
     return;
@@ -1536,41 +1625,143 @@ static void validate_device(struct Validator* v, const struct ArrowDeviceArray* 
   }
 }
 
-int ferry_validate_device_array(const struct ArrowSchema* schema,
-                                const struct ArrowDeviceArray* array, int32_t level,
-                                FerryFindingFn on_finding, void* user_data,
-                                struct FerryError* error) {
+/* Walks the device array against the schema tree in v->schemas (whose root
+ * is node 0, when it has any node). */
+static inline FERRY_ALWAYS_INLINE void walk_arrays(struct Validator* v,
+                                                   const struct ArrowDeviceArray* array) {
+  struct ArrayNode inline_nodes[FERRY_VALIDATE_INLINE_NODES];
+  int32_t inline_slots[FERRY_VALIDATE_INLINE_SLOTS];
+  struct FerryNodeTable arrays;
+  ferry__node_table_init(&arrays, sizeof(struct ArrayNode), inline_nodes,
+                         FERRY_VALIDATE_INLINE_NODES, inline_slots,
+                         FERRY_VALIDATE_INLINE_SLOTS);
+  v->arrays = &arrays;
+  v->where = (struct Where){&arrays, -1, SLOT_ROOT};
+  if (array == NULL) {
+    report(v, "null", "device array pointer is NULL");
+  } else if (array->array.release == NULL) {
+    report(v, "released", "device array is released (release is NULL)");
+  } else {
+    validate_device(v, array);
+    int32_t root_schema = v->schemas->nodes.count > 0 ? 0 : NO_SCHEMA;
+    visit_array(v, root_schema, &array->array, -1, SLOT_ROOT, 0);
+  }
+  ferry__node_table_free(&arrays);
+}
+
+static int check_level(int32_t level, struct FerryError* error) {
   if (level != FERRY_VALIDATE_DEFAULT && level != FERRY_VALIDATE_FULL) {
     return ferry__set_error(error, EINVAL,
                            "validation level %d is neither DEFAULT (0) nor "
                            "FULL (1)",
                            (int)level);
   }
+  return FERRY_OK;
+}
+
+int ferry_validate_device_array(const struct ArrowSchema* schema,
+                                const struct ArrowDeviceArray* array, int32_t level,
+                                FerryFindingFn on_finding, void* user_data,
+                                struct FerryError* error) {
+  FERRY_RETURN_NOT_OK(check_level(level, error));
   struct Validator v;
   validator_init(&v, on_finding, user_data, error, level);
   struct SchemaTreeStorage storage;
   struct SchemaTree tree;
   schema_tree_init(&tree, &storage);
   walk_schema(&v, &tree, schema);
-
-  struct ArrayNode array_nodes[FERRY_VALIDATE_INLINE_NODES];
-  int32_t array_slots[FERRY_VALIDATE_INLINE_SLOTS];
-  struct FerryNodeTable arrays;
-  ferry__node_table_init(&arrays, sizeof(struct ArrayNode), array_nodes,
-                         FERRY_VALIDATE_INLINE_NODES, array_slots,
-                         FERRY_VALIDATE_INLINE_SLOTS);
-  v.arrays = &arrays;
-  v.where = (struct Where){&arrays, -1, SLOT_ROOT};
-  if (array == NULL) {
-    report(&v, "null", "device array pointer is NULL");
-  } else if (array->array.release == NULL) {
-    report(&v, "released", "device array is released (release is NULL)");
-  } else {
-    validate_device(&v, array);
-    int32_t root_schema = tree.nodes.count > 0 ? 0 : NO_SCHEMA;
-    visit_array(&v, root_schema, &array->array, -1, SLOT_ROOT, 0);
-  }
-  ferry__node_table_free(&arrays);
+  walk_arrays(&v, array);
   schema_tree_free(&tree);
+  return validator_finish(&v);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Prepared schemas                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* A clean schema tree, frozen: one allocation holding this header, the
+ * nodes, the links and copies of the format strings (the nodes point into
+ * them), so nothing of the caller's schema is kept. */
+struct FerryPreparedSchema {
+  struct SchemaTree tree;
+};
+
+/* Rounds up to a multiple of 8, so the parts of one allocation stay aligned. */
+static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+static int freeze_schema_tree(const struct SchemaTree* tree,
+                              struct FerryPreparedSchema** out,
+                              struct FerryError* error) {
+  int32_t n = tree->nodes.count;
+  size_t strings = 0;
+  for (int32_t i = 0; i < n; i++) strings += strlen(schema_node(tree, i)->format) + 1;
+  size_t nodes_at = align8(sizeof(struct FerryPreparedSchema));
+  size_t links_at = nodes_at + align8((size_t)n * sizeof(struct SchemaNode));
+  size_t strings_at = links_at + align8((size_t)tree->n_links * sizeof(int32_t));
+  unsigned char* block = (unsigned char*)malloc(strings_at + strings);
+  if (block == NULL) {
+    return ferry__set_error(error, ENOMEM, "out of memory preparing a schema of %d nodes",
+                           (int)n);
+  }
+  struct FerryPreparedSchema* prepared = (struct FerryPreparedSchema*)block;
+  struct SchemaNode* nodes = (struct SchemaNode*)(block + nodes_at);
+  int32_t* links = (int32_t*)(block + links_at);
+  char* text = (char*)(block + strings_at);
+  memcpy(nodes, tree->nodes.elements, (size_t)n * sizeof(struct SchemaNode));
+  if (tree->n_links > 0) {
+    memcpy(links, tree->links, (size_t)tree->n_links * sizeof(int32_t));
+  }
+  for (int32_t i = 0; i < n; i++) {
+    struct SchemaNode* node = &nodes[i];
+    const char* original = node->format;
+    size_t length = strlen(original) + 1;
+    memcpy(text, original, length);
+    /* The layout's pointers into the format string move with it. */
+    if (node->layout.timezone != NULL) {
+      node->layout.timezone = text + (node->layout.timezone - original);
+    }
+    if (node->layout.union_type_list != NULL) {
+      node->layout.union_type_list = text + (node->layout.union_type_list - original);
+    }
+    node->format = text;
+    node->h.key = NULL; /* the caller's schema is not kept */
+    text += length;
+  }
+  ferry__node_table_init(&prepared->tree.nodes, sizeof(struct SchemaNode), nodes, n,
+                         NULL, 0);
+  prepared->tree.nodes.count = n;
+  prepared->tree.links = links;
+  prepared->tree.n_links = tree->n_links;
+  prepared->tree.links_capacity = tree->n_links;
+  prepared->tree.inline_links = links;
+  *out = prepared;
+  return FERRY_OK;
+}
+
+int ferry_prepared_schema_create(const struct ArrowSchema* schema,
+                                 FerryFindingFn on_finding, void* user_data,
+                                 struct FerryPreparedSchema** out,
+                                 struct FerryError* error) {
+  if (out == NULL) return ferry__set_error(error, EINVAL, "out must not be NULL");
+  *out = NULL;
+  return check_schema(schema, on_finding, user_data, error, out);
+}
+
+void ferry_prepared_schema_free(struct FerryPreparedSchema* prepared) { free(prepared); }
+
+int ferry_validate_prepared(const struct FerryPreparedSchema* prepared,
+                            const struct ArrowDeviceArray* array, int32_t level,
+                            FerryFindingFn on_finding, void* user_data,
+                            struct FerryError* error) {
+  if (prepared == NULL) {
+    return ferry__set_error(error, EINVAL, "prepared must not be NULL");
+  }
+  FERRY_RETURN_NOT_OK(check_level(level, error));
+  struct Validator v;
+  validator_init(&v, on_finding, user_data, error, level);
+  /* The array walk only reads the schema tree: one prepared schema serves
+   * any number of threads at once. */
+  v.schemas = (struct SchemaTree*)&prepared->tree;
+  walk_arrays(&v, array);
   return validator_finish(&v);
 }

@@ -15,34 +15,10 @@
 #include "ferry/ferry.h"
 #include "ferry_test.h"
 #include "findings.h"
+#include "hand_made.h"
 
 /* ---- building blocks ------------------------------------------------------ */
 
-static void mark_schema_released(struct ArrowSchema* schema) { schema->release = NULL; }
-static void mark_array_released(struct ArrowArray* array) { array->release = NULL; }
-
-static void init_schema(struct ArrowSchema* s, const char* format, int64_t n_children,
-                        struct ArrowSchema** children) {
-  memset(s, 0, sizeof *s);
-  s->format = format;
-  s->name = "";
-  s->flags = ARROW_FLAG_NULLABLE;
-  s->n_children = n_children;
-  s->children = children;
-  s->release = mark_schema_released;
-}
-
-static void init_array(struct ArrowArray* a, int64_t length, int64_t n_buffers,
-                       const void** buffers, int64_t n_children,
-                       struct ArrowArray** children) {
-  memset(a, 0, sizeof *a);
-  a->length = length;
-  a->n_buffers = n_buffers;
-  a->buffers = buffers;
-  a->n_children = n_children;
-  a->children = children;
-  a->release = mark_array_released;
-}
 
 static struct ArrowDeviceArray on_device(const struct ArrowArray* array,
                                          ArrowDeviceType type, int64_t id) {

@@ -366,6 +366,31 @@ FERRY_EXPORT int ferry_validate_device_array(const struct ArrowSchema* schema,
                                              int32_t level, FerryFindingFn on_finding,
                                              void* user_data, struct FerryError* error);
 
+/** A schema validated once and kept in the form validation works from, for
+ *  validating many arrays of that schema (a stream's batches, a binding's
+ *  reused consumer) without walking and parsing the schema again. Owned by
+ *  whoever created it; immutable, so usable from many threads at once. */
+struct FerryPreparedSchema;
+
+/** Validates `schema` as ferry_validate_schema does (every finding to
+ *  `on_finding`) and, when it is clean, makes `*out`, owned by the caller
+ *  until ferry_prepared_schema_free. Borrows `schema`: the prepared schema
+ *  keeps copies of what it needs, so `schema` may be released afterwards.
+ *  EINVAL with the first finding (`*out` NULL), ENOMEM. */
+FERRY_EXPORT int ferry_prepared_schema_create(const struct ArrowSchema* schema,
+                                              FerryFindingFn on_finding,
+                                              void* user_data,
+                                              struct FerryPreparedSchema** out,
+                                              struct FerryError* error);
+/** Frees a prepared schema (NULL is accepted). */
+FERRY_EXPORT void ferry_prepared_schema_free(struct FerryPreparedSchema* prepared);
+/** ferry_validate_device_array for an array of the prepared schema: the same
+ *  findings, without the schema's walk. Borrows everything. */
+FERRY_EXPORT int ferry_validate_prepared(const struct FerryPreparedSchema* prepared,
+                                         const struct ArrowDeviceArray* array,
+                                         int32_t level, FerryFindingFn on_finding,
+                                         void* user_data, struct FerryError* error);
+
 /* ------------------------------------------------------------------------ */
 /* Devices                                                                   */
 /* ------------------------------------------------------------------------ */
