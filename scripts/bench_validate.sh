@@ -31,6 +31,16 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$OUT"
 PYTHON="${PYTHON:-python3}"
+# pip and venv (Debian ships them as separate packages).
+if ! "$PYTHON" -m pip --version >/dev/null 2>&1 || ! "$PYTHON" -c "import ensurepip" 2>/dev/null; then
+  echo "== installing python3-pip and python3-venv"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  { $SUDO apt-get install -y -qq python3-pip python3-venv ||
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq python3-pip python3-venv; }; } \
+    >"$OUT/apt.log" 2>&1 || { cat "$OUT/apt.log"; exit 1; }
+fi
 
 # --- peers ----------------------------------------------------------------------
 sdist="$OUT/nanoarrow-$NANOARROW_VERSION.tar.gz"

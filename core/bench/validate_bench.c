@@ -141,12 +141,29 @@ static uint64_t next_random(void) {
   return g_random;
 }
 
+/* Everything the workloads allocated, freed by vb_teardown. */
+static void** g_owned;
+static int64_t g_n_owned;
+static int64_t g_owned_capacity;
+
 static void* xcalloc(size_t n, size_t size) {
   void* p = calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
+  if (p != NULL && g_n_owned == g_owned_capacity) {
+    int64_t capacity = g_owned_capacity == 0 ? 256 : 2 * g_owned_capacity;
+    void** grown = (void**)realloc(g_owned, (size_t)capacity * sizeof(void*));
+    if (grown == NULL) {
+      free(p);
+      p = NULL;
+    } else {
+      g_owned = grown;
+      g_owned_capacity = capacity;
+    }
+  }
   if (p == NULL) {
     fprintf(stderr, "validate_bench: out of memory\n");
     exit(2);
   }
+  g_owned[g_n_owned++] = p;
   return p;
 }
 
@@ -314,6 +331,21 @@ static void build_workloads(void) {
     wa->children[c] = int32_array(1000, 0, 0, &scan);
   }
   add_workload("100 int32 columns x 1k", wide, wa, scan);
+}
+
+/* Frees every workload (the benchmark and its check leave nothing behind). */
+VB_EXPORT void vb_teardown(void) {
+  for (int w = 0; w < g_n_workloads; w++) {
+    ferry_prepared_schema_free(g_workloads[w].prepared);
+#ifdef FERRY_BENCH_NANOARROW
+    ArrowArrayViewReset(&g_workloads[w].reused);
+#endif
+  }
+  g_n_workloads = 0;
+  for (int64_t i = 0; i < g_n_owned; i++) free(g_owned[i]);
+  free(g_owned);
+  g_owned = NULL;
+  g_n_owned = g_owned_capacity = 0;
 }
 
 /* ---- one operation of each path ------------------------------------------------- */
@@ -505,7 +537,11 @@ int main(int argc, char** argv) {
   int only_mode = -1;
   int64_t only_iterations = 0;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--check") == 0) return vb_check() == 0 ? 0 : 1;
+    if (strcmp(argv[i], "--check") == 0) {
+      int failures = vb_check();
+      vb_teardown();
+      return failures == 0 ? 0 : 1;
+    }
     if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
       rounds = atoi(argv[++i]);
     } else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
@@ -529,7 +565,9 @@ int main(int argc, char** argv) {
     /* One path alone (for callgrind): N operations, nothing printed. */
     for (int w = 0; w < g_n_workloads; w++) {
       if (strcmp(g_workloads[w].name, only_case) == 0 && only_mode >= 0) {
-        return vb_time(w, only_mode, only_iterations) < 0 ? 1 : 0;
+        int failed = vb_time(w, only_mode, only_iterations) < 0;
+        vb_teardown();
+        return failed ? 1 : 0;
       }
     }
     fprintf(stderr, "validate_bench: no case \"%s\" or mode\n", only_case);
@@ -562,6 +600,7 @@ int main(int argc, char** argv) {
     printf("\n");
   }
   free(samples);
+  vb_teardown();
   return 0;
 }
 #endif
