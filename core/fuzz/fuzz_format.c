@@ -32,8 +32,10 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       abort();
     }
     uint8_t seen[FERRY_FORMAT_MAX_UNION_TYPES] = {0};
+    int8_t ids[FERRY_FORMAT_MAX_UNION_TYPES];
+    if (parsed.n_union_types > 0) ferry__format_union_type_ids(&parsed, ids);
     for (int32_t i = 0; i < parsed.n_union_types; i++) {
-      int8_t id = parsed.union_type_ids[i];
+      int8_t id = ids[i];
       if (id < 0 || seen[id]) abort();
       seen[id] = 1;
     }

@@ -14,22 +14,10 @@
 
 #include "ferry/ferry.h"
 #include "format.h"
+#include "fuzz_input.h"
 
 #define MAX_DEPTH 4
 #define MAX_ALLOCATIONS 4096
-
-struct input {
-  const uint8_t* data;
-  size_t size;
-};
-
-static uint8_t take(struct input* in) {
-  if (in->size == 0) return 0;
-  uint8_t byte = in->data[0];
-  in->data++;
-  in->size--;
-  return byte;
-}
 
 /* Everything built for one input, freed at the end. */
 static void* g_allocations[MAX_ALLOCATIONS];

@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend.h"
+#include "buffer_size.h"
 #include "format.h"
 #include "internal.h"
 
 /* Shared context of one call, for error messages. */
 struct FerryBufferSizeCall {
-  const struct ArrowSchema* schema;
+  const char* format; /* the format string, for messages */
   const struct ArrowArray* array;
   ArrowDeviceType device_type;
   int64_t device_id;
@@ -37,7 +39,7 @@ static int ferry_buffer_size_fail(const struct FerryBufferSizeCall* call,
   vsnprintf(what, sizeof(what), reason, args);
   va_end(args);
   return ferry__set_error(call->error, EINVAL, FERRY_BUFFER_SIZE_PREFIX "%s", call->index,
-                         call->schema->format, what);
+                         call->format, what);
 }
 
 /* Reads `size` bytes at `src` on the call's device into `dst`. */
@@ -53,6 +55,12 @@ static int ferry_buffer_size_read(const struct FerryBufferSizeCall* call, void* 
   struct FerryDevice* host = NULL;
   int rc =
       ferry_device_resolve(call->device_type, call->device_id, &device, &device_error);
+  /* Never read outside the device's memory, when its backend can tell (a
+   * hostile producer's offsets buffer may be shorter than its length says). */
+  if (rc == FERRY_OK) {
+    rc = ferry__device_check_pointer(device, src, size, &device_error);
+    if (rc == ENOTSUP) rc = FERRY_OK;
+  }
   if (rc == FERRY_OK && ferry_device_is_host_accessible(device)) {
     memcpy(dst, src, (size_t)size);
     return FERRY_OK;
@@ -67,7 +75,7 @@ static int ferry_buffer_size_read(const struct FerryBufferSizeCall* call, void* 
         call->error, rc,
         FERRY_BUFFER_SIZE_PREFIX "reading %" PRId64 " bytes from device %s:%" PRId64
                                  " failed: %s",
-        call->index, call->schema->format, size,
+        call->index, call->format, size,
         ferry_device_type_name(call->device_type), call->device_id, device_error.message);
   }
   return FERRY_OK;
@@ -91,15 +99,14 @@ static int ferry_buffer_size_var_data(const struct FerryBufferSizeCall* call,
                                       int64_t* out) {
   const void* offsets = call->array->buffers[1];
   if (offsets == NULL) {
-    if (n == 0) {
+    /* No offsets, no values addressed: nothing of the data can be read. */
+    if (ferry__buffer_may_be_null(format, call->array, 1)) {
       *out = 0;
       return FERRY_OK;
     }
     return ferry_buffer_size_fail(
-        call,
-        "the offsets buffer (buffer 1) is NULL but offset + length "
-        "is %" PRId64,
-        n);
+        call, "the offsets buffer (buffer 1) is NULL but length is %" PRId64,
+        call->array->length);
   }
   int64_t last;
   if (format->offset_bytes == 4) {
@@ -118,6 +125,115 @@ static int ferry_buffer_size_var_data(const struct FerryBufferSizeCall* call,
   }
   *out = last;
   return FERRY_OK;
+}
+
+int ferry__buffer_size(const struct FerryFormat* format, const char* format_text,
+                       const struct ArrowArray* array, ArrowDeviceType device_type,
+                       int64_t device_id, int64_t i, int64_t* size_out,
+                       struct FerryError* error) {
+  struct FerryBufferSizeCall call = {format_text, array, device_type, device_id, i, error};
+  if (array->length < 0 || array->offset < 0 ||
+      array->offset > INT64_MAX - array->length) {
+    return ferry_buffer_size_fail(&call,
+                                  "length (%" PRId64 ") and offset (%" PRId64
+                                  ") must be >= 0 and their sum fit in int64",
+                                  array->length, array->offset);
+  }
+  /* A dictionary-encoded array is laid out as its index type, which is what
+   * the schema's format names; nothing special is needed here. */
+  int64_t expected = format->n_fixed_buffers;
+  int64_t n_variadic = 0;
+  if (format->is_view) {
+    if (array->n_buffers < format->n_fixed_buffers + 1) {
+      return ferry_buffer_size_fail(
+          &call,
+          "a view array needs at least %" PRId64
+          " buffers (validity, views, variadic sizes), it has %" PRId64,
+          (int64_t)format->n_fixed_buffers + 1, array->n_buffers);
+    }
+    n_variadic = array->n_buffers - format->n_fixed_buffers - 1;
+    expected = array->n_buffers;
+  }
+  if (array->n_buffers != expected) {
+    return ferry_buffer_size_fail(
+        &call, "the layout has %" PRId64 " buffers but the array has %" PRId64, expected,
+        array->n_buffers);
+  }
+  if (i < 0 || i >= array->n_buffers) {
+    return ferry_buffer_size_fail(
+        &call, "index out of range (the array has %" PRId64 " buffers)",
+        array->n_buffers);
+  }
+  if (array->buffers == NULL) {
+    return ferry_buffer_size_fail(
+        &call, "the buffers table is NULL (n_buffers %" PRId64 ")", array->n_buffers);
+  }
+  if (array->buffers[i] == NULL) {
+    *size_out = 0;
+    return FERRY_OK;
+  }
+
+  int64_t n = array->offset + array->length;
+  if (format->is_view && i >= format->n_fixed_buffers) {
+    const void* sizes = array->buffers[array->n_buffers - 1];
+    if (i == array->n_buffers - 1) {
+      return ferry_buffer_size_multiply(&call, n_variadic, (int64_t)sizeof(int64_t),
+                                        size_out);
+    }
+    int64_t k = i - format->n_fixed_buffers;
+    if (sizes == NULL) {
+      return ferry_buffer_size_fail(
+          &call,
+          "variadic data buffer %" PRId64
+          " has no size: the variadic sizes buffer (buffer %" PRId64 ") is NULL",
+          k, array->n_buffers - 1);
+    }
+    int64_t size;
+    FERRY_RETURN_NOT_OK(
+        ferry_buffer_size_read(&call, &size, (const int64_t*)sizes + k, sizeof(size)));
+    if (size < 0) {
+      return ferry_buffer_size_fail(
+          &call, "variadic data buffer %" PRId64 " has a negative size (%" PRId64 ")", k,
+          size);
+    }
+    *size_out = size;
+    return FERRY_OK;
+  }
+
+  switch (format->roles[i]) {
+    case FERRY_BUFFER_VALIDITY: *size_out = n / 8 + (n % 8 != 0); return FERRY_OK;
+    case FERRY_BUFFER_DATA:
+      if (format->bit_width == 1) {
+        *size_out = n / 8 + (n % 8 != 0);
+        return FERRY_OK;
+      }
+      return ferry_buffer_size_multiply(&call, n, format->bit_width / 8, size_out);
+    case FERRY_BUFFER_OFFSETS: {
+      /* List views address children with (offset, size) pairs: one offset
+       * per slot. Every other offsets buffer has one more entry than slots. */
+      int is_list_view = format->type == FERRY_TYPE_LIST_VIEW ||
+                         format->type == FERRY_TYPE_LARGE_LIST_VIEW;
+      if (!is_list_view && n == INT64_MAX) {
+        return ferry_buffer_size_fail(
+            &call,
+            "offset + length + 1 offsets overflow int64 (length %" PRId64
+            ", offset %" PRId64 ")",
+            array->length, array->offset);
+      }
+      return ferry_buffer_size_multiply(&call, is_list_view ? n : n + 1,
+                                        format->offset_bytes, size_out);
+    }
+    case FERRY_BUFFER_SIZES:
+      return ferry_buffer_size_multiply(&call, n, format->offset_bytes, size_out);
+    case FERRY_BUFFER_VAR_DATA:
+      return ferry_buffer_size_var_data(&call, format, n, size_out);
+    case FERRY_BUFFER_TYPE_IDS: *size_out = n; return FERRY_OK;
+    case FERRY_BUFFER_UNION_OFFSETS:
+      return ferry_buffer_size_multiply(&call, n, 4, size_out);
+    case FERRY_BUFFER_VIEWS: return ferry_buffer_size_multiply(&call, n, 16, size_out);
+  }
+  return ferry_buffer_size_fail(&call, "unknown buffer role %" PRId64 "",
+                                (int64_t)format->roles[i]);
 }
 
 /* Computes the size of buffer `i` of `array` (format from `schema`) on
@@ -142,7 +258,6 @@ int ferry_array_buffer_size(const struct ArrowSchema* schema,
     return ferry__set_error(error, EINVAL,
                            "ferry_array_buffer_size: the schema's format is NULL");
   }
-  struct FerryBufferSizeCall call = {schema, array, device_type, device_id, i, error};
   struct FerryFormat format;
   struct FerryError format_error;
   format_error.message[0] = '\0';
@@ -150,106 +265,6 @@ int ferry_array_buffer_size(const struct ArrowSchema* schema,
     return ferry__set_error(error, EINVAL, FERRY_BUFFER_SIZE_PREFIX "bad format: %s", i,
                            schema->format, format_error.message);
   }
-  if (array->length < 0 || array->offset < 0 ||
-      array->offset > INT64_MAX - array->length) {
-    return ferry_buffer_size_fail(&call,
-                                  "length (%" PRId64 ") and offset (%" PRId64
-                                  ") must be >= 0 and their sum fit in int64",
-                                  array->length, array->offset);
-  }
-  /* A dictionary-encoded array is laid out as its index type, which is what
-   * the schema's format names; nothing special is needed here. */
-  int64_t expected = format.n_fixed_buffers;
-  int64_t n_variadic = 0;
-  if (format.is_view) {
-    if (array->n_buffers < format.n_fixed_buffers + 1) {
-      return ferry_buffer_size_fail(
-          &call,
-          "a view array needs at least %" PRId64
-          " buffers (validity, views, variadic sizes), it has %" PRId64,
-          (int64_t)format.n_fixed_buffers + 1, array->n_buffers);
-    }
-    n_variadic = array->n_buffers - format.n_fixed_buffers - 1;
-    expected = array->n_buffers;
-  }
-  if (array->n_buffers != expected) {
-    return ferry_buffer_size_fail(
-        &call, "the layout has %" PRId64 " buffers but the array has %" PRId64, expected,
-        array->n_buffers);
-  }
-  if (i < 0 || i >= array->n_buffers) {
-    return ferry_buffer_size_fail(
-        &call, "index out of range (the array has %" PRId64 " buffers)",
-        array->n_buffers);
-  }
-  if (array->buffers == NULL) {
-    return ferry_buffer_size_fail(
-        &call, "the buffers table is NULL (n_buffers %" PRId64 ")", array->n_buffers);
-  }
-  if (array->buffers[i] == NULL) {
-    *size_out = 0;
-    return FERRY_OK;
-  }
-
-  int64_t n = array->offset + array->length;
-  if (format.is_view && i >= format.n_fixed_buffers) {
-    const void* sizes = array->buffers[array->n_buffers - 1];
-    if (i == array->n_buffers - 1) {
-      return ferry_buffer_size_multiply(&call, n_variadic, (int64_t)sizeof(int64_t),
-                                        size_out);
-    }
-    int64_t k = i - format.n_fixed_buffers;
-    if (sizes == NULL) {
-      return ferry_buffer_size_fail(
-          &call,
-          "variadic data buffer %" PRId64
-          " has no size: the variadic sizes buffer (buffer %" PRId64 ") is NULL",
-          k, array->n_buffers - 1);
-    }
-    int64_t size;
-    FERRY_RETURN_NOT_OK(
-        ferry_buffer_size_read(&call, &size, (const int64_t*)sizes + k, sizeof(size)));
-    if (size < 0) {
-      return ferry_buffer_size_fail(
-          &call, "variadic data buffer %" PRId64 " has a negative size (%" PRId64 ")", k,
-          size);
-    }
-    *size_out = size;
-    return FERRY_OK;
-  }
-
-  switch (format.roles[i]) {
-    case FERRY_BUFFER_VALIDITY: *size_out = n / 8 + (n % 8 != 0); return FERRY_OK;
-    case FERRY_BUFFER_DATA:
-      if (format.bit_width == 1) {
-        *size_out = n / 8 + (n % 8 != 0);
-        return FERRY_OK;
-      }
-      return ferry_buffer_size_multiply(&call, n, format.bit_width / 8, size_out);
-    case FERRY_BUFFER_OFFSETS: {
-      /* List views address children with (offset, size) pairs: one offset
-       * per slot. Every other offsets buffer has one more entry than slots. */
-      int is_list_view = format.type == FERRY_TYPE_LIST_VIEW ||
-                         format.type == FERRY_TYPE_LARGE_LIST_VIEW;
-      if (!is_list_view && n == INT64_MAX) {
-        return ferry_buffer_size_fail(
-            &call,
-            "offset + length + 1 offsets overflow int64 (length %" PRId64
-            ", offset %" PRId64 ")",
-            array->length, array->offset);
-      }
-      return ferry_buffer_size_multiply(&call, is_list_view ? n : n + 1,
-                                        format.offset_bytes, size_out);
-    }
-    case FERRY_BUFFER_SIZES:
-      return ferry_buffer_size_multiply(&call, n, format.offset_bytes, size_out);
-    case FERRY_BUFFER_VAR_DATA:
-      return ferry_buffer_size_var_data(&call, &format, n, size_out);
-    case FERRY_BUFFER_TYPE_IDS: *size_out = n; return FERRY_OK;
-    case FERRY_BUFFER_UNION_OFFSETS:
-      return ferry_buffer_size_multiply(&call, n, 4, size_out);
-    case FERRY_BUFFER_VIEWS: return ferry_buffer_size_multiply(&call, n, 16, size_out);
-  }
-  return ferry_buffer_size_fail(&call, "unknown buffer role %" PRId64 "",
-                                (int64_t)format.roles[i]);
+  return ferry__buffer_size(&format, schema->format, array, device_type, device_id, i,
+                            size_out, error);
 }

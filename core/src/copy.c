@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "internal.h"
+#include "node_table.h"
 
 /* ---- deep copy ------------------------------------------------------------------------
  */
@@ -19,6 +20,9 @@
 #define FERRY_COPY_MAX_DEPTH 200
 #define FERRY_COPY_PATH_SIZE 512
 #define FERRY_COPY_MAX_BUFFERS (INT64_C(1) << 32)
+/* Source nodes recorded on the stack before the record moves to the heap. */
+#define FERRY_COPY_INLINE_NODES 64
+#define FERRY_COPY_INLINE_SLOTS 128
 
 /* The buffers one copied node owns on the destination device; freed by the
  * node's release hook. */
@@ -36,10 +40,19 @@ static void free_copied_buffers(void* user_data) {
   free(owned);
 }
 
+/* A source array the copy has entered (node_table.h). */
+struct FerryCopiedNode {
+  const void* key;
+  int on_path; /* an ancestor of the node being copied */
+};
+
 struct FerryCopyContext {
   struct FerryDevice* src_device;
   struct FerryDevice* dst_device;
   struct FerryError* error;
+  /* Every source array entered so far: a node met twice is refused (a copy
+   * of a shared node would be exponential, and the source is unreleasable). */
+  struct FerryNodeTable seen;
 };
 
 /* Prefixes the message already in ctx->error with the node's path. */
@@ -97,6 +110,17 @@ static int copy_node(struct FerryCopyContext* ctx, const struct ArrowSchema* sch
     return ferry__set_error(error, EINVAL, "copying %s: the array is missing or released",
                            path);
   }
+  int32_t seen = ferry__node_table_find(&ctx->seen, src);
+  if (seen >= 0) {
+    const struct FerryCopiedNode* first =
+        (const struct FerryCopiedNode*)ferry__node_table_at(&ctx->seen, seen);
+    return ferry__set_error(
+        error, EINVAL,
+        first->on_path ? "copying %s: this array is its own ancestor (a cycle)"
+                       : "copying %s: this array is shared with another place in the "
+                         "tree (a child or dictionary may appear only once)",
+        path);
+  }
   if (src->n_children != schema->n_children) {
     return ferry__set_error(error, EINVAL,
                            "copying %s: the array has %" PRId64
@@ -146,6 +170,15 @@ static int copy_node(struct FerryCopyContext* ctx, const struct ArrowSchema* sch
       copy_fail(ctx, code, path, what);
       break;
     }
+    /* A source the backend knows is shorter than its size is refused before
+     * anything that large is allocated (the CPU cannot tell: ENOTSUP). */
+    struct FerryError residency;
+    if (size > 0 && ferry__device_check_pointer(ctx->src_device, src->buffers[i], size,
+                                                &residency) == EFAULT) {
+      code = ferry__set_error(error, EFAULT, "%s", residency.message);
+      copy_fail(ctx, code, path, what);
+      break;
+    }
     code = ferry_device_allocate(ctx->dst_device, size, &owned->buffers[i], error);
     if (code == FERRY_OK) {
       code = ferry_device_memcpy(ctx->dst_device, owned->buffers[i], ctx->src_device,
@@ -165,7 +198,12 @@ static int copy_node(struct FerryCopyContext* ctx, const struct ArrowSchema* sch
   }
   /* From here `out` owns `owned`; a failure below is cleaned up by the
    * caller releasing the whole tree. */
-  return copy_children(ctx, schema, src, out, path, depth);
+  int32_t self = ferry__node_table_add(&ctx->seen, src);
+  if (self < 0) return ferry__set_error(error, ENOMEM, "copying %s: out of memory", path);
+  ((struct FerryCopiedNode*)ferry__node_table_at(&ctx->seen, self))->on_path = 1;
+  code = copy_children(ctx, schema, src, out, path, depth);
+  ((struct FerryCopiedNode*)ferry__node_table_at(&ctx->seen, self))->on_path = 0;
+  return code;
 }
 
 /* Borrows `schema` and `src`; on success the caller owns `out`. */
@@ -183,7 +221,14 @@ int ferry_device_array_copy(const struct ArrowSchema* schema,
     return ferry__set_error(error, EINVAL,
                            "out is a live device array (release it first)");
   }
-  struct FerryCopyContext ctx = {NULL, NULL, error};
+  struct FerryCopyContext ctx;
+  ctx.src_device = NULL;
+  ctx.dst_device = NULL;
+  ctx.error = error;
+  struct FerryCopiedNode inline_nodes[FERRY_COPY_INLINE_NODES];
+  int32_t inline_slots[FERRY_COPY_INLINE_SLOTS];
+  ferry__node_table_init(&ctx.seen, sizeof(struct FerryCopiedNode), inline_nodes,
+                         FERRY_COPY_INLINE_NODES, inline_slots, FERRY_COPY_INLINE_SLOTS);
   FERRY_RETURN_NOT_OK(
       ferry_device_resolve(src->device_type, src->device_id, &ctx.src_device, error));
   FERRY_RETURN_NOT_OK(
@@ -195,6 +240,7 @@ int ferry_device_array_copy(const struct ArrowSchema* schema,
   struct ArrowArray copy;
   memset(&copy, 0, sizeof(copy));
   int code = copy_node(&ctx, schema, &src->array, &copy, "root", 0);
+  ferry__node_table_free(&ctx.seen);
   if (code == FERRY_OK) {
     code =
         ferry_device_array_init(out, &copy, ferry_device_type(ctx.dst_device),

@@ -276,8 +276,41 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
     return ferry__set_error(error, EINVAL,
                            "the tensor's data is NULL for %" PRId64 " values", length);
   }
+  /* The values are bytes [byte_offset, byte_offset + size) after data: each
+   * part is range-checked before the pointer arithmetic. */
+  int64_t element_bytes = type->bits / 8;
+  if (length > INT64_MAX / element_bytes) {
+    return ferry__set_error(error, EINVAL,
+                           "the tensor's %" PRId64 " elements of %" PRId64
+                           " bytes overflow int64",
+                           length, element_bytes);
+  }
+  int64_t size = length * element_bytes;
   const void* buffers[2] = {NULL, NULL};
-  if (t->data != NULL) buffers[1] = (const char*)t->data + t->byte_offset;
+  if (t->data != NULL) {
+    uintptr_t start = (uintptr_t)t->data;
+    if (t->byte_offset > (uint64_t)(UINTPTR_MAX - start)) {
+      return ferry__set_error(error, EINVAL,
+                             "byte_offset %" PRIu64
+                             " moves the data pointer %p past the end of the address "
+                             "space",
+                             (uint64_t)t->byte_offset, t->data);
+    }
+    if (t->byte_offset > (uint64_t)(INT64_MAX - size)) {
+      return ferry__set_error(error, EINVAL,
+                             "byte_offset %" PRIu64 " + %" PRId64
+                             " bytes of values overflow int64",
+                             (uint64_t)t->byte_offset, size);
+    }
+    if ((uint64_t)size > (uint64_t)(UINTPTR_MAX - start - t->byte_offset)) {
+      return ferry__set_error(error, EINVAL,
+                             "the tensor's %" PRId64
+                             " bytes at %p + byte_offset %" PRIu64
+                             " run past the end of the address space",
+                             size, t->data, (uint64_t)t->byte_offset);
+    }
+    buffers[1] = (const void*)(start + (uintptr_t)t->byte_offset);
+  }
 
   struct FerryDlpackImport* import =
       (struct FerryDlpackImport*)calloc(1, sizeof(struct FerryDlpackImport));

@@ -2,6 +2,7 @@
  * https://arrow.apache.org/docs/format/CDataInterface.html#data-type-description-format-strings
  * turned into the buffer layout the rest of the core works from. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -190,6 +191,7 @@ static int parse_union(const char* format, const char* p, struct FerryFormat* ou
     return format_error(error, format, "union needs ':' and a list of type ids");
   }
   p++;
+  out->union_type_list = p;
   uint8_t seen[FERRY_FORMAT_MAX_UNION_TYPES] = {0};
   int32_t n = 0;
   if (*p != '\0') {
@@ -207,7 +209,7 @@ static int parse_union(const char* format, const char* p, struct FerryFormat* ou
                             (long long)id);
       }
       seen[id] = 1;
-      out->union_type_ids[n++] = (int8_t)id;
+      n++;
       if (*p != ',') break;
       p++;
     }
@@ -355,8 +357,38 @@ static int parse_nested(const char* format, const char* p, struct FerryFormat* o
   }
 }
 
+static int parse_general(const char* format, struct FerryFormat* out,
+                         struct FerryError* error);
+
+/* The one-character formats (the primitive types most columns have), parsed
+ * once: a parse of one is then a copy. */
+static struct FerryFormat g_single[128];
+static unsigned char g_single_ok[128];
+static pthread_once_t g_single_once = PTHREAD_ONCE_INIT;
+
+static void parse_single_characters(void) {
+  for (int c = 1; c < 128; c++) {
+    char text[2] = {(char)c, '\0'};
+    /* No pointer into `text` survives: only longer formats have a timezone
+     * or a union type list. */
+    g_single_ok[c] = parse_general(text, &g_single[c], NULL) == FERRY_OK;
+  }
+}
+
 int ferry__format_parse(const char* format, struct FerryFormat* out,
                        struct FerryError* error) {
+  if (format != NULL && format[0] > 0 && format[1] == '\0') {
+    pthread_once(&g_single_once, parse_single_characters);
+    if (g_single_ok[(unsigned char)format[0]]) {
+      if (out != NULL) *out = g_single[(unsigned char)format[0]];
+      return FERRY_OK;
+    }
+  }
+  return parse_general(format, out, error);
+}
+
+static int parse_general(const char* format, struct FerryFormat* out,
+                         struct FerryError* error) {
   struct FerryFormat parsed;
   memset(&parsed, 0, sizeof parsed);
   if (format == NULL) return ferry__set_error(error, EINVAL, "format is NULL");
@@ -420,6 +452,17 @@ int ferry__format_parse(const char* format, struct FerryFormat* out,
   }
   if (out != NULL) *out = parsed;
   return FERRY_OK;
+}
+
+void ferry__format_union_type_ids(const struct FerryFormat* format,
+                                  int8_t ids[FERRY_FORMAT_MAX_UNION_TYPES]) {
+  const char* p = format->union_type_list;
+  for (int32_t k = 0; k < format->n_union_types; k++) {
+    int64_t id = 0;
+    read_int(&p, 0, 0, FERRY_FORMAT_MAX_UNION_TYPES - 1, &id);
+    ids[k] = (int8_t)id;
+    p++; /* the ',' (or the terminating '\0' after the last id) */
+  }
 }
 
 int ferry_format_validate(const char* format, struct FerryError* error) {

@@ -80,6 +80,7 @@ struct FerryFormat {
   int64_t bit_width;
   /* Width in bytes of one OFFSETS/SIZES entry (4 or 8), 0 when none. */
   int32_t offset_bytes;
+  int32_t n_union_types;
   /* N of fixed_size_binary / fixed_size_list, else 0. */
   int64_t fixed_size;
   /* Exact number of children the layout requires, or -1 for "any"
@@ -87,15 +88,21 @@ struct FerryFormat {
   int64_t n_children;
   int32_t decimal_precision;
   int32_t decimal_scale;
-  int32_t n_union_types;
-  int8_t union_type_ids[FERRY_FORMAT_MAX_UNION_TYPES];
   char time_unit;       /* 's', 'm', 'u', 'n' or 0 */
   const char* timezone; /* points into the parsed string; NULL when absent */
+  /* Unions: the checked list of type ids ("0,5,127"), pointing into the parsed
+   * string; ferry__format_union_type_ids reads it. NULL for other types. */
+  const char* union_type_list;
 };
 
 /* Parses `format` into `out`. EINVAL naming the offending part on failure.
- * Borrows `format`; out->timezone points into it. */
+ * Borrows `format`; out->timezone and out->union_type_list point into it. */
 int ferry__format_parse(const char* format, struct FerryFormat* out,
                        struct FerryError* error);
+
+/* The type ids of a union layout, in child order, into ids[0..n_union_types).
+ * `format` must come from a successful parse whose string is still alive. */
+void ferry__format_union_type_ids(const struct FerryFormat* format,
+                                  int8_t ids[FERRY_FORMAT_MAX_UNION_TYPES]);
 
 #endif  // FERRY_SRC_FORMAT_H

@@ -2,27 +2,33 @@
  * a GPU-like device made of host memory, asynchronous streams and events, for
  * testing producers and consumers on machines without a GPU.
  *
- * Memory: every allocation is host memory recorded in a table (sorted by
+ * Memory: every allocation is host memory recorded in an ordered tree (by
  * address) together with its sim device id, so check_pointer answers exactly
  * whether a range lies inside a live allocation of one sim device, and bad
  * frees are errors rather than crashes.
  *
- * Streams: each stream is a FIFO of operations (copies and waits on another
- * stream's position) executed in order by the stream's own worker thread.
- * An event is a position in a stream: recording it on stream S remembers
- * (S, number of ops enqueued on S so far); it has completed once S has
- * executed that many ops. Waits therefore never hold pointers to events or
- * streams that may be destroyed: they name streams by a never-reused id, and
- * a stream that no longer exists has executed everything (destroy drains it).
+ * Streams: each stream is a FIFO of operations (copies, and waits on another
+ * stream's position) executed in order. An event is a position in a stream:
+ * recording it on stream S remembers (S, number of ops enqueued on S so far);
+ * it has completed once S has executed that many ops. Waits therefore never
+ * hold pointers to events or streams that may be destroyed: they name streams
+ * by a never-reused id, and a stream that no longer exists has executed
+ * everything (destroy drains it).
+ *
+ * No thread of its own: queued work runs on the thread that needs it done
+ * (an event or stream synchronize, another stream's wait that is itself being
+ * run, a stream destroy, or a deallocate of memory the work touches), so a
+ * process may hold any number of streams and exported batches. Each
+ * allocation keeps the list of queued ops that touch it, and each stream its
+ * own condition variable (signalled when another thread finishes running one
+ * of its ops), so no operation scans every stream or wakes every waiter.
  *
  * Strict mode (default; FERRY_SIM_STRICT=0 turns it off at first use): an
  * asynchronous copy poisons its destination with FERRY_SIM_POISON_BYTE when it
- * is enqueued, and a stream's worker executes an op only when something
- * demands it: an event synchronize, a stream synchronize, another stream's
- * wait (itself demanded), a stream destroy, or a deallocate of memory the op
- * touches. A consumer that reads without waiting on the sync event therefore
- * reads poison deterministically. Fresh allocations are poisoned too. In
- * non-strict mode the workers execute eagerly, like real hardware.
+ * is enqueued, and queued work runs only when waited for as above. A consumer
+ * that reads without waiting on the sync event therefore reads poison
+ * deterministically. Fresh allocations are poisoned too. In non-strict mode
+ * work runs eagerly, on the enqueuing thread, as soon as it is queued.
  *
  * The NULL stream is synchronous and unordered: a NULL-stream copy runs on the
  * calling thread at once without waiting for queued work (so a forgotten wait
@@ -30,9 +36,8 @@
  * event, waiting on an event with it blocks the host, and synchronizing it
  * waits for every stream of that sim device (like cuCtxSynchronize).
  *
- * Locking: one mutex guards the allocation table, every stream queue and every
- * event, with one condition variable broadcast on every change of progress or
- * demand. Copies themselves run outside the lock. No sleeps anywhere. */
+ * Locking: one mutex guards the allocation tree, the stream and event tables
+ * and every queue. Copies themselves run outside the lock. No sleeps. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -51,35 +56,51 @@ static const ArrowDeviceType kSimDeviceTypes[] = {ARROW_DEVICE_EXT_DEV};
 /* ---- global state ---------------------------------------------------------- */
 
 static pthread_mutex_t g_sim_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Broadcast whenever an op completes, demand rises, work is enqueued or a
- * stream is asked to shut down. Every waiter re-checks its own condition. */
-static pthread_cond_t g_sim_progress = PTHREAD_COND_INITIALIZER;
 
 static pthread_once_t g_strict_once = PTHREAD_ONCE_INIT;
 static int g_sim_strict = 1; /* accessed atomically */
 
+struct SimOp;
+struct SimStream;
+
+/* One range of sim memory that a queued op reads or writes, linked into the
+ * list of its allocation until the op has run. */
+struct SimTouch {
+  struct SimOp* op;
+  struct SimAllocation* allocation;
+  uintptr_t start;
+  int64_t size;
+  int is_read;
+  struct SimTouch* prev;
+  struct SimTouch* next;
+};
+
+/* A node of the allocation tree (a treap ordered by start address). */
 struct SimAllocation {
   uintptr_t start;
   int64_t size; /* as requested; the block itself is at least one byte */
   int64_t device_id;
+  uint32_t priority;
+  int freeing; /* a deallocate is draining it */
+  struct SimAllocation* left;
+  struct SimAllocation* right;
+  struct SimTouch* touching; /* queued ops reading or writing it */
 };
-
-/* Sorted by start; guarded by g_sim_lock. */
-static struct SimAllocation* g_allocations;
-static int64_t g_n_allocations;
-static int64_t g_allocation_capacity;
 
 enum SimOpKind { SIM_OP_COPY, SIM_OP_WAIT };
 
 struct SimOp {
   enum SimOpKind kind;
   uint64_t seq; /* 1-based position in its stream */
+  struct SimStream* stream;
   struct SimOp* next;
   /* SIM_OP_COPY: src is `snapshot` for host-to-device copies. */
   void* dst;
   const void* src;
   int64_t size;
   void* snapshot;
+  struct SimTouch touches[2];
+  int n_touches;
   /* SIM_OP_WAIT: wait until stream `wait_stream_id` has executed `wait_seq`. */
   uint64_t wait_stream_id;
   uint64_t wait_seq;
@@ -93,10 +114,15 @@ struct SimStream {
   struct SimOp* tail;
   uint64_t enqueued; /* seq of the last op enqueued */
   uint64_t executed; /* seq of the last op executed; ops run in order */
-  uint64_t demand;   /* the worker may execute ops with seq <= demand */
-  int shutdown;
-  pthread_t worker;
-  struct SimStream* next;
+  int running;       /* a thread runs the head op outside the lock */
+  int users;         /* threads inside run_until_locked on this stream */
+  int destroying;
+  /* Signalled when an op of this stream finishes or the last user leaves. */
+  pthread_cond_t progress;
+  /* Streams with queued ops, per device (for NULL-stream synchronize). */
+  struct SimStream* busy_prev;
+  struct SimStream* busy_next;
+  int busy;
 };
 
 /* The native event handle; ArrowDeviceArray.sync_event points at `slot`,
@@ -108,14 +134,94 @@ struct FerrySimEvent {
   uint64_t stream_id; /* 0: recorded on the NULL stream, complete at once */
   uint64_t seq;
   struct FerrySimEvent** slot;
-  struct FerrySimEvent* next;
 };
 
-static struct SimStream* g_streams;
+/* ---- a hash map from a non-zero 64-bit key to a pointer ---------------------- */
+
+/* Open addressing with linear probing and backward-shift deletion. */
+struct SimMap {
+  uint64_t* keys;
+  void** values;
+  int64_t capacity; /* a power of two, or 0 */
+  int64_t count;
+};
+
+static uint64_t map_slot(uint64_t key, int64_t capacity) {
+  return (key * UINT64_C(0x9E3779B97F4A7C15) >> 17) & (uint64_t)(capacity - 1);
+}
+
+static void* map_get(const struct SimMap* map, uint64_t key) {
+  if (map->capacity == 0) return NULL;
+  uint64_t mask = (uint64_t)map->capacity - 1;
+  for (uint64_t s = map_slot(key, map->capacity);; s = (s + 1) & mask) {
+    if (map->keys[s] == key) return map->values[s];
+    if (map->keys[s] == 0) return NULL;
+  }
+}
+
+static void map_put_fresh(struct SimMap* map, uint64_t key, void* value) {
+  uint64_t mask = (uint64_t)map->capacity - 1;
+  uint64_t s = map_slot(key, map->capacity);
+  while (map->keys[s] != 0) s = (s + 1) & mask;
+  map->keys[s] = key;
+  map->values[s] = value;
+  map->count++;
+}
+
+/* Adds `key` (not present yet); ENOMEM when the map cannot grow. */
+static int map_put(struct SimMap* map, uint64_t key, void* value) {
+  if (2 * (map->count + 1) > map->capacity) {
+    struct SimMap grown = {NULL, NULL, map->capacity == 0 ? 64 : 2 * map->capacity, 0};
+    grown.keys = (uint64_t*)calloc((size_t)grown.capacity, sizeof(uint64_t));
+    grown.values = (void**)calloc((size_t)grown.capacity, sizeof(void*));
+    if (grown.keys == NULL || grown.values == NULL) {
+      free(grown.keys);
+      free(grown.values);
+      return ENOMEM;
+    }
+    for (int64_t i = 0; i < map->capacity; i++) {
+      if (map->keys[i] != 0) map_put_fresh(&grown, map->keys[i], map->values[i]);
+    }
+    free(map->keys);
+    free(map->values);
+    *map = grown;
+  }
+  map_put_fresh(map, key, value);
+  return FERRY_OK;
+}
+
+static void map_remove(struct SimMap* map, uint64_t key) {
+  if (map->capacity == 0) return;
+  uint64_t mask = (uint64_t)map->capacity - 1;
+  uint64_t s = map_slot(key, map->capacity);
+  while (map->keys[s] != key) {
+    if (map->keys[s] == 0) return;
+    s = (s + 1) & mask;
+  }
+  /* Shift back the entries of the probe run behind the hole. */
+  uint64_t hole = s;
+  for (uint64_t next = (hole + 1) & mask; map->keys[next] != 0; next = (next + 1) & mask) {
+    uint64_t home = map_slot(map->keys[next], map->capacity);
+    /* The entry may move into the hole when its home is not in (hole, next]. */
+    int between = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
+    if (!between) {
+      map->keys[hole] = map->keys[next];
+      map->values[hole] = map->values[next];
+      hole = next;
+    }
+  }
+  map->keys[hole] = 0;
+  map->values[hole] = NULL;
+  map->count--;
+}
+
+/* Live streams by handle (the struct's address) and by id; live events by
+ * the address of their slot (what sync_event points at). */
+static struct SimMap g_streams_by_handle;
+static struct SimMap g_streams_by_id;
+static struct SimMap g_events;
 static uint64_t g_next_stream_id = 1;
-static struct FerrySimEvent* g_events;
-static int64_t g_n_streams;
-static int64_t g_n_events;
+static struct SimStream* g_busy[FERRY_SIM_DEVICE_COUNT];
 
 /* ---- strict mode ------------------------------------------------------------- */
 
@@ -130,15 +236,16 @@ static int sim_strict(void) {
   return __atomic_load_n(&g_sim_strict, __ATOMIC_SEQ_CST);
 }
 
+static void run_all_of_device_locked(int64_t device_id);
+
 void ferry_sim_set_strict(int32_t strict) {
   /* Read the environment first so it cannot override this call later. */
   pthread_once(&g_strict_once, strict_init_from_env);
   pthread_mutex_lock(&g_sim_lock);
   __atomic_store_n(&g_sim_strict, strict != 0, __ATOMIC_SEQ_CST);
   if (!strict) {
-    /* Leaving strict mode releases everything queued so far. */
-    for (struct SimStream* s = g_streams; s != NULL; s = s->next) s->demand = s->enqueued;
-    pthread_cond_broadcast(&g_sim_progress);
+    /* Leaving strict mode runs everything queued so far. */
+    for (int64_t id = 0; id < FERRY_SIM_DEVICE_COUNT; id++) run_all_of_device_locked(id);
   }
   pthread_mutex_unlock(&g_sim_lock);
 }
@@ -147,33 +254,95 @@ int32_t ferry_sim_is_strict(void) { return sim_strict(); }
 
 int64_t ferry__sim_live_streams(void) {
   pthread_mutex_lock(&g_sim_lock);
-  int64_t n = g_n_streams;
+  int64_t n = g_streams_by_id.count;
   pthread_mutex_unlock(&g_sim_lock);
   return n;
 }
 
 int64_t ferry__sim_live_events(void) {
   pthread_mutex_lock(&g_sim_lock);
-  int64_t n = g_n_events;
+  int64_t n = g_events.count;
   pthread_mutex_unlock(&g_sim_lock);
   return n;
 }
 
-/* ---- the allocation table (callers hold g_sim_lock) ---------------------------- */
+/* ---- the allocation tree (callers hold g_sim_lock) ------------------------------ */
 
-/* Index of the last allocation starting at or before `address`, or -1. */
-static int64_t allocation_at_or_before(uintptr_t address) {
-  int64_t lo = 0, hi = g_n_allocations - 1, found = -1;
-  while (lo <= hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (g_allocations[mid].start <= address) {
-      found = mid;
-      lo = mid + 1;
+static struct SimAllocation* g_allocations;
+static uint32_t g_priority_state = 2463534242u;
+
+static uint32_t next_priority(void) {
+  /* xorshift32: priorities only need to look random to keep the treap flat. */
+  uint32_t x = g_priority_state;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  g_priority_state = x;
+  return x;
+}
+
+/* Splits `t` into the allocations starting before `key` and the rest. */
+static void tree_split(struct SimAllocation* t, uintptr_t key, struct SimAllocation** less,
+                       struct SimAllocation** rest) {
+  if (t == NULL) {
+    *less = *rest = NULL;
+  } else if (t->start < key) {
+    tree_split(t->right, key, &t->right, rest);
+    *less = t;
+  } else {
+    tree_split(t->left, key, less, &t->left);
+    *rest = t;
+  }
+}
+
+/* Joins two trees whose keys are all ordered (every key of a < any of b). */
+static struct SimAllocation* tree_merge(struct SimAllocation* a, struct SimAllocation* b) {
+  if (a == NULL) return b;
+  if (b == NULL) return a;
+  if (a->priority > b->priority) {
+    a->right = tree_merge(a->right, b);
+    return a;
+  }
+  b->left = tree_merge(a, b->left);
+  return b;
+}
+
+static void tree_insert(struct SimAllocation* node) {
+  struct SimAllocation *less, *rest;
+  tree_split(g_allocations, node->start, &less, &rest);
+  g_allocations = tree_merge(tree_merge(less, node), rest);
+}
+
+static void tree_remove(uintptr_t start) {
+  struct SimAllocation *less, *rest, *node, *greater;
+  tree_split(g_allocations, start, &less, &rest);
+  tree_split(rest, start + 1, &node, &greater);
+  g_allocations = tree_merge(less, greater);
+}
+
+/* The allocation starting last at or before `address`, or NULL. */
+static struct SimAllocation* allocation_at_or_before(uintptr_t address) {
+  struct SimAllocation* found = NULL;
+  for (struct SimAllocation* t = g_allocations; t != NULL;) {
+    if (t->start <= address) {
+      found = t;
+      t = t->right;
     } else {
-      hi = mid - 1;
+      t = t->left;
     }
   }
   return found;
+}
+
+/* The allocation holding [address, address + size), or NULL. A zero-size
+ * range may sit one past the end of an allocation (a slice at its end). */
+static struct SimAllocation* allocation_holding(uintptr_t address, int64_t size) {
+  struct SimAllocation* a = allocation_at_or_before(address);
+  if (a == NULL) return NULL;
+  uintptr_t end = a->start + (uintptr_t)a->size;
+  int inside = address < end || (size == 0 && address == end);
+  if (!inside || (uint64_t)size > (uint64_t)(end - address)) return NULL;
+  return a;
 }
 
 /* FERRY_OK when [ptr, ptr + size) lies in a live allocation of sim device
@@ -181,9 +350,8 @@ static int64_t allocation_at_or_before(uintptr_t address) {
 static int check_range_locked(int64_t device_id, const void* ptr, int64_t size,
                               struct FerryError* error) {
   uintptr_t address = (uintptr_t)ptr;
-  int64_t i = allocation_at_or_before(address);
-  if (i >= 0) {
-    const struct SimAllocation* a = &g_allocations[i];
+  const struct SimAllocation* a = allocation_at_or_before(address);
+  if (a != NULL) {
     uintptr_t end = a->start + (uintptr_t)a->size;
     int inside = address < end || (size == 0 && address == end);
     if (inside) {
@@ -206,71 +374,47 @@ static int check_range_locked(int64_t device_id, const void* ptr, int64_t size,
                          ptr, device_id);
 }
 
-static int insert_allocation_locked(uintptr_t start, int64_t size, int64_t device_id) {
-  if (g_n_allocations == g_allocation_capacity) {
-    int64_t capacity = g_allocation_capacity == 0 ? 64 : g_allocation_capacity * 2;
-    struct SimAllocation* grown = (struct SimAllocation*)realloc(
-        g_allocations, (size_t)capacity * sizeof(struct SimAllocation));
-    if (grown == NULL) return ENOMEM;
-    g_allocations = grown;
-    g_allocation_capacity = capacity;
-  }
-  int64_t at = allocation_at_or_before(start) + 1;
-  memmove(&g_allocations[at + 1], &g_allocations[at],
-          (size_t)(g_n_allocations - at) * sizeof(struct SimAllocation));
-  g_allocations[at] = (struct SimAllocation){start, size, device_id};
-  g_n_allocations++;
-  return FERRY_OK;
-}
-
-/* ---- streams and events lookup (callers hold g_sim_lock) ------------------------ */
-
-static struct SimStream* find_stream_by_id(uint64_t id) {
-  for (struct SimStream* s = g_streams; s != NULL; s = s->next) {
-    if (s->id == id) return s;
-  }
-  return NULL;
-}
+/* ---- queues (callers hold g_sim_lock) -------------------------------------------- */
 
 /* The live stream behind a caller's handle, checked to belong to `device_id`.
- * A stream being destroyed is refused too: its worker may have exited, so
- * work queued on it now would never run. */
+ * A stream being destroyed is refused too: work queued on it now would
+ * outlive it. */
 static int find_stream_locked(void* handle, int64_t device_id, struct SimStream** out,
                               struct FerryError* error) {
-  for (struct SimStream* s = g_streams; s != NULL; s = s->next) {
-    if ((void*)s == handle) {
-      if (s->device_id != device_id) {
-        return ferry__set_error(error, EINVAL,
-                               "stream %p belongs to sim device %" PRId64
-                               ", not sim device %" PRId64,
-                               handle, s->device_id, device_id);
-      }
-      if (s->shutdown) {
-        return ferry__set_error(error, EINVAL, "stream %p is being destroyed", handle);
-      }
-      *out = s;
-      return FERRY_OK;
-    }
+  struct SimStream* s =
+      (struct SimStream*)map_get(&g_streams_by_handle, (uint64_t)(uintptr_t)handle);
+  if (s == NULL) {
+    return ferry__set_error(error, EINVAL,
+                           "stream %p is not a live sim stream (destroyed, or not a sim "
+                           "stream)",
+                           handle);
   }
-  return ferry__set_error(error, EINVAL,
-                         "stream %p is not a live sim stream (destroyed, or not a sim "
-                         "stream)",
-                         handle);
+  if (s->device_id != device_id) {
+    return ferry__set_error(error, EINVAL,
+                           "stream %p belongs to sim device %" PRId64
+                           ", not sim device %" PRId64,
+                           handle, s->device_id, device_id);
+  }
+  if (s->destroying) {
+    return ferry__set_error(error, EINVAL, "stream %p is being destroyed", handle);
+  }
+  *out = s;
+  return FERRY_OK;
 }
 
 /* The live event whose handle `sync_event` points at (any sim device). */
 static int find_event_locked(void* sync_event, struct FerrySimEvent** out,
                              struct FerryError* error) {
-  for (struct FerrySimEvent* e = g_events; e != NULL; e = e->next) {
-    if ((void*)e->slot == sync_event) {
-      *out = e;
-      return FERRY_OK;
-    }
+  struct FerrySimEvent* e =
+      (struct FerrySimEvent*)map_get(&g_events, (uint64_t)(uintptr_t)sync_event);
+  if (e == NULL) {
+    return ferry__set_error(error, EINVAL,
+                           "sync_event %p is not a live sim event (destroyed, or not a "
+                           "pointer to a sim event handle)",
+                           sync_event);
   }
-  return ferry__set_error(error, EINVAL,
-                         "sync_event %p is not a live sim event (destroyed, or not a "
-                         "pointer to a sim event handle)",
-                         sync_event);
+  *out = e;
+  return FERRY_OK;
 }
 
 /* find_event_locked, for operations that must name the event's own device. */
@@ -287,23 +431,113 @@ static int find_device_event_locked(void* sync_event, int64_t device_id,
   return FERRY_OK;
 }
 
-/* 1 when stream `stream_id` has executed its op `seq` (a stream that no
- * longer exists was drained when it was destroyed). */
-static int position_done_locked(uint64_t stream_id, uint64_t seq) {
-  struct SimStream* s = find_stream_by_id(stream_id);
-  return s == NULL || s->executed >= seq;
+static void busy_add(struct SimStream* s) {
+  if (s->busy) return;
+  struct SimStream** head = &g_busy[s->device_id];
+  s->busy_prev = NULL;
+  s->busy_next = *head;
+  if (*head != NULL) (*head)->busy_prev = s;
+  *head = s;
+  s->busy = 1;
 }
 
-/* Blocks until stream `stream_id` has executed op `seq`, demanding it. */
-static void wait_position_locked(uint64_t stream_id, uint64_t seq) {
-  for (;;) {
-    struct SimStream* s = find_stream_by_id(stream_id);
-    if (s == NULL || s->executed >= seq) return;
-    if (s->demand < seq) {
-      s->demand = seq;
-      pthread_cond_broadcast(&g_sim_progress);
+static void busy_remove(struct SimStream* s) {
+  if (!s->busy) return;
+  if (s->busy_prev != NULL) {
+    s->busy_prev->busy_next = s->busy_next;
+  } else {
+    g_busy[s->device_id] = s->busy_next;
+  }
+  if (s->busy_next != NULL) s->busy_next->busy_prev = s->busy_prev;
+  s->busy = 0;
+}
+
+static void touch_unlink(struct SimTouch* t) {
+  if (t->prev != NULL) {
+    t->prev->next = t->next;
+  } else {
+    t->allocation->touching = t->next;
+  }
+  if (t->next != NULL) t->next->prev = t->prev;
+}
+
+/* Records that `op` reads (or writes) [start, start + size) when that range is
+ * sim memory, so freeing the memory first runs the op. */
+static void touch_link(struct SimOp* op, const void* start, int64_t size, int is_read) {
+  struct SimAllocation* a = allocation_holding((uintptr_t)start, size);
+  if (a == NULL || size == 0) return;
+  struct SimTouch* t = &op->touches[op->n_touches++];
+  t->op = op;
+  t->allocation = a;
+  t->start = (uintptr_t)start;
+  t->size = size;
+  t->is_read = is_read;
+  t->prev = NULL;
+  t->next = a->touching;
+  if (a->touching != NULL) a->touching->prev = t;
+  a->touching = t;
+}
+
+/* Removes the executed head op of `s`. */
+static void pop_head_locked(struct SimStream* s) {
+  struct SimOp* op = s->head;
+  s->head = op->next;
+  if (s->head == NULL) {
+    s->tail = NULL;
+    busy_remove(s);
+  }
+  s->executed = op->seq;
+  for (int k = 0; k < op->n_touches; k++) touch_unlink(&op->touches[k]);
+  free(op->snapshot);
+  free(op);
+  pthread_cond_broadcast(&s->progress);
+}
+
+/* Runs the ops of `s` up to position `seq` on this thread; returns once
+ * they have all run (some may have been run by other threads meanwhile).
+ * A wait op first runs what it waits for: positions are always recorded
+ * before the wait that names them, so this never goes round in a circle. */
+static void run_until_locked(struct SimStream* s, uint64_t seq) {
+  s->users++;
+  while (s->executed < seq) {
+    if (s->running) {
+      /* Another thread runs the head op: its end is signalled here. */
+      pthread_cond_wait(&s->progress, &g_sim_lock);
+      continue;
     }
-    pthread_cond_wait(&g_sim_progress, &g_sim_lock);
+    struct SimOp* op = s->head;
+    if (op->kind == SIM_OP_WAIT) {
+      struct SimStream* target =
+          (struct SimStream*)map_get(&g_streams_by_id, op->wait_stream_id);
+      if (target != NULL && target->executed < op->wait_seq) {
+        run_until_locked(target, op->wait_seq);
+        continue; /* the lock was released: look at the head again */
+      }
+    } else {
+      /* The op stays at the head while it runs, so others wait for it. */
+      s->running = 1;
+      pthread_mutex_unlock(&g_sim_lock);
+      memmove(op->dst, op->src, (size_t)op->size);
+      pthread_mutex_lock(&g_sim_lock);
+      s->running = 0;
+    }
+    pop_head_locked(s);
+  }
+  if (--s->users == 0 && s->destroying) pthread_cond_broadcast(&s->progress);
+}
+
+/* Blocks until stream `stream_id` has executed op `seq`, running it. */
+static void wait_position_locked(uint64_t stream_id, uint64_t seq) {
+  struct SimStream* s = (struct SimStream*)map_get(&g_streams_by_id, stream_id);
+  if (s != NULL && s->executed < seq) run_until_locked(s, seq);
+}
+
+/* Runs everything queued on the streams of sim device `device_id`. */
+static void run_all_of_device_locked(int64_t device_id) {
+  /* Each pass drains the first busy stream, which then leaves the list. */
+  while (g_busy[device_id] != NULL) {
+    struct SimStream* s = g_busy[device_id];
+    run_until_locked(s, s->enqueued);
   }
 }
 
@@ -311,91 +545,24 @@ static int ranges_overlap(uintptr_t a, int64_t a_size, uintptr_t b, int64_t b_si
   return a < b + (uintptr_t)b_size && b < a + (uintptr_t)a_size;
 }
 
-/* 1 when a queued op that has not executed yet reads from (or, for a wait,
- * could depend on) memory in [address, address + size). */
+/* 1 when a queued op that has not run yet reads memory in
+ * [address, address + size). */
 static int pending_read_overlaps_locked(uintptr_t address, int64_t size) {
-  for (struct SimStream* s = g_streams; s != NULL; s = s->next) {
-    for (struct SimOp* op = s->head; op != NULL; op = op->next) {
-      if (op->kind == SIM_OP_COPY && op->snapshot == NULL &&
-          ranges_overlap((uintptr_t)op->src, op->size, address, size)) {
-        return 1;
-      }
+  const struct SimAllocation* a = allocation_at_or_before(address);
+  if (a == NULL) return 0;
+  for (const struct SimTouch* t = a->touching; t != NULL; t = t->next) {
+    if (t->is_read && ranges_overlap(t->start, t->size, address, size)) {
+      return 1;
     }
   }
   return 0;
 }
 
-/* Executes (by demand) every queued op that reads or writes memory in
- * [address, address + size), so the memory can be freed safely. This is the
- * sim's version of cudaFree's implicit synchronization. */
-static void drain_ops_touching_locked(uintptr_t address, int64_t size) {
-  int again = 1;
-  while (again) {
-    again = 0;
-    for (struct SimStream* s = g_streams; s != NULL; s = s->next) {
-      uint64_t last = 0;
-      for (struct SimOp* op = s->head; op != NULL; op = op->next) {
-        if (op->kind != SIM_OP_COPY) continue;
-        if (ranges_overlap((uintptr_t)op->dst, op->size, address, size) ||
-            (op->snapshot == NULL &&
-             ranges_overlap((uintptr_t)op->src, op->size, address, size))) {
-          last = op->seq;
-        }
-      }
-      if (last != 0 && s->executed < last) {
-        /* The list may change while we wait: start over afterwards. */
-        wait_position_locked(s->id, last);
-        again = 1;
-        break;
-      }
-    }
-  }
-}
-
-/* ---- the worker ----------------------------------------------------------------- */
-
-static void* sim_worker(void* arg) {
-  struct SimStream* s = (struct SimStream*)arg;
-  pthread_mutex_lock(&g_sim_lock);
-  for (;;) {
-    struct SimOp* op = s->head;
-    if (op != NULL && op->seq <= s->demand) {
-      if (op->kind == SIM_OP_WAIT) {
-        struct SimStream* target = find_stream_by_id(op->wait_stream_id);
-        if (target != NULL && target->executed < op->wait_seq) {
-          /* This op is demanded, so what it waits for is demanded too. */
-          if (target->demand < op->wait_seq) {
-            target->demand = op->wait_seq;
-            pthread_cond_broadcast(&g_sim_progress);
-          }
-          pthread_cond_wait(&g_sim_progress, &g_sim_lock);
-          continue;
-        }
-      } else {
-        /* The op stays at the head while it runs, so deallocate and destroy
-         * keep waiting for it; nobody else touches it. */
-        pthread_mutex_unlock(&g_sim_lock);
-        memmove(op->dst, op->src, (size_t)op->size);
-        pthread_mutex_lock(&g_sim_lock);
-      }
-      s->head = op->next;
-      if (s->head == NULL) s->tail = NULL;
-      s->executed = op->seq;
-      free(op->snapshot);
-      free(op);
-      pthread_cond_broadcast(&g_sim_progress);
-      continue;
-    }
-    if (s->shutdown && s->head == NULL) break;
-    pthread_cond_wait(&g_sim_progress, &g_sim_lock);
-  }
-  pthread_mutex_unlock(&g_sim_lock);
-  return NULL;
-}
-
-/* Appends `op` to `s`; the caller holds the lock. */
+/* Appends `op` to `s`; the caller holds the lock. In non-strict mode the op
+ * runs at once. */
 static void enqueue_locked(struct SimStream* s, struct SimOp* op) {
   op->seq = ++s->enqueued;
+  op->stream = s;
   op->next = NULL;
   if (s->tail == NULL) {
     s->head = op;
@@ -403,8 +570,8 @@ static void enqueue_locked(struct SimStream* s, struct SimOp* op) {
     s->tail->next = op;
   }
   s->tail = op;
-  if (!sim_strict()) s->demand = s->enqueued;
-  pthread_cond_broadcast(&g_sim_progress);
+  busy_add(s);
+  if (!sim_strict()) run_until_locked(s, op->seq);
 }
 
 /* ---- the backend ------------------------------------------------------------------- */
@@ -425,29 +592,37 @@ static int sim_is_host_accessible(ArrowDeviceType device_type) { return 1; }
 
 static int sim_allocate(struct FerryDevice* device, int64_t size, void** out,
                         struct FerryError* error) {
-  int64_t rounded = ferry__aligned_alloc_size(size, FERRY_SIM_ALIGNMENT);
-  if (rounded == 0) {
+  /* The same limit as the CPU backend's (sizes that round beyond int64). */
+  if (ferry__aligned_alloc_size(size, FERRY_SIM_ALIGNMENT) == 0) {
     return ferry__set_error(error, ENOMEM,
                            "cannot allocate %" PRId64 " bytes on sim device %" PRId64
                            " (too large)",
                            size, device->device_id);
   }
-  void* ptr = aligned_alloc(FERRY_SIM_ALIGNMENT, (size_t)rounded);
-  if (ptr == NULL) {
+  /* Exactly `size` bytes (one for 0), not the rounded size: a sanitizer then
+   * sees any read past the allocation, as a GPU's memory checker would. */
+  void* ptr = NULL;
+  if (posix_memalign(&ptr, FERRY_SIM_ALIGNMENT, size == 0 ? 1 : (size_t)size) != 0) {
+    ptr = NULL;
+  }
+  struct SimAllocation* node = (struct SimAllocation*)calloc(1, sizeof *node);
+  if (ptr == NULL || node == NULL) {
+    free(ptr);
+    free(node);
     return ferry__set_error(error, ENOMEM,
                            "out of memory allocating %" PRId64
                            " bytes on sim device %" PRId64,
                            size, device->device_id);
   }
   /* Fresh device memory holds garbage; strict mode makes that visible. */
-  if (sim_strict()) memset(ptr, FERRY_SIM_POISON_BYTE, (size_t)rounded);
+  if (sim_strict()) memset(ptr, FERRY_SIM_POISON_BYTE, size == 0 ? 1 : (size_t)size);
+  node->start = (uintptr_t)ptr;
+  node->size = size;
+  node->device_id = device->device_id;
   pthread_mutex_lock(&g_sim_lock);
-  int code = insert_allocation_locked((uintptr_t)ptr, size, device->device_id);
+  node->priority = next_priority();
+  tree_insert(node);
   pthread_mutex_unlock(&g_sim_lock);
-  if (code != FERRY_OK) {
-    free(ptr);
-    return ferry__set_error(error, ENOMEM, "out of memory in the sim allocation table");
-  }
   *out = ptr;
   return FERRY_OK;
 }
@@ -455,8 +630,8 @@ static int sim_allocate(struct FerryDevice* device, int64_t size, void** out,
 static int sim_deallocate(struct FerryDevice* device, void* ptr,
                           struct FerryError* error) {
   pthread_mutex_lock(&g_sim_lock);
-  int64_t i = allocation_at_or_before((uintptr_t)ptr);
-  if (i < 0 || g_allocations[i].start != (uintptr_t)ptr) {
+  struct SimAllocation* a = allocation_at_or_before((uintptr_t)ptr);
+  if (a == NULL || a->start != (uintptr_t)ptr) {
     int code =
         ferry__set_error(error, EINVAL,
                         "pointer %p is not a live allocation of sim device %" PRId64
@@ -466,27 +641,31 @@ static int sim_deallocate(struct FerryDevice* device, void* ptr,
     pthread_mutex_unlock(&g_sim_lock);
     return code;
   }
-  if (g_allocations[i].device_id != device->device_id) {
+  if (a->device_id != device->device_id) {
     int code = ferry__set_error(error, EINVAL,
                                "pointer %p belongs to sim device %" PRId64
                                ", not sim device %" PRId64,
-                               ptr, g_allocations[i].device_id, device->device_id);
+                               ptr, a->device_id, device->device_id);
     pthread_mutex_unlock(&g_sim_lock);
     return code;
   }
-  drain_ops_touching_locked((uintptr_t)ptr, g_allocations[i].size);
-  /* The table may have changed while draining; find the entry again. */
-  i = allocation_at_or_before((uintptr_t)ptr);
-  if (i < 0 || g_allocations[i].start != (uintptr_t)ptr) {
+  if (a->freeing) {
     int code = ferry__set_error(
         error, EINVAL, "pointer %p was freed by another thread at the same time", ptr);
     pthread_mutex_unlock(&g_sim_lock);
     return code;
   }
-  memmove(&g_allocations[i], &g_allocations[i + 1],
-          (size_t)(g_n_allocations - i - 1) * sizeof(struct SimAllocation));
-  g_n_allocations--;
+  /* Like cudaFree's implicit synchronization: queued work touching the
+   * memory runs first. Nothing new can be queued on it meanwhile that a
+   * correct program would not have to order before this free anyway. */
+  a->freeing = 1;
+  while (a->touching != NULL) {
+    struct SimOp* op = a->touching->op;
+    run_until_locked(op->stream, op->seq);
+  }
+  tree_remove(a->start);
   pthread_mutex_unlock(&g_sim_lock);
+  free(a);
   free(ptr);
   return FERRY_OK;
 }
@@ -541,6 +720,8 @@ static int sim_memcpy(struct FerryDevice* device, void* dst,
       memset(dst, FERRY_SIM_POISON_BYTE, (size_t)size);
     }
   }
+  touch_link(op, dst, size, 0);
+  if (snapshot == NULL) touch_link(op, src, size, 1);
   enqueue_locked(s, op);
   pthread_mutex_unlock(&g_sim_lock);
   return FERRY_OK;
@@ -549,29 +730,30 @@ static int sim_memcpy(struct FerryDevice* device, void* dst,
 static int sim_stream_create(struct FerryDevice* device, void** stream_out,
                              struct FerryError* error) {
   struct SimStream* s = (struct SimStream*)calloc(1, sizeof(struct SimStream));
-  if (s == NULL)
+  if (s == NULL || pthread_cond_init(&s->progress, NULL) != 0) {
+    free(s);
     return ferry__set_error(error, ENOMEM, "out of memory creating a sim stream");
+  }
   s->magic = FERRY_SIM_STREAM_MAGIC;
   s->device_id = device->device_id;
   pthread_mutex_lock(&g_sim_lock);
   s->id = g_next_stream_id++;
-  int rc = pthread_create(&s->worker, NULL, sim_worker, s);
-  if (rc != 0) {
-    pthread_mutex_unlock(&g_sim_lock);
-    free(s);
-    return ferry__set_error(error, rc == EAGAIN ? EAGAIN : EIO,
-                           "cannot start the worker thread of a sim stream: %s",
-                           strerror(rc));
+  int code = map_put(&g_streams_by_handle, (uint64_t)(uintptr_t)s, s);
+  if (code == FERRY_OK) {
+    code = map_put(&g_streams_by_id, s->id, s);
+    if (code != FERRY_OK) map_remove(&g_streams_by_handle, (uint64_t)(uintptr_t)s);
   }
-  s->next = g_streams;
-  g_streams = s;
-  g_n_streams++;
   pthread_mutex_unlock(&g_sim_lock);
+  if (code != FERRY_OK) {
+    pthread_cond_destroy(&s->progress);
+    free(s);
+    return ferry__set_error(error, ENOMEM, "out of memory creating a sim stream");
+  }
   *stream_out = s;
   return FERRY_OK;
 }
 
-/* Drains the queue (executing everything), joins the worker, frees. */
+/* Runs what is queued, waits for other threads to leave the stream, frees. */
 static int sim_stream_destroy(struct FerryDevice* device, void* stream,
                               struct FerryError* error) {
   pthread_mutex_lock(&g_sim_lock);
@@ -581,25 +763,15 @@ static int sim_stream_destroy(struct FerryDevice* device, void* stream,
     pthread_mutex_unlock(&g_sim_lock);
     return code;
   }
-  s->shutdown = 1;
-  s->demand = s->enqueued;
-  pthread_cond_broadcast(&g_sim_progress);
-  pthread_mutex_unlock(&g_sim_lock);
-
-  pthread_join(s->worker, NULL);
-
-  /* Only now leave the list: until here, waits on this stream's positions
+  s->destroying = 1;
+  run_until_locked(s, s->enqueued);
+  while (s->users > 0) pthread_cond_wait(&s->progress, &g_sim_lock);
+  /* Only now leave the tables: until here, waits on this stream's positions
    * had to see its real progress. */
-  pthread_mutex_lock(&g_sim_lock);
-  for (struct SimStream** link = &g_streams; *link != NULL; link = &(*link)->next) {
-    if (*link == s) {
-      *link = s->next;
-      break;
-    }
-  }
-  g_n_streams--;
-  pthread_cond_broadcast(&g_sim_progress);
+  map_remove(&g_streams_by_handle, (uint64_t)(uintptr_t)s);
+  map_remove(&g_streams_by_id, s->id);
   pthread_mutex_unlock(&g_sim_lock);
+  pthread_cond_destroy(&s->progress);
   s->magic = 0;
   free(s);
   return FERRY_OK;
@@ -608,27 +780,17 @@ static int sim_stream_destroy(struct FerryDevice* device, void* stream,
 static int sim_stream_synchronize(struct FerryDevice* device, void* stream,
                                   struct FerryError* error) {
   pthread_mutex_lock(&g_sim_lock);
+  int code = FERRY_OK;
   if (stream != NULL) {
     struct SimStream* s = NULL;
-    int code = find_stream_locked(stream, device->device_id, &s, error);
-    if (code == FERRY_OK) wait_position_locked(s->id, s->enqueued);
-    pthread_mutex_unlock(&g_sim_lock);
-    return code;
-  }
-  /* The NULL stream: wait for every stream of this device. */
-  int again = 1;
-  while (again) {
-    again = 0;
-    for (struct SimStream* s = g_streams; s != NULL; s = s->next) {
-      if (s->device_id == device->device_id && s->executed < s->enqueued) {
-        wait_position_locked(s->id, s->enqueued);
-        again = 1;
-        break;
-      }
-    }
+    code = find_stream_locked(stream, device->device_id, &s, error);
+    if (code == FERRY_OK) run_until_locked(s, s->enqueued);
+  } else {
+    /* The NULL stream: wait for every stream of this device. */
+    run_all_of_device_locked(device->device_id);
   }
   pthread_mutex_unlock(&g_sim_lock);
-  return FERRY_OK;
+  return code;
 }
 
 static int sim_event_create(struct FerryDevice* device, void** sync_event_out,
@@ -645,10 +807,13 @@ static int sim_event_create(struct FerryDevice* device, void** sync_event_out,
   event->slot = slot;
   *slot = event;
   pthread_mutex_lock(&g_sim_lock);
-  event->next = g_events;
-  g_events = event;
-  g_n_events++;
+  int code = map_put(&g_events, (uint64_t)(uintptr_t)slot, event);
   pthread_mutex_unlock(&g_sim_lock);
+  if (code != FERRY_OK) {
+    free(event);
+    free(slot);
+    return ferry__set_error(error, ENOMEM, "out of memory creating a sim event");
+  }
   *sync_event_out = slot;
   return FERRY_OK;
 }
@@ -659,15 +824,7 @@ static int sim_event_destroy(struct FerryDevice* device, void* sync_event,
   pthread_mutex_lock(&g_sim_lock);
   struct FerrySimEvent* event = NULL;
   int code = find_device_event_locked(sync_event, device->device_id, &event, error);
-  if (code == FERRY_OK) {
-    for (struct FerrySimEvent** link = &g_events; *link != NULL; link = &(*link)->next) {
-      if (*link == event) {
-        *link = event->next;
-        break;
-      }
-    }
-    g_n_events--;
-  }
+  if (code == FERRY_OK) map_remove(&g_events, (uint64_t)(uintptr_t)sync_event);
   pthread_mutex_unlock(&g_sim_lock);
   if (code == FERRY_OK) {
     event->magic = 0;
@@ -719,8 +876,11 @@ static int sim_stream_wait_event(struct FerryDevice* device, void* stream,
   if (code == FERRY_OK) code = find_stream_locked(stream, device->device_id, &s, error);
   /* Nothing to wait for: never recorded, already complete, or recorded on
    * this same stream (whose order already implies it). */
-  if (code == FERRY_OK && event->recorded && event->stream_id != s->id &&
-      !position_done_locked(event->stream_id, event->seq)) {
+  struct SimStream* target =
+      code == FERRY_OK && event->recorded && event->stream_id != s->id
+          ? (struct SimStream*)map_get(&g_streams_by_id, event->stream_id)
+          : NULL;
+  if (target != NULL && target->executed < event->seq) {
     struct SimOp* op = (struct SimOp*)calloc(1, sizeof(struct SimOp));
     if (op == NULL) {
       code = ferry__set_error(error, ENOMEM, "out of memory queueing a sim wait");

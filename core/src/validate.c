@@ -1,12 +1,23 @@
 /* Validation of schemas and device arrays against the C data interface and
  * the columnar format: every finding is reported (not just the first), each
  * naming the rule, the path of the node ("root.children[1].dictionary") and
- * the field that is wrong.
+ * the field that is wrong. docs/validation.md says what is checked and what
+ * cannot be.
+ *
+ * Two walks: the schema tree first (its findings come first), recording
+ * every distinct schema node with its parsed layout; then the array tree,
+ * paired node by node with those records. Each walk enters each distinct
+ * node once (node_table.h): a child or dictionary met a second time is one
+ * finding ("shared", or "cycle" when it is its own ancestor) and is not
+ * entered again, so the work is linear in the distinct nodes whatever the
+ * producer's graph. Paths are not built while walking: each node records its
+ * parent and slot, and a path is written only when a finding is reported.
  *
  * The walk never trusts a count it has not checked: pointers are tested for
- * NULL before use and every range is checked before arithmetic on it. Wild
- * (non-NULL but dangling) pointers cannot be detected here; the ferry tool
- * runs validation in a forked child for that reason. */
+ * NULL before use and every range is checked before arithmetic on it. A
+ * buffer that failed its residency check is never read. Wild (non-NULL but
+ * dangling) pointers cannot be detected here; the ferry tool runs validation
+ * in a forked child for that reason. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,11 +25,15 @@
 #include <string.h>
 
 #include "backend.h"
+#include "buffer_size.h"
 #include "format.h"
 #include "internal.h"
+#include "node_table.h"
+#include "scan.h"
 
-/* Nesting deeper than this is reported instead of followed, which also stops
- * cycles (a child pointing back at its parent) from recursing forever. */
+/* Nesting deeper than this is reported instead of followed: real schemas are
+ * far shallower, and the walks recurse. (Cycles are found by the node table
+ * long before.) */
 #define FERRY_VALIDATE_MAX_DEPTH 64
 /* Path buffer: enough for the maximum depth of ".children[NNN]" segments. */
 #define FERRY_VALIDATE_PATH_SIZE 2048
@@ -26,9 +41,63 @@
 #define FERRY_VALIDATE_MAX_BUFFERS (INT64_C(1) << 32)
 /* Device buffers larger than this are not copied to the host for FULL checks. */
 #define FERRY_VALIDATE_MAX_COPY (INT64_C(1) << 32)
+/* Nodes (of each tree) and child links recorded on the stack; larger trees
+ * move their records to the heap. */
+#define FERRY_VALIDATE_INLINE_NODES 128
+#define FERRY_VALIDATE_INLINE_SLOTS 256
+#define FERRY_VALIDATE_INLINE_LINKS 256
 
 #define KNOWN_SCHEMA_FLAGS \
   (ARROW_FLAG_DICTIONARY_ORDERED | ARROW_FLAG_NULLABLE | ARROW_FLAG_MAP_KEYS_SORTED)
+
+/* The slot of a node in its parent: a child index, or one of these. */
+#define SLOT_ROOT INT64_MIN
+#define SLOT_DICTIONARY INT64_C(-1)
+/* A link to no usable schema (NULL, released, or too deep to walk). */
+#define NO_SCHEMA (-1)
+
+/* What both trees record of a node (first, so paths can be built from
+ * either table). */
+struct NodeHeader {
+  const void* key; /* the node's address (node_table.h) */
+  int64_t slot;
+  int32_t parent; /* index of the parent node; -1 for the root */
+  uint8_t on_path; /* an ancestor of the node being walked */
+  uint8_t repeat_reported; /* its one "shared" or "cycle" finding is out */
+};
+
+/* One live schema, as the array walk needs it. */
+struct SchemaNode {
+  struct NodeHeader h;
+  const char* format;     /* the schema's own string, for messages */
+  int64_t n_children;     /* as declared */
+  int32_t children;       /* first of n_children links; -1 when there is no table */
+  int32_t dictionary;     /* node of the dictionary, or NO_SCHEMA */
+  uint8_t has_dictionary; /* the schema's dictionary pointer is not NULL */
+  uint8_t has_layout;     /* the format parsed: `layout` holds it */
+  struct FerryFormat layout;
+};
+
+struct ArrayNode {
+  struct NodeHeader h;
+};
+
+/* The schema tree as walked once: its nodes and the links from each node to
+ * its children's nodes (NO_SCHEMA where a child is unusable). */
+struct SchemaTree {
+  struct FerryNodeTable nodes;
+  int32_t* links;
+  int32_t n_links;
+  int32_t links_capacity;
+  int32_t* inline_links;
+};
+
+/* Where the next finding is: child `slot` of node `parent` of `table`. */
+struct Where {
+  const struct FerryNodeTable* table;
+  int32_t parent;
+  int64_t slot;
+};
 
 struct Validator {
   FerryFindingFn on_finding;
@@ -36,12 +105,13 @@ struct Validator {
   struct FerryError* error;
   int64_t n_findings;
   int32_t level;
-  char path[FERRY_VALIDATE_PATH_SIZE];
-  size_t path_length;
+  struct Where where;
+  struct SchemaTree* schemas;
+  struct FerryNodeTable* arrays;
 
-  /* Device of the array being validated. `device` is NULL when it could not
-   * be resolved: residency is then skipped, and FULL content checks too
-   * unless the memory is the CPU's. */
+  /* Device of the array being validated. `device` is NULL when residency
+   * cannot be checked (the CPU, or a device that did not resolve); FULL
+   * content checks then read only host memory. */
   ArrowDeviceType device_type;
   int64_t device_id;
   struct FerryDevice* device;
@@ -54,56 +124,124 @@ struct Validator {
 /* Findings and paths                                                        */
 /* ------------------------------------------------------------------------ */
 
-static void report(struct Validator* v, const char* rule, const char* fmt, ...)
+/* Writes the path of `where` ("root.children[1].dictionary") into `out`. */
+static void write_path(const struct Where* where, char* out, size_t out_size) {
+  /* Walked nodes are at most MAX_DEPTH deep, so a path has at most one
+   * segment more than that. */
+  int64_t segments[FERRY_VALIDATE_MAX_DEPTH + 2];
+  int n = 0;
+  int64_t slot = where->slot;
+  int32_t parent = where->parent;
+  while (slot != SLOT_ROOT && n < (int)(sizeof segments / sizeof segments[0])) {
+    segments[n++] = slot;
+    const struct NodeHeader* h =
+        (const struct NodeHeader*)ferry__node_table_at(where->table, parent);
+    slot = h->slot;
+    parent = h->parent;
+  }
+  size_t used = (size_t)snprintf(out, out_size, "root");
+  while (n > 0 && used < out_size) {
+    int64_t s = segments[--n];
+    int written = s == SLOT_DICTIONARY
+                      ? snprintf(out + used, out_size - used, ".dictionary")
+                      : snprintf(out + used, out_size - used, ".children[%lld]",
+                                 (long long)s);
+    if (written < 0) break;
+    used += (size_t)written;
+  }
+}
+
+/* Findings are the rare path: kept out of the way of the checks. */
+#if defined(__GNUC__)
+#define FERRY_COLD __attribute__((cold, noinline))
+/* Kept out of the recursive walk's frame (its buffers would be on the stack
+ * once per level). */
+#define FERRY_NOINLINE __attribute__((noinline))
+/* The few steps of every validation's entry, in the caller's frame. */
+#define FERRY_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define FERRY_COLD
+#define FERRY_NOINLINE
+#define FERRY_ALWAYS_INLINE
+#endif
+
+static FERRY_COLD void report(struct Validator* v, const char* rule, const char* fmt, ...)
     FERRY_PRINTF(3, 4);
 static void report(struct Validator* v, const char* rule, const char* fmt, ...) {
   char what[768];
+  char path[FERRY_VALIDATE_PATH_SIZE];
   va_list args;
   va_start(args, fmt);
   vsnprintf(what, sizeof what, fmt, args);
   va_end(args);
+  write_path(&v->where, path, sizeof path);
   if (v->n_findings == 0) {
-    ferry__set_error(v->error, EINVAL, "%s: %s: %s", rule, v->path, what);
+    ferry__set_error(v->error, EINVAL, "%s: %s: %s", rule, path, what);
   }
   v->n_findings++;
-  if (v->on_finding != NULL) v->on_finding(v->user_data, rule, v->path, what);
+  if (v->on_finding != NULL) v->on_finding(v->user_data, rule, path, what);
 }
 
-/* Appends a segment to the path; returns the length to restore afterwards. */
-static size_t path_push(struct Validator* v, const char* fmt, ...) FERRY_PRINTF(2, 3);
-static size_t path_push(struct Validator* v, const char* fmt, ...) {
-  size_t saved = v->path_length;
-  va_list args;
-  va_start(args, fmt);
-  int n = vsnprintf(v->path + saved, sizeof v->path - saved, fmt, args);
-  va_end(args);
-  if (n > 0) {
-    v->path_length = saved + (size_t)n;
-    if (v->path_length >= sizeof v->path) v->path_length = sizeof v->path - 1;
-  }
+/* Moves the finding position to child `slot` of node `parent` of `table`;
+ * returns the position to restore afterwards. */
+static struct Where enter(struct Validator* v, const struct FerryNodeTable* table,
+                          int32_t parent, int64_t slot) {
+  struct Where saved = v->where;
+  v->where.table = table;
+  v->where.parent = parent;
+  v->where.slot = slot;
   return saved;
 }
 
-static void path_pop(struct Validator* v, size_t saved) {
-  v->path_length = saved;
-  v->path[saved] = '\0';
+/* A node met a second time (at v->where): one finding per such node, naming
+ * where it was met first; `kind` is "schema" or "array". */
+static void report_repeat(struct Validator* v, struct FerryNodeTable* table,
+                          int32_t seen, const char* kind) {
+  struct NodeHeader* h = (struct NodeHeader*)ferry__node_table_at(table, seen);
+  if (h->repeat_reported) return;
+  h->repeat_reported = 1;
+  char first[FERRY_VALIDATE_PATH_SIZE];
+  struct Where first_where = {table, h->parent, h->slot};
+  write_path(&first_where, first, sizeof first);
+  if (h->on_path) {
+    report(v, "cycle", "this %s is its own ancestor (%s): the tree has a cycle", kind,
+           first);
+  } else {
+    report(v, "shared",
+           "this %s is also at %s: a child or dictionary may appear only once "
+           "(its parent's release frees it, so a shared one would be released twice)",
+           kind, first);
+  }
+}
+
+static void report_out_of_memory(struct Validator* v, const char* kind) {
+  report(v, "memory", "out of memory recording the %s tree; its walk stops here",
+         kind);
 }
 
 static void validator_init(struct Validator* v, FerryFindingFn on_finding,
                            void* user_data, struct FerryError* error, int32_t level) {
-  memset(v, 0, sizeof *v);
   v->on_finding = on_finding;
   v->user_data = user_data;
   v->error = error;
+  v->n_findings = 0;
   v->level = level;
+  v->where.table = NULL;
+  v->where.parent = -1;
+  v->where.slot = SLOT_ROOT;
+  v->schemas = NULL;
+  v->arrays = NULL;
   v->device_type = ARROW_DEVICE_CPU;
   v->device_id = -1;
-  path_push(v, "root");
+  v->device = NULL;
+  v->host = NULL;
+  v->can_read = 0;
+  v->host_accessible = 0;
 }
 
 static int validator_finish(struct Validator* v) {
   if (v->n_findings == 0) {
-    ferry_error_init(v->error);
+    if (v->error != NULL) v->error->message[0] = '\0'; /* ferry_error_init */
     return FERRY_OK;
   }
   return EINVAL;
@@ -173,19 +311,53 @@ static const char* role_name(enum FerryBufferRole role) {
   return "unknown";
 }
 
-/* Name of buffer `i` of a layout, including the view types' variadic tail. */
-static void buffer_label(const struct FerryFormat* f, int64_t i, int64_t n_buffers,
-                         char* out, size_t out_size) {
+/* Name of buffer `i` of a layout, including the view types' variadic tail.
+ * Built only when a finding needs it. */
+struct BufferLabel {
+  char text[96];
+};
+
+static struct BufferLabel buffer_label(const struct FerryFormat* f, int64_t i,
+                                       int64_t n_buffers) {
+  struct BufferLabel l;
   if (i < f->n_fixed_buffers) {
-    snprintf(out, out_size, "buffer %lld (%s)", (long long)i, role_name(f->roles[i]));
+    snprintf(l.text, sizeof l.text, "buffer %lld (%s)", (long long)i,
+             role_name(f->roles[i]));
   } else if (f->is_view && i == n_buffers - 1) {
-    snprintf(out, out_size, "buffer %lld (variadic sizes)", (long long)i);
+    snprintf(l.text, sizeof l.text, "buffer %lld (variadic sizes)", (long long)i);
   } else if (f->is_view) {
-    snprintf(out, out_size, "buffer %lld (variadic data %lld)", (long long)i,
+    snprintf(l.text, sizeof l.text, "buffer %lld (variadic data %lld)", (long long)i,
              (long long)(i - f->n_fixed_buffers));
   } else {
-    snprintf(out, out_size, "buffer %lld", (long long)i);
+    snprintf(l.text, sizeof l.text, "buffer %lld", (long long)i);
   }
+  return l;
+}
+
+/* A buffer's name for messages: a fixed text, or buffer `index` of layout
+ * `f`, written only when a message needs it. */
+struct BufferName {
+  const char* text; /* when NULL, the name is buffer_label(f, index, n_buffers) */
+  const struct FerryFormat* f;
+  int64_t index;
+  int64_t n_buffers;
+};
+
+static struct BufferName fixed_name(const char* text) {
+  struct BufferName name = {text, NULL, 0, 0};
+  return name;
+}
+
+static struct BufferName layout_name(const struct FerryFormat* f, int64_t index,
+                                     int64_t n_buffers) {
+  struct BufferName name = {NULL, f, index, n_buffers};
+  return name;
+}
+
+static const char* name_text(const struct BufferName* name, struct BufferLabel* storage) {
+  if (name->text != NULL) return name->text;
+  *storage = buffer_label(name->f, name->index, name->n_buffers);
+  return storage->text;
 }
 
 static int is_known_device_type(ArrowDeviceType t) {
@@ -221,18 +393,66 @@ static int is_signed_integer(enum FerryTypeId t) {
 /* Schemas                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Parses the schema's format quietly (the schema walk reports problems);
+/* The storage a schema tree starts with (on the caller's stack). */
+struct SchemaTreeStorage {
+  struct SchemaNode nodes[FERRY_VALIDATE_INLINE_NODES];
+  int32_t slots[FERRY_VALIDATE_INLINE_SLOTS];
+  int32_t links[FERRY_VALIDATE_INLINE_LINKS];
+};
+
+static void schema_tree_init(struct SchemaTree* tree, struct SchemaTreeStorage* storage) {
+  ferry__node_table_init(&tree->nodes, sizeof(struct SchemaNode), storage->nodes,
+                         FERRY_VALIDATE_INLINE_NODES, storage->slots,
+                         FERRY_VALIDATE_INLINE_SLOTS);
+  tree->links = storage->links;
+  tree->n_links = 0;
+  tree->links_capacity = FERRY_VALIDATE_INLINE_LINKS;
+  tree->inline_links = storage->links;
+}
+
+static void schema_tree_free(struct SchemaTree* tree) {
+  ferry__node_table_free(&tree->nodes);
+  if (tree->links != tree->inline_links) free(tree->links);
+  tree->links = tree->inline_links;
+}
+
+/* Reserves `n` links; returns the first one's index, or -1 without memory. */
+static int32_t reserve_links(struct SchemaTree* tree, int64_t n) {
+  if (n > INT32_MAX / 2 - tree->n_links) return -1;
+  int32_t needed = tree->n_links + (int32_t)n;
+  if (needed > tree->links_capacity) {
+    int32_t capacity = tree->links_capacity;
+    while (capacity < needed) capacity = capacity > INT32_MAX / 4 ? needed : capacity * 2;
+    int32_t* grown =
+        tree->links == tree->inline_links
+            ? (int32_t*)malloc((size_t)capacity * sizeof(int32_t))
+            : (int32_t*)realloc(tree->links, (size_t)capacity * sizeof(int32_t));
+    if (grown == NULL) return -1;
+    if (tree->links == tree->inline_links) {
+      memcpy(grown, tree->links, (size_t)tree->n_links * sizeof(int32_t));
+    }
+    tree->links = grown;
+    tree->links_capacity = capacity;
+  }
+  int32_t first = tree->n_links;
+  tree->n_links = needed;
+  return first;
+}
+
+static struct SchemaNode* schema_node(const struct SchemaTree* tree, int32_t index) {
+  return (struct SchemaNode*)ferry__node_table_at(&tree->nodes, index);
+}
+
+/* Parses a schema's format quietly (the schema walk reports problems);
  * returns 1 when `out` holds a usable layout. */
 static int schema_layout(const struct ArrowSchema* schema, struct FerryFormat* out) {
   if (schema == NULL || schema->release == NULL || schema->format == NULL) return 0;
   return ferry__format_parse(schema->format, out, NULL) == FERRY_OK;
 }
 
-static void validate_schema_node(struct Validator* v, const struct ArrowSchema* schema,
-                                 int depth);
-
-/* Layout-specific rules on the children of a schema whose format parsed. */
-static void validate_schema_children_layout(struct Validator* v,
+/* Layout-specific rules on the children of a schema whose format parsed
+ * (node `self`, at v->where). */
+static void validate_schema_children_layout(struct Validator* v, int32_t self,
                                             const struct ArrowSchema* schema,
                                             const struct FerryFormat* f) {
   if (f->n_children >= 0 && schema->n_children != f->n_children) {
@@ -246,7 +466,7 @@ static void validate_schema_children_layout(struct Validator* v,
     const struct ArrowSchema* entries = schema->children[0];
     struct FerryFormat ef;
     if (schema_layout(entries, &ef)) {
-      size_t saved = path_push(v, ".children[0]");
+      struct Where saved = enter(v, &v->schemas->nodes, self, 0);
       if (ef.type != FERRY_TYPE_STRUCT || entries->n_children != 2) {
         report(v, "map",
                "the entries child of a map must be a struct of 2 children "
@@ -256,40 +476,65 @@ static void validate_schema_children_layout(struct Validator* v,
       if (entries->flags & ARROW_FLAG_NULLABLE) {
         report(v, "map", "the entries child of a map must not be nullable");
       }
-      path_pop(v, saved);
+      v->where = saved;
     }
   }
   if (f->type == FERRY_TYPE_RUN_END_ENCODED && schema->n_children == 2) {
     const struct ArrowSchema* run_ends = schema->children[0];
     struct FerryFormat rf;
     if (schema_layout(run_ends, &rf)) {
-      size_t saved = path_push(v, ".children[0]");
+      struct Where saved = enter(v, &v->schemas->nodes, self, 0);
       if (rf.type != FERRY_TYPE_INT16 && rf.type != FERRY_TYPE_INT32 &&
           rf.type != FERRY_TYPE_INT64) {
         report(v, "run_ends",
                "run ends must be int16, int32 or int64, found format \"%s\"",
                run_ends->format);
       }
-      path_pop(v, saved);
+      v->where = saved;
     }
   }
 }
 
-static void validate_schema_node(struct Validator* v, const struct ArrowSchema* schema,
-                                 int depth) {
+/* Walks the schema at child `slot` of node `parent` (v->where is there);
+ * returns its node, or NO_SCHEMA when there is no usable schema. */
+static int32_t visit_schema(struct Validator* v, const struct ArrowSchema* schema,
+                            int32_t parent, int64_t slot, int depth) {
+  struct SchemaTree* tree = v->schemas;
   if (schema == NULL) {
     report(v, "null", "schema pointer is NULL");
-    return;
+    return NO_SCHEMA;
   }
   if (schema->release == NULL) {
     report(v, "released", "schema is released (release is NULL)");
-    return;
+    return NO_SCHEMA;
+  }
+  int32_t seen = ferry__node_table_find(&tree->nodes, schema);
+  if (seen >= 0) {
+    report_repeat(v, &tree->nodes, seen, "schema");
+    return seen;
   }
   if (depth > FERRY_VALIDATE_MAX_DEPTH) {
-    report(v, "depth", "schema nesting is deeper than %d levels (a cycle?)",
+    report(v, "depth", "schema nesting is deeper than %d levels",
            FERRY_VALIDATE_MAX_DEPTH);
-    return;
+    return NO_SCHEMA;
   }
+  int32_t self = ferry__node_table_add(&tree->nodes, schema);
+  if (self < 0) {
+    report_out_of_memory(v, "schema");
+    return NO_SCHEMA;
+  }
+  struct SchemaNode* node = schema_node(tree, self);
+  node->h.slot = slot;
+  node->h.parent = parent;
+  node->h.on_path = 1;
+  node->h.repeat_reported = 0;
+  node->format = schema->format;
+  node->n_children = schema->n_children;
+  node->children = -1;
+  node->dictionary = NO_SCHEMA;
+  node->has_dictionary = schema->dictionary != NULL;
+  node->has_layout = 0;
+
   struct FerryFormat f;
   int have_layout = 0;
   if (schema->format == NULL) {
@@ -301,6 +546,8 @@ static void validate_schema_node(struct Validator* v, const struct ArrowSchema* 
       report(v, "format", "%s", format_error.message);
     } else {
       have_layout = 1;
+      node->has_layout = 1;
+      node->layout = f;
     }
   }
   if (schema->flags & ~(int64_t)KNOWN_SCHEMA_FLAGS) {
@@ -312,39 +559,78 @@ static void validate_schema_node(struct Validator* v, const struct ArrowSchema* 
   if (schema->n_children < 0) {
     report(v, "n_children", "n_children is negative (%lld)",
            (long long)schema->n_children);
-    return;
+    schema_node(tree, self)->h.on_path = 0;
+    return self;
   }
   if (schema->n_children > 0 && schema->children == NULL) {
     report(v, "children", "children is NULL but n_children is %lld",
            (long long)schema->n_children);
   }
-  if (have_layout) validate_schema_children_layout(v, schema, &f);
+  if (have_layout) validate_schema_children_layout(v, self, schema, &f);
   if (schema->dictionary != NULL && have_layout && !is_integer_type(f.type)) {
     report(v, "dictionary",
            "a dictionary-encoded field needs an integer index format, "
            "found \"%s\"",
            schema->format);
   }
-  if (schema->children != NULL) {
-    for (int64_t i = 0; i < schema->n_children; i++) {
-      size_t saved = path_push(v, ".children[%lld]", (long long)i);
-      validate_schema_node(v, schema->children[i], depth + 1);
-      path_pop(v, saved);
+  if (schema->children != NULL && schema->n_children > 0) {
+    int32_t links = reserve_links(tree, schema->n_children);
+    if (links < 0) {
+      report_out_of_memory(v, "schema");
+    } else {
+      schema_node(tree, self)->children = links;
+      for (int64_t i = 0; i < schema->n_children; i++) {
+        struct Where saved = enter(v, &tree->nodes, self, i);
+        int32_t child = visit_schema(v, schema->children[i], self, i, depth + 1);
+        tree->links[links + i] = child;
+        v->where = saved;
+      }
     }
   }
   if (schema->dictionary != NULL) {
-    size_t saved = path_push(v, ".dictionary");
-    validate_schema_node(v, schema->dictionary, depth + 1);
-    path_pop(v, saved);
+    struct Where saved = enter(v, &tree->nodes, self, SLOT_DICTIONARY);
+    int32_t dictionary =
+        visit_schema(v, schema->dictionary, self, SLOT_DICTIONARY, depth + 1);
+    schema_node(tree, self)->dictionary = dictionary;
+    v->where = saved;
   }
+  schema_node(tree, self)->h.on_path = 0;
+  return self;
+}
+
+/* Walks the whole schema tree into `tree` (a root that is missing or
+ * released records nothing). */
+static void walk_schema(struct Validator* v, struct SchemaTree* tree,
+                        const struct ArrowSchema* schema) {
+  v->schemas = tree;
+  struct Where saved = enter(v, &tree->nodes, -1, SLOT_ROOT);
+  visit_schema(v, schema, -1, SLOT_ROOT, 0);
+  v->where = saved;
+}
+
+static int freeze_schema_tree(const struct SchemaTree* tree,
+                              struct FerryPreparedSchema** out, struct FerryError* error);
+
+/* Validates `schema` alone; when it is clean and `prepared` is not NULL,
+ * keeps its tree there (ferry_prepared_schema_create). */
+static int check_schema(const struct ArrowSchema* schema, FerryFindingFn on_finding,
+                        void* user_data, struct FerryError* error,
+                        struct FerryPreparedSchema** prepared) {
+  struct Validator v;
+  validator_init(&v, on_finding, user_data, error, FERRY_VALIDATE_DEFAULT);
+  struct SchemaTreeStorage storage;
+  struct SchemaTree tree;
+  schema_tree_init(&tree, &storage);
+  walk_schema(&v, &tree, schema);
+  int rc = validator_finish(&v);
+  if (rc == FERRY_OK && prepared != NULL) rc = freeze_schema_tree(&tree, prepared, error);
+  schema_tree_free(&tree);
+  return rc;
 }
 
 int ferry_validate_schema(const struct ArrowSchema* schema, FerryFindingFn on_finding,
                           void* user_data, struct FerryError* error) {
-  struct Validator v;
-  validator_init(&v, on_finding, user_data, error, FERRY_VALIDATE_DEFAULT);
-  validate_schema_node(&v, schema, 0);
-  return validator_finish(&v);
+  return check_schema(schema, on_finding, user_data, error, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -367,7 +653,7 @@ static void host_view_reset(struct HostView* h) {
 /* Makes `size` bytes at `ptr` readable on the host; reports and returns 0
  * when that fails. */
 static int host_view_fetch(struct Validator* v, const void* ptr, int64_t size,
-                           const char* label, struct HostView* out) {
+                           struct BufferName name, struct HostView* out) {
   memset(out, 0, sizeof *out);
   out->size = size;
   if (size <= 0) {
@@ -378,6 +664,8 @@ static int host_view_fetch(struct Validator* v, const void* ptr, int64_t size,
     out->data = (const uint8_t*)ptr;
     return 1;
   }
+  struct BufferLabel storage;
+  const char* label = name_text(&name, &storage);
   if (size > FERRY_VALIDATE_MAX_COPY) {
     report(v, "buffer_size", "%s: %lld bytes is too large to copy for FULL validation",
            label, (long long)size);
@@ -458,52 +746,16 @@ static int bit_is_set(const uint8_t* bits, int64_t i) {
   return (bits[i >> 3] >> (i & 7)) & 1;
 }
 
-/* Length of the valid UTF-8 prefix of [s, s + n): n when all is valid. */
-static int64_t utf8_valid_prefix(const uint8_t* s, int64_t n) {
-  int64_t i = 0;
-  while (i < n) {
-    uint8_t c = s[i];
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    int64_t need;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-      need = 1;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      need = 2;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      need = 3;
-      cp = c & 0x07;
-    } else {
-      return i;
-    }
-    if (need > n - 1 - i) return i; /* truncated sequence */
-    for (int64_t k = 1; k <= need; k++) {
-      if ((s[i + k] & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    /* Overlong forms, surrogates and values beyond U+10FFFF are invalid. */
-    if ((need == 2 && cp < 0x800) || (need == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return i;
-    }
-    i += need + 1;
-  }
-  return n;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Arrays                                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* Everything the content checks of one node need, read once. */
+/* Everything the content checks of one node need, read once. A buffer whose
+ * residency check failed is `unreadable` and never fetched. */
 struct NodeBuffers {
   struct HostView views[FERRY_FORMAT_MAX_FIXED_BUFFERS];
   int fetched[FERRY_FORMAT_MAX_FIXED_BUFFERS];
+  unsigned unreadable; /* bit i: fixed buffer i */
 };
 
 static void node_buffers_reset(struct NodeBuffers* b) {
@@ -512,40 +764,50 @@ static void node_buffers_reset(struct NodeBuffers* b) {
 
 /* Size of buffer i through the shared size computation; -1 when it cannot
  * be computed (the content checks explain why). */
-static int64_t buffer_size(struct Validator* v, const struct ArrowSchema* schema,
+static int64_t buffer_size(struct Validator* v, const struct SchemaNode* sn,
                            const struct ArrowArray* array, int64_t i) {
   int64_t size = -1;
-  if (ferry_array_buffer_size(schema, array, v->device_type, v->device_id, i, &size,
-                              NULL) != FERRY_OK) {
+  if (ferry__buffer_size(&sn->layout, sn->format, array, v->device_type, v->device_id, i,
+                         &size, NULL) != FERRY_OK) {
     return -1;
   }
   return size;
 }
 
 /* Residency of one buffer: reported when the backend says it lives
- * elsewhere; unknown answers (ENOTSUP, no device) are skipped. */
-static void check_residency(struct Validator* v, const void* ptr, int64_t size,
-                            const char* label) {
-  if (v->device == NULL || ptr == NULL) return;
+ * elsewhere; unknown answers (ENOTSUP, no device) are skipped. Returns 0
+ * when the buffer must not be read. */
+static int check_residency(struct Validator* v, const void* ptr, int64_t size,
+                           struct BufferName name) {
+  if (v->device == NULL || ptr == NULL) return 1;
   struct FerryError residency_error;
   ferry_error_init(&residency_error);
   int rc =
       ferry__device_check_pointer(v->device, ptr, size < 0 ? 0 : size, &residency_error);
+  if (rc == FERRY_OK || rc == ENOTSUP) return 1;
+  struct BufferLabel storage;
+  const char* label = name_text(&name, &storage);
   if (rc == EFAULT) {
     report(v, "device", "%s at %p (%lld bytes) is not on %s:%lld: %s", label, ptr,
            (long long)size, ferry_device_type_name(v->device_type),
            (long long)v->device_id, residency_error.message);
-  } else if (rc != FERRY_OK && rc != ENOTSUP) {
+  } else {
     /* The backend could not answer (a driver error): the residency of this
      * buffer is unknown, which a consumer must hear about. */
     report(v, "device", "%s at %p: residency could not be checked on %s:%lld: %s", label,
            ptr, ferry_device_type_name(v->device_type), (long long)v->device_id,
            residency_error.message);
   }
+  return 0;
 }
 
-static void validate_array_node(struct Validator* v, const struct ArrowSchema* schema,
-                                const struct ArrowArray* array, int depth);
+/* check_residency without a finding, for buffers of another node (whose own
+ * walk reports them): 1 when [ptr, ptr + size) may be read. */
+static int residency_allows_read(struct Validator* v, const void* ptr, int64_t size) {
+  if (v->device == NULL || ptr == NULL) return 1;
+  int rc = ferry__device_check_pointer(v->device, ptr, size, NULL);
+  return rc == FERRY_OK || rc == ENOTSUP;
+}
 
 /* FULL checks of the offsets buffer of a variable-size or list layout:
  * entries [offset, offset + length] non-negative, monotone, and the last
@@ -555,84 +817,142 @@ static int check_offsets(struct Validator* v, const struct FerryFormat* f,
                          int64_t limit, const char* limit_what) {
   int64_t first_index = array->offset;
   int64_t last_index = array->offset + array->length;
-  int64_t previous = read_offset(offsets, f->offset_bytes, first_index);
-  if (previous < 0) {
+  int64_t bad = ferry__first_bad_offset(offsets, f->offset_bytes, first_index, last_index);
+  if (bad == first_index) {
     report(v, "offsets", "buffer 1 (offsets): offsets[%lld] = %lld is negative",
-           (long long)first_index, (long long)previous);
+           (long long)first_index, (long long)read_offset(offsets, f->offset_bytes, bad));
     return 0;
   }
-  for (int64_t i = first_index + 1; i <= last_index; i++) {
-    int64_t current = read_offset(offsets, f->offset_bytes, i);
-    if (current < previous) {
-      report(v, "offsets",
-             "buffer 1 (offsets): offsets[%lld] = %lld is less than offsets[%lld] = %lld "
-             "(offsets must not decrease)",
-             (long long)i, (long long)current, (long long)(i - 1), (long long)previous);
-      return 0;
-    }
-    previous = current;
+  if (bad >= 0) {
+    report(v, "offsets",
+           "buffer 1 (offsets): offsets[%lld] = %lld is less than offsets[%lld] = %lld "
+           "(offsets must not decrease)",
+           (long long)bad, (long long)read_offset(offsets, f->offset_bytes, bad),
+           (long long)(bad - 1), (long long)read_offset(offsets, f->offset_bytes, bad - 1));
+    return 0;
   }
-  if (limit >= 0 && previous > limit) {
+  int64_t last = read_offset(offsets, f->offset_bytes, last_index);
+  if (limit >= 0 && last > limit) {
     report(v, "offsets",
            "buffer 1 (offsets): last offset offsets[%lld] = %lld exceeds %s %lld",
-           (long long)last_index, (long long)previous, limit_what, (long long)limit);
+           (long long)last_index, (long long)last, limit_what, (long long)limit);
     return 0;
   }
   return 1;
 }
 
-/* FULL checks of string/binary views: lengths, inline padding of nothing,
- * variadic references in range, prefixes and (for utf8_view) UTF-8. */
-static void check_views(struct Validator* v, const struct FerryFormat* f,
-                        const struct ArrowArray* array, const uint8_t* validity,
-                        const uint8_t* views) {
+/* The variadic data buffers of a view array as far as they can be read.
+ * On host memory nothing is copied or allocated: the sizes are read in
+ * place. Device memory the host cannot read is copied (`copies`). */
+#define FERRY_VALIDATE_INLINE_VARIADIC 64
+struct VariadicBuffers {
+  int64_t n;
+  const void* const* buffers; /* the array's variadic buffers */
+  const uint8_t* sizes;       /* n int64 values, host-readable */
+  struct HostView sizes_copy; /* holds `sizes` when they were copied */
+  struct HostView* copies;    /* host copies of the buffers; NULL: host memory */
+  /* 1 for a buffer that failed its residency check (views into it are not
+   * checked); NULL when there is no device to ask. */
+  uint8_t* unreadable;
+  uint8_t inline_unreadable[FERRY_VALIDATE_INLINE_VARIADIC];
+};
+
+static void variadic_reset(struct VariadicBuffers* vb) {
+  for (int64_t k = 0; k < vb->n && vb->copies != NULL; k++) host_view_reset(&vb->copies[k]);
+  free(vb->copies);
+  host_view_reset(&vb->sizes_copy);
+  if (vb->unreadable != vb->inline_unreadable) free(vb->unreadable);
+  vb->copies = NULL;
+  vb->unreadable = NULL;
+}
+
+/* Size of variadic buffer k as the views may use it: 0 for a negative size,
+ * a NULL buffer or a copy that failed (each reported when read). */
+static int64_t variadic_size(const struct VariadicBuffers* vb, int64_t k) {
+  if (vb->copies != NULL) return vb->copies[k].size;
+  int64_t size;
+  memcpy(&size, vb->sizes + 8 * k, 8);
+  return size < 0 || (vb->buffers[k] == NULL && size > 0) ? 0 : size;
+}
+
+static const uint8_t* variadic_data(const struct VariadicBuffers* vb, int64_t k) {
+  return vb->copies != NULL ? vb->copies[k].data : (const uint8_t*)vb->buffers[k];
+}
+
+/* Reads the variadic sizes and makes each variadic buffer readable; 0 when
+ * the views cannot be checked at all. */
+static int fetch_variadic(struct Validator* v, const struct FerryFormat* f,
+                          const struct ArrowArray* array, struct VariadicBuffers* vb) {
+  vb->n = 0;
+  vb->copies = NULL;
+  vb->unreadable = NULL;
+  memset(&vb->sizes_copy, 0, sizeof vb->sizes_copy);
   int64_t n_variadic = array->n_buffers - f->n_fixed_buffers - 1;
+  if (n_variadic <= 0) return 1;
   int64_t sizes_index = array->n_buffers - 1;
   const void* sizes_ptr = array->buffers[sizes_index];
-  int64_t* variadic_sizes = NULL;
-  struct HostView* variadic = NULL;
-  if (n_variadic > 0) {
-    if (sizes_ptr == NULL) {
-      report(v, "buffers",
-             "buffer %lld (variadic sizes) is NULL but there are %lld "
-             "variadic data buffers",
-             (long long)sizes_index, (long long)n_variadic);
-      return;
-    }
-    struct HostView sizes_view;
-    if (!host_view_fetch(v, sizes_ptr, n_variadic * 8, "variadic sizes", &sizes_view))
-      return;
-    variadic_sizes = (int64_t*)calloc((size_t)n_variadic, sizeof(int64_t));
-    variadic = (struct HostView*)calloc((size_t)n_variadic, sizeof(struct HostView));
-    if (variadic_sizes == NULL || variadic == NULL) {
-      host_view_reset(&sizes_view);
-      free(variadic_sizes);
-      free(variadic);
-      report(v, "buffer_size", "out of memory reading %lld variadic buffers",
-             (long long)n_variadic);
-      return;
-    }
-    memcpy(variadic_sizes, sizes_view.data, (size_t)n_variadic * 8);
-    host_view_reset(&sizes_view);
-    for (int64_t k = 0; k < n_variadic; k++) {
-      char label[96];
-      buffer_label(f, f->n_fixed_buffers + k, array->n_buffers, label, sizeof label);
-      const void* ptr = array->buffers[f->n_fixed_buffers + k];
-      if (variadic_sizes[k] < 0) {
-        report(v, "variadic", "%s: size %lld in the variadic sizes buffer is negative",
-               label, (long long)variadic_sizes[k]);
-        variadic_sizes[k] = 0;
-      } else if (ptr == NULL && variadic_sizes[k] > 0) {
-        report(v, "buffers", "%s is NULL but its size is %lld", label,
-               (long long)variadic_sizes[k]);
-        variadic_sizes[k] = 0;
-      }
-      check_residency(v, ptr, variadic_sizes[k], label);
-      if (!host_view_fetch(v, ptr, variadic_sizes[k], label, &variadic[k])) {
-        variadic_sizes[k] = 0;
-      }
-    }
+  /* A NULL sizes buffer with variadic buffers is a structural finding. */
+  if (sizes_ptr == NULL) return 0;
+  /* A pointer that failed its pointer-only check was reported already. */
+  if (!residency_allows_read(v, sizes_ptr, 0) ||
+      !check_residency(v, sizes_ptr, n_variadic * 8,
+                       layout_name(f, sizes_index, array->n_buffers))) {
+    return 0;
   }
+  if (!host_view_fetch(v, sizes_ptr, n_variadic * 8, fixed_name("variadic sizes"),
+                       &vb->sizes_copy)) {
+    return 0;
+  }
+  vb->n = n_variadic;
+  vb->buffers = array->buffers + f->n_fixed_buffers;
+  vb->sizes = vb->sizes_copy.data;
+  if (!v->host_accessible) {
+    vb->copies = (struct HostView*)calloc((size_t)n_variadic, sizeof(struct HostView));
+  }
+  if (v->device != NULL) {
+    vb->unreadable = n_variadic <= FERRY_VALIDATE_INLINE_VARIADIC
+                         ? vb->inline_unreadable
+                         : (uint8_t*)malloc((size_t)n_variadic);
+    if (vb->unreadable != NULL) memset(vb->unreadable, 0, (size_t)n_variadic);
+  }
+  if ((!v->host_accessible && vb->copies == NULL) ||
+      (v->device != NULL && vb->unreadable == NULL)) {
+    variadic_reset(vb);
+    report(v, "buffer_size", "out of memory reading %lld variadic buffers",
+           (long long)n_variadic);
+    return 0;
+  }
+  for (int64_t k = 0; k < n_variadic; k++) {
+    struct BufferName name = layout_name(f, f->n_fixed_buffers + k, array->n_buffers);
+    struct BufferLabel storage;
+    const void* ptr = vb->buffers[k];
+    int64_t size;
+    memcpy(&size, vb->sizes + 8 * k, 8);
+    if (size < 0) {
+      report(v, "variadic", "%s: size %lld in the variadic sizes buffer is negative",
+             name_text(&name, &storage), (long long)size);
+      size = 0;
+    } else if (ptr == NULL && size > 0) {
+      report(v, "buffers", "%s is NULL but its size is %lld", name_text(&name, &storage),
+             (long long)size);
+      size = 0;
+    }
+    /* A pointer that failed its pointer-only check was reported already. */
+    if (!residency_allows_read(v, ptr, 0) || !check_residency(v, ptr, size, name)) {
+      vb->unreadable[k] = 1; /* only a device can fail these */
+      continue;
+    }
+    if (vb->copies != NULL) host_view_fetch(v, ptr, size, name, &vb->copies[k]);
+  }
+  return 1;
+}
+
+/* FULL checks of string/binary views: lengths, variadic references in
+ * range, prefixes and (for utf8_view) UTF-8. */
+static void check_views(struct Validator* v, const struct FerryFormat* f,
+                        const struct ArrowArray* array, const uint8_t* validity,
+                        const uint8_t* views, const struct VariadicBuffers* vb) {
+  int64_t n_variadic = array->n_buffers - f->n_fixed_buffers - 1;
   int is_utf8 = f->type == FERRY_TYPE_STRING_VIEW;
   int64_t reported = 0;
   for (int64_t i = array->offset; i < array->offset + array->length && reported < 8;
@@ -663,18 +983,21 @@ static void check_views(struct Validator* v, const struct FerryFormat* f,
         reported++;
         continue;
       }
-      if (data_offset < 0 ||
-          (int64_t)data_offset + length > variadic_sizes[buffer_index]) {
+      if (vb->unreadable != NULL && vb->unreadable[buffer_index]) {
+        continue; /* its residency was reported */
+      }
+      int64_t buffer_size = variadic_size(vb, buffer_index);
+      if (data_offset < 0 || (int64_t)data_offset + length > buffer_size) {
         report(v, "views",
                "buffer 1 (views): view[%lld] bytes [%d, %lld) are outside variadic "
                "buffer %d "
                "of %lld bytes",
                (long long)i, (int)data_offset, (long long)data_offset + length,
-               (int)buffer_index, (long long)variadic_sizes[buffer_index]);
+               (int)buffer_index, (long long)buffer_size);
         reported++;
         continue;
       }
-      bytes = variadic[buffer_index].data + data_offset;
+      bytes = variadic_data(vb, buffer_index) + data_offset;
       if (memcmp(bytes, view + 4, 4) != 0) {
         report(
             v, "views",
@@ -686,7 +1009,7 @@ static void check_views(struct Validator* v, const struct FerryFormat* f,
       }
     }
     if (is_utf8 && length > 0) {
-      int64_t good = utf8_valid_prefix(bytes, length);
+      int64_t good = ferry__utf8_valid_prefix(bytes, length);
       if (good != length) {
         report(v, "utf8", "value[%lld] is not valid UTF-8 (bad byte 0x%02x at byte %lld)",
                (long long)(i - array->offset), bytes[good], (long long)good);
@@ -694,49 +1017,56 @@ static void check_views(struct Validator* v, const struct FerryFormat* f,
       }
     }
   }
-  for (int64_t k = 0; k < n_variadic && variadic != NULL; k++)
-    host_view_reset(&variadic[k]);
-  free(variadic);
-  free(variadic_sizes);
 }
 
-/* Reads a child's integer values (for run ends); returns 0 when unreadable. */
-static int fetch_child_values(struct Validator* v, const struct ArrowSchema* child_schema,
+/* Reads a child's integer values (for run ends); returns 0 when unreadable.
+ * The child's own walk reports its buffers' problems. */
+static int fetch_child_values(struct Validator* v, const struct SchemaNode* child_node,
                               const struct ArrowArray* child, struct HostView* out) {
   if (child->n_buffers < 2 || child->buffers == NULL || child->buffers[1] == NULL)
     return 0;
-  int64_t size = buffer_size(v, child_schema, child, 1);
-  if (size < 0) return 0;
-  return host_view_fetch(v, child->buffers[1], size, "run ends", out);
+  int64_t size = buffer_size(v, child_node, child, 1);
+  if (size < 0 || !residency_allows_read(v, child->buffers[1], size)) return 0;
+  return host_view_fetch(v, child->buffers[1], size, fixed_name("run ends"), out);
+}
+
+/* The node of child `i` of schema node `sn` (NO_SCHEMA when there is none). */
+static int32_t child_schema(const struct SchemaTree* tree, const struct SchemaNode* sn,
+                            int64_t i) {
+  if (sn == NULL || sn->children < 0 || i >= sn->n_children) return NO_SCHEMA;
+  return tree->links[sn->children + i];
 }
 
 /* FULL content checks of one node whose layout parsed and whose structure
- * (buffer count, non-NULL buffers, lengths) has been checked. */
-static void validate_content(struct Validator* v, const struct ArrowSchema* schema,
-                             const struct ArrowArray* array,
-                             const struct FerryFormat* f) {
+ * (buffer count, non-NULL buffers, lengths) has been checked. Buffers in
+ * `unreadable` failed their residency check and are not read. */
+static FERRY_NOINLINE void validate_content(struct Validator* v,
+                                            const struct SchemaNode* sn,
+                                            const struct ArrowArray* array,
+                                            unsigned unreadable) {
+  const struct FerryFormat* f = &sn->layout;
   struct NodeBuffers b;
   memset(&b, 0, sizeof b);
+  b.unreadable = unreadable;
   int64_t end = array->offset + array->length;
 
   for (int32_t i = 0; i < f->n_fixed_buffers; i++) {
     const void* ptr = array->buffers[i];
-    if (ptr == NULL) continue;
+    if (ptr == NULL || (b.unreadable >> i) & 1) continue;
     /* Variable data is sized from the offsets, which are checked first. */
     if (f->roles[i] == FERRY_BUFFER_VAR_DATA) continue;
-    char label[96];
-    buffer_label(f, i, array->n_buffers, label, sizeof label);
     int64_t size = -1;
     struct FerryError size_error;
     ferry_error_init(&size_error);
-    if (ferry_array_buffer_size(schema, array, v->device_type, v->device_id, i, &size,
-                                &size_error) != FERRY_OK) {
-      report(v, "buffer_size", "%s: its size cannot be computed: %s", label,
+    if (ferry__buffer_size(f, sn->format, array, v->device_type, v->device_id, i, &size,
+                           &size_error) != FERRY_OK) {
+      struct BufferLabel label = buffer_label(f, i, array->n_buffers);
+      report(v, "buffer_size", "%s: its size cannot be computed: %s", label.text,
              size_error.message);
       node_buffers_reset(&b);
       return;
     }
-    if (!host_view_fetch(v, ptr, size, label, &b.views[i])) {
+    if (!host_view_fetch(v, ptr, size, layout_name(f, i, array->n_buffers), &b.views[i])) {
       node_buffers_reset(&b);
       return;
     }
@@ -746,8 +1076,8 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
   const uint8_t* validity = NULL;
   if (f->n_fixed_buffers > 0 && f->roles[0] == FERRY_BUFFER_VALIDITY && b.fetched[0]) {
     validity = b.views[0].data;
-    int64_t zeros = 0;
-    for (int64_t i = array->offset; i < end; i++) zeros += !bit_is_set(validity, i);
+    int64_t zeros =
+        array->length - ferry__count_set_bits(validity, array->offset, array->length);
     if (array->null_count != -1 && zeros != array->null_count) {
       report(v, "null_count",
              "null_count is %lld but the validity bitmap has %lld zero bits",
@@ -769,18 +1099,29 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
                (long long)data_end);
         break;
       }
-      check_residency(v, array->buffers[2], data_end, "buffer 2 (data)");
-      struct HostView data;
-      if (!host_view_fetch(v, array->buffers[2], data_end, "buffer 2 (data)", &data))
+      if ((b.unreadable >> 2) & 1 ||
+          !check_residency(v, array->buffers[2], data_end, fixed_name("buffer 2 (data)"))) {
         break;
-      if (f->type == FERRY_TYPE_STRING || f->type == FERRY_TYPE_LARGE_STRING) {
+      }
+      struct HostView data;
+      if (!host_view_fetch(v, array->buffers[2], data_end, fixed_name("buffer 2 (data)"),
+                           &data))
+        break;
+      int64_t data_start = read_offset(offsets, f->offset_bytes, array->offset);
+      int is_utf8 = f->type == FERRY_TYPE_STRING || f->type == FERRY_TYPE_LARGE_STRING;
+      /* The common case at memory speed; a value-by-value look (skipping nulls)
+       * only when something may be wrong. */
+      if (is_utf8 &&
+          !ferry__utf8_values_valid(data.data, data_start, data_end,
+                                    offsets + array->offset * f->offset_bytes,
+                                    f->offset_bytes, array->length + 1)) {
         int64_t reported = 0;
         for (int64_t i = array->offset; i < end && reported < 8; i++) {
           if (validity != NULL && !bit_is_set(validity, i)) continue;
           int64_t start = read_offset(offsets, f->offset_bytes, i);
           int64_t stop = read_offset(offsets, f->offset_bytes, i + 1);
           if (stop == start) continue;
-          int64_t good = utf8_valid_prefix(data.data + start, stop - start);
+          int64_t good = ferry__utf8_valid_prefix(data.data + start, stop - start);
           if (good != stop - start) {
             report(v, "utf8",
                    "value[%lld] is not valid UTF-8 (bad byte 0x%02x at byte %lld of the "
@@ -795,9 +1136,14 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
       break;
     }
     case FERRY_TYPE_BINARY_VIEW:
-    case FERRY_TYPE_STRING_VIEW:
-      if (b.fetched[1]) check_views(v, f, array, validity, b.views[1].data);
+    case FERRY_TYPE_STRING_VIEW: {
+      struct VariadicBuffers vb;
+      if (fetch_variadic(v, f, array, &vb) && b.fetched[1]) {
+        check_views(v, f, array, validity, b.views[1].data, &vb);
+      }
+      variadic_reset(&vb);
       break;
+    }
     case FERRY_TYPE_LIST:
     case FERRY_TYPE_LARGE_LIST:
     case FERRY_TYPE_MAP:
@@ -833,10 +1179,12 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
     case FERRY_TYPE_DENSE_UNION:
     case FERRY_TYPE_SPARSE_UNION: {
       if (!b.fetched[0]) break;
+      int8_t type_ids[FERRY_FORMAT_MAX_UNION_TYPES];
       int8_t child_of_id[FERRY_FORMAT_MAX_UNION_TYPES];
+      ferry__format_union_type_ids(f, type_ids);
       memset(child_of_id, -1, sizeof child_of_id);
       for (int32_t k = 0; k < f->n_union_types; k++) {
-        child_of_id[f->union_type_ids[k]] = (int8_t)k;
+        child_of_id[type_ids[k]] = (int8_t)k;
       }
       int64_t reported = 0;
       for (int64_t i = array->offset; i < end && reported < 8; i++) {
@@ -867,22 +1215,25 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
       break;
     }
     case FERRY_TYPE_RUN_END_ENCODED: {
+      int32_t run_ends_link = child_schema(v->schemas, sn, 0);
       if (array->children == NULL || array->children[0] == NULL ||
-          schema->children == NULL) {
+          run_ends_link == NO_SCHEMA) {
         break;
       }
       const struct ArrowArray* run_ends = array->children[0];
-      struct FerryFormat rf;
-      if (!schema_layout(schema->children[0], &rf) || !is_signed_integer(rf.type) ||
-          run_ends->length < 0 || run_ends->offset < 0) {
+      const struct SchemaNode* rn = schema_node(v->schemas, run_ends_link);
+      if (run_ends->release == NULL || !rn->has_layout ||
+          !is_signed_integer(rn->layout.type) || run_ends->length < 0 ||
+          run_ends->offset < 0) {
         break;
       }
+      enum FerryTypeId run_end_type = rn->layout.type;
       struct HostView values;
-      if (!fetch_child_values(v, schema->children[0], run_ends, &values)) break;
+      if (!fetch_child_values(v, rn, run_ends, &values)) break;
       int64_t previous = 0;
       int ok = 1;
       for (int64_t k = run_ends->offset; k < run_ends->offset + run_ends->length; k++) {
-        int64_t run_end = read_integer(values.data, rf.type, k);
+        int64_t run_end = read_integer(values.data, run_end_type, k);
         if (run_end <= previous) {
           report(v, "run_ends",
                  "children[0] (run ends): value[%lld] = %lld is not greater "
@@ -907,8 +1258,11 @@ static void validate_content(struct Validator* v, const struct ArrowSchema* sche
   }
 
   /* Dictionary indices: the node's data buffer holds them. */
-  if (schema->dictionary != NULL && array->dictionary != NULL &&
-      is_integer_type(f->type) && b.fetched[1]) {
+  if (sn->has_dictionary && array->dictionary != NULL && is_integer_type(f->type) &&
+      b.fetched[1] &&
+      !ferry__integers_in_range(b.views[1].data, (int32_t)(f->bit_width / 8),
+                                is_signed_integer(f->type), array->offset, array->length,
+                                array->dictionary->length)) {
     int64_t dictionary_length = array->dictionary->length;
     int64_t reported = 0;
     for (int64_t i = array->offset; i < end && reported < 8; i++) {
@@ -972,37 +1326,100 @@ static void validate_child_lengths(struct Validator* v, const struct ArrowArray*
   }
 }
 
-static void validate_array_node(struct Validator* v, const struct ArrowSchema* schema,
-                                const struct ArrowArray* array, int depth) {
-  if (array == NULL) {
-    report(v, "null", "array pointer is NULL");
-    return;
+/* Structure of one node's buffers against its layout: counts, required
+ * buffers; returns 1 when the layout can be trusted for the rest. */
+static int validate_buffer_structure(struct Validator* v, const struct ArrowArray* array,
+                                     const struct FerryFormat* f) {
+  int64_t expected = f->n_fixed_buffers;
+  if (f->is_view) {
+    if (array->n_buffers < expected + 1) {
+      report(v, "n_buffers",
+             "%s array needs at least %lld buffers (validity, views, variadic sizes), "
+             "found n_buffers = %lld",
+             type_name(f->type), (long long)(expected + 1), (long long)array->n_buffers);
+      return 0;
+    }
+    if (array->n_buffers > FERRY_VALIDATE_MAX_BUFFERS) {
+      /* The only open-ended count: walking it would read far past any real
+       * buffer table (and ferry_array_init refuses as many). */
+      report(v, "n_buffers", "%s array has n_buffers = %lld, more than 2^32",
+             type_name(f->type), (long long)array->n_buffers);
+      return 0;
+    }
+  } else if (array->n_buffers != expected) {
+    report(v, "n_buffers", "%s array needs %lld buffer%s, found n_buffers = %lld",
+           type_name(f->type), (long long)expected, expected == 1 ? "" : "s",
+           (long long)array->n_buffers);
+    return 0;
   }
-  if (array->release == NULL) {
-    report(v, "released", "array is released (release is NULL)");
-    return;
-  }
-  if (depth > FERRY_VALIDATE_MAX_DEPTH) {
-    report(v, "depth", "array nesting is deeper than %d levels (a cycle?)",
-           FERRY_VALIDATE_MAX_DEPTH);
-    return;
-  }
-  struct FerryFormat f;
-  int have_layout = schema_layout(schema, &f);
-  int sane = 1; /* lengths usable for range arithmetic */
 
+  int ok = 1;
+  for (int32_t i = 0; i < f->n_fixed_buffers; i++) {
+    if (array->buffers[i] != NULL || ferry__buffer_may_be_null(f, array, i)) continue;
+    struct BufferLabel label = buffer_label(f, i, array->n_buffers);
+    if (f->roles[i] == FERRY_BUFFER_VALIDITY) {
+      report(v, "buffers", "%s is NULL but null_count is %lld", label.text,
+             (long long)array->null_count);
+    } else {
+      report(v, "buffers", "%s is NULL but length is %lld", label.text,
+             (long long)array->length);
+    }
+    ok = 0;
+  }
+  if (f->is_view && array->buffers[array->n_buffers - 1] == NULL &&
+      !ferry__buffer_may_be_null(f, array, array->n_buffers - 1)) {
+    report(v, "buffers",
+           "buffer %lld (variadic sizes) is NULL but there are %lld "
+           "variadic data buffers",
+           (long long)(array->n_buffers - 1),
+           (long long)(array->n_buffers - f->n_fixed_buffers - 1));
+  }
+  return ok;
+}
+
+/* Residency of every buffer the layout sizes without reading contents;
+ * returns the mask of fixed buffers that failed (and must not be read). */
+static unsigned check_node_residency(struct Validator* v, const struct SchemaNode* sn,
+                                     const struct ArrowArray* array) {
+  const struct FerryFormat* f = &sn->layout;
+  unsigned unreadable = 0;
+  for (int32_t i = 0; i < f->n_fixed_buffers; i++) {
+    if (array->buffers[i] == NULL || f->roles[i] == FERRY_BUFFER_VAR_DATA) continue;
+    if (!check_residency(v, array->buffers[i], buffer_size(v, sn, array, i),
+                         layout_name(f, i, array->n_buffers))) {
+      unreadable |= 1u << i;
+    }
+  }
+  /* The variable-size buffers get a pointer-only check here (their sizes
+   * need the contents); FULL checks them again with their real sizes when it
+   * reads them, unless this check failed (then they are never read). */
+  for (int64_t i = f->n_fixed_buffers; i < array->n_buffers; i++) {
+    check_residency(v, array->buffers[i], 0, layout_name(f, i, array->n_buffers));
+  }
+  if (f->n_fixed_buffers == 3 && f->roles[2] == FERRY_BUFFER_VAR_DATA &&
+      !check_residency(v, array->buffers[2], 0, fixed_name("buffer 2 (data)"))) {
+    unreadable |= 1u << 2;
+  }
+  return unreadable;
+}
+
+/* The findings about a node's own counts (visit_array calls this only when
+ * one of them is off) and what remains usable. */
+static FERRY_COLD void report_counts(struct Validator* v, const struct ArrowArray* array,
+                                     int* sane, int* buffers_usable,
+                                     int* children_usable) {
   if (array->length < 0) {
     report(v, "length", "length is negative (%lld)", (long long)array->length);
-    sane = 0;
+    *sane = 0;
   }
   if (array->offset < 0) {
     report(v, "offset", "offset is negative (%lld)", (long long)array->offset);
-    sane = 0;
+    *sane = 0;
   }
-  if (sane && array->length > INT64_MAX - array->offset - 1) {
+  if (*sane && array->length > INT64_MAX - array->offset - 1) {
     report(v, "length", "offset %lld + length %lld overflows", (long long)array->offset,
            (long long)array->length);
-    sane = 0;
+    *sane = 0;
   }
   if (array->null_count < -1) {
     report(v, "null_count", "null_count is %lld (only -1 may stand for unknown)",
@@ -1011,153 +1428,159 @@ static void validate_array_node(struct Validator* v, const struct ArrowSchema* s
     report(v, "null_count", "null_count %lld exceeds length %lld",
            (long long)array->null_count, (long long)array->length);
   }
-  int buffers_usable = 1;
   if (array->n_buffers < 0) {
     report(v, "n_buffers", "n_buffers is negative (%lld)", (long long)array->n_buffers);
-    buffers_usable = 0;
+    *buffers_usable = 0;
   } else if (array->n_buffers > 0 && array->buffers == NULL) {
     report(v, "buffers", "buffers is NULL but n_buffers is %lld",
            (long long)array->n_buffers);
-    buffers_usable = 0;
+    *buffers_usable = 0;
   }
-  int children_usable = 1;
   if (array->n_children < 0) {
     report(v, "n_children", "n_children is negative (%lld)",
            (long long)array->n_children);
-    children_usable = 0;
+    *children_usable = 0;
   } else if (array->n_children > 0 && array->children == NULL) {
     report(v, "children", "children is NULL but n_children is %lld",
            (long long)array->n_children);
-    children_usable = 0;
+    *children_usable = 0;
   }
-  if (schema != NULL && schema->release != NULL && schema->n_children >= 0 &&
-      array->n_children >= 0 && array->n_children != schema->n_children) {
+}
+
+static struct ArrayNode* array_node(const struct Validator* v, int32_t index) {
+  return (struct ArrayNode*)ferry__node_table_at(v->arrays, index);
+}
+
+static void visit_children(struct Validator* v, const struct SchemaNode* sn,
+                           const struct ArrowArray* array, int32_t self,
+                           int children_usable, int depth);
+
+/* Walks the array at child `slot` of array node `parent` (v->where is
+ * there), paired with schema node `schema_index` (NO_SCHEMA: none usable). */
+static void visit_array(struct Validator* v, int32_t schema_index,
+                        const struct ArrowArray* array, int32_t parent, int64_t slot,
+                        int depth) {
+  if (array == NULL) {
+    report(v, "null", "array pointer is NULL");
+    return;
+  }
+  if (array->release == NULL) {
+    report(v, "released", "array is released (release is NULL)");
+    return;
+  }
+  int32_t seen = ferry__node_table_find(v->arrays, array);
+  if (seen >= 0) {
+    report_repeat(v, v->arrays, seen, "array");
+    return;
+  }
+  if (depth > FERRY_VALIDATE_MAX_DEPTH) {
+    report(v, "depth", "array nesting is deeper than %d levels",
+           FERRY_VALIDATE_MAX_DEPTH);
+    return;
+  }
+  int32_t self = ferry__node_table_add(v->arrays, array);
+  if (self < 0) {
+    report_out_of_memory(v, "array");
+    return;
+  }
+  /* on_path is set only while its children are walked (visit_children). */
+  struct ArrayNode* node = array_node(v, self);
+  node->h.slot = slot;
+  node->h.parent = parent;
+  node->h.on_path = 0;
+  node->h.repeat_reported = 0;
+
+  /* The schema tree is complete: its nodes no longer move. */
+  const struct SchemaNode* sn =
+      schema_index == NO_SCHEMA ? NULL : schema_node(v->schemas, schema_index);
+  int have_layout = sn != NULL && sn->has_layout;
+  /* The counts of a well-formed node, all in one test; the precise findings
+   * only when one of them is off. */
+  int sane = 1; /* lengths usable for range arithmetic */
+  int buffers_usable = 1;
+  int children_usable = 1;
+  if (array->length < 0 || array->offset < 0 ||
+      array->length > INT64_MAX - array->offset - 1 || array->null_count < -1 ||
+      array->null_count > array->length || array->n_buffers < 0 ||
+      (array->n_buffers > 0 && array->buffers == NULL) || array->n_children < 0 ||
+      (array->n_children > 0 && array->children == NULL)) {
+    report_counts(v, array, &sane, &buffers_usable, &children_usable);
+  }
+  if (sn != NULL && sn->n_children >= 0 && array->n_children >= 0 &&
+      array->n_children != sn->n_children) {
     report(v, "n_children", "array has %lld children but its schema has %lld",
-           (long long)array->n_children, (long long)schema->n_children);
+           (long long)array->n_children, (long long)sn->n_children);
   }
-  int schema_has_dictionary =
-      schema != NULL && schema->release != NULL && schema->dictionary != NULL;
-  if (schema != NULL && schema->release != NULL &&
-      schema_has_dictionary != (array->dictionary != NULL)) {
+  int schema_has_dictionary = sn != NULL && sn->has_dictionary;
+  if (sn != NULL && schema_has_dictionary != (array->dictionary != NULL)) {
     report(v, "dictionary",
            schema_has_dictionary ? "the schema has a dictionary but the array has none"
                                  : "the array has a dictionary but the schema has none");
   }
 
-  int layout_ok = have_layout && buffers_usable;
-  if (layout_ok) {
-    int64_t expected = f.n_fixed_buffers;
-    if (f.is_view) {
-      if (array->n_buffers < expected + 1) {
-        report(v, "n_buffers",
-               "%s array needs at least %lld buffers (validity, views, variadic sizes), "
-               "found n_buffers = %lld",
-               type_name(f.type), (long long)(expected + 1), (long long)array->n_buffers);
-        layout_ok = 0;
-      } else if (array->n_buffers > FERRY_VALIDATE_MAX_BUFFERS) {
-        /* The only open-ended count: walking it would read far past any real
-         * buffer table (and ferry_array_init refuses as many). */
-        report(v, "n_buffers", "%s array has n_buffers = %lld, more than 2^32",
-               type_name(f.type), (long long)array->n_buffers);
-        layout_ok = 0;
-      }
-    } else if (array->n_buffers != expected) {
-      report(v, "n_buffers", "%s array needs %lld buffer%s, found n_buffers = %lld",
-             type_name(f.type), (long long)expected, expected == 1 ? "" : "s",
-             (long long)array->n_buffers);
-      layout_ok = 0;
-    }
-  }
-
-  if (layout_ok) {
-    for (int32_t i = 0; i < f.n_fixed_buffers; i++) {
-      char label[96];
-      buffer_label(&f, i, array->n_buffers, label, sizeof label);
-      const void* ptr = array->buffers[i];
-      if (f.roles[i] == FERRY_BUFFER_VALIDITY) {
-        if (ptr == NULL && array->null_count > 0) {
-          report(v, "buffers", "%s is NULL but null_count is %lld", label,
-                 (long long)array->null_count);
-          layout_ok = 0;
-        }
-      } else if (f.roles[i] == FERRY_BUFFER_VAR_DATA) {
-        /* NULL is fine when every value is empty; FULL checks the offsets. */
-      } else if (ptr == NULL && array->length > 0) {
-        report(v, "buffers", "%s is NULL but length is %lld", label,
-               (long long)array->length);
-        layout_ok = 0;
-      }
-    }
-  }
-
-  /* Residency of every fixed buffer (the variable-size ones are checked
-   * with their real size in FULL mode, where they are read anyway). */
-  if (layout_ok && sane) {
-    for (int32_t i = 0; i < f.n_fixed_buffers; i++) {
-      if (array->buffers[i] == NULL || f.roles[i] == FERRY_BUFFER_VAR_DATA) continue;
-      char label[96];
-      buffer_label(&f, i, array->n_buffers, label, sizeof label);
-      check_residency(v, array->buffers[i], buffer_size(v, schema, array, i), label);
-    }
-    /* Without FULL content reads, the variable-size buffers get a pointer-only
-     * residency check (their sizes would need the contents). */
-    if (v->level != FERRY_VALIDATE_FULL || !v->can_read) {
-      for (int64_t i = f.n_fixed_buffers; i < array->n_buffers; i++) {
-        char label[96];
-        buffer_label(&f, i, array->n_buffers, label, sizeof label);
-        check_residency(v, array->buffers[i], 0, label);
-      }
-      if (f.n_fixed_buffers == 3 && f.roles[2] == FERRY_BUFFER_VAR_DATA) {
-        check_residency(v, array->buffers[2], 0, "buffer 2 (data)");
-      }
-    }
+  int layout_ok = have_layout && buffers_usable &&
+                  validate_buffer_structure(v, array, &sn->layout);
+  unsigned unreadable = 0;
+  if (layout_ok && sane && v->device != NULL) {
+    unreadable = check_node_residency(v, sn, array);
   }
 
   /* Content and child-length rules need the children the layout promises. */
-  int children_match = layout_ok && children_usable &&
-                       schema->n_children == array->n_children &&
-                       (f.n_children < 0 || array->n_children == f.n_children);
-  if (layout_ok && sane && children_match) {
-    validate_child_lengths(v, array, &f);
+  int children_match =
+      layout_ok && children_usable && sn->n_children == array->n_children &&
+      (sn->layout.n_children < 0 || array->n_children == sn->layout.n_children);
+  if (layout_ok && sane && children_match && array->n_children > 0) {
+    validate_child_lengths(v, array, &sn->layout);
   }
-
   if (layout_ok && sane && children_match && v->level == FERRY_VALIDATE_FULL &&
       v->can_read) {
-    validate_content(v, schema, array, &f);
+    validate_content(v, sn, array, unreadable);
   }
+  if ((children_usable && array->children != NULL && array->n_children > 0) ||
+      array->dictionary != NULL) {
+    visit_children(v, sn, array, self, children_usable, depth);
+  }
+}
 
+/* The children and the dictionary of array node `self` (schema node `sn`). */
+static void visit_children(struct Validator* v, const struct SchemaNode* sn,
+                           const struct ArrowArray* array, int32_t self,
+                           int children_usable, int depth) {
+  array_node(v, self)->h.on_path = 1;
   if (children_usable && array->children != NULL) {
     for (int64_t i = 0; i < array->n_children; i++) {
-      const struct ArrowSchema* child_schema = NULL;
-      if (schema != NULL && schema->release != NULL && schema->children != NULL &&
-          i < schema->n_children) {
-        child_schema = schema->children[i];
-      }
-      size_t saved = path_push(v, ".children[%lld]", (long long)i);
-      validate_array_node(v, child_schema, array->children[i], depth + 1);
-      path_pop(v, saved);
+      struct Where saved = enter(v, v->arrays, self, i);
+      visit_array(v, child_schema(v->schemas, sn, i), array->children[i], self, i,
+                  depth + 1);
+      v->where = saved;
     }
   }
   if (array->dictionary != NULL) {
-    size_t saved = path_push(v, ".dictionary");
-    validate_array_node(v, schema_has_dictionary ? schema->dictionary : NULL,
-                        array->dictionary, depth + 1);
-    path_pop(v, saved);
+    struct Where saved = enter(v, v->arrays, self, SLOT_DICTIONARY);
+    int schema_has_dictionary = sn != NULL && sn->has_dictionary;
+    visit_array(v, schema_has_dictionary ? sn->dictionary : NO_SCHEMA, array->dictionary,
+                self, SLOT_DICTIONARY, depth + 1);
+    v->where = saved;
   }
+  array_node(v, self)->h.on_path = 0;
 }
 
 /* Device-level rules of the root: reserved words, device type and id,
  * sync_event; then resolves the device for residency and reads. */
-static void validate_device(struct Validator* v, const struct ArrowDeviceArray* array) {
-  for (int i = 0; i < 3; i++) {
-    if (array->reserved[i] != 0) {
-      report(v, "reserved", "reserved[%d] is 0x%llx, the specification requires 0", i,
-             (unsigned long long)array->reserved[i]);
+static inline FERRY_ALWAYS_INLINE void validate_device(
+    struct Validator* v, const struct ArrowDeviceArray* array) {
+  if ((array->reserved[0] | array->reserved[1] | array->reserved[2]) != 0) {
+    for (int i = 0; i < 3; i++) {
+      if (array->reserved[i] != 0) {
+        report(v, "reserved", "reserved[%d] is 0x%llx, the specification requires 0", i,
+               (unsigned long long)array->reserved[i]);
+      }
     }
   }
   v->device_type = array->device_type;
   v->device_id = array->device_id;
-  if (!is_known_device_type(array->device_type)) {
+  if (array->device_type != ARROW_DEVICE_CPU &&
+      !is_known_device_type(array->device_type)) {
     report(v, "device", "device_type %d is not a known ArrowDeviceType",
            (int)array->device_type);
     return;
@@ -1171,7 +1594,13 @@ static void validate_device(struct Validator* v, const struct ArrowDeviceArray* 
       report(v, "device", "device_id %lld on the CPU; it must be -1 (or 0)",
              (long long)array->device_id);
     }
-  } else if (array->device_id < 0) {
+    /* Host memory: readable, and no backend can say where a host pointer
+     * points (docs/validation.md), so there is no device to ask. */
+    v->host_accessible = 1;
+    v->can_read = 1;
+    return;
+  }
+  if (array->device_id < 0) {
     report(v, "device", "device_id %lld is negative for device type %s",
            (long long)array->device_id, ferry_device_type_name(array->device_type));
   }
@@ -1181,18 +1610,12 @@ static void validate_device(struct Validator* v, const struct ArrowDeviceArray* 
       FERRY_OK) {
     v->device = device;
     v->host_accessible = ferry_device_is_host_accessible(device);
-  }
-  if (array->device_type == ARROW_DEVICE_CPU) {
-    v->host_accessible = 1;
-    v->can_read = 1;
-  } else if (v->device != NULL) {
     v->can_read = v->host_accessible ||
                   ferry_device_resolve(ARROW_DEVICE_CPU, -1, &v->host, NULL) == FERRY_OK;
   }
 
   /* Content reads must not race the producer: wait on its event first. */
-  if (v->level == FERRY_VALIDATE_FULL && v->can_read && array->sync_event != NULL &&
-      array->device_type != ARROW_DEVICE_CPU) {
+  if (v->level == FERRY_VALIDATE_FULL && v->can_read && array->sync_event != NULL) {
     struct FerryError wait_error;
     ferry_error_init(&wait_error);
     if (ferry_device_array_wait(array, NULL, &wait_error) != FERRY_OK) {
@@ -1202,28 +1625,143 @@ static void validate_device(struct Validator* v, const struct ArrowDeviceArray* 
   }
 }
 
-int ferry_validate_device_array(const struct ArrowSchema* schema,
-                                const struct ArrowDeviceArray* array, int32_t level,
-                                FerryFindingFn on_finding, void* user_data,
-                                struct FerryError* error) {
-  struct Validator v;
-  validator_init(&v, on_finding, user_data, error, level);
+/* Walks the device array against the schema tree in v->schemas (whose root
+ * is node 0, when it has any node). */
+static inline FERRY_ALWAYS_INLINE void walk_arrays(struct Validator* v,
+                                                   const struct ArrowDeviceArray* array) {
+  struct ArrayNode inline_nodes[FERRY_VALIDATE_INLINE_NODES];
+  int32_t inline_slots[FERRY_VALIDATE_INLINE_SLOTS];
+  struct FerryNodeTable arrays;
+  ferry__node_table_init(&arrays, sizeof(struct ArrayNode), inline_nodes,
+                         FERRY_VALIDATE_INLINE_NODES, inline_slots,
+                         FERRY_VALIDATE_INLINE_SLOTS);
+  v->arrays = &arrays;
+  v->where = (struct Where){&arrays, -1, SLOT_ROOT};
+  if (array == NULL) {
+    report(v, "null", "device array pointer is NULL");
+  } else if (array->array.release == NULL) {
+    report(v, "released", "device array is released (release is NULL)");
+  } else {
+    validate_device(v, array);
+    int32_t root_schema = v->schemas->nodes.count > 0 ? 0 : NO_SCHEMA;
+    visit_array(v, root_schema, &array->array, -1, SLOT_ROOT, 0);
+  }
+  ferry__node_table_free(&arrays);
+}
+
+static int check_level(int32_t level, struct FerryError* error) {
   if (level != FERRY_VALIDATE_DEFAULT && level != FERRY_VALIDATE_FULL) {
     return ferry__set_error(error, EINVAL,
                            "validation level %d is neither DEFAULT (0) nor "
                            "FULL (1)",
                            (int)level);
   }
-  validate_schema_node(&v, schema, 0);
-  if (array == NULL) {
-    report(&v, "null", "device array pointer is NULL");
-    return validator_finish(&v);
+  return FERRY_OK;
+}
+
+int ferry_validate_device_array(const struct ArrowSchema* schema,
+                                const struct ArrowDeviceArray* array, int32_t level,
+                                FerryFindingFn on_finding, void* user_data,
+                                struct FerryError* error) {
+  FERRY_RETURN_NOT_OK(check_level(level, error));
+  struct Validator v;
+  validator_init(&v, on_finding, user_data, error, level);
+  struct SchemaTreeStorage storage;
+  struct SchemaTree tree;
+  schema_tree_init(&tree, &storage);
+  walk_schema(&v, &tree, schema);
+  walk_arrays(&v, array);
+  schema_tree_free(&tree);
+  return validator_finish(&v);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Prepared schemas                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* A clean schema tree, frozen: one allocation holding this header, the
+ * nodes, the links and copies of the format strings (the nodes point into
+ * them), so nothing of the caller's schema is kept. */
+struct FerryPreparedSchema {
+  struct SchemaTree tree;
+};
+
+/* Rounds up to a multiple of 8, so the parts of one allocation stay aligned. */
+static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+static int freeze_schema_tree(const struct SchemaTree* tree,
+                              struct FerryPreparedSchema** out,
+                              struct FerryError* error) {
+  int32_t n = tree->nodes.count;
+  size_t strings = 0;
+  for (int32_t i = 0; i < n; i++) strings += strlen(schema_node(tree, i)->format) + 1;
+  size_t nodes_at = align8(sizeof(struct FerryPreparedSchema));
+  size_t links_at = nodes_at + align8((size_t)n * sizeof(struct SchemaNode));
+  size_t strings_at = links_at + align8((size_t)tree->n_links * sizeof(int32_t));
+  unsigned char* block = (unsigned char*)malloc(strings_at + strings);
+  if (block == NULL) {
+    return ferry__set_error(error, ENOMEM, "out of memory preparing a schema of %d nodes",
+                           (int)n);
   }
-  if (array->array.release == NULL) {
-    report(&v, "released", "device array is released (release is NULL)");
-    return validator_finish(&v);
+  struct FerryPreparedSchema* prepared = (struct FerryPreparedSchema*)block;
+  struct SchemaNode* nodes = (struct SchemaNode*)(block + nodes_at);
+  int32_t* links = (int32_t*)(block + links_at);
+  char* text = (char*)(block + strings_at);
+  memcpy(nodes, tree->nodes.elements, (size_t)n * sizeof(struct SchemaNode));
+  if (tree->n_links > 0) {
+    memcpy(links, tree->links, (size_t)tree->n_links * sizeof(int32_t));
   }
-  validate_device(&v, array);
-  validate_array_node(&v, schema, &array->array, 0);
+  for (int32_t i = 0; i < n; i++) {
+    struct SchemaNode* node = &nodes[i];
+    const char* original = node->format;
+    size_t length = strlen(original) + 1;
+    memcpy(text, original, length);
+    /* The layout's pointers into the format string move with it. */
+    if (node->layout.timezone != NULL) {
+      node->layout.timezone = text + (node->layout.timezone - original);
+    }
+    if (node->layout.union_type_list != NULL) {
+      node->layout.union_type_list = text + (node->layout.union_type_list - original);
+    }
+    node->format = text;
+    node->h.key = NULL; /* the caller's schema is not kept */
+    text += length;
+  }
+  ferry__node_table_init(&prepared->tree.nodes, sizeof(struct SchemaNode), nodes, n,
+                         NULL, 0);
+  prepared->tree.nodes.count = n;
+  prepared->tree.links = links;
+  prepared->tree.n_links = tree->n_links;
+  prepared->tree.links_capacity = tree->n_links;
+  prepared->tree.inline_links = links;
+  *out = prepared;
+  return FERRY_OK;
+}
+
+int ferry_prepared_schema_create(const struct ArrowSchema* schema,
+                                 FerryFindingFn on_finding, void* user_data,
+                                 struct FerryPreparedSchema** out,
+                                 struct FerryError* error) {
+  if (out == NULL) return ferry__set_error(error, EINVAL, "out must not be NULL");
+  *out = NULL;
+  return check_schema(schema, on_finding, user_data, error, out);
+}
+
+void ferry_prepared_schema_free(struct FerryPreparedSchema* prepared) { free(prepared); }
+
+int ferry_validate_prepared(const struct FerryPreparedSchema* prepared,
+                            const struct ArrowDeviceArray* array, int32_t level,
+                            FerryFindingFn on_finding, void* user_data,
+                            struct FerryError* error) {
+  if (prepared == NULL) {
+    return ferry__set_error(error, EINVAL, "prepared must not be NULL");
+  }
+  FERRY_RETURN_NOT_OK(check_level(level, error));
+  struct Validator v;
+  validator_init(&v, on_finding, user_data, error, level);
+  /* The array walk only reads the schema tree: one prepared schema serves
+   * any number of threads at once. */
+  v.schemas = (struct SchemaTree*)&prepared->tree;
+  walk_arrays(&v, array);
   return validator_finish(&v);
 }

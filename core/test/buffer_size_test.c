@@ -341,6 +341,26 @@ FERRY_TEST(offsets_on_the_sim_device_are_read_through_the_backend) {
   CHECK_EQ_INT(11, size);
 }
 
+/* Found by fuzz_hostile: a sim offsets buffer shorter than the length says
+ * was read past its allocation to find the data size. */
+FERRY_TEST(offsets_beyond_their_sim_allocation_are_not_read) {
+  struct FerryDevice* sim = NULL;
+  struct FerryError error;
+  CHECK_EQ_INT(FERRY_OK, ferry_device_resolve(ARROW_DEVICE_EXT_DEV, 0, &sim, &error));
+  void* short_offsets = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, 14, &short_offsets, &error));
+  const void* buffers[3] = {NULL, short_offsets, kDummy};
+  struct ArrowSchema schema = schema_of("u");
+  struct ArrowArray array = array_of(3, 0, 3, buffers); /* needs 16 bytes of offsets */
+  int64_t size = -1;
+  int rc =
+      ferry_array_buffer_size(&schema, &array, ARROW_DEVICE_EXT_DEV, 0, 2, &size, &error);
+  ferry_device_deallocate(sim, short_offsets, NULL);
+  CHECK_EQ_INT(EFAULT, rc);
+  CHECK_CONTAINS(error.message, "reading 4 bytes from device ext_dev:0 failed");
+  CHECK_CONTAINS(error.message, "runs past the end of a 14-byte allocation");
+}
+
 FERRY_TEST(unavailable_device_is_reported_with_its_reason) {
   const int32_t offsets[2] = {0, 3};
   const void* buffers[3] = {NULL, offsets, kDummy};

@@ -184,14 +184,17 @@ FERRY_TEST(union_tokens) {
   CHECK_EQ_INT(FERRY_BUFFER_UNION_OFFSETS, f.roles[1]);
   CHECK_EQ_INT(3, f.n_union_types);
   CHECK_EQ_INT(3, f.n_children);
-  CHECK_EQ_INT(0, f.union_type_ids[0]);
-  CHECK_EQ_INT(5, f.union_type_ids[1]);
-  CHECK_EQ_INT(127, f.union_type_ids[2]);
+  int8_t ids[FERRY_FORMAT_MAX_UNION_TYPES];
+  ferry__format_union_type_ids(&f, ids);
+  CHECK_EQ_INT(0, ids[0]);
+  CHECK_EQ_INT(5, ids[1]);
+  CHECK_EQ_INT(127, ids[2]);
   f = parse_ok("+us:2");
   CHECK_EQ_INT(FERRY_TYPE_SPARSE_UNION, f.type);
   CHECK_EQ_INT(1, f.n_fixed_buffers);
   CHECK_EQ_INT(1, f.n_union_types);
-  CHECK_EQ_INT(2, f.union_type_ids[0]);
+  ferry__format_union_type_ids(&f, ids);
+  CHECK_EQ_INT(2, ids[0]);
   f = parse_ok("+us:");
   CHECK_EQ_INT(0, f.n_union_types);
   CHECK_EQ_INT(0, f.n_children);
@@ -207,8 +210,10 @@ FERRY_TEST(all_128_union_ids_accepted) {
   }
   struct FerryFormat f = parse_ok(buffer);
   CHECK_EQ_INT(128, f.n_union_types);
-  CHECK_EQ_INT(127, f.union_type_ids[0]);
-  CHECK_EQ_INT(0, f.union_type_ids[127]);
+  int8_t ids[FERRY_FORMAT_MAX_UNION_TYPES];
+  ferry__format_union_type_ids(&f, ids);
+  CHECK_EQ_INT(127, ids[0]);
+  CHECK_EQ_INT(0, ids[127]);
 }
 
 /* Expects `format` to be rejected with a message containing `needle`. */

@@ -1,6 +1,7 @@
 /* Tests of the simulated device (sim.c) through the public ferry_device_*
  * functions: allocation tracking, residency checks, strict-mode poison,
  * stream ordering, cross-stream waits, event lifetimes and leak counts. */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <spawn.h>
@@ -650,6 +651,85 @@ FERRY_TEST(concurrent_pipelines_in_strict_mode) {
 FERRY_TEST(concurrent_pipelines_in_non_strict_mode) {
   ferry_sim_set_strict(0);
   run_pipelines();
+  ferry_sim_set_strict(1);
+}
+
+/* Threads of this process right now (/proc/self/task has one entry each). */
+static int64_t thread_count(void) {
+  int64_t n = 0;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == NULL) return -1;
+  for (struct dirent* entry = readdir(dir); entry != NULL; entry = readdir(dir)) {
+    if (entry->d_name[0] != '.') n++;
+  }
+  closedir(dir);
+  return n;
+}
+
+/* One exported batch as a producer holds it until the consumer releases it:
+ * its own stream, a device buffer filled by an asynchronous copy, an event
+ * recorded after the copy. */
+struct HeldBatch {
+  void* stream;
+  void* event;
+  void* buffer;
+};
+
+enum { kHeldBatches = 3000, kHeldBatchBytes = 64 };
+
+static void hold_batches(struct FerryDevice* d, struct HeldBatch* batches, int n) {
+  unsigned char host[kHeldBatchBytes];
+  for (int i = 0; i < n; i++) {
+    fill_pattern(host, kHeldBatchBytes, (unsigned)i);
+    struct HeldBatch* b = &batches[i];
+    CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(d, kHeldBatchBytes, &b->buffer, NULL));
+    CHECK_EQ_INT(FERRY_OK, ferry_device_stream_create(d, &b->stream, NULL));
+    CHECK_EQ_INT(FERRY_OK, ferry_device_event_create(d, &b->event, NULL));
+    CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(d, b->buffer, cpu(), host,
+                                               kHeldBatchBytes, b->stream, NULL));
+    CHECK_EQ_INT(FERRY_OK, ferry_device_event_record(d, b->event, b->stream, NULL));
+  }
+}
+
+/* What a consumer does with each batch (wait on its event, read) and then its
+ * release (synchronize and destroy the stream, destroy the event, free). */
+static void release_batches(struct FerryDevice* d, struct HeldBatch* batches, int n,
+                            int read_first) {
+  for (int i = 0; i < n; i++) {
+    struct HeldBatch* b = &batches[i];
+    if (read_first) {
+      CHECK_EQ_INT(FERRY_OK, ferry_device_event_synchronize(d, b->event, NULL));
+      CHECK(matches_pattern((const unsigned char*)b->buffer, kHeldBatchBytes,
+                            (unsigned)i));
+    }
+    CHECK_EQ_INT(FERRY_OK, ferry_device_stream_synchronize(d, b->stream, NULL));
+    CHECK_EQ_INT(FERRY_OK, ferry_device_stream_destroy(d, b->stream, NULL));
+    CHECK_EQ_INT(FERRY_OK, ferry_device_event_destroy(d, b->event, NULL));
+    CHECK_EQ_INT(FERRY_OK, ferry_device_deallocate(d, b->buffer, NULL));
+  }
+}
+
+/* Thousands of live sim batches need no thread each: the sim runs queued work
+ * on the threads that wait for it. Holding them adds no thread at all, and
+ * releasing them (waited on or not) completes. */
+FERRY_TEST(thousands_of_held_sim_batches_add_no_threads_and_release) {
+  static struct HeldBatch batches[kHeldBatches];
+  struct FerryDevice* d = sim(0);
+  for (int strict = 1; strict >= 0; strict--) {
+    ferry_sim_set_strict(strict);
+    int64_t before = thread_count();
+    CHECK(before > 0);
+    hold_batches(d, batches, kHeldBatches);
+    CHECK_EQ_INT(kHeldBatches, ferry__sim_live_streams());
+    CHECK_EQ_INT(before, thread_count());
+    /* In strict mode nothing ran yet: unwaited memory reads as poison. */
+    if (strict) CHECK(all_bytes_are(batches[0].buffer, kHeldBatchBytes, POISON));
+    release_batches(d, batches, kHeldBatches / 2, 1);
+    release_batches(d, batches + kHeldBatches / 2, kHeldBatches - kHeldBatches / 2, 0);
+    CHECK_EQ_INT(0, ferry__sim_live_streams());
+    CHECK_EQ_INT(0, ferry__sim_live_events());
+    CHECK_EQ_INT(0, ferry_device_live_allocations(d));
+  }
   ferry_sim_set_strict(1);
 }
 

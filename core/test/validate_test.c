@@ -8,6 +8,7 @@
 
 #include "ferry/ferry.h"
 #include "ferry_test.h"
+#include "findings.h"
 
 /* ---- building blocks ------------------------------------------------------ */
 
@@ -49,45 +50,6 @@ static struct ArrowDeviceArray on_cpu(struct ArrowArray array) {
   d.device_type = ARROW_DEVICE_CPU;
   d.device_id = -1;
   return d;
-}
-
-#define MAX_FINDINGS 64
-struct Findings {
-  int n;
-  char rule[MAX_FINDINGS][32];
-  char where[MAX_FINDINGS][128];
-  char what[MAX_FINDINGS][768];
-};
-
-static void collect(void* user_data, const char* rule, const char* where,
-                    const char* what) {
-  struct Findings* f = (struct Findings*)user_data;
-  if (f->n < MAX_FINDINGS) {
-    snprintf(f->rule[f->n], sizeof f->rule[0], "%s", rule);
-    snprintf(f->where[f->n], sizeof f->where[0], "%s", where);
-    snprintf(f->what[f->n], sizeof f->what[0], "%s", what);
-  }
-  f->n++;
-}
-
-static void print_findings(const struct Findings* f) {
-  for (int i = 0; i < f->n && i < MAX_FINDINGS; i++) {
-    printf("    finding %s: %s: %s\n", f->rule[i], f->where[i], f->what[i]);
-  }
-}
-
-/* 1 when a finding with this rule and path exists whose text contains `what`. */
-static int has_finding(const struct Findings* f, const char* rule, const char* where,
-                       const char* what) {
-  for (int i = 0; i < f->n && i < MAX_FINDINGS; i++) {
-    if (strcmp(f->rule[i], rule) == 0 && strcmp(f->where[i], where) == 0 &&
-        strstr(f->what[i], what) != NULL) {
-      return 1;
-    }
-  }
-  print_findings(f);
-  printf("    missing finding %s: %s: ...%s...\n", rule, where, what);
-  return 0;
 }
 
 static struct Findings findings;
@@ -401,13 +363,29 @@ FERRY_TEST(schema_dictionary_rules_and_paths) {
   CHECK_FINDING("format", "root.children[0].dictionary", "unknown type 'q'");
 }
 
-FERRY_TEST(schema_cycle_is_cut_by_depth) {
+FERRY_TEST(schema_cycle_is_one_finding) {
   struct ArrowSchema loop = schema_of("+s", 1, NULL);
   struct ArrowSchema* self[1] = {&loop};
   loop.children = self;
   CHECK_EQ_INT(EINVAL, run_schema(&loop));
   CHECK_EQ_INT(1, findings.n);
+  CHECK_FINDING("cycle", "root.children[0]", "this schema is its own ancestor (root)");
+}
+
+FERRY_TEST(deep_distinct_nesting_is_cut_by_depth) {
+  enum { kLevels = 70 };
+  struct ArrowSchema nested[kLevels];
+  struct ArrowSchema* kids[kLevels];
+  for (int i = 0; i < kLevels; i++) {
+    kids[i] = i + 1 < kLevels ? &nested[i + 1] : NULL;
+    nested[i] = schema_of(i + 1 < kLevels ? "+s" : "i", i + 1 < kLevels ? 1 : 0,
+                          i + 1 < kLevels ? &kids[i] : NULL);
+  }
+  CHECK_EQ_INT(EINVAL, run_schema(&nested[0]));
+  CHECK_EQ_INT(1, findings.n);
   CHECK_EQ_INT(0, strcmp(findings.rule[0], "depth"));
+  CHECK_CONTAINS(findings.what[0], "deeper than 64 levels");
+  CHECK_EQ_INT(65 * strlen(".children[0]") + strlen("root"), strlen(findings.where[0]));
 }
 
 /* ---- array structure rules ------------------------------------------------- */
@@ -470,11 +448,15 @@ FERRY_TEST(array_required_buffers) {
 }
 
 FERRY_TEST(array_children_and_dictionary_presence) {
+  /* Every child is its own struct: shared ones are a finding of their own. */
   struct ArrowSchema a = schema_of("i", 0, NULL);
-  struct ArrowSchema* kids[2] = {&a, &a};
+  struct ArrowSchema b = schema_of("i", 0, NULL);
+  struct ArrowSchema* kids[2] = {&a, &b};
   struct ArrowSchema st = schema_of("+s", 2, kids);
   const void* child_buffers[2] = {NULL, int32_values};
   struct ArrowArray child = array_of(2, 0, 2, child_buffers, 0, NULL);
+  struct ArrowArray child2 = array_of(2, 0, 2, child_buffers, 0, NULL);
+  struct ArrowArray child3 = array_of(2, 0, 2, child_buffers, 0, NULL);
   struct ArrowArray released_child = array_of(2, 0, 2, child_buffers, 0, NULL);
   released_child.release = NULL;
   struct ArrowArray* array_kids[2] = {&child, &released_child};
@@ -494,7 +476,7 @@ FERRY_TEST(array_children_and_dictionary_presence) {
 
   /* More array children than schema children: the extra child has no schema
    * (found by fuzz_validate: this used to dereference the NULL schema). */
-  struct ArrowArray* three_kids[3] = {&child, &child, &child};
+  struct ArrowArray* three_kids[3] = {&child, &child2, &child3};
   d = on_cpu(array_of(2, 0, 1, st_buffers, 3, three_kids));
   CHECK_EQ_INT(EINVAL, run(&st, &d, FERRY_VALIDATE_FULL));
   CHECK_FINDING("n_children", "root", "array has 3 children but its schema has 2");
@@ -510,9 +492,9 @@ FERRY_TEST(array_children_and_dictionary_presence) {
   struct ArrowSchema values = schema_of("u", 0, NULL);
   struct ArrowSchema encoded = schema_of("i", 0, NULL);
   encoded.dictionary = &values;
-  struct ArrowSchema* dict_kids[2] = {&encoded, &a};
+  struct ArrowSchema* dict_kids[2] = {&encoded, &b};
   struct ArrowSchema st2 = schema_of("+s", 2, dict_kids);
-  struct ArrowArray* plain_kids[2] = {&child, &child};
+  struct ArrowArray* plain_kids[2] = {&child, &child2};
   d = on_cpu(array_of(2, 0, 1, st_buffers, 2, plain_kids));
   CHECK_EQ_INT(EINVAL, run(&st2, &d, FERRY_VALIDATE_DEFAULT));
   CHECK_FINDING("dictionary", "root.children[0]",
@@ -719,7 +701,8 @@ FERRY_TEST(full_null_count_matches_bitmap) {
 
 FERRY_TEST(full_union_rules) {
   struct ArrowSchema i32 = schema_of("i", 0, NULL);
-  struct ArrowSchema* fields[2] = {&i32, &i32};
+  struct ArrowSchema other_i32 = schema_of("i", 0, NULL);
+  struct ArrowSchema* fields[2] = {&i32, &other_i32};
   struct ArrowSchema dense = schema_of("+ud:3,7", 2, fields);
   const void* i_buffers[2] = {NULL, int32_values};
   struct ArrowArray c0 = array_of(2, 0, 2, i_buffers, 0, NULL);

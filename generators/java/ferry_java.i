@@ -52,6 +52,8 @@ FERRY_ADDRESS(struct ArrowDeviceArrayStream*)
 FERRY_ADDRESS(const struct ArrowDeviceArrayStream*)
 FERRY_ADDRESS(struct FerryDevice*)
 FERRY_ADDRESS(const struct FerryDevice*)
+FERRY_ADDRESS(struct FerryPreparedSchema*)
+FERRY_ADDRESS(const struct FerryPreparedSchema*)
 /* DLPack tensors are opaque to Java too: their address is what Java hands to
  * another library (e.g. a DLPack-speaking consumer), never a proxy. */
 FERRY_ADDRESS(struct DLManagedTensorVersioned*)
@@ -91,6 +93,7 @@ FERRY_ADDRESS(FerryFindingFn)
 %enddef
 
 FERRY_ADDRESS_OUT(struct FerryDevice** out)
+FERRY_ADDRESS_OUT(struct FerryPreparedSchema** out)
 FERRY_ADDRESS_OUT(void** out)
 FERRY_ADDRESS_OUT(void** stream_out)
 FERRY_ADDRESS_OUT(void** sync_event_out)
@@ -174,6 +177,7 @@ FERRY_RAW_CHARS(ferry_schema_metadata_value)
 %ignore ArrowDeviceArrayStream;
 %ignore FerryError;
 %ignore FerryDevice;
+%ignore FerryPreparedSchema;
 /* The error buffer is internal to every wrapper. */
 %ignore ferry_error_init;
 %ignore ferry_error_message;

@@ -61,13 +61,15 @@
 %{ lua_pushinteger(L, (lua_Integer)*$1); SWIG_arg++; %}
 
 %typemap(in, numinputs=0) struct FerryDevice** out (struct FerryDevice* temp = NULL),
+    struct FerryPreparedSchema** out (struct FerryPreparedSchema* temp = NULL),
     void** out (void* temp = NULL), void** stream_out (void* temp = NULL),
     void** sync_event_out (void* temp = NULL),
     struct DLManagedTensorVersioned** out (struct DLManagedTensorVersioned* temp = NULL),
     struct ArrowSchema** dictionary_out (struct ArrowSchema* temp = NULL),
     struct ArrowArray** dictionary_out (struct ArrowArray* temp = NULL)
 %{ $1 = &temp; %}
-%typemap(argout) struct FerryDevice** out, void** out, void** stream_out,
+%typemap(argout) struct FerryDevice** out, struct FerryPreparedSchema** out, void** out,
+    void** stream_out,
     void** sync_event_out, struct DLManagedTensorVersioned** out, struct ArrowSchema** dictionary_out,
     struct ArrowArray** dictionary_out
 %{ if (*$1) lua_pushlightuserdata(L, (void*)*$1); else lua_pushnil(L); SWIG_arg++; %}
@@ -96,6 +98,7 @@
 %ignore ArrowDeviceArrayStream;
 %ignore FerryError;
 %ignore FerryDevice;
+%ignore FerryPreparedSchema;
 /* The error struct is hidden, so its functions are of no use from Lua. */
 %ignore ferry_error_init;
 %ignore ferry_error_message;

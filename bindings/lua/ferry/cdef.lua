@@ -84,6 +84,10 @@ int ferry_format_validate(const char* format, struct FerryError* error);
 typedef void (* FerryFindingFn)(void* user_data, const char* rule, const char* where, const char* what);
 int ferry_validate_schema(const struct ArrowSchema* schema, FerryFindingFn on_finding, void* user_data, struct FerryError* error);
 int ferry_validate_device_array(const struct ArrowSchema* schema, const struct ArrowDeviceArray* array, int32_t level, FerryFindingFn on_finding, void* user_data, struct FerryError* error);
+struct FerryPreparedSchema;
+int ferry_prepared_schema_create(const struct ArrowSchema* schema, FerryFindingFn on_finding, void* user_data, struct FerryPreparedSchema** out, struct FerryError* error);
+void ferry_prepared_schema_free(struct FerryPreparedSchema* prepared);
+int ferry_validate_prepared(const struct FerryPreparedSchema* prepared, const struct ArrowDeviceArray* array, int32_t level, FerryFindingFn on_finding, void* user_data, struct FerryError* error);
 struct FerryDevice;
 int64_t ferry_backend_count(void);
 const char* ferry_backend_name(int64_t i);
@@ -226,6 +230,9 @@ typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_c
     { name = "ferry_format_validate", ret = "int", params = { { type = "const char*", name = "format" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_validate_schema", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" }, { type = "FerryFindingFn", name = "on_finding" }, { type = "void*", name = "user_data" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_validate_device_array", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" }, { type = "const struct ArrowDeviceArray*", name = "array" }, { type = "int32_t", name = "level" }, { type = "FerryFindingFn", name = "on_finding" }, { type = "void*", name = "user_data" }, { type = "struct FerryError*", name = "error" } } },
+    { name = "ferry_prepared_schema_create", ret = "int", params = { { type = "const struct ArrowSchema*", name = "schema" }, { type = "FerryFindingFn", name = "on_finding" }, { type = "void*", name = "user_data" }, { type = "struct FerryPreparedSchema**", name = "out" }, { type = "struct FerryError*", name = "error" } } },
+    { name = "ferry_prepared_schema_free", ret = "void", params = { { type = "struct FerryPreparedSchema*", name = "prepared" } } },
+    { name = "ferry_validate_prepared", ret = "int", params = { { type = "const struct FerryPreparedSchema*", name = "prepared" }, { type = "const struct ArrowDeviceArray*", name = "array" }, { type = "int32_t", name = "level" }, { type = "FerryFindingFn", name = "on_finding" }, { type = "void*", name = "user_data" }, { type = "struct FerryError*", name = "error" } } },
     { name = "ferry_backend_count", ret = "int64_t", params = {  } },
     { name = "ferry_backend_name", ret = "const char*", params = { { type = "int64_t", name = "i" } } },
     { name = "ferry_backend_probe", ret = "int", params = { { type = "int64_t", name = "i" }, { type = "struct FerryError*", name = "error" } } },

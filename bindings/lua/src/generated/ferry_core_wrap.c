@@ -2695,19 +2695,21 @@ SWIG_Lua_dostring(lua_State *L, const char *str) {
 #define SWIGTYPE_p_DLManagedTensorVersioned swig_types[4]
 #define SWIGTYPE_p_FerryDevice swig_types[5]
 #define SWIGTYPE_p_FerryError swig_types[6]
-#define SWIGTYPE_p_f_p_void__void swig_types[7]
-#define SWIGTYPE_p_f_p_void_p_q_const__char_p_q_const__char_p_q_const__char__void swig_types[8]
-#define SWIGTYPE_p_f_p_void_p_struct_ArrowDeviceArray_p_struct_FerryError__int swig_types[9]
-#define SWIGTYPE_p_f_p_void_p_struct_ArrowSchema_p_struct_FerryError__int swig_types[10]
-#define SWIGTYPE_p_int32_t swig_types[11]
-#define SWIGTYPE_p_int64_t swig_types[12]
-#define SWIGTYPE_p_p_ArrowArray swig_types[13]
-#define SWIGTYPE_p_p_ArrowSchema swig_types[14]
-#define SWIGTYPE_p_p_DLManagedTensorVersioned swig_types[15]
-#define SWIGTYPE_p_p_FerryDevice swig_types[16]
-#define SWIGTYPE_p_p_void swig_types[17]
-static swig_type_info *swig_types[19];
-static swig_module_info swig_module = {swig_types, 18, 0, 0, 0, 0};
+#define SWIGTYPE_p_FerryPreparedSchema swig_types[7]
+#define SWIGTYPE_p_f_p_void__void swig_types[8]
+#define SWIGTYPE_p_f_p_void_p_q_const__char_p_q_const__char_p_q_const__char__void swig_types[9]
+#define SWIGTYPE_p_f_p_void_p_struct_ArrowDeviceArray_p_struct_FerryError__int swig_types[10]
+#define SWIGTYPE_p_f_p_void_p_struct_ArrowSchema_p_struct_FerryError__int swig_types[11]
+#define SWIGTYPE_p_int32_t swig_types[12]
+#define SWIGTYPE_p_int64_t swig_types[13]
+#define SWIGTYPE_p_p_ArrowArray swig_types[14]
+#define SWIGTYPE_p_p_ArrowSchema swig_types[15]
+#define SWIGTYPE_p_p_DLManagedTensorVersioned swig_types[16]
+#define SWIGTYPE_p_p_FerryDevice swig_types[17]
+#define SWIGTYPE_p_p_FerryPreparedSchema swig_types[18]
+#define SWIGTYPE_p_p_void swig_types[19]
+static swig_type_info *swig_types[21];
+static swig_module_info swig_module = {swig_types, 20, 0, 0, 0, 0};
 #define SWIG_TypeQuery(name) SWIG_TypeQueryModule(&swig_module, &swig_module, name)
 #define SWIG_MangledTypeQuery(name) SWIG_MangledTypeQueryModule(&swig_module, &swig_module, name)
 
@@ -4141,6 +4143,89 @@ static int _wrap_ferry_validate_device_array(lua_State* L) {
 }
 
 
+static int _wrap_ferry_prepared_schema_create(lua_State* L) {
+  int SWIG_arg = 0;
+  struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
+  FerryFindingFn arg2 = (FerryFindingFn) 0 ;
+  void *arg3 = (void *) 0 ;
+  struct FerryPreparedSchema **arg4 = (struct FerryPreparedSchema **) 0 ;
+  struct FerryError *arg5 = (struct FerryError *) 0 ;
+  struct FerryPreparedSchema *temp4 = NULL ;
+  struct FerryError temp5 ;
+  int result;
+  
+  arg4 = &temp4; 
+  ferry_error_init(&temp5); arg5 = &temp5; 
+  SWIG_check_num_args("ferry_prepared_schema_create",3,3)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_prepared_schema_create",1,"struct ArrowSchema const *");
+  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_prepared_schema_create",2,"FerryFindingFn");
+  if(!lferry_is_pointer(L,3)) SWIG_fail_arg("ferry_prepared_schema_create",3,"void *");
+  arg1 = (struct ArrowSchema *)lua_touserdata(L, 1); 
+  arg2 = (FerryFindingFn)lferry_to_function_pointer(L, 2); 
+  arg3 = (void *)lua_touserdata(L, 3); 
+  result = (int)ferry_prepared_schema_create((struct ArrowSchema const *)arg1,arg2,arg3,arg4,arg5);
+  lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
+  if (*arg4) lua_pushlightuserdata(L, (void*)*arg4); else lua_pushnil(L); SWIG_arg++; 
+  if (arg5->message[0]) lua_pushstring(L, arg5->message); else lua_pushnil(L); SWIG_arg++; 
+  return SWIG_arg;
+  
+  fail: SWIGUNUSED;
+  lua_error(L);
+  return 0;
+}
+
+
+static int _wrap_ferry_prepared_schema_free(lua_State* L) {
+  int SWIG_arg = 0;
+  struct FerryPreparedSchema *arg1 = (struct FerryPreparedSchema *) 0 ;
+  
+  SWIG_check_num_args("ferry_prepared_schema_free",1,1)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_prepared_schema_free",1,"struct FerryPreparedSchema *");
+  arg1 = (struct FerryPreparedSchema *)lua_touserdata(L, 1); 
+  ferry_prepared_schema_free(arg1);
+  
+  return SWIG_arg;
+  
+  fail: SWIGUNUSED;
+  lua_error(L);
+  return 0;
+}
+
+
+static int _wrap_ferry_validate_prepared(lua_State* L) {
+  int SWIG_arg = 0;
+  struct FerryPreparedSchema *arg1 = (struct FerryPreparedSchema *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  int32_t arg3 ;
+  FerryFindingFn arg4 = (FerryFindingFn) 0 ;
+  void *arg5 = (void *) 0 ;
+  struct FerryError *arg6 = (struct FerryError *) 0 ;
+  struct FerryError temp6 ;
+  int result;
+  
+  ferry_error_init(&temp6); arg6 = &temp6; 
+  SWIG_check_num_args("ferry_validate_prepared",5,5)
+  if(!lferry_is_pointer(L,1)) SWIG_fail_arg("ferry_validate_prepared",1,"struct FerryPreparedSchema const *");
+  if(!lferry_is_pointer(L,2)) SWIG_fail_arg("ferry_validate_prepared",2,"struct ArrowDeviceArray const *");
+  if(!lferry_is_integer(L,3)) SWIG_fail_arg("ferry_validate_prepared",3,"int32_t");
+  if(!lferry_is_pointer(L,4)) SWIG_fail_arg("ferry_validate_prepared",4,"FerryFindingFn");
+  if(!lferry_is_pointer(L,5)) SWIG_fail_arg("ferry_validate_prepared",5,"void *");
+  arg1 = (struct FerryPreparedSchema *)lua_touserdata(L, 1); 
+  arg2 = (struct ArrowDeviceArray *)lua_touserdata(L, 2); 
+  arg3 = (int32_t)lua_tointeger(L, 3); 
+  arg4 = (FerryFindingFn)lferry_to_function_pointer(L, 4); 
+  arg5 = (void *)lua_touserdata(L, 5); 
+  result = (int)ferry_validate_prepared((struct FerryPreparedSchema const *)arg1,(struct ArrowDeviceArray const *)arg2,arg3,arg4,arg5,arg6);
+  lua_pushinteger(L, (lua_Integer)result); SWIG_arg++; 
+  if (arg6->message[0]) lua_pushstring(L, arg6->message); else lua_pushnil(L); SWIG_arg++; 
+  return SWIG_arg;
+  
+  fail: SWIGUNUSED;
+  lua_error(L);
+  return 0;
+}
+
+
 static int _wrap_ferry_backend_count(lua_State* L) {
   int SWIG_arg = 0;
   int64_t result;
@@ -4946,6 +5031,9 @@ static swig_lua_method swig_SwigModule_methods[]= {
     { "ferry_format_validate", _wrap_ferry_format_validate},
     { "ferry_validate_schema", _wrap_ferry_validate_schema},
     { "ferry_validate_device_array", _wrap_ferry_validate_device_array},
+    { "ferry_prepared_schema_create", _wrap_ferry_prepared_schema_create},
+    { "ferry_prepared_schema_free", _wrap_ferry_prepared_schema_free},
+    { "ferry_validate_prepared", _wrap_ferry_validate_prepared},
     { "ferry_backend_count", _wrap_ferry_backend_count},
     { "ferry_backend_name", _wrap_ferry_backend_name},
     { "ferry_backend_probe", _wrap_ferry_backend_probe},
@@ -5004,6 +5092,7 @@ static swig_type_info _swigt__p_ArrowSchema = {"_p_ArrowSchema", "struct ArrowSc
 static swig_type_info _swigt__p_DLManagedTensorVersioned = {"_p_DLManagedTensorVersioned", "struct DLManagedTensorVersioned *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_FerryDevice = {"_p_FerryDevice", "struct FerryDevice *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_FerryError = {"_p_FerryError", "struct FerryError *", 0, 0, (void*)0, 0};
+static swig_type_info _swigt__p_FerryPreparedSchema = {"_p_FerryPreparedSchema", "struct FerryPreparedSchema *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_f_p_void__void = {"_p_f_p_void__void", "FerryReleaseHook|void (*)(void *)", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_f_p_void_p_q_const__char_p_q_const__char_p_q_const__char__void = {"_p_f_p_void_p_q_const__char_p_q_const__char_p_q_const__char__void", "FerryFindingFn|void (*)(void *,char const *,char const *,char const *)", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_f_p_void_p_struct_ArrowDeviceArray_p_struct_FerryError__int = {"_p_f_p_void_p_struct_ArrowDeviceArray_p_struct_FerryError__int", "FerryStreamGetNextFn|int (*)(void *,struct ArrowDeviceArray *,struct FerryError *)", 0, 0, (void*)0, 0};
@@ -5014,6 +5103,7 @@ static swig_type_info _swigt__p_p_ArrowArray = {"_p_p_ArrowArray", "struct Arrow
 static swig_type_info _swigt__p_p_ArrowSchema = {"_p_p_ArrowSchema", "struct ArrowSchema **", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_p_DLManagedTensorVersioned = {"_p_p_DLManagedTensorVersioned", "struct DLManagedTensorVersioned **", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_p_FerryDevice = {"_p_p_FerryDevice", "struct FerryDevice **", 0, 0, (void*)0, 0};
+static swig_type_info _swigt__p_p_FerryPreparedSchema = {"_p_p_FerryPreparedSchema", "struct FerryPreparedSchema **", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_p_void = {"_p_p_void", "void **", 0, 0, (void*)0, 0};
 
 static swig_type_info *swig_type_initial[] = {
@@ -5024,6 +5114,7 @@ static swig_type_info *swig_type_initial[] = {
   &_swigt__p_DLManagedTensorVersioned,
   &_swigt__p_FerryDevice,
   &_swigt__p_FerryError,
+  &_swigt__p_FerryPreparedSchema,
   &_swigt__p_f_p_void__void,
   &_swigt__p_f_p_void_p_q_const__char_p_q_const__char_p_q_const__char__void,
   &_swigt__p_f_p_void_p_struct_ArrowDeviceArray_p_struct_FerryError__int,
@@ -5034,6 +5125,7 @@ static swig_type_info *swig_type_initial[] = {
   &_swigt__p_p_ArrowSchema,
   &_swigt__p_p_DLManagedTensorVersioned,
   &_swigt__p_p_FerryDevice,
+  &_swigt__p_p_FerryPreparedSchema,
   &_swigt__p_p_void,
 };
 
@@ -5044,6 +5136,7 @@ static swig_cast_info _swigc__p_ArrowSchema[] = {  {&_swigt__p_ArrowSchema, 0, 0
 static swig_cast_info _swigc__p_DLManagedTensorVersioned[] = {  {&_swigt__p_DLManagedTensorVersioned, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_FerryDevice[] = {  {&_swigt__p_FerryDevice, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_FerryError[] = {  {&_swigt__p_FerryError, 0, 0, 0},{0, 0, 0, 0}};
+static swig_cast_info _swigc__p_FerryPreparedSchema[] = {  {&_swigt__p_FerryPreparedSchema, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_f_p_void__void[] = {  {&_swigt__p_f_p_void__void, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_f_p_void_p_q_const__char_p_q_const__char_p_q_const__char__void[] = {  {&_swigt__p_f_p_void_p_q_const__char_p_q_const__char_p_q_const__char__void, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_f_p_void_p_struct_ArrowDeviceArray_p_struct_FerryError__int[] = {  {&_swigt__p_f_p_void_p_struct_ArrowDeviceArray_p_struct_FerryError__int, 0, 0, 0},{0, 0, 0, 0}};
@@ -5054,6 +5147,7 @@ static swig_cast_info _swigc__p_p_ArrowArray[] = {  {&_swigt__p_p_ArrowArray, 0,
 static swig_cast_info _swigc__p_p_ArrowSchema[] = {  {&_swigt__p_p_ArrowSchema, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_p_DLManagedTensorVersioned[] = {  {&_swigt__p_p_DLManagedTensorVersioned, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_p_FerryDevice[] = {  {&_swigt__p_p_FerryDevice, 0, 0, 0},{0, 0, 0, 0}};
+static swig_cast_info _swigc__p_p_FerryPreparedSchema[] = {  {&_swigt__p_p_FerryPreparedSchema, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_p_void[] = {  {&_swigt__p_p_void, 0, 0, 0},{0, 0, 0, 0}};
 
 static swig_cast_info *swig_cast_initial[] = {
@@ -5064,6 +5158,7 @@ static swig_cast_info *swig_cast_initial[] = {
   _swigc__p_DLManagedTensorVersioned,
   _swigc__p_FerryDevice,
   _swigc__p_FerryError,
+  _swigc__p_FerryPreparedSchema,
   _swigc__p_f_p_void__void,
   _swigc__p_f_p_void_p_q_const__char_p_q_const__char_p_q_const__char__void,
   _swigc__p_f_p_void_p_struct_ArrowDeviceArray_p_struct_FerryError__int,
@@ -5074,6 +5169,7 @@ static swig_cast_info *swig_cast_initial[] = {
   _swigc__p_p_ArrowSchema,
   _swigc__p_p_DLManagedTensorVersioned,
   _swigc__p_p_FerryDevice,
+  _swigc__p_p_FerryPreparedSchema,
   _swigc__p_p_void,
 };
 

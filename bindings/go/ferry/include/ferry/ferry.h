@@ -336,7 +336,9 @@ FERRY_EXPORT int ferry_format_validate(const char* format, struct FerryError* er
 
 /** Validation levels. DEFAULT checks structure without reading buffer
  *  contents; FULL also reads offsets, UTF-8, validity bits and union ids
- *  (copying device memory to the host when it is not host-accessible). */
+ *  (copying device memory to the host when it is not host-accessible).
+ *  docs/validation.md lists every rule, and what no consumer can check (on
+ *  the CPU, a declared length longer than its buffer). */
 #define FERRY_VALIDATE_DEFAULT 0
 #define FERRY_VALIDATE_FULL 1
 
@@ -355,12 +357,40 @@ FERRY_EXPORT int ferry_validate_schema(const struct ArrowSchema* schema,
 /** Validates `array` against `schema` at `level`: format, buffer and child
  *  counts per layout, dictionary, reserved bytes zero, one device for every
  *  buffer, child and dictionary (residency checked through the backend when
- *  it can), sync_event NULL on the CPU, and in FULL mode offsets monotone and
- *  in range, UTF-8 valid and null counts consistent. Returns as above. */
+ *  it can; a buffer that fails it is never read), sync_event NULL on the CPU,
+ *  and in FULL mode offsets monotone and in range, UTF-8 valid and null
+ *  counts consistent. A child or dictionary that appears twice (shared, or
+ *  its own ancestor) is one finding ("shared", "cycle") and is not walked
+ *  again: the work is linear in the distinct nodes. Returns as above. */
 FERRY_EXPORT int ferry_validate_device_array(const struct ArrowSchema* schema,
                                              const struct ArrowDeviceArray* array,
                                              int32_t level, FerryFindingFn on_finding,
                                              void* user_data, struct FerryError* error);
+
+/** A schema validated once and kept in the form validation works from, for
+ *  validating many arrays of that schema (a stream's batches, a binding's
+ *  reused consumer) without walking and parsing the schema again. Owned by
+ *  whoever created it; immutable, so usable from many threads at once. */
+struct FerryPreparedSchema;
+
+/** Validates `schema` as ferry_validate_schema does (every finding to
+ *  `on_finding`) and, when it is clean, makes `*out`, owned by the caller
+ *  until ferry_prepared_schema_free. Borrows `schema`: the prepared schema
+ *  keeps copies of what it needs, so `schema` may be released afterwards.
+ *  EINVAL with the first finding (`*out` NULL), ENOMEM. */
+FERRY_EXPORT int ferry_prepared_schema_create(const struct ArrowSchema* schema,
+                                              FerryFindingFn on_finding,
+                                              void* user_data,
+                                              struct FerryPreparedSchema** out,
+                                              struct FerryError* error);
+/** Frees a prepared schema (NULL is accepted). */
+FERRY_EXPORT void ferry_prepared_schema_free(struct FerryPreparedSchema* prepared);
+/** ferry_validate_device_array for an array of the prepared schema: the same
+ *  findings, without the schema's walk. Borrows everything. */
+FERRY_EXPORT int ferry_validate_prepared(const struct FerryPreparedSchema* prepared,
+                                         const struct ArrowDeviceArray* array,
+                                         int32_t level, FerryFindingFn on_finding,
+                                         void* user_data, struct FerryError* error);
 
 /* ------------------------------------------------------------------------ */
 /* Devices                                                                   */
@@ -473,7 +503,9 @@ FERRY_EXPORT int ferry_device_array_wait(const struct ArrowDeviceArray* array,
 /** Deep-copies `src` (described by `schema`; children, dictionary and
  *  variadic buffers included) to (`device_type`, `device_id`) after waiting
  *  on its event; `out` (released beforehand) is owned by the caller and has
- *  no pending work (sync_event NULL). `src` stays owned by the caller. */
+ *  no pending work (sync_event NULL). `src` stays owned by the caller. A
+ *  shared or cyclic child or dictionary is refused (EINVAL), as is a buffer
+ *  the source device knows is shorter than its size (EFAULT). */
 FERRY_EXPORT int ferry_device_array_copy(const struct ArrowSchema* schema,
                                          const struct ArrowDeviceArray* src,
                                          ArrowDeviceType device_type, int64_t device_id,

@@ -1561,6 +1561,95 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1validate_1devic
 }
 
 
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1prepared_1schema_1create(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlongArray jarg4) {
+  jint jresult = 0 ;
+  struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
+  FerryFindingFn arg2 = (FerryFindingFn) 0 ;
+  void *arg3 = (void *) 0 ;
+  struct FerryPreparedSchema **arg4 = (struct FerryPreparedSchema **) 0 ;
+  struct FerryError *arg5 = (struct FerryError *) 0 ;
+  struct FerryPreparedSchema *temp4 = 0 ;
+  struct FerryError temp5 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp5);
+  arg5 = &temp5;
+  
+  arg1 = (struct ArrowSchema *)(intptr_t)jarg1; 
+  arg2 = (FerryFindingFn)(intptr_t)jarg2; 
+  arg3 = (void *)(intptr_t)jarg3; 
+  
+  if (!jarg4 || (*jenv)->GetArrayLength(jenv, jarg4) < 1) {
+    ferry_jni_throw_illegal_argument(jenv, "out parameter must be an array of length >= 1");
+    return 0;
+  }
+  arg4 = &temp4;
+  
+  result = (int)ferry_prepared_schema_create((struct ArrowSchema const *)arg1,arg2,arg3,arg4,arg5);
+  jresult = (jint)result; 
+  
+  {
+    jlong value = (jlong)(intptr_t)temp4;
+    (*jenv)->SetLongArrayRegion(jenv, jarg4, 0, 1, &value);
+  }
+  
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp5), "ferry_prepared_schema_create");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1prepared_1schema_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  struct FerryPreparedSchema *arg1 = (struct FerryPreparedSchema *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct FerryPreparedSchema *)(intptr_t)jarg1; 
+  ferry_prepared_schema_free(arg1);
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1validate_1prepared(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5) {
+  jint jresult = 0 ;
+  struct FerryPreparedSchema *arg1 = (struct FerryPreparedSchema *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  int32_t arg3 ;
+  FerryFindingFn arg4 = (FerryFindingFn) 0 ;
+  void *arg5 = (void *) 0 ;
+  struct FerryError *arg6 = (struct FerryError *) 0 ;
+  struct FerryError temp6 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp6);
+  arg6 = &temp6;
+  
+  arg1 = (struct FerryPreparedSchema *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
+  arg3 = (int32_t)jarg3; 
+  arg4 = (FerryFindingFn)(intptr_t)jarg4; 
+  arg5 = (void *)(intptr_t)jarg5; 
+  result = (int)ferry_validate_prepared((struct FerryPreparedSchema const *)arg1,(struct ArrowDeviceArray const *)arg2,arg3,arg4,arg5,arg6);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp6), "ferry_validate_prepared");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
 SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1backend_1count(JNIEnv *jenv, jclass jcls) {
   jlong jresult = 0 ;
   int64_t result;

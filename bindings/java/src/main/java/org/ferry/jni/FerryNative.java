@@ -240,6 +240,18 @@ public class FerryNative implements FerryNativeConstants {
     return FerryNativeJNI.ferry_validate_device_array(schema, array, level, on_finding, user_data);
   }
 
+  public static int ferry_prepared_schema_create(long schema, long on_finding, long user_data, long[] out) {
+    return FerryNativeJNI.ferry_prepared_schema_create(schema, on_finding, user_data, out);
+  }
+
+  public static void ferry_prepared_schema_free(long prepared) {
+    FerryNativeJNI.ferry_prepared_schema_free(prepared);
+  }
+
+  public static int ferry_validate_prepared(long prepared, long array, int level, long on_finding, long user_data) {
+    return FerryNativeJNI.ferry_validate_prepared(prepared, array, level, on_finding, user_data);
+  }
+
   public static long ferry_backend_count() {
     return FerryNativeJNI.ferry_backend_count();
   }

@@ -82,6 +82,9 @@ public class FerryNativeJNI {
   public final static native int ferry_format_validate(String jarg1);
   public final static native int ferry_validate_schema(long jarg1, long jarg2, long jarg3);
   public final static native int ferry_validate_device_array(long jarg1, long jarg2, int jarg3, long jarg4, long jarg5);
+  public final static native int ferry_prepared_schema_create(long jarg1, long jarg2, long jarg3, long[] jarg4);
+  public final static native void ferry_prepared_schema_free(long jarg1);
+  public final static native int ferry_validate_prepared(long jarg1, long jarg2, int jarg3, long jarg4, long jarg5);
   public final static native long ferry_backend_count();
   public final static native String ferry_backend_name(long jarg1);
   public final static native int ferry_backend_probe(long jarg1);

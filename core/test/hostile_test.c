@@ -1,0 +1,372 @@
+/* Hostile producers against the core's walks (issue 15): shared and cyclic
+ * children and dictionaries, arrays longer than their sim allocations,
+ * DLPack tensors with absurd offsets, and the cases where validation and the
+ * deep copy used to disagree. Each test was a reproducer that failed (or
+ * never returned) before the fix.
+ *
+ * Nothing here measures time: a walk that is exponential simply does not
+ * finish, and the counts of findings show that each problem is reported
+ * once, not once per path. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ferry/dlpack_abi.h"
+#include "ferry/ferry.h"
+#include "ferry_test.h"
+#include "findings.h"
+#include "hand_made.h"
+
+/* ---- building blocks ------------------------------------------------------ */
+
+
+static struct ArrowDeviceArray on_device(const struct ArrowArray* array,
+                                         ArrowDeviceType type, int64_t id) {
+  struct ArrowDeviceArray d;
+  memset(&d, 0, sizeof d);
+  d.array = *array;
+  d.device_type = type;
+  d.device_id = id;
+  return d;
+}
+
+static struct Findings findings;
+static struct FerryError error;
+
+static int validate(const struct ArrowSchema* schema, const struct ArrowDeviceArray* array,
+                    int32_t level) {
+  memset(&findings, 0, sizeof findings);
+  ferry_error_init(&error);
+  return ferry_validate_device_array(schema, array, level, collect, &findings, &error);
+}
+
+#define CHECK_FINDING(rule, where, what) CHECK(has_finding(&findings, rule, where, what))
+
+static const int32_t kInt32s[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+/* ---- shared children: a chain whose every level has two children that are
+ * the same node. 2^levels paths, levels + 1 distinct nodes. ---------------- */
+
+#define MAX_LEVELS 40
+struct SharedChain {
+  struct ArrowSchema schemas[MAX_LEVELS + 1];
+  struct ArrowArray arrays[MAX_LEVELS + 1];
+  struct ArrowSchema* schema_kids[MAX_LEVELS][2];
+  struct ArrowArray* array_kids[MAX_LEVELS][2];
+  const void* struct_buffers[1];
+  const void* leaf_buffers[2];
+};
+
+/* Level 0 is the root; level `levels` is an int32 leaf of length 4. */
+static void build_shared_chain(struct SharedChain* c, int levels) {
+  c->struct_buffers[0] = NULL;
+  c->leaf_buffers[0] = NULL;
+  c->leaf_buffers[1] = kInt32s;
+  for (int i = 0; i < levels; i++) {
+    c->schema_kids[i][0] = c->schema_kids[i][1] = &c->schemas[i + 1];
+    c->array_kids[i][0] = c->array_kids[i][1] = &c->arrays[i + 1];
+    init_schema(&c->schemas[i], "+s", 2, c->schema_kids[i]);
+    init_array(&c->arrays[i], 4, 1, c->struct_buffers, 2, c->array_kids[i]);
+  }
+  init_schema(&c->schemas[levels], "i", 0, NULL);
+  init_array(&c->arrays[levels], 4, 2, c->leaf_buffers, 0, NULL);
+}
+
+static struct SharedChain g_chain;
+
+static void check_shared_chain(int levels, int32_t level) {
+  build_shared_chain(&g_chain, levels);
+  struct ArrowDeviceArray d = on_device(&g_chain.arrays[0], ARROW_DEVICE_CPU, -1);
+  CHECK_EQ_INT(EINVAL, validate(&g_chain.schemas[0], &d, level));
+  /* One finding per shared node, for the schema tree and for the array tree:
+   * not one per path (2^levels of them). */
+  CHECK_EQ_INT(2 * levels, findings.n);
+  CHECK_EQ_INT(2 * levels, count_rule(&findings, "shared"));
+  CHECK_FINDING("shared", "root.children[1]", "also at root.children[0]");
+  /* The first finding (in `error`) is the deepest level's, met first. */
+  CHECK(strncmp(error.message, "shared: root.children[0].children[0]", 36) == 0);
+}
+
+FERRY_TEST(shared_children_chain_of_20_levels_is_one_finding_per_node) {
+  check_shared_chain(20, FERRY_VALIDATE_DEFAULT);
+  check_shared_chain(20, FERRY_VALIDATE_FULL);
+}
+
+FERRY_TEST(shared_children_chain_of_40_levels_finishes) {
+  check_shared_chain(40, FERRY_VALIDATE_DEFAULT);
+  check_shared_chain(40, FERRY_VALIDATE_FULL);
+  memset(&findings, 0, sizeof findings);
+  CHECK_EQ_INT(EINVAL, ferry_validate_schema(&g_chain.schemas[0], collect, &findings,
+                                             &error));
+  CHECK_EQ_INT(40, findings.n);
+}
+
+FERRY_TEST(struct_whose_two_children_are_itself_is_one_cycle_finding) {
+  struct ArrowSchema loop;
+  struct ArrowSchema* schema_kids[2] = {&loop, &loop};
+  init_schema(&loop, "+s", 2, schema_kids);
+  struct ArrowDeviceArray d;
+  memset(&d, 0, sizeof d);
+  struct ArrowArray* array_kids[2] = {&d.array, &d.array};
+  const void* buffers[1] = {NULL};
+  init_array(&d.array, 1, 1, buffers, 2, array_kids);
+  d.device_type = ARROW_DEVICE_CPU;
+  d.device_id = -1;
+  for (int32_t level = FERRY_VALIDATE_DEFAULT; level <= FERRY_VALIDATE_FULL; level++) {
+    CHECK_EQ_INT(EINVAL, validate(&loop, &d, level));
+    CHECK_EQ_INT(2, findings.n);
+    CHECK_EQ_INT(2, count_rule(&findings, "cycle"));
+    CHECK_FINDING("cycle", "root.children[0]", "is its own ancestor (root)");
+  }
+  memset(&findings, 0, sizeof findings);
+  CHECK_EQ_INT(EINVAL, ferry_validate_schema(&loop, collect, &findings, &error));
+  CHECK_EQ_INT(1, findings.n);
+  CHECK_CONTAINS(error.message, "cycle: root.children[0]: ");
+}
+
+FERRY_TEST(a_dictionary_shared_with_a_child_is_a_finding) {
+  /* struct<a: dictionary<int32 -> utf8>, b: utf8> where b is the dictionary. */
+  struct ArrowSchema utf8, dict_a;
+  init_schema(&utf8, "u", 0, NULL);
+  init_schema(&dict_a, "i", 0, NULL);
+  dict_a.dictionary = &utf8;
+  struct ArrowSchema* schema_kids[2] = {&dict_a, &utf8};
+  struct ArrowSchema root;
+  init_schema(&root, "+s", 2, schema_kids);
+  CHECK_EQ_INT(EINVAL, ferry_validate_schema(&root, collect,
+                                             (memset(&findings, 0, sizeof findings),
+                                              &findings),
+                                             &error));
+  CHECK_EQ_INT(1, findings.n);
+  CHECK_FINDING("shared", "root.children[1]", "also at root.children[0].dictionary");
+}
+
+/* ---- the deep copy: shared children are refused, linearly ------------------- */
+
+FERRY_TEST(copy_refuses_shared_children_and_cycles_without_walking_every_path) {
+  build_shared_chain(&g_chain, 40);
+  struct ArrowDeviceArray d = on_device(&g_chain.arrays[0], ARROW_DEVICE_CPU, -1);
+  struct ArrowDeviceArray out;
+  memset(&out, 0, sizeof out);
+  CHECK_EQ_INT(EINVAL, ferry_device_array_copy(&g_chain.schemas[0], &d, ARROW_DEVICE_CPU,
+                                               -1, &out, &error));
+  /* The first repeat met is the deepest level's second child. */
+  CHECK_CONTAINS(error.message, "copying root.children[0].children[0].children[0]");
+  CHECK_CONTAINS(error.message, ".children[1]: this array is shared");
+  CHECK(out.array.release == NULL);
+
+  struct ArrowSchema loop;
+  struct ArrowSchema* schema_kids[1] = {&loop};
+  init_schema(&loop, "+s", 1, schema_kids);
+  struct ArrowArray* array_kids[1] = {&d.array};
+  const void* buffers[1] = {NULL};
+  init_array(&d.array, 1, 1, buffers, 1, array_kids);
+  CHECK_EQ_INT(EINVAL,
+               ferry_device_array_copy(&loop, &d, ARROW_DEVICE_CPU, -1, &out, &error));
+  CHECK_CONTAINS(error.message, "copying root.children[0]:");
+  CHECK_CONTAINS(error.message, "cycle");
+  CHECK(out.array.release == NULL);
+}
+
+/* ---- validation and the deep copy follow one rule on NULL buffers ----------- */
+
+/* FULL validation and the copy must agree: both accept or both refuse. */
+static void check_validate_and_copy_agree(const struct ArrowSchema* schema,
+                                          const struct ArrowDeviceArray* d,
+                                          int expect_valid) {
+  int validated = validate(schema, d, FERRY_VALIDATE_FULL);
+  if (validated != FERRY_OK) print_findings(&findings);
+  struct ArrowDeviceArray out;
+  memset(&out, 0, sizeof out);
+  struct FerryError copy_error;
+  int copied = ferry_device_array_copy(schema, d, ARROW_DEVICE_CPU, -1, &out, &copy_error);
+  if (copied != FERRY_OK) printf("    copy: %s\n", copy_error.message);
+  if (out.array.release != NULL) ferry_device_array_release(&out);
+  CHECK_EQ_INT(expect_valid ? FERRY_OK : EINVAL, validated);
+  CHECK_EQ_INT(expect_valid ? FERRY_OK : EINVAL, copied);
+}
+
+FERRY_TEST(empty_utf8_with_an_offset_and_no_offsets_buffer_is_valid_for_both) {
+  struct ArrowSchema s;
+  init_schema(&s, "u", 0, NULL);
+  const void* buffers[3] = {NULL, NULL, "abc"};
+  struct ArrowArray a;
+  init_array(&a, 0, 3, buffers, 0, NULL);
+  a.offset = 3;
+  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+  check_validate_and_copy_agree(&s, &d, 1);
+}
+
+FERRY_TEST(empty_string_view_with_variadic_data_but_no_sizes_is_refused_by_both) {
+  struct ArrowSchema s;
+  init_schema(&s, "vu", 0, NULL);
+  const void* buffers[4] = {NULL, NULL, "abc", NULL};
+  struct ArrowArray a;
+  init_array(&a, 0, 4, buffers, 0, NULL);
+  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+  check_validate_and_copy_agree(&s, &d, 0);
+  CHECK_EQ_INT(EINVAL, validate(&s, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_FINDING("buffers", "root",
+                "buffer 3 (variadic sizes) is NULL but there are 1 variadic data buffers");
+}
+
+/* ---- sim: what the allocation sizes tell ------------------------------------ */
+
+static struct FerryDevice* sim_device(void) {
+  struct FerryDevice* device = NULL;
+  ferry_device_resolve(ARROW_DEVICE_EXT_DEV, 0, &device, NULL);
+  return device;
+}
+
+FERRY_TEST(full_never_reads_a_buffer_longer_than_its_sim_allocation) {
+  struct FerryDevice* sim = sim_device();
+  CHECK(sim != NULL);
+  int32_t strict_before = ferry_sim_is_strict();
+  ferry_sim_set_strict(1);
+  void* validity = NULL;
+  void* values = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, 1, &validity, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, 16, &values, NULL));
+  /* 4096 int32 values with a validity bitmap: both buffers are far shorter
+   * than the length says; reading them runs off the allocations. */
+  struct ArrowSchema s;
+  init_schema(&s, "i", 0, NULL);
+  const void* buffers[2] = {validity, values};
+  struct ArrowArray a;
+  init_array(&a, 4096, 2, buffers, 0, NULL);
+  a.null_count = 7;
+  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_EXT_DEV, 0);
+  for (int32_t level = FERRY_VALIDATE_DEFAULT; level <= FERRY_VALIDATE_FULL; level++) {
+    CHECK_EQ_INT(EINVAL, validate(&s, &d, level));
+    CHECK_EQ_INT(2, findings.n);
+    CHECK_FINDING("device", "root", "buffer 0 (validity) at");
+    CHECK_FINDING("device", "root", "runs past the end of a 1-byte allocation");
+    CHECK_FINDING("device", "root", "buffer 1 (data) at");
+  }
+  /* utf8 whose offsets point past the data allocation: FULL reports the data
+   * buffer and does not check (read) its UTF-8. */
+  void* offsets = NULL;
+  void* data = NULL;
+  const int32_t host_offsets[3] = {0, 3, 300};
+  CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, sizeof host_offsets, &offsets, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, 3, &data, NULL));
+  struct FerryDevice* cpu = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_device_resolve(ARROW_DEVICE_CPU, -1, &cpu, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, offsets, cpu, host_offsets,
+                                             sizeof host_offsets, NULL, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, data, cpu, "abc", 3, NULL, NULL));
+  struct ArrowSchema us;
+  init_schema(&us, "u", 0, NULL);
+  const void* utf8_buffers[3] = {NULL, offsets, data};
+  struct ArrowArray ua;
+  init_array(&ua, 2, 3, utf8_buffers, 0, NULL);
+  struct ArrowDeviceArray ud = on_device(&ua, ARROW_DEVICE_EXT_DEV, 0);
+  CHECK_EQ_INT(FERRY_OK, validate(&us, &ud, FERRY_VALIDATE_DEFAULT));
+  CHECK_EQ_INT(EINVAL, validate(&us, &ud, FERRY_VALIDATE_FULL));
+  CHECK_EQ_INT(1, findings.n);
+  CHECK_FINDING("device", "root", "buffer 2 (data) at");
+
+  ferry_device_deallocate(sim, validity, NULL);
+  ferry_device_deallocate(sim, values, NULL);
+  ferry_device_deallocate(sim, offsets, NULL);
+  ferry_device_deallocate(sim, data, NULL);
+  ferry_sim_set_strict(strict_before);
+}
+
+FERRY_TEST(an_empty_buffer_one_past_the_end_of_a_sim_allocation_is_valid) {
+  struct FerryDevice* sim = sim_device();
+  void* values = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, 16, &values, NULL));
+  struct ArrowSchema s;
+  init_schema(&s, "i", 0, NULL);
+  /* A length-0 slice at the end of a 4-value buffer: offset 4, pointer at the
+   * start; and a length-0 array whose pointer is one past the end. */
+  const void* buffers[2] = {NULL, values};
+  struct ArrowArray a;
+  init_array(&a, 0, 2, buffers, 0, NULL);
+  a.offset = 4;
+  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_EXT_DEV, 0);
+  CHECK_EQ_INT(FERRY_OK, validate(&s, &d, FERRY_VALIDATE_FULL));
+  buffers[1] = (const char*)values + 16;
+  a.offset = 0;
+  d = on_device(&a, ARROW_DEVICE_EXT_DEV, 0);
+  int rc = validate(&s, &d, FERRY_VALIDATE_FULL);
+  if (rc != FERRY_OK) print_findings(&findings);
+  CHECK_EQ_INT(FERRY_OK, rc);
+  /* One more value does not fit. */
+  a.length = 1;
+  d = on_device(&a, ARROW_DEVICE_EXT_DEV, 0);
+  CHECK_EQ_INT(EINVAL, validate(&s, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_FINDING("device", "root", "buffer 1 (data) at");
+  ferry_device_deallocate(sim, values, NULL);
+}
+
+/* ---- DLPack: offsets and sizes are range-checked ------------------------------ */
+
+static int g_deleter_calls;
+static void count_deleter(struct DLManagedTensorVersioned* self) { g_deleter_calls++; }
+
+static void init_tensor(struct DLManagedTensorVersioned* t, int64_t* shape, void* data) {
+  memset(t, 0, sizeof *t);
+  t->version.major = DLPACK_MAJOR_VERSION;
+  t->deleter = count_deleter;
+  t->dl_tensor.data = data;
+  t->dl_tensor.device.device_type = kDLCPU;
+  t->dl_tensor.ndim = 1;
+  t->dl_tensor.dtype.code = kDLInt;
+  t->dl_tensor.dtype.bits = 32;
+  t->dl_tensor.dtype.lanes = 1;
+  t->dl_tensor.shape = shape;
+}
+
+static int import_tensor(struct DLManagedTensorVersioned* t) {
+  struct ArrowSchema schema;
+  struct ArrowDeviceArray array;
+  memset(&schema, 0, sizeof schema);
+  memset(&array, 0, sizeof array);
+  int rc = ferry_device_array_from_dlpack(t, &schema, &array, &error);
+  if (rc == FERRY_OK) {
+    ferry_device_array_release(&array);
+    ferry_schema_release(&schema);
+  } else if (schema.release != NULL || array.array.release != NULL) {
+    return -1; /* a refusal must fill nothing */
+  }
+  return rc;
+}
+
+FERRY_TEST(dlpack_import_refuses_a_byte_offset_that_wraps_the_address_space) {
+  static int32_t values[16];
+  int64_t shape[1] = {4};
+  struct DLManagedTensorVersioned t;
+  g_deleter_calls = 0;
+  init_tensor(&t, shape, values + 8);
+  t.dl_tensor.byte_offset = UINT64_MAX - 63; /* 2^64 - 64: 64 bytes before data */
+  CHECK_EQ_INT(EINVAL, import_tensor(&t));
+  CHECK_CONTAINS(error.message, "byte_offset 18446744073709551552");
+  CHECK_CONTAINS(error.message, "address");
+  CHECK_EQ_INT(0, g_deleter_calls);
+
+  /* An offset that keeps the address valid but not int64-sized. */
+  t.dl_tensor.byte_offset = (uint64_t)INT64_MAX + 1;
+  CHECK_EQ_INT(EINVAL, import_tensor(&t));
+  CHECK_CONTAINS(error.message, "byte_offset");
+
+  /* shape * itemsize beyond int64, and beyond the address space. */
+  t.dl_tensor.byte_offset = 0;
+  shape[0] = INT64_MAX / 2;
+  CHECK_EQ_INT(EINVAL, import_tensor(&t));
+  CHECK_CONTAINS(error.message, "elements of 4 bytes");
+  shape[0] = INT64_MAX / 4;
+  t.dl_tensor.byte_offset = 16;
+  CHECK_EQ_INT(EINVAL, import_tensor(&t));
+  CHECK_CONTAINS(error.message, "byte_offset 16 + 9223372036854775804 bytes");
+  CHECK_EQ_INT(0, g_deleter_calls);
+
+  /* A sane offset still imports, and the deleter runs once on release. */
+  shape[0] = 4;
+  t.dl_tensor.byte_offset = 8;
+  CHECK_EQ_INT(FERRY_OK, import_tensor(&t));
+  CHECK_EQ_INT(1, g_deleter_calls);
+}
+
+FERRY_TEST_MAIN()
