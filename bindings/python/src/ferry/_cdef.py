@@ -85,6 +85,10 @@ int ferry_format_validate(const char* format, struct FerryError* error);
 typedef void (* FerryFindingFn)(void* user_data, const char* rule, const char* where, const char* what);
 int ferry_validate_schema(const struct ArrowSchema* schema, FerryFindingFn on_finding, void* user_data, struct FerryError* error);
 int ferry_validate_device_array(const struct ArrowSchema* schema, const struct ArrowDeviceArray* array, int32_t level, FerryFindingFn on_finding, void* user_data, struct FerryError* error);
+struct FerryPreparedSchema;
+int ferry_prepared_schema_create(const struct ArrowSchema* schema, FerryFindingFn on_finding, void* user_data, struct FerryPreparedSchema** out, struct FerryError* error);
+void ferry_prepared_schema_free(struct FerryPreparedSchema* prepared);
+int ferry_validate_prepared(const struct FerryPreparedSchema* prepared, const struct ArrowDeviceArray* array, int32_t level, FerryFindingFn on_finding, void* user_data, struct FerryError* error);
 struct FerryDevice;
 int64_t ferry_backend_count(void);
 const char* ferry_backend_name(int64_t i);
@@ -234,6 +238,9 @@ FUNCTIONS = (
     "ferry_format_validate",
     "ferry_validate_schema",
     "ferry_validate_device_array",
+    "ferry_prepared_schema_create",
+    "ferry_prepared_schema_free",
+    "ferry_validate_prepared",
     "ferry_backend_count",
     "ferry_backend_name",
     "ferry_backend_probe",
