@@ -655,7 +655,13 @@ readers = {
     if index == nil then return nil end
     local dictionary = self._dict or self:dictionary()
     self._dict = dictionary
-    return dictionary:value(backend.to_integer(index))
+    index = backend.to_integer(index)
+    local n = dictionary:length()
+    if index < 0 or index >= n then
+      return read_failed(self, "ferry.Array.value", EINVAL, string.format(
+        "index %d of element %d is outside the dictionary (length %d)", index, i, n))
+    end
+    return dictionary:value(index)
   end,
   none = function(self)
     raise("ferry.Array.value", ENOTSUP, "no reader for format " .. tostring(self:format()))

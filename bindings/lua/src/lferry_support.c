@@ -536,10 +536,17 @@ static void push_element(lua_State* L, int kind, const void* p, int64_t i) {
   }
 }
 
-/* The physical slot of logical element i, after checking i against the
- * array's length and the integers the slot arithmetic relies on. Returns
- * -1 with a failure pushed (3 values) when something is off. */
-static int64_t physical_index(lua_State* L, const struct ArrowArray* a, lua_Integer i) {
+/* The physical slot of logical element i (the argument at `index`), after
+ * checking i against the array's length and the integers the slot
+ * arithmetic relies on. Returns -1 with a failure pushed (3 values) when
+ * something is off: ERANGE for the index, EINVAL for the array. */
+static int64_t physical_index(lua_State* L, const struct ArrowArray* a, int index) {
+  int is_integer = 0;
+  lua_Integer i = lua_tointegerx(L, index, &is_integer);
+  if (!is_integer) {
+    push_failure(L, ERANGE, "index %s is not an integer", luaL_tolstring(L, index, NULL));
+    return -1;
+  }
   if (a->release == NULL) {
     push_failure(L, EINVAL, "the array is released");
     return -1;
@@ -571,8 +578,7 @@ static int is_null_at(const struct ArrowArray* a, int64_t slot) {
 int lferry_helper_value(lua_State* L) {
   const struct ArrowArray* a = check_array(L, 1);
   int kind = check_kind(L, 2);
-  lua_Integer i = lferry_check_integer(L, 3);
-  int64_t slot = physical_index(L, a, i);
+  int64_t slot = physical_index(L, a, 3);
   if (slot < 0) return 3;
   if (a->n_buffers < 2) return push_failure(L, EINVAL, "a fixed-width array has 2 buffers, not %" PRId64, a->n_buffers);
   lua_pushboolean(L, 1);
@@ -611,8 +617,7 @@ static int read_offsets(lua_State* L, const struct ArrowArray* a, int large, int
 int lferry_helper_bytes(lua_State* L) {
   const struct ArrowArray* a = check_array(L, 1);
   int large = lua_toboolean(L, 2);
-  lua_Integer i = lferry_check_integer(L, 3);
-  int64_t slot = physical_index(L, a, i);
+  int64_t slot = physical_index(L, a, 3);
   if (slot < 0) return 3;
   if (a->n_buffers < 3) return push_failure(L, EINVAL, "a binary or utf8 array has 3 buffers, not %" PRId64, a->n_buffers);
   if (is_null_at(a, slot)) {
@@ -628,7 +633,9 @@ int lferry_helper_bytes(lua_State* L) {
   int64_t first = 0, last = 0;
   if (read_offsets(L, a, large, slot, size, &first, &last) != 0) return 3;
   const char* data = (const char*)buffer_at(a, 2);
-  if (!data && last > first) return push_failure(L, EINVAL, "buffer 2 (data) is NULL but element %d is not empty", (int)i);
+  if (!data && last > first)
+    return push_failure(L, EINVAL, "buffer 2 (data) is NULL but element %" PRId64 " is not empty",
+                        slot - a->offset);
   lua_pushboolean(L, 1);
   lua_pushlstring(L, last > first ? data + first : "", (size_t)(last - first));
   return 2;
@@ -638,8 +645,7 @@ int lferry_helper_bytes(lua_State* L) {
 int lferry_helper_list_bounds(lua_State* L) {
   const struct ArrowArray* a = check_array(L, 1);
   int large = lua_toboolean(L, 2);
-  lua_Integer i = lferry_check_integer(L, 3);
-  int64_t slot = physical_index(L, a, i);
+  int64_t slot = physical_index(L, a, 3);
   if (slot < 0) return 3;
   const struct ArrowArray* child = a->n_children == 1 && a->children ? a->children[0] : NULL;
   if (!child) return push_failure(L, EINVAL, "a list array has one child, not %" PRId64, a->n_children);
@@ -655,8 +661,7 @@ int lferry_helper_list_bounds(lua_State* L) {
 /* is_valid(array, i) -> true, boolean | false, code, message */
 int lferry_helper_is_valid(lua_State* L) {
   const struct ArrowArray* a = check_array(L, 1);
-  lua_Integer i = lferry_check_integer(L, 2);
-  int64_t slot = physical_index(L, a, i);
+  int64_t slot = physical_index(L, a, 2);
   if (slot < 0) return 3;
   lua_pushboolean(L, 1);
   lua_pushboolean(L, !is_null_at(a, slot));
@@ -666,8 +671,7 @@ int lferry_helper_is_valid(lua_State* L) {
 /* validity_bit(array, i) -> true, boolean (nil without a bitmap) | false, code, message */
 int lferry_helper_validity_bit(lua_State* L) {
   const struct ArrowArray* a = check_array(L, 1);
-  lua_Integer i = lferry_check_integer(L, 2);
-  int64_t slot = physical_index(L, a, i);
+  int64_t slot = physical_index(L, a, 2);
   if (slot < 0) return 3;
   const void* validity = buffer_at(a, 0);
   lua_pushboolean(L, 1);

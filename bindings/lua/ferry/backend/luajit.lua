@@ -408,7 +408,9 @@ local function physical_index(a, i)
   if length < 0 or offset < 0 or length + offset >= 2 ^ 53 then
     return nil, EINVAL, string.format("length %d or offset %d is negative or too large", length, offset)
   end
-  if type(i) ~= "number" or i % 1 ~= 0 then error("ferry: an integer index expected", 3) end
+  if type(i) ~= "number" or i % 1 ~= 0 then
+    return nil, ERANGE, "index " .. tostring(i) .. " is not an integer"
+  end
   if i < 0 or i >= length then
     return nil, ERANGE, string.format("index %d is out of range for a length of %d", i, length)
   end

@@ -9,7 +9,7 @@
 LFERRY_INTERNAL int lferry_helper_handle(lua_State* L);
 /* handle_free(owner): releases (when live) and frees the struct of a handle now, once */
 LFERRY_INTERNAL int lferry_helper_handle_free(lua_State* L);
-/* import(schema_in, array_in, schema, array, level) -> code, message: moves a producer's schema and device array into the released `schema` and `array`, then validates them at `level` (-1: not at all); on failure both are released and the validator's message is returned */
+/* import(schema_in, array_in, schema, array, level) -> code, message, format, device_type, device_id, pending, has_dictionary: moves a producer's schema and device array into the released `schema` and `array` (both or neither), then validates them at `level` (-1: not at all); a pair that fails is released and the validator's message returned. On success: the root's format, device, whether a sync event is pending, and whether the schema has a dictionary */
 LFERRY_INTERNAL int lferry_helper_import(lua_State* L);
 /* prepare(schema) -> owner | false, code, message: a prepared schema (ferry_prepared_schema_create) owned by `owner` (freed when collected or by prepared_free), for validating many batches of one schema */
 LFERRY_INTERNAL int lferry_helper_prepare(lua_State* L);
@@ -33,9 +33,9 @@ LFERRY_INTERNAL int lferry_helper_validity_bit(lua_State* L);
 LFERRY_INTERNAL int lferry_helper_read(lua_State* L);
 /* read_bytes(pointer, start, length) -> string: UNCHECKED copy of raw memory (callers bound it by a computed buffer size) */
 LFERRY_INTERNAL int lferry_helper_read_bytes(lua_State* L);
-/* pointer_add(pointer, bytes) -> pointer: p + bytes */
+/* pointer_add(pointer, bytes) -> pointer: the address `bytes` past `pointer` */
 LFERRY_INTERNAL int lferry_helper_pointer_add(lua_State* L);
-/* address(pointer) -> integer: the address */
+/* address(pointer) -> integer: the address as an integer (display, tests) */
 LFERRY_INTERNAL int lferry_helper_address(lua_State* L);
 /* keeper_new() -> keeper: an empty keeper (freed when collected unless disowned) */
 LFERRY_INTERNAL int lferry_helper_keeper_new(lua_State* L);
@@ -67,7 +67,7 @@ LFERRY_INTERNAL int lferry_helper_stream_export(lua_State* L);
 LFERRY_INTERNAL int lferry_helper_validate(lua_State* L);
 /* dlpack_info(tensor) -> table: the fields of a DLManagedTensorVersioned (its data is not read) */
 LFERRY_INTERNAL int lferry_helper_dlpack_info(lua_State* L);
-/* dlpack_delete(tensor): calls the tensor's deleter */
+/* dlpack_delete(tensor): calls the tensor's deleter (once: the caller owns it) */
 LFERRY_INTERNAL int lferry_helper_dlpack_delete(lua_State* L);
 /* live_allocations() -> integer: what Lua exports own now (buffers, device memory, anchors, live Lua streams) */
 LFERRY_INTERNAL int lferry_helper_live_allocations(lua_State* L);
