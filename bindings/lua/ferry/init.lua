@@ -187,8 +187,11 @@ end
 --- on return.
 function Device:copy_from_host(dst, bytes, stream)
   if type(bytes) ~= "string" then raise("ferry.Device.copy_from_host", EINVAL, "bytes must be a string") end
-  check("ferry.Device.copy_from_host",
-        raw.ferry_device_memcpy(self.ptr, dst, cpu_device().ptr, bytes, #bytes, stream))
+  local k = backend.keeper_new()
+  local src = backend.keeper_string(k, bytes) -- the string's own bytes
+  local code, message = raw.ferry_device_memcpy(self.ptr, dst, cpu_device().ptr, src, #bytes, stream)
+  backend.keeper_free(k)
+  check("ferry.Device.copy_from_host", code, message)
 end
 
 --- copy_to_host(src, size) -> string: `size` bytes of this device's memory
@@ -1602,19 +1605,27 @@ end
 local SYNC_POLICIES = { record_event = constants.FERRY_SYNC_RECORD_EVENT,
                         synchronize = constants.FERRY_SYNC_SYNCHRONIZE }
 
+-- The caller's own sync event: checked, and owned by the export (keeper
+-- `k`) when event_destroy says how to destroy it.
+local function adopt_event(k, device, opts)
+  if backend.keeper_device_stream(k) ~= nil then
+    raise("ferry.export", EINVAL, "with sync_event every buffer must already be on the device " ..
+          "({ device_pointer = }): ferry would copy on a stream the event does not cover")
+  end
+  local destroy = opts.event_destroy
+  if destroy ~= nil then
+    if destroy ~= "ferry" and type(destroy) ~= "function" then
+      raise("ferry.export", EINVAL, "event_destroy must be \"ferry\" or a function, got " .. tostring(destroy))
+    end
+    backend.keeper_adopt(k, "event", device.ptr, opts.sync_event, destroy ~= "ferry" and destroy or nil)
+  end
+end
+
 -- The export's sync: a producer stream whose end ferry records an event
 -- at (or synchronizes: sync = "synchronize"), or the caller's own event.
-local function init_on_device(out, tmp, device, stream, opts, k)
+local function init_on_device(out, tmp, device, stream, opts)
   local event = opts.sync_event
   if event ~= nil then
-    if backend.keeper_device_stream(k) ~= nil then
-      raise("ferry.export", EINVAL, "with sync_event every buffer must already be on the device " ..
-            "({ device_pointer = }): ferry would copy on a stream the event does not cover")
-    end
-    if opts.event_destroy ~= nil then
-      local destroy = opts.event_destroy ~= "ferry" and opts.event_destroy or nil
-      backend.keeper_adopt(k, "event", device.ptr, event, destroy)
-    end
     return raw.ferry_device_array_init(out, tmp, device.type, device.id, event, nil, nil)
   end
   local policy = SYNC_POLICIES[opts.sync or "record_event"]
@@ -1634,6 +1645,7 @@ function ferry.export_array_to(spec, out, opts)
   local device, cpu = resolve_device(opts)
   local k = backend.keeper_new()
   local ok, err = pcall(materialise_buffers, k, node, device, cpu, opts.stream)
+  if ok and not cpu and opts.sync_event ~= nil then ok, err = pcall(adopt_event, k, device, opts) end
   if not ok then
     backend.keeper_free(k)
     error(err, 2)
@@ -1654,7 +1666,7 @@ function ferry.export_array_to(spec, out, opts)
       if cpu then
         code, message = raw.ferry_device_array_init(out, tmp, CPU, -1, nil, nil, nil)
       else
-        ok, code, message = pcall(init_on_device, out, tmp, device, stream, opts, k)
+        ok, code, message = pcall(init_on_device, out, tmp, device, stream, opts)
         if not ok then
           raw.ferry_array_free(tmp) -- runs the hook: the keeper goes
           error(code, 2)

@@ -6,6 +6,7 @@
 -- every producer node released exactly once (counted by the helper), nothing
 -- left allocated, and nothing on stderr.
 local ferry = require("ferry")
+local support = require("spec.support")
 local backend = ferry._backend
 local build = assert(os.getenv("FERRY_BUILD_DIR"), "FERRY_BUILD_DIR (test.sh sets it)")
 
@@ -65,18 +66,9 @@ local EINVAL, ERANGE = ferry.errno.EINVAL, ferry.errno.ERANGE
 local unpack = table.unpack or unpack
 
 describe("hostile producers (" .. ferry.backend .. ")", function()
-  local baseline, exports
-  before_each(function()
-    collectgarbage()
-    baseline, exports = ferry.live_allocations(), ferry.raw.ferry_live_exports()
-  end)
-  after_each(function()
-    collectgarbage()
-    collectgarbage()
+  support.guard_leaks(before_each, after_each, function()
     assert.are.equal(0, hostile.live(), "hostile nodes not released")
     assert.are.equal(0, hostile.double_releases(), "hostile nodes released twice")
-    assert.are.equal(baseline, ferry.live_allocations())
-    assert.are.equal(exports, ferry.raw.ferry_live_exports())
   end)
 
   -- Structure the default validation finds at import: the validator's rule,
