@@ -17,13 +17,7 @@ local function devices()
   return out
 end
 
--- Every value through the host (consumes arr).
-local function on_host(arr)
-  local host = arr:to_host()
-  local values = host:to_table()
-  host:release()
-  return values
-end
+local on_host = support.on_host
 
 describe("features (" .. ferry.backend .. ")", function()
   support.guard_leaks(before_each, after_each)

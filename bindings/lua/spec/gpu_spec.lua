@@ -10,13 +10,7 @@ local support = require("spec.support")
 
 local VALUES = { 10, nil, 30, 40 }
 
--- Every value of `arr` (on any device, consumed), through the host.
-local function on_host(arr)
-  local host = arr:to_host()
-  local out = host:to_table()
-  host:release()
-  return out
-end
+local on_host = support.on_host
 
 local function int32_bytes(values)
   local parts = {}

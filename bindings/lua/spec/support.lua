@@ -47,4 +47,13 @@ function support.devices()
   return out
 end
 
+--- on_host(arr) -> every value of `arr` (on any device) read on the host;
+--- consumes arr (to_host), releases what it made.
+function support.on_host(arr)
+  local host = arr:to_host()
+  local values = host:to_table()
+  host:release()
+  return values
+end
+
 return support
