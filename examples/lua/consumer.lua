@@ -4,17 +4,12 @@
 -- bounds checks, release; streams batch by batch.
 --   lua5.4 consumer.lua      (or luajit consumer.lua)
 local ferry = require("ferry")
-local handle = ferry._backend.handle
 
 -- Something a producer handed over: list<int32> and a dictionary array.
 local function handed_over(spec)
-  local schema_owner, schema = handle("schema")
-  local array_owner, array = handle("array")
-  ferry.export_array(spec, schema, array)
-  local arr = ferry.import_array(schema, array) -- takes ownership; validates
-  ferry._backend.handle_free(schema_owner)
-  ferry._backend.handle_free(array_owner)
-  return arr
+  local slots = ferry.array_slots()
+  ferry.export_array(spec, slots.schema, slots.array)
+  return ferry.import_array(slots.schema, slots.array) -- takes ownership; validates
 end
 
 local lists = handed_over{ type = "list", values = { { 1, 2 }, {}, { 3 } }, length = 3 }
@@ -40,16 +35,15 @@ utf8:release()
 
 -- A stream, validated batch by batch against its schema (prepared once).
 local n = 0
-local stream_owner, stream_ptr = handle("stream")
-ferry.export_stream_to(stream_ptr, { type = "float64" }, function()
+local slot = ferry.stream_slot()
+ferry.export_stream_to(slot.stream, { type = "float64" }, function()
   n = n + 1
   if n <= 4 then return { type = "float64", values = { n / 2, n * 2 } } end
 end)
-local stream = ferry.import_stream(stream_ptr)
+local stream = ferry.import_stream(slot.stream)
 local sum = 0
 for batch in stream:batches{ reuse = true } do
   for i = 0, batch:length() - 1 do sum = sum + batch:value(i) end
 end
 stream:release()
-ferry._backend.handle_free(stream_owner)
 print(string.format("stream sum: %.1f", sum))

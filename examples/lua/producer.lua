@@ -3,11 +3,10 @@
 -- them. Lua strings are exported without a copy; tables are packed once.
 --   lua5.4 producer.lua      (or luajit producer.lua)
 local ferry = require("ferry")
-local handle = ferry._backend.handle
 
 -- 1. One array from Lua values: struct<name: utf8, score: float64>.
-local schema_owner, schema = handle("schema")
-local array_owner, array = handle("array")
+local slots = ferry.array_slots() -- what the consumer hands the producer
+local schema, array = slots.schema, slots.array
 ferry.export_array({ type = "struct", length = 3, fields = {
   { name = "name", type = "utf8", values = { "ada", "grace", "linus" } },
   { name = "score", type = "float64", values = { 9.5, 8.25, 7 } },
@@ -30,18 +29,18 @@ sevens:release() -- drops the anchor on the string
 
 -- 3. A stream: a function called for every batch, nil at the end.
 local batch = 0
-local stream_owner, stream = handle("stream")
-ferry.export_stream_to(stream, { type = "int64" }, function()
+local slot = ferry.stream_slot()
+ferry.export_stream_to(slot.stream, { type = "int64" }, function()
   batch = batch + 1
   if batch > 3 then return nil end
   return { type = "int64", values = { batch, batch * 100 } }
 end)
-local consumer = ferry.import_stream(stream)
+local consumer = ferry.import_stream(slot.stream)
 local totals = {}
 for b in consumer:batches{ reuse = true } do
-  totals[#totals + 1] = tostring(ferry._backend.to_integer(b:value(0)) + ferry._backend.to_integer(b:value(1)))
+  -- int64 values: Lua integers on 5.4, exact int64 cdata on LuaJIT
+  totals[#totals + 1] = tostring(ferry.tonumber(b:value(0) + b:value(1)))
 end
 consumer:release()
 print("stream batches: " .. table.concat(totals, " "))
 print("still owned by Lua exports: " .. ferry.live_allocations())
-for _, owner in ipairs({ schema_owner, array_owner, stream_owner }) do ferry._backend.handle_free(owner) end

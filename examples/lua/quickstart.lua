@@ -8,13 +8,13 @@ print(string.format("ferry %s on %s", ferry.version(), ferry.backend))
 -- Producer: an int32 array with a null, packed once into C memory.
 local produced = ferry.array{ type = "int32", values = { 1, nil, 3, 4 }, length = 4 }
 
--- The handoff: a consumer allocates the structs, the producer moves into them.
-local schema_owner, schema = ferry._backend.handle("schema")
-local array_owner, array = ferry._backend.handle("array")
-produced:export(schema, array)
+-- The handoff: a consumer allocates the structs (an ArrowSchema and an
+-- ArrowDeviceArray), the producer moves into them.
+local slots = ferry.array_slots()
+produced:export(slots.schema, slots.array)
 
 -- Consumer: take ownership (validated), read with bounds checks, release.
-local arr = ferry.import_array(schema, array)
+local arr = ferry.import_array(slots.schema, slots.array)
 local parts, sum = {}, 0
 for i = 0, arr:length() - 1 do
   local v = arr:value(i)
@@ -26,5 +26,3 @@ print("sum of non-null values: " .. sum)
 local ok, err = pcall(arr.value, arr, 4)
 print("value(4): " .. (ok and "no error?" or err.name))
 arr:release() -- the producer's memory is freed now, exactly once
-ferry._backend.handle_free(schema_owner)
-ferry._backend.handle_free(array_owner)

@@ -80,6 +80,11 @@ end
 --- The library's version ("0.1.0") and ABI version.
 function ferry.version() return raw.ferry_version() end
 function ferry.abi_version() return raw.ferry_abi_version() end
+--- ferry.tonumber(v): a 64-bit element value as a Lua number (on 5.4 it
+--- already is an integer; on LuaJIT int64/uint64 values are cdata, exact,
+--- and become numbers exact up to 2^53).
+ferry.tonumber = backend.to_integer
+
 --- What Lua exports own now (buffers, device memory, anchors, live Lua streams).
 function ferry.live_allocations() return backend.live_allocations() end
 
@@ -212,24 +217,26 @@ function ferry.sim_is_strict() return raw.ferry_sim_is_strict() == 1 end
 
 -- ---- handles: pools of binding-owned ABI structs ------------------------------------
 
--- Handles of released structs are kept for the next user (a released, zeroed
--- struct and its userdata/cdata): no allocation, no finaliser and no garbage
--- per import or batch. At most POOL_SIZE per kind are kept.
+-- Handles of released structs are kept for the next user (released, zeroed
+-- structs and their userdata/cdata): no allocation, no finaliser and no
+-- garbage per import or batch. At most POOL_SIZE are kept.
 local POOL_SIZE = 64
-local function new_pool(kind)
+
+-- Schema handles, for schemas shared by a stream and its batches.
+local schema_pool = {}
+do
   local owners, ptrs, n = {}, {}, 0
-  local pool = {}
-  function pool.take()
+  function schema_pool.take()
     if n > 0 then
       local owner, ptr = owners[n], ptrs[n]
       owners[n], ptrs[n] = nil, nil
       n = n - 1
       return owner, ptr
     end
-    return backend.handle(kind)
+    return backend.handle("schema")
   end
   -- Gives back a handle whose struct is released.
-  function pool.give(owner, ptr)
+  function schema_pool.give(owner, ptr)
     if n < POOL_SIZE then
       n = n + 1
       owners[n], ptrs[n] = owner, ptr
@@ -237,11 +244,44 @@ local function new_pool(kind)
       backend.handle_free(owner)
     end
   end
-  return pool
 end
-local array_pool, schema_pool = new_pool("array"), new_pool("schema")
+
+-- Pair handles (an ArrowDeviceArray and an ArrowSchema in one block: what
+-- one array holds), with their pointers: the device array, its ArrowArray,
+-- the schema. Inlined into new_device_array and DeviceArray:release (the
+-- consumer's hot path).
+local pair_owners, pair_ptrs, pair_arrs, pair_sptrs, pair_n = {}, {}, {}, {}, 0
+local raw_device_array_array = raw.ferry_device_array_array
+local release_pair = backend.release_pair
+
 local release_device_array = backend.release_device_array
 local raw_schema_release = raw.ferry_schema_release
+
+-- ---- structs for a producer to fill ----------------------------------------------------
+
+--- ferry.array_slots() -> { schema = ArrowSchema*, array = ArrowDeviceArray* }:
+--- released structs owned by Lua, for a producer (another runtime, or
+--- DeviceArray:export) to fill and ferry.import_array to take from. Freed
+--- (released first when still live) when collected or by slots:free().
+local ArraySlots = {}
+ArraySlots.__index = ArraySlots
+function ferry.array_slots()
+  local owner, array, schema = backend.handle("pair")
+  return setmetatable({ schema = schema, array = array, _owner = owner }, ArraySlots)
+end
+function ArraySlots:free()
+  local owner = self._owner
+  if owner then
+    self._owner, self.schema, self.array = nil, nil, nil
+    backend.handle_free(owner)
+  end
+end
+
+--- ferry.stream_slot() -> { stream = ArrowDeviceArrayStream* }: the same for a stream.
+function ferry.stream_slot()
+  local owner, stream = backend.handle("stream")
+  return setmetatable({ stream = stream, _owner = owner }, ArraySlots)
+end
 
 -- ---- schemas ----------------------------------------------------------------------
 
@@ -405,6 +445,13 @@ local DeviceArray = setmetatable({}, { __index = Array })
 DeviceArray.__index = DeviceArray
 ferry.DeviceArray = DeviceArray
 
+-- The schema an array is described by: a DeviceArray's own, or the one it
+-- shares (`_shared`); a child's or dictionary's (`_sptr`).
+local function schema_of(self)
+  local shared = self._shared
+  return shared and shared._ptr or self._sptr
+end
+
 local function live_root(self, where)
   local root = self._root or self
   if root._released then
@@ -436,7 +483,7 @@ end
 local function read_failed(self, where, code, message)
   if code ~= EINVAL then raise(where, code, message) end
   local root = self._root or self
-  local vcode, vmessage = backend.validate(root._sptr, root._ptr, VALIDATE_FULL)
+  local vcode, vmessage = backend.validate(schema_of(root), root._ptr, VALIDATE_FULL)
   if vcode ~= 0 and vmessage then message = vmessage .. " (" .. message .. ")" end
   raise(where, code, message)
 end
@@ -456,13 +503,13 @@ function Array:n_children() return raw.ferry_array_n_children(array_ptr(self)) e
 --- schema() -> a view of the array's Schema (valid while the array is).
 function Array:schema()
   live_root(self, "ferry.Array.schema")
-  return schema_view(self._sptr, self._root or self)
+  return schema_view(schema_of(self), self._root or self)
 end
 function Array:format()
   local format = self._format
   if not format then
     live_root(self, "ferry.Array.format")
-    format = raw.ferry_schema_format(self._sptr)
+    format = raw.ferry_schema_format(schema_of(self))
     self._format = format
   end
   return format
@@ -481,7 +528,8 @@ function Array:buffer(i)
   check_index("ferry.Array.buffer", "buffer", i, raw.ferry_array_n_buffers(ptr))
   local address = raw.ferry_array_buffer(ptr, i)
   local device_type, device_id = device_info(self._root or self)
-  local code, size, message = raw.ferry_array_buffer_size(self._sptr, ptr, device_type, device_id, i)
+  local code, size, message = raw.ferry_array_buffer_size(schema_of(self), ptr, device_type,
+                                                         device_id, i)
   if code ~= 0 then raise("ferry.Array.buffer", code, message) end
   return address, size
 end
@@ -512,7 +560,7 @@ end
 function Array:child(i)
   local ptr = array_ptr(self)
   check_index("ferry.Array.child", "child", i, raw.ferry_array_n_children(ptr))
-  local child, schema = raw.ferry_array_child(ptr, i), raw.ferry_schema_child(self._sptr, i)
+  local child, schema = raw.ferry_array_child(ptr, i), raw.ferry_schema_child(schema_of(self), i)
   if not child or not schema then
     raise("ferry.Array.child", EINVAL, "child " .. i .. " is NULL in the array or its schema")
   end
@@ -522,7 +570,8 @@ end
 --- dictionary() -> Array of the dictionary, or nil.
 function Array:dictionary()
   local ptr = array_ptr(self)
-  local dictionary, schema = raw.ferry_array_dictionary(ptr), raw.ferry_schema_dictionary(self._sptr)
+  local dictionary, schema = raw.ferry_array_dictionary(ptr),
+                             raw.ferry_schema_dictionary(schema_of(self))
   if not dictionary and not schema then return nil end
   if not dictionary or not schema then
     raise("ferry.Array.dictionary", EINVAL, "the array and its schema disagree on a dictionary")
@@ -531,7 +580,7 @@ function Array:dictionary()
 end
 
 local function kind_of_array(self)
-  local kind = kind_of(self:format(), raw.ferry_schema_dictionary(self._sptr) ~= nil)
+  local kind = kind_of(self:format(), raw.ferry_schema_dictionary(schema_of(self)) ~= nil)
   self._kind = kind
   return kind
 end
@@ -685,34 +734,48 @@ end
 
 -- ---- device arrays: construction and release ------------------------------------------
 
--- A DeviceArray owns an ArrowDeviceArray (`_owner`, `_ptr`; `_arr` is its
--- ArrowArray) and holds its schema (`_sptr`): alone (`_sowner`, a schema
--- handle) or shared (`_shared`, a counted Schema: a stream's, or one shared
--- with copies). Fields that are unset are `false` where they exist from the
--- start: tables are sized once, and resetting a field stores into an
--- existing slot (storing into a missing key resizes the table).
-local array_take, array_give = array_pool.take, array_pool.give
-local raw_device_array_array = raw.ferry_device_array_array
-
+-- A DeviceArray holds a pair handle (`_owner`): its ArrowDeviceArray (`_ptr`;
+-- `_arr` is the ArrowArray in it) and its own ArrowSchema (`_sptr`), unless
+-- the schema is shared (`_shared`, a counted Schema: a stream's, or one it
+-- shares with its copies), in which case its own stays released. Fields
+-- that are unset are `false` where they exist from the start: tables are
+-- sized once, lookups never walk the metatables, and resetting a field
+-- stores into an existing slot (storing into a missing key resizes the
+-- table). On Lua 5.4 the hot fields make exactly 8 (the others are added
+-- on the paths that need them); on LuaJIT every field exists (one shape for
+-- every trace).
 local new_device_array
 if backend.name == "luajit" then
-  -- Every field from the start: one table shape for every batch (traces).
-  new_device_array = function(sptr, sowner, shared, kind)
-    local owner, ptr = array_take()
-    return setmetatable({ _owner = owner, _ptr = ptr, _arr = raw_device_array_array(ptr),
-                          _sptr = sptr or false, _sowner = sowner or false,
-                          _shared = shared or false, _kind = kind or false, _format = false,
-                          _root = false, _device_type = false, _device_id = false,
-                          _host_ok = false, _released = false, _loop = false }, DeviceArray)
+  new_device_array = function(shared, kind)
+    local owner, ptr, sptr, arr
+    local n = pair_n
+    if n > 0 then
+      owner, ptr, sptr, arr = pair_owners[n], pair_ptrs[n], pair_sptrs[n], pair_arrs[n]
+      pair_owners[n] = nil
+      pair_n = n - 1
+    else
+      owner, ptr, sptr = backend.handle("pair")
+      arr = raw_device_array_array(ptr)
+    end
+    return setmetatable({ _owner = owner, _ptr = ptr, _arr = arr, _sptr = sptr, _kind = kind or false,
+                          _host_ok = false, _released = false, _shared = shared or false,
+                          _format = false, _root = false, _device_type = false, _device_id = false,
+                          _children = false, _dict = false }, DeviceArray)
   end
 else
-  -- Lua 5.4: 8 fields (8 slots) cost much less to make and collect than 16;
-  -- absent fields read as nil, and the ones set later are not per array.
-  new_device_array = function(sptr, sowner, shared, kind)
-    local owner, ptr = array_take()
-    return setmetatable({ _owner = owner, _ptr = ptr, _arr = raw_device_array_array(ptr),
-                          _sptr = sptr or false, _sowner = sowner or false,
-                          _shared = shared or false, _kind = kind or false, _released = false },
+  new_device_array = function(shared, kind)
+    local owner, ptr, sptr, arr
+    local n = pair_n
+    if n > 0 then
+      owner, ptr, sptr, arr = pair_owners[n], pair_ptrs[n], pair_sptrs[n], pair_arrs[n]
+      pair_owners[n] = nil
+      pair_n = n - 1
+    else
+      owner, ptr, sptr = backend.handle("pair")
+      arr = raw_device_array_array(ptr)
+    end
+    return setmetatable({ _owner = owner, _ptr = ptr, _arr = arr, _sptr = sptr, _kind = kind or false,
+                          _host_ok = false, _released = false, _shared = shared or false },
                         DeviceArray)
   end
 end
@@ -729,58 +792,57 @@ device_info = function(root)
   return device_type, root._device_id
 end
 
--- Gives the array's hold on its schema up.
-local function drop_schema(self)
-  local sowner = self._sowner
-  if sowner then
-    self._sowner = false
-    raw_schema_release(self._sptr)
-    schema_pool.give(sowner, self._sptr)
-  elseif self._shared then
-    local shared = self._shared
-    self._shared = false
-    unref_schema(shared)
-  end
-end
-
---- release(): releases the array (and its hold on the schema) exactly once;
---- also when collected, and by `local a <close>` on 5.4.
+--- release(): releases the array (and its hold on a shared schema) exactly
+--- once; also when collected, and by `local a <close>` on 5.4.
 function DeviceArray:release()
   if self._released then return end
   self._released = true
   self._host_ok = false
-  if self._loop then
-    -- The reused object of a batch loop: this batch goes now, the loop keeps
-    -- the struct for the next one.
-    release_device_array(self._ptr)
-    return
-  end
   local owner = self._owner
   if owner then
     self._owner = nil
-    release_device_array(self._ptr) -- runs the producer's release (may call a Lua producer)
-    array_give(owner, self._ptr)
+    local ptr, sptr = self._ptr, self._sptr
+    release_pair(ptr, sptr) -- runs the producer's release (may call a Lua producer)
+    local n = pair_n
+    if n < POOL_SIZE then
+      n = n + 1
+      pair_owners[n], pair_ptrs[n], pair_sptrs[n], pair_arrs[n] = owner, ptr, sptr, self._arr
+      pair_n = n
+    else
+      backend.handle_free(owner)
+    end
   end
-  drop_schema(self)
+  local shared = self._shared
+  if shared then
+    self._shared = false
+    unref_schema(shared)
+  end
 end
 DeviceArray.__close = DeviceArray.release
--- No __gc on the table: its handles (userdata on 5.4, cdata on LuaJIT) free
--- and thereby release the structs when collected; a table finaliser would
+-- No __gc on the table: its handle (userdata on 5.4, cdata on LuaJIT) frees
+-- and thereby releases the structs when collected; a table finaliser would
 -- only add cost to every array.
 
--- Hands this array's schema over to `out` (which had none).
+-- Hands this array's schema over to `out` (a fresh array).
 local function hand_over_schema(self, out)
-  out._sptr, out._sowner, out._shared, out._kind = self._sptr, self._sowner, self._shared, self._kind
-  self._sowner, self._shared = false, false
+  out._kind = self._kind
+  local shared = self._shared
+  if shared then
+    out._shared, self._shared = shared, false
+  else
+    raw.ferry_schema_move(self._sptr, out._sptr)
+  end
 end
 
--- The array's schema as a shared Schema (made shared on first need), for a
--- second holder (a copy).
+-- The array's schema as a shared Schema (made shared on first need: moved
+-- out of the pair), for a second holder (a copy).
 local function share_schema(self)
   local shared = self._shared
   if not shared then
-    shared = shared_schema(self._sowner, self._sptr, 1)
-    self._shared, self._sowner = shared, false
+    local owner, ptr = schema_pool.take()
+    raw.ferry_schema_move(self._sptr, ptr)
+    shared = shared_schema(owner, ptr, 1)
+    self._shared = shared
   end
   shared._users = shared._users + 1
   return shared
@@ -805,12 +867,11 @@ local import = backend.import
 function ferry.import_array(schema_in, array_in, opts)
   local level = VALIDATE_DEFAULT
   if opts ~= nil then level = validation_level(opts.validate) end
-  local sowner, sptr = schema_pool.take()
-  local arr = new_device_array(sptr, sowner, false, false)
+  local arr = new_device_array(false, false)
   local code, message, format, device_type, device_id, pending, has_dictionary =
-    import(schema_in, array_in, sptr, arr._ptr, level)
+    import(schema_in, array_in, arr._sptr, arr._ptr, level)
   if code ~= 0 then
-    arr:release() -- both structs are released: back to their pools
+    arr:release() -- both structs are released: back to the pool
     raise("ferry.import_array", code, message)
   end
   arr._kind = not has_dictionary and KIND_OF_FORMAT[format] or kind_of(format, has_dictionary)
@@ -821,6 +882,82 @@ function ferry.import_array(schema_in, array_in, opts)
   end
   return arr
 end
+
+-- ---- the reused array of a batch loop or an importer ------------------------------------
+
+-- One DeviceArray refilled for array after array (stream:batches{ reuse =
+-- true }, ferry.importer()): release() releases its structs and keeps them
+-- for the next array; the object and its pair go when the loop ends or the
+-- importer is closed (dispose_reused).
+local ReusedArray = {}
+ReusedArray.__index = ReusedArray
+
+function ReusedArray:release()
+  if self._released then return end
+  self._released = true
+  self._host_ok = false
+  release_pair(self._ptr, self._sptr)
+end
+ReusedArray.__close = ReusedArray.release
+
+local function new_reused_array(shared, kind, loop)
+  local arr = new_device_array(shared, kind)
+  arr._loop, arr._device_type, arr._device_id = loop, false, false
+  return setmetatable(arr, ReusedArray)
+end
+
+-- Gives the reused object's pair and schema hold up, once.
+local function dispose_reused(self)
+  if getmetatable(self) ~= ReusedArray then return end
+  setmetatable(self, DeviceArray)
+  self._released = false -- so that release() below runs in full
+  self:release()
+end
+
+local Importer = {}
+Importer.__index = Importer
+ferry.Importer = Importer
+
+--- ferry.importer(opts) -> Importer: the lean consumer path. Each
+--- importer:import(schema_ptr, array_ptr) does what ferry.import_array does
+--- but into one DeviceArray that the importer keeps: nothing is allocated
+--- per array. The object it returns stays valid until the next import (which
+--- releases the previous array if the caller did not) or importer:close();
+--- do not keep it. opts.validate as for ferry.import_array.
+function ferry.importer(opts)
+  local level = VALIDATE_DEFAULT
+  if opts ~= nil then level = validation_level(opts.validate) end
+  local arr = new_reused_array(false, false, false)
+  arr._released = true
+  return setmetatable({ _array = arr, _level = level }, Importer)
+end
+
+--- import(schema_ptr, device_array_ptr) -> the importer's DeviceArray, filled.
+function Importer:import(schema_in, array_in)
+  local arr = self._array
+  if not arr then raise("ferry.Importer.import", EINVAL, "the importer is closed") end
+  if not arr._released then arr:release() end
+  local code, message, format, device_type, device_id, pending, has_dictionary =
+    import(schema_in, array_in, arr._sptr, arr._ptr, self._level)
+  if code ~= 0 then raise("ferry.Importer.import", code, message) end
+  arr._kind = not has_dictionary and KIND_OF_FORMAT[format] or kind_of(format, has_dictionary)
+  arr._device_type, arr._device_id = device_type, device_id
+  arr._host_ok = device_type == CPU and not pending
+  arr._released = false
+  return arr
+end
+
+--- close(): releases the current array (if any) and frees the importer's structs.
+function Importer:close()
+  local arr = self._array
+  if arr then
+    self._array = nil
+    arr:release()
+    dispose_reused(arr)
+  end
+end
+Importer.__close = Importer.close
+Importer.__gc = Importer.close
 
 function DeviceArray:device_type() return raw.ferry_device_type_name((device_info(live_root(self)))) end
 function DeviceArray:device_type_id() return (device_info(live_root(self))) end
@@ -849,7 +986,7 @@ end
 --- validate(full) -> ok, message, findings (every finding { rule, where, what }).
 function DeviceArray:validate(full)
   live_root(self, "ferry.DeviceArray.validate")
-  local code, message, findings = backend.validate(self._sptr, self._ptr,
+  local code, message, findings = backend.validate(schema_of(self), self._ptr,
                                                    full and VALIDATE_FULL or VALIDATE_DEFAULT)
   return code == 0, message, findings
 end
@@ -863,7 +1000,7 @@ function DeviceArray:export(schema_out, array_out)
     raise("ferry.DeviceArray.export", EINVAL, "a batch of a reusing loop cannot be moved out")
   end
   if schema_out ~= nil then
-    if not self._sowner then
+    if self._shared then
       raise("ferry.DeviceArray.export", EINVAL, "the schema is shared (a stream's or a copy's): " ..
             "export the array alone (schema_out nil)")
     end
@@ -900,8 +1037,8 @@ function DeviceArray:move_to_device(kind, id)
   live_root(self, where)
   if self._loop then raise(where, EINVAL, "a batch of a reusing loop cannot be moved") end
   local device_type, device_id = device_arguments(kind, id)
-  local out = new_device_array(false, false, false, false)
-  local code, message = raw.ferry_device_array_move_to_device(self._sptr, self._ptr, device_type,
+  local out = new_device_array(false, false)
+  local code, message = raw.ferry_device_array_move_to_device(schema_of(self), self._ptr, device_type,
                                                               device_id, out._ptr)
   if code ~= 0 then
     out:release()
@@ -928,14 +1065,14 @@ function DeviceArray:copy_to_device(kind, id)
   local where = "ferry.DeviceArray.copy_to_device"
   live_root(self, where)
   local device_type, device_id = device_arguments(kind, id)
-  local out = new_device_array(false, false, false, false)
-  local code, message = raw.ferry_device_array_copy(self._sptr, self._ptr, device_type, device_id,
+  local out = new_device_array(false, false)
+  local code, message = raw.ferry_device_array_copy(schema_of(self), self._ptr, device_type, device_id,
                                                     out._ptr)
   if code ~= 0 then
     out:release()
     raise(where, code, message)
   end
-  out._sptr, out._shared, out._kind = self._sptr, share_schema(self), self._kind
+  out._shared, out._kind = share_schema(self), self._kind
   return out
 end
 
@@ -980,7 +1117,7 @@ function DeviceArray:to_dlpack(consumer_stream)
   local where = "ferry.DeviceArray.to_dlpack"
   live_root(self, where)
   if self._loop then raise(where, EINVAL, "a batch of a reusing loop cannot be moved") end
-  local code, tensor, message = raw.ferry_device_array_to_dlpack(self._sptr, self._ptr,
+  local code, tensor, message = raw.ferry_device_array_to_dlpack(schema_of(self), self._ptr,
                                                                  consumer_stream)
   if code ~= 0 then raise(where, code, message) end
   self:release() -- the struct was moved into the tensor: nothing left to release
@@ -1000,9 +1137,8 @@ function ferry.from_dlpack(tensor)
     tensor = tensor_ptr(object, where)
   end
   if tensor == nil then raise(where, EINVAL, "tensor must not be nil") end
-  local sowner, sptr = schema_pool.take()
-  local arr = new_device_array(sptr, sowner, false, false)
-  local code, message = raw.ferry_device_array_from_dlpack(tensor, sptr, arr._ptr)
+  local arr = new_device_array(false, false)
+  local code, message = raw.ferry_device_array_from_dlpack(tensor, arr._sptr, arr._ptr)
   if code ~= 0 then
     arr:release()
     raise(where, code, message)
@@ -1162,7 +1298,7 @@ local validate_batch = backend.validate_batch
 local function pull(self, on, consumer_stream)
   local ptr = stream_ptr(self, "ferry.get_next")
   local schema = self._schema or batch_schema(self)
-  local arr = new_device_array(schema._ptr, false, false, schema._kind)
+  local arr = new_device_array(false, schema._kind)
   local code, message
   if on then
     code, message = get_next_on_raw(ptr, arr._ptr, consumer_stream)
@@ -1204,14 +1340,7 @@ end
 -- The 4th value of the generic for (Lua 5.4 closes it when the loop ends,
 -- `break` included): disposes the loop's reused batch object.
 local LoopCloser = {}
-LoopCloser.__close = function(closer) closer.batch:_end_loop() end
-
-function DeviceArray:_end_loop()
-  if not self._loop then return end
-  self._loop = false
-  self._released = false -- so that release() below runs in full
-  self:release()
-end
+LoopCloser.__close = function(closer) dispose_reused(closer.batch) end
 
 --- batches(opts) -> iterator for `for batch in stream:batches() do ... end`.
 --- opts.reuse: one DeviceArray is refilled for every batch (no object per
@@ -1232,11 +1361,10 @@ function DeviceStream:batches(opts)
   stream_ptr(self, "ferry.get_next")
   local schema = batch_schema(self)
   schema._users = schema._users + 1
-  local arr = new_device_array(schema._ptr, false, schema, schema._kind)
-  arr._loop = true
+  local arr = new_reused_array(schema, schema._kind, true)
   local closer = setmetatable({ batch = arr }, LoopCloser)
   local function finish(code, message)
-    arr:_end_loop()
+    dispose_reused(arr)
     if code ~= 0 then raise("ferry.get_next", code, message) end
   end
   local f, s = backend.batch_iterator(self._owner, arr._owner, arr, finish, consumer_stream,
@@ -1685,9 +1813,8 @@ end
 --- struct (fields =), dictionary (indices =, dictionary =), or a raw node.
 function ferry.array(spec)
   local node = to_node(spec)
-  local sowner, sptr = schema_pool.take()
-  local arr = new_device_array(sptr, sowner, false, false)
-  local ok, err = pcall(ferry.export_schema_to, node, sptr)
+  local arr = new_device_array(false, false)
+  local ok, err = pcall(ferry.export_schema_to, node, arr._sptr)
   if ok then ok, err = pcall(ferry.export_array_to, node, arr._ptr, spec) end
   if not ok then
     arr:release()
@@ -1778,6 +1905,12 @@ end
 -- __index chain.
 for name, fn in pairs(Array) do
   if name ~= "__index" and rawget(DeviceArray, name) == nil then DeviceArray[name] = fn end
+end
+
+-- The reused array of loops and importers has every DeviceArray method but
+-- release (ReusedArray's keeps the structs for the next array).
+for name, fn in pairs(DeviceArray) do
+  if name ~= "__index" and rawget(ReusedArray, name) == nil then ReusedArray[name] = fn end
 end
 
 return ferry

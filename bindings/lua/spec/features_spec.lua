@@ -25,8 +25,8 @@ describe("features (" .. ferry.backend .. ")", function()
   it("feature_export_array", function()
     -- zero-copy from a Lua string; the consumer's release drops the anchor
     local before = ferry.live_allocations()
-    local s_owner, s = backend.handle("schema")
-    local a_owner, a = backend.handle("array")
+    local slots = ferry.array_slots()
+    local s, a = slots.schema, slots.array
     local bytes = "\1\0\0\0\2\0\0\0"
     ferry.export_array({ format = "i", name = "x", length = 2, buffers = { false, bytes, n = 2 } }, s, a)
     assert.are.equal(before + 1, ferry.live_allocations()) -- the string is anchored
@@ -38,32 +38,30 @@ describe("features (" .. ferry.backend .. ")", function()
     assert.are.same({ 1, 2 }, (arr:to_table()))
     arr:release() -- the release hook runs back into the binding, once
     assert.are.equal(before, ferry.live_allocations())
-    backend.handle_free(s_owner)
-    backend.handle_free(a_owner)
+    slots:free()
   end)
 
   it("feature_import_array", function()
     local produced = ferry.array{ type = "int32", values = { 5, nil, 7 }, length = 3 }
-    local s_owner, s = backend.handle("schema")
-    local a_owner, a = backend.handle("array")
+    local slots = ferry.array_slots()
+    local s, a = slots.schema, slots.array
     produced:export(s, a)
     local arr = ferry.import_array(s, a) -- takes ownership, validates
     assert.is_true(backend.is_released(a))
     assert.are.same({ 5, nil, 7 }, (arr:to_table()))
     assert.are.equal(1, arr:null_count())
     arr:release()
-    backend.handle_free(s_owner)
-    backend.handle_free(a_owner)
+    slots:free()
   end)
 
   it("feature_export_stream", function()
     local i = 0
-    local owner, ptr = backend.handle("stream")
-    ferry.export_stream_to(ptr, { type = "int64" }, function()
+    local slot = ferry.stream_slot()
+    ferry.export_stream_to(slot.stream, { type = "int64" }, function()
       i = i + 1
       if i <= 2 then return { type = "int64", values = { i } } end
     end)
-    local stream = ferry.import_stream(ptr)
+    local stream = ferry.import_stream(slot.stream)
     local got = {}
     for batch in stream:batches() do
       got[#got + 1] = backend.to_integer(batch:value(0))
@@ -71,22 +69,22 @@ describe("features (" .. ferry.backend .. ")", function()
     end
     assert.are.same({ 1, 2 }, got)
     stream:release()
-    backend.handle_free(owner)
+    slot:free()
   end)
 
   it("feature_import_stream", function()
     local stream = ferry.stream_from_arrays({ { type = "utf8", values = { "a" } },
                                               { type = "utf8", values = { "b", "c" } } })
-    local owner, ptr = backend.handle("stream")
-    stream:export(ptr)
-    local imported = ferry.import_stream(ptr)
+    local slot = ferry.stream_slot()
+    stream:export(slot.stream)
+    local imported = ferry.import_stream(slot.stream)
     local got = {}
     for batch in imported:batches{ reuse = true } do
       for j = 0, batch:length() - 1 do got[#got + 1] = batch:value(j) end
     end
     assert.are.same({ "a", "b", "c" }, got)
     imported:release()
-    backend.handle_free(owner)
+    slot:free()
   end)
 
   it("feature_to_host", function()

@@ -34,20 +34,18 @@ end
 
 -- A hostile array in fresh structs, imported at `level`.
 local function import(name, level)
-  local so, sp = backend.handle("schema")
-  local ao, ap = backend.handle("array")
-  assert.are.equal(0, hostile.array(name, sp, ap))
-  local ok, result = pcall(ferry.import_array, sp, ap, { validate = level })
-  backend.handle_free(so)
-  backend.handle_free(ao)
+  local slots = ferry.array_slots()
+  assert.are.equal(0, hostile.array(name, slots.schema, slots.array))
+  local ok, result = pcall(ferry.import_array, slots.schema, slots.array, { validate = level })
+  slots:free()
   return ok, result
 end
 
 local function hostile_stream(schema, batch, good, opts)
-  local owner, ptr = backend.handle("stream")
-  assert.are.equal(0, hostile.stream(schema, batch, good, ptr))
-  local stream = ferry.import_stream(ptr, opts)
-  backend.handle_free(owner)
+  local slot = ferry.stream_slot()
+  assert.are.equal(0, hostile.stream(schema, batch, good, slot.stream))
+  local stream = ferry.import_stream(slot.stream, opts)
+  slot:free()
   return stream
 end
 
@@ -231,13 +229,12 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
     file:write([[
       package.path, package.cpath = ...
       local ferry = require("ferry")
-      local b = ferry._backend
       package.cpath = os.getenv("FERRY_BUILD_DIR") .. "/lua/test/?.so;" .. package.cpath
       local names = { "n_buffers", "self_cycle", "decreasing_offsets", "sim_too_short" }
       local refused = 0
       for _, name in ipairs(names) do
-        local so, sp = b.handle("schema")
-        local ao, ap = b.handle("array")
+        local slots = ferry.array_slots()
+        local sp, ap = slots.schema, slots.array
         local h
         if ferry.backend == "luajit" then
           local ffi = require("ffi")

@@ -341,7 +341,13 @@ static int call_lua(struct lferry_runtime* rt, int function_ref, void* argument,
 /* Handles: full userdata owning a heap ABI struct                           */
 /* ------------------------------------------------------------------------ */
 
-enum handle_kind { HANDLE_SCHEMA, HANDLE_DEVICE_ARRAY, HANDLE_STREAM };
+enum handle_kind { HANDLE_PAIR, HANDLE_SCHEMA, HANDLE_STREAM };
+
+/* What an array holds: its ArrowDeviceArray and (unless shared) its schema. */
+struct lferry_pair {
+  struct ArrowDeviceArray array; /* first: the pair's address is the array's */
+  struct ArrowSchema schema;
+};
 
 struct handle {
   enum handle_kind kind;
@@ -351,30 +357,50 @@ struct handle {
 static void handle_free_now(struct handle* h) {
   if (!h->ptr) return;
   switch (h->kind) {
+    case HANDLE_PAIR: {
+      struct lferry_pair* pair = (struct lferry_pair*)h->ptr;
+      ferry_device_array_release(&pair->array);
+      ferry_schema_release(&pair->schema);
+      free(pair);
+      break;
+    }
     case HANDLE_SCHEMA: ferry_schema_free((struct ArrowSchema*)h->ptr); break;
-    case HANDLE_DEVICE_ARRAY: ferry_device_array_free((struct ArrowDeviceArray*)h->ptr); break;
     case HANDLE_STREAM: ferry_array_stream_free((struct ArrowDeviceArrayStream*)h->ptr); break;
   }
   h->ptr = NULL;
 }
 
-/* handle(kind) -> userdata, pointer. The userdata owns a zeroed struct;
- * __gc/__close (or handle_free) release it if live and free it, once. */
+/* handle(kind) -> userdata, pointer[, schema pointer]. The userdata owns
+ * zeroed structs ("pair": an ArrowDeviceArray and an ArrowSchema; "schema";
+ * "stream"); __gc/__close (or handle_free) release them if live and free
+ * them, once. */
 int lferry_helper_handle(lua_State* L) {
-  static const char* const kinds[] = {"schema", "array", "stream", NULL};
+  static const char* const kinds[] = {"pair", "schema", "stream", NULL};
   int kind = luaL_checkoption(L, 1, NULL, kinds);
   struct handle* h = (struct handle*)lua_newuserdatauv(L, sizeof(struct handle), 0);
   h->kind = (enum handle_kind)kind;
   h->ptr = NULL;
   luaL_setmetatable(L, HANDLE_METATABLE);
   switch (h->kind) {
+    case HANDLE_PAIR: h->ptr = calloc(1, sizeof(struct lferry_pair)); break;
     case HANDLE_SCHEMA: h->ptr = ferry_schema_new(); break;
-    case HANDLE_DEVICE_ARRAY: h->ptr = ferry_device_array_new(); break;
     case HANDLE_STREAM: h->ptr = ferry_array_stream_new(); break;
   }
   if (!h->ptr) return luaL_error(L, "ferry.handle: out of memory");
   lua_pushlightuserdata(L, h->ptr);
-  return 2;
+  if (h->kind != HANDLE_PAIR) return 2;
+  lua_pushlightuserdata(L, &((struct lferry_pair*)h->ptr)->schema);
+  return 3;
+}
+
+/* release_pair(array, schema): releases both structs of a pair (each may be
+ * released already). */
+int lferry_helper_release_pair(lua_State* L) {
+  struct ArrowDeviceArray* array = (struct ArrowDeviceArray*)lua_touserdata(L, 1);
+  struct ArrowSchema* schema = (struct ArrowSchema*)lua_touserdata(L, 2);
+  if (array && array->array.release) ferry_device_array_release(array);
+  if (schema && schema->release) ferry_schema_release(schema);
+  return 0;
 }
 
 int lferry_helper_handle_free(lua_State* L) {

@@ -29,11 +29,15 @@ return {
 
   functions = {
     -- handles: binding-owned ABI structs
-    { name = "handle", c = true, signature = "(kind) -> owner, pointer",
-      doc = "a zeroed (released) heap struct of kind \"schema\", \"array\" (ArrowDeviceArray) or " ..
-            "\"stream\"; `owner` frees it (releasing it first when live) when collected" },
+    { name = "handle", c = true, signature = "(kind) -> owner, pointer[, schema_pointer]",
+      doc = "zeroed (released) heap structs: kind \"pair\" (an ArrowDeviceArray and an " ..
+            "ArrowSchema, what an array holds), \"schema\" or \"stream\"; `owner` frees them " ..
+            "(releasing them first when live) when collected" },
     { name = "handle_free", c = true, signature = "(owner)",
-      doc = "releases (when live) and frees the struct of a handle now, once" },
+      doc = "releases (when live) and frees the structs of a handle now, once" },
+    { name = "release_pair", c = true, signature = "(array, schema)",
+      doc = "releases both structs of a pair (each may be released already; may run a " ..
+            "producer's release, Lua's included)" },
 
     -- consuming
     { name = "import", c = true,

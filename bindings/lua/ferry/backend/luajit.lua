@@ -225,16 +225,49 @@ end
 
 -- ---- handles --------------------------------------------------------------
 
+ffi.cdef([[
+struct lferry_pair { struct ArrowDeviceArray array; struct ArrowSchema schema; };
+]])
+local pair_ptr_t = ffi.typeof("struct lferry_pair*")
+local schema_ptr_t = ffi.typeof("struct ArrowSchema*")
+local interpreted_schema_release = raw.ferry_schema_release
+
+--- release_pair(array, schema): releases both structs of a pair (interpreted
+--- when a Lua callback could run).
+function backend.release_pair(array, schema)
+  if callbacks.live ~= 0 then
+    interpreted_release(array)
+    interpreted_schema_release(schema)
+    return
+  end
+  lib.ferry_device_array_release(array)
+  lib.ferry_schema_release(schema)
+end
+
+local function free_pair(pair)
+  interpreted_release(pair.array)
+  interpreted_schema_release(pair.schema)
+  C.free(pair)
+end
+jit.off(free_pair)
+
+local function new_pair()
+  local p = ffi.cast(pair_ptr_t, C.calloc(1, ffi.sizeof("struct lferry_pair")))
+  if p == nil then return nil end
+  return p
+end
+
 -- Finalisers go through the interpreted wrappers too (release hooks may
 -- call back into Lua).
 local constructors = {
+  pair = { new_pair, free_pair },
   schema = { lib.ferry_schema_new, raw.ferry_schema_free },
-  array = { lib.ferry_device_array_new, raw.ferry_device_array_free },
   stream = { lib.ferry_array_stream_new, raw.ferry_array_stream_free },
 }
 local handle_kinds = setmetatable({}, { __mode = "k" })
 
--- handle(kind) -> owner, pointer (here both are the ffi.gc'd pointer).
+-- handle(kind) -> owner, pointer[, schema pointer] (the owner is the
+-- ffi.gc'd pointer; a pair's pointers point into it).
 function backend.handle(kind)
   local pair = constructors[kind]
   if not pair then error("ferry.handle: unknown kind " .. tostring(kind), 2) end
@@ -242,6 +275,10 @@ function backend.handle(kind)
   if p == nil then error("ferry.handle: out of memory", 2) end
   p = ffi.gc(p, pair[2])
   handle_kinds[p] = pair[2]
+  if kind == "pair" then
+    return p, ffi.cast(device_array_ptr, p), ffi.cast(schema_ptr_t, ffi.cast("char*", p) +
+                                                      ffi.offsetof("struct lferry_pair", "schema"))
+  end
   return p, p
 end
 
@@ -255,9 +292,6 @@ function backend.handle_free(p)
 end
 
 -- ---- consuming: import, prepared schemas, the reusing batch loop ------------
-
-local schema_ptr_t = ffi.typeof("struct ArrowSchema*")
-local interpreted_schema_release = raw.ferry_schema_release
 
 --- import(schema_in, array_in, schema, array, level) -> code, message[, format,
 --- device_type, device_id, pending]: both moves or neither, then validation.
@@ -329,7 +363,7 @@ local function batch_step(state)
   if state.done then return nil end
   if handle_kinds[state.stream] == nil then return batch_finish(state, EINVAL, "stream already released") end
   local out = state.out
-  if handle_kinds[out] == nil then return batch_finish(state, EINVAL, "the loop's batch was freed") end
+  if handle_kinds[state.owner] == nil then return batch_finish(state, EINVAL, "the loop's batch was freed") end
   if out.array.release ~= nil then backend.release_device_array(out) end
   local code, message
   if state.mode == 0 then
@@ -352,7 +386,8 @@ end
 
 --- batch_iterator(stream_owner, array_owner, object, finish, consumer, mode, prepared) -> f, s
 function backend.batch_iterator(stream, out, object, finish, consumer, mode, prepared)
-  return batch_step, { stream = stream, out = out, object = object, finish = finish,
+  return batch_step, { stream = stream, owner = out, out = ffi.cast(device_array_ptr, out),
+                       object = object, finish = finish,
                        consumer = consumer, mode = mode or 0, prepared = prepared, done = false }
 end
 

@@ -5,10 +5,12 @@
 #ifndef FERRY_LUA_LFERRY_HELPERS_H
 #define FERRY_LUA_LFERRY_HELPERS_H
 
-/* handle(kind) -> owner, pointer: a zeroed (released) heap struct of kind "schema", "array" (ArrowDeviceArray) or "stream"; `owner` frees it (releasing it first when live) when collected */
+/* handle(kind) -> owner, pointer[, schema_pointer]: zeroed (released) heap structs: kind "pair" (an ArrowDeviceArray and an ArrowSchema, what an array holds), "schema" or "stream"; `owner` frees them (releasing them first when live) when collected */
 LFERRY_INTERNAL int lferry_helper_handle(lua_State* L);
-/* handle_free(owner): releases (when live) and frees the struct of a handle now, once */
+/* handle_free(owner): releases (when live) and frees the structs of a handle now, once */
 LFERRY_INTERNAL int lferry_helper_handle_free(lua_State* L);
+/* release_pair(array, schema): releases both structs of a pair (each may be released already; may run a producer's release, Lua's included) */
+LFERRY_INTERNAL int lferry_helper_release_pair(lua_State* L);
 /* import(schema_in, array_in, schema, array, level) -> code, message, format, device_type, device_id, pending, has_dictionary: moves a producer's schema and device array into the released `schema` and `array` (both or neither), then validates them at `level` (-1: not at all); a pair that fails is released and the validator's message returned. On success: the root's format, device, whether a sync event is pending, and whether the schema has a dictionary */
 LFERRY_INTERNAL int lferry_helper_import(lua_State* L);
 /* prepare(schema) -> owner | false, code, message: a prepared schema (ferry_prepared_schema_create) owned by `owner` (freed when collected or by prepared_free), for validating many batches of one schema */
@@ -76,6 +78,7 @@ LFERRY_INTERNAL int lferry_helper_live_allocations(lua_State* L);
 #define LFERRY_HELPERS \
   {"handle", lferry_helper_handle}, \
   {"handle_free", lferry_helper_handle_free}, \
+  {"release_pair", lferry_helper_release_pair}, \
   {"import", lferry_helper_import}, \
   {"prepare", lferry_helper_prepare}, \
   {"prepared_free", lferry_helper_prepared_free}, \
