@@ -496,6 +496,10 @@ function Array:length()
   if root._released then live_root(self) end
   return raw_array_length(self._arr)
 end
+function DeviceArray:length()
+  if self._released then live_root(self) end
+  return raw_array_length(self._arr)
+end
 function Array:null_count() return raw.ferry_array_null_count(array_ptr(self)) end
 function Array:offset() return raw.ferry_array_offset(array_ptr(self)) end
 function Array:n_buffers() return raw.ferry_array_n_buffers(array_ptr(self)) end
@@ -597,6 +601,19 @@ local readers -- kind -> function(self, i) for the kinds that are not fixed-widt
 function Array:value(i)
   local root = self._root or self
   if not root._host_ok then host_ready(self, "ferry.Array.value") end
+  local kind = self._kind or kind_of_array(self)
+  if IS_FIXED[kind] then
+    local ok, v, message = read_value(self._arr, kind, i)
+    if ok then return v end
+    return read_failed(self, "ferry.Array.value", v, message)
+  end
+  return readers[kind](self, i)
+end
+
+-- The same for a DeviceArray (the root: no `_root` to follow), the
+-- consumer's hot path.
+function DeviceArray:value(i)
+  if not self._host_ok then host_ready(self, "ferry.Array.value") end
   local kind = self._kind or kind_of_array(self)
   if IS_FIXED[kind] then
     local ok, v, message = read_value(self._arr, kind, i)

@@ -293,6 +293,16 @@ end
 
 -- ---- consuming: import, prepared schemas, the reusing batch loop ------------
 
+-- A pair that failed validation: released (its release hooks may be Lua:
+-- never from a trace), with the validator's message.
+local function import_failed(array, schema, rc)
+  local message = ffi.string(fast_error.message)
+  interpreted_release(array)
+  interpreted_schema_release(schema)
+  return tonumber(rc), message
+end
+jit.off(import_failed)
+
 --- import(schema_in, array_in, schema, array, level) -> code, message[, format,
 --- device_type, device_id, pending]: both moves or neither, then validation.
 function backend.import(schema_in, array_in, schema, array, level)
@@ -306,18 +316,12 @@ function backend.import(schema_in, array_in, schema, array, level)
   if (level or 0) >= 0 then
     fast_error.message[0] = 0
     local rc = lib.ferry_validate_device_array(schema, array, level or 0, nil, nil, fast_error)
-    if rc ~= 0 then
-      local message = ffi.string(fast_error.message)
-      interpreted_release(array) -- may run a Lua release hook: never from a trace
-      interpreted_schema_release(schema)
-      return tonumber(rc), message
-    end
+    if rc ~= 0 then return import_failed(array, schema, rc) end
   end
   local a, s = ffi.cast(device_array_ptr, array), ffi.cast(schema_ptr_t, schema)
   return 0, nil, s.format ~= nil and ffi.string(s.format) or nil, tonumber(a.device_type),
          tonumber(a.device_id), a.sync_event ~= nil, s.dictionary ~= nil
 end
-jit.off(backend.import)
 
 local prepared_free = lib.ferry_prepared_schema_free
 
