@@ -1307,7 +1307,6 @@ end
 function DeviceStream:schema() return schema_view(batch_schema(self)._ptr, batch_schema(self)) end
 
 local get_next_raw, get_next_on_raw = backend.get_next, backend.get_next_on
-local is_released = backend.is_released
 local validate_batch = backend.validate_batch
 
 -- Pulls one batch into a new DeviceArray: plain get_next, or with `on` the
@@ -1322,16 +1321,20 @@ local function pull(self, on, consumer_stream)
   else
     code, message = get_next_raw(ptr, arr._ptr)
   end
-  if code == 0 and self._prepared and not is_released(arr._ptr) then
-    code, message = validate_batch(self._prepared, arr._ptr, self._level)
+  local released, device_type, device_id, pending
+  if code == 0 then
+    code, message, released, device_type, device_id, pending =
+      validate_batch(self._prepared or nil, arr._ptr, self._level)
   end
-  if code ~= 0 then
+  if code ~= 0 or released then
     arr:release()
-    raise("ferry.get_next", code, message)
-  end
-  if is_released(arr._ptr) then
-    arr:release()
+    if code ~= 0 then raise("ferry.get_next", code, message) end
     return nil
+  end
+  if device_type == CPU and not pending then
+    arr._host_ok = true
+  else
+    arr._device_type, arr._device_id = device_type, device_id
   end
   schema._users = schema._users + 1
   arr._shared = schema

@@ -490,19 +490,39 @@ static const struct FerryPreparedSchema* check_prepared(lua_State* L, int index)
   return slot->prepared;
 }
 
-/* validate_batch(prepared, array, level) -> code, message (a failed batch is
- * released: it was taken from its producer). */
+/* validate_batch(prepared | nil, array, level) -> code, message, released,
+ * device_type, device_id, pending: a batch just pulled, validated (when a
+ * prepared schema is given) and described in one call. A failed batch is
+ * released (it was taken from its producer). */
 int lferry_helper_validate_batch(lua_State* L) {
-  const struct FerryPreparedSchema* prepared = check_prepared(L, 1);
+  const struct FerryPreparedSchema* prepared = lua_isnoneornil(L, 1) ? NULL : check_prepared(L, 1);
   struct ArrowDeviceArray* array = (struct ArrowDeviceArray*)lferry_check_pointer(L, 2);
   int level = (int)luaL_optinteger(L, 3, FERRY_VALIDATE_DEFAULT);
-  struct FerryError error;
-  error.message[0] = '\0';
-  int rc = ferry_validate_prepared(prepared, array, level, NULL, NULL, &error);
-  if (rc != FERRY_OK) ferry_device_array_release(array);
-  lua_pushinteger(L, rc);
-  lferry_push_message(L, &error);
-  return 2;
+  luaL_argcheck(L, array != NULL, 2, "device array pointer expected");
+  if (!array->array.release) {
+    lua_pushinteger(L, 0);
+    lua_pushnil(L);
+    lua_pushboolean(L, 1);
+    return 3;
+  }
+  if (prepared) {
+    struct FerryError error;
+    error.message[0] = '\0';
+    int rc = ferry_validate_prepared(prepared, array, level, NULL, NULL, &error);
+    if (rc != FERRY_OK) {
+      ferry_device_array_release(array);
+      lua_pushinteger(L, rc);
+      lua_pushstring(L, error.message);
+      return 2;
+    }
+  }
+  lua_pushinteger(L, 0);
+  lua_pushnil(L);
+  lua_pushboolean(L, 0);
+  lua_pushinteger(L, array->device_type);
+  lua_pushinteger(L, (lua_Integer)array->device_id);
+  lua_pushboolean(L, array->sync_event != NULL);
+  return 6;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1151,7 +1171,8 @@ enum {
   BATCH_DONE,        /* boolean */
   BATCH_KEYS         /* first of the per-batch fields reset on refill */
 };
-static const char* const batch_reset_keys[] = {"_released", "_host_ok", "_device_type"};
+static const char* const batch_reset_keys[] = {"_released", "_host_ok", "_device_type",
+                                               "_device_id"};
 #define N_BATCH_RESET_KEYS (int)(sizeof(batch_reset_keys) / sizeof(batch_reset_keys[0]))
 
 /* Ends the loop: calls finish(code, message), which raises a ferry.Error
@@ -1205,12 +1226,21 @@ static int batch_step(lua_State* L) {
       return batch_finish(L, rc, error.message);
     }
   }
+  /* The object's per-batch fields: released, host_ok (nothing to wait for
+   * on the CPU), device type and id. */
   lua_pushvalue(L, lua_upvalueindex(BATCH_OBJECT));
-  for (int i = 0; i < N_BATCH_RESET_KEYS; i++) {
-    lua_pushvalue(L, lua_upvalueindex(BATCH_KEYS + i));
-    lua_pushboolean(L, 0); /* false = unset (see new_device_array in init.lua) */
-    lua_rawset(L, -3);
-  }
+  lua_pushvalue(L, lua_upvalueindex(BATCH_KEYS + 0));
+  lua_pushboolean(L, 0);
+  lua_rawset(L, -3);
+  lua_pushvalue(L, lua_upvalueindex(BATCH_KEYS + 1));
+  lua_pushboolean(L, out->device_type == ARROW_DEVICE_CPU && out->sync_event == NULL);
+  lua_rawset(L, -3);
+  lua_pushvalue(L, lua_upvalueindex(BATCH_KEYS + 2));
+  lua_pushinteger(L, out->device_type);
+  lua_rawset(L, -3);
+  lua_pushvalue(L, lua_upvalueindex(BATCH_KEYS + 3));
+  lua_pushinteger(L, (lua_Integer)out->device_id);
+  lua_rawset(L, -3);
   return 1;
 }
 

@@ -54,8 +54,11 @@ return {
     { name = "prepared_free", c = true, signature = "(owner)",
       doc = "frees a prepared schema now, once" },
     { name = "validate_batch", c = true,
-      signature = "(prepared_owner, array, level) -> code, message",
-      doc = "ferry_validate_prepared of one batch; a failed batch is released" },
+      signature = "(prepared_owner | nil, array, level) -> code, message, released, " ..
+                  "device_type, device_id, pending",
+      doc = "a batch just pulled, in one call: released (the end of the stream), else " ..
+            "validated with the prepared schema (when given; a failed batch is released) " ..
+            "and its device and whether a sync event is pending" },
     { name = "get_next", signature = "(stream, out) -> code, message",
       doc = "ferry_array_stream_get_next (LuaJIT: compiled when no Lua callback can run)" },
     { name = "get_next_on", signature = "(stream, out, consumer_stream) -> code, message",

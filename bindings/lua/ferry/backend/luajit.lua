@@ -58,6 +58,7 @@ for code = 1, 255 do
   if name ~= nil then errno_codes[ffi.string(name)] = code end
 end
 local EIO, EINVAL, ERANGE = errno_codes.EIO, errno_codes.EINVAL, errno_codes.ERANGE
+local CPU = abi.constants.ARROW_DEVICE_CPU
 
 local backend = { name = "luajit", lib = lib, ffi = ffi, library_path = library_path }
 
@@ -342,14 +343,21 @@ function backend.prepared_free(owner)
   end
 end
 
---- validate_batch(prepared, array, level) -> code, message (a failed batch is released)
+--- validate_batch(prepared | nil, array, level) -> code, message, released,
+--- device_type, device_id, pending (a failed batch is released)
 function backend.validate_batch(prepared, array, level)
-  fast_error.message[0] = 0
-  local rc = lib.ferry_validate_prepared(prepared, array, level or 0, nil, nil, fast_error)
-  if rc == 0 then return 0 end
-  local message = ffi.string(fast_error.message)
-  backend.release_device_array(array)
-  return tonumber(rc), message
+  local a = ffi.cast(device_array_ptr, array)
+  if a.array.release == nil then return 0, nil, true end
+  if prepared ~= nil then
+    fast_error.message[0] = 0
+    local rc = lib.ferry_validate_prepared(prepared, a, level or 0, nil, nil, fast_error)
+    if rc ~= 0 then
+      local message = ffi.string(fast_error.message)
+      backend.release_device_array(a)
+      return tonumber(rc), message
+    end
+  end
+  return 0, nil, false, tonumber(a.device_type), tonumber(a.device_id), a.sync_event ~= nil
 end
 
 -- One step of `for batch in stream:batches{ reuse = true }`: the same work
@@ -377,14 +385,13 @@ local function batch_step(state)
   end
   if code ~= 0 then return batch_finish(state, code, message) end
   if out.array.release == nil then return batch_finish(state, 0) end
-  if state.prepared ~= nil then
-    code, message = backend.validate_batch(state.prepared, out, 0)
-    if code ~= 0 then return batch_finish(state, code, message) end
-  end
+  local device_type, device_id, pending
+  code, message, _, device_type, device_id, pending = backend.validate_batch(state.prepared, out, 0)
+  if code ~= 0 then return batch_finish(state, code, message) end
   local object = state.object
   object._released = false
-  object._host_ok = false
-  object._device_type = false
+  object._host_ok = device_type == CPU and not pending
+  object._device_type, object._device_id = device_type, device_id
   return object
 end
 

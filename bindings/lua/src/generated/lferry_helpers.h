@@ -17,7 +17,7 @@ LFERRY_INTERNAL int lferry_helper_import(lua_State* L);
 LFERRY_INTERNAL int lferry_helper_prepare(lua_State* L);
 /* prepared_free(owner): frees a prepared schema now, once */
 LFERRY_INTERNAL int lferry_helper_prepared_free(lua_State* L);
-/* validate_batch(prepared_owner, array, level) -> code, message: ferry_validate_prepared of one batch; a failed batch is released */
+/* validate_batch(prepared_owner | nil, array, level) -> code, message, released, device_type, device_id, pending: a batch just pulled, in one call: released (the end of the stream), else validated with the prepared schema (when given; a failed batch is released) and its device and whether a sync event is pending */
 LFERRY_INTERNAL int lferry_helper_validate_batch(lua_State* L);
 /* batch_iterator(stream_owner, array_owner, object, finish, consumer_stream, mode, prepared_owner) -> f, s: the iterator of `for batch in stream:batches{ reuse = true }`: each step releases the previous batch, pulls (mode 0: get_next, 1: get_next_on) and validates the next one into the same struct, resets the object's per-batch fields and returns the object; at the end or on failure it calls finish(code, message) */
 LFERRY_INTERNAL int lferry_helper_batch_iterator(lua_State* L);
