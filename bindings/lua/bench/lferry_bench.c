@@ -34,10 +34,8 @@ static int c_stream_schema(void* user_data, struct ArrowSchema* out, struct Ferr
   return ferry_schema_init(out, "i", "values", 2, 0, error);
 }
 
-static int c_stream_next(void* user_data, struct ArrowDeviceArray* out, struct FerryError* error) {
-  struct c_stream_state* state = (struct c_stream_state*)user_data;
-  if (state->remaining <= 0) return 0; /* end: out stays released */
-  state->remaining--;
+/* The static batch: int32 x 8 on the CPU, nothing to free. */
+static void fill_static(struct ArrowDeviceArray* out) {
   memset(out, 0, sizeof(*out));
   out->array.length = 8;
   out->array.n_buffers = 2;
@@ -45,6 +43,13 @@ static int c_stream_next(void* user_data, struct ArrowDeviceArray* out, struct F
   out->array.release = static_release;
   out->device_type = ARROW_DEVICE_CPU;
   out->device_id = -1;
+}
+
+static int c_stream_next(void* user_data, struct ArrowDeviceArray* out, struct FerryError* error) {
+  struct c_stream_state* state = (struct c_stream_state*)user_data;
+  if (state->remaining <= 0) return 0; /* end: out stays released */
+  state->remaining--;
+  fill_static(out);
   return 0;
 }
 
@@ -60,13 +65,7 @@ BENCH_EXPORT int lferry_bench_c_array(struct ArrowSchema* schema, struct ArrowDe
   schema->name = "values";
   schema->flags = ARROW_FLAG_NULLABLE;
   schema->release = static_schema_release;
-  memset(out, 0, sizeof(*out));
-  out->array.length = 8;
-  out->array.n_buffers = 2;
-  out->array.buffers = static_buffers;
-  out->array.release = static_release;
-  out->device_type = ARROW_DEVICE_CPU;
-  out->device_id = -1;
+  fill_static(out);
   return 0;
 }
 

@@ -598,9 +598,8 @@ local readers -- kind -> function(self, i) for the kinds that are not fixed-widt
 --- are Lua integers on 5.4; on LuaJIT 64-bit values are int64 cdata. Every
 --- index is checked against the length (ERANGE) and every byte read
 --- against the size its buffer has by the array's declaration (EINVAL).
-function Array:value(i)
-  local root = self._root or self
-  if not root._host_ok then host_ready(self, "ferry.Array.value") end
+-- Element i once the host may read the array.
+local function read_element(self, i)
   local kind = self._kind or kind_of_array(self)
   if IS_FIXED[kind] then
     local ok, v, message = read_value(self._arr, kind, i)
@@ -610,17 +609,17 @@ function Array:value(i)
   return readers[kind](self, i)
 end
 
+function Array:value(i)
+  local root = self._root or self
+  if not root._host_ok then host_ready(self, "ferry.Array.value") end
+  return read_element(self, i)
+end
+
 -- The same for a DeviceArray (the root: no `_root` to follow), the
 -- consumer's hot path.
 function DeviceArray:value(i)
   if not self._host_ok then host_ready(self, "ferry.Array.value") end
-  local kind = self._kind or kind_of_array(self)
-  if IS_FIXED[kind] then
-    local ok, v, message = read_value(self._arr, kind, i)
-    if ok then return v end
-    return read_failed(self, "ferry.Array.value", v, message)
-  end
-  return readers[kind](self, i)
+  return read_element(self, i)
 end
 
 --- is_valid(i): false when element i (logical) is null.
