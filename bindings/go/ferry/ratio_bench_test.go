@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-project/ferry/bindings/go/internal/chelper"
+	"github.com/ferryarrow/ferry/bindings/go/internal/chelper"
 )
 
 // BenchmarkRatios measures each handoff and its floor in alternating short

@@ -23,8 +23,8 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/ferry-project/ferry/bindings/go/ferry"
-	"github.com/ferry-project/ferry/bindings/go/internal/itcase"
+	"github.com/ferryarrow/ferry/bindings/go/ferry"
+	"github.com/ferryarrow/ferry/bindings/go/internal/itcase"
 )
 
 func main() {}
