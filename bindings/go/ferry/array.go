@@ -79,6 +79,55 @@ func ImportDeviceArray(array unsafe.Pointer, schema unsafe.Pointer) (*DeviceArra
 	return newOwnedDeviceArray(c, s), nil
 }
 
+// ImportArray takes ownership of a plain ArrowArray (the C data interface:
+// CPU memory, no device fields) and of its ArrowSchema when schema is not
+// nil, both moved out (left released), as a CPU DeviceArray. onRelease (may
+// be nil) runs exactly once, after the array has been released by whoever
+// ends up owning it: what a producer needs when the memory it exported must
+// stay pinned or referenced until then. On failure nothing is moved and
+// onRelease is not called.
+func ImportArray(array unsafe.Pointer, schema unsafe.Pointer, onRelease func()) (*DeviceArray, error) {
+	src := (*C.struct_ArrowArray)(array)
+	if src == nil || src.release == nil {
+		return nil, errorf(syscall.EINVAL, "ImportArray: NULL or released array")
+	}
+	if schema != nil && C.ferry_schema_is_released((*C.struct_ArrowSchema)(schema)) != 0 {
+		return nil, errorf(syscall.EINVAL, "ImportArray: the schema is released")
+	}
+	var s *Schema
+	if schema != nil {
+		var err error
+		if s, err = ImportSchema(schema); err != nil {
+			return nil, err
+		}
+	}
+	// giveBack undoes the schema's move on failure.
+	giveBack := func(err error) (*DeviceArray, error) {
+		if s != nil {
+			C.ferry_schema_move(s.c, (*C.struct_ArrowSchema)(schema))
+			s.Release()
+		}
+		return nil, err
+	}
+	c := newArrayStruct()
+	if c == nil {
+		return giveBack(errorf(syscall.ENOMEM, "ImportArray: out of memory"))
+	}
+	var h uintptr
+	if onRelease != nil {
+		h = handles.put(&exportState{releases: []func(){onRelease}})
+	}
+	err := call(func(e *C.struct_FerryError) C.int {
+		return C.ferrygo_device_array_init_hook(c, src, C.ArrowDeviceType(DeviceCPU), -1, nil, C.uintptr_t(h), e)
+	})
+	if err != nil {
+		handles.take(h)
+		recycle(c)
+		return giveBack(err)
+	}
+	return newOwnedDeviceArray(c, s), nil
+}
+
 // Release releases the array (its producer frees its buffers) and any schema
 // it owns. For a stream batch it releases the batch early.
 func (d *DeviceArray) Release() {
@@ -229,15 +278,26 @@ func (d *DeviceArray) RootWithSchema(s *Schema) ArrayView {
 	return v
 }
 
-func (d *DeviceArray) Length() int64    { return int64(C.ferry_array_length(&d.c.array)) }
-func (d *DeviceArray) NullCount() int64 { return int64(C.ferry_array_null_count(&d.c.array)) }
-func (d *DeviceArray) Offset() int64    { return int64(C.ferry_array_offset(&d.c.array)) }
-func (d *DeviceArray) NumBuffers() int  { return int(C.ferry_array_n_buffers(&d.c.array)) }
-func (d *DeviceArray) NumChildren() int { return int(C.ferry_array_n_children(&d.c.array)) }
+// The fields of the top-level ArrowArray as the producer declared them (0
+// for a released array), read from C memory without a cgo call. They are
+// the producer's word, unchecked: Host checks them before reading anything.
+func (d *DeviceArray) Length() int64    { return d.rootC().length() }
+func (d *DeviceArray) NullCount() int64 { return d.rootC().nullCount() }
+func (d *DeviceArray) Offset() int64    { return d.rootC().offset() }
+func (d *DeviceArray) NumBuffers() int  { return int(d.rootC().nBuffers()) }
+func (d *DeviceArray) NumChildren() int { return int(d.rootC().nChildren()) }
 
-// Buffer returns buffer i's address (nil when absent or out of range).
-func (d *DeviceArray) Buffer(i int) unsafe.Pointer {
-	return unsafe.Pointer(C.ferry_array_buffer(&d.c.array, C.int64_t(i)))
+// Buffer returns buffer i's address (nil when NULL, absent or out of range):
+// the lean path for code that knows the layout. Reading through it is
+// unchecked; Host gives checked reads.
+func (d *DeviceArray) Buffer(i int) unsafe.Pointer { return d.rootC().buffer(i) }
+
+// rootC is the top-level ArrowArray, nil when the array is gone.
+func (d *DeviceArray) rootC() cArray {
+	if d == nil || d.c == nil {
+		return cArray{}
+	}
+	return cArray{&d.c.array}
 }
 
 // BufferSize computes buffer i's size in bytes from the schema (which must be
@@ -251,38 +311,37 @@ func (d *DeviceArray) Child(i int) ArrayView { return d.Root().Child(i) }
 // there is none).
 func (d *DeviceArray) Dictionary() ArrayView { return d.Root().Dictionary() }
 
-// Validate checks the array against its schema at level (ValidateFull also
-// reads offsets, UTF-8 and validity bits, through the device backend).
-func (d *DeviceArray) Validate(level ValidateLevel) error {
-	s := d.Schema()
-	if s == nil {
-		return errorf(syscall.EINVAL, "DeviceArray.Validate: no schema attached")
-	}
-	return call(func(e *C.struct_FerryError) C.int {
-		return C.ferry_validate_device_array(s.c, d.c, C.int32_t(level), nil, nil, e)
-	})
-}
-
 // CopyTo deep-copies the array (which needs its schema) to (deviceType,
-// deviceID) after waiting on its event. The copy has no pending work and no
-// schema attached; d stays owned by the caller, who releases both.
+// deviceID) after waiting on its event: CopyTo(DeviceCPU, -1) is the host
+// copy that leaves d alone (ToHost moves instead). The copy has no pending
+// work and carries a copy of d's schema; d stays owned by the caller, who
+// releases both.
 func (d *DeviceArray) CopyTo(deviceType DeviceType, deviceID int64) (*DeviceArray, error) {
+	if d.IsReleased() {
+		return nil, errorf(syscall.EINVAL, "DeviceArray.CopyTo: the array is released")
+	}
 	s := d.Schema()
 	if s == nil {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.CopyTo: no schema attached")
 	}
+	schema, err := s.Clone()
+	if err != nil {
+		return nil, err
+	}
 	c := C.ferry_device_array_new()
 	if c == nil {
+		schema.Release()
 		return nil, errorf(syscall.ENOMEM, "DeviceArray.CopyTo: out of memory")
 	}
-	err := call(func(e *C.struct_FerryError) C.int {
+	err = call(func(e *C.struct_FerryError) C.int {
 		return C.ferry_device_array_copy(s.c, d.c, C.ArrowDeviceType(deviceType), C.int64_t(deviceID), c, e)
 	})
 	if err != nil {
 		C.ferry_device_array_free(c)
+		schema.Release()
 		return nil, err
 	}
-	return newOwnedDeviceArray(c, nil), nil
+	return newOwnedDeviceArray(c, schema), nil
 }
 
 // MoveToDevice moves the array to (deviceType, deviceID): without copying
@@ -349,16 +408,14 @@ func (v ArrayView) Schema() *Schema {
 	return &Schema{c: v.schema}
 }
 
-func (v ArrayView) Length() int64    { return int64(C.ferry_array_length(v.c)) }
-func (v ArrayView) NullCount() int64 { return int64(C.ferry_array_null_count(v.c)) }
-func (v ArrayView) Offset() int64    { return int64(C.ferry_array_offset(v.c)) }
-func (v ArrayView) NumBuffers() int  { return int(C.ferry_array_n_buffers(v.c)) }
-func (v ArrayView) NumChildren() int { return int(C.ferry_array_n_children(v.c)) }
+func (v ArrayView) Length() int64    { return cArray{v.c}.length() }
+func (v ArrayView) NullCount() int64 { return cArray{v.c}.nullCount() }
+func (v ArrayView) Offset() int64    { return cArray{v.c}.offset() }
+func (v ArrayView) NumBuffers() int  { return int(cArray{v.c}.nBuffers()) }
+func (v ArrayView) NumChildren() int { return int(cArray{v.c}.nChildren()) }
 
-// Buffer returns buffer i's address (nil when absent or out of range).
-func (v ArrayView) Buffer(i int) unsafe.Pointer {
-	return unsafe.Pointer(C.ferry_array_buffer(v.c, C.int64_t(i)))
-}
+// Buffer returns buffer i's address (nil when NULL, absent or out of range).
+func (v ArrayView) Buffer(i int) unsafe.Pointer { return cArray{v.c}.buffer(i) }
 
 // BufferSize computes buffer i's size in bytes (needs the schema).
 func (v ArrayView) BufferSize(i int) (int64, error) {
@@ -373,9 +430,21 @@ func (v ArrayView) BufferSize(i int) (int64, error) {
 }
 
 // BufferBytes returns buffer i as a byte slice over the producer's memory
-// (no copy), for memory the host may read (CPU, or a host-accessible device
-// after Wait); nil for an absent buffer.
+// (no copy) of the size the core computes from the schema, the length and
+// the offset; nil for a NULL buffer. Memory the host cannot read is
+// refused: EINVAL for device memory (bring the array over with ToHost
+// first), ENODEV for a device ferry does not know. EINVAL past the last
+// buffer. The host must have waited on the array's event (Wait, or Host).
 func (v ArrayView) BufferBytes(i int) ([]byte, error) {
+	if v.c == nil {
+		return nil, errorf(syscall.EINVAL, "BufferBytes: no array")
+	}
+	if n := (cArray{v.c}).nBuffers(); i < 0 || int64(i) >= n {
+		return nil, errorf(syscall.EINVAL, "BufferBytes: buffer %d is out of range for %d buffers", i, n)
+	}
+	if err := checkHostReadable(v.devType, v.devID); err != nil {
+		return nil, err
+	}
 	p := v.Buffer(i)
 	if p == nil {
 		return nil, nil
@@ -390,7 +459,7 @@ func (v ArrayView) BufferBytes(i int) ([]byte, error) {
 // Child returns child i (with its child schema when known); IsNil when out
 // of range.
 func (v ArrayView) Child(i int) ArrayView {
-	c := ArrayView{c: C.ferry_array_child(v.c, C.int64_t(i)), devType: v.devType, devID: v.devID}
+	c := ArrayView{c: cArray{v.c}.child(i), devType: v.devType, devID: v.devID}
 	if v.schema != nil {
 		c.schema = C.ferry_schema_child(v.schema, C.int64_t(i))
 	}
@@ -399,9 +468,27 @@ func (v ArrayView) Child(i int) ArrayView {
 
 // Dictionary returns the dictionary; IsNil when there is none.
 func (v ArrayView) Dictionary() ArrayView {
-	c := ArrayView{c: C.ferry_array_dictionary(v.c), devType: v.devType, devID: v.devID}
+	c := ArrayView{c: cArray{v.c}.dictionary(), devType: v.devType, devID: v.devID}
 	if v.schema != nil {
 		c.schema = C.ferry_schema_dictionary(v.schema)
 	}
 	return c
+}
+
+// checkHostReadable refuses memory the host cannot dereference: ENODEV (the
+// core's message) for a device type ferry does not know, EINVAL for device
+// memory that is not host-accessible.
+func checkHostReadable(devType C.ArrowDeviceType, devID C.int64_t) error {
+	if devType == C.ArrowDeviceType(DeviceCPU) {
+		return nil
+	}
+	dev, err := ResolveDevice(DeviceType(devType), int64(devID))
+	if err != nil {
+		return err
+	}
+	if !dev.HostAccessible() {
+		return errorf(syscall.EINVAL, "the array lives in %s memory, which the host cannot read; "+
+			"bring it over with DeviceArray.ToHost (or CopyTo) first", DeviceType(devType))
+	}
+	return nil
 }

@@ -135,6 +135,57 @@ func (s *Schema) Metadata() ([]KeyValue, error) {
 	return out, nil
 }
 
+// Field describes the schema as a Field (every string copied into Go), the
+// form Field.Export takes back: with Export it makes an independent copy
+// (Clone). The schema is validated first, so a malformed one (a bad format,
+// a cycle) is an EINVAL naming the problem rather than a walk that never
+// ends.
+func (s *Schema) Field() (Field, error) {
+	if s.IsReleased() {
+		return Field{}, errorf(syscall.EINVAL, "Schema.Field: the schema is released")
+	}
+	if err := s.Validate(); err != nil {
+		return Field{}, err
+	}
+	return s.describe()
+}
+
+func (s *Schema) describe() (Field, error) {
+	f := Field{Format: s.Format(), Name: s.Name(), Flags: s.Flags()}
+	md, err := s.Metadata()
+	if err != nil {
+		return Field{}, err
+	}
+	if len(md) > 0 {
+		f.Metadata = md
+	}
+	for i := 0; i < s.NumChildren(); i++ {
+		c, err := s.Child(i).describe()
+		if err != nil {
+			return Field{}, err
+		}
+		f.Children = append(f.Children, c)
+	}
+	if d := s.Dictionary(); d != nil {
+		df, err := d.describe()
+		if err != nil {
+			return Field{}, err
+		}
+		f.Dictionary = &df
+	}
+	return f, nil
+}
+
+// Clone returns an owned, independent copy of the schema (owned or
+// borrowed), made by the core from its Field description.
+func (s *Schema) Clone() (*Schema, error) {
+	f, err := s.Field()
+	if err != nil {
+		return nil, err
+	}
+	return f.Export()
+}
+
 // Validate checks the schema (format strings, children, dictionary).
 func (s *Schema) Validate() error {
 	return call(func(e *C.struct_FerryError) C.int { return C.ferry_validate_schema(s.c, nil, nil, e) })
