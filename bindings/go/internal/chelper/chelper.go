@@ -138,7 +138,10 @@ func HostileNode(length, nullCount, offset int64, buffers ...Buf) Node {
 func (n Node) DeclareBuffers(k int64) Node { n.c.n_buffers = C.int64_t(k); return n }
 
 // Child appends an owned child.
-func (n Node) Child(c Node) Node { C.chelper_hostile_add_child(n.c, c.c, C.CHELPER_CHILD_NODE); return n }
+func (n Node) Child(c Node) Node {
+	C.chelper_hostile_add_child(n.c, c.c, C.CHELPER_CHILD_NODE)
+	return n
+}
 
 // NullChild appends a NULL pointer to the children table.
 func (n Node) NullChild() Node { C.chelper_hostile_add_child(n.c, nil, C.CHELPER_CHILD_NULL); return n }
