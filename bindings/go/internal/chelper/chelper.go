@@ -14,6 +14,7 @@ package chelper
 import "C"
 
 import (
+	"errors"
 	"syscall"
 	"unsafe"
 )
@@ -211,4 +212,64 @@ func boolInt32(b bool) C.int32_t {
 		return 1
 	}
 	return 0
+}
+
+// ---- the user's own driver library (native.c) ---------------------------------
+
+// Native is the CUDA or HIP driver library the user's own code calls
+// (FERRY_CUDA_LIBRARY / FERRY_HIP_LIBRARY: the driver emulations in tests).
+type Native int32
+
+const (
+	NativeCUDA Native = C.CHELPER_NATIVE_CUDA
+	NativeHIP  Native = C.CHELPER_NATIVE_HIP
+)
+
+func nativeError(rc C.int, msg *C.char) error {
+	if rc == 0 {
+		return nil
+	}
+	return errors.New(C.GoString(msg))
+}
+
+// Stream creates a stream on device 0 with the driver's own API.
+func (n Native) Stream() (unsafe.Pointer, error) {
+	var s unsafe.Pointer
+	var msg [256]C.char
+	rc := C.chelper_native_stream(C.int32_t(n), &s, &msg[0], 256)
+	return s, nativeError(rc, &msg[0])
+}
+
+// Event creates an event on device 0 with the driver's own API; the result
+// points at the native handle, as an Arrow sync_event does.
+func (n Native) Event() (unsafe.Pointer, error) {
+	var e unsafe.Pointer
+	var msg [256]C.char
+	rc := C.chelper_native_event(C.int32_t(n), &e, &msg[0], 256)
+	return e, nativeError(rc, &msg[0])
+}
+
+func (n Native) DestroyStream(s unsafe.Pointer) int {
+	return int(C.chelper_native_stream_destroy(C.int32_t(n), s))
+}
+
+func (n Native) DestroyEvent(e unsafe.Pointer) int {
+	return int(C.chelper_native_event_destroy(C.int32_t(n), e))
+}
+
+// EventDone reports whether the event (a pointer to the handle) completed.
+func (n Native) EventDone(e unsafe.Pointer) bool {
+	return C.chelper_native_event_done(C.int32_t(n), e) == 1
+}
+
+// CloseGate holds the work queued on s from now on until OpenGates.
+func (n Native) CloseGate(s unsafe.Pointer) int {
+	return int(C.chelper_native_gate_close(C.int32_t(n), s))
+}
+
+func (n Native) OpenGates() { C.chelper_native_gates_open(C.int32_t(n)) }
+
+// Pending counts the operations queued on s and not run.
+func (n Native) Pending(s unsafe.Pointer) int64 {
+	return int64(C.chelper_native_stream_pending(C.int32_t(n), s))
 }

@@ -81,4 +81,23 @@ void chelper_hostile_schema(struct ArrowSchema* out, const char* format, const c
  * what `behaviour` says) that misbehaves as `behaviour` says. */
 void chelper_hostile_stream(struct ArrowDeviceArrayStream* out, int32_t behaviour, int32_t code);
 
+/* ---- the user's own driver library (native.c) -----------------------------
+ * Streams and events made by calling the CUDA (kind 0) or HIP (kind 1)
+ * library named by FERRY_CUDA_LIBRARY / FERRY_HIP_LIBRARY directly, not
+ * through ferry, plus the emulations' test controls. Each returns 0, or
+ * non-zero with the reason in `message`. */
+#define CHELPER_NATIVE_CUDA 0
+#define CHELPER_NATIVE_HIP 1
+int chelper_native_stream(int32_t kind, void** stream_out, char* message, int64_t size);
+/* `*event_out` is a pointer to the native handle, as an Arrow sync_event is. */
+int chelper_native_event(int32_t kind, void** event_out, char* message, int64_t size);
+int chelper_native_stream_destroy(int32_t kind, void* stream);
+int chelper_native_event_destroy(int32_t kind, void* event);
+/* 1 when the event (a pointer to the handle) completed, 0 when pending. */
+int chelper_native_event_done(int32_t kind, void* event);
+/* Holds the work queued on `stream` after this point until gates_open. */
+int chelper_native_gate_close(int32_t kind, void* stream);
+void chelper_native_gates_open(int32_t kind);
+int64_t chelper_native_stream_pending(int32_t kind, void* stream);
+
 #endif  // FERRY_GO_CHELPER_H
