@@ -9,7 +9,6 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/../../scripts/lib.sh"
 export PKG_CONFIG_PATH="$BUILD/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-export GOFLAGS=-mod=mod
 BENCHTIME="${FERRY_GO_BENCHTIME:-300000x}"
 cd "$HERE"
 out=""
