@@ -21,22 +21,54 @@ type DeviceArray struct {
 	schema  *Schema // may be nil; owned unless the array is a stream batch
 	batchOf *DeviceArrayStream
 	guard   leakGuard // owned arrays only (see guard.go)
+	// ownSchema holds an imported schema in the array's own allocation
+	// (schema points here then): one Go object per import, and the
+	// array's guard covers both.
+	ownSchema Schema
 }
 
-// newOwnedDeviceArray wraps a C-allocated device array owned by Go.
+// newOwnedDeviceArray wraps a C-allocated device array owned by Go, with
+// schema (may be nil) attached.
 func newOwnedDeviceArray(c *C.struct_ArrowDeviceArray, schema *Schema) *DeviceArray {
-	d := &DeviceArray{c: c, schema: schema}
+	d := &DeviceArray{c: c}
+	d.attach(schema)
 	track(d)
 	return d
 }
 
+// attach makes s d's schema; a schema held inside another array (ownSchema)
+// moves into d's own slot.
+func (d *DeviceArray) attach(s *Schema) {
+	if s == nil || !s.embedded {
+		d.schema = s
+		return
+	}
+	d.ownSchema = Schema{c: s.c, owned: s.owned, embedded: true}
+	s.c = nil
+	d.schema = &d.ownSchema
+}
+
 func (d *DeviceArray) guardState() *leakGuard { return &d.guard }
 
+// arrayMemory is what a forgotten array's cleanup releases: the array and
+// the schema held in its own slot.
+type arrayMemory struct {
+	array  *C.struct_ArrowDeviceArray
+	schema *C.struct_ArrowSchema
+}
+
 func (d *DeviceArray) addCleanup() runtime.Cleanup {
-	return runtime.AddCleanup(d, func(c *C.struct_ArrowDeviceArray) {
+	m := arrayMemory{array: d.c}
+	if d.schema == &d.ownSchema {
+		m.schema = d.ownSchema.c
+	}
+	return runtime.AddCleanup(d, func(m arrayMemory) {
 		reportLeak("DeviceArray")
-		C.ferry_device_array_free(c)
-	}, d.c)
+		C.ferry_device_array_free(m.array)
+		if m.schema != nil {
+			C.ferry_schema_free(m.schema)
+		}
+	}, m)
 }
 
 // handOver ends Go's ownership of an owned array and returns its C struct
@@ -54,29 +86,58 @@ func (d *DeviceArray) handOver() *C.struct_ArrowDeviceArray {
 // (moved out; the struct is left released) and, when schema is not nil, of
 // the ArrowSchema describing it (moved too). On failure nothing is moved.
 func ImportDeviceArray(array unsafe.Pointer, schema unsafe.Pointer) (*DeviceArray, error) {
-	if array == nil {
-		return nil, errorf(syscall.EINVAL, "ImportDeviceArray: NULL array")
+	d := new(DeviceArray)
+	if err := d.Import(array, schema); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Import is ImportDeviceArray into d, which must hold nothing (the zero
+// DeviceArray, or one released): a consumer that keeps one DeviceArray and
+// imports every array it is handed into it allocates nothing per import
+// (the lean path; ImportDeviceArray makes one Go object each time). On
+// failure nothing is moved and d stays empty.
+func (d *DeviceArray) Import(array unsafe.Pointer, schema unsafe.Pointer) error {
+	if d.c != nil || d.batchOf != nil {
+		return errorf(syscall.EINVAL, "DeviceArray.Import: the DeviceArray holds an array (release it first) or is a stream's batch")
 	}
 	src := (*C.struct_ArrowDeviceArray)(array)
-	if src.array.release == nil {
-		return nil, errorf(syscall.EINVAL, "ImportDeviceArray: the array is released")
+	if src == nil || src.array.release == nil {
+		return errorf(syscall.EINVAL, "ImportDeviceArray: NULL or released array")
 	}
-	var s *Schema
-	if schema != nil {
-		var err error
-		if s, err = ImportSchema(schema); err != nil {
-			return nil, err
-		}
+	srcSchema := (*C.struct_ArrowSchema)(schema)
+	if srcSchema != nil && srcSchema.release == nil {
+		return errorf(syscall.EINVAL, "ImportDeviceArray: the schema is released")
 	}
 	c := newArrayStruct()
-	if c == nil {
-		s.Release()
-		return nil, errorf(syscall.ENOMEM, "ImportDeviceArray: out of memory")
+	var sc *C.struct_ArrowSchema
+	if srcSchema != nil {
+		sc = newSchemaStruct()
 	}
-	// Moved in Go: a copy that marks the source released (both C memory).
+	if c == nil || (srcSchema != nil && sc == nil) {
+		if c != nil {
+			recycle(c)
+		}
+		return errorf(syscall.ENOMEM, "ImportDeviceArray: out of memory")
+	}
+	// Moved in Go: copies that mark the sources released (all C memory),
+	// without a cgo call.
 	*c = *src
 	src.array.release = nil
-	return newOwnedDeviceArray(c, s), nil
+	d.c = c
+	d.schema = nil
+	if sc != nil {
+		*sc = *srcSchema
+		srcSchema.release = nil
+		d.ownSchema = Schema{c: sc, owned: true, embedded: true}
+		d.schema = &d.ownSchema
+	}
+	// The fields are set before the guard is live again: a collection that
+	// finds d in the nursery arms it only from here on (guard.go).
+	d.guard.state.Store(guardNew)
+	track(d)
+	return nil
 }
 
 // ImportArray takes ownership of a plain ArrowArray (the C data interface:
@@ -138,9 +199,19 @@ func (d *DeviceArray) Release() {
 		C.ferry_device_array_release(d.c)
 		return
 	}
-	c := d.handOver()
-	C.ferry_device_array_release(c)
-	recycle(c) // the emptied struct serves the next export or import
+	d.guard.disarm()
+	c, s := d.c, d.schema
+	d.c, d.schema = nil, nil
+	if s != nil && s.owned && s.c != nil {
+		// Both in one cgo call; the emptied structs serve the next imports.
+		s.guard.disarm()
+		C.ferrygo_release_both(c, s.c)
+		recycleSchema(s.c)
+		s.c = nil
+	} else {
+		C.ferry_device_array_release(c)
+	}
+	recycle(c)
 }
 
 // Move returns a new DeviceArray that owns what d owned (schema included; a

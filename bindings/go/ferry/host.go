@@ -57,7 +57,9 @@ func (d *DeviceArray) Host() (HostArray, error) {
 	}
 	var s *C.struct_ArrowSchema
 	if d.batchOf != nil {
-		if sc, err := d.batchOf.Schema(); err == nil {
+		if d.batchOf.schema != nil { // fetched once per stream
+			s = d.batchOf.schema.c
+		} else if sc, err := d.batchOf.Schema(); err == nil {
 			s = sc.c
 		}
 	} else if d.schema != nil {

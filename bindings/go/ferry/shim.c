@@ -223,6 +223,11 @@ int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* a
                                  error);
 }
 
+void ferrygo_release_both(struct ArrowDeviceArray* array, struct ArrowSchema* schema) {
+  ferry_schema_release(schema);
+  ferry_device_array_release(array);
+}
+
 // What both consumer steps do with get_next's outcome: a failure, the end
 // (FERRY_OK with `batch` released: any int is a producer's possible code, so
 // the end has no code of its own), or a batch, which must be on the stream's device type (the interface

@@ -113,6 +113,10 @@ struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
     struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
     char** message_out);
 
+/* Releases `schema` and then `array` (either may be released already): an
+ * owned array's Release in one call. */
+void ferrygo_release_both(struct ArrowDeviceArray* array, struct ArrowSchema* schema);
+
 /* Releases `batch` if it is live, then calls ferry_array_stream_get_next into it:
  * the consumer's whole per-batch step in one call. Returns 0 with a batch or
  * at the end of the stream (`batch` left released), or the code of a

@@ -273,3 +273,22 @@ func (n Native) OpenGates() { C.chelper_native_gates_open(C.int32_t(n)) }
 func (n Native) Pending(s unsafe.Pointer) int64 {
 	return int64(C.chelper_native_stream_pending(C.int32_t(n), s))
 }
+
+// FillStatic fills the released structs with a static int32 array of 256
+// values (element 0 holds 256) and its schema: a C producer at the floor.
+func FillStatic(schema, array unsafe.Pointer) {
+	C.chelper_fill_static((*C.struct_ArrowSchema)(schema), (*C.struct_ArrowDeviceArray)(array))
+}
+
+// FloorConsume is the consumer floor over FillStatic's structs: element 0
+// read from C memory in Go, then both released in one cgo call.
+func FloorConsume(schema, array unsafe.Pointer) int32 {
+	a := (*C.struct_ArrowDeviceArray)(array)
+	first := int32(0)
+	if a.array.length > 0 {
+		values := (*C.int32_t)(unsafe.Slice((*unsafe.Pointer)(unsafe.Pointer(a.array.buffers)), 2)[1])
+		first = int32(unsafe.Slice(values, a.array.offset+1)[a.array.offset])
+	}
+	C.chelper_release_pair((*C.struct_ArrowSchema)(schema), a)
+	return first
+}

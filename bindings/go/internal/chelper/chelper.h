@@ -46,6 +46,13 @@ void chelper_free(void* ptr);
 void* chelper_move_child_out(struct ArrowDeviceArray* array, int64_t i,
                              struct ArrowDeviceArray* dst);
 
+/* Fills the released structs with an int32 array of 256 static values
+ * (element 0 holds 256) and its schema; their releases only mark them
+ * released: the producer side of the consumer benchmarks, at the floor. */
+void chelper_fill_static(struct ArrowSchema* schema, struct ArrowDeviceArray* array);
+/* Releases both (the floor consumer's release, in one call). */
+void chelper_release_pair(struct ArrowSchema* schema, struct ArrowDeviceArray* array);
+
 /* ---- hostile producers (hostile.c) ---------------------------------------
  * Hand-made arrays, schemas and streams with any lie in them; every node,
  * schema and stream made here counts up chelper_hostile_live() and its
