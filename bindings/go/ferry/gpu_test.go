@@ -138,6 +138,18 @@ func hostValues(t *testing.T, a *ferry.DeviceArray) []int32 {
 	return slices.Clone(v)
 }
 
+// onHost brings a to the host with ToHost (consuming it) and returns its
+// values.
+func onHost(t *testing.T, a *ferry.DeviceArray) []int32 {
+	t.Helper()
+	host, err := a.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Release()
+	return hostValues(t, host)
+}
+
 func TestGPUDeviceMemoryReachesTheHostOnlyExplicitly(t *testing.T) {
 	for _, g := range gpus(t) {
 		counted(t, g)
@@ -245,14 +257,9 @@ func TestGPUConsumerStreamPerArray(t *testing.T) {
 		if !g.native.EventDone(event) {
 			t.Fatalf("%s: the consumer stream finished before the producer's event", g.name)
 		}
-		host, err := a.ToHost()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := hostValues(t, host); !slices.Equal(got, []int32{9, 8, 7}) {
+		if got := onHost(t, a); !slices.Equal(got, []int32{9, 8, 7}) {
 			t.Fatalf("%s: %v", g.name, got)
 		}
-		host.Release()
 	}
 }
 
@@ -320,14 +327,9 @@ func TestGPUUsersOwnStreamAndEvent(t *testing.T) {
 		if err := g.dev.StreamSynchronize(theirConsumer); err != nil {
 			t.Fatal(err)
 		}
-		host, err := a.ToHost()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := hostValues(t, host); !slices.Equal(got, []int32{42}) {
+		if got := onHost(t, a); !slices.Equal(got, []int32{42}) {
 			t.Fatalf("%s: %v", g.name, got)
 		}
-		host.Release()
 
 		event, err := g.native.Event()
 		if err != nil {
@@ -351,14 +353,9 @@ func TestGPUUsersOwnStreamAndEvent(t *testing.T) {
 		if a.SyncEvent() != event {
 			t.Fatalf("%s: their event was not passed through", g.name)
 		}
-		host, err = a.ToHost() // waits on their event, then copies
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := hostValues(t, host); !slices.Equal(got, []int32{43}) {
+		if got := onHost(t, a); !slices.Equal(got, []int32{43}) {
 			t.Fatalf("%s: %v", g.name, got)
 		}
-		host.Release()
 		if destroyed.Load() != 1 {
 			t.Fatalf("%s: their event's release ran %d times", g.name, destroyed.Load())
 		}
@@ -395,13 +392,8 @@ func TestGPUDLPackBothWays(t *testing.T) {
 		if err := g.dev.StreamSynchronize(consumer); err != nil {
 			t.Fatal(err)
 		}
-		host, err := back.ToHost()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := hostValues(t, host); !slices.Equal(got, []int32{3, 1, 4, 1, 5}) {
+		if got := onHost(t, back); !slices.Equal(got, []int32{3, 1, 4, 1, 5}) {
 			t.Fatalf("%s: %v", g.name, got)
 		}
-		host.Release()
 	}
 }
