@@ -153,8 +153,7 @@ func ferry_it_bench_consume_array(schema *C.struct_ArrowSchema, array *C.struct_
 			rc = finish(nil, r)
 		}
 		// Ownership was taken: whatever was not imported is released here.
-		C.ferry_schema_release(schema)
-		C.ferry_device_array_release(array)
+		releaseLeftovers(schema, array)
 	}()
 	return finish(benchConsumeArray(unsafe.Pointer(schema), unsafe.Pointer(array)), nil)
 }
@@ -216,7 +215,9 @@ func ferry_it_bench_consume_stream(stream *C.struct_ArrowDeviceArrayStream) (rc 
 		if r := recover(); r != nil {
 			rc = finish(nil, r)
 		}
-		C.ferry_array_stream_release(stream)
+		if stream != nil && stream.release != nil { // not imported: released here
+			C.ferry_array_stream_release(stream)
+		}
 	}()
 	return finish(benchConsumeStream(unsafe.Pointer(stream)), nil)
 }
