@@ -58,10 +58,10 @@ type arrayMemory struct {
 }
 
 func (d *DeviceArray) addCleanup() runtime.Cleanup {
-	m := arrayMemory{array: d.c}
-	if d.schema == &d.ownSchema {
-		m.schema = d.ownSchema.c
-	}
+	// ownSchema.c is set before the array is tracked and cleared only after
+	// its guard is disarmed; d.schema may be set later (ExportArray,
+	// SetSchema) and is not read here.
+	m := arrayMemory{array: d.c, schema: d.ownSchema.c}
 	return runtime.AddCleanup(d, func(m arrayMemory) {
 		reportLeak("DeviceArray")
 		C.ferry_device_array_free(m.array)
@@ -231,10 +231,14 @@ func (d *DeviceArray) Move() (*DeviceArray, error) {
 	if d.batchOf != nil {
 		return newOwnedDeviceArray(c, nil), nil
 	}
-	moved := newOwnedDeviceArray(c, d.schema)
+	// Disarmed before the schema leaves d: a collection must not arm d
+	// while its memory changes hands.
+	d.guard.disarm()
+	schema := d.schema
 	d.schema = nil
-	d.Release()
-	return moved, nil
+	recycle(d.c) // released by the move: kept for the next import
+	d.c = nil
+	return newOwnedDeviceArray(c, schema), nil
 }
 
 // ExportTo moves the array into the released ArrowDeviceArray at dst (a
