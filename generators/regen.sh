@@ -2,7 +2,7 @@
 # Regenerates every generated artefact from the core's public header:
 #   core/abi/api.json + symbols.txt (extract_api.py), then each binding's
 #   generator generators/<lang>/gen.sh (bindgen, cgo header copies and
-#   constants, SWIG for Java and Lua, LuaJIT cdefs).
+#   constants, SWIG for Java, generators/lua/gen.lua for Lua 5.4 and LuaJIT).
 # With --check nothing in the tree changes: each artefact is regenerated in
 # a temporary place and compared; any difference is reported and the exit
 # code is 1 ("stale: run ./dev.sh regen").

@@ -9,6 +9,12 @@
 --                      (get_next + end check + length + release): this shape's floor
 --   c_to_lua           the same through `for batch in stream:batches{reuse=true}`
 --   c_to_lua_objects   the same with a new DeviceArray object per batch
+--   array_raw          a C array (static, the cheapest producer) consumed with raw calls:
+--                      move schema and array in, read the length, release both
+--   array_lean         the same through ferry.importer() (one reused DeviceArray;
+--                      validation, length and value(0) with bounds checks)
+--   array_everyday     the same through ferry.import_array (the README's first path:
+--                      a new DeviceArray per array)
 --   lua_to_c_raw       Lua producer filling each batch with raw calls, pulled by C
 --   lua_to_c           Lua producer through ferry.stream (node -> export), pulled by C
 --   lua_round_trip     Lua producer -> Lua consumer (ferry.stream + batches())
@@ -28,6 +34,7 @@ if name == "luajit" then
   ffi.cdef([[
     int64_t lferry_bench_noop(int64_t x);
     int lferry_bench_c_stream(struct ArrowDeviceArrayStream* out, int64_t n);
+    int lferry_bench_c_array(struct ArrowSchema* schema, struct ArrowDeviceArray* out);
     double lferry_bench_consume(struct ArrowDeviceArrayStream* stream, int64_t n);
     double lferry_bench_callback(int64_t (*fn)(int64_t), int64_t n);
     struct lferry_timespec { long tv_sec; long tv_nsec; };
@@ -43,6 +50,7 @@ if name == "luajit" then
   bench_c = {
     noop = lib.lferry_bench_noop,
     c_stream = function(ptr, n) return lib.lferry_bench_c_stream(ptr, n) end,
+    c_array = lib.lferry_bench_c_array,
     consume = function(ptr, n) return tonumber(lib.lferry_bench_consume(ptr, n)) end,
     c_to_lua_floor = function(n) return tonumber(lib.lferry_bench_callback(callback, n)) end,
   }
@@ -53,6 +61,7 @@ else
   bench_c = {
     noop = m.noop,
     c_stream = m.c_stream,
+    c_array = m.c_array,
     consume = m.consume,
     c_to_lua_floor = function(n) return m.pcall_floor(function(x) return x end, n) end,
   }
@@ -101,7 +110,7 @@ end
 record("c_to_lua_raw", function(n)
   local stream, owner = c_stream(n)
   local sptr = stream:pointer()
-  local a_owner, out = backend.handle("array")
+  local a_owner, out = backend.handle("pair")
   local arr = raw.ferry_device_array_array(out)
   -- LuaJIT: the direct FFI functions (a C producer cannot call back into Lua)
   local direct = backend.lib or raw
@@ -155,6 +164,65 @@ record("c_to_lua_objects", function(n)
   stream:release()
   backend.handle_free(owner)
   assert(sum == 8 * n)
+  return per
+end)
+
+-- ---- C -> Lua: arrays ----------------------------------------------------------------
+local c_array = bench_c.c_array
+local slots, into = ferry.array_slots(), ferry.array_slots()
+
+record("array_raw", function(n)
+  local sp, ap, sp2, ap2 = slots.schema, slots.array, into.schema, into.array
+  local direct = backend.lib or raw -- LuaJIT: the direct FFI functions
+  local schema_move, array_move = direct.ferry_schema_move, direct.ferry_device_array_move
+  local length, release, schema_release = direct.ferry_array_length, direct.ferry_device_array_release,
+                                          direct.ferry_schema_release
+  local arr = raw.ferry_device_array_array(ap2)
+  local sum = 0
+  local start = clock()
+  for _ = 1, n do
+    c_array(sp, ap)
+    schema_move(sp, sp2)
+    array_move(ap, ap2)
+    sum = sum + tonumber(length(arr))
+    release(ap2)
+    schema_release(sp2)
+  end
+  local per = (clock() - start) / n
+  assert(sum == 8 * n)
+  return per
+end)
+
+record("array_lean", function(n)
+  local sp, ap = slots.schema, slots.array
+  local importer = ferry.importer()
+  local sum = 0
+  local start = clock()
+  for _ = 1, n do
+    c_array(sp, ap)
+    local a = importer:import(sp, ap)
+    sum = sum + a:length() + a:value(0)
+    a:release()
+  end
+  local per = (clock() - start) / n
+  importer:close()
+  assert(sum == 9 * n)
+  return per
+end)
+
+record("array_everyday", function(n)
+  local sp, ap = slots.schema, slots.array
+  local import_array = ferry.import_array
+  local sum = 0
+  local start = clock()
+  for _ = 1, n do
+    c_array(sp, ap)
+    local a = import_array(sp, ap)
+    sum = sum + a:length() + a:value(0)
+    a:release()
+  end
+  local per = (clock() - start) / n
+  assert(sum == 9 * n)
   return per
 end)
 
@@ -226,6 +294,8 @@ local function ratio(label, value, floor)
   local r = value / floor
   print(string.format("RATIO %s %s %.2f %s", name, label, r, r <= 1.5 and "PASS" or "MISS"))
 end
+ratio("array_lean/array_raw", results.array_lean, results.array_raw)
+ratio("array_everyday/array_raw", results.array_everyday, results.array_raw)
 ratio("c_to_lua/c_to_lua_raw", results.c_to_lua, results.c_to_lua_raw)
 ratio("c_to_lua_objects/c_to_lua_raw", results.c_to_lua_objects, results.c_to_lua_raw)
 ratio("c_to_lua_raw/(4*floor_lua_to_c)", results.c_to_lua_raw, 4 * results.floor_lua_to_c)

@@ -34,10 +34,8 @@ static int c_stream_schema(void* user_data, struct ArrowSchema* out, struct Ferr
   return ferry_schema_init(out, "i", "values", 2, 0, error);
 }
 
-static int c_stream_next(void* user_data, struct ArrowDeviceArray* out, struct FerryError* error) {
-  struct c_stream_state* state = (struct c_stream_state*)user_data;
-  if (state->remaining <= 0) return 0; /* end: out stays released */
-  state->remaining--;
+/* The static batch: int32 x 8 on the CPU, nothing to free. */
+static void fill_static(struct ArrowDeviceArray* out) {
   memset(out, 0, sizeof(*out));
   out->array.length = 8;
   out->array.n_buffers = 2;
@@ -45,10 +43,31 @@ static int c_stream_next(void* user_data, struct ArrowDeviceArray* out, struct F
   out->array.release = static_release;
   out->device_type = ARROW_DEVICE_CPU;
   out->device_id = -1;
+}
+
+static int c_stream_next(void* user_data, struct ArrowDeviceArray* out, struct FerryError* error) {
+  struct c_stream_state* state = (struct c_stream_state*)user_data;
+  if (state->remaining <= 0) return 0; /* end: out stays released */
+  state->remaining--;
+  fill_static(out);
   return 0;
 }
 
 static struct c_stream_state c_stream_state;
+
+/* A static C array export (int32 x 8, the schema "i"): the cheapest
+ * possible C producer of arrays, for the consumer's cost to show. */
+static void static_schema_release(struct ArrowSchema* schema) { schema->release = NULL; }
+
+BENCH_EXPORT int lferry_bench_c_array(struct ArrowSchema* schema, struct ArrowDeviceArray* out) {
+  memset(schema, 0, sizeof(*schema));
+  schema->format = "i";
+  schema->name = "values";
+  schema->flags = ARROW_FLAG_NULLABLE;
+  schema->release = static_schema_release;
+  fill_static(out);
+  return 0;
+}
 
 /* Fills `out` with a C stream of `n` static batches (one at a time). */
 BENCH_EXPORT int lferry_bench_c_stream(struct ArrowDeviceArrayStream* out, int64_t n) {
@@ -98,6 +117,11 @@ static int l_c_stream(lua_State* L) {
   return 1;
 }
 
+static int l_c_array(lua_State* L) {
+  lua_pushinteger(L, lferry_bench_c_array(lua_touserdata(L, 1), lua_touserdata(L, 2)));
+  return 1;
+}
+
 static int l_consume(lua_State* L) {
   lua_pushnumber(L, lferry_bench_consume(lua_touserdata(L, 1), luaL_checkinteger(L, 2)));
   return 1;
@@ -126,6 +150,7 @@ static int l_pcall_floor(lua_State* L) {
 BENCH_EXPORT int luaopen_lferry_bench54(lua_State* L) {
   static const luaL_Reg functions[] = {{"noop", l_noop},
                                        {"c_stream", l_c_stream},
+                                       {"c_array", l_c_array},
                                        {"consume", l_consume},
                                        {"pcall_floor", l_pcall_floor},
                                        {NULL, NULL}};

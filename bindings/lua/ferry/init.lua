@@ -1,15 +1,17 @@
 -- ferry: zero-copy handoff of Arrow device arrays and streams, for Lua 5.4
--- (on the SWIG module `ferry_core`) and LuaJIT (on the FFI), with one API.
+-- (on the C module `ferry_core`) and LuaJIT (on the FFI), with one API.
 --
 --   local ferry = require("ferry")
---   local arr = ferry.array{ type = "int32", values = { 1, 2, nil, 4 }, length = 4 }
---   print(arr:length(), arr:null_count(), arr:value(0))
+--   local arr = ferry.import_array(schema_ptr, array_ptr)   -- validates, takes ownership
+--   print(arr:length(), arr:null_count(), arr:value(0))      -- bounds-checked reads
+--   arr:release()
 --   for batch in stream:batches() do ... end
 --
 -- Indices are 0-based everywhere (elements, buffers, children), as in Arrow.
 -- Errors are raised as ferry.Error values whose text reads
 -- "ferry.get_next: EIO: injected failure at get_next 2"; they are raised only
--- after the C call returned, never through a C frame.
+-- after the C call returned, never through a C frame. Both backends provide
+-- the contract of ferry/backend/contract.lua; everything below is shared.
 local backend
 do
   local force = os.getenv("FERRY_LUA_BACKEND")
@@ -27,11 +29,28 @@ local ferry = {
   _backend = backend,
 }
 
--- ---- errors -------------------------------------------------------------------
+-- ---- errors and constants ---------------------------------------------------------
 
--- Linux errno values, the codes ferry uses.
-local errno = { EIO = 5, ENOMEM = 12, EINVAL = 22, ENODEV = 19, ENOTSUP = 95, ENOENT = 2 }
+-- errno codes by name (EINVAL = 22, ...): every code libferry names
+-- (ferry_errno_name), read from the library itself.
+local errno = {}
+for code = 1, 255 do
+  local name = raw.ferry_errno_name(code)
+  if name and name ~= "EUNKNOWN" then errno[name] = code end
+end
 ferry.errno = errno
+local EINVAL, ENOTSUP, ENOMEM = errno.EINVAL, errno.ENOTSUP, errno.ENOMEM
+
+-- The headers' integer constants (ARROW_DEVICE_*, ARROW_FLAG_*,
+-- FERRY_VALIDATE_*, FERRY_SYNC_*, DLPACK_*, kDL*), as the generated layer has them.
+local constants = {}
+for name, value in pairs(raw) do
+  if type(value) == "number" then constants[name] = value end
+end
+ferry.constants = constants
+local CPU = constants.ARROW_DEVICE_CPU
+local NULLABLE = constants.ARROW_FLAG_NULLABLE
+local VALIDATE_DEFAULT, VALIDATE_FULL = constants.FERRY_VALIDATE_DEFAULT, constants.FERRY_VALIDATE_FULL
 
 local Error = {}
 Error.__index = Error
@@ -44,7 +63,7 @@ local function errno_name(code)
   return raw.ferry_errno_name(code) or ("errno " .. tostring(code))
 end
 
---- Makes an error value: code (errno), where (the function), message.
+--- ferry.error(where, code, message) -> a ferry.Error value { where, code, name, message }.
 function ferry.error(where, code, message)
   return setmetatable({ where = where, code = code, name = errno_name(code),
                         message = message or "" }, Error)
@@ -58,14 +77,16 @@ local function check(where, code, message)
   if code ~= 0 then raise(where, code, message) end
 end
 
+--- The library's version ("0.1.0") and ABI version.
 function ferry.version() return raw.ferry_version() end
 function ferry.abi_version() return raw.ferry_abi_version() end
+--- ferry.tonumber(v): a 64-bit element value as a Lua number (on 5.4 it
+--- already is an integer; on LuaJIT int64/uint64 values are cdata, exact,
+--- and become numbers exact up to 2^53).
+ferry.tonumber = backend.to_integer
+
+--- What Lua exports own now (buffers, device memory, anchors, live Lua streams).
 function ferry.live_allocations() return backend.live_allocations() end
-ferry.constants = {
-  ARROW_FLAG_NULLABLE = 2, ARROW_FLAG_DICTIONARY_ORDERED = 1, ARROW_FLAG_MAP_KEYS_SORTED = 4,
-  ARROW_DEVICE_CPU = 1, ARROW_DEVICE_EXT_DEV = 12, FERRY_VALIDATE_DEFAULT = 0,
-  FERRY_VALIDATE_FULL = 1,
-}
 
 -- ---- devices --------------------------------------------------------------------
 
@@ -80,68 +101,250 @@ local function device_type_code(name_or_code)
   return value
 end
 
---- ferry.device("sim", 0) -> Device (the registry owns it for the process).
+local function default_id(device_type) return device_type == CPU and -1 or 0 end
+
+--- ferry.device(kind, id) -> Device ("cpu", "sim", "cuda", "rocm", ... or a
+--- device type code; id defaults to -1 for the CPU, else 0). The registry
+--- owns devices for the life of the process.
 function ferry.device(kind, id)
   local device_type = device_type_code(kind or "cpu")
-  if id == nil then id = device_type == 1 and -1 or 0 end
+  if id == nil then id = default_id(device_type) end
   local code, ptr, message = raw.ferry_device_resolve(device_type, id)
   check("ferry.device", code, message)
   return setmetatable({ ptr = ptr, type = device_type, id = id }, Device)
 end
 
+--- ferry.backends() -> list of { name, available, reason } (the backends
+--- compiled into libferry, each probed once: cpu, sim, cuda, rocm).
+function ferry.backends()
+  local out = {}
+  for i = 0, raw.ferry_backend_count() - 1 do
+    local code, message = raw.ferry_backend_probe(i)
+    out[#out + 1] = { name = raw.ferry_backend_name(i), available = code == 0,
+                      reason = code ~= 0 and message or nil }
+  end
+  return out
+end
+
 function Device:type_name() return raw.ferry_device_type_name(self.type) end
 function Device:is_host_accessible() return raw.ferry_device_is_host_accessible(self.ptr) == 1 end
 function Device:live_allocations() return raw.ferry_device_live_allocations(self.ptr) end
+function Device:__tostring() return string.format("ferry.Device(%s:%d)", self:type_name(), self.id) end
+
+--- stream() -> a native stream of this device (CUstream/hipStream_t value,
+--- or a sim stream), owned by the caller until destroy_stream.
 function Device:stream()
   local code, stream, message = raw.ferry_device_stream_create(self.ptr)
   check("ferry.Device.stream", code, message)
   return stream
 end
+--- synchronize(stream): blocks until the stream's work is done (nil: all work).
 function Device:synchronize(stream)
-  local code, message = raw.ferry_device_stream_synchronize(self.ptr, stream)
-  check("ferry.Device.synchronize", code, message)
+  check("ferry.Device.synchronize", raw.ferry_device_stream_synchronize(self.ptr, stream))
 end
 function Device:destroy_stream(stream)
-  local code, message = raw.ferry_device_stream_destroy(self.ptr, stream)
-  check("ferry.Device.destroy_stream", code, message)
+  check("ferry.Device.destroy_stream", raw.ferry_device_stream_destroy(self.ptr, stream))
 end
 
+--- create_event() -> a native event: a pointer to the CUevent/hipEvent_t (the
+--- value of ArrowDeviceArray.sync_event), owned by the caller until
+--- destroy_event (or handed to an export with event_destroy = "ferry").
+function Device:create_event()
+  local code, event, message = raw.ferry_device_event_create(self.ptr)
+  check("ferry.Device.create_event", code, message)
+  return event
+end
+function Device:destroy_event(event)
+  check("ferry.Device.destroy_event", raw.ferry_device_event_destroy(self.ptr, event))
+end
+--- record_event(event, stream): records the event at the end of `stream`.
+function Device:record_event(event, stream)
+  check("ferry.Device.record_event", raw.ferry_device_event_record(self.ptr, event, stream))
+end
+--- synchronize_event(event): blocks the host until the event completed.
+function Device:synchronize_event(event)
+  check("ferry.Device.synchronize_event", raw.ferry_device_event_synchronize(self.ptr, event))
+end
+--- wait_event(stream, event): `stream` waits for the event (the host does not).
+function Device:wait_event(stream, event)
+  check("ferry.Device.wait_event", raw.ferry_device_stream_wait_event(self.ptr, stream, event))
+end
+
+--- allocate(size) -> pointer to `size` bytes of this device's memory, owned
+--- by the caller until free() (or handed to an export with { device_pointer =,
+--- owned = true }).
+function Device:allocate(size)
+  local code, ptr, message = raw.ferry_device_allocate(self.ptr, size)
+  check("ferry.Device.allocate", code, message)
+  return ptr
+end
+function Device:free(ptr) check("ferry.Device.free", raw.ferry_device_deallocate(self.ptr, ptr)) end
+
+local host_device
+local function cpu_device()
+  host_device = host_device or ferry.device("cpu")
+  return host_device
+end
+
+--- copy_from_host(dst, bytes, stream): copies the string `bytes` into this
+--- device's memory at `dst`; ordered on `stream` when given (the string
+--- must then stay alive until the stream reached the copy), else complete
+--- on return.
+function Device:copy_from_host(dst, bytes, stream)
+  if type(bytes) ~= "string" then raise("ferry.Device.copy_from_host", EINVAL, "bytes must be a string") end
+  local k = backend.keeper_new()
+  local src = backend.keeper_string(k, bytes) -- the string's own bytes
+  local code, message = raw.ferry_device_memcpy(self.ptr, dst, cpu_device().ptr, src, #bytes, stream)
+  backend.keeper_free(k)
+  check("ferry.Device.copy_from_host", code, message)
+end
+
+--- copy_to_host(src, size) -> string: `size` bytes of this device's memory
+--- at `src`, complete on return.
+function Device:copy_to_host(src, size)
+  local k = backend.keeper_new()
+  local host = backend.keeper_alloc(k, size)
+  local code, message = raw.ferry_device_memcpy(cpu_device().ptr, host, self.ptr, src, size, nil)
+  local bytes = code == 0 and backend.read_bytes(host, 0, size) or nil
+  backend.keeper_free(k)
+  check("ferry.Device.copy_to_host", code, message)
+  return bytes
+end
+
+--- Strict mode of the simulated device (reads before a wait see poison).
 function ferry.sim_set_strict(on) raw.ferry_sim_set_strict(on and 1 or 0) end
 function ferry.sim_is_strict() return raw.ferry_sim_is_strict() == 1 end
 
+-- ---- handles: pools of binding-owned ABI structs ------------------------------------
+
+-- Handles of released structs are kept for the next user (released, zeroed
+-- structs and their userdata/cdata): no allocation, no finaliser and no
+-- garbage per import or batch. At most POOL_SIZE are kept.
+local POOL_SIZE = 64
+
+-- Schema handles, for schemas shared by a stream and its batches.
+local schema_pool = {}
+do
+  local owners, ptrs, n = {}, {}, 0
+  function schema_pool.take()
+    if n > 0 then
+      local owner, ptr = owners[n], ptrs[n]
+      owners[n], ptrs[n] = nil, nil
+      n = n - 1
+      return owner, ptr
+    end
+    return backend.handle("schema")
+  end
+  -- Gives back a handle whose struct is released.
+  function schema_pool.give(owner, ptr)
+    if n < POOL_SIZE then
+      n = n + 1
+      owners[n], ptrs[n] = owner, ptr
+    else
+      backend.handle_free(owner)
+    end
+  end
+end
+
+-- Pair handles (an ArrowDeviceArray and an ArrowSchema in one block: what
+-- one array holds), with their pointers: the device array, its ArrowArray,
+-- the schema. Inlined into new_device_array and DeviceArray:release (the
+-- consumer's hot path).
+local pair_owners, pair_ptrs, pair_arrs, pair_sptrs, pair_n = {}, {}, {}, {}, 0
+local raw_device_array_array = raw.ferry_device_array_array
+local release_pair = backend.release_pair
+
+local release_device_array = backend.release_device_array
+local raw_schema_release = raw.ferry_schema_release
+
+-- ---- structs for a producer to fill ----------------------------------------------------
+
+--- ferry.array_slots() -> { schema = ArrowSchema*, array = ArrowDeviceArray* }:
+--- released structs owned by Lua, for a producer (another runtime, or
+--- DeviceArray:export) to fill and ferry.import_array to take from. Freed
+--- (released first when still live) when collected or by slots:free().
+local ArraySlots = {}
+ArraySlots.__index = ArraySlots
+function ferry.array_slots()
+  local owner, array, schema = backend.handle("pair")
+  return setmetatable({ schema = schema, array = array, _owner = owner }, ArraySlots)
+end
+function ArraySlots:free()
+  local owner = self._owner
+  if owner then
+    self._owner, self.schema, self.array = nil, nil, nil
+    backend.handle_free(owner)
+  end
+end
+
+--- ferry.stream_slot() -> { stream = ArrowDeviceArrayStream* }: the same for a stream.
+function ferry.stream_slot()
+  local owner, stream = backend.handle("stream")
+  return setmetatable({ stream = stream, _owner = owner }, ArraySlots)
+end
+
 -- ---- schemas ----------------------------------------------------------------------
 
+-- A Schema is a view of an ArrowSchema. Views of an array's or a stream's
+-- schema (and their children) are borrowed: `_parent` is the object whose
+-- liveness they follow. A shared schema (a stream's, or one an array shares
+-- with its copies) counts its holders in `_users` and is released with the
+-- last; a schema returned to the caller (stream:get_schema()) is owned
+-- (`_mine`): the caller releases it.
 local Schema = {}
 Schema.__index = Schema
 ferry.Schema = Schema
 
-local function wrap_schema(ptr, owner, parent)
-  return setmetatable({ _ptr = ptr, _owner = owner, _parent = parent }, Schema)
+local function schema_view(ptr, parent)
+  return setmetatable({ _ptr = ptr, _parent = parent }, Schema)
+end
+
+local function shared_schema(owner, ptr, users)
+  return setmetatable({ _ptr = ptr, _owner = owner, _users = users, _released = false }, Schema)
+end
+
+-- Drops one holder of a shared schema; the last one releases it.
+local function unref_schema(schema)
+  local users = schema._users - 1
+  schema._users = users
+  if users == 0 then
+    schema._released = true
+    raw_schema_release(schema._ptr)
+    schema_pool.give(schema._owner, schema._ptr)
+    schema._owner = nil
+  end
 end
 
 local function schema_ptr(self)
   local root = self
   while root._parent do root = root._parent end
-  if root._released then error(ferry.error("ferry.Schema", errno.EINVAL, "schema already released"), 3) end
+  if root._released then error(ferry.error("ferry.Schema", EINVAL, "schema already released"), 3) end
   return self._ptr
 end
 
-function Schema:format() return raw.ferry_schema_format(schema_ptr(self)) end
+function Schema:format()
+  local format = self._format
+  if not format then
+    format = raw.ferry_schema_format(schema_ptr(self))
+    self._format = format
+  end
+  return format
+end
 function Schema:name() return raw.ferry_schema_name(schema_ptr(self)) end
 function Schema:flags() return raw.ferry_schema_flags(schema_ptr(self)) end
-function Schema:nullable() return self:flags() % 4 >= 2 end
+function Schema:nullable() return math.floor(self:flags() / NULLABLE) % 2 == 1 end
 function Schema:n_children() return raw.ferry_schema_n_children(schema_ptr(self)) end
 function Schema:pointer() return schema_ptr(self) end
 
 function Schema:child(i)
   local child = raw.ferry_schema_child(schema_ptr(self), i)
-  if not child then raise("ferry.Schema.child", errno.EINVAL, "no child " .. tostring(i)) end
-  return wrap_schema(child, nil, self)
+  if not child then raise("ferry.Schema.child", EINVAL, "no child " .. tostring(i)) end
+  return schema_view(child, self)
 end
 
 function Schema:dictionary()
   local dictionary = raw.ferry_schema_dictionary(schema_ptr(self))
-  return dictionary and wrap_schema(dictionary, nil, self) or nil
+  return dictionary and schema_view(dictionary, self) or nil
 end
 
 --- metadata() -> list of { key, value } pairs (binary strings) in order,
@@ -149,7 +352,7 @@ end
 function Schema:metadata()
   local ptr = schema_ptr(self)
   local n = raw.ferry_schema_metadata_count(ptr)
-  if n < 0 then raise("ferry.Schema.metadata", errno.EINVAL, "malformed metadata encoding") end
+  if n < 0 then raise("ferry.Schema.metadata", EINVAL, "malformed metadata encoding") end
   if n == 0 then return nil end
   local list, map = {}, {}
   for i = 0, n - 1 do
@@ -162,55 +365,97 @@ function Schema:metadata()
   return list
 end
 
+--- validate() -> ok, message, findings
 function Schema:validate()
-  local code, message, findings = backend.validate(schema_ptr(self), nil, 0)
+  local code, message, findings = backend.validate(schema_ptr(self), nil, VALIDATE_DEFAULT)
   return code == 0, message, findings
 end
 
+--- release(): releases a schema the caller owns (stream:get_schema()), once;
+--- views of an array's or a stream's schema go with their owner.
 function Schema:release()
-  if self._parent then return end
-  if not self._released and self._owner then
-    self._released = true
-    backend.handle_free(self._owner)
-    self._owner = nil
+  if self._mine then
+    self._mine = false
+    unref_schema(self)
   end
 end
-Schema.__close = Schema.release
-Schema.__gc = Schema.release
 
---- Moves this (owned) schema into a consumer-allocated struct.
+-- Schemas the caller owns also release when collected (and on 5.4 by
+-- `local s <close>`); views and shared schemas have no finaliser to pay.
+local OwnedSchema = { __index = Schema, __gc = Schema.release, __close = Schema.release }
+local function owned_schema()
+  local owner, ptr = schema_pool.take()
+  local schema = shared_schema(owner, ptr, 1)
+  schema._mine = true
+  return setmetatable(schema, OwnedSchema)
+end
+
+--- export(out): moves this owned schema into a consumer-allocated struct.
 function Schema:export(out)
+  if not self._mine or self._users ~= 1 then
+    raise("ferry.Schema.export", EINVAL, "only a schema the caller owns alone can be moved")
+  end
   local code = raw.ferry_schema_move(schema_ptr(self), out)
-  if code ~= 0 then raise("ferry.Schema.export", code, "destination not released or source released") end
+  if code ~= 0 then raise("ferry.Schema.export", code, "destination not released") end
   self:release()
 end
 
 function Schema:__tostring()
   return string.format("ferry.Schema(%s %q)", tostring(self:format()), tostring(self:name()))
 end
+OwnedSchema.__tostring = Schema.__tostring
 
 -- ---- arrays ------------------------------------------------------------------------
 
--- format string -> element kind of buffer 1 (fixed-width layouts)
-local element_kinds = {
+-- How value() reads an array of a format: a fixed-width element kind
+-- (i8..u64, f32, f64, bits), "b32"/"b64" (utf8/binary with 32/64-bit
+-- offsets), "l32"/"l64" (lists), "struct", "dict" (dictionary-encoded), or
+-- "none" (no reader).
+local FIXED = {
   c = "i8", C = "u8", s = "i16", S = "u16", i = "i32", I = "u32", l = "i64", L = "u64",
-  e = nil, f = "f32", g = "f64", b = "bits",
+  f = "f32", g = "f64", b = "bits",
+  tdD = "i32", tdm = "i64", tts = "i32", ttm = "i32", ttu = "i64", ttn = "i64",
+  tDs = "i64", tDm = "i64", tDu = "i64", tDn = "i64", tiM = "i32",
 }
+local KIND_OF_FORMAT = {
+  u = "b32", z = "b32", U = "b64", Z = "b64", ["+l"] = "l32", ["+L"] = "l64", ["+s"] = "struct",
+}
+for format, kind in pairs(FIXED) do KIND_OF_FORMAT[format] = kind end
+local IS_FIXED = { i8 = true, u8 = true, i16 = true, u16 = true, i32 = true, u32 = true,
+                   i64 = true, u64 = true, f32 = true, f64 = true, bits = true }
+
+local function kind_of(format, has_dictionary)
+  if has_dictionary then return "dict" end
+  if format == nil then return "none" end
+  local kind = KIND_OF_FORMAT[format]
+  if kind then return kind end
+  if format:match("^ts[smun]:") then return "i64" end -- timestamps
+  return "none"
+end
 
 local device_info -- (defined with DeviceArray) -> device type, device id of a root
 
+-- Children and dictionaries are Arrays: views into their DeviceArray
+-- (`_root`), alive as long as it is.
 local Array = {}
 Array.__index = Array
-ferry.Array = Array -- children and dictionaries (views into a DeviceArray)
+ferry.Array = Array
 
 local DeviceArray = setmetatable({}, { __index = Array })
 DeviceArray.__index = DeviceArray
 ferry.DeviceArray = DeviceArray
 
+-- The schema an array is described by: a DeviceArray's own, or the one it
+-- shares (`_shared`); a child's or dictionary's (`_sptr`).
+local function schema_of(self)
+  local shared = self._shared
+  return shared and shared._ptr or self._sptr
+end
+
 local function live_root(self, where)
   local root = self._root or self
   if root._released then
-    error(ferry.error(where or "ferry.DeviceArray", errno.EINVAL, "array already released"), 3)
+    error(ferry.error(where or "ferry.DeviceArray", EINVAL, "array already released"), 3)
   end
   return root
 end
@@ -220,132 +465,281 @@ local function array_ptr(self)
   return self._arr
 end
 
+-- Host reads need memory the host can reach and the producer's event
+-- waited on; checked once per array (per batch of a reused loop).
+local function host_ready(self, where)
+  local root = live_root(self, where)
+  local device_type, device_id = device_info(root)
+  if device_type ~= CPU and not ferry.device(device_type, device_id):is_host_accessible() then
+    raise(where, ENOTSUP, "memory on " .. raw.ferry_device_type_name(device_type) ..
+          " is not host-accessible: bring the array over with to_host() first")
+  end
+  root:wait()
+  root._host_ok = true
+end
+
+-- A read that found data contradicting its own declaration: the message of
+-- the validator (FULL) comes first when it finds the problem too.
+local function read_failed(self, where, code, message)
+  if code ~= EINVAL then raise(where, code, message) end
+  local root = self._root or self
+  local vcode, vmessage = backend.validate(schema_of(root), root._ptr, VALIDATE_FULL)
+  if vcode ~= 0 and vmessage then message = vmessage .. " (" .. message .. ")" end
+  raise(where, code, message)
+end
+
 local raw_array_length = raw.ferry_array_length
+--- length(), null_count(), offset(), n_buffers(), n_children(): the array's fields.
 function Array:length()
   -- hot path: inlined liveness check
   local root = self._root or self
   if root._released then live_root(self) end
   return raw_array_length(self._arr)
 end
+function DeviceArray:length()
+  if self._released then live_root(self) end
+  return raw_array_length(self._arr)
+end
 function Array:null_count() return raw.ferry_array_null_count(array_ptr(self)) end
 function Array:offset() return raw.ferry_array_offset(array_ptr(self)) end
 function Array:n_buffers() return raw.ferry_array_n_buffers(array_ptr(self)) end
 function Array:n_children() return raw.ferry_array_n_children(array_ptr(self)) end
-function Array:schema() return self._schema end
-function Array:format() return self._schema:format() end
+--- schema() -> a view of the array's Schema (valid while the array is).
+function Array:schema()
+  live_root(self, "ferry.Array.schema")
+  return schema_view(schema_of(self), self._root or self)
+end
+function Array:format()
+  local format = self._format
+  if not format then
+    live_root(self, "ferry.Array.format")
+    format = raw.ferry_schema_format(schema_of(self))
+    self._format = format
+  end
+  return format
+end
+
+local function check_index(where, what, i, n)
+  if type(i) ~= "number" or i < 0 or i >= n or i % 1 ~= 0 then
+    raise(where, errno.ERANGE, string.format("%s %s is out of range (0..%d)", what, tostring(i), n - 1))
+  end
+end
 
 --- buffer(i) -> address (lightuserdata in Lua 5.4, cdata in LuaJIT; nil
 --- for NULL), size in bytes (computed by the core from the layout).
 function Array:buffer(i)
   local ptr = array_ptr(self)
-  local root = self._root or self
+  check_index("ferry.Array.buffer", "buffer", i, raw.ferry_array_n_buffers(ptr))
   local address = raw.ferry_array_buffer(ptr, i)
-  local device_type, device_id = device_info(root)
-  local code, size, message = raw.ferry_array_buffer_size(self._schema:pointer(), ptr,
-                                                          device_type, device_id, i)
+  local device_type, device_id = device_info(self._root or self)
+  local code, size, message = raw.ferry_array_buffer_size(schema_of(self), ptr, device_type,
+                                                         device_id, i)
   if code ~= 0 then raise("ferry.Array.buffer", code, message) end
   return address, size
 end
 
+--- buffer_address(i) -> address of buffer i (nil for NULL), without its size.
+function Array:buffer_address(i)
+  local ptr = array_ptr(self)
+  check_index("ferry.Array.buffer_address", "buffer", i, raw.ferry_array_n_buffers(ptr))
+  return raw.ferry_array_buffer(ptr, i)
+end
+
+--- buffer_bytes(i) -> a Lua string copy of buffer i as far as its computed
+--- size reaches (nil for a NULL buffer); host-readable memory only.
+function Array:buffer_bytes(i)
+  local root = self._root or self
+  if not root._host_ok then host_ready(self, "ferry.Array.buffer_bytes") end
+  local address, size = self:buffer(i)
+  if address == nil then return nil end
+  return backend.read_bytes(address, 0, size)
+end
+
+local function child_view(self, arr, sptr)
+  return setmetatable({ _arr = arr, _sptr = sptr, _root = self._root or self, _format = false,
+                        _kind = false }, Array)
+end
+
+--- child(i) -> Array (a view of child i, 0-based).
 function Array:child(i)
-  local child = raw.ferry_array_child(array_ptr(self), i)
-  if not child then raise("ferry.Array.child", errno.EINVAL, "no child " .. tostring(i)) end
-  return setmetatable({ _arr = child, _schema = self._schema:child(i), _root = self._root or self },
-                      Array)
-end
-
-function Array:dictionary()
-  local dictionary = raw.ferry_array_dictionary(array_ptr(self))
-  if not dictionary then return nil end
-  return setmetatable({ _arr = dictionary, _schema = self._schema:dictionary(),
-                        _root = self._root or self }, Array)
-end
-
--- Host reads: the device must be host-accessible and its event waited on.
-local function readable(self)
-  local root = live_root(self, "ferry.Array.value")
-  if not root._host_ok then
-    local device_type, device_id = device_info(root)
-    if device_type ~= 1 then
-      local device = ferry.device(device_type, device_id)
-      if not device:is_host_accessible() then
-        raise("ferry.Array.value", errno.ENOTSUP,
-              "memory on " .. device:type_name() .. " is not host-accessible; copy it first")
-      end
-    end
-    root:wait()
-    root._host_ok = true
+  local ptr = array_ptr(self)
+  check_index("ferry.Array.child", "child", i, raw.ferry_array_n_children(ptr))
+  local child, schema = raw.ferry_array_child(ptr, i), raw.ferry_schema_child(schema_of(self), i)
+  if not child or not schema then
+    raise("ferry.Array.child", EINVAL, "child " .. i .. " is NULL in the array or its schema")
   end
-  return self._arr
+  return child_view(self, child, schema)
+end
+
+--- dictionary() -> Array of the dictionary, or nil.
+function Array:dictionary()
+  local ptr = array_ptr(self)
+  local dictionary, schema = raw.ferry_array_dictionary(ptr),
+                             raw.ferry_schema_dictionary(schema_of(self))
+  if not dictionary and not schema then return nil end
+  if not dictionary or not schema then
+    raise("ferry.Array.dictionary", EINVAL, "the array and its schema disagree on a dictionary")
+  end
+  return child_view(self, dictionary, schema)
+end
+
+local function kind_of_array(self)
+  local kind = kind_of(self:format(), raw.ferry_schema_dictionary(schema_of(self)) ~= nil)
+  self._kind = kind
+  return kind
+end
+
+local read_value, read_bytes_at, list_bounds = backend.value, backend.bytes, backend.list_bounds
+local readers -- kind -> function(self, i) for the kinds that are not fixed-width
+
+--- value(i): element i (logical index) decoded by the format, nil when null:
+--- numbers, booleans, strings (utf8 and binary), tables for lists and
+--- structs, the dictionary's value for dictionary-encoded arrays. Integers
+--- are Lua integers on 5.4; on LuaJIT 64-bit values are int64 cdata. Every
+--- index is checked against the length (ERANGE) and every byte read
+--- against the size its buffer has by the array's declaration (EINVAL).
+-- Element i once the host may read the array.
+local function read_element(self, i)
+  local kind = self._kind or kind_of_array(self)
+  if IS_FIXED[kind] then
+    local ok, v, message = read_value(self._arr, kind, i)
+    if ok then return v end
+    return read_failed(self, "ferry.Array.value", v, message)
+  end
+  return readers[kind](self, i)
+end
+
+function Array:value(i)
+  local root = self._root or self
+  if not root._host_ok then host_ready(self, "ferry.Array.value") end
+  return read_element(self, i)
+end
+
+-- The same for a DeviceArray (the root: no `_root` to follow), the
+-- consumer's hot path.
+function DeviceArray:value(i)
+  if not self._host_ok then host_ready(self, "ferry.Array.value") end
+  return read_element(self, i)
 end
 
 --- is_valid(i): false when element i (logical) is null.
 function Array:is_valid(i)
-  local ptr = readable(self)
-  local validity = raw.ferry_array_buffer(ptr, 0)
-  if not validity or raw.ferry_array_null_count(ptr) == 0 then return true end
-  return backend.read(validity, "bits", i + raw.ferry_array_offset(ptr))
+  local root = self._root or self
+  if not root._host_ok then host_ready(self, "ferry.Array.is_valid") end
+  local ok, valid, message = backend.is_valid(self._arr, i)
+  if ok then return valid end
+  return read_failed(self, "ferry.Array.is_valid", valid, message)
 end
 
-local function read_offsets(self, ptr, i)
-  local large = self._schema:format():match("^[UZ]$") ~= nil
-  local offsets = raw.ferry_array_buffer(ptr, 1)
-  local slot = i + raw.ferry_array_offset(ptr)
-  local kind = large and "i64" or "i32"
-  local first = backend.to_integer(backend.read(offsets, kind, slot))
-  local last = backend.to_integer(backend.read(offsets, kind, slot + 1))
+--- validity_bit(i): element i's bit in the validity bitmap whatever
+--- null_count says (a producer may keep an all-set bitmap with
+--- null_count 0); nil when there is no bitmap.
+function Array:validity_bit(i)
+  local root = self._root or self
+  if not root._host_ok then host_ready(self, "ferry.Array.validity_bit") end
+  local ok, bit, message = backend.validity_bit(self._arr, i)
+  if ok then return bit end
+  return read_failed(self, "ferry.Array.validity_bit", bit, message)
+end
+
+-- Cached child views (struct fields, list items, the dictionary).
+local function cached_child(self, i)
+  local children = self._children
+  if not children then
+    children = {}
+    self._children = children
+  end
+  local child = children[i + 1]
+  if not child then
+    child = self:child(i)
+    children[i + 1] = child
+  end
+  return child
+end
+
+local function list_range(self, i, large, where)
+  local root = self._root or self
+  if not root._host_ok then host_ready(self, where) end
+  local ok, first, last = list_bounds(self._arr, large, i)
+  if not ok then return read_failed(self, where, first, last) end
   return first, last
 end
 
---- value(i): element i (logical index) decoded by the format, nil when null.
---- Integers are Lua integers on 5.4; on LuaJIT 64-bit values are int64 cdata.
-function Array:value(i)
-  local ptr = readable(self)
+--- list_range(i) -> first, last: the child positions [first, last) of list
+--- element i (checked against the child's length).
+function Array:list_range(i)
+  local kind = self._kind or kind_of_array(self)
+  if kind ~= "l32" and kind ~= "l64" then
+    raise("ferry.Array.list_range", EINVAL, "not a list array: " .. tostring(self:format()))
+  end
+  return list_range(self, i, kind == "l64", "ferry.Array.list_range")
+end
+
+local function read_list(self, i, large)
   if not self:is_valid(i) then return nil end
-  local format = self._schema:format()
-  local kind = element_kinds[format]
-  if kind then
-    return backend.read(raw.ferry_array_buffer(ptr, 1), kind, i + raw.ferry_array_offset(ptr))
-  elseif format == "u" or format == "z" or format == "U" or format == "Z" then
-    local first, last = read_offsets(self, ptr, i)
-    return backend.read_bytes(raw.ferry_array_buffer(ptr, 2), first, last - first)
-  elseif format == "+l" or format == "+L" then
-    local first, last = read_offsets(self, ptr, i)
-    local child, out = self:child(0), {}
-    for j = first, last - 1 do out[#out + 1] = child:value(j) end
-    return out
-  elseif format == "+s" then
-    local out = {}
+  local first, last = list_range(self, i, large, "ferry.Array.value")
+  local child, out = cached_child(self, 0), {}
+  for j = first, last - 1 do out[#out + 1] = child:value(j) end
+  return out
+end
+
+local function read_string(self, i, large)
+  local ok, v, message = read_bytes_at(self._arr, large, i)
+  if ok then return v end
+  return read_failed(self, "ferry.Array.value", v, message)
+end
+
+--- index(i): the raw dictionary index of element i (dictionary arrays), nil when null.
+function Array:index(i)
+  local root = self._root or self
+  if not root._host_ok then host_ready(self, "ferry.Array.index") end
+  local kind = FIXED[self:format()]
+  if not kind or kind == "bits" or kind:sub(1, 1) == "f" then
+    raise("ferry.Array.index", EINVAL, "not integer indices: " .. tostring(self:format()))
+  end
+  local ok, v, message = read_value(self._arr, kind, i)
+  if ok then return v end
+  return read_failed(self, "ferry.Array.index", v, message)
+end
+
+readers = {
+  b32 = function(self, i) return read_string(self, i, false) end,
+  b64 = function(self, i) return read_string(self, i, true) end,
+  l32 = function(self, i) return read_list(self, i, false) end,
+  l64 = function(self, i) return read_list(self, i, true) end,
+  struct = function(self, i)
+    local length = self:length()
+    check_index("ferry.Array.value", "index", i, length)
+    if not self:is_valid(i) then return nil end
+    local out, slot = {}, i + self:offset()
     for c = 0, self:n_children() - 1 do
-      local child = self:child(c)
-      out[child:schema():name() or c] = child:value(i + raw.ferry_array_offset(ptr))
+      local child = cached_child(self, c)
+      out[child:schema():name() or c] = child:value(slot)
     end
     return out
-  end
-  raise("ferry.Array.value", errno.ENOTSUP, "no reader for format " .. format)
-end
-
---- list_bounds(i) -> first, last child positions of list element i.
-function Array:_list_bounds(i)
-  local ptr = readable(self)
-  return read_offsets(self, ptr, i)
-end
-
---- buffer_address(i) -> address of buffer i (nil for NULL), without its size.
-function Array:buffer_address(i) return raw.ferry_array_buffer(array_ptr(self), i) end
+  end,
+  dict = function(self, i)
+    local index = self:index(i)
+    if index == nil then return nil end
+    local dictionary = self._dict or self:dictionary()
+    self._dict = dictionary
+    index = backend.to_integer(index)
+    local n = dictionary:length()
+    if index < 0 or index >= n then
+      return read_failed(self, "ferry.Array.value", EINVAL, string.format(
+        "index %d of element %d is outside the dictionary (length %d)", index, i, n))
+    end
+    return dictionary:value(index)
+  end,
+  none = function(self)
+    raise("ferry.Array.value", ENOTSUP, "no reader for format " .. tostring(self:format()))
+  end,
+}
 
 function Array:int32(i) return self:value(i) end
 function Array:int64(i) return self:value(i) end
 function Array:double(i) return self:value(i) end
 function Array:utf8(i) return self:value(i) end
-
---- index(i): the raw dictionary index of element i (dictionary arrays).
-function Array:index(i)
-  local ptr = readable(self)
-  if not self:is_valid(i) then return nil end
-  return backend.read(raw.ferry_array_buffer(ptr, 1), element_kinds[self._schema:format()],
-                      i + raw.ferry_array_offset(ptr))
-end
 
 --- to_table(): every element as a Lua list (nil holes for nulls) and n.
 function Array:to_table()
@@ -354,98 +748,279 @@ function Array:to_table()
   return out, n
 end
 
-function DeviceArray:device_type() return raw.ferry_device_type_name((device_info(self))) end
-function DeviceArray:device_type_id() return (device_info(self)) end
-function DeviceArray:device_id() return select(2, device_info(self)) end
-function DeviceArray:pointer() live_root(self); return self._ptr end
-function DeviceArray:sync_event() return raw.ferry_device_array_sync_event(self:pointer()) end
+-- ---- device arrays: construction and release ------------------------------------------
 
---- wait(consumer_stream): blocks the host (stream nil) or makes the
---- consumer's device stream wait on the producer's event.
-function DeviceArray:wait(consumer_stream)
-  live_root(self, "ferry.DeviceArray.wait")
-  local code, message = raw.ferry_device_array_wait(self._ptr, consumer_stream)
-  check("ferry.DeviceArray.wait", code, message)
-end
-
---- validate(full) -> ok, message, findings
-function DeviceArray:validate(full)
-  live_root(self)
-  local code, message, findings = backend.validate(self._schema:pointer(), self._ptr, full and 1 or 0)
-  return code == 0, message, findings
-end
-
--- Handles of released DeviceArrays are kept for the next one (a released,
--- zeroed struct and its userdata/cdata): no allocation, no finaliser and no
--- garbage per batch. At most POOL_SIZE are kept.
-local POOL_SIZE = 64
-local pool_owner, pool_ptr, pool_arr, pool_n = {}, {}, {}, 0
-local raw_device_array_array = raw.ferry_device_array_array
-local release_device_array = backend.release_device_array
-
-local function take_array_handle()
-  local n = pool_n
-  if n > 0 then
-    local owner, ptr, arr = pool_owner[n], pool_ptr[n], pool_arr[n]
-    pool_owner[n], pool_ptr[n], pool_arr[n] = nil, nil, nil
-    pool_n = n - 1
-    return owner, ptr, arr
+-- A DeviceArray holds a pair handle (`_owner`): its ArrowDeviceArray (`_ptr`;
+-- `_arr` is the ArrowArray in it) and its own ArrowSchema (`_sptr`), unless
+-- the schema is shared (`_shared`, a counted Schema: a stream's, or one it
+-- shares with its copies), in which case its own stays released. Fields
+-- that are unset are `false` where they exist from the start: tables are
+-- sized once, lookups never walk the metatables, and resetting a field
+-- stores into an existing slot (storing into a missing key resizes the
+-- table). On Lua 5.4 the hot fields make exactly 8 (the others are added
+-- on the paths that need them); on LuaJIT every field exists (one shape for
+-- every trace).
+local new_device_array
+if backend.name == "luajit" then
+  new_device_array = function(shared, kind)
+    local owner, ptr, sptr, arr
+    local n = pair_n
+    if n > 0 then
+      owner, ptr, sptr, arr = pair_owners[n], pair_ptrs[n], pair_sptrs[n], pair_arrs[n]
+      pair_owners[n] = nil
+      pair_n = n - 1
+    else
+      owner, ptr, sptr = backend.handle("pair")
+      arr = raw_device_array_array(ptr)
+    end
+    return setmetatable({ _owner = owner, _ptr = ptr, _arr = arr, _sptr = sptr, _kind = kind or false,
+                          _host_ok = false, _released = false, _shared = shared or false,
+                          _format = false, _root = false, _device_type = false, _device_id = false,
+                          _children = false, _dict = false }, DeviceArray)
   end
-  local owner, ptr = backend.handle("array")
-  return owner, ptr, raw_device_array_array(ptr)
-end
-
-local function recycle_array_handle(owner, ptr, arr)
-  release_device_array(ptr) -- runs the producer's release (may call a Lua producer)
-  if pool_n < POOL_SIZE then
-    local n = pool_n + 1
-    pool_owner[n], pool_ptr[n], pool_arr[n] = owner, ptr, arr
-    pool_n = n
-  else
-    backend.handle_free(owner)
+else
+  new_device_array = function(shared, kind)
+    local owner, ptr, sptr, arr
+    local n = pair_n
+    if n > 0 then
+      owner, ptr, sptr, arr = pair_owners[n], pair_ptrs[n], pair_sptrs[n], pair_arrs[n]
+      pair_owners[n] = nil
+      pair_n = n - 1
+    else
+      owner, ptr, sptr = backend.handle("pair")
+      arr = raw_device_array_array(ptr)
+    end
+    return setmetatable({ _owner = owner, _ptr = ptr, _arr = arr, _sptr = sptr, _kind = kind or false,
+                          _host_ok = false, _released = false, _shared = shared or false },
+                        DeviceArray)
   end
 end
 
---- release(): releases the array (and its schema when owned) exactly once.
+local raw_device_type, raw_device_id = raw.ferry_device_array_device_type,
+                                       raw.ferry_device_array_device_id
+device_info = function(root)
+  local device_type = root._device_type
+  if not device_type then
+    device_type = raw_device_type(root._ptr)
+    root._device_type = device_type
+    root._device_id = raw_device_id(root._ptr)
+  end
+  return device_type, root._device_id
+end
+
+--- release(): releases the array (and its hold on a shared schema) exactly
+--- once; also when collected, and by `local a <close>` on 5.4.
 function DeviceArray:release()
   if self._released then return end
   self._released = true
-  if self._loop then
-    -- The reused object of a batch loop: this batch goes now, the loop keeps
-    -- the struct for the next one.
-    release_device_array(self._ptr)
-    return
-  end
+  self._host_ok = false
   local owner = self._owner
   if owner then
     self._owner = nil
-    recycle_array_handle(owner, self._ptr, self._arr)
+    local ptr, sptr = self._ptr, self._sptr
+    release_pair(ptr, sptr) -- runs the producer's release (may call a Lua producer)
+    local n = pair_n
+    if n < POOL_SIZE then
+      n = n + 1
+      pair_owners[n], pair_ptrs[n], pair_sptrs[n], pair_arrs[n] = owner, ptr, sptr, self._arr
+      pair_n = n
+    else
+      backend.handle_free(owner)
+    end
   end
-  if self._schema_owned and self._schema then
-    self._schema:release()
-  elseif self._schema_shared then
-    self._schema_shared = false
-    local schema = self._schema
-    schema._users = schema._users - 1
-    -- The stream went first: the last batch using its schema releases it.
-    if schema._users == 0 and schema._orphaned then schema:release() end
+  local shared = self._shared
+  if shared then
+    self._shared = false
+    unref_schema(shared)
   end
 end
 DeviceArray.__close = DeviceArray.release
 -- No __gc on the table: its handle (userdata on 5.4, cdata on LuaJIT) frees
--- and thereby releases the struct when collected; a table finaliser would
--- only add cost to every batch.
+-- and thereby releases the structs when collected; a table finaliser would
+-- only add cost to every array.
+
+-- Hands this array's schema over to `out` (a fresh array).
+local function hand_over_schema(self, out)
+  out._kind = self._kind
+  local shared = self._shared
+  if shared then
+    out._shared, self._shared = shared, false
+  else
+    raw.ferry_schema_move(self._sptr, out._sptr)
+  end
+end
+
+-- The array's schema as a shared Schema (made shared on first need: moved
+-- out of the pair), for a second holder (a copy).
+local function share_schema(self)
+  local shared = self._shared
+  if not shared then
+    local owner, ptr = schema_pool.take()
+    raw.ferry_schema_move(self._sptr, ptr)
+    shared = shared_schema(owner, ptr, 1)
+    self._shared = shared
+  end
+  shared._users = shared._users + 1
+  return shared
+end
+
+local function validation_level(validate)
+  if validate == nil or validate == true or validate == "default" then return VALIDATE_DEFAULT end
+  if validate == "full" then return VALIDATE_FULL end
+  if validate == false then return -1 end
+  raise("ferry.import_array", EINVAL, "validate must be true, false, \"default\" or \"full\", got " ..
+        tostring(validate))
+end
+
+local import = backend.import
+
+--- ferry.import_array(schema_ptr, device_array_ptr, opts) -> DeviceArray:
+--- takes ownership of C structs a producer filled (moves them; the sources
+--- end up released) and validates them (opts.validate: "default" (the
+--- default), "full", or false). A pair that fails validation is released
+--- (ownership was taken) and the validator's message raised; a NULL or
+--- released struct raises EINVAL and nothing is taken.
+function ferry.import_array(schema_in, array_in, opts)
+  local level = VALIDATE_DEFAULT
+  if opts ~= nil then level = validation_level(opts.validate) end
+  local arr = new_device_array(false, false)
+  local code, message, format, device_type, device_id, pending, has_dictionary =
+    import(schema_in, array_in, arr._sptr, arr._ptr, level)
+  if code ~= 0 then
+    arr:release() -- both structs are released: back to the pool
+    raise("ferry.import_array", code, message)
+  end
+  arr._kind = not has_dictionary and KIND_OF_FORMAT[format] or kind_of(format, has_dictionary)
+  if device_type == CPU and not pending then
+    arr._host_ok = true -- nothing to wait for, nothing to copy
+  else
+    arr._device_type, arr._device_id = device_type, device_id
+  end
+  return arr
+end
+
+-- ---- the reused array of a batch loop or an importer ------------------------------------
+
+-- One DeviceArray refilled for array after array (stream:batches{ reuse =
+-- true }, ferry.importer()): release() releases its structs and keeps them
+-- for the next array; the object and its pair go when the loop ends or the
+-- importer is closed (dispose_reused).
+local ReusedArray = {}
+ReusedArray.__index = ReusedArray
+
+function ReusedArray:release()
+  if self._released then return end
+  self._released = true
+  self._host_ok = false
+  release_pair(self._ptr, self._sptr)
+end
+ReusedArray.__close = ReusedArray.release
+
+local function new_reused_array(shared, kind, loop)
+  local arr = new_device_array(shared, kind)
+  arr._loop, arr._device_type, arr._device_id = loop, false, false
+  return setmetatable(arr, ReusedArray)
+end
+
+-- Gives the reused object's pair and schema hold up, once.
+local function dispose_reused(self)
+  if getmetatable(self) ~= ReusedArray then return end
+  setmetatable(self, DeviceArray)
+  self._released = false -- so that release() below runs in full
+  self:release()
+end
+
+local Importer = {}
+Importer.__index = Importer
+ferry.Importer = Importer
+
+--- ferry.importer(opts) -> Importer: the lean consumer path. Each
+--- importer:import(schema_ptr, array_ptr) does what ferry.import_array does
+--- but into one DeviceArray that the importer keeps: nothing is allocated
+--- per array. The object it returns stays valid until the next import (which
+--- releases the previous array if the caller did not) or importer:close();
+--- do not keep it. opts.validate as for ferry.import_array.
+function ferry.importer(opts)
+  local level = VALIDATE_DEFAULT
+  if opts ~= nil then level = validation_level(opts.validate) end
+  local arr = new_reused_array(false, false, false)
+  arr._released = true
+  return setmetatable({ _array = arr, _level = level }, Importer)
+end
+
+--- import(schema_ptr, device_array_ptr) -> the importer's DeviceArray, filled.
+function Importer:import(schema_in, array_in)
+  local arr = self._array
+  if not arr then raise("ferry.Importer.import", EINVAL, "the importer is closed") end
+  if not arr._released then arr:release() end
+  local code, message, format, device_type, device_id, pending, has_dictionary =
+    import(schema_in, array_in, arr._sptr, arr._ptr, self._level)
+  if code ~= 0 then raise("ferry.Importer.import", code, message) end
+  arr._kind = not has_dictionary and KIND_OF_FORMAT[format] or kind_of(format, has_dictionary)
+  arr._device_type, arr._device_id = device_type, device_id
+  arr._host_ok = device_type == CPU and not pending
+  arr._released = false
+  return arr
+end
+
+--- close(): releases the current array (if any) and frees the importer's structs.
+function Importer:close()
+  local arr = self._array
+  if arr then
+    self._array = nil
+    arr:release()
+    dispose_reused(arr)
+  end
+end
+Importer.__close = Importer.close
+Importer.__gc = Importer.close
+
+function DeviceArray:device_type() return raw.ferry_device_type_name((device_info(live_root(self)))) end
+function DeviceArray:device_type_id() return (device_info(live_root(self))) end
+function DeviceArray:device_id() return select(2, device_info(live_root(self))) end
+function DeviceArray:pointer() live_root(self); return self._ptr end
+function DeviceArray:sync_event() return raw.ferry_device_array_sync_event(self:pointer()) end
+--- device() -> the Device the array lives on.
+function DeviceArray:device() return ferry.device(device_info(live_root(self))) end
+
+--- is_host_readable() -> true when the host can read the array where it lies
+--- (the CPU, the sim device; not CUDA/ROCm device memory: use to_host()).
+function DeviceArray:is_host_readable()
+  local device_type, device_id = device_info(live_root(self))
+  return device_type == CPU or ferry.device(device_type, device_id):is_host_accessible()
+end
+
+--- wait(consumer_stream): the consumer-stream handoff of this array: makes
+--- `consumer_stream` (a native stream of the array's device: the CUstream /
+--- hipStream_t value itself, not a pointer to it) wait on the producer's sync
+--- event without blocking the host; with consumer_stream nil the host waits.
+function DeviceArray:wait(consumer_stream)
+  live_root(self, "ferry.DeviceArray.wait")
+  check("ferry.DeviceArray.wait", raw.ferry_device_array_wait(self._ptr, consumer_stream))
+end
+
+--- validate(full) -> ok, message, findings (every finding { rule, where, what }).
+function DeviceArray:validate(full)
+  live_root(self, "ferry.DeviceArray.validate")
+  local code, message, findings = backend.validate(schema_of(self), self._ptr,
+                                                   full and VALIDATE_FULL or VALIDATE_DEFAULT)
+  return code == 0, message, findings
+end
 
 --- export(schema_out, array_out): moves both into consumer-allocated
 --- structs (schema_out may be nil to keep the schema); this object is then
 --- released.
 function DeviceArray:export(schema_out, array_out)
   live_root(self, "ferry.DeviceArray.export")
+  if self._loop then
+    raise("ferry.DeviceArray.export", EINVAL, "a batch of a reusing loop cannot be moved out")
+  end
   if schema_out ~= nil then
-    if not self._schema_owned then
-      raise("ferry.DeviceArray.export", errno.EINVAL, "the schema belongs to a stream")
+    if self._shared then
+      raise("ferry.DeviceArray.export", EINVAL, "the schema is shared (a stream's or a copy's): " ..
+            "export the array alone (schema_out nil)")
     end
-    local code = raw.ferry_schema_move(self._schema:pointer(), schema_out)
+    local code = raw.ferry_schema_move(self._sptr, schema_out)
     if code ~= 0 then raise("ferry.DeviceArray.export", code, "schema destination not released") end
   end
   local code = raw.ferry_device_array_move(self._ptr, array_out)
@@ -455,90 +1030,16 @@ end
 
 function DeviceArray:__tostring()
   if self._released then return "ferry.DeviceArray(released)" end
-  return string.format("ferry.DeviceArray(%s, length %d, %s)", self._schema:format(),
+  return string.format("ferry.DeviceArray(%s, length %d, %s)", tostring(self:format()),
                        self:length(), self:device_type())
 end
 
--- A fresh owned DeviceArray around a released struct (filled by the caller).
--- Every field is present from the start, `false` meaning unset: the table is
--- sized once, lookups never fall through to the metatables, and resetting
--- a field stores into an existing slot (storing nil into a missing key is
--- ~50 ns in LuaJIT traces).
--- schema_shared: the schema is a stream's, counted in its `_users` (see
--- share_schema) and given back by release().
-local new_device_array
-if backend.name == "luajit" then
-  new_device_array = function(schema, schema_owned, schema_shared)
-    local owner, ptr, arr = take_array_handle()
-    return setmetatable({ _owner = owner, _ptr = ptr, _arr = arr, _schema = schema,
-                          _schema_owned = schema_owned, _schema_shared = schema_shared,
-                          _root = false, _device_type = false, _device_id = false,
-                          _host_ok = false, _released = false, _loop = false }, DeviceArray)
-  end
-else
-  -- Lua 5.4: a table of 5 fields (8 slots) costs ~100 ns less to make and
-  -- collect than one of 12; absent fields read as nil through the metatable.
-  -- Fields added later (_device_type, _host_ok...) are not per batch.
-  new_device_array = function(schema, schema_owned, schema_shared)
-    local owner, ptr, arr = take_array_handle()
-    return setmetatable({ _owner = owner, _ptr = ptr, _arr = arr, _schema = schema,
-                          _schema_shared = schema_shared, _root = false, _released = false,
-                          _loop = false }, DeviceArray)
-  end
-end
+-- ---- moving and copying between devices ------------------------------------------------
 
-function ferry._new_device_array() return new_device_array(nil, false, false) end
-
--- A batch shares its stream's schema: the schema counts its users so that it
--- is released promptly, by the stream or by the last batch, whichever is last
--- (never left to the garbage collector, which may run much later).
-local function share_schema(arr, schema)
-  if arr._schema_shared then return arr end -- counted at construction (pull)
-  schema._users = (schema._users or 0) + 1
-  arr._schema_shared = true
-  return arr
-end
-
--- Gives the (filled) array its schema; device type and id are read on
--- first use (device_info).
-function DeviceArray:_adopt(schema, schema_owned)
-  self._schema = schema
-  self._schema_owned = schema_owned == true
-  self._device_type = false
-  self._host_ok = false
-  return self
-end
-
-local raw_device_type, raw_device_id = raw.ferry_device_array_device_type,
-                                       raw.ferry_device_array_device_id
-
-device_info = function(self)
-  local root = self._root or self
-  if not root._device_type then
-    root._device_type = raw_device_type(root._ptr)
-    root._device_id = raw_device_id(root._ptr)
-  end
-  return root._device_type, root._device_id
-end
-
-local function new_owned_schema()
-  local owner, ptr = backend.handle("schema")
-  return wrap_schema(ptr, owner, nil)
-end
-
--- Hands this array's schema over to `out`, which replaces it (moves).
-local function hand_over_schema(self, out)
-  local schema = self._schema
-  if self._schema_owned then
-    out:_adopt(schema, true)
-    self._schema_owned = false
-  else
-    out:_adopt(schema, false)
-    if self._schema_shared then
-      schema._users = (schema._users or 0) + 1
-      out._schema_shared = true
-    end
-  end
+local function device_arguments(kind, id)
+  local device_type = device_type_code(kind or "cpu")
+  if id == nil then id = default_id(device_type) end
+  return device_type, id
 end
 
 --- move_to_device(kind, id) -> DeviceArray on device (kind, id) ("cpu",
@@ -550,11 +1051,11 @@ end
 function DeviceArray:move_to_device(kind, id)
   local where = "ferry.DeviceArray.move_to_device"
   live_root(self, where)
-  local device_type = device_type_code(kind or "cpu")
-  if id == nil then id = device_type == 1 and -1 or 0 end
-  local out = new_device_array(nil, false, false)
-  local code, message = raw.ferry_device_array_move_to_device(self._schema:pointer(), self._ptr,
-                                                              device_type, id, out._ptr)
+  if self._loop then raise(where, EINVAL, "a batch of a reusing loop cannot be moved") end
+  local device_type, device_id = device_arguments(kind, id)
+  local out = new_device_array(false, false)
+  local code, message = raw.ferry_device_array_move_to_device(schema_of(self), self._ptr, device_type,
+                                                              device_id, out._ptr)
   if code ~= 0 then
     out:release()
     raise(where, code, message)
@@ -564,15 +1065,45 @@ function DeviceArray:move_to_device(kind, id)
   return out
 end
 
+--- to_host() -> DeviceArray on the CPU: the way to read device memory.
+--- Moves without copying where the host can reach the memory (CPU arrays,
+--- pinned and managed memory, after waiting on the event), else copies
+--- (waiting on the producer's event first). Consumes this array, as
+--- move_to_device does.
+function DeviceArray:to_host()
+  return self:move_to_device(CPU, -1)
+end
+
+--- copy_to_device(kind, id) -> a deep copy on device (kind, id) (after
+--- waiting on the producer's event; no pending work); this array stays
+--- the caller's and the two share the schema.
+function DeviceArray:copy_to_device(kind, id)
+  local where = "ferry.DeviceArray.copy_to_device"
+  live_root(self, where)
+  local device_type, device_id = device_arguments(kind, id)
+  local out = new_device_array(false, false)
+  local code, message = raw.ferry_device_array_copy(schema_of(self), self._ptr, device_type, device_id,
+                                                    out._ptr)
+  if code ~= 0 then
+    out:release()
+    raise(where, code, message)
+  end
+  out._shared, out._kind = share_schema(self), self._kind
+  return out
+end
+
 -- ---- DLPack ----------------------------------------------------------------------
 
 local DLPackTensor = {}
 DLPackTensor.__index = DLPackTensor
 ferry.DLPackTensor = DLPackTensor
 
-local DLPACK_READ_ONLY, DLPACK_IS_COPIED = 1, 2
-local dlpack_codes = { [0] = "int", [1] = "uint", [2] = "float", [4] = "bfloat", [5] = "complex",
-                       [6] = "bool" }
+local DLPACK_READ_ONLY = constants.DLPACK_FLAG_BITMASK_READ_ONLY
+local DLPACK_IS_COPIED = constants.DLPACK_FLAG_BITMASK_IS_COPIED
+local dlpack_codes = {
+  [constants.kDLInt] = "int", [constants.kDLUInt] = "uint", [constants.kDLFloat] = "float",
+  [constants.kDLBfloat] = "bfloat", [constants.kDLComplex] = "complex", [constants.kDLBool] = "bool",
+}
 
 local function wrap_tensor(ptr)
   -- LuaJIT does not run __gc on tables: the backend anchors a finaliser on
@@ -582,7 +1113,7 @@ local function wrap_tensor(ptr)
 end
 
 local function tensor_ptr(self, where)
-  if self._released then raise(where, errno.EINVAL, "the DLPack tensor was deleted or handed over") end
+  if self._released then raise(where, EINVAL, "the DLPack tensor was deleted or handed over") end
   return self._ptr
 end
 
@@ -601,7 +1132,8 @@ end
 function DeviceArray:to_dlpack(consumer_stream)
   local where = "ferry.DeviceArray.to_dlpack"
   live_root(self, where)
-  local code, tensor, message = raw.ferry_device_array_to_dlpack(self._schema:pointer(), self._ptr,
+  if self._loop then raise(where, EINVAL, "a batch of a reusing loop cannot be moved") end
+  local code, tensor, message = raw.ferry_device_array_to_dlpack(schema_of(self), self._ptr,
                                                                  consumer_stream)
   if code ~= 0 then raise(where, code, message) end
   self:release() -- the struct was moved into the tensor: nothing left to release
@@ -620,17 +1152,15 @@ function ferry.from_dlpack(tensor)
     object = tensor
     tensor = tensor_ptr(object, where)
   end
-  if tensor == nil then raise(where, errno.EINVAL, "tensor must not be nil") end
-  local schema = new_owned_schema()
-  local arr = new_device_array(nil, false, false)
-  local code, message = raw.ferry_device_array_from_dlpack(tensor, schema._ptr, arr._ptr)
+  if tensor == nil then raise(where, EINVAL, "tensor must not be nil") end
+  local arr = new_device_array(false, false)
+  local code, message = raw.ferry_device_array_from_dlpack(tensor, arr._sptr, arr._ptr)
   if code ~= 0 then
-    schema:release()
     arr:release()
     raise(where, code, message)
   end
   if object then disown_tensor(object) end
-  return arr:_adopt(schema, true)
+  return arr
 end
 
 --- info() -> { device_type, device_id, ndim, shape = {...}, strides = {...}
@@ -695,24 +1225,197 @@ function DLPackTensor:__tostring()
                        device, id)
 end
 
---- ferry.import_array(schema_ptr, device_array_ptr): takes ownership of
---- C-allocated structs a producer filled (moves them; the sources end up
---- released) and returns a DeviceArray.
-function ferry.import_array(schema_in, array_in)
-  local schema = new_owned_schema()
-  local code = raw.ferry_schema_move(schema_in, schema._ptr)
+-- ---- streams ------------------------------------------------------------------------
+
+-- A DeviceStream owns an ArrowDeviceArrayStream. Its schema is fetched once
+-- and shared with every batch (`_users` counts the stream and its live
+-- batches), and prepared once, so each batch's validation skips the
+-- schema's walk.
+local DeviceStream = {}
+DeviceStream.__index = DeviceStream
+ferry.DeviceStream = DeviceStream
+
+local function stream_ptr(self, where)
+  if self._released then raise(where or "ferry.DeviceStream", EINVAL, "stream already released") end
+  return self._ptr
+end
+
+local function new_stream(owner, ptr, opts)
+  local level = VALIDATE_DEFAULT
+  if opts ~= nil then level = validation_level(opts.validate) end
+  return setmetatable({ _owner = owner, _ptr = ptr, _schema = false, _prepared = false,
+                        _level = level, _released = false }, DeviceStream)
+end
+
+--- ferry.import_stream(ptr, opts) -> DeviceStream: takes ownership of a
+--- C-allocated stream (moved). Every batch is validated against the
+--- stream's schema (opts.validate: "default" (the default), "full", false).
+function ferry.import_stream(stream_in, opts)
+  local owner, ptr = backend.handle("stream")
+  local code = raw.ferry_array_stream_move(stream_in, ptr)
   if code ~= 0 then
-    schema:release()
-    raise("ferry.import_array", code, "the schema is released or NULL")
+    backend.handle_free(owner)
+    raise("ferry.import_stream", code, "the stream is released or NULL")
   end
-  local arr = ferry._new_device_array()
-  code = raw.ferry_device_array_move(array_in, arr._ptr)
+  return new_stream(owner, ptr, opts)
+end
+
+function DeviceStream:pointer() return stream_ptr(self) end
+function DeviceStream:device_type()
+  return raw.ferry_device_type_name(raw.ferry_array_stream_device_type(stream_ptr(self)))
+end
+
+-- get_schema into a new shared Schema with one holder, or raise.
+local function fetch_schema(self, where)
+  local ptr = stream_ptr(self, where)
+  local schema = owned_schema()
+  local code, message = raw.ferry_array_stream_get_schema(ptr, schema._ptr)
   if code ~= 0 then
     schema:release()
+    raise(where, code, message)
+  end
+  return schema
+end
+
+--- get_schema() -> a new Schema owned by the caller (release() it, or let
+--- it be collected).
+function DeviceStream:get_schema() return fetch_schema(self, "ferry.get_schema") end
+
+-- The shared schema of the batches (fetched and prepared once).
+local function batch_schema(self)
+  local schema = self._schema
+  if schema then return schema end
+  schema = fetch_schema(self, "ferry.get_schema")
+  schema._mine = false -- held by the stream: released with it and its batches
+  setmetatable(schema, Schema)
+  if self._level >= 0 then
+    local prepared, code, message = backend.prepare(schema._ptr)
+    if not prepared then
+      unref_schema(schema)
+      raise("ferry.get_schema", code, message)
+    end
+    self._prepared = prepared
+  end
+  schema._kind = kind_of(schema:format(), raw.ferry_schema_dictionary(schema._ptr) ~= nil)
+  self._schema = schema
+  return schema
+end
+
+--- schema() -> a view of the schema every batch is described by (fetched
+--- once; valid while the stream or one of its batches is).
+function DeviceStream:schema() return schema_view(batch_schema(self)._ptr, batch_schema(self)) end
+
+local get_next_raw, get_next_on_raw = backend.get_next, backend.get_next_on
+local validate_batch = backend.validate_batch
+
+-- Pulls one batch into a new DeviceArray: plain get_next, or with `on` the
+-- consumer-stream handoff of ferry_array_stream_get_next_on; validates it.
+local function pull(self, on, consumer_stream)
+  local ptr = stream_ptr(self, "ferry.get_next")
+  local schema = self._schema or batch_schema(self)
+  local arr = new_device_array(false, schema._kind)
+  local code, message
+  if on then
+    code, message = get_next_on_raw(ptr, arr._ptr, consumer_stream)
+  else
+    code, message = get_next_raw(ptr, arr._ptr)
+  end
+  local released, device_type, device_id, pending
+  if code == 0 then
+    code, message, released, device_type, device_id, pending =
+      validate_batch(self._prepared or nil, arr._ptr, self._level)
+  end
+  if code ~= 0 or released then
     arr:release()
-    raise("ferry.import_array", code, "the array is released or NULL")
+    if code ~= 0 then raise("ferry.get_next", code, message) end
+    return nil
   end
-  return arr:_adopt(schema, true)
+  if device_type == CPU and not pending then
+    arr._host_ok = true
+  else
+    arr._device_type, arr._device_id = device_type, device_id
+  end
+  schema._users = schema._users + 1
+  arr._shared = schema
+  return arr
+end
+
+--- next() -> DeviceArray, or nil at the end of the stream.
+function DeviceStream:next() return pull(self, false, nil) end
+
+--- next_on(consumer_stream) -> DeviceArray, or nil at the end: the
+--- consumer-stream handoff per batch. The batch is handed to
+--- `consumer_stream` (a native stream of the batch's device, as from
+--- Device:stream(): the CUstream/hipStream_t value itself), which is made to
+--- wait on the batch's sync event without blocking the host; with
+--- consumer_stream nil the host waits.
+function DeviceStream:next_on(consumer_stream) return pull(self, true, consumer_stream) end
+
+-- Iterator of `batches()` without reuse: a new DeviceArray per batch.
+local function pull_step(state)
+  return pull(state.stream, state.on, state.consumer)
+end
+
+-- The 4th value of the generic for (Lua 5.4 closes it when the loop ends,
+-- `break` included): disposes the loop's reused batch object.
+local LoopCloser = {}
+LoopCloser.__close = function(closer) dispose_reused(closer.batch) end
+
+--- batches(opts) -> iterator for `for batch in stream:batches() do ... end`.
+--- opts.reuse: one DeviceArray is refilled for every batch (no object per
+---   batch; each batch is released when the loop advances, or by
+---   batch:release() in the body, so do not keep it).
+--- opts.consumer_stream: every batch is handed to this device stream as by
+---   next_on(consumer_stream); opts.host_wait = true: the host waits on
+---   every batch's event instead.
+function DeviceStream:batches(opts)
+  local on, consumer_stream = false, nil
+  if opts then
+    if opts.consumer_stream ~= nil then on, consumer_stream = true, opts.consumer_stream end
+    if opts.host_wait then on = true end
+  end
+  if not (opts and opts.reuse) then
+    return pull_step, { stream = self, on = on, consumer = consumer_stream }, nil
+  end
+  stream_ptr(self, "ferry.get_next")
+  local schema = batch_schema(self)
+  schema._users = schema._users + 1
+  local arr = new_reused_array(schema, schema._kind, true)
+  local closer = setmetatable({ batch = arr }, LoopCloser)
+  local function finish(code, message)
+    dispose_reused(arr)
+    if code ~= 0 then raise("ferry.get_next", code, message) end
+  end
+  local f, s = backend.batch_iterator(self._owner, arr._owner, arr, finish, consumer_stream,
+                                      on and 1 or 0, self._prepared or nil)
+  return f, s, nil, closer
+end
+
+--- release(): releases the stream exactly once (also when collected, and by
+--- `local s <close>` on 5.4). Batches may outlive it.
+function DeviceStream:release()
+  if self._released then return end
+  self._released = true
+  -- Batches may outlive the stream and share its schema: the last holder
+  -- releases it.
+  local schema = self._schema
+  self._schema = false
+  if schema then unref_schema(schema) end
+  if self._prepared then
+    backend.prepared_free(self._prepared)
+    self._prepared = false
+  end
+  backend.handle_free(self._owner)
+  self._owner = nil
+end
+DeviceStream.__close = DeviceStream.release
+DeviceStream.__gc = DeviceStream.release
+
+--- export(out): moves the stream into a consumer-allocated struct.
+function DeviceStream:export(out)
+  local code = raw.ferry_array_stream_move(stream_ptr(self, "ferry.DeviceStream.export"), out)
+  if code ~= 0 then raise("ferry.DeviceStream.export", code, "destination not released") end
+  self:release()
 end
 
 -- ---- producing: Lua data -> exported arrays -----------------------------------
@@ -727,11 +1430,14 @@ end
 -- into C memory (Lua tables must be packed once; after that nothing is
 -- copied), or { pointer = p, size = n } for memory the caller keeps alive.
 
-local function materialise_buffers(k, node, device, cpu)
+-- Buffers of a node on their way into an export (`k` owns what is made):
+-- host data is packed once, and copied once to `device` (when not the CPU)
+-- on `stream` (the caller's native stream, or the keeper's own).
+local function materialise_buffers(k, node, device, cpu, stream)
   local pointers, n = {}, node.buffers and (node.buffers.n or #node.buffers) or 0
   for i = 1, n do
     local buf = node.buffers[i]
-    local ptr, size
+    local ptr, size, on_device
     if buf == nil or buf == false then
       ptr = nil
     elseif type(buf) == "string" then
@@ -740,25 +1446,30 @@ local function materialise_buffers(k, node, device, cpu)
       ptr, size = backend.keeper_pack(k, buf.kind, buf.values, buf.n or #buf.values)
     elseif type(buf) == "table" and buf.pointer ~= nil then
       ptr, size = buf.pointer, buf.size
-    else
-      raise("ferry.export", errno.EINVAL, "buffer " .. (i - 1) .. " of " .. tostring(node.format)
-            .. " must be nil, a string or a packed table")
-    end
-    if ptr ~= nil and device and not cpu then
-      if size == nil then
-        raise("ferry.export", errno.EINVAL, "buffer " .. (i - 1) .. " needs a size to go to a device")
+    elseif type(buf) == "table" and buf.device_pointer ~= nil then
+      if cpu then
+        raise("ferry.export", EINVAL, "buffer " .. (i - 1) .. " is device memory, but the export is on the CPU")
       end
-      local moved, code, message = backend.keeper_to_device(k, ptr, size, device.ptr)
+      ptr, on_device = buf.device_pointer, true
+      if buf.owned then backend.keeper_adopt(k, "memory", device.ptr, ptr, buf.destroy) end
+    else
+      raise("ferry.export", EINVAL, "buffer " .. (i - 1) .. " of " .. tostring(node.format)
+            .. " must be nil, a string, a packed table, { pointer = } or { device_pointer = }")
+    end
+    if ptr ~= nil and device and not cpu and not on_device then
+      if size == nil then
+        raise("ferry.export", EINVAL, "buffer " .. (i - 1) .. " needs a size to go to a device")
+      end
+      local moved, code, message = backend.keeper_to_device(k, ptr, size, device.ptr, stream)
       if moved == nil then raise("ferry.export", code, message) end
       ptr = moved
     end
     pointers[i] = ptr or false
   end
   node._pointers, node._n_buffers = pointers, n
-  for _, child in ipairs(node.children or {}) do materialise_buffers(k, child, device, cpu) end
-  if node.dictionary then materialise_buffers(k, node.dictionary, device, cpu) end
+  for _, child in ipairs(node.children or {}) do materialise_buffers(k, child, device, cpu, stream) end
+  if node.dictionary then materialise_buffers(k, node.dictionary, device, cpu, stream) end
 end
-
 
 -- Initialises `ptr` (released) from `node` with the given hook, then its
 -- children and dictionary (no hooks: the root's hook frees everything).
@@ -793,7 +1504,7 @@ end
 local function fill_schema(ptr, node)
   local children = node.children or {}
   local code, message = raw.ferry_schema_init(ptr, node.format, node.name,
-                                              node.flags or 2, #children)
+                                              node.flags or NULLABLE, #children)
   if code ~= 0 then return code, message end
   for _, pair in ipairs(node.metadata or {}) do
     code, message = raw.ferry_schema_add_metadata(ptr, pair[1], pair[2])
@@ -825,7 +1536,7 @@ ferry.formats = formats
 local function spec_length(spec)
   local n = spec.length or (spec.values and (spec.values.n or #spec.values)) or
             (spec.indices and (spec.indices.n or #spec.indices)) or 0
-  if n < 0 then raise("ferry.array", errno.EINVAL, "negative length " .. n) end
+  if n < 0 then raise("ferry.array", EINVAL, "negative length " .. n) end
   return n
 end
 
@@ -860,7 +1571,7 @@ local function variable_size_node(spec, n, offset, format)
     local v = spec.values[i]
     if v ~= nil then
       if type(v) ~= "string" then
-        raise("ferry.array", errno.EINVAL, string.format("element %d of %s must be a string, got %s",
+        raise("ferry.array", EINVAL, string.format("element %d of %s must be a string, got %s",
               i - 1, spec.type, type(v)))
       end
       pieces[#pieces + 1] = v
@@ -868,7 +1579,7 @@ local function variable_size_node(spec, n, offset, format)
     end
     offsets[#offsets + 1] = position
   end
-  if position > 2147483647 then raise("ferry.array", errno.EINVAL, "more than 2 GiB of string data") end
+  if position > 2147483647 then raise("ferry.array", EINVAL, "more than 2 GiB of string data") end
   local validity, nulls = validity_of(spec, spec.values, n, offset)
   return {
     format = format, length = n, null_count = nulls, offset = offset,
@@ -919,9 +1630,9 @@ to_node = function(spec)
              buffers = { validity or false, n = 1 }, children = children }
   elseif type_name == "dictionary" then
     local index_type = spec.index_type or "int32"
-    local kind = element_kinds[formats[index_type] or ""]
+    local kind = FIXED[formats[index_type] or ""]
     if not kind or kind == "bits" then
-      raise("ferry.array", errno.EINVAL, "bad dictionary index type " .. tostring(index_type))
+      raise("ferry.array", EINVAL, "bad dictionary index type " .. tostring(index_type))
     end
     local validity, nulls = validity_of(spec, spec.indices, n, offset)
     node = { format = formats[index_type], length = n, null_count = nulls, offset = offset,
@@ -930,17 +1641,17 @@ to_node = function(spec)
                          n = 2 },
              dictionary = to_node(spec.dictionary) }
   elseif format then
-    local kind = element_kinds[format]
+    local kind = FIXED[format]
     local values = spec.values or {}
     local validity, nulls = validity_of(spec, values, n, offset)
     node = { format = format, length = n, null_count = nulls, offset = offset,
              buffers = { validity or false, { kind = kind, values = shifted(values, n, offset, nil),
                                               n = offset + n }, n = 2 } }
   else
-    raise("ferry.array", errno.EINVAL, "unknown type " .. tostring(type_name))
+    raise("ferry.array", EINVAL, "unknown type " .. tostring(type_name))
   end
   node.name = spec.name or (spec.name == nil and type_name) or nil
-  node.flags = spec.nullable == false and 0 or 2
+  node.flags = spec.nullable == false and 0 or NULLABLE
   node.metadata = spec.metadata
   return node
 end
@@ -950,9 +1661,9 @@ ferry.node = to_node
 
 local function resolve_device(opts)
   local kind = opts.device or "cpu"
-  if kind == "cpu" or kind == 1 then return nil, true end
+  if kind == "cpu" or kind == CPU then return nil, true end
   local device = ferry.device(kind, opts.device_id)
-  return device, device.type == 1
+  return device, device.type == CPU
 end
 
 --- export_schema_to(spec_or_node, out): fills a released ArrowSchema*.
@@ -1031,11 +1742,45 @@ local function export_borrowed(node, out)
   if code == 0 and (children or node.dictionary) then
     code, message = fill_array_children(tmp, node)
   end
-  if code == 0 then code, message = raw_device_array_init(out, tmp, 1, -1, nil, nil, nil) end
+  if code == 0 then code, message = raw_device_array_init(out, tmp, CPU, -1, nil, nil, nil) end
   -- On success tmp was moved into out; otherwise it may hold a partial tree.
   if code ~= 0 then raw.ferry_array_release(tmp) end
   scratch_depth = scratch_depth - 1
   if code ~= 0 then raise("ferry.export", code, message) end
+end
+
+local SYNC_POLICIES = { record_event = constants.FERRY_SYNC_RECORD_EVENT,
+                        synchronize = constants.FERRY_SYNC_SYNCHRONIZE }
+
+-- The caller's own sync event: checked, and owned by the export (keeper
+-- `k`) when event_destroy says how to destroy it.
+local function adopt_event(k, device, opts)
+  if backend.keeper_device_stream(k) ~= nil then
+    raise("ferry.export", EINVAL, "with sync_event every buffer must already be on the device " ..
+          "({ device_pointer = }): ferry would copy on a stream the event does not cover")
+  end
+  local destroy = opts.event_destroy
+  if destroy ~= nil then
+    if destroy ~= "ferry" and type(destroy) ~= "function" then
+      raise("ferry.export", EINVAL, "event_destroy must be \"ferry\" or a function, got " .. tostring(destroy))
+    end
+    backend.keeper_adopt(k, "event", device.ptr, opts.sync_event, destroy ~= "ferry" and destroy or nil)
+  end
+end
+
+-- The export's sync: a producer stream whose end ferry records an event
+-- at (or synchronizes: sync = "synchronize"), or the caller's own event.
+local function init_on_device(out, tmp, device, stream, opts)
+  local event = opts.sync_event
+  if event ~= nil then
+    return raw.ferry_device_array_init(out, tmp, device.type, device.id, event, nil, nil)
+  end
+  local policy = SYNC_POLICIES[opts.sync or "record_event"]
+  if not policy then
+    raise("ferry.export", EINVAL, "sync must be \"record_event\" or \"synchronize\", got " ..
+          tostring(opts.sync))
+  end
+  return raw.ferry_device_array_init_async(out, tmp, device.ptr, stream, policy)
 end
 
 function ferry.export_array_to(spec, out, opts)
@@ -1046,16 +1791,17 @@ function ferry.export_array_to(spec, out, opts)
   end
   local device, cpu = resolve_device(opts)
   local k = backend.keeper_new()
-  local ok, err = pcall(materialise_buffers, k, node, device, cpu)
+  local ok, err = pcall(materialise_buffers, k, node, device, cpu, opts.stream)
+  if ok and not cpu and opts.sync_event ~= nil then ok, err = pcall(adopt_event, k, device, opts) end
   if not ok then
     backend.keeper_free(k)
     error(err, 2)
   end
-  local device_stream = backend.keeper_device_stream(k)
+  local stream = opts.stream or backend.keeper_device_stream(k)
   local tmp = raw.ferry_array_new()
   if not tmp then
     backend.keeper_free(k)
-    raise("ferry.export", errno.ENOMEM, "out of memory")
+    raise("ferry.export", ENOMEM, "out of memory")
   end
   local code, message = fill_array(tmp, node, backend.keeper_hook(), backend.keeper_pointer(k))
   if code ~= 0 then
@@ -1065,10 +1811,13 @@ function ferry.export_array_to(spec, out, opts)
     code, message = fill_array_children(tmp, node)
     if code == 0 then
       if cpu then
-        code, message = raw.ferry_device_array_init(out, tmp, 1, -1, nil, nil, nil)
+        code, message = raw.ferry_device_array_init(out, tmp, CPU, -1, nil, nil, nil)
       else
-        code, message = raw.ferry_device_array_init_async(out, tmp, device.ptr, device_stream,
-                                                          raw.FERRY_SYNC_RECORD_EVENT or 0)
+        ok, code, message = pcall(init_on_device, out, tmp, device, stream, opts)
+        if not ok then
+          raw.ferry_array_free(tmp) -- runs the hook: the keeper goes
+          error(code, 2)
+        end
       end
     end
   end
@@ -1083,20 +1832,14 @@ end
 --- struct (fields =), dictionary (indices =, dictionary =), or a raw node.
 function ferry.array(spec)
   local node = to_node(spec)
-  local schema = new_owned_schema()
-  local ok, err = pcall(ferry.export_schema_to, node, schema._ptr)
+  local arr = new_device_array(false, false)
+  local ok, err = pcall(ferry.export_schema_to, node, arr._sptr)
+  if ok then ok, err = pcall(ferry.export_array_to, node, arr._ptr, spec) end
   if not ok then
-    schema:release()
-    error(err, 2)
-  end
-  local arr = ferry._new_device_array()
-  ok, err = pcall(ferry.export_array_to, node, arr._ptr, spec)
-  if not ok then
-    schema:release()
     arr:release()
     error(err, 2)
   end
-  return arr:_adopt(schema, true)
+  return arr
 end
 
 --- export_array(spec, schema_out, array_out, opts): fills consumer-allocated
@@ -1111,196 +1854,8 @@ function ferry.export_array(spec, schema_out, array_out, opts)
   end
 end
 
--- ---- streams ------------------------------------------------------------------------
 
-local DeviceStream = {}
-DeviceStream.__index = DeviceStream
-ferry.DeviceStream = DeviceStream
-
-local function stream_ptr(self, where)
-  if self._released then raise(where or "ferry.DeviceStream", errno.EINVAL, "stream already released") end
-  return self._ptr
-end
-
---- import_stream(ptr): takes ownership of a C-allocated stream (moved).
-function ferry.import_stream(stream_in)
-  local owner, ptr = backend.handle("stream")
-  local code = raw.ferry_array_stream_move(stream_in, ptr)
-  if code ~= 0 then
-    backend.handle_free(owner)
-    raise("ferry.import_stream", code, "the stream is released or NULL")
-  end
-  return setmetatable({ _owner = owner, _ptr = ptr, _schema = false, _released = false },
-                      DeviceStream)
-end
-
-function DeviceStream:pointer() return stream_ptr(self) end
-function DeviceStream:device_type()
-  return raw.ferry_device_type_name(raw.ferry_array_stream_device_type(stream_ptr(self)))
-end
-
---- get_schema() -> a new Schema (owned by the caller).
-function DeviceStream:get_schema()
-  local ptr = stream_ptr(self, "ferry.get_schema")
-  local schema = new_owned_schema()
-  local code, message = raw.ferry_array_stream_get_schema(ptr, schema._ptr)
-  if code ~= 0 then
-    schema:release()
-    raise("ferry.get_schema", code, message)
-  end
-  return schema
-end
-
--- The schema batches are described by (fetched once, owned by the stream).
-function DeviceStream:schema()
-  if not self._schema then self._schema = self:get_schema() end
-  return self._schema
-end
-
-local get_next_raw, get_next_on_raw = backend.get_next, backend.get_next_on
-local is_released = backend.is_released
-
--- Pulls one batch into a new DeviceArray: plain get_next, or with `on` the
--- consumer-stream handoff of ferry_array_stream_get_next_on.
-local function pull(self, on, consumer_stream)
-  local ptr = stream_ptr(self, "ferry.get_next")
-  local schema = self._schema or self:schema()
-  local arr = new_device_array(schema, false, false)
-  local code, message
-  if on then
-    code, message = get_next_on_raw(ptr, arr._ptr, consumer_stream)
-  else
-    code, message = get_next_raw(ptr, arr._ptr)
-  end
-  if code ~= 0 then
-    arr:release()
-    raise("ferry.get_next", code, message)
-  end
-  if is_released(arr._ptr) then
-    arr:release()
-    return nil
-  end
-  schema._users = (schema._users or 0) + 1
-  arr._schema_shared = true -- an existing slot: no rehash
-  return arr
-end
-
---- next() -> DeviceArray, or nil at the end of the stream.
-function DeviceStream:next() return pull(self, false, nil) end
-
---- next_on(consumer_stream) -> DeviceArray, or nil at the end: the batch is
---- handed to `consumer_stream` (a device stream of the batch's device, as
---- from Device:stream()), which is made to wait on the batch's sync event
---- without blocking the host; with consumer_stream nil the host waits.
-function DeviceStream:next_on(consumer_stream) return pull(self, true, consumer_stream) end
-
--- Iterator of `batches()` without reuse: a new DeviceArray per batch.
-local function pull_step(state)
-  return pull(state.stream, state.on, state.consumer)
-end
-
-local function end_reuse_loop(state, code, message)
-  state.done = true
-  state.batch:_end_loop()
-  if code ~= 0 then raise("ferry.get_next", code, message) end
-end
-
--- Iterator of `batches{ reuse = true }` (LuaJIT; Lua 5.4 runs the same steps
--- in C): releases the previous batch, pulls the next into the same struct.
--- Compiled into the loop's trace whenever no Lua callback can run
--- (backend.get_next and release_device_array pick the path per call).
-local function reuse_step(state)
-  if state.done then return nil end
-  if state.stream._released then
-    return end_reuse_loop(state, errno.EINVAL, "stream already released")
-  end
-  local out = state.out
-  release_device_array(out)
-  local code, message
-  if state.on then
-    code, message = get_next_on_raw(state.ptr, out, state.consumer)
-  else
-    code, message = get_next_raw(state.ptr, out)
-  end
-  if code ~= 0 then return end_reuse_loop(state, code, message) end
-  if is_released(out) then return end_reuse_loop(state, 0) end
-  local batch = state.batch
-  batch._released = false
-  batch._host_ok = false
-  batch._device_type = false
-  return batch
-end
-
--- The 4th value of the generic for (Lua 5.4 closes it when the loop ends,
--- `break` included): disposes the loop's reused batch object.
-local LoopCloser = {}
-LoopCloser.__close = function(closer) closer.batch:_end_loop() end
-
-function DeviceArray:_end_loop()
-  if not self._loop then return end
-  self._loop = false
-  self._released = false -- so that release() below runs in full
-  self:release()
-end
-
---- batches(opts) -> iterator for `for batch in stream:batches() do ... end`.
---- opts.reuse: one DeviceArray is refilled for every batch (no object per
----   batch; each batch is released when the loop advances, or by
----   batch:release() in the body, so do not keep it).
---- opts.consumer_stream: every batch is handed to this device stream as by
----   next_on(consumer_stream); opts.host_wait = true: the host waits on
----   every batch's event instead.
-function DeviceStream:batches(opts)
-  local on, consumer_stream = false, nil
-  if opts then
-    if opts.consumer_stream ~= nil then on, consumer_stream = true, opts.consumer_stream end
-    if opts.host_wait then on = true end
-  end
-  if not (opts and opts.reuse) then
-    return pull_step, { stream = self, on = on, consumer = consumer_stream }, nil
-  end
-  local ptr = stream_ptr(self, "ferry.get_next")
-  local schema = self:schema()
-  local arr = share_schema(new_device_array(schema, false, false), schema)
-  arr._loop = true
-  local closer = setmetatable({ batch = arr }, LoopCloser)
-  if backend.batch_iterator then
-    -- Lua 5.4: one C call per step (release, pull, reset, return the object)
-    local function finish(code, message)
-      arr:_end_loop()
-      if code ~= 0 then raise("ferry.get_next", code, message) end
-    end
-    return backend.batch_iterator(self._owner, arr._owner, arr, finish, consumer_stream,
-                                  on and 1 or 0), nil, nil, closer
-  end
-  -- LuaJIT: one shared step function and a state table (a closure per loop
-  -- would make every new loop miss the compiled trace).
-  return reuse_step, { stream = self, ptr = ptr, out = arr._ptr, batch = arr, on = on,
-                       consumer = consumer_stream, done = false }, nil, closer
-end
-
-function DeviceStream:release()
-  if self._released then return end
-  self._released = true
-  -- Batches may outlive the stream and share its schema: release it now
-  -- when none is alive, else the last batch released does (share_schema).
-  local schema = self._schema
-  self._schema = nil
-  if schema then
-    if (schema._users or 0) == 0 then schema:release() else schema._orphaned = true end
-  end
-  backend.handle_free(self._owner)
-  self._owner = nil
-end
-DeviceStream.__close = DeviceStream.release
-DeviceStream.__gc = DeviceStream.release
-
---- export(out): moves the stream into a consumer-allocated struct.
-function DeviceStream:export(out)
-  local code = raw.ferry_array_stream_move(stream_ptr(self, "ferry.DeviceStream.export"), out)
-  if code ~= 0 then raise("ferry.DeviceStream.export", code, "destination not released") end
-  self:release()
-end
+-- ---- producing streams ---------------------------------------------------------------
 
 --- export_stream_to(out, schema, producer, opts): fills a released
 --- ArrowDeviceArrayStream* whose callbacks run Lua:
@@ -1308,11 +1863,12 @@ end
 ---   producer  called per get_next: returns a spec/node or DeviceArray for the
 ---             next batch, nil at the end, or nil, message[, code] on failure;
 ---             raising gives EIO with the traceback.
----   opts      { device = "cpu" | "sim", device_id = }
+---   opts      { device = "cpu" | "sim" | "cuda" | ..., device_id =, stream =, sync = }
+---             (as for ferry.export_array; every batch is exported with them)
 function ferry.export_stream_to(out, schema, producer, opts)
   opts = opts or {}
   local device, cpu = resolve_device(opts)
-  local device_type = cpu and 1 or device.type
+  local device_type = cpu and CPU or device.type
   local function get_schema(schema_out)
     local spec, message, code = schema, nil, nil
     if type(schema) == "function" then spec, message, code = schema() end
@@ -1323,7 +1879,8 @@ function ferry.export_stream_to(out, schema, producer, opts)
   -- Per batch: no table and no extra protected call. An error raised by the
   -- export (a ferry.Error) reaches the trampoline, which keeps its code and
   -- message; anything else becomes EIO with a traceback.
-  local spec_opts = { device = opts.device, device_id = opts.device_id }
+  local spec_opts = { device = opts.device, device_id = opts.device_id, stream = opts.stream,
+                      sync = opts.sync }
   local export_array_to = ferry.export_array_to
   local function get_next(array_out)
     local item, message, code = producer()
@@ -1349,8 +1906,7 @@ function ferry.stream(schema, producer, opts)
     backend.handle_free(owner)
     error(err, 2)
   end
-  return setmetatable({ _owner = owner, _ptr = ptr, _schema = false, _released = false },
-                      DeviceStream)
+  return new_stream(owner, ptr, opts)
 end
 
 --- ferry.stream_from_arrays(list_of_specs, opts): a stream over fixed batches
@@ -1368,6 +1924,12 @@ end
 -- __index chain.
 for name, fn in pairs(Array) do
   if name ~= "__index" and rawget(DeviceArray, name) == nil then DeviceArray[name] = fn end
+end
+
+-- The reused array of loops and importers has every DeviceArray method but
+-- release (ReusedArray's keeps the structs for the next array).
+for name, fn in pairs(DeviceArray) do
+  if name ~= "__index" and rawget(ReusedArray, name) == nil then ReusedArray[name] = fn end
 end
 
 return ferry

@@ -4,6 +4,7 @@
 -- (the default): memory read before its event was waited on holds poison,
 -- so a missing wait shows up as a wrong value.
 local ferry = require("ferry")
+local support = require("spec.support")
 local backend = ferry._backend
 
 local function int(v) return backend.to_integer(v) end
@@ -23,20 +24,12 @@ local function sim_stream(n)
 end
 
 describe("interchange (" .. ferry.backend .. ")", function()
-  local baseline, exports, strict
+  local strict
   before_each(function()
     strict = ferry.sim_is_strict()
     ferry.sim_set_strict(true)
-    collectgarbage()
-    baseline, exports = ferry.live_allocations(), ferry.raw.ferry_live_exports()
   end)
-  after_each(function()
-    collectgarbage()
-    collectgarbage()
-    assert.are.equal(baseline, ferry.live_allocations())
-    assert.are.equal(exports, ferry.raw.ferry_live_exports())
-    ferry.sim_set_strict(strict)
-  end)
+  support.guard_leaks(before_each, after_each, function() ferry.sim_set_strict(strict) end)
 
   describe("consumer-stream handoff", function()
     it("reads poison without a wait: the check below can fail", function()
@@ -194,6 +187,7 @@ describe("interchange (" .. ferry.backend .. ")", function()
     end)
 
     it("runs the deleter exactly once when the tensor is released unused", function()
+      local baseline = ferry.live_allocations()
       local tensor = ferry.array{ type = "uint16", values = { 1, 2 } }:to_dlpack()
       assert.are.equal(baseline + 1, ferry.live_allocations())
       tensor:release()

@@ -1,47 +1,64 @@
-/* The parts of ferry's Lua 5.4 module that SWIG cannot generate (see
- * lferry_support.h for the rules). Registered into `ferry_core.support`. */
+/* The C helpers of ferry's Lua 5.4 backend (the functions the backend
+ * contract, ferry/backend/contract.lua, marks `c`; declared in
+ * generated/lferry_helpers.h), the argument checks of the generated raw
+ * layer, and the module's entry point. See lferry_support.h for the rules. */
 #include "lferry_support.h"
 
-#include <errno.h>
+#if LUA_VERSION_NUM >= 504
 
-#include "ferry/dlpack_abi.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ferry/dlpack_abi.h"
+
 #define HANDLE_METATABLE "ferry.handle"
 #define KEEPER_METATABLE "ferry.keeper"
+#define PREPARED_METATABLE "ferry.prepared"
 #define RUNTIME_METATABLE "ferry.runtime"
 
 /* Process-wide count of what Lua exports own right now (buffers, device
- * allocations, anchored strings, live Lua-backed streams). */
+ * allocations, anchored strings, owned events, live Lua-backed streams). */
 static atomic_llong live_allocations;
 
 int64_t lferry_live_allocations(void) { return (int64_t)atomic_load(&live_allocations); }
 
 /* ------------------------------------------------------------------------ */
-/* Typemap checks                                                            */
+/* Arguments and results of the raw layer                                    */
 /* ------------------------------------------------------------------------ */
 
-int lferry_is_integer(lua_State* L, int index) {
+lua_Integer lferry_check_integer(lua_State* L, int index) {
   int is_integer = 0;
-  if (lua_type(L, index) != LUA_TNUMBER) return 0;
-  lua_tointegerx(L, index, &is_integer);
-  return is_integer;
+  lua_Integer value = lua_tointegerx(L, index, &is_integer);
+  if (!is_integer) {
+    if (lua_type(L, index) == LUA_TNUMBER)
+      luaL_argerror(L, index, "an integer expected, got a number without an integer value");
+    luaL_typeerror(L, index, "integer");
+  }
+  return value;
 }
 
-int lferry_is_string_or_nil(lua_State* L, int index) {
-  return lua_type(L, index) == LUA_TSTRING || lua_isnil(L, index);
+lua_Integer lferry_check_int32(lua_State* L, int index) {
+  lua_Integer value = lferry_check_integer(L, index);
+  if (value < INT32_MIN || value > INT32_MAX) luaL_argerror(L, index, "out of the range of int32_t");
+  return value;
 }
 
-int lferry_is_pointer(lua_State* L, int index) {
-  return lua_islightuserdata(L, index) || lua_isnil(L, index);
+const char* lferry_check_string(lua_State* L, int index) {
+  if (lua_isnoneornil(L, index)) return NULL;
+  if (lua_type(L, index) != LUA_TSTRING) luaL_typeerror(L, index, "string or nil");
+  return lua_tostring(L, index);
 }
 
-int lferry_is_table_or_nil(lua_State* L, int index) {
-  return lua_istable(L, index) || lua_isnil(L, index);
+void* lferry_check_pointer(lua_State* L, int index) {
+  if (lua_isnoneornil(L, index)) return NULL;
+  if (!lua_islightuserdata(L, index)) luaL_typeerror(L, index, "pointer (lightuserdata) or nil");
+  return lua_touserdata(L, index);
 }
 
 /* ISO C has no void* <-> function pointer conversion; a union is the
@@ -52,9 +69,9 @@ union function_address {
   generic_function function;
 };
 
-void (*lferry_to_function_pointer(lua_State* L, int index))(void) {
+void (*lferry_check_function(lua_State* L, int index))(void) {
   union function_address address;
-  address.data = lua_touserdata(L, index);
+  address.data = lferry_check_pointer(L, index);
   return address.function;
 }
 
@@ -64,8 +81,9 @@ static void push_function_address(lua_State* L, generic_function function) {
   lua_pushlightuserdata(L, address.data);
 }
 
-void** lferry_to_buffer_list(lua_State* L, int index, void** scratch, int scratch_size) {
-  if (lua_isnil(L, index)) return NULL;
+void** lferry_check_buffer_list(lua_State* L, int index, void** scratch, int scratch_size) {
+  if (lua_isnoneornil(L, index)) return NULL;
+  luaL_checktype(L, index, LUA_TTABLE);
   lua_Integer n = (lua_Integer)lua_rawlen(L, index);
   /* Small lists use the caller's stack block; larger ones a userdata left on
    * the stack: the GC owns it, so a later argument error cannot leak it. */
@@ -80,6 +98,34 @@ void** lferry_to_buffer_list(lua_State* L, int index, void** scratch, int scratc
   return list;
 }
 
+void lferry_push_pointer(lua_State* L, const void* pointer) {
+  if (pointer) lua_pushlightuserdata(L, (void*)pointer);
+  else lua_pushnil(L);
+}
+
+void lferry_push_string(lua_State* L, const char* string) {
+  if (string) lua_pushstring(L, string);
+  else lua_pushnil(L);
+}
+
+void lferry_push_message(lua_State* L, const struct FerryError* error) {
+  if (error->message[0]) lua_pushstring(L, error->message);
+  else lua_pushnil(L);
+}
+
+/* `false, code, message`: how helpers report bad data (see the contract). */
+static int push_failure(lua_State* L, int code, const char* fmt, ...) {
+  char message[FERRY_ERROR_MESSAGE_SIZE];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(message, sizeof(message), fmt, args);
+  va_end(args);
+  lua_pushboolean(L, 0);
+  lua_pushinteger(L, code);
+  lua_pushstring(L, message);
+  return 3;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The runtime: one per Lua universe, shared with callbacks on any thread    */
 /* ------------------------------------------------------------------------ */
@@ -91,7 +137,7 @@ struct lferry_runtime {
   int closed;           /* set when the Lua state is closed */
   atomic_int refcount;  /* the state itself + every live keeper and stream */
   /* Registry references released from foreign threads are only queued here
-   * and dropped by the Lua side, so a release hook never touches Lua. */
+   * and dropped by the Lua side, so a release hook never frees Lua objects. */
   int* pending_unrefs;
   size_t n_pending, cap_pending;
 };
@@ -253,10 +299,10 @@ static void describe_failure(lua_State* L, int index, int default_code, struct f
 
 /* Calls the Lua function `function_ref` with `argument` on the runtime's
  * callback thread, holding the runtime lock; returns 0 or an errno code with
- * the message in `error`. Never raises. One lua_pcall on the success path:
- * the function comes from the registry, the message handler is already on
- * the thread's stack. Callback convention: return nothing (or true) on
- * success; return nil, message[, code] (or raise) on failure. */
+ * the message in `error` (may be NULL). Never raises. One lua_pcall on the
+ * success path: the function comes from the registry, the message handler
+ * is already on the thread's stack. Callback convention: return nothing (or
+ * true) on success; return nil, message[, code] (or raise) on failure. */
 static int call_lua(struct lferry_runtime* rt, int function_ref, void* argument,
                     struct FerryError* error) {
   struct failure failure;
@@ -295,7 +341,13 @@ static int call_lua(struct lferry_runtime* rt, int function_ref, void* argument,
 /* Handles: full userdata owning a heap ABI struct                           */
 /* ------------------------------------------------------------------------ */
 
-enum handle_kind { HANDLE_SCHEMA, HANDLE_DEVICE_ARRAY, HANDLE_STREAM };
+enum handle_kind { HANDLE_PAIR, HANDLE_SCHEMA, HANDLE_STREAM };
+
+/* What an array holds: its ArrowDeviceArray and (unless shared) its schema. */
+struct lferry_pair {
+  struct ArrowDeviceArray array; /* first: the pair's address is the array's */
+  struct ArrowSchema schema;
+};
 
 struct handle {
   enum handle_kind kind;
@@ -305,42 +357,406 @@ struct handle {
 static void handle_free_now(struct handle* h) {
   if (!h->ptr) return;
   switch (h->kind) {
+    case HANDLE_PAIR: {
+      struct lferry_pair* pair = (struct lferry_pair*)h->ptr;
+      ferry_device_array_release(&pair->array);
+      ferry_schema_release(&pair->schema);
+      free(pair);
+      break;
+    }
     case HANDLE_SCHEMA: ferry_schema_free((struct ArrowSchema*)h->ptr); break;
-    case HANDLE_DEVICE_ARRAY: ferry_device_array_free((struct ArrowDeviceArray*)h->ptr); break;
     case HANDLE_STREAM: ferry_array_stream_free((struct ArrowDeviceArrayStream*)h->ptr); break;
   }
   h->ptr = NULL;
 }
 
-/* handle(kind) -> userdata, pointer. The userdata owns a zeroed struct;
- * __gc/__close (or free_handle) release it if live and free it, once. */
-static int l_handle(lua_State* L) {
-  static const char* const kinds[] = {"schema", "array", "stream", NULL};
+/* handle(kind) -> userdata, pointer[, schema pointer]. The userdata owns
+ * zeroed structs ("pair": an ArrowDeviceArray and an ArrowSchema; "schema";
+ * "stream"); __gc/__close (or handle_free) release them if live and free
+ * them, once. */
+int lferry_helper_handle(lua_State* L) {
+  static const char* const kinds[] = {"pair", "schema", "stream", NULL};
   int kind = luaL_checkoption(L, 1, NULL, kinds);
   struct handle* h = (struct handle*)lua_newuserdatauv(L, sizeof(struct handle), 0);
   h->kind = (enum handle_kind)kind;
   h->ptr = NULL;
   luaL_setmetatable(L, HANDLE_METATABLE);
   switch (h->kind) {
+    case HANDLE_PAIR: h->ptr = calloc(1, sizeof(struct lferry_pair)); break;
     case HANDLE_SCHEMA: h->ptr = ferry_schema_new(); break;
-    case HANDLE_DEVICE_ARRAY: h->ptr = ferry_device_array_new(); break;
     case HANDLE_STREAM: h->ptr = ferry_array_stream_new(); break;
   }
   if (!h->ptr) return luaL_error(L, "ferry.handle: out of memory");
   lua_pushlightuserdata(L, h->ptr);
-  return 2;
+  if (h->kind != HANDLE_PAIR) return 2;
+  lua_pushlightuserdata(L, &((struct lferry_pair*)h->ptr)->schema);
+  return 3;
 }
 
-static int l_handle_free(lua_State* L) {
+/* release_pair(array, schema): releases both structs of a pair (each may be
+ * released already). */
+int lferry_helper_release_pair(lua_State* L) {
+  struct ArrowDeviceArray* array = (struct ArrowDeviceArray*)lua_touserdata(L, 1);
+  struct ArrowSchema* schema = (struct ArrowSchema*)lua_touserdata(L, 2);
+  if (array && array->array.release) ferry_device_array_release(array);
+  if (schema && schema->release) ferry_schema_release(schema);
+  return 0;
+}
+
+int lferry_helper_handle_free(lua_State* L) {
   struct handle* h = (struct handle*)luaL_checkudata(L, 1, HANDLE_METATABLE);
   handle_free_now(h);
   return 0;
 }
 
-static int l_handle_pointer(lua_State* L) {
-  struct handle* h = (struct handle*)luaL_checkudata(L, 1, HANDLE_METATABLE);
-  if (h->ptr) lua_pushlightuserdata(L, h->ptr);
+/* ------------------------------------------------------------------------ */
+/* Consuming: import, prepared schemas                                       */
+/* ------------------------------------------------------------------------ */
+
+/* import(schema_in, array_in, schema, array, level) -> code, message. Both
+ * moves happen or neither does; then the pair is validated (level >= 0) and
+ * released when it fails. On success also returns the root's format, its
+ * device type and id, whether a sync event is pending and whether the
+ * schema has a dictionary. */
+int lferry_helper_import(lua_State* L) {
+  struct ArrowSchema* schema_in = (struct ArrowSchema*)lferry_check_pointer(L, 1);
+  struct ArrowDeviceArray* array_in = (struct ArrowDeviceArray*)lferry_check_pointer(L, 2);
+  struct ArrowSchema* schema = (struct ArrowSchema*)lferry_check_pointer(L, 3);
+  struct ArrowDeviceArray* array = (struct ArrowDeviceArray*)lferry_check_pointer(L, 4);
+  int level = (int)luaL_optinteger(L, 5, FERRY_VALIDATE_DEFAULT);
+  luaL_argcheck(L, schema && array, 3, "destination structs expected");
+  if (ferry_schema_move(schema_in, schema) != FERRY_OK) {
+    lua_pushinteger(L, EINVAL);
+    lua_pushliteral(L, "the schema is NULL or already released");
+    return 2;
+  }
+  if (ferry_device_array_move(array_in, array) != FERRY_OK) {
+    ferry_schema_move(schema, schema_in); /* give it back: nothing was taken */
+    lua_pushinteger(L, EINVAL);
+    lua_pushliteral(L, "the array is NULL or already released");
+    return 2;
+  }
+  if (level >= 0) {
+    struct FerryError error;
+    error.message[0] = '\0';
+    int rc = ferry_validate_device_array(schema, array, level, NULL, NULL, &error);
+    if (rc != FERRY_OK) {
+      ferry_device_array_release(array);
+      ferry_schema_release(schema);
+      lua_pushinteger(L, rc);
+      lua_pushstring(L, error.message);
+      return 2;
+    }
+  }
+  lua_pushinteger(L, 0);
+  lua_pushnil(L);
+  lferry_push_string(L, schema->format);
+  lua_pushinteger(L, array->device_type);
+  lua_pushinteger(L, (lua_Integer)array->device_id);
+  lua_pushboolean(L, array->sync_event != NULL);
+  lua_pushboolean(L, schema->dictionary != NULL);
+  return 7;
+}
+
+struct prepared_slot {
+  struct FerryPreparedSchema* prepared;
+};
+
+static int prepared_gc(lua_State* L) {
+  struct prepared_slot* slot = (struct prepared_slot*)luaL_checkudata(L, 1, PREPARED_METATABLE);
+  ferry_prepared_schema_free(slot->prepared);
+  slot->prepared = NULL;
+  return 0;
+}
+
+/* prepare(schema) -> owner | false, code, message */
+int lferry_helper_prepare(lua_State* L) {
+  const struct ArrowSchema* schema = (const struct ArrowSchema*)lferry_check_pointer(L, 1);
+  struct prepared_slot* slot = (struct prepared_slot*)lua_newuserdatauv(L, sizeof(*slot), 0);
+  slot->prepared = NULL;
+  luaL_setmetatable(L, PREPARED_METATABLE);
+  struct FerryError error;
+  error.message[0] = '\0';
+  int rc = ferry_prepared_schema_create(schema, NULL, NULL, &slot->prepared, &error);
+  if (rc != FERRY_OK) return push_failure(L, rc, "%s", error.message);
+  return 1;
+}
+
+int lferry_helper_prepared_free(lua_State* L) { return prepared_gc(L); }
+
+static const struct FerryPreparedSchema* check_prepared(lua_State* L, int index) {
+  struct prepared_slot* slot = (struct prepared_slot*)luaL_checkudata(L, index, PREPARED_METATABLE);
+  if (!slot->prepared) luaL_argerror(L, index, "the prepared schema was freed");
+  return slot->prepared;
+}
+
+/* validate_batch(prepared | nil, array, level) -> code, message, released,
+ * device_type, device_id, pending: a batch just pulled, validated (when a
+ * prepared schema is given) and described in one call. A failed batch is
+ * released (it was taken from its producer). */
+int lferry_helper_validate_batch(lua_State* L) {
+  const struct FerryPreparedSchema* prepared = lua_isnoneornil(L, 1) ? NULL : check_prepared(L, 1);
+  struct ArrowDeviceArray* array = (struct ArrowDeviceArray*)lferry_check_pointer(L, 2);
+  int level = (int)luaL_optinteger(L, 3, FERRY_VALIDATE_DEFAULT);
+  luaL_argcheck(L, array != NULL, 2, "device array pointer expected");
+  if (!array->array.release) {
+    lua_pushinteger(L, 0);
+    lua_pushnil(L);
+    lua_pushboolean(L, 1);
+    return 3;
+  }
+  if (prepared) {
+    struct FerryError error;
+    error.message[0] = '\0';
+    int rc = ferry_validate_prepared(prepared, array, level, NULL, NULL, &error);
+    if (rc != FERRY_OK) {
+      ferry_device_array_release(array);
+      lua_pushinteger(L, rc);
+      lua_pushstring(L, error.message);
+      return 2;
+    }
+  }
+  lua_pushinteger(L, 0);
+  lua_pushnil(L);
+  lua_pushboolean(L, 0);
+  lua_pushinteger(L, array->device_type);
+  lua_pushinteger(L, (lua_Integer)array->device_id);
+  lua_pushboolean(L, array->sync_event != NULL);
+  return 6;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bounds-checked reads                                                      */
+/* ------------------------------------------------------------------------ */
+
+enum element_kind { K_I8, K_I16, K_I32, K_I64, K_U8, K_U16, K_U32, K_U64, K_F32, K_F64, K_BITS };
+static const char* const element_kinds[] = {"i8", "i16", "i32", "i64", "u8", "u16",
+                                            "u32", "u64", "f32", "f64", "bits", NULL};
+static const int element_widths[] = {8, 16, 32, 64, 8, 16, 32, 64, 32, 64, 1};
+
+/* The kind named by the string at `index`, without luaL_checkoption's
+ * string compares: the names differ in their first two characters (the
+ * hot path of every element read). */
+static int check_kind(lua_State* L, int index) {
+  size_t n = 0;
+  const char* s = luaL_checklstring(L, index, &n);
+  int kind = -1;
+  if (n >= 2) {
+    switch (s[0]) {
+      case 'i': kind = s[1] == '8' ? K_I8 : s[1] == '1' ? K_I16 : s[1] == '3' ? K_I32 : s[1] == '6' ? K_I64 : -1; break;
+      case 'u': kind = s[1] == '8' ? K_U8 : s[1] == '1' ? K_U16 : s[1] == '3' ? K_U32 : s[1] == '6' ? K_U64 : -1; break;
+      case 'f': kind = s[1] == '3' ? K_F32 : s[1] == '6' ? K_F64 : -1; break;
+      case 'b': kind = K_BITS; break;
+    }
+  }
+  if (kind < 0 || strcmp(s, element_kinds[kind]) != 0)
+    luaL_argerror(L, index, lua_pushfstring(L, "unknown element kind '%s'", s));
+  return kind;
+}
+
+static const struct ArrowArray* check_array(lua_State* L, int index) {
+  const struct ArrowArray* array = (const struct ArrowArray*)lferry_check_pointer(L, index);
+  luaL_argcheck(L, array != NULL, index, "array pointer expected");
+  return array;
+}
+
+static int bit_at(const void* bitmap, int64_t i) {
+  return (((const uint8_t*)bitmap)[i >> 3] >> (i & 7)) & 1;
+}
+
+/* Pushes element `i` of the memory at `p` read as `kind`. */
+static void push_element(lua_State* L, int kind, const void* p, int64_t i) {
+  switch (kind) {
+    case K_I8: lua_pushinteger(L, ((const int8_t*)p)[i]); break;
+    case K_I16: lua_pushinteger(L, ((const int16_t*)p)[i]); break;
+    case K_I32: lua_pushinteger(L, ((const int32_t*)p)[i]); break;
+    case K_I64: lua_pushinteger(L, (lua_Integer)((const int64_t*)p)[i]); break;
+    case K_U8: lua_pushinteger(L, ((const uint8_t*)p)[i]); break;
+    case K_U16: lua_pushinteger(L, ((const uint16_t*)p)[i]); break;
+    case K_U32: lua_pushinteger(L, ((const uint32_t*)p)[i]); break;
+    /* uint64 comes back as the same 64 bits in a Lua integer (wraps). */
+    case K_U64: lua_pushinteger(L, (lua_Integer)((const uint64_t*)p)[i]); break;
+    case K_F32: lua_pushnumber(L, ((const float*)p)[i]); break;
+    case K_F64: lua_pushnumber(L, ((const double*)p)[i]); break;
+    case K_BITS: lua_pushboolean(L, bit_at(p, i)); break;
+  }
+}
+
+/* The physical slot of logical element i (the argument at `index`), after
+ * checking i against the array's length and the integers the slot
+ * arithmetic relies on. Returns -1 with a failure pushed (3 values) when
+ * something is off: ERANGE for the index, EINVAL for the array. */
+static int64_t physical_index(lua_State* L, const struct ArrowArray* a, int index) {
+  int is_integer = 0;
+  lua_Integer i = lua_tointegerx(L, index, &is_integer);
+  if (!is_integer) {
+    push_failure(L, ERANGE, "index %s is not an integer", luaL_tolstring(L, index, NULL));
+    return -1;
+  }
+  if (a->release == NULL) {
+    push_failure(L, EINVAL, "the array is released");
+    return -1;
+  }
+  if (a->length < 0 || a->offset < 0 || a->length > INT64_MAX - a->offset - 1) {
+    push_failure(L, EINVAL, "length %" PRId64 " or offset %" PRId64 " is negative or too large",
+                 a->length, a->offset);
+    return -1;
+  }
+  if (i < 0 || i >= a->length) {
+    push_failure(L, ERANGE, "index %" PRId64 " is out of range for a length of %" PRId64,
+                 (int64_t)i, a->length);
+    return -1;
+  }
+  return a->offset + (int64_t)i;
+}
+
+static const void* buffer_at(const struct ArrowArray* a, int64_t b) {
+  return a->buffers && b < a->n_buffers ? a->buffers[b] : NULL;
+}
+
+/* 1 when element `slot` is null by the bitmap (null_count 0 or a NULL bitmap: never). */
+static int is_null_at(const struct ArrowArray* a, int64_t slot) {
+  const void* validity = buffer_at(a, 0);
+  return a->null_count != 0 && validity && !bit_at(validity, slot);
+}
+
+/* value(array, kind, i) -> true, value (nil when null) | false, code, message */
+int lferry_helper_value(lua_State* L) {
+  const struct ArrowArray* a = check_array(L, 1);
+  int kind = check_kind(L, 2);
+  int64_t slot = physical_index(L, a, 3);
+  if (slot < 0) return 3;
+  if (a->n_buffers < 2) return push_failure(L, EINVAL, "a fixed-width array has 2 buffers, not %" PRId64, a->n_buffers);
+  lua_pushboolean(L, 1);
+  if (is_null_at(a, slot)) {
+    lua_pushnil(L);
+    return 2;
+  }
+  const void* p = buffer_at(a, 1);
+  if (!p) return push_failure(L, EINVAL, "buffer 1 (values) is NULL in an array of length %" PRId64, a->length);
+  push_element(L, kind, p, slot);
+  return 2;
+}
+
+/* Offsets j and j + 1 of a variable-size layout, checked against each other
+ * and against `limit` (the data's size or the child's length). */
+static int read_offsets(lua_State* L, const struct ArrowArray* a, int large, int64_t slot,
+                        int64_t limit, int64_t* first, int64_t* last) {
+  const void* offsets = buffer_at(a, 1);
+  if (!offsets) {
+    push_failure(L, EINVAL, "buffer 1 (offsets) is NULL in an array of length %" PRId64, a->length);
+    return -1;
+  }
+  *first = large ? ((const int64_t*)offsets)[slot] : ((const int32_t*)offsets)[slot];
+  *last = large ? ((const int64_t*)offsets)[slot + 1] : ((const int32_t*)offsets)[slot + 1];
+  if (*first < 0 || *first > *last || *last > limit) {
+    push_failure(L, EINVAL,
+                 "offsets %" PRId64 " and %" PRId64 " of element %" PRId64
+                 " are decreasing, negative or past the end (%" PRId64 ")",
+                 *first, *last, slot - a->offset, limit);
+    return -1;
+  }
+  return 0;
+}
+
+/* bytes(array, large, i) -> true, string (nil when null) | false, code, message */
+int lferry_helper_bytes(lua_State* L) {
+  const struct ArrowArray* a = check_array(L, 1);
+  int large = lua_toboolean(L, 2);
+  int64_t slot = physical_index(L, a, 3);
+  if (slot < 0) return 3;
+  if (a->n_buffers < 3) return push_failure(L, EINVAL, "a binary or utf8 array has 3 buffers, not %" PRId64, a->n_buffers);
+  if (is_null_at(a, slot)) {
+    lua_pushboolean(L, 1);
+    lua_pushnil(L);
+    return 2;
+  }
+  const void* offsets = buffer_at(a, 1);
+  if (!offsets) return push_failure(L, EINVAL, "buffer 1 (offsets) is NULL in an array of length %" PRId64, a->length);
+  /* The data buffer's size by declaration: the last offset of the array. */
+  int64_t end = a->offset + a->length;
+  int64_t size = large ? ((const int64_t*)offsets)[end] : ((const int32_t*)offsets)[end];
+  int64_t first = 0, last = 0;
+  if (read_offsets(L, a, large, slot, size, &first, &last) != 0) return 3;
+  const char* data = (const char*)buffer_at(a, 2);
+  if (!data && last > first)
+    return push_failure(L, EINVAL, "buffer 2 (data) is NULL but element %" PRId64 " is not empty",
+                        slot - a->offset);
+  lua_pushboolean(L, 1);
+  lua_pushlstring(L, last > first ? data + first : "", (size_t)(last - first));
+  return 2;
+}
+
+/* list_bounds(array, large, i) -> true, first, last | false, code, message */
+int lferry_helper_list_bounds(lua_State* L) {
+  const struct ArrowArray* a = check_array(L, 1);
+  int large = lua_toboolean(L, 2);
+  int64_t slot = physical_index(L, a, 3);
+  if (slot < 0) return 3;
+  const struct ArrowArray* child = a->n_children == 1 && a->children ? a->children[0] : NULL;
+  if (!child) return push_failure(L, EINVAL, "a list array has one child, not %" PRId64, a->n_children);
+  if (a->n_buffers < 2) return push_failure(L, EINVAL, "a list array has 2 buffers, not %" PRId64, a->n_buffers);
+  int64_t first = 0, last = 0;
+  if (read_offsets(L, a, large, slot, child->length, &first, &last) != 0) return 3;
+  lua_pushboolean(L, 1);
+  lua_pushinteger(L, first);
+  lua_pushinteger(L, last);
+  return 3;
+}
+
+/* is_valid(array, i) -> true, boolean | false, code, message */
+int lferry_helper_is_valid(lua_State* L) {
+  const struct ArrowArray* a = check_array(L, 1);
+  int64_t slot = physical_index(L, a, 2);
+  if (slot < 0) return 3;
+  lua_pushboolean(L, 1);
+  lua_pushboolean(L, !is_null_at(a, slot));
+  return 2;
+}
+
+/* validity_bit(array, i) -> true, boolean (nil without a bitmap) | false, code, message */
+int lferry_helper_validity_bit(lua_State* L) {
+  const struct ArrowArray* a = check_array(L, 1);
+  int64_t slot = physical_index(L, a, 2);
+  if (slot < 0) return 3;
+  const void* validity = buffer_at(a, 0);
+  lua_pushboolean(L, 1);
+  if (validity) lua_pushboolean(L, bit_at(validity, slot));
   else lua_pushnil(L);
+  return 2;
+}
+
+/* read(pointer, kind, index) -> value: UNCHECKED (see the contract). */
+int lferry_helper_read(lua_State* L) {
+  const uint8_t* p = (const uint8_t*)lua_touserdata(L, 1);
+  int kind = check_kind(L, 2);
+  lua_Integer i = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, p != NULL, 1, "NULL buffer");
+  push_element(L, kind, p, i);
+  return 1;
+}
+
+/* read_bytes(pointer, start, length) -> string (a copy; UNCHECKED). */
+int lferry_helper_read_bytes(lua_State* L) {
+  const char* p = (const char*)lua_touserdata(L, 1);
+  lua_Integer start = luaL_checkinteger(L, 2);
+  lua_Integer length = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, length >= 0, 3, "negative length");
+  luaL_argcheck(L, p != NULL || length == 0, 1, "NULL buffer");
+  lua_pushlstring(L, length ? p + start : "", (size_t)length);
+  return 1;
+}
+
+/* pointer_add(pointer, bytes) -> pointer */
+int lferry_helper_pointer_add(lua_State* L) {
+  char* p = (char*)lua_touserdata(L, 1);
+  lua_pushlightuserdata(L, p + luaL_checkinteger(L, 2));
+  return 1;
+}
+
+/* address(pointer) -> the address as an integer (for display and tests). */
+int lferry_helper_address(lua_State* L) {
+  lua_pushinteger(L, (lua_Integer)(uintptr_t)lua_touserdata(L, 1));
   return 1;
 }
 
@@ -348,7 +764,14 @@ static int l_handle_pointer(lua_State* L) {
 /* Keepers: what a Lua export owns until its consumer releases it            */
 /* ------------------------------------------------------------------------ */
 
-enum entry_kind { ENTRY_MALLOC, ENTRY_DEVICE_MEMORY, ENTRY_REF, ENTRY_DEVICE_STREAM };
+enum entry_kind {
+  ENTRY_MALLOC,
+  ENTRY_DEVICE_MEMORY,
+  ENTRY_REF,
+  ENTRY_DEVICE_STREAM,
+  ENTRY_EVENT,    /* a native event: ferry_device_event_destroy */
+  ENTRY_CALL_LUA  /* an adopted pointer: the Lua function `ref` is called with it */
+};
 
 struct keeper_entry {
   enum entry_kind kind;
@@ -384,6 +807,13 @@ static void keeper_destroy(struct lferry_keeper* k) {
         ferry_device_stream_synchronize(e->device, e->ptr, NULL);
         ferry_device_stream_destroy(e->device, e->ptr, NULL);
         break;
+      case ENTRY_EVENT: ferry_device_event_destroy(e->device, e->ptr, NULL); break;
+      case ENTRY_CALL_LUA:
+        /* The owner's destructor, under the rules of stream callbacks; a
+         * failure cannot be reported to anyone (the consumer is releasing). */
+        call_lua(k->rt, e->ref, e->ptr, NULL);
+        runtime_queue_unref(k->rt, e->ref);
+        break;
     }
   }
   atomic_fetch_sub(&live_allocations, (long long)k->n);
@@ -392,8 +822,8 @@ static void keeper_destroy(struct lferry_keeper* k) {
   free(k);
 }
 
-/* The release hook of every Lua export: runs on any thread, never touches
- * Lua (string anchors are queued for unref). */
+/* The release hook of every Lua export: runs on any thread; touches Lua only
+ * to call the destructor of an adopted pointer (call_lua, locked). */
 static void keeper_release_hook(void* user_data) {
   keeper_destroy((struct lferry_keeper*)user_data);
 }
@@ -425,7 +855,7 @@ static void keeper_add(struct lferry_keeper* k, enum entry_kind kind, void* ptr,
   atomic_fetch_add(&live_allocations, 1);
 }
 
-static int l_keeper_gc(lua_State* L) {
+static int keeper_gc(lua_State* L) {
   struct keeper_slot* slot = (struct keeper_slot*)luaL_checkudata(L, 1, KEEPER_METATABLE);
   if (slot->keeper) {
     keeper_destroy(slot->keeper);
@@ -434,7 +864,7 @@ static int l_keeper_gc(lua_State* L) {
   return 0;
 }
 
-static int l_keeper_new(lua_State* L) {
+int lferry_helper_keeper_new(lua_State* L) {
   struct lferry_runtime* rt = lferry_runtime_get(L);
   struct keeper_slot* slot = (struct keeper_slot*)lua_newuserdatauv(L, sizeof(*slot), 0);
   slot->keeper = NULL;
@@ -448,27 +878,25 @@ static int l_keeper_new(lua_State* L) {
 }
 
 /* keeper_pointer(k) -> the user_data to pass with keeper_hook() */
-static int l_keeper_pointer(lua_State* L) {
+int lferry_helper_keeper_pointer(lua_State* L) {
   lua_pushlightuserdata(L, check_keeper(L, 1));
   return 1;
 }
 
 /* keeper_disown(k): a release hook now owns the keeper. */
-static int l_keeper_disown(lua_State* L) {
+int lferry_helper_keeper_disown(lua_State* L) {
   check_keeper(L, 1);
   ((struct keeper_slot*)lua_touserdata(L, 1))->keeper = NULL;
   return 0;
 }
 
-static int l_keeper_hook(lua_State* L) {
+int lferry_helper_keeper_hook(lua_State* L) {
   push_function_address(L, (generic_function)keeper_release_hook);
   return 1;
 }
 
-enum element_kind { K_I8, K_I16, K_I32, K_I64, K_U8, K_U16, K_U32, K_U64, K_F32, K_F64, K_BITS };
-static const char* const element_kinds[] = {"i8", "i16", "i32", "i64", "u8", "u16",
-                                            "u32", "u64", "f32", "f64", "bits", NULL};
-static const int element_widths[] = {8, 16, 32, 64, 8, 16, 32, 64, 32, 64, 1};
+/* keeper_free(k): frees now (an export that failed before its hook took over). */
+int lferry_helper_keeper_free(lua_State* L) { return keeper_gc(L); }
 
 /* Checks element i (1-based) of the table at `index` for `kind`; raises a
  * message naming the element (nothing is allocated yet). */
@@ -534,9 +962,9 @@ static void store_element(lua_State* L, int index, lua_Integer i, int kind, void
 /* keeper_pack(k, kind, table, n) -> pointer, size. Packs table[1..n] (nil
  * holes become 0/false) into a new host buffer owned by the keeper: the one
  * copy from Lua values to memory; everything after is zero-copy. */
-static int l_keeper_pack(lua_State* L) {
+int lferry_helper_keeper_pack(lua_State* L) {
   struct lferry_keeper* k = check_keeper(L, 1);
-  int kind = luaL_checkoption(L, 2, NULL, element_kinds);
+  int kind = check_kind(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
   lua_Integer n = luaL_checkinteger(L, 4);
   luaL_argcheck(L, n >= 0, 4, "negative element count");
@@ -555,7 +983,7 @@ static int l_keeper_pack(lua_State* L) {
 
 /* keeper_alloc(k, size) -> pointer: zeroed host memory owned by the keeper,
  * for Lua code that writes a buffer itself. */
-static int l_keeper_alloc(lua_State* L) {
+int lferry_helper_keeper_alloc(lua_State* L) {
   struct lferry_keeper* k = check_keeper(L, 1);
   lua_Integer size = luaL_checkinteger(L, 2);
   luaL_argcheck(L, size >= 0, 2, "negative size");
@@ -569,7 +997,7 @@ static int l_keeper_alloc(lua_State* L) {
 
 /* keeper_string(k, s) -> pointer, size: the string's own bytes, zero-copy;
  * the string stays anchored in the registry until the export is released. */
-static int l_keeper_string(lua_State* L) {
+int lferry_helper_keeper_string(lua_State* L) {
   struct lferry_keeper* k = check_keeper(L, 1);
   size_t size = 0;
   const char* bytes = luaL_checklstring(L, 2, &size);
@@ -582,14 +1010,16 @@ static int l_keeper_string(lua_State* L) {
   return 2;
 }
 
-/* keeper_to_device(k, host_pointer, size, device) -> device pointer, or
- * nil, code, message. Copies on the keeper's producer stream (created on
- * first use) so the export carries a real sync event. */
-static int l_keeper_to_device(lua_State* L) {
+/* keeper_to_device(k, host_pointer, size, device, stream) -> device pointer,
+ * or nil, code, message. Copies ordered on `stream` (the caller's, borrowed)
+ * or on the keeper's producer stream (created on first use), so the export
+ * carries a real sync event. */
+int lferry_helper_keeper_to_device(lua_State* L) {
   struct lferry_keeper* k = check_keeper(L, 1);
   const void* host = lua_touserdata(L, 2);
   lua_Integer size = luaL_checkinteger(L, 3);
   struct FerryDevice* device = (struct FerryDevice*)lua_touserdata(L, 4);
+  void* stream = lferry_check_pointer(L, 5);
   luaL_argcheck(L, device != NULL, 4, "device expected");
   luaL_argcheck(L, size >= 0, 3, "negative size");
   luaL_argcheck(L, k->stream_device == NULL || k->stream_device == device, 4,
@@ -600,21 +1030,22 @@ static int l_keeper_to_device(lua_State* L) {
   void* memory = NULL;
   struct FerryDevice* cpu = NULL;
   keeper_reserve(L, k);
-  if (!k->device_stream) {
-    void* stream = NULL;
+  if (!stream && !k->device_stream) {
     rc = ferry_device_stream_create(device, &stream, &error);
     if (rc != FERRY_OK) goto failed_with_code;
     keeper_add(k, ENTRY_DEVICE_STREAM, stream, device, LUA_NOREF);
     k->device_stream = stream;
-    k->stream_device = device;
     keeper_reserve(L, k);
+  } else if (!stream) {
+    stream = k->device_stream;
   }
+  k->stream_device = device;
   rc = ferry_device_allocate(device, size > 0 ? size : 1, &memory, &error);
   if (rc != FERRY_OK) goto failed_with_code;
   keeper_add(k, ENTRY_DEVICE_MEMORY, memory, device, LUA_NOREF);
   rc = ferry_device_resolve(ARROW_DEVICE_CPU, -1, &cpu, &error);
   if (rc == FERRY_OK && size > 0)
-    rc = ferry_device_memcpy(device, memory, cpu, host, size, k->device_stream, &error);
+    rc = ferry_device_memcpy(device, memory, cpu, host, size, stream, &error);
   if (rc != FERRY_OK) goto failed_with_code;
   lua_pushlightuserdata(L, memory);
   return 1;
@@ -626,16 +1057,35 @@ failed_with_code:
   return 3;
 }
 
-/* keeper_device_stream(k) -> the producer stream of device copies, or nil. */
-static int l_keeper_device_stream(lua_State* L) {
+/* keeper_device_stream(k) -> the keeper's own producer stream, or nil. */
+int lferry_helper_keeper_device_stream(lua_State* L) {
   struct lferry_keeper* k = check_keeper(L, 1);
-  if (k->device_stream) lua_pushlightuserdata(L, k->device_stream);
-  else lua_pushnil(L);
+  lferry_push_pointer(L, k->device_stream);
   return 1;
 }
 
-/* keeper_free(k): frees now (an export that failed before its hook took over). */
-static int l_keeper_free(lua_State* L) { return l_keeper_gc(L); }
+/* keeper_adopt(k, what, device, pointer, destroy) -> true: the keeper owns a
+ * native event ("event") or device memory ("memory") from now on. */
+int lferry_helper_keeper_adopt(lua_State* L) {
+  static const char* const whats[] = {"event", "memory", NULL};
+  struct lferry_keeper* k = check_keeper(L, 1);
+  int what = luaL_checkoption(L, 2, NULL, whats);
+  struct FerryDevice* device = (struct FerryDevice*)lferry_check_pointer(L, 3);
+  void* pointer = lferry_check_pointer(L, 4);
+  luaL_argcheck(L, device != NULL, 3, "device expected");
+  luaL_argcheck(L, pointer != NULL, 4, "pointer expected");
+  luaL_argcheck(L, lua_isnoneornil(L, 5) || lua_isfunction(L, 5), 5, "function or nil expected");
+  keeper_reserve(L, k);
+  if (lua_isfunction(L, 5)) {
+    lua_pushvalue(L, 5);
+    int ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    keeper_add(k, ENTRY_CALL_LUA, pointer, device, ref);
+  } else {
+    keeper_add(k, what == 0 ? ENTRY_EVENT : ENTRY_DEVICE_MEMORY, pointer, device, LUA_NOREF);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Streams produced by Lua functions                                         */
@@ -672,7 +1122,7 @@ static void stream_release(void* user_data) {
  * get_schema(schema_ptr) and get_next(device_array_ptr) fill their
  * argument; they return nothing on success or nil, message[, code]; a
  * raised error becomes EIO with its traceback. */
-static int l_stream_export(lua_State* L) {
+int lferry_helper_stream_export(lua_State* L) {
   struct ArrowDeviceArrayStream* out = (struct ArrowDeviceArrayStream*)lua_touserdata(L, 1);
   luaL_argcheck(L, out != NULL, 1, "stream pointer expected");
   lua_Integer device_type = luaL_checkinteger(L, 2);
@@ -697,12 +1147,11 @@ static int l_stream_export(lua_State* L) {
   struct FerryError error;
   ferry_error_init(&error);
   int rc = ferry_array_stream_init(out, (ArrowDeviceType)device_type, stream_get_schema,
-                             stream_get_next, stream_release, ctx, &error);
+                                   stream_get_next, stream_release, ctx, &error);
   if (rc != FERRY_OK) stream_release(ctx); /* the hook was not taken */
   runtime_drain(L, rt);
   lua_pushinteger(L, rc);
-  if (rc != FERRY_OK) lua_pushstring(L, error.message);
-  else lua_pushnil(L);
+  lferry_push_message(L, &error);
   return 2;
 }
 
@@ -718,10 +1167,12 @@ enum {
   BATCH_FINISH,      /* Lua function(code, message): disposes, raises on code ~= 0 */
   BATCH_CONSUMER,    /* consumer device stream (lightuserdata) or nil */
   BATCH_MODE,        /* 0: get_next, 1: get_next_on(consumer) */
+  BATCH_PREPARED,    /* the prepared schema's userdata, or nil: no validation */
   BATCH_DONE,        /* boolean */
   BATCH_KEYS         /* first of the per-batch fields reset on refill */
 };
-static const char* const batch_reset_keys[] = {"_released", "_host_ok", "_device_type"};
+static const char* const batch_reset_keys[] = {"_released", "_host_ok", "_device_type",
+                                               "_device_id"};
 #define N_BATCH_RESET_KEYS (int)(sizeof(batch_reset_keys) / sizeof(batch_reset_keys[0]))
 
 /* Ends the loop: calls finish(code, message), which raises a ferry.Error
@@ -740,8 +1191,8 @@ static int batch_finish(lua_State* L, int code, const char* message) {
 
 /* One step of the loop in a single C call: releases the previous batch,
  * pulls the next one into the same struct (so nothing is allocated per
- * batch), resets the object's per-batch fields and returns the object, or
- * nil at the end. */
+ * batch), validates it, resets the object's per-batch fields and returns
+ * the object, or nil at the end. */
 static int batch_step(lua_State* L) {
   if (lua_toboolean(L, lua_upvalueindex(BATCH_DONE))) {
     lua_pushnil(L);
@@ -760,22 +1211,42 @@ static int batch_step(lua_State* L) {
     rc = ferry_array_stream_get_next((struct ArrowDeviceArrayStream*)stream->ptr, out, &error);
   } else {
     rc = ferry_array_stream_get_next_on((struct ArrowDeviceArrayStream*)stream->ptr, out,
-                                  lua_touserdata(L, lua_upvalueindex(BATCH_CONSUMER)), &error);
+                                        lua_touserdata(L, lua_upvalueindex(BATCH_CONSUMER)),
+                                        &error);
   }
   if (rc != FERRY_OK) return batch_finish(L, rc, error.message);
   if (!out->array.release) return batch_finish(L, 0, NULL);
-  lua_pushvalue(L, lua_upvalueindex(BATCH_OBJECT));
-  for (int i = 0; i < N_BATCH_RESET_KEYS; i++) {
-    lua_pushvalue(L, lua_upvalueindex(BATCH_KEYS + i));
-    lua_pushboolean(L, 0); /* false = unset (see new_device_array in init.lua) */
-    lua_rawset(L, -3);
+  struct prepared_slot* prepared =
+      (struct prepared_slot*)lua_touserdata(L, lua_upvalueindex(BATCH_PREPARED));
+  if (prepared && prepared->prepared) {
+    rc = ferry_validate_prepared(prepared->prepared, out, FERRY_VALIDATE_DEFAULT, NULL, NULL,
+                                 &error);
+    if (rc != FERRY_OK) {
+      ferry_device_array_release(out);
+      return batch_finish(L, rc, error.message);
+    }
   }
+  /* The object's per-batch fields: released, host_ok (nothing to wait for
+   * on the CPU), device type and id. */
+  lua_pushvalue(L, lua_upvalueindex(BATCH_OBJECT));
+  lua_pushvalue(L, lua_upvalueindex(BATCH_KEYS + 0));
+  lua_pushboolean(L, 0);
+  lua_rawset(L, -3);
+  lua_pushvalue(L, lua_upvalueindex(BATCH_KEYS + 1));
+  lua_pushboolean(L, out->device_type == ARROW_DEVICE_CPU && out->sync_event == NULL);
+  lua_rawset(L, -3);
+  lua_pushvalue(L, lua_upvalueindex(BATCH_KEYS + 2));
+  lua_pushinteger(L, out->device_type);
+  lua_rawset(L, -3);
+  lua_pushvalue(L, lua_upvalueindex(BATCH_KEYS + 3));
+  lua_pushinteger(L, (lua_Integer)out->device_id);
+  lua_rawset(L, -3);
   return 1;
 }
 
 /* batch_iterator(stream_handle, array_handle, object, finish, consumer_stream,
- * mode) -> the iterator function of a reusing batch loop. */
-static int l_batch_iterator(lua_State* L) {
+ * mode, prepared) -> the iterator function of a reusing batch loop. */
+int lferry_helper_batch_iterator(lua_State* L) {
   luaL_checkudata(L, 1, HANDLE_METATABLE);
   luaL_checkudata(L, 2, HANDLE_METATABLE);
   luaL_checktype(L, 3, LUA_TTABLE);
@@ -783,7 +1254,8 @@ static int l_batch_iterator(lua_State* L) {
   luaL_argcheck(L, lua_isnoneornil(L, 5) || lua_islightuserdata(L, 5), 5,
                 "consumer stream pointer expected");
   lua_Integer mode = luaL_optinteger(L, 6, 0);
-  lua_settop(L, 6);
+  if (!lua_isnoneornil(L, 7)) luaL_checkudata(L, 7, PREPARED_METATABLE);
+  lua_settop(L, 7);
   lua_pushinteger(L, mode);
   lua_replace(L, 6);
   lua_pushboolean(L, 0);
@@ -802,7 +1274,7 @@ static int l_batch_iterator(lua_State* L) {
  * borrowed, i.e. owned by the caller for as long as the array lives. The
  * hot path of a Lua producer returning borrowed buffers: one C call instead
  * of ferry_array_init + ferry_device_array_init through the wrappers. */
-static int l_export_flat(lua_State* L) {
+int lferry_helper_export_flat(lua_State* L) {
   struct ArrowDeviceArray* out = (struct ArrowDeviceArray*)lua_touserdata(L, 1);
   lua_Integer length = luaL_checkinteger(L, 2);
   lua_Integer null_count = luaL_checkinteger(L, 3);
@@ -841,7 +1313,7 @@ static int l_export_flat(lua_State* L) {
 
 /* dlpack_info(tensor) -> table of the tensor's fields (host memory of the
  * struct itself; the data pointer is returned, never read). */
-static int l_dlpack_info(lua_State* L) {
+int lferry_helper_dlpack_info(lua_State* L) {
   const DLManagedTensorVersioned* t = (const DLManagedTensorVersioned*)lua_touserdata(L, 1);
   luaL_argcheck(L, t != NULL, 1, "DLPack tensor pointer expected");
   const DLTensor* d = &t->dl_tensor;
@@ -852,8 +1324,7 @@ static int l_dlpack_info(lua_State* L) {
   lua_setfield(L, -2, "minor");
   lua_pushinteger(L, (lua_Integer)t->flags);
   lua_setfield(L, -2, "flags");
-  if (d->data) lua_pushlightuserdata(L, d->data);
-  else lua_pushnil(L);
+  lferry_push_pointer(L, d->data);
   lua_setfield(L, -2, "data");
   lua_pushinteger(L, d->device.device_type);
   lua_setfield(L, -2, "device_type");
@@ -889,63 +1360,11 @@ static int l_dlpack_info(lua_State* L) {
 
 /* dlpack_delete(tensor): calls the tensor's deleter (the owner does this
  * exactly once; it may release a Lua export, which takes the runtime lock). */
-static int l_dlpack_delete(lua_State* L) {
+int lferry_helper_dlpack_delete(lua_State* L) {
   DLManagedTensorVersioned* t = (DLManagedTensorVersioned*)lua_touserdata(L, 1);
   luaL_argcheck(L, t != NULL, 1, "DLPack tensor pointer expected");
   if (t->deleter) t->deleter(t);
   return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Reading host-accessible memory                                            */
-/* ------------------------------------------------------------------------ */
-
-/* read(pointer, kind, index) -> value of element `index` (0-based). The
- * caller guarantees the memory is host-accessible and in bounds. */
-static int l_read(lua_State* L) {
-  const uint8_t* p = (const uint8_t*)lua_touserdata(L, 1);
-  int kind = luaL_checkoption(L, 2, NULL, element_kinds);
-  lua_Integer i = luaL_checkinteger(L, 3);
-  luaL_argcheck(L, p != NULL, 1, "NULL buffer");
-  switch (kind) {
-    case K_I8: lua_pushinteger(L, ((const int8_t*)p)[i]); break;
-    case K_I16: lua_pushinteger(L, ((const int16_t*)p)[i]); break;
-    case K_I32: lua_pushinteger(L, ((const int32_t*)p)[i]); break;
-    case K_I64: lua_pushinteger(L, (lua_Integer)((const int64_t*)p)[i]); break;
-    case K_U8: lua_pushinteger(L, ((const uint8_t*)p)[i]); break;
-    case K_U16: lua_pushinteger(L, ((const uint16_t*)p)[i]); break;
-    case K_U32: lua_pushinteger(L, ((const uint32_t*)p)[i]); break;
-    /* uint64 comes back as the same 64 bits in a Lua integer (wraps). */
-    case K_U64: lua_pushinteger(L, (lua_Integer)((const uint64_t*)p)[i]); break;
-    case K_F32: lua_pushnumber(L, ((const float*)p)[i]); break;
-    case K_F64: lua_pushnumber(L, ((const double*)p)[i]); break;
-    case K_BITS: lua_pushboolean(L, (p[i / 8] >> (i % 8)) & 1); break;
-  }
-  return 1;
-}
-
-/* read_bytes(pointer, start, length) -> string (a copy). */
-static int l_read_bytes(lua_State* L) {
-  const char* p = (const char*)lua_touserdata(L, 1);
-  lua_Integer start = luaL_checkinteger(L, 2);
-  lua_Integer length = luaL_checkinteger(L, 3);
-  luaL_argcheck(L, length >= 0, 3, "negative length");
-  luaL_argcheck(L, p != NULL || length == 0, 1, "NULL buffer");
-  lua_pushlstring(L, length ? p + start : "", (size_t)length);
-  return 1;
-}
-
-/* pointer_add(pointer, bytes) -> pointer */
-static int l_pointer_add(lua_State* L) {
-  char* p = (char*)lua_touserdata(L, 1);
-  lua_pushlightuserdata(L, p + luaL_checkinteger(L, 2));
-  return 1;
-}
-
-/* address(pointer) -> the address as an integer (for display and tests). */
-static int l_address(lua_State* L) {
-  lua_pushinteger(L, (lua_Integer)(uintptr_t)lua_touserdata(L, 1));
-  return 1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -977,7 +1396,7 @@ static void collect_finding(void* user_data, const char* rule, const char* where
 
 /* validate(schema, device_array_or_nil, level) -> code, message, findings
  * ({rule=, where=, what=} each; at most 64 are kept). */
-static int l_validate(lua_State* L) {
+int lferry_helper_validate(lua_State* L) {
   const struct ArrowSchema* schema = (const struct ArrowSchema*)lua_touserdata(L, 1);
   const struct ArrowDeviceArray* array = (const struct ArrowDeviceArray*)lua_touserdata(L, 2);
   int level = (int)luaL_optinteger(L, 3, FERRY_VALIDATE_DEFAULT);
@@ -990,8 +1409,7 @@ static int l_validate(lua_State* L) {
   int rc = array ? ferry_validate_device_array(schema, array, level, collect_finding, list, &error)
                  : ferry_validate_schema(schema, collect_finding, list, &error);
   lua_pushinteger(L, rc);
-  if (error.message[0]) lua_pushstring(L, error.message);
-  else lua_pushnil(L);
+  lferry_push_message(L, &error);
   lua_createtable(L, list->n, 0);
   for (int i = 0; i < list->n; i++) {
     lua_createtable(L, 0, 3);
@@ -1006,65 +1424,57 @@ static int l_validate(lua_State* L) {
   return 3;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Registration                                                              */
-/* ------------------------------------------------------------------------ */
-
-static int l_live_allocations(lua_State* L) {
+int lferry_helper_live_allocations(lua_State* L) {
   lua_pushinteger(L, lferry_live_allocations());
   return 1;
 }
 
-static int l_free_hook(lua_State* L) {
-  push_function_address(L, (generic_function)free);
-  return 1;
-}
+/* ------------------------------------------------------------------------ */
+/* The module                                                                */
+/* ------------------------------------------------------------------------ */
 
-static int l_drain(lua_State* L) {
-  lferry_runtime_get(L);
-  return 0;
-}
-
-void lferry_support_register(lua_State* L) {
+/* ferry_core: the raw functions and constants, with the helpers as `support`. */
+__attribute__((visibility("default"))) int luaopen_ferry_core(lua_State* L) {
   static const luaL_Reg handle_methods[] = {
-      {"__gc", l_handle_free}, {"__close", l_handle_free}, {NULL, NULL}};
-  static const luaL_Reg keeper_methods[] = {
-      {"__gc", l_keeper_gc}, {"__close", l_keeper_gc}, {NULL, NULL}};
-  static const luaL_Reg functions[] = {
-      {"handle", l_handle},
-      {"handle_free", l_handle_free},
-      {"handle_pointer", l_handle_pointer},
-      {"keeper_new", l_keeper_new},
-      {"keeper_pointer", l_keeper_pointer},
-      {"keeper_disown", l_keeper_disown},
-      {"keeper_hook", l_keeper_hook},
-      {"keeper_pack", l_keeper_pack},
-      {"keeper_alloc", l_keeper_alloc},
-      {"keeper_string", l_keeper_string},
-      {"keeper_to_device", l_keeper_to_device},
-      {"keeper_device_stream", l_keeper_device_stream},
-      {"keeper_free", l_keeper_free},
-      {"stream_export", l_stream_export},
-      {"batch_iterator", l_batch_iterator},
-      {"export_flat", l_export_flat},
-      {"dlpack_info", l_dlpack_info},
-      {"dlpack_delete", l_dlpack_delete},
-      {"read", l_read},
-      {"read_bytes", l_read_bytes},
-      {"pointer_add", l_pointer_add},
-      {"address", l_address},
-      {"validate", l_validate},
-      {"live_allocations", l_live_allocations},
-      {"free_hook", l_free_hook},
-      {"drain", l_drain},
-      {NULL, NULL}};
+      {"__gc", lferry_helper_handle_free}, {"__close", lferry_helper_handle_free}, {NULL, NULL}};
+  static const luaL_Reg keeper_methods[] = {{"__gc", keeper_gc}, {"__close", keeper_gc}, {NULL, NULL}};
+  static const luaL_Reg prepared_methods[] = {{"__gc", prepared_gc}, {NULL, NULL}};
+  static const luaL_Reg helpers[] = {LFERRY_HELPERS};
   lferry_runtime_get(L);
   luaL_newmetatable(L, HANDLE_METATABLE);
   luaL_setfuncs(L, handle_methods, 0);
-  lua_pop(L, 1);
   luaL_newmetatable(L, KEEPER_METATABLE);
   luaL_setfuncs(L, keeper_methods, 0);
-  lua_pop(L, 1);
-  luaL_newlib(L, functions);
+  luaL_newmetatable(L, PREPARED_METATABLE);
+  luaL_setfuncs(L, prepared_methods, 0);
+  lua_pop(L, 3);
+  lua_createtable(L, 0, 160);
+  lferry_raw_register(L);
+  luaL_newlib(L, helpers);
   lua_setfield(L, -2, "support");
+  return 1;
 }
+
+#else /* not Lua 5.4: the locator for LuaJIT's FFI backend (lferry_support.h) */
+
+#include <dlfcn.h>
+
+/* { library = the path of the libferry this module links } */
+__attribute__((visibility("default"))) int luaopen_ferry_core(lua_State* L) {
+  union {
+    const char* (*function)(void);
+    void* data;
+  } address;
+  address.function = ferry_version;
+  Dl_info info;
+  lua_createtable(L, 0, 2);
+  lua_pushstring(L, "locator");
+  lua_setfield(L, -2, "kind");
+  if (dladdr(address.data, &info) && info.dli_fname) {
+    lua_pushstring(L, info.dli_fname);
+    lua_setfield(L, -2, "library");
+  }
+  return 1;
+}
+
+#endif /* LUA_VERSION_NUM >= 504 */

@@ -1,13 +1,19 @@
-/* Hand-written parts of ferry's Lua 5.4 module that SWIG cannot generate:
- * type checks used by the generated wrapper's typemaps, the per-state
- * runtime (recursive lock + callback thread), C trampolines that call Lua
- * producers, and the "keeper" that owns the buffers of Lua-produced exports
- * until the consumer releases them.
+/* The Lua 5.4 module `ferry_core`: the raw layer generated from ferry.h
+ * (generated/lferry_raw.c) and the C helpers of the backend contract
+ * (lferry_support.c, declared in generated/lferry_helpers.h). This header
+ * holds what both share: the argument checks and pushes the generated
+ * wrappers use, and the per-state runtime the test plugin embeds.
  *
  * Rule followed everywhere: no Lua error ever unwinds through a C frame that
- * holds memory or a lock. Functions called from Lua raise only before they
- * allocate (or while the allocation is already owned by a GC-reachable
- * userdata); trampolines called from C run all Lua work under lua_pcall. */
+ * holds memory or a lock, or through a frame of ferry or of a producer.
+ * Functions called from Lua raise only before they allocate (or while the
+ * allocation is already owned by a GC-reachable userdata); trampolines
+ * called from C run all Lua work under lua_pcall.
+ *
+ * Built against another Lua (LuaJIT's 5.1 headers, when LuaRocks installs
+ * the rock for LuaJIT), the module is only a locator: luaopen_ferry_core
+ * returns { library = path of the libferry it links }, which LuaJIT's FFI
+ * backend loads (see ferry/backend/luajit.lua). */
 #ifndef FERRY_LUA_LFERRY_SUPPORT_H
 #define FERRY_LUA_LFERRY_SUPPORT_H
 
@@ -17,22 +23,37 @@
 
 #include "ferry/ferry.h"
 
-/* Symbols shared by the generated wrapper and the support file only; the
+/* Symbols shared by the generated files and the support file only; the
  * module exports luaopen_ferry_core alone. */
 #define LFERRY_INTERNAL __attribute__((visibility("hidden")))
 
-/* ---- checks used by the SWIG typemaps (never raise) -------------------- */
-LFERRY_INTERNAL int lferry_is_integer(lua_State* L, int index);
-LFERRY_INTERNAL int lferry_is_string_or_nil(lua_State* L, int index);
-LFERRY_INTERNAL int lferry_is_pointer(lua_State* L, int index);
-LFERRY_INTERNAL int lferry_is_table_or_nil(lua_State* L, int index);
-/** Converts a lightuserdata to a C function pointer (NULL for nil). */
-LFERRY_INTERNAL void (*lferry_to_function_pointer(lua_State* L, int index))(void);
-/** Copies a table of lightuserdata/false into `scratch` when it has at most
- *  `scratch_size` entries, else into a GC-owned block that lives until the
- *  wrapper returns; returns the list (NULL for nil). */
-LFERRY_INTERNAL void** lferry_to_buffer_list(lua_State* L, int index, void** scratch,
-                                             int scratch_size);
+#if LUA_VERSION_NUM >= 504
+
+/* ---- arguments of the raw layer (raise a Lua error before any C call) ---- */
+/** A Lua integer; raises for anything else (floats without an integer value included). */
+LFERRY_INTERNAL lua_Integer lferry_check_integer(lua_State* L, int index);
+/** A Lua integer in the range of int32_t. */
+LFERRY_INTERNAL lua_Integer lferry_check_int32(lua_State* L, int index);
+/** A string (borrowed from the stack) or NULL for nil. */
+LFERRY_INTERNAL const char* lferry_check_string(lua_State* L, int index);
+/** A lightuserdata, or NULL for nil. */
+LFERRY_INTERNAL void* lferry_check_pointer(lua_State* L, int index);
+/** A C function address carried by a lightuserdata (NULL for nil). */
+LFERRY_INTERNAL void (*lferry_check_function(lua_State* L, int index))(void);
+/** A table of lightuserdata (false/nil: NULL), or NULL for nil: copied into
+ *  `scratch` when it has at most `scratch_size` entries, else into a
+ *  GC-owned block left on the stack until the wrapper returns. */
+LFERRY_INTERNAL void** lferry_check_buffer_list(lua_State* L, int index, void** scratch,
+                                                int scratch_size);
+
+/* ---- results ----------------------------------------------------------- */
+LFERRY_INTERNAL void lferry_push_pointer(lua_State* L, const void* pointer); /* NULL -> nil */
+LFERRY_INTERNAL void lferry_push_string(lua_State* L, const char* string);   /* NULL -> nil */
+/** The error's message, or nil when it is empty. */
+LFERRY_INTERNAL void lferry_push_message(lua_State* L, const struct FerryError* error);
+
+/** Sets the generated raw functions and constants into the table on top of the stack. */
+LFERRY_INTERNAL void lferry_raw_register(lua_State* L);
 
 /* ---- the runtime of one Lua universe ----------------------------------- */
 struct lferry_runtime;
@@ -50,8 +71,11 @@ LFERRY_INTERNAL void lferry_runtime_unlock(struct lferry_runtime* runtime);
  *  made through this module (process-wide), plus live Lua-backed streams. */
 LFERRY_INTERNAL int64_t lferry_live_allocations(void);
 
-/** Adds the support functions to the table on top of the stack (the
- *  ferry_core module table). */
-LFERRY_INTERNAL void lferry_support_register(lua_State* L);
+#include "generated/lferry_helpers.h"
+
+#endif /* LUA_VERSION_NUM >= 504 */
+
+/** The module's entry point (the only exported symbol). */
+int luaopen_ferry_core(lua_State* L);
 
 #endif  // FERRY_LUA_LFERRY_SUPPORT_H

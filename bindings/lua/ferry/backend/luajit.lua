@@ -1,44 +1,66 @@
--- ferry's LuaJIT backend: the FFI over libferry.so with declarations
--- generated from ferry.h (ferry/cdef.lua). It builds a raw layer with the
--- same conventions as the SWIG module of Lua 5.4 (numbers for 64-bit values
--- that are counts, nil for NULL, `code, ..., message` results), so the
--- idiomatic layer in ferry/init.lua is shared.
+-- ferry's LuaJIT backend (the contract: ferry/backend/contract.lua): the
+-- FFI over libferry.so with the declarations and roles generated from
+-- ferry.h (ferry/abi.lua). Its raw layer follows the same roles as the
+-- generated C layer of Lua 5.4 (numbers for 64-bit values that are counts,
+-- nil for NULL, `code, ..., message` results), so the idiomatic layer in
+-- ferry/init.lua is shared.
 --
 -- Callbacks (release hooks of exports, stream producers) are three shared
 -- ffi.cast callbacks created once; LuaJIT callbacks must run on the thread
 -- that owns this Lua state (see the README).
 local ffi = require("ffi")
 local bit = require("bit")
-local cdef = require("ferry.cdef")
+local abi = require("ferry.abi")
 
-ffi.cdef(cdef.cdef)
+ffi.cdef(abi.cdef)
 ffi.cdef([[
 void* calloc(size_t count, size_t size);
 void free(void* ptr);
 ]])
 
+-- Where libferry comes from, first match wins (README, "Finding libferry"):
+--   1. FERRY_LIBRARY: a path (or a name the loader resolves);
+--   2. the library the rock's ferry_core links: installed by LuaRocks for
+--      LuaJIT, ferry_core is only a locator that names it;
+--   3. FERRY_BUILD_DIR/lib/libferry.so (a development build);
+--   4. libferry.so.0, then libferry.so, on the loader's standard paths
+--      (ld.so.cache, LD_LIBRARY_PATH, the system directories).
 local function load_library()
   local candidates = {}
-  local explicit = os.getenv("FERRY_LIBRARY")
-  if explicit and explicit ~= "" then candidates[#candidates + 1] = explicit end
+  local function add(name, how)
+    if name and name ~= "" then candidates[#candidates + 1] = { name = name, how = how } end
+  end
+  add(os.getenv("FERRY_LIBRARY"), "FERRY_LIBRARY")
+  local has_locator, locator = pcall(require, "ferry_core")
+  if has_locator and type(locator) == "table" and locator.kind == "locator" then
+    add(locator.library, "the rock's ferry_core")
+  end
   local build = os.getenv("FERRY_BUILD_DIR")
-  if build and build ~= "" then candidates[#candidates + 1] = build .. "/lib/libferry.so" end
-  candidates[#candidates + 1] = "ferry"
+  if build and build ~= "" then add(build .. "/lib/libferry.so", "FERRY_BUILD_DIR") end
+  add("libferry.so.0", "the loader's search path")
+  add("ferry", "the loader's search path")
   local errors = {}
-  for _, name in ipairs(candidates) do
-    local ok, lib = pcall(ffi.load, name)
-    if ok then return lib end
+  for _, c in ipairs(candidates) do
+    local ok, lib = pcall(ffi.load, c.name)
+    if ok then return lib, c.name .. " (" .. c.how .. ")" end
     errors[#errors + 1] = tostring(lib)
   end
-  error("ferry: cannot load libferry (set FERRY_LIBRARY or FERRY_BUILD_DIR): " ..
-        table.concat(errors, "; "), 2)
+  error("ferry: cannot load libferry: install it where the loader looks, install the " ..
+        "ferry-arrow rock, or set FERRY_LIBRARY to its path (" .. table.concat(errors, "; ") .. ")", 2)
 end
 
-local lib = load_library()
+local lib, library_path = load_library()
 local C = ffi.C
-local EIO = 5
+-- errno codes, read from the library (ferry_errno_name) once it is loaded.
+local errno_codes = {}
+for code = 1, 255 do
+  local name = lib.ferry_errno_name(code)
+  if name ~= nil then errno_codes[ffi.string(name)] = code end
+end
+local EIO, EINVAL, ERANGE = errno_codes.EIO, errno_codes.EINVAL, errno_codes.ERANGE
+local CPU = abi.constants.ARROW_DEVICE_CPU
 
-local backend = { name = "luajit", lib = lib, ffi = ffi }
+local backend = { name = "luajit", lib = lib, ffi = ffi, library_path = library_path }
 
 -- ---- the normalised raw layer -------------------------------------------
 
@@ -60,88 +82,10 @@ local function release_error(e)
   return nil
 end
 
-local integer_types = {
-  ["int"] = true, ["int32_t"] = true, ["int64_t"] = true, ["ArrowDeviceType"] = true,
-}
-local out_boxes = {
-  ["ArrowDeviceType*"] = "number", ["int64_t*"] = "number",
-  ["struct DLManagedTensorVersioned**"] = "pointer",
-  ["struct FerryDevice**"] = "pointer", ["void**"] = "pointer",
-  ["struct ArrowSchema**"] = "pointer", ["struct ArrowArray**"] = "pointer",
-}
-
--- Builds a wrapper per function as straight-line source (JIT-friendly).
-local function make_wrapper(fn)
-  local args, call, pre, post, results = {}, {}, {}, {}, {}
-  local has_error, length_box = false, false
-  for i, p in ipairs(fn.params) do
-    local name = "a" .. i
-    if p.type == "struct FerryError*" and p.name == "error" then
-      has_error = true
-      pre[#pre + 1] = "local err = acquire_error()"
-      call[#call + 1] = "err"
-    elseif p.type == "int32_t*" and p.name == "length" then
-      length_box = true
-      pre[#pre + 1] = "local len = ffi.new('int32_t[1]')"
-      call[#call + 1] = "len"
-    elseif out_boxes[p.type] and (p.name:match("out$") or p.name:match("_out$")) then
-      local base = p.type:sub(1, -2)
-      pre[#pre + 1] = string.format("local %s = ffi.new(%q)", name, base .. "[1]")
-      call[#call + 1] = name
-      if out_boxes[p.type] == "number" then
-        post[#post + 1] = string.format("tonumber(%s[0])", name)
-      else
-        post[#post + 1] = string.format("(%s[0] ~= nil and %s[0] or nil)", name, name)
-      end
-    elseif p.type == "const void* const*" then
-      args[#args + 1] = name
-      pre[#pre + 1] = string.format("local b%d = to_buffer_list(%s)", i, name)
-      call[#call + 1] = "b" .. i
-    else
-      args[#args + 1] = name
-      call[#call + 1] = name
-    end
-  end
-  local ret = fn.ret
-  local convert
-  if length_box then
-    convert = "(r ~= nil and ffi.string(r, len[0]) or nil)"
-  elseif ret == "void" then
-    convert = nil
-  elseif integer_types[ret] then
-    convert = "tonumber(r)"
-  elseif ret == "const char*" then
-    convert = "(r ~= nil and ffi.string(r) or nil)"
-  else
-    convert = "(r ~= nil and r or nil)"
-  end
-  if convert then results[#results + 1] = convert end
-  for _, v in ipairs(post) do results[#results + 1] = v end
-  local body = {}
-  body[#body + 1] = "return function(" .. table.concat(args, ", ") .. ")"
-  for _, line in ipairs(pre) do body[#body + 1] = "  " .. line end
-  local invoke = "lib." .. fn.name .. "(" .. table.concat(call, ", ") .. ")"
-  body[#body + 1] = (ret == "void" and "  " or "  local r = ") .. invoke
-  if has_error then
-    body[#body + 1] = "  local message = release_error(err)"
-    results[#results + 1] = "message"
-  end
-  body[#body + 1] = "  return " .. (#results > 0 and table.concat(results, ", ") or "")
-  body[#body + 1] = "end"
-  local source = table.concat(body, "\n")
-  local env = {
-    lib = lib, ffi = ffi, tonumber = tonumber, acquire_error = acquire_error,
-    release_error = release_error, to_buffer_list = backend.to_buffer_list,
-  }
-  local chunk = assert(load(source, "=ferry.raw." .. fn.name, "t", env))
-  if setfenv then setfenv(chunk, env) end
-  return chunk()
-end
-
 -- Buffer lists are read by the callee during the call only (ferry copies
 -- them), and no Lua runs in between: one scratch block serves small lists.
 local buffer_scratch = ffi.new("const void*[16]")
-function backend.to_buffer_list(list)
+local function to_buffer_list(list)
   if list == nil then return nil end
   local n = #list
   local out = n <= 16 and buffer_scratch or ffi.new("const void*[?]", n)
@@ -152,12 +96,74 @@ function backend.to_buffer_list(list)
   return out
 end
 
-local raw = {}
-for _, fn in ipairs(cdef.functions) do
-  local ok, wrapper = pcall(make_wrapper, fn)
-  if ok then raw[fn.name] = wrapper end
+-- Builds the wrapper of one function from the roles generators/lua/gen.lua
+-- gave its parameters and result (the conventions the Lua 5.4 layer is
+-- generated with), as straight-line source (JIT-friendly).
+local function make_wrapper(fn)
+  local args, call, pre, post, results = {}, {}, {}, {}, {}
+  local has_error, length_box = false, false
+  for i, p in ipairs(fn.params) do
+    local name = "a" .. i
+    local role = p.role
+    if role == "error" then
+      has_error = true
+      pre[#pre + 1] = "local err = acquire_error()"
+      call[#call + 1] = "err"
+    elseif role == "length" then
+      length_box = true
+      pre[#pre + 1] = "local len = ffi.new('int32_t[1]')"
+      call[#call + 1] = "len"
+    elseif role == "out_integer" or role == "out_pointer" then
+      pre[#pre + 1] = string.format("local %s = ffi.new(%q)", name, p.type:sub(1, -2) .. "[1]")
+      call[#call + 1] = name
+      if role == "out_integer" then
+        post[#post + 1] = string.format("tonumber(%s[0])", name)
+      else
+        post[#post + 1] = string.format("(%s[0] ~= nil and %s[0] or nil)", name, name)
+      end
+    elseif role == "buffers" then
+      args[#args + 1] = name
+      pre[#pre + 1] = string.format("local b%d = to_buffer_list(%s)", i, name)
+      call[#call + 1] = "b" .. i
+    else -- integer, string, pointer, function: the FFI converts them
+      args[#args + 1] = name
+      call[#call + 1] = name
+    end
+  end
+  local convert = ({
+    void = nil,
+    integer = "tonumber(r)",
+    string = "(r ~= nil and ffi.string(r) or nil)",
+    pointer = "(r ~= nil and r or nil)",
+    lstring = "(r ~= nil and ffi.string(r, len[0]) or nil)",
+  })[fn.result]
+  assert(length_box == (fn.result == "lstring"), fn.name)
+  if convert then results[#results + 1] = convert end
+  for _, v in ipairs(post) do results[#results + 1] = v end
+  local body = {}
+  body[#body + 1] = "return function(" .. table.concat(args, ", ") .. ")"
+  for _, line in ipairs(pre) do body[#body + 1] = "  " .. line end
+  local invoke = "lib." .. fn.name .. "(" .. table.concat(call, ", ") .. ")"
+  body[#body + 1] = (fn.result == "void" and "  " or "  local r = ") .. invoke
+  if has_error then
+    body[#body + 1] = "  local message = release_error(err)"
+    results[#results + 1] = "message"
+  end
+  body[#body + 1] = "  return " .. (#results > 0 and table.concat(results, ", ") or "")
+  body[#body + 1] = "end"
+  local source = table.concat(body, "\n")
+  local env = {
+    lib = lib, ffi = ffi, tonumber = tonumber, acquire_error = acquire_error,
+    release_error = release_error, to_buffer_list = to_buffer_list,
+  }
+  local chunk = assert(load(source, "=ferry.raw." .. fn.name, "t", env))
+  if setfenv then setfenv(chunk, env) end
+  return chunk()
 end
-for name, value in pairs(cdef.constants) do raw[name] = value end
+
+local raw = {}
+for _, fn in ipairs(abi.functions) do raw[fn.name] = make_wrapper(fn) end
+for name, value in pairs(abi.constants) do raw[name] = value end
 backend.raw = raw
 
 -- Functions that may run a Lua callback (stream callbacks, release hooks,
@@ -220,16 +226,49 @@ end
 
 -- ---- handles --------------------------------------------------------------
 
+ffi.cdef([[
+struct lferry_pair { struct ArrowDeviceArray array; struct ArrowSchema schema; };
+]])
+local pair_ptr_t = ffi.typeof("struct lferry_pair*")
+local schema_ptr_t = ffi.typeof("struct ArrowSchema*")
+local interpreted_schema_release = raw.ferry_schema_release
+
+--- release_pair(array, schema): releases both structs of a pair (interpreted
+--- when a Lua callback could run).
+function backend.release_pair(array, schema)
+  if callbacks.live ~= 0 then
+    interpreted_release(array)
+    interpreted_schema_release(schema)
+    return
+  end
+  lib.ferry_device_array_release(array)
+  lib.ferry_schema_release(schema)
+end
+
+local function free_pair(pair)
+  interpreted_release(pair.array)
+  interpreted_schema_release(pair.schema)
+  C.free(pair)
+end
+jit.off(free_pair)
+
+local function new_pair()
+  local p = ffi.cast(pair_ptr_t, C.calloc(1, ffi.sizeof("struct lferry_pair")))
+  if p == nil then return nil end
+  return p
+end
+
 -- Finalisers go through the interpreted wrappers too (release hooks may
 -- call back into Lua).
 local constructors = {
+  pair = { new_pair, free_pair },
   schema = { lib.ferry_schema_new, raw.ferry_schema_free },
-  array = { lib.ferry_device_array_new, raw.ferry_device_array_free },
   stream = { lib.ferry_array_stream_new, raw.ferry_array_stream_free },
 }
 local handle_kinds = setmetatable({}, { __mode = "k" })
 
--- handle(kind) -> owner, pointer (here both are the ffi.gc'd pointer).
+-- handle(kind) -> owner, pointer[, schema pointer] (the owner is the
+-- ffi.gc'd pointer; a pair's pointers point into it).
 function backend.handle(kind)
   local pair = constructors[kind]
   if not pair then error("ferry.handle: unknown kind " .. tostring(kind), 2) end
@@ -237,6 +276,10 @@ function backend.handle(kind)
   if p == nil then error("ferry.handle: out of memory", 2) end
   p = ffi.gc(p, pair[2])
   handle_kinds[p] = pair[2]
+  if kind == "pair" then
+    return p, ffi.cast(device_array_ptr, p), ffi.cast(schema_ptr_t, ffi.cast("char*", p) +
+                                                      ffi.offsetof("struct lferry_pair", "schema"))
+  end
   return p, p
 end
 
@@ -247,6 +290,116 @@ function backend.handle_free(p)
     ffi.gc(p, nil)
     free(p)
   end
+end
+
+-- ---- consuming: import, prepared schemas, the reusing batch loop ------------
+
+-- A pair that failed validation: released (its release hooks may be Lua:
+-- never from a trace), with the validator's message.
+local function import_failed(array, schema, rc)
+  local message = ffi.string(fast_error.message)
+  interpreted_release(array)
+  interpreted_schema_release(schema)
+  return tonumber(rc), message
+end
+jit.off(import_failed)
+
+--- import(schema_in, array_in, schema, array, level) -> code, message[, format,
+--- device_type, device_id, pending]: both moves or neither, then validation.
+function backend.import(schema_in, array_in, schema, array, level)
+  if lib.ferry_schema_move(schema_in, schema) ~= 0 then
+    return EINVAL, "the schema is NULL or already released"
+  end
+  if lib.ferry_device_array_move(array_in, array) ~= 0 then
+    lib.ferry_schema_move(schema, schema_in) -- give it back: nothing was taken
+    return EINVAL, "the array is NULL or already released"
+  end
+  if (level or 0) >= 0 then
+    fast_error.message[0] = 0
+    local rc = lib.ferry_validate_device_array(schema, array, level or 0, nil, nil, fast_error)
+    if rc ~= 0 then return import_failed(array, schema, rc) end
+  end
+  local a, s = ffi.cast(device_array_ptr, array), ffi.cast(schema_ptr_t, schema)
+  return 0, nil, s.format ~= nil and ffi.string(s.format) or nil, tonumber(a.device_type),
+         tonumber(a.device_id), a.sync_event ~= nil, s.dictionary ~= nil
+end
+
+local prepared_free = lib.ferry_prepared_schema_free
+
+--- prepare(schema) -> owner | false, code, message
+function backend.prepare(schema)
+  local box = ffi.new("struct FerryPreparedSchema*[1]")
+  local err = acquire_error()
+  local rc = lib.ferry_prepared_schema_create(schema, nil, nil, box, err)
+  local message = release_error(err)
+  if rc ~= 0 then return false, tonumber(rc), message end
+  return ffi.gc(box[0], prepared_free)
+end
+
+function backend.prepared_free(owner)
+  if owner ~= nil then
+    ffi.gc(owner, nil)
+    prepared_free(owner)
+  end
+end
+
+--- validate_batch(prepared | nil, array, level) -> code, message, released,
+--- device_type, device_id, pending (a failed batch is released)
+function backend.validate_batch(prepared, array, level)
+  local a = ffi.cast(device_array_ptr, array)
+  if a.array.release == nil then return 0, nil, true end
+  if prepared ~= nil then
+    fast_error.message[0] = 0
+    local rc = lib.ferry_validate_prepared(prepared, a, level or 0, nil, nil, fast_error)
+    if rc ~= 0 then
+      local message = ffi.string(fast_error.message)
+      backend.release_device_array(a)
+      return tonumber(rc), message
+    end
+  end
+  return 0, nil, false, tonumber(a.device_type), tonumber(a.device_id), a.sync_event ~= nil
+end
+
+-- One step of `for batch in stream:batches{ reuse = true }`: the same work
+-- as batch_step in src/lferry_support.c. A shared function and a state
+-- table (a closure per loop would make every new loop miss the trace);
+-- compiled whenever no Lua callback can run (get_next and
+-- release_device_array pick the path per call).
+local function batch_finish(state, code, message)
+  state.done = true
+  state.finish(code, message)
+  return nil
+end
+
+local function batch_step(state)
+  if state.done then return nil end
+  if handle_kinds[state.stream] == nil then return batch_finish(state, EINVAL, "stream already released") end
+  local out = state.out
+  if handle_kinds[state.owner] == nil then return batch_finish(state, EINVAL, "the loop's batch was freed") end
+  if out.array.release ~= nil then backend.release_device_array(out) end
+  local code, message
+  if state.mode == 0 then
+    code, message = backend.get_next(state.stream, out)
+  else
+    code, message = backend.get_next_on(state.stream, out, state.consumer)
+  end
+  if code ~= 0 then return batch_finish(state, code, message) end
+  if out.array.release == nil then return batch_finish(state, 0) end
+  local device_type, device_id, pending
+  code, message, _, device_type, device_id, pending = backend.validate_batch(state.prepared, out, 0)
+  if code ~= 0 then return batch_finish(state, code, message) end
+  local object = state.object
+  object._released = false
+  object._host_ok = device_type == CPU and not pending
+  object._device_type, object._device_id = device_type, device_id
+  return object
+end
+
+--- batch_iterator(stream_owner, array_owner, object, finish, consumer, mode, prepared) -> f, s
+function backend.batch_iterator(stream, out, object, finish, consumer, mode, prepared)
+  return batch_step, { stream = stream, owner = out, out = ffi.cast(device_array_ptr, out),
+                       object = object, finish = finish,
+                       consumer = consumer, mode = mode or 0, prepared = prepared, done = false }
 end
 
 -- ---- memory readers ----------------------------------------------------------
@@ -285,6 +438,136 @@ function backend.read_bytes(p, start, length)
   return ffi.string(ffi.cast(bytes_ctype, p) + start, length)
 end
 
+-- ---- bounds-checked reads (the same checks as src/lferry_support.c) ---------
+
+local array_ptr_t = ffi.typeof("const struct ArrowArray*")
+local i32_ptr_t, i64_ptr_t = ffi.typeof("const int32_t*"), ffi.typeof("const int64_t*")
+
+local function bit_at(p, i)
+  return bit.band(bit.rshift(ffi.cast(bytes_ctype, p)[math.floor(i / 8)], i % 8), 1) == 1
+end
+
+-- The physical slot of logical element i, or nil, code, message.
+local function physical_index(a, i)
+  if a.release == nil then return nil, EINVAL, "the array is released" end
+  local length, offset = tonumber(a.length), tonumber(a.offset)
+  if length < 0 or offset < 0 or length + offset >= 2 ^ 53 then
+    return nil, EINVAL, string.format("length %d or offset %d is negative or too large", length, offset)
+  end
+  if type(i) ~= "number" or i % 1 ~= 0 then
+    return nil, ERANGE, "index " .. tostring(i) .. " is not an integer"
+  end
+  if i < 0 or i >= length then
+    return nil, ERANGE, string.format("index %d is out of range for a length of %d", i, length)
+  end
+  return offset + i
+end
+
+local function buffer_at(a, b)
+  if a.buffers == nil or b >= a.n_buffers then return nil end
+  local p = a.buffers[b]
+  return p ~= nil and p or nil
+end
+
+local function is_null_at(a, slot)
+  local validity = buffer_at(a, 0)
+  return a.null_count ~= 0 and validity ~= nil and not bit_at(validity, slot)
+end
+
+function backend.value(array, kind, i)
+  local a = ffi.cast(array_ptr_t, array)
+  local slot, code, message = physical_index(a, i)
+  if not slot then return false, code, message end
+  if a.n_buffers < 2 then
+    return false, EINVAL, string.format("a fixed-width array has 2 buffers, not %d", tonumber(a.n_buffers))
+  end
+  if is_null_at(a, slot) then return true, nil end
+  local p = buffer_at(a, 1)
+  if p == nil then
+    return false, EINVAL, string.format("buffer 1 (values) is NULL in an array of length %d",
+                                        tonumber(a.length))
+  end
+  if kind == "bits" then return true, bit_at(p, slot) end
+  local ctype = element_ctypes[kind]
+  if not ctype then error("ferry: unknown element kind '" .. tostring(kind) .. "'", 2) end
+  local v = ffi.cast(ctype, p)[slot]
+  if kind == "i64" or kind == "u64" then return true, v end
+  return true, tonumber(v)
+end
+
+-- Offsets of slot and slot + 1, checked against each other and `limit`.
+local function read_offsets(a, large, slot, limit)
+  local offsets = buffer_at(a, 1)
+  if offsets == nil then
+    return nil, EINVAL, string.format("buffer 1 (offsets) is NULL in an array of length %d",
+                                      tonumber(a.length))
+  end
+  local typed = ffi.cast(large and i64_ptr_t or i32_ptr_t, offsets)
+  local first, last = tonumber(typed[slot]), tonumber(typed[slot + 1])
+  if first < 0 or first > last or last > limit then
+    return nil, EINVAL, string.format(
+      "offsets %d and %d of element %d are decreasing, negative or past the end (%d)", first, last,
+      slot - tonumber(a.offset), limit)
+  end
+  return first, last
+end
+
+function backend.bytes(array, large, i)
+  local a = ffi.cast(array_ptr_t, array)
+  local slot, code, message = physical_index(a, i)
+  if not slot then return false, code, message end
+  if a.n_buffers < 3 then
+    return false, EINVAL, string.format("a binary or utf8 array has 3 buffers, not %d",
+                                        tonumber(a.n_buffers))
+  end
+  if is_null_at(a, slot) then return true, nil end
+  local offsets = buffer_at(a, 1)
+  if offsets == nil then
+    return false, EINVAL, string.format("buffer 1 (offsets) is NULL in an array of length %d",
+                                        tonumber(a.length))
+  end
+  local size = tonumber(ffi.cast(large and i64_ptr_t or i32_ptr_t, offsets)[a.offset + a.length])
+  local first, last, why = read_offsets(a, large, slot, size)
+  if not first then return false, last, why end
+  local data = buffer_at(a, 2)
+  if data == nil and last > first then
+    return false, EINVAL, string.format("buffer 2 (data) is NULL but element %d is not empty", i)
+  end
+  if last == first then return true, "" end
+  return true, ffi.string(ffi.cast(bytes_ctype, data) + first, last - first)
+end
+
+function backend.list_bounds(array, large, i)
+  local a = ffi.cast(array_ptr_t, array)
+  local slot, code, message = physical_index(a, i)
+  if not slot then return false, code, message end
+  if a.n_children ~= 1 or a.children == nil or a.children[0] == nil then
+    return false, EINVAL, string.format("a list array has one child, not %d", tonumber(a.n_children))
+  end
+  if a.n_buffers < 2 then
+    return false, EINVAL, string.format("a list array has 2 buffers, not %d", tonumber(a.n_buffers))
+  end
+  local first, last, why = read_offsets(a, large, slot, tonumber(a.children[0].length))
+  if not first then return false, last, why end
+  return true, first, last
+end
+
+function backend.is_valid(array, i)
+  local a = ffi.cast(array_ptr_t, array)
+  local slot, code, message = physical_index(a, i)
+  if not slot then return false, code, message end
+  return true, not is_null_at(a, slot)
+end
+
+function backend.validity_bit(array, i)
+  local a = ffi.cast(array_ptr_t, array)
+  local slot, code, message = physical_index(a, i)
+  if not slot then return false, code, message end
+  local validity = buffer_at(a, 0)
+  if validity == nil then return true, nil end
+  return true, bit_at(validity, slot)
+end
+
 function backend.pointer_add(p, bytes) return ffi.cast("const uint8_t*", p) + bytes end
 function backend.address(p) return tonumber(ffi.cast("uintptr_t", p)) end
 function backend.to_integer(value) return tonumber(value) end
@@ -304,6 +587,10 @@ local function keeper_destroy(k)
     elseif e.kind == "stream" then
       lib.ferry_device_stream_synchronize(e.device, e.ptr, nil)
       lib.ferry_device_stream_destroy(e.device, e.ptr, nil)
+    elseif e.kind == "event" then
+      lib.ferry_device_event_destroy(e.device, e.ptr, nil)
+    elseif e.kind == "call" then
+      pcall(e.destroy, e.ptr) -- the owner's destructor; a failure has no one to go to
     end
     -- "string" entries only anchor a Lua string: dropping the table frees it.
   end
@@ -419,18 +706,19 @@ function backend.keeper_string(k, s)
   return ffi.cast("const char*", s), #s
 end
 
-function backend.keeper_to_device(k, host, size, device)
+function backend.keeper_to_device(k, host, size, device, stream)
   local err = acquire_error()
   local function fail(rc)
-    return nil, rc, release_error(err)
+    return nil, tonumber(rc), release_error(err)
   end
-  if not k.device_stream then
+  if stream == nil and not k.device_stream then
     local box = ffi.new("void*[1]")
     local rc = lib.ferry_device_stream_create(device, box, err)
     if rc ~= 0 then return fail(rc) end
     add_entry(k, { kind = "stream", ptr = box[0], device = device })
     k.device_stream = box[0]
   end
+  stream = stream or k.device_stream
   local box = ffi.new("void*[1]")
   local rc = lib.ferry_device_allocate(device, size > 0 and size or 1, box, err)
   if rc ~= 0 then return fail(rc) end
@@ -438,7 +726,7 @@ function backend.keeper_to_device(k, host, size, device)
   if size > 0 then
     local cpu = ffi.new("struct FerryDevice*[1]")
     rc = lib.ferry_device_resolve(1, -1, cpu, err)
-    if rc == 0 then rc = lib.ferry_device_memcpy(device, box[0], cpu[0], host, size, k.device_stream, err) end
+    if rc == 0 then rc = lib.ferry_device_memcpy(device, box[0], cpu[0], host, size, stream, err) end
     if rc ~= 0 then return fail(rc) end
   end
   release_error(err)
@@ -446,6 +734,23 @@ function backend.keeper_to_device(k, host, size, device)
 end
 
 function backend.keeper_device_stream(k) return k.device_stream end
+
+--- keeper_adopt(k, what, device, pointer, destroy) -> true: the keeper owns a
+--- native event ("event") or device memory ("memory"); destroy(pointer) runs
+--- instead of ferry's destructor when given.
+function backend.keeper_adopt(k, what, device, pointer, destroy)
+  if what ~= "event" and what ~= "memory" then
+    error("ferry.keeper_adopt: \"event\" or \"memory\" expected, got " .. tostring(what), 2)
+  end
+  if device == nil then error("ferry.keeper_adopt: device expected", 2) end
+  if pointer == nil then error("ferry.keeper_adopt: pointer expected", 2) end
+  if destroy ~= nil and type(destroy) ~= "function" then
+    error("ferry.keeper_adopt: function or nil expected", 2)
+  end
+  local kind = destroy and "call" or (what == "event" and "event" or "device")
+  add_entry(k, { kind = kind, ptr = pointer, device = device, destroy = destroy })
+  return true
+end
 
 -- ---- streams produced by Lua functions ---------------------------------------
 
@@ -539,7 +844,7 @@ local flat_size = ffi.sizeof("struct ArrowArray")
 --- export_flat(out, length, null_count, offset, buffers, n_buffers) -> code,
 --- message: a CPU array without children over borrowed buffers (as on 5.4).
 function backend.export_flat(out, length, null_count, offset, buffers, n)
-  local list = backend.to_buffer_list(buffers)
+  local list = to_buffer_list(buffers)
   local err = acquire_error()
   ffi.fill(flat_tmp, flat_size)
   local rc = lib.ferry_array_init(flat_tmp, length, null_count, offset, n, list, 0, nil, nil, err)
