@@ -97,6 +97,16 @@ ship_python() {
     done
   done
   find "$STAGE/python" -name __pycache__ -prune -exec rm -rf {} +
+  # The package's own libraries were linked with the build's interpreter
+  # directory in their RUNPATH; they need nothing outside the package.
+  local f
+  while read -r f; do
+    is_elf "$f" || continue
+    if readelf -d "$f" | grep -q 'R\(UN\)\{0,1\}PATH' &&
+       readelf -d "$f" | grep -E 'R(UN)?PATH' | grep -qv '\[\$ORIGIN[^:]*\]'; then
+      patchelf --set-rpath '$ORIGIN' "$f" || return 1
+    fi
+  done < <(find "$STAGE/python" -type f -name '*.so*')
   cp "$ROOT"/bindings/python/plugin/*.py "$STAGE/python/plugin/"
   "$BUILD/python/venv/bin/python" -c \
     'import sys, sysconfig; print("python=%d.%d" % sys.version_info[:2]); print("python_soabi=" + sysconfig.get_config_var("SOABI"))'
