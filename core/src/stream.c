@@ -110,10 +110,10 @@ __attribute__((noinline, cold)) static int ferry_array_stream_get_next_wrong_dev
   out->array.release(&out->array);
   memset(out, 0, sizeof(*out));
   return ferry__set_error(error, EINVAL,
-                          "get_next: the producer returned a batch on device type %d (%s) "
-                          "but the stream's device type is %d (%s); the batch was released",
-                          (int)got, ferry_device_type_name(got), (int)stream->device_type,
-                          ferry_device_type_name(stream->device_type));
+                          "get_next: the producer returned a batch on device type %s from a "
+                          "stream of device type %s (%d and %d); the batch was released",
+                          ferry_device_type_name(got), ferry_device_type_name(stream->device_type),
+                          (int)got, (int)stream->device_type);
 }
 
 /* Calls get_next into released `out`; the caller owns `out` on success, and

@@ -506,7 +506,7 @@ static void validate_name_and_metadata(struct Validator* v, const struct ArrowSc
     int64_t length = (int64_t)strlen(schema->name);
     int64_t good = ferry__utf8_valid_prefix((const uint8_t*)schema->name, length);
     if (good != length) {
-      report(v, "name", "name is not valid UTF-8 (bad byte 0x%02x at byte %lld)",
+      report(v, "utf8", "name is not valid UTF-8 (bad byte 0x%02x at byte %lld)",
              (unsigned)(uint8_t)schema->name[good], (long long)good);
     }
   }
@@ -516,7 +516,7 @@ static void validate_name_and_metadata(struct Validator* v, const struct ArrowSc
     report(v, "metadata",
            "metadata is malformed: a negative pair count or key/value length");
   } else if (rc > 0) {
-    report(v, "metadata", "metadata key %lld is not valid UTF-8 (bad byte 0x%02x at byte %lld)",
+    report(v, "utf8", "metadata key %lld is not valid UTF-8 (bad byte 0x%02x at byte %lld)",
            (long long)bad.index, (unsigned)bad.byte, (long long)bad.byte_offset);
   }
 }

@@ -351,10 +351,10 @@ FERRY_TEST(schema_names_and_metadata_keys_must_be_utf8) {
   child.name = "bad\xff";
   CHECK_EQ_INT(EINVAL, run_schema(&st));
   CHECK_EQ_INT(1, findings.n);
-  CHECK_FINDING("name", "root.children[0]", "name is not valid UTF-8 (bad byte 0xff at byte 3)");
+  CHECK_FINDING("utf8", "root.children[0]", "name is not valid UTF-8 (bad byte 0xff at byte 3)");
   child.name = "\xed\xa0\x80"; /* a UTF-16 surrogate encoded as UTF-8 */
   CHECK_EQ_INT(EINVAL, run_schema(&st));
-  CHECK_FINDING("name", "root.children[0]", "not valid UTF-8");
+  CHECK_FINDING("utf8", "root.children[0]", "not valid UTF-8");
   child.name = "ok";
 
   char blob[128];
@@ -365,7 +365,7 @@ FERRY_TEST(schema_names_and_metadata_keys_must_be_utf8) {
   st.metadata = blob;
   CHECK_EQ_INT(EINVAL, run_schema(&st));
   CHECK_EQ_INT(1, findings.n);
-  CHECK_FINDING("metadata", "root", "key 1 is not valid UTF-8 (bad byte 0x80 at byte 0)");
+  CHECK_FINDING("utf8", "root", "metadata key 1 is not valid UTF-8 (bad byte 0x80 at byte 0)");
 
   /* Values may be any bytes; a well-formed blob with UTF-8 keys is clean. */
   put_metadata_pair(blob + 4 + 13, "key2", 4, "\xff binary values are allowed", 28);

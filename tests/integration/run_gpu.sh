@@ -108,8 +108,9 @@ for device in cuda rocm; do
   cases="$LOGS/cases-$device.txt"
   device_cases "$device" "$HERE/cases.txt" | grep -Ev '^[[:space:]]*(#|$)' |
     awk -v n="$sample" 'NR % n == 1 % n' >"$cases"
-  echo "== $device$label: $(wc -l <"$cases") cases (cases.txt moved to $device" \
-    "$([ "$sample" -gt 1 ] && echo ", every ${sample}th"))"
+  every=""
+  [ "$sample" -gt 1 ] && every=", every ${sample}th"
+  echo "== $device$label: $(wc -l <"$cases") cases (cases.txt moved to $device$every)"
   run "matrix-$device" "$HOST" --plugin-dir "$plugins" --plugins "$list" --require "$list" \
     --cases "$cases"
   for rt in $runtimes; do
