@@ -82,12 +82,13 @@ export FERRY_GPU_RUNTIMES="$runtimes"
 list="$(echo "$runtimes" | tr ' ' ',')"
 echo "runtimes: $runtimes"
 
-# The plugins of those runtimes (a runtime left out is not loaded at all);
-# lib/ beside them for their $ORIGIN/../lib.
-PLUGINS="$OUT/plugins"
-rm -rf "$PLUGINS" "$OUT/lib"
+# The plugins of those runtimes (a runtime left out is not loaded at all), in
+# a directory of this run with lib/ beside it for their $ORIGIN/../lib.
+view="$(mktemp -d "$OUT/plugin-view.XXXXXX")" || { echo "run.sh: cannot write to $OUT" >&2; exit 1; }
+trap 'rm -rf "$view"' EXIT
+PLUGINS="$view/plugins"
 mkdir -p "$PLUGINS"
-ln -s "$HERE/lib" "$OUT/lib"
+ln -s "$HERE/lib" "$view/lib"
 for rt in $runtimes; do ln -s "$HERE/plugins/libferry_it_$rt.so" "$PLUGINS/"; done
 
 # ---- 1. preflight ------------------------------------------------------------------------
