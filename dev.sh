@@ -3,7 +3,7 @@
 #   ./dev.sh demo   (the main job)
 #   ./dev.sh test   (every test)
 # Both install what is missing (quietly when present) and build first.
-# Other subcommands: deps, build, bench, fuzz, gpu-test, regen, clean.
+# Other subcommands: deps, build, bench, fuzz, gpu-test, gpu-bundle, regen, clean.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export FERRY_ROOT="$ROOT"
@@ -33,6 +33,8 @@ case "$cmd" in
   bench) bash "$ROOT/scripts/deps.sh" all && build_all && bash "$ROOT/scripts/bench.sh" "$@" ;;
   fuzz) bash "$ROOT/scripts/deps.sh" core && bash "$ROOT/scripts/fuzz.sh" "$@" ;;
   gpu-test) bash "$ROOT/scripts/deps.sh" all && bash "$ROOT/scripts/build.sh" && bash "$ROOT/scripts/gpu_test.sh" "$@" ;;
+  # One archive under build/ to run the GPU checks on a GPU machine (run.sh).
+  gpu-bundle) bash "$ROOT/scripts/deps.sh" all && build_all && bash "$ROOT/scripts/gpu_bundle.sh" "$@" ;;
   regen) bash "$ROOT/generators/regen.sh" "$@" ;;
   clean) rm -rf "$FERRY_BUILD_DIR" ;;
   *) usage ;;

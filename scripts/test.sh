@@ -83,6 +83,11 @@ step conformance "$ROOT/tests/conformance/run.sh"
 # Every ordered pair of runtimes in one process (C host, Go-first C host,
 # C host under ASan, JVM host).
 step cross-language "$ROOT/tests/integration/run.sh"
+# The same on cuda and rocm through the driver emulations (device memory the
+# host cannot read), the conformance suite there and the demo on cuda; then
+# the GPU bundle, unpacked elsewhere, its run.sh on the CPU/sim and emulations.
+step gpu-emulated "$ROOT/tests/integration/run_gpu.sh" --emulated
+step gpu-bundle "$ROOT/scripts/gpu_bundle.sh" --test
 
 echo
 [ "$failed" -gt 0 ] && echo "failed steps: ${failed_steps[*]}"

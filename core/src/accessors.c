@@ -6,6 +6,7 @@
 
 #include "accessors.h"
 #include "internal.h"
+#include "scan.h"
 
 /* ---- ArrowSchema --------------------------------------------------------- */
 
@@ -60,13 +61,24 @@ static int32_t ferry_read_int32(const char* p) {
   return v;
 }
 
-/* Walks the metadata up to pair `want` (or all pairs when `want` is -1).
- * Returns the number of pairs, or -1 when malformed; for want >= 0 fills
- * the key/value pointers and lengths of that pair. Reads only bytes that
- * the encoded lengths before them say exist. */
-static int64_t ferry_metadata_walk(const char* metadata, int64_t want, const char** key,
-                                   int32_t* key_len, const char** value,
-                                   int32_t* value_len, int64_t* total_size) {
+/* One pair of a metadata blob, as ferry_metadata_walk hands it to a visitor;
+ * a visitor returns non-zero to stop the walk there. */
+struct FerryMetadataPair {
+  int32_t index;
+  const char* key;
+  int32_t key_len;
+  const char* value;
+  int32_t value_len;
+};
+typedef int (*FerryMetadataVisitor)(void* context, const struct FerryMetadataPair* pair);
+
+/* Walks the metadata pair by pair, calling `visit` (when not NULL) on each
+ * until it returns non-zero. Returns the number of pairs, or -1 when the
+ * encoding is malformed before the walk stopped; `total_size` gets the
+ * blob's size after a complete walk. Reads only bytes that the encoded
+ * lengths before them say exist. */
+static int64_t ferry_metadata_walk(const char* metadata, FerryMetadataVisitor visit,
+                                   void* context, int64_t* total_size) {
   if (metadata == NULL) {
     if (total_size != NULL) *total_size = 0;
     return 0;
@@ -75,21 +87,17 @@ static int64_t ferry_metadata_walk(const char* metadata, int64_t want, const cha
   if (n_pairs < 0) return -1;
   const char* p = metadata + sizeof(int32_t);
   for (int32_t i = 0; i < n_pairs; i++) {
-    int32_t klen = ferry_read_int32(p);
-    if (klen < 0) return -1;
-    const char* k = p + sizeof(int32_t);
-    p = k + klen;
-    int32_t vlen = ferry_read_int32(p);
-    if (vlen < 0) return -1;
-    const char* v = p + sizeof(int32_t);
-    p = v + vlen;
-    if (i == want) {
-      *key = k;
-      *key_len = klen;
-      *value = v;
-      *value_len = vlen;
-      return n_pairs;
-    }
+    struct FerryMetadataPair pair;
+    pair.index = i;
+    pair.key_len = ferry_read_int32(p);
+    if (pair.key_len < 0) return -1;
+    pair.key = p + sizeof(int32_t);
+    p = pair.key + pair.key_len;
+    pair.value_len = ferry_read_int32(p);
+    if (pair.value_len < 0) return -1;
+    pair.value = p + sizeof(int32_t);
+    p = pair.value + pair.value_len;
+    if (visit != NULL && visit(context, &pair)) return n_pairs;
   }
   if (total_size != NULL) *total_size = (int64_t)(p - metadata);
   return n_pairs;
@@ -97,26 +105,62 @@ static int64_t ferry_metadata_walk(const char* metadata, int64_t want, const cha
 
 int64_t ferry__metadata_encoded_size(const char* metadata) {
   int64_t size = 0;
-  if (ferry_metadata_walk(metadata, -1, NULL, NULL, NULL, NULL, &size) < 0) return -1;
+  if (ferry_metadata_walk(metadata, NULL, NULL, &size) < 0) return -1;
   return size;
+}
+
+/* Visitor: stops at the first key that is not valid UTF-8. */
+static int ferry_metadata_find_bad_key(void* context, const struct FerryMetadataPair* pair) {
+  struct FerryMetadataBadKey* bad = (struct FerryMetadataBadKey*)context;
+  int64_t good = ferry__utf8_valid_prefix((const uint8_t*)pair->key, pair->key_len);
+  if (good == pair->key_len) return 0;
+  bad->index = pair->index;
+  bad->byte_offset = good;
+  bad->byte = (uint8_t)pair->key[good];
+  return 1;
+}
+
+int ferry__metadata_check_keys(const char* metadata, struct FerryMetadataBadKey* bad) {
+  bad->index = -1;
+  /* A complete walk first: a malformed pair after a bad key makes the whole
+   * blob bad, and is the more basic finding. */
+  if (ferry_metadata_walk(metadata, NULL, NULL, NULL) < 0) return -1;
+  ferry_metadata_walk(metadata, ferry_metadata_find_bad_key, bad, NULL);
+  return bad->index >= 0;
 }
 
 /* Borrows `schema`; -1 when the encoding is malformed. */
 int64_t ferry_schema_metadata_count(const struct ArrowSchema* schema) {
   if (schema == NULL) return 0;
-  return ferry_metadata_walk(schema->metadata, -1, NULL, NULL, NULL, NULL, NULL);
+  return ferry_metadata_walk(schema->metadata, NULL, NULL, NULL);
 }
 
-/* Looks up pair i; NULL when out of range or malformed. */
+/* Visitor: keeps pair `index` of the walk (context: a FerryMetadataPair
+ * whose index says which). */
+static int ferry_metadata_take_pair(void* context, const struct FerryMetadataPair* pair) {
+  struct FerryMetadataPair* wanted = (struct FerryMetadataPair*)context;
+  if (pair->index != wanted->index) return 0;
+  *wanted = *pair;
+  return 1;
+}
+
+/* Looks up pair i; 0 when out of range or malformed. */
 static int ferry_metadata_pair(const struct ArrowSchema* schema, int64_t i,
                                const char** key, int32_t* key_len, const char** value,
                                int32_t* value_len) {
   if (schema == NULL || schema->metadata == NULL || i < 0) return 0;
   /* A full walk first: a malformed pair after i makes the whole blob bad. */
-  int64_t n = ferry_metadata_walk(schema->metadata, -1, NULL, NULL, NULL, NULL, NULL);
+  int64_t n = ferry_metadata_walk(schema->metadata, NULL, NULL, NULL);
   if (n < 0 || i >= n) return 0;
-  return ferry_metadata_walk(schema->metadata, i, key, key_len, value, value_len, NULL) >=
-         0;
+  struct FerryMetadataPair pair;
+  memset(&pair, 0, sizeof(pair));
+  pair.index = (int32_t)i;
+  ferry_metadata_walk(schema->metadata, ferry_metadata_take_pair, &pair, NULL);
+  *key = pair.key;
+  *key_len = pair.key_len;
+  *value = pair.value;
+  *value_len = pair.value_len;
+  return 1;
 }
 
 /* Borrows `schema`; the key points into its metadata (not terminated). */

@@ -90,6 +90,14 @@ struct FerryBackend {
                            struct FerryError* error);
   int (*stream_wait_event)(struct FerryDevice* device, void* stream, void* sync_event,
                            struct FerryError* error);
+  /* Optional (NULL: nothing to do): an exported event goes back to ferry's
+   * pool because its array was released. The backend may give the event a
+   * new handle in `*sync_event`, so that the released array's handle is
+   * refused from now on (the sim does: a consumer that waits after its
+   * release is told so, as it was when the event was destroyed there). On
+   * failure `*sync_event` is unchanged and still valid. */
+  int (*event_recycle)(struct FerryDevice* device, void** sync_event,
+                       struct FerryError* error);
 
   /* Residency: FERRY_OK when [ptr, ptr + size) lives on `device`; EFAULT with
    * a message when it does not; ENOTSUP when the backend cannot tell. A

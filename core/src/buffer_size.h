@@ -31,6 +31,28 @@ static inline int ferry__buffer_may_be_null(const struct FerryFormat* format,
   }
 }
 
+/* The largest offset + length for which no buffer size of the layout can
+ * overflow int64 (a little less than the exact limit: the widest slot of any
+ * fixed buffer, one more slot for offsets). Beyond it ferry__buffer_size may
+ * refuse the array; validation then asks it buffer by buffer, so that both
+ * follow one rule. */
+static inline int64_t ferry__max_slots(const struct FerryFormat* format) {
+  int64_t widest = 1;
+  for (int32_t i = 0; i < format->n_fixed_buffers; i++) {
+    int64_t bytes = 1;
+    switch (format->roles[i]) {
+      case FERRY_BUFFER_DATA: bytes = format->bit_width / 8; break;
+      case FERRY_BUFFER_OFFSETS:
+      case FERRY_BUFFER_SIZES: bytes = format->offset_bytes; break;
+      case FERRY_BUFFER_UNION_OFFSETS: bytes = 4; break;
+      case FERRY_BUFFER_VIEWS: bytes = 16; break;
+      default: break; /* validity bits, type ids: at most one byte a slot */
+    }
+    if (bytes > widest) widest = bytes;
+  }
+  return INT64_MAX / widest - 1;
+}
+
 /* ferry_array_buffer_size with the format already parsed: `format_text` is
  * the schema's format string, for messages. Borrows everything. */
 int ferry__buffer_size(const struct FerryFormat* format, const char* format_text,

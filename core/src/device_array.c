@@ -74,6 +74,11 @@ static void return_exported_event(void* user_data) {
     free(pooled); /* a forked child: the handle is the parent's */
     return;
   }
+  if (device->backend->event_recycle != NULL &&
+      device->backend->event_recycle(device, &pooled->sync_event, NULL) != FERRY_OK) {
+    discard_event(pooled);
+    return;
+  }
   pthread_mutex_lock(&device->event_pool_lock);
   int kept = device->event_pool_size < FERRY_EVENT_POOL_MAX;
   if (kept) {

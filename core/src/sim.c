@@ -220,6 +220,17 @@ static void map_remove(struct SimMap* map, uint64_t key) {
 static struct SimMap g_streams_by_handle;
 static struct SimMap g_streams_by_id;
 static struct SimMap g_events;
+
+/* Retired event handles: the slots of released exports whose event went back
+ * to ferry's pool under a new slot (sim_event_recycle). g_events maps each to
+ * &g_retired_event, so that a wait on one is refused with the reason; the
+ * slot stays allocated (no later event can get its address) until
+ * SIM_RETIRED_MAX newer ones push it out. */
+#define SIM_RETIRED_MAX 4096
+static struct FerrySimEvent g_retired_event;
+static struct FerrySimEvent** g_retired[SIM_RETIRED_MAX];
+static int64_t g_retired_count;
+static int64_t g_retired_next;
 static uint64_t g_next_stream_id = 1;
 static struct SimStream* g_busy[FERRY_SIM_DEVICE_COUNT];
 
@@ -261,7 +272,7 @@ int64_t ferry__sim_live_streams(void) {
 
 int64_t ferry__sim_live_events(void) {
   pthread_mutex_lock(&g_sim_lock);
-  int64_t n = g_events.count;
+  int64_t n = g_events.count - g_retired_count;
   pthread_mutex_unlock(&g_sim_lock);
   return n;
 }
@@ -411,6 +422,13 @@ static int find_event_locked(void* sync_event, struct FerrySimEvent** out,
     return ferry__set_error(error, EINVAL,
                            "sync_event %p is not a live sim event (destroyed, or not a "
                            "pointer to a sim event handle)",
+                           sync_event);
+  }
+  if (e == &g_retired_event) {
+    return ferry__set_error(error, EINVAL,
+                           "sync_event %p is no longer valid: the array that carried it was "
+                           "released (a consumer must queue its wait before it releases "
+                           "the array; docs/events.md, lifetime rule)",
                            sync_event);
   }
   *out = e;
@@ -834,6 +852,47 @@ static int sim_event_destroy(struct FerryDevice* device, void* sync_event,
   return code;
 }
 
+/* The event of a released export goes back to ferry's pool: it moves to a
+ * new slot, and the old one (the handle the consumer saw) is retired. */
+static int sim_event_recycle(struct FerryDevice* device, void** sync_event,
+                             struct FerryError* error) {
+  struct FerrySimEvent** fresh = (struct FerrySimEvent**)malloc(sizeof(*fresh));
+  if (fresh == NULL) return ferry__set_error(error, ENOMEM, "out of memory recycling an event");
+  pthread_mutex_lock(&g_sim_lock);
+  struct FerrySimEvent* event = NULL;
+  struct FerrySimEvent** old = (struct FerrySimEvent**)*sync_event;
+  int code = find_device_event_locked(old, device->device_id, &event, error);
+  /* The new slot first: on failure nothing changed. */
+  if (code == FERRY_OK && map_put(&g_events, (uint64_t)(uintptr_t)fresh, event) != FERRY_OK) {
+    code = ferry__set_error(error, ENOMEM, "out of memory recycling an event");
+  }
+  if (code != FERRY_OK) {
+    pthread_mutex_unlock(&g_sim_lock);
+    free(fresh);
+    return code;
+  }
+  *fresh = event;
+  event->slot = fresh;
+  map_remove(&g_events, (uint64_t)(uintptr_t)old);
+  struct FerrySimEvent** evicted = NULL;
+  if (map_put(&g_events, (uint64_t)(uintptr_t)old, &g_retired_event) != FERRY_OK) {
+    evicted = old; /* no room to remember it: the handle is just gone */
+  } else {
+    if (g_retired_count == SIM_RETIRED_MAX) {
+      evicted = g_retired[g_retired_next];
+      map_remove(&g_events, (uint64_t)(uintptr_t)evicted);
+    } else {
+      g_retired_count++;
+    }
+    g_retired[g_retired_next] = old;
+    g_retired_next = (g_retired_next + 1) % SIM_RETIRED_MAX;
+  }
+  pthread_mutex_unlock(&g_sim_lock);
+  free(evicted);
+  *sync_event = fresh;
+  return FERRY_OK;
+}
+
 static int sim_event_record(struct FerryDevice* device, void* sync_event, void* stream,
                             struct FerryError* error) {
   pthread_mutex_lock(&g_sim_lock);
@@ -922,5 +981,6 @@ const struct FerryBackend ferry__backend_sim = {
     .event_record = sim_event_record,
     .event_synchronize = sim_event_synchronize,
     .stream_wait_event = sim_stream_wait_event,
+    .event_recycle = sim_event_recycle,
     .check_pointer = sim_check_pointer,
 };

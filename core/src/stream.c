@@ -99,6 +99,23 @@ __attribute__((noinline)) static int ferry_array_stream_get_next_failed(
   return rc;
 }
 
+/* A batch on another device type than its stream's (the specification: every
+ * array of a stream is on the stream's device type). ferry's own producer
+ * refuses that itself; a foreign producer's batch is released here, so that
+ * no consumer reads memory of one device as another's. */
+__attribute__((noinline, cold)) static int ferry_array_stream_get_next_wrong_device(
+    struct ArrowDeviceArrayStream* stream, struct ArrowDeviceArray* out,
+    struct FerryError* error) {
+  ArrowDeviceType got = out->device_type;
+  out->array.release(&out->array);
+  memset(out, 0, sizeof(*out));
+  return ferry__set_error(error, EINVAL,
+                          "get_next: the producer returned a batch on device type %s from a "
+                          "stream of device type %s (%d and %d); the batch was released",
+                          ferry_device_type_name(got), ferry_device_type_name(stream->device_type),
+                          (int)got, (int)stream->device_type);
+}
+
 /* Calls get_next into released `out`; the caller owns `out` on success, and
  * a released `out` on success means end of stream. */
 int ferry_array_stream_get_next(struct ArrowDeviceArrayStream* stream,
@@ -112,6 +129,10 @@ int ferry_array_stream_get_next(struct ArrowDeviceArrayStream* stream,
   int rc = stream->get_next(stream, out);
   if (__builtin_expect(rc != FERRY_OK, 0)) {
     return ferry_array_stream_get_next_failed(stream, out, rc, error);
+  }
+  if (__builtin_expect(out->array.release != NULL && out->device_type != stream->device_type,
+                       0)) {
+    return ferry_array_stream_get_next_wrong_device(stream, out, error);
   }
   return FERRY_OK;
 }

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accessors.h"
 #include "backend.h"
 #include "buffer_size.h"
 #include "format.h"
@@ -76,6 +77,9 @@ struct SchemaNode {
   uint8_t has_dictionary; /* the schema's dictionary pointer is not NULL */
   uint8_t has_layout;     /* the format parsed: `layout` holds it */
   struct FerryFormat layout;
+  /* ferry__max_slots(&layout): beyond this offset + length, a buffer's size
+   * may overflow int64 (report_size_overflow asks buffer_size.c). */
+  int64_t max_slots;
 };
 
 struct ArrayNode {
@@ -495,6 +499,28 @@ static void validate_schema_children_layout(struct Validator* v, int32_t self,
   }
 }
 
+/* The C data interface's text rules: the name is UTF-8, the metadata is
+ * well formed and its keys are UTF-8 (its values may be any bytes). */
+static void validate_name_and_metadata(struct Validator* v, const struct ArrowSchema* schema) {
+  if (schema->name != NULL) {
+    int64_t length = (int64_t)strlen(schema->name);
+    int64_t good = ferry__utf8_valid_prefix((const uint8_t*)schema->name, length);
+    if (good != length) {
+      report(v, "utf8", "name is not valid UTF-8 (bad byte 0x%02x at byte %lld)",
+             (unsigned)(uint8_t)schema->name[good], (long long)good);
+    }
+  }
+  struct FerryMetadataBadKey bad;
+  int rc = ferry__metadata_check_keys(schema->metadata, &bad);
+  if (rc < 0) {
+    report(v, "metadata",
+           "metadata is malformed: a negative pair count or key/value length");
+  } else if (rc > 0) {
+    report(v, "utf8", "metadata key %lld is not valid UTF-8 (bad byte 0x%02x at byte %lld)",
+           (long long)bad.index, (unsigned)bad.byte, (long long)bad.byte_offset);
+  }
+}
+
 /* Walks the schema at child `slot` of node `parent` (v->where is there);
  * returns its node, or NO_SCHEMA when there is no usable schema. */
 static int32_t visit_schema(struct Validator* v, const struct ArrowSchema* schema,
@@ -548,7 +574,11 @@ static int32_t visit_schema(struct Validator* v, const struct ArrowSchema* schem
       have_layout = 1;
       node->has_layout = 1;
       node->layout = f;
+      node->max_slots = ferry__max_slots(&f);
     }
+  }
+  if (schema->name != NULL || schema->metadata != NULL) {
+    validate_name_and_metadata(v, schema);
   }
   if (schema->flags & ~(int64_t)KNOWN_SCHEMA_FLAGS) {
     report(v, "flags", "flags 0x%llx has unknown bits 0x%llx (known: 0x%x)",
@@ -1403,6 +1433,24 @@ static unsigned check_node_residency(struct Validator* v, const struct SchemaNod
   return unreadable;
 }
 
+/* The rule of ferry_array_buffer_size on sizes that overflow int64, as a
+ * finding: returns 1 (and reports the first such buffer) when one does. */
+static FERRY_COLD int report_size_overflow(struct Validator* v, const struct SchemaNode* sn,
+                                          const struct ArrowArray* array) {
+  for (int32_t i = 0; i < sn->layout.n_fixed_buffers; i++) {
+    if (sn->layout.roles[i] == FERRY_BUFFER_VAR_DATA) continue; /* sized by contents */
+    struct FerryError size_error;
+    ferry_error_init(&size_error);
+    int64_t size;
+    if (ferry__buffer_size(&sn->layout, sn->format, array, v->device_type, v->device_id, i,
+                           &size, &size_error) != FERRY_OK) {
+      report(v, "length", "%s", size_error.message);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* The findings about a node's own counts (visit_array calls this only when
  * one of them is off) and what remains usable. */
 static FERRY_COLD void report_counts(struct Validator* v, const struct ArrowArray* array,
@@ -1520,6 +1568,9 @@ static void visit_array(struct Validator* v, int32_t schema_index,
 
   int layout_ok = have_layout && buffers_usable &&
                   validate_buffer_structure(v, array, &sn->layout);
+  if (layout_ok && sane && array->offset + array->length > sn->max_slots) {
+    sane = !report_size_overflow(v, sn, array);
+  }
   unsigned unreadable = 0;
   if (layout_ok && sane && v->device != NULL) {
     unreadable = check_node_residency(v, sn, array);

@@ -423,6 +423,43 @@ FERRY_TEST(consumer_wrappers_work_on_foreign_streams) {
   ferry_array_stream_release(&stream);
 }
 
+/* A foreign producer whose batch is on the CPU while its stream says sim:
+ * ferry's own producer refuses that itself, a foreign one must be caught by
+ * the consumer wrappers (the one place every consumer goes through). */
+static int foreign_get_next_wrong_device(struct ArrowDeviceArrayStream* stream,
+                                         struct ArrowDeviceArray* out) {
+  memset(out, 0, sizeof(*out));
+  out->device_type = ARROW_DEVICE_CPU;
+  out->device_id = -1;
+  out->array.length = 0;
+  out->array.release = foreign_batch_release;
+  return 0;
+}
+
+FERRY_TEST(foreign_batch_on_another_device_type_is_refused_and_released) {
+  struct ArrowDeviceArrayStream stream = {0};
+  stream.device_type = ARROW_DEVICE_EXT_DEV;
+  stream.get_next = foreign_get_next_wrong_device;
+  stream.release = foreign_stream_release;
+  struct FerryError error;
+  ferry_error_init(&error);
+  struct ArrowDeviceArray batch = {0};
+  int releases = foreign_batch_releases;
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_next(&stream, &batch, &error));
+  CHECK_CONTAINS(error.message,
+                 "get_next: the producer returned a batch on device type cpu from a stream of "
+                 "device type ext_dev (1 and 12); the batch was released");
+  CHECK(ferry_device_array_is_released(&batch));
+  CHECK_EQ_INT(releases + 1, foreign_batch_releases);
+  /* The same through the consumer-stream handoff. */
+  ferry_error_init(&error);
+  CHECK_EQ_INT(EINVAL, ferry_array_stream_get_next_on(&stream, &batch, NULL, &error));
+  CHECK_CONTAINS(error.message, "device type cpu from a stream of device type ext_dev");
+  CHECK(ferry_device_array_is_released(&batch));
+  CHECK_EQ_INT(releases + 2, foreign_batch_releases);
+  ferry_array_stream_release(&stream);
+}
+
 /* ---- ferry_array_stream_init_from_arrays --------------------------------------- */
 
 static int list_hooks;

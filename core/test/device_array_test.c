@@ -141,6 +141,65 @@ FERRY_TEST(init_async_released_without_waiting_is_safe) {
   CHECK_EQ_INT(0, ferry_device_stream_destroy(sim, stream, NULL));
 }
 
+/* Exports kValues from `sim` with a recorded event into `out`. */
+static int export_with_event(struct FerryDevice* sim, void* stream,
+                             struct ArrowDeviceArray* out) {
+  struct ArrowArray array;
+  memset(&array, 0, sizeof array);
+  memset(out, 0, sizeof *out);
+  int code = make_sim_int32(sim, stream, kValues, 8, &array);
+  if (code == 0) {
+    code = ferry_device_array_init_async(out, &array, sim, stream, FERRY_SYNC_RECORD_EVENT,
+                                         NULL);
+  }
+  return code;
+}
+
+FERRY_TEST(waiting_on_the_event_of_a_released_array_is_reported_despite_the_pool) {
+  /* docs/events.md: the event is valid until the array's release returns.
+   * The pool keeps released events alive for later exports; the sim must
+   * still tell a consumer that waits after releasing, also once the event
+   * carries a later export. */
+  ferry_sim_set_strict(1);
+  struct FerryDevice* sim = device_of(ARROW_DEVICE_EXT_DEV, 2);
+  int64_t events = sim_events_in_use();
+  void* stream = NULL;
+  void* consumer = NULL;
+  CHECK_EQ_INT(0, ferry_device_stream_create(sim, &stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_stream_create(sim, &consumer, NULL));
+  struct ArrowDeviceArray first;
+  CHECK_EQ_INT(0, export_with_event(sim, stream, &first));
+  void* stale = first.sync_event;
+  int64_t live = ferry__sim_live_events();
+  CHECK_EQ_INT(0, ferry_device_stream_wait_event(sim, consumer, stale, NULL)); /* in time */
+  ferry_device_array_release(&first);
+
+  struct FerryError error;
+  ferry_error_init(&error);
+  CHECK_EQ_INT(EINVAL, ferry_device_event_synchronize(sim, stale, &error));
+  CHECK_CONTAINS(error.message, "the array that carried it was released");
+  ferry_error_init(&error);
+  CHECK_EQ_INT(EINVAL, ferry_device_stream_wait_event(sim, consumer, stale, &error));
+  CHECK_CONTAINS(error.message, "was released");
+
+  /* The next export reuses the pooled event (no new one) under a new handle:
+   * the old handle stays refused, the new one works. */
+  struct ArrowDeviceArray second;
+  CHECK_EQ_INT(0, export_with_event(sim, stream, &second));
+  CHECK_EQ_INT(live, ferry__sim_live_events());
+  CHECK(second.sync_event != stale);
+  CHECK_EQ_INT(EINVAL, ferry_device_event_synchronize(sim, stale, NULL));
+  CHECK_EQ_INT(0, ferry_device_array_wait(&second, consumer, NULL));
+  CHECK_EQ_INT(0, ferry_device_array_wait(&second, NULL, NULL));
+  for (int i = 0; i < 8; i++) {
+    CHECK_EQ_INT(kValues[i], ((const int32_t*)second.array.buffers[1])[i]);
+  }
+  ferry_device_array_release(&second);
+  CHECK_EQ_INT(events, sim_events_in_use());
+  CHECK_EQ_INT(0, ferry_device_stream_destroy(sim, consumer, NULL));
+  CHECK_EQ_INT(0, ferry_device_stream_destroy(sim, stream, NULL));
+}
+
 FERRY_TEST(init_async_synchronize_policy_exports_no_event_and_ready_data) {
   ferry_sim_set_strict(1);
   struct FerryDevice* sim = device_of(ARROW_DEVICE_EXT_DEV, 0);

@@ -330,6 +330,59 @@ FERRY_TEST(schema_rules) {
   CHECK_FINDING("null", "root.children[0]", "schema pointer is NULL");
 }
 
+/* Metadata blobs for the tests below: int32 pair count, then per pair int32
+ * key length, key, int32 value length, value (native endian). */
+static size_t put_metadata_pair(char* out, const char* key, int32_t key_length,
+                                const char* value, int32_t value_length) {
+  memcpy(out, &key_length, 4);
+  memcpy(out + 4, key, (size_t)key_length);
+  memcpy(out + 4 + key_length, &value_length, 4);
+  memcpy(out + 8 + key_length, value, (size_t)value_length);
+  return 8 + (size_t)key_length + (size_t)value_length;
+}
+
+FERRY_TEST(schema_names_and_metadata_keys_must_be_utf8) {
+  /* The C data interface: names are UTF-8, metadata keys are UTF-8; arrow-rs
+   * fails (or panics) on anything else, so a consumer must hear it first. */
+  struct ArrowSchema child = schema_of("i", 0, NULL);
+  struct ArrowSchema* kids[1] = {&child};
+  struct ArrowSchema st = schema_of("+s", 1, kids);
+  st.name = "caf\xc3\xa9"; /* valid: "café" */
+  child.name = "bad\xff";
+  CHECK_EQ_INT(EINVAL, run_schema(&st));
+  CHECK_EQ_INT(1, findings.n);
+  CHECK_FINDING("utf8", "root.children[0]", "name is not valid UTF-8 (bad byte 0xff at byte 3)");
+  child.name = "\xed\xa0\x80"; /* a UTF-16 surrogate encoded as UTF-8 */
+  CHECK_EQ_INT(EINVAL, run_schema(&st));
+  CHECK_FINDING("utf8", "root.children[0]", "not valid UTF-8");
+  child.name = "ok";
+
+  char blob[128];
+  int32_t two = 2;
+  memcpy(blob, &two, 4);
+  size_t used = 4 + put_metadata_pair(blob + 4, "k\xc3\xa9y", 4, "v", 1);
+  used += put_metadata_pair(blob + used, "\x80key", 4, "\xff binary values are allowed", 28);
+  st.metadata = blob;
+  CHECK_EQ_INT(EINVAL, run_schema(&st));
+  CHECK_EQ_INT(1, findings.n);
+  CHECK_FINDING("utf8", "root", "metadata key 1 is not valid UTF-8 (bad byte 0x80 at byte 0)");
+
+  /* Values may be any bytes; a well-formed blob with UTF-8 keys is clean. */
+  put_metadata_pair(blob + 4 + 13, "key2", 4, "\xff binary values are allowed", 28);
+  CHECK_EQ_INT(FERRY_OK, run_schema(&st));
+  CHECK_EQ_INT(0, findings.n);
+
+  /* A malformed blob is a finding, not a walk past its end. */
+  int32_t negative = -1;
+  memcpy(blob, &negative, 4);
+  CHECK_EQ_INT(EINVAL, run_schema(&st));
+  CHECK_FINDING("metadata", "root", "malformed");
+  memcpy(blob, &two, 4);
+  memcpy(blob + 4, &negative, 4);
+  CHECK_EQ_INT(EINVAL, run_schema(&st));
+  CHECK_FINDING("metadata", "root", "malformed");
+}
+
 FERRY_TEST(schema_map_and_ree_rules) {
   struct ArrowSchema key = schema_of("u", 0, NULL);
   struct ArrowSchema* one_field[1] = {&key};
@@ -425,6 +478,42 @@ FERRY_TEST(array_counts_and_lengths) {
   d = on_cpu(array_of(0, 0, 2, two, 0, NULL));
   CHECK_EQ_INT(EINVAL, run(&sv, &d, FERRY_VALIDATE_DEFAULT));
   CHECK_FINDING("n_buffers", "root", "binary_view array needs at least 3 buffers");
+}
+
+FERRY_TEST(buffer_sizes_that_overflow_int64_are_one_rule_with_buffer_size) {
+  /* 2^62 int32 values need 2^64 bytes: ferry_array_buffer_size refuses the
+   * array, so validation must too (it accepted it at DEFAULT and FULL). */
+  struct ArrowSchema s = schema_of("i", 0, NULL);
+  const void* two[2] = {NULL, int32_values};
+  struct ArrowDeviceArray d = on_cpu(array_of(INT64_C(1) << 62, 0, 2, two, 0, NULL));
+  int64_t size = 0;
+  struct FerryError size_error;
+  ferry_error_init(&size_error);
+  CHECK_EQ_INT(EINVAL, ferry_array_buffer_size(&s, &d.array, ARROW_DEVICE_CPU, -1, 1, &size,
+                                               &size_error));
+  CHECK_CONTAINS(size_error.message, "overflow int64");
+  CHECK_EQ_INT(EINVAL, run(&s, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_FINDING("length", "root", "overflow int64");
+  CHECK_EQ_INT(1, findings.n);
+  CHECK_EQ_INT(EINVAL, run(&s, &d, FERRY_VALIDATE_FULL));
+  CHECK_FINDING("length", "root", "overflow int64");
+  /* The same through an offset, and for an offsets buffer (2^61 + 1 int64
+   * offsets of a large list, where 2^61 values would still fit). */
+  d = on_cpu(array_of(16, 0, 2, two, 0, NULL));
+  d.array.offset = (INT64_C(1) << 62) - 16;
+  CHECK_EQ_INT(EINVAL, run(&s, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_FINDING("length", "root", "overflow int64");
+  struct ArrowSchema item = schema_of("i", 0, NULL);
+  struct ArrowSchema* items[1] = {&item};
+  struct ArrowSchema large_list = schema_of("+L", 1, items);
+  struct ArrowArray child = array_of(0, 0, 2, two, 0, NULL);
+  struct ArrowArray* kids[1] = {&child};
+  d = on_cpu(array_of(INT64_C(1) << 60, 0, 2, two, 1, kids));
+  CHECK_EQ_INT(EINVAL, run(&large_list, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_FINDING("length", "root", "overflow int64");
+  /* Below the limit: 2^59 int32 values need 2^61 bytes, no finding. */
+  d = on_cpu(array_of(INT64_C(1) << 59, 0, 2, two, 0, NULL));
+  CHECK_EQ_INT(FERRY_OK, run(&s, &d, FERRY_VALIDATE_DEFAULT));
 }
 
 FERRY_TEST(array_required_buffers) {

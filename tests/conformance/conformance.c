@@ -16,7 +16,10 @@
  *
  * With --case, only the given cases run (every area a case applies to);
  * --area limits a default run to some of: export stream errors inject check
- * tamper thread. */
+ * tamper thread. --device cuda|rocm runs the default lists with every sim
+ * case on that device instead (a GPU, or ferry's driver emulations); the
+ * areas tamper and thread, written for memory the host can change, do not
+ * run then. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +38,7 @@ struct options {
   const char* areas[MAX_FILTERS];
   int n_areas;
   int verbose;
+  const char* device; /* --device: where the default lists' sim cases run */
 };
 
 static void usage(void) {
@@ -42,6 +46,7 @@ static void usage(void) {
       stderr,
       "usage: ferry_it_host conformance PLUGIN.so [--case CASE]... [--area AREA]...\n"
       "                                  [--verbose] [--reference C_PLUGIN.so]\n"
+      "                                  [--device cuda|rocm]\n"
       "areas: export stream errors inject check tamper thread\n");
 }
 
@@ -57,6 +62,9 @@ static int parse_options(int argc, char** argv, struct options* o) {
       o->areas[o->n_areas++] = argv[++i];
     } else if (strcmp(a, "--reference") == 0 && i + 1 < argc) {
       o->reference = argv[++i];
+    } else if (strcmp(a, "--device") == 0 && i + 1 < argc &&
+               (strcmp(argv[i + 1], "cuda") == 0 || strcmp(argv[i + 1], "rocm") == 0)) {
+      o->device = argv[++i];
     } else if (a[0] != '-' && o->plugin == NULL) {
       o->plugin = a;
     } else {
@@ -67,6 +75,9 @@ static int parse_options(int argc, char** argv, struct options* o) {
 }
 
 static int area_on(const struct options* o, const char* area) {
+  if (o->device != NULL && (strcmp(area, "tamper") == 0 || strcmp(area, "thread") == 0)) {
+    return 0;
+  }
   if (o->n_areas == 0) return 1;
   for (int i = 0; i < o->n_areas; i++) {
     if (strcmp(o->areas[i], area) == 0) return 1;
@@ -135,6 +146,17 @@ static void run_one_case(struct suite* s, const char* case_text) {
 
 /* --- the default case lists ------------------------------------------------ */
 
+/* A case of the default lists as it runs: with --device, "device=sim" becomes
+ * "device=<device>" (into `out`); otherwise `text` itself. */
+static const char* on_device(const struct options* o, const char* text, char* out,
+                             size_t size) {
+  const char* sim = strstr(text, "device=sim");
+  if (o->device == NULL || sim == NULL) return text;
+  snprintf(out, size, "%.*sdevice=%s%s", (int)(sim - text), text, o->device,
+           sim + strlen("device=sim"));
+  return out;
+}
+
 /* Grammar acceptance: every type with the defaults, then 24 combinations of
  * length x nulls, with seed, offset and device cycling through their values
  * at different strides, and the keys in varying order. */
@@ -186,11 +208,13 @@ static void run_array_matrix(struct suite* s, const struct options* o) {
                    (long long)length, device, (long long)nulls, (long long)offset);
           break;
       }
+      char moved[256];
+      const char* t = on_device(o, text, moved, sizeof moved);
       if (area_on(o, "export")) {
-        run_array_export(s, text);
-        if (k % 3 == 0) run_array_ref_check(s, text);
+        run_array_export(s, t);
+        if (k % 3 == 0) run_array_ref_check(s, t);
       }
-      if (area_on(o, "check")) run_check_array(s, text);
+      if (area_on(o, "check")) run_check_array(s, t);
     }
   }
   /* Explicit defaults, and stream-only keys the array entry points ignore. */
@@ -211,11 +235,13 @@ static void run_array_matrix(struct suite* s, const struct options* o) {
       "dict_int32_utf8:length=100000:device=sim:offset=5",
   };
   for (size_t k = 0; k < sizeof extra / sizeof extra[0]; k++) {
+    char moved[256];
+    const char* t = on_device(o, extra[k], moved, sizeof moved);
     if (area_on(o, "export")) {
-      run_array_export(s, extra[k]);
-      run_array_ref_check(s, extra[k]);
+      run_array_export(s, t);
+      run_array_ref_check(s, t);
     }
-    if (area_on(o, "check")) run_check_array(s, extra[k]);
+    if (area_on(o, "check")) run_check_array(s, t);
   }
 }
 
@@ -231,11 +257,13 @@ static void run_stream_matrix(struct suite* s, const struct options* o) {
              "%s:batches=5:offset=5:nulls=3:seed=4294967294:length=100", word);
     snprintf(texts[4], sizeof texts[4], "%s:length=0:batches=3:device=sim", word);
     for (int k = 0; k < 5; k++) {
+      char moved[256];
+      const char* t = on_device(o, texts[k], moved, sizeof moved);
       if (area_on(o, "stream")) {
-        run_stream_export(s, texts[k]);
-        if (k % 2 == 1 || type % 4 == 0) run_stream_ref_check(s, texts[k]);
+        run_stream_export(s, t);
+        if (k % 2 == 1 || type % 4 == 0) run_stream_ref_check(s, t);
       }
-      if (area_on(o, "check")) run_check_stream(s, texts[k]);
+      if (area_on(o, "check")) run_check_stream(s, t);
     }
   }
 }
@@ -258,12 +286,14 @@ static void run_inject_matrix(struct suite* s, const struct options* o) {
       "bool:batches=2:fail=get_next@7",
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char moved[256];
+    const char* t = on_device(o, cases[k], moved, sizeof moved);
     if (area_on(o, "inject")) {
-      run_inject(s, cases[k]);
-      if (strstr(cases[k], "fail=export") == NULL) run_stream_ref_check(s, cases[k]);
+      run_inject(s, t);
+      if (strstr(t, "fail=export") == NULL) run_stream_ref_check(s, t);
     }
-    if (area_on(o, "check") && strstr(cases[k], "fail=export") == NULL) {
-      run_check_stream(s, cases[k]);
+    if (area_on(o, "check") && strstr(t, "fail=export") == NULL) {
+      run_check_stream(s, t);
     }
   }
 }
@@ -313,6 +343,12 @@ int conformance_main(int argc, char** argv) {
   printf("conformance of %s (%s), reference %s%s; sim strict mode %s\n", s.ut.name,
          s.ut.path, s.ref.path, s.ut_is_ref ? " (the plugin itself)" : "",
          ferry_sim_is_strict() ? "on" : "OFF");
+  if (o.device != NULL) {
+    int available = strcmp(o.device, "cuda") == 0 ? s.cuda_available : s.rocm_available;
+    printf("--device %s: the default lists' sim cases run on %s (%s); areas tamper and "
+           "thread do not run\n",
+           o.device, o.device, available ? "available" : "NOT available: they must be refused");
+  }
   if (!ferry_sim_is_strict()) {
     printf(
         "WARNING: FERRY_SIM_STRICT=0: a checker that reads before waiting is not "

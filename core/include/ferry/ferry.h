@@ -214,7 +214,8 @@ FERRY_EXPORT int ferry_array_stream_get_schema(struct ArrowDeviceArrayStream* st
 /** Calls get_next; `out` must be released beforehand (a live `out` is EINVAL
  *  and left untouched). On success the caller owns `out`, and a released
  *  `out` means the end of the stream; on failure `out` is left released and
- *  the error is as for ferry_array_stream_get_schema. */
+ *  the error is as for ferry_array_stream_get_schema. A batch whose device
+ *  type is not the stream's is released and refused with EINVAL. */
 FERRY_EXPORT int ferry_array_stream_get_next(struct ArrowDeviceArrayStream* stream,
                                        struct ArrowDeviceArray* out,
                                        struct FerryError* error);
