@@ -159,11 +159,15 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
   /* The tensor has no event: order the consumer (or the host) first. */
   FERRY_RETURN_NOT_OK(ferry_device_array_wait(array, consumer_stream, error));
 
+  /* malloc, not calloc: every field is written below, and glibc serves
+   * malloc (not calloc) from its per-thread cache. */
   struct FerryDlpackExport* exported =
-      (struct FerryDlpackExport*)calloc(1, sizeof(struct FerryDlpackExport));
+      (struct FerryDlpackExport*)malloc(sizeof(struct FerryDlpackExport));
   if (exported == NULL)
     return ferry__set_error(error, ENOMEM, "out of memory (DLPack tensor)");
   DLManagedTensorVersioned* tensor = &exported->tensor;
+  memset(tensor, 0, sizeof(*tensor));
+  exported->array.array.release = NULL; /* the move below needs a released slot */
   tensor->version.major = DLPACK_MAJOR_VERSION;
   tensor->version.minor = DLPACK_MINOR_VERSION;
   tensor->manager_ctx = exported;
@@ -192,19 +196,15 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
 /* ---- import
  * -------------------------------------------------------------------------------- */
 
-/* Owned by the imported array's release hook. `armed` is set once the import
- * has succeeded: before that, the caller still owns the tensor. */
-struct FerryDlpackImport {
-  DLManagedTensorVersioned* tensor;
-  int armed;
-};
-
-static void release_imported_tensor(void* user_data) {
-  struct FerryDlpackImport* import = (struct FerryDlpackImport*)user_data;
-  if (import->armed && import->tensor->deleter != NULL)
-    import->tensor->deleter(import->tensor);
-  free(import);
+/* The imported array's release hook: the tensor goes back to its producer. */
+static void delete_imported_tensor(void* user_data) {
+  DLManagedTensorVersioned* tensor = (DLManagedTensorVersioned*)user_data;
+  if (tensor->deleter != NULL) tensor->deleter(tensor);
 }
+
+/* The imported schema's format is a string literal of kDlpackTypes: the
+ * schema owns no memory, and its release only marks it released. */
+static void release_static_schema(struct ArrowSchema* schema) { schema->release = NULL; }
 
 /* Moves `tensor` in on success (see ferry.h). */
 int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
@@ -312,32 +312,16 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
     buffers[1] = (const void*)(start + (uintptr_t)t->byte_offset);
   }
 
-  struct FerryDlpackImport* import =
-      (struct FerryDlpackImport*)calloc(1, sizeof(struct FerryDlpackImport));
-  if (import == NULL)
-    return ferry__set_error(error, ENOMEM, "out of memory (DLPack import)");
-  import->tensor = tensor;
-  int code = ferry_schema_init(schema_out, type->format, NULL, 0, 0, error);
-  if (code != FERRY_OK) {
-    free(import);
-    return code;
-  }
-  struct ArrowArray array;
-  memset(&array, 0, sizeof(array));
-  code = ferry_array_init(&array, length, 0, 0, 2, buffers, 0, release_imported_tensor,
-                          import, error);
-  if (code != FERRY_OK) {
-    free(import); /* the hook never runs when ferry_array_init fails */
-    ferry_schema_release(schema_out);
-    return code;
-  }
-  code = ferry_device_array_init(array_out, &array, device_type, device_id, NULL, NULL,
-                                 NULL, error);
-  if (code != FERRY_OK) {
-    array.release(&array); /* unarmed: frees `import`, leaves the tensor alone */
-    ferry_schema_release(schema_out);
-    return code;
-  }
-  import->armed = 1;
+  /* The array first: it is the only step that can fail (out of memory),
+   * and until it succeeds the caller still owns the tensor. */
+  FERRY_RETURN_NOT_OK(ferry_array_init(&array_out->array, length, 0, 0, 2, buffers, 0,
+                                       delete_imported_tensor, tensor, error));
+  array_out->device_id = device_id;
+  array_out->device_type = device_type;
+  array_out->sync_event = NULL;
+  memset(array_out->reserved, 0, sizeof(array_out->reserved));
+  memset(schema_out, 0, sizeof(*schema_out));
+  schema_out->format = type->format;
+  schema_out->release = release_static_schema;
   return FERRY_OK;
 }
