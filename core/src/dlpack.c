@@ -44,11 +44,13 @@ static const struct FerryDlpackType kDlpackTypes[] = {
 
 static const struct FerryDlpackType* type_for_format(const char* format) {
   for (size_t i = 0; i < FERRY_N_DLPACK_TYPES; i++) {
+    /* f matches when it is a prefix of format and either the whole of it
+     * or a prefix entry (ending in ':'); written out, without strlen and
+     * strcmp calls, as it runs on every export. Entries are never empty. */
     const char* f = kDlpackTypes[i].format;
-    size_t n = strlen(f);
-    int is_prefix = f[n - 1] == ':';
-    if (is_prefix ? strncmp(format, f, n) == 0 : strcmp(format, f) == 0)
-      return &kDlpackTypes[i];
+    size_t k = 0;
+    while (f[k] != '\0' && f[k] == format[k]) k++;
+    if (f[k] == '\0' && (format[k] == '\0' || f[k - 1] == ':')) return &kDlpackTypes[i];
   }
   return NULL;
 }
@@ -128,9 +130,12 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
                            a->length, a->offset);
   }
   int64_t element_bytes = type->bits / 8;
-  /* The consumer addresses bytes up to (offset + length) * element size. */
-  if (a->offset > INT64_MAX - a->length ||
-      a->offset + a->length > INT64_MAX / element_bytes) {
+  /* The consumer addresses bytes up to (offset + length) * element size.
+   * Overflow builtins, not a division by element_bytes: a 64-bit division
+   * costs tens of cycles on every export. */
+  int64_t end, end_bytes;
+  if (__builtin_add_overflow(a->offset, a->length, &end) ||
+      __builtin_mul_overflow(end, element_bytes, &end_bytes)) {
     return ferry__set_error(error, EINVAL,
                            "offset (%" PRId64 ") + length (%" PRId64
                            ") elements of %" PRId64 " bytes overflow int64",
@@ -279,13 +284,13 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
   /* The values are bytes [byte_offset, byte_offset + size) after data: each
    * part is range-checked before the pointer arithmetic. */
   int64_t element_bytes = type->bits / 8;
-  if (length > INT64_MAX / element_bytes) {
+  int64_t size; /* an overflow builtin, not a (slow) division: see the export */
+  if (__builtin_mul_overflow(length, element_bytes, &size)) {
     return ferry__set_error(error, EINVAL,
                            "the tensor's %" PRId64 " elements of %" PRId64
                            " bytes overflow int64",
                            length, element_bytes);
   }
-  int64_t size = length * element_bytes;
   const void* buffers[2] = {NULL, NULL};
   if (t->data != NULL) {
     uintptr_t start = (uintptr_t)t->data;

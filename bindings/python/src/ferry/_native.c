@@ -120,16 +120,17 @@ static int drop_ref_was_last(atomic_long* refs) {
          atomic_fetch_sub_explicit(refs, 1, memory_order_acq_rel) == 1;
 }
 
-/* The holders are allocated on every import: with malloc and their fields
- * set one by one, because glibc serves calloc without its per-thread cache
- * (several times the cost), and gcc turns malloc + a memset of the whole
- * block into calloc. */
+/* The holders are allocated on every import, so they are not zeroed: a
+ * new holder's struct is only marked released, and every import fills it
+ * whole (a move or the core's import). Not calloc, which glibc serves
+ * without its per-thread cache, nor a memset, which gcc turns into calloc
+ * or a slow-starting `rep stos`. */
 static SchemaHolder* schema_holder_new(void) {
   SchemaHolder* s = (SchemaHolder*)malloc(sizeof(SchemaHolder));
   if (s == NULL) return NULL;
   atomic_init(&s->refs, 1);
   s->immortal = 0;
-  memset(&s->schema, 0, sizeof(s->schema));
+  s->schema.release = NULL;
   return s;
 }
 
@@ -144,13 +145,23 @@ static void schema_holder_decref(SchemaHolder* s) {
   }
 }
 
+/* Holder blocks that a DeviceArray's deallocation freed (under the GIL, the
+ * common end of an import) wait here for the next import instead of going
+ * back to malloc: an import + drop costs two calls fewer. Pushed and popped
+ * only under the GIL; a holder whose last reference goes elsewhere (an
+ * export's release, on any thread) is freed. */
+#define FP_SPARE_HOLDERS 8
+static Holder* g_spare_holders[FP_SPARE_HOLDERS];
+static int g_n_spare_holders;
+
 /* A holder with a reference to `schema`; NULL leaves the schema to be set
- * before the holder is used (the DLPack imports). */
+ * before the holder is used (the DLPack imports). Under the GIL. */
 static Holder* holder_new(SchemaHolder* schema) {
-  Holder* h = (Holder*)malloc(sizeof(Holder));
+  Holder* h = g_n_spare_holders > 0 ? g_spare_holders[--g_n_spare_holders]
+                                    : (Holder*)malloc(sizeof(Holder));
   if (h == NULL) return NULL;
   atomic_init(&h->refs, 1);
-  memset(&h->array, 0, sizeof(h->array));
+  h->array.array.release = NULL;
   h->schema = schema;
   if (schema != NULL) schema_holder_incref(schema);
   return h;
@@ -158,12 +169,26 @@ static Holder* holder_new(SchemaHolder* schema) {
 
 static void holder_incref(Holder* h) { atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed); }
 
+/* Drops a reference; on the last one, releases the structs and returns 1
+ * (the caller disposes of the block). */
+static int holder_release_last(Holder* h) {
+  if (h == NULL || !drop_ref_was_last(&h->refs)) return 0;
+  fp_ferry_device_array_release(&h->array);
+  schema_holder_decref(h->schema);
+  return 1;
+}
+
 static void holder_decref(Holder* h) {
-  if (h != NULL && drop_ref_was_last(&h->refs)) {
-    fp_ferry_device_array_release(&h->array);
-    schema_holder_decref(h->schema);
+  if (holder_release_last(h)) free(h);
+}
+
+/* holder_decref for a caller that holds the GIL: the block may be spared. */
+static void holder_decref_gil(Holder* h) {
+  if (!holder_release_last(h)) return;
+  if (g_n_spare_holders < FP_SPARE_HOLDERS)
+    g_spare_holders[g_n_spare_holders++] = h;
+  else
     free(h);
-  }
 }
 
 /* ---- shared exports: fresh struct trees over the same buffers --------------------- */
@@ -516,7 +541,7 @@ static int array_open(ArrayBase* self) {
 }
 
 static void ArrayBase_dealloc(ArrayBase* self) {
-  holder_decref(self->holder);
+  holder_decref_gil(self->holder);
   self->holder = NULL;
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
@@ -739,17 +764,34 @@ static const char kDltensorVersioned[] = "dltensor_versioned";
 static const char kUsedDltensor[] = "used_dltensor";
 static const char kUsedDltensorVersioned[] = "used_dltensor_versioned";
 
+/* The tensor of one of our DLPack capsules that no consumer took (a
+ * consumer renames the capsule when it takes the tensor), else NULL. The
+ * capsule keeps the tensor in its context too, which is read without
+ * PyCapsule_GetPointer's strcmp of the name; the name is checked by its
+ * pointer (ours while unused). */
+static void* unconsumed_own_tensor(PyObject* capsule, const char* name) {
+  const char* now = PyCapsule_GetName(capsule);
+  if (now != name && (now == NULL || strcmp(now, name) != 0)) return NULL;
+  return PyCapsule_GetContext(capsule);
+}
+
 static void dltensor_versioned_destructor(PyObject* capsule) {
-  if (!PyCapsule_IsValid(capsule, kDltensorVersioned)) return; /* consumed */
   DLManagedTensorVersioned* t =
-      (DLManagedTensorVersioned*)PyCapsule_GetPointer(capsule, kDltensorVersioned);
+      (DLManagedTensorVersioned*)unconsumed_own_tensor(capsule, kDltensorVersioned);
   if (t != NULL && t->deleter != NULL) t->deleter(t);
 }
 
 static void dltensor_destructor(PyObject* capsule) {
-  if (!PyCapsule_IsValid(capsule, kDltensor)) return; /* consumed */
-  DLManagedTensor* t = (DLManagedTensor*)PyCapsule_GetPointer(capsule, kDltensor);
+  DLManagedTensor* t = (DLManagedTensor*)unconsumed_own_tensor(capsule, kDltensor);
   if (t != NULL && t->deleter != NULL) t->deleter(t);
+}
+
+/* A capsule of ours over `tensor` (see unconsumed_own_tensor); NULL with
+ * an exception set, and then the caller still owns the tensor. */
+static PyObject* own_dlpack_capsule(void* tensor, const char* name, PyCapsule_Destructor destructor) {
+  PyObject* capsule = PyCapsule_New(tensor, name, destructor);
+  if (capsule != NULL) (void)PyCapsule_SetContext(capsule, tensor); /* a valid capsule: cannot fail */
+  return capsule;
 }
 
 /* The legacy (pre-1.0) tensor for consumers that did not pass max_version:
@@ -844,13 +886,15 @@ static void root_view_fill(Holder* h, struct ArrowDeviceArray* out) {
   memset(out->reserved, 0, sizeof(out->reserved));
 }
 
-static PyObject* empty_kwnames_check(PyObject* const* args, Py_ssize_t nargs) {
-  (void)args;
-  if (nargs != 0) {
-    PyErr_SetString(PyExc_TypeError, "__dlpack__ takes keyword arguments only");
-    return NULL;
-  }
-  return Py_None;
+/* __dlpack__'s keyword names, interned: Python passes interned names, so
+ * matching is a pointer compare (with a character compare as the fallback). */
+static PyObject* g_str_stream;
+static PyObject* g_str_max_version;
+static PyObject* g_str_dl_device;
+static PyObject* g_str_copy;
+
+static int is_keyword(PyObject* key, PyObject* name) {
+  return key == name || PyUnicode_Compare(key, name) == 0;
 }
 
 /* __dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None).
@@ -858,16 +902,19 @@ static PyObject* empty_kwnames_check(PyObject* const* args, Py_ssize_t nargs) {
  * method _dlpack_copy, which copies through ferry and calls back. */
 static PyObject* ArrayBase_dlpack(ArrayBase* self, PyObject* const* args, Py_ssize_t nargs,
                                   PyObject* kwnames) {
-  if (empty_kwnames_check(args, nargs) == NULL) return NULL;
+  if (nargs != 0) {
+    PyErr_SetString(PyExc_TypeError, "__dlpack__ takes keyword arguments only");
+    return NULL;
+  }
   PyObject *stream_obj = NULL, *max_version = NULL, *dl_device = NULL, *copy = NULL;
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   for (Py_ssize_t i = 0; i < nkw; i++) {
     PyObject* key = PyTuple_GET_ITEM(kwnames, i);
     PyObject* value = args[nargs + i];
-    if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) stream_obj = value;
-    else if (PyUnicode_CompareWithASCIIString(key, "max_version") == 0) max_version = value;
-    else if (PyUnicode_CompareWithASCIIString(key, "dl_device") == 0) dl_device = value;
-    else if (PyUnicode_CompareWithASCIIString(key, "copy") == 0) copy = value;
+    if (is_keyword(key, g_str_max_version)) max_version = value;
+    else if (is_keyword(key, g_str_stream)) stream_obj = value;
+    else if (is_keyword(key, g_str_dl_device)) dl_device = value;
+    else if (is_keyword(key, g_str_copy)) copy = value;
     else {
       PyErr_Format(PyExc_TypeError, "__dlpack__() got an unexpected keyword argument %R", key);
       return NULL;
@@ -935,7 +982,7 @@ static PyObject* ArrayBase_dlpack(ArrayBase* self, PyObject* const* args, Py_ssi
     return raise_error(code, &error, 1);
   }
   if (versioned) {
-    PyObject* capsule = PyCapsule_New(tensor, kDltensorVersioned, dltensor_versioned_destructor);
+    PyObject* capsule = own_dlpack_capsule(tensor, kDltensorVersioned, dltensor_versioned_destructor);
     if (capsule == NULL) tensor->deleter(tensor);
     return capsule;
   }
@@ -948,7 +995,7 @@ static PyObject* ArrayBase_dlpack(ArrayBase* self, PyObject* const* args, Py_ssi
   legacy->legacy.manager_ctx = legacy;
   legacy->legacy.deleter = legacy_export_deleter;
   legacy->inner = tensor;
-  PyObject* capsule = PyCapsule_New(&legacy->legacy, kDltensor, dltensor_destructor);
+  PyObject* capsule = own_dlpack_capsule(&legacy->legacy, kDltensor, dltensor_destructor);
   if (capsule == NULL) legacy_export_deleter(&legacy->legacy);
   return capsule;
 }
@@ -1047,15 +1094,11 @@ static int validate_holder(Holder* h) {
 
 /* ---- imports ---------------------------------------------------------------------- */
 
-/* import_capsules(cls, schema_capsule, array_capsule, validate): moves an
- * "arrow_schema" and an "arrow_device_array" (or CPU "arrow_array") capsule's
- * structs into a new object; the capsules are left consumed (released). */
-static PyObject* import_capsules(PyObject* module, PyObject* args) {
-  PyObject *cls, *schema_capsule, *array_capsule;
-  int validate = 1;
-  if (!PyArg_ParseTuple(args, "OOO|p", &cls, &schema_capsule, &array_capsule, &validate))
-    return NULL;
-  if (need_library() != 0 || check_array_class(cls) == NULL) return NULL;
+/* Moves an "arrow_schema" and an "arrow_device_array" (or CPU
+ * "arrow_array") capsule's structs into a new instance of `cls`; the
+ * capsules are left consumed (released). */
+static PyObject* import_capsule_pair(PyTypeObject* cls, PyObject* schema_capsule,
+                                     PyObject* array_capsule, int validate) {
   struct ArrowSchema* schema =
       (struct ArrowSchema*)PyCapsule_GetPointer(schema_capsule, kSchemaCapsule);
   if (schema == NULL) {
@@ -1080,10 +1123,13 @@ static PyObject* import_capsules(PyObject* module, PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "the capsules were already consumed (released structs)");
     return NULL;
   }
-  SchemaHolder* s = schema_holder_new();
-  Holder* h = s ? holder_new(s) : NULL;
-  schema_holder_decref(s); /* the holder keeps it */
-  if (h == NULL) return PyErr_NoMemory();
+  Holder* h = holder_new(NULL);
+  SchemaHolder* s = h ? schema_holder_new() : NULL;
+  if (s == NULL) {
+    holder_decref(h);
+    return PyErr_NoMemory();
+  }
+  h->schema = s; /* takes the new holder's reference */
   /* Move: bitwise copy, then mark the sources released. */
   s->schema = *schema;
   schema->release = NULL;
@@ -1094,6 +1140,7 @@ static PyObject* import_capsules(PyObject* module, PyObject* args) {
     h->array.array = *cpu_array;
     h->array.device_type = ARROW_DEVICE_CPU;
     h->array.device_id = -1;
+    h->array.sync_event = NULL;
     cpu_array->release = NULL;
   }
   memset(h->array.reserved, 0, sizeof(h->array.reserved));
@@ -1101,7 +1148,51 @@ static PyObject* import_capsules(PyObject* module, PyObject* args) {
     holder_decref(h);
     return NULL;
   }
-  return array_object((PyTypeObject*)cls, h);
+  return array_object(cls, h);
+}
+
+/* import_capsules(cls, schema_capsule, array_capsule, validate=True): see
+ * import_capsule_pair (ferry.device_array's path). */
+static PyObject* import_capsules(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3 && nargs != 4) {
+    PyErr_Format(PyExc_TypeError, "import_capsules() takes 3 or 4 arguments (%zd given)", nargs);
+    return NULL;
+  }
+  int validate = nargs == 4 ? PyObject_IsTrue(args[3]) : 1;
+  if (validate < 0 || need_library() != 0 || check_array_class(args[0]) == NULL) return NULL;
+  return import_capsule_pair((PyTypeObject*)args[0], args[1], args[2], validate);
+}
+
+/* from_capsules(schema_capsule, array_capsule, *, validate=True): the
+ * same for ferry.DeviceArray, called directly (DeviceArray.from_capsules). */
+static PyObject* g_array_class; /* ferry.DeviceArray (bind_classes) */
+static PyObject* g_str_validate;
+
+static PyObject* from_capsules(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
+                               PyObject* kwnames) {
+  if (nargs != 2) {
+    PyErr_Format(PyExc_TypeError,
+                 "from_capsules() takes 2 positional arguments (schema_capsule, array_capsule), "
+                 "%zd given",
+                 nargs);
+    return NULL;
+  }
+  int validate = 1;
+  for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames); i++) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+    if (key != g_str_validate && PyUnicode_Compare(key, g_str_validate) != 0) {
+      PyErr_Format(PyExc_TypeError, "from_capsules() got an unexpected keyword argument %R", key);
+      return NULL;
+    }
+    validate = PyObject_IsTrue(args[nargs + i]);
+    if (validate < 0) return NULL;
+  }
+  if (need_library() != 0) return NULL;
+  if (g_array_class == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "ferry._native.bind_classes() was not called");
+    return NULL;
+  }
+  return import_capsule_pair((PyTypeObject*)g_array_class, args[0], args[1], validate);
 }
 
 /* import_raw(cls, schema_address, array_address, validate): moves the
@@ -1311,7 +1402,7 @@ static Holder* holder_from_dlpack(DLManagedTensorVersioned* tensor, int buffer, 
     return NULL;
   }
   struct ArrowSchema schema;
-  memset(&schema, 0, sizeof(schema));
+  schema.release = NULL; /* filled by the import */
   struct FerryError error;
   error.message[0] = '\0';
   int code = fp_ferry_device_array_from_dlpack(tensor, &schema, &h->array, &error);
@@ -1364,14 +1455,14 @@ static DlpackCapsule unused_dlpack_capsule(PyObject* capsule) {
     PyErr_Clear();
     return c;
   }
-  if (strcmp(name, kDltensorVersioned) == 0) {
-    c.legacy = 0;
-  } else if (strcmp(name, kDltensor) == 0) {
-    c.legacy = 1;
-  } else {
-    return c;
-  }
-  c.tensor = PyCapsule_GetPointer(capsule, name);
+  /* PyCapsule_GetPointer compares the name with strcmp (and raises on a
+   * mismatch): "dltensor_" picks the name to ask for, so a DLPack capsule's
+   * name is compared once (the loop stops at a shorter name's end). */
+  size_t k = 0;
+  while (k < 9 && name[k] == kDltensorVersioned[k]) k++;
+  c.legacy = k < 9;
+  c.tensor = PyCapsule_GetPointer(capsule, c.legacy ? kDltensor : kDltensorVersioned);
+  if (c.tensor == NULL) PyErr_Clear();
   return c;
 }
 
@@ -1446,7 +1537,6 @@ static PyObject* import_dlpack(PyObject* module, PyObject* args) {
  * zero-copy CPU case runs here; everything else (devices, streams, copies,
  * legacy producers, capsules) calls the Python implementation bound by
  * bind_classes(). */
-static PyObject* g_array_class;       /* ferry.DeviceArray */
 static PyObject* g_from_dlpack_slow;  /* ferry._interop._from_dlpack */
 static PyObject* g_str_dlpack;        /* "__dlpack__" */
 static PyObject* g_str_dlpack_device; /* "__dlpack_device__" */
@@ -1498,13 +1588,13 @@ static void remember_dlpack_type(PyObject* type, int on_cpu) {
  * their device; other producers are asked __dlpack_device__ unless their
  * type is known to make CPU arrays. */
 static int dlpack_cpu_expected(PyObject* x) {
-  if (PyObject_TypeCheck(x, &ArrayBaseType)) {
+  PyObject* type = (PyObject*)Py_TYPE(x);
+  const DlpackTypeHint* hint = find_dlpack_type(type); /* first: no subtype walk for them */
+  if (hint != NULL) return hint->on_cpu;
+  if (PyObject_TypeCheck(x, &ArrayBaseType)) { /* never remembered: each knows its device */
     Holder* h = ((ArrayBase*)x)->holder;
     return h != NULL && h->array.device_type == ARROW_DEVICE_CPU; /* closed: the full path raises */
   }
-  PyObject* type = (PyObject*)Py_TYPE(x);
-  const DlpackTypeHint* hint = find_dlpack_type(type);
-  if (hint != NULL) return hint->on_cpu;
   PyObject* device = PyObject_CallMethodNoArgs(x, g_str_dlpack_device);
   if (device == NULL) {
     if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
@@ -1975,8 +2065,13 @@ static PyObject* release_hook_address(PyObject* module, PyObject* unused) {
 
 static PyMethodDef module_methods[] = {
     {"load", load, METH_VARARGS, "load(name, error_factory): binds to a loaded libferry."},
-    {"import_capsules", import_capsules, METH_VARARGS,
+    {"import_capsules", (PyCFunction)(void (*)(void))import_capsules, METH_FASTCALL,
      "import_capsules(cls, schema_capsule, array_capsule, validate=True)"},
+    {"from_capsules", (PyCFunction)(void (*)(void))from_capsules, METH_FASTCALL | METH_KEYWORDS,
+     "from_capsules(schema_capsule, array_capsule, *, validate=True)\n--\n\n"
+     "Takes the structs out of an \"arrow_schema\" capsule and an \"arrow_device_array\" (or "
+     "CPU \"arrow_array\") capsule into a new ferry.DeviceArray; the capsules are left "
+     "consumed. With validate, the structure is checked first."},
     {"import_raw", import_raw, METH_VARARGS,
      "import_raw(cls, schema_address, array_address, validate=True)"},
     {"import_batch", import_batch, METH_VARARGS,
@@ -2013,14 +2108,19 @@ PyMODINIT_FUNC PyInit__native(void) {
   if (PyType_Ready(&SchemaBaseType) < 0 || PyType_Ready(&ArrayBaseType) < 0) return NULL;
   g_str_dlpack = PyUnicode_InternFromString("__dlpack__");
   g_str_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
+  g_str_stream = PyUnicode_InternFromString("stream");
+  g_str_max_version = PyUnicode_InternFromString("max_version");
+  g_str_dl_device = PyUnicode_InternFromString("dl_device");
+  g_str_copy = PyUnicode_InternFromString("copy");
+  g_str_validate = PyUnicode_InternFromString("validate");
   /* Interned, as Python's own keyword names are: producers that parse
    * keywords (NumPy) match them by pointer first and fall back to comparing
    * the characters. */
-  PyObject* max_version_name = PyUnicode_InternFromString("max_version");
-  g_kwnames_max_version = max_version_name ? PyTuple_Pack(1, max_version_name) : NULL;
-  Py_XDECREF(max_version_name);
+  g_kwnames_max_version = g_str_max_version ? PyTuple_Pack(1, g_str_max_version) : NULL;
   g_max_version = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
-  if (!g_str_dlpack || !g_str_dlpack_device || !g_kwnames_max_version || !g_max_version)
+  if (!g_str_dlpack || !g_str_dlpack_device || !g_str_stream || !g_str_max_version ||
+      !g_str_dl_device || !g_str_copy || !g_str_validate || !g_kwnames_max_version ||
+      !g_max_version)
     return NULL;
   PyObject* m = PyModule_Create(&module_def);
   if (m == NULL) return NULL;
