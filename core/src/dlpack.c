@@ -44,11 +44,13 @@ static const struct FerryDlpackType kDlpackTypes[] = {
 
 static const struct FerryDlpackType* type_for_format(const char* format) {
   for (size_t i = 0; i < FERRY_N_DLPACK_TYPES; i++) {
+    /* f matches when it is a prefix of format and either the whole of it
+     * or a prefix entry (ending in ':'); written out, without strlen and
+     * strcmp calls, as it runs on every export. Entries are never empty. */
     const char* f = kDlpackTypes[i].format;
-    size_t n = strlen(f);
-    int is_prefix = f[n - 1] == ':';
-    if (is_prefix ? strncmp(format, f, n) == 0 : strcmp(format, f) == 0)
-      return &kDlpackTypes[i];
+    size_t k = 0;
+    while (f[k] != '\0' && f[k] == format[k]) k++;
+    if (f[k] == '\0' && (format[k] == '\0' || f[k - 1] == ':')) return &kDlpackTypes[i];
   }
   return NULL;
 }
@@ -128,9 +130,12 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
                            a->length, a->offset);
   }
   int64_t element_bytes = type->bits / 8;
-  /* The consumer addresses bytes up to (offset + length) * element size. */
-  if (a->offset > INT64_MAX - a->length ||
-      a->offset + a->length > INT64_MAX / element_bytes) {
+  /* The consumer addresses bytes up to (offset + length) * element size.
+   * Overflow builtins, not a division by element_bytes: a 64-bit division
+   * costs tens of cycles on every export. */
+  int64_t end, end_bytes;
+  if (__builtin_add_overflow(a->offset, a->length, &end) ||
+      __builtin_mul_overflow(end, element_bytes, &end_bytes)) {
     return ferry__set_error(error, EINVAL,
                            "offset (%" PRId64 ") + length (%" PRId64
                            ") elements of %" PRId64 " bytes overflow int64",
@@ -159,11 +164,15 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
   /* The tensor has no event: order the consumer (or the host) first. */
   FERRY_RETURN_NOT_OK(ferry_device_array_wait(array, consumer_stream, error));
 
+  /* malloc, not calloc: every field is written below, and glibc serves
+   * malloc (not calloc) from its per-thread cache. */
   struct FerryDlpackExport* exported =
-      (struct FerryDlpackExport*)calloc(1, sizeof(struct FerryDlpackExport));
+      (struct FerryDlpackExport*)malloc(sizeof(struct FerryDlpackExport));
   if (exported == NULL)
     return ferry__set_error(error, ENOMEM, "out of memory (DLPack tensor)");
   DLManagedTensorVersioned* tensor = &exported->tensor;
+  memset(tensor, 0, sizeof(*tensor));
+  exported->array.array.release = NULL; /* the move below needs a released slot */
   tensor->version.major = DLPACK_MAJOR_VERSION;
   tensor->version.minor = DLPACK_MINOR_VERSION;
   tensor->manager_ctx = exported;
@@ -192,19 +201,15 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
 /* ---- import
  * -------------------------------------------------------------------------------- */
 
-/* Owned by the imported array's release hook. `armed` is set once the import
- * has succeeded: before that, the caller still owns the tensor. */
-struct FerryDlpackImport {
-  DLManagedTensorVersioned* tensor;
-  int armed;
-};
-
-static void release_imported_tensor(void* user_data) {
-  struct FerryDlpackImport* import = (struct FerryDlpackImport*)user_data;
-  if (import->armed && import->tensor->deleter != NULL)
-    import->tensor->deleter(import->tensor);
-  free(import);
+/* The imported array's release hook: the tensor goes back to its producer. */
+static void delete_imported_tensor(void* user_data) {
+  DLManagedTensorVersioned* tensor = (DLManagedTensorVersioned*)user_data;
+  if (tensor->deleter != NULL) tensor->deleter(tensor);
 }
+
+/* The imported schema's format is a string literal of kDlpackTypes: the
+ * schema owns no memory, and its release only marks it released. */
+static void release_static_schema(struct ArrowSchema* schema) { schema->release = NULL; }
 
 /* Moves `tensor` in on success (see ferry.h). */
 int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
@@ -279,13 +284,13 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
   /* The values are bytes [byte_offset, byte_offset + size) after data: each
    * part is range-checked before the pointer arithmetic. */
   int64_t element_bytes = type->bits / 8;
-  if (length > INT64_MAX / element_bytes) {
+  int64_t size; /* an overflow builtin, not a (slow) division: see the export */
+  if (__builtin_mul_overflow(length, element_bytes, &size)) {
     return ferry__set_error(error, EINVAL,
                            "the tensor's %" PRId64 " elements of %" PRId64
                            " bytes overflow int64",
                            length, element_bytes);
   }
-  int64_t size = length * element_bytes;
   const void* buffers[2] = {NULL, NULL};
   if (t->data != NULL) {
     uintptr_t start = (uintptr_t)t->data;
@@ -312,32 +317,16 @@ int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
     buffers[1] = (const void*)(start + (uintptr_t)t->byte_offset);
   }
 
-  struct FerryDlpackImport* import =
-      (struct FerryDlpackImport*)calloc(1, sizeof(struct FerryDlpackImport));
-  if (import == NULL)
-    return ferry__set_error(error, ENOMEM, "out of memory (DLPack import)");
-  import->tensor = tensor;
-  int code = ferry_schema_init(schema_out, type->format, NULL, 0, 0, error);
-  if (code != FERRY_OK) {
-    free(import);
-    return code;
-  }
-  struct ArrowArray array;
-  memset(&array, 0, sizeof(array));
-  code = ferry_array_init(&array, length, 0, 0, 2, buffers, 0, release_imported_tensor,
-                          import, error);
-  if (code != FERRY_OK) {
-    free(import); /* the hook never runs when ferry_array_init fails */
-    ferry_schema_release(schema_out);
-    return code;
-  }
-  code = ferry_device_array_init(array_out, &array, device_type, device_id, NULL, NULL,
-                                 NULL, error);
-  if (code != FERRY_OK) {
-    array.release(&array); /* unarmed: frees `import`, leaves the tensor alone */
-    ferry_schema_release(schema_out);
-    return code;
-  }
-  import->armed = 1;
+  /* The array first: it is the only step that can fail (out of memory),
+   * and until it succeeds the caller still owns the tensor. */
+  FERRY_RETURN_NOT_OK(ferry_array_init(&array_out->array, length, 0, 0, 2, buffers, 0,
+                                       delete_imported_tensor, tensor, error));
+  array_out->device_id = device_id;
+  array_out->device_type = device_type;
+  array_out->sync_event = NULL;
+  memset(array_out->reserved, 0, sizeof(array_out->reserved));
+  memset(schema_out, 0, sizeof(*schema_out));
+  schema_out->format = type->format;
+  schema_out->release = release_static_schema;
   return FERRY_OK;
 }

@@ -100,30 +100,49 @@ FERRY_TEST(export_refuses_a_released_schema_without_reading_it) {
 static int g_deleter_calls;
 static void count_deleter(struct DLManagedTensorVersioned* self) { g_deleter_calls++; }
 
-FERRY_TEST(import_refuses_a_negative_device_id_and_leaves_the_tensor_alone) {
+/* A CPU int32 tensor of `length` values over kValues, with count_deleter. */
+static void make_tensor(struct DLManagedTensorVersioned* tensor, int64_t* shape, int64_t length) {
+  memset(tensor, 0, sizeof *tensor);
+  shape[0] = length;
+  tensor->version.major = DLPACK_MAJOR_VERSION;
+  tensor->deleter = count_deleter;
+  tensor->dl_tensor.data = (void*)kValues;
+  tensor->dl_tensor.device.device_type = kDLCPU;
+  tensor->dl_tensor.ndim = 1;
+  tensor->dl_tensor.dtype.code = kDLInt;
+  tensor->dl_tensor.dtype.bits = 32;
+  tensor->dl_tensor.dtype.lanes = 1;
+  tensor->dl_tensor.shape = shape;
+}
+
+/* Checks that importing `tensor` is refused naming `message`, with both
+ * outputs left released and the tensor's deleter not called. */
+static void check_import_refused(struct DLManagedTensorVersioned* tensor, const char* message) {
   g_deleter_calls = 0;
-  int64_t shape[1] = {4};
-  struct DLManagedTensorVersioned tensor;
-  memset(&tensor, 0, sizeof tensor);
-  tensor.version.major = DLPACK_MAJOR_VERSION;
-  tensor.deleter = count_deleter;
-  tensor.dl_tensor.data = (void*)kValues;
-  tensor.dl_tensor.device.device_type = kDLExtDev;
-  tensor.dl_tensor.device.device_id = -1;
-  tensor.dl_tensor.ndim = 1;
-  tensor.dl_tensor.dtype.code = kDLInt;
-  tensor.dl_tensor.dtype.bits = 32;
-  tensor.dl_tensor.dtype.lanes = 1;
-  tensor.dl_tensor.shape = shape;
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
   memset(&schema, 0, sizeof schema);
   memset(&array, 0, sizeof array);
   struct FerryError error;
-  CHECK_EQ_INT(EINVAL, ferry_device_array_from_dlpack(&tensor, &schema, &array, &error));
-  CHECK_CONTAINS(error.message, "DLPack device id -1 of ext_dev is negative");
+  CHECK_EQ_INT(EINVAL, ferry_device_array_from_dlpack(tensor, &schema, &array, &error));
+  CHECK_CONTAINS(error.message, message);
   CHECK(schema.release == NULL && array.array.release == NULL);
   CHECK_EQ_INT(0, g_deleter_calls);
+}
+
+FERRY_TEST(import_refuses_a_negative_device_id_and_leaves_the_tensor_alone) {
+  g_deleter_calls = 0;
+  int64_t shape[1];
+  struct DLManagedTensorVersioned tensor;
+  make_tensor(&tensor, shape, 4);
+  tensor.dl_tensor.device.device_type = kDLExtDev;
+  tensor.dl_tensor.device.device_id = -1;
+  check_import_refused(&tensor, "DLPack device id -1 of ext_dev is negative");
+  struct ArrowSchema schema;
+  struct ArrowDeviceArray array;
+  memset(&schema, 0, sizeof schema);
+  memset(&array, 0, sizeof array);
+  struct FerryError error;
 
   /* The CPU's id is not read (DLPack says 0, Arrow -1), so any value works. */
   tensor.dl_tensor.device.device_type = kDLCPU;
@@ -134,6 +153,92 @@ FERRY_TEST(import_refuses_a_negative_device_id_and_leaves_the_tensor_alone) {
   ferry_device_array_release(&array);
   ferry_schema_release(&schema);
   CHECK_EQ_INT(1, g_deleter_calls);
+}
+
+FERRY_TEST(import_gives_a_bare_schema_and_deletes_the_tensor_once_on_release) {
+  /* The schema owns no memory (its format is the type table's literal), so
+   * it may be released before or after the array, and the tensor's deleter
+   * belongs to the array alone. */
+  g_deleter_calls = 0;
+  int64_t shape[1];
+  struct DLManagedTensorVersioned tensor;
+  make_tensor(&tensor, shape, 4);
+  struct ArrowSchema schema;
+  struct ArrowDeviceArray array;
+  memset(&schema, 0, sizeof schema);
+  memset(&array, 0, sizeof array);
+  int64_t exports_before = ferry_live_exports();
+  CHECK_EQ_INT(FERRY_OK, ferry_device_array_from_dlpack(&tensor, &schema, &array, NULL));
+  CHECK_STR("i", schema.format);
+  CHECK(schema.name == NULL && schema.metadata == NULL && schema.dictionary == NULL);
+  CHECK_EQ_INT(0, schema.flags);
+  CHECK_EQ_INT(0, schema.n_children);
+  CHECK(schema.release != NULL);
+  CHECK(array.sync_event == NULL);
+  CHECK(array.reserved[0] == 0 && array.reserved[1] == 0 && array.reserved[2] == 0);
+  CHECK(array.array.buffers[1] == (const void*)kValues);
+  CHECK_EQ_INT(FERRY_OK, ferry_validate_device_array(&schema, &array, FERRY_VALIDATE_FULL,
+                                                     NULL, NULL, NULL));
+  ferry_schema_release(&schema);
+  CHECK(schema.release == NULL);
+  CHECK_EQ_INT(0, g_deleter_calls);
+  ferry_device_array_release(&array);
+  CHECK_EQ_INT(1, g_deleter_calls);
+  ferry_device_array_release(&array); /* released: a no-op */
+  CHECK_EQ_INT(1, g_deleter_calls);
+  CHECK_EQ_INT(exports_before, ferry_live_exports());
+}
+
+FERRY_TEST(import_refuses_a_tensor_whose_size_overflows_and_leaves_it_alone) {
+  int64_t shape[1];
+  struct DLManagedTensorVersioned tensor;
+  make_tensor(&tensor, shape, INT64_MAX / 2); /* * 4 bytes wraps int64 */
+  check_import_refused(&tensor, "elements of 4 bytes overflow int64");
+  shape[0] = INT64_MAX / 4; /* the largest that fits: the size check passes */
+  tensor.dl_tensor.data = NULL; /* and the NULL data is what is refused */
+  check_import_refused(&tensor, "data is NULL");
+}
+
+/* Exports a zero-length array of `format`; the tensor's (code, bits), or
+ * (-1, -1) when the export refuses the format. */
+static void export_format(const char* format, int* code, int* bits) {
+  *code = *bits = -1;
+  struct ArrowSchema schema;
+  memset(&schema, 0, sizeof schema);
+  if (ferry_schema_init(&schema, format, NULL, 0, 0, NULL) != FERRY_OK) return;
+  struct ArrowDeviceArray array;
+  make_cpu_array(&array, 0, 0);
+  struct DLManagedTensorVersioned* tensor = NULL;
+  if (ferry_device_array_to_dlpack(&schema, &array, NULL, &tensor, NULL) == FERRY_OK) {
+    *code = tensor->dl_tensor.dtype.code;
+    *bits = tensor->dl_tensor.dtype.bits;
+    tensor->deleter(tensor);
+  } else {
+    ferry_device_array_release(&array);
+  }
+  ferry_schema_release(&schema);
+}
+
+FERRY_TEST(export_matches_formats_exactly_and_timestamps_by_prefix) {
+  static const struct {
+    const char* format;
+    int code, bits;
+  } cases[] = {
+      {"i", kDLInt, 32},          {"C", kDLUInt, 8},           {"g", kDLFloat, 64},
+      {"e", kDLFloat, 16},        {"tdD", kDLInt, 32},         {"tDn", kDLInt, 64},
+      {"tss:", kDLInt, 64},       {"tsu:UTC", kDLInt, 64},     {"tsn:Europe/Paris", kDLInt, 64},
+      {"ii", -1, -1},             {"ts", -1, -1},              {"tsu", -1, -1},
+      {"tdDx", -1, -1},           {"t", -1, -1},               {"u", -1, -1},
+      {"b", -1, -1},              {"", -1, -1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int code, bits;
+    export_format(cases[i].format, &code, &bits);
+    if (code != cases[i].code || bits != cases[i].bits)
+      printf("  format \"%s\": (%d, %d)\n", cases[i].format, code, bits);
+    CHECK_EQ_INT(cases[i].code, code);
+    CHECK_EQ_INT(cases[i].bits, bits);
+  }
 }
 
 FERRY_TEST_MAIN()

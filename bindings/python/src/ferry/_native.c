@@ -101,6 +101,7 @@ static int need_library(void) {
 
 typedef struct {
   atomic_long refs;
+  int immortal; /* shared DLPack schemas (see g_dlpack_schemas): never counted */
   struct ArrowSchema schema;
 } SchemaHolder;
 
@@ -110,40 +111,84 @@ typedef struct {
   struct ArrowDeviceArray array;
 } Holder;
 
+/* Drops one reference of a count; 1 when it was the last. An owner that
+ * sees a count of 1 holds the only reference, so no other thread can change
+ * the count: the common case (imported, used, dropped) costs a plain load
+ * instead of a locked read-modify-write. */
+static int drop_ref_was_last(atomic_long* refs) {
+  return atomic_load_explicit(refs, memory_order_acquire) == 1 ||
+         atomic_fetch_sub_explicit(refs, 1, memory_order_acq_rel) == 1;
+}
+
+/* The holders are allocated on every import, so they are not zeroed: a
+ * new holder's struct is only marked released, and every import fills it
+ * whole (a move or the core's import). Not calloc, which glibc serves
+ * without its per-thread cache, nor a memset, which gcc turns into calloc
+ * or a slow-starting `rep stos`. */
 static SchemaHolder* schema_holder_new(void) {
-  SchemaHolder* s = (SchemaHolder*)calloc(1, sizeof(SchemaHolder));
-  if (s != NULL) atomic_init(&s->refs, 1);
+  SchemaHolder* s = (SchemaHolder*)malloc(sizeof(SchemaHolder));
+  if (s == NULL) return NULL;
+  atomic_init(&s->refs, 1);
+  s->immortal = 0;
+  s->schema.release = NULL;
   return s;
 }
 
 static void schema_holder_incref(SchemaHolder* s) {
-  atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+  if (!s->immortal) atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
 }
 
 static void schema_holder_decref(SchemaHolder* s) {
-  if (s != NULL && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
+  if (s != NULL && !s->immortal && drop_ref_was_last(&s->refs)) {
     fp_ferry_schema_release(&s->schema);
     free(s);
   }
 }
 
+/* Holder blocks that a DeviceArray's deallocation freed (under the GIL, the
+ * common end of an import) wait here for the next import instead of going
+ * back to malloc: an import + drop costs two calls fewer. Pushed and popped
+ * only under the GIL; a holder whose last reference goes elsewhere (an
+ * export's release, on any thread) is freed. */
+#define FP_SPARE_HOLDERS 8
+static Holder* g_spare_holders[FP_SPARE_HOLDERS];
+static int g_n_spare_holders;
+
+/* A holder with a reference to `schema`; NULL leaves the schema to be set
+ * before the holder is used (the DLPack imports). Under the GIL. */
 static Holder* holder_new(SchemaHolder* schema) {
-  Holder* h = (Holder*)calloc(1, sizeof(Holder));
+  Holder* h = g_n_spare_holders > 0 ? g_spare_holders[--g_n_spare_holders]
+                                    : (Holder*)malloc(sizeof(Holder));
   if (h == NULL) return NULL;
   atomic_init(&h->refs, 1);
+  h->array.array.release = NULL;
   h->schema = schema;
-  schema_holder_incref(schema);
+  if (schema != NULL) schema_holder_incref(schema);
   return h;
 }
 
 static void holder_incref(Holder* h) { atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed); }
 
+/* Drops a reference; on the last one, releases the structs and returns 1
+ * (the caller disposes of the block). */
+static int holder_release_last(Holder* h) {
+  if (h == NULL || !drop_ref_was_last(&h->refs)) return 0;
+  fp_ferry_device_array_release(&h->array);
+  schema_holder_decref(h->schema);
+  return 1;
+}
+
 static void holder_decref(Holder* h) {
-  if (h != NULL && atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1) {
-    fp_ferry_device_array_release(&h->array);
-    schema_holder_decref(h->schema);
+  if (holder_release_last(h)) free(h);
+}
+
+/* holder_decref for a caller that holds the GIL: the block may be spared. */
+static void holder_decref_gil(Holder* h) {
+  if (!holder_release_last(h)) return;
+  if (g_n_spare_holders < FP_SPARE_HOLDERS)
+    g_spare_holders[g_n_spare_holders++] = h;
+  else
     free(h);
-  }
 }
 
 /* ---- shared exports: fresh struct trees over the same buffers --------------------- */
@@ -496,7 +541,7 @@ static int array_open(ArrayBase* self) {
 }
 
 static void ArrayBase_dealloc(ArrayBase* self) {
-  holder_decref(self->holder);
+  holder_decref_gil(self->holder);
   self->holder = NULL;
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
@@ -719,17 +764,34 @@ static const char kDltensorVersioned[] = "dltensor_versioned";
 static const char kUsedDltensor[] = "used_dltensor";
 static const char kUsedDltensorVersioned[] = "used_dltensor_versioned";
 
+/* The tensor of one of our DLPack capsules that no consumer took (a
+ * consumer renames the capsule when it takes the tensor), else NULL. The
+ * capsule keeps the tensor in its context too, which is read without
+ * PyCapsule_GetPointer's strcmp of the name; the name is checked by its
+ * pointer (ours while unused). */
+static void* unconsumed_own_tensor(PyObject* capsule, const char* name) {
+  const char* now = PyCapsule_GetName(capsule);
+  if (now != name && (now == NULL || strcmp(now, name) != 0)) return NULL;
+  return PyCapsule_GetContext(capsule);
+}
+
 static void dltensor_versioned_destructor(PyObject* capsule) {
-  if (!PyCapsule_IsValid(capsule, kDltensorVersioned)) return; /* consumed */
   DLManagedTensorVersioned* t =
-      (DLManagedTensorVersioned*)PyCapsule_GetPointer(capsule, kDltensorVersioned);
+      (DLManagedTensorVersioned*)unconsumed_own_tensor(capsule, kDltensorVersioned);
   if (t != NULL && t->deleter != NULL) t->deleter(t);
 }
 
 static void dltensor_destructor(PyObject* capsule) {
-  if (!PyCapsule_IsValid(capsule, kDltensor)) return; /* consumed */
-  DLManagedTensor* t = (DLManagedTensor*)PyCapsule_GetPointer(capsule, kDltensor);
+  DLManagedTensor* t = (DLManagedTensor*)unconsumed_own_tensor(capsule, kDltensor);
   if (t != NULL && t->deleter != NULL) t->deleter(t);
+}
+
+/* A capsule of ours over `tensor` (see unconsumed_own_tensor); NULL with
+ * an exception set, and then the caller still owns the tensor. */
+static PyObject* own_dlpack_capsule(void* tensor, const char* name, PyCapsule_Destructor destructor) {
+  PyObject* capsule = PyCapsule_New(tensor, name, destructor);
+  if (capsule != NULL) (void)PyCapsule_SetContext(capsule, tensor); /* a valid capsule: cannot fail */
+  return capsule;
 }
 
 /* The legacy (pre-1.0) tensor for consumers that did not pass max_version:
@@ -824,13 +886,15 @@ static void root_view_fill(Holder* h, struct ArrowDeviceArray* out) {
   memset(out->reserved, 0, sizeof(out->reserved));
 }
 
-static PyObject* empty_kwnames_check(PyObject* const* args, Py_ssize_t nargs) {
-  (void)args;
-  if (nargs != 0) {
-    PyErr_SetString(PyExc_TypeError, "__dlpack__ takes keyword arguments only");
-    return NULL;
-  }
-  return Py_None;
+/* __dlpack__'s keyword names, interned: Python passes interned names, so
+ * matching is a pointer compare (with a character compare as the fallback). */
+static PyObject* g_str_stream;
+static PyObject* g_str_max_version;
+static PyObject* g_str_dl_device;
+static PyObject* g_str_copy;
+
+static int is_keyword(PyObject* key, PyObject* name) {
+  return key == name || PyUnicode_Compare(key, name) == 0;
 }
 
 /* __dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None).
@@ -838,16 +902,19 @@ static PyObject* empty_kwnames_check(PyObject* const* args, Py_ssize_t nargs) {
  * method _dlpack_copy, which copies through ferry and calls back. */
 static PyObject* ArrayBase_dlpack(ArrayBase* self, PyObject* const* args, Py_ssize_t nargs,
                                   PyObject* kwnames) {
-  if (empty_kwnames_check(args, nargs) == NULL) return NULL;
+  if (nargs != 0) {
+    PyErr_SetString(PyExc_TypeError, "__dlpack__ takes keyword arguments only");
+    return NULL;
+  }
   PyObject *stream_obj = NULL, *max_version = NULL, *dl_device = NULL, *copy = NULL;
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   for (Py_ssize_t i = 0; i < nkw; i++) {
     PyObject* key = PyTuple_GET_ITEM(kwnames, i);
     PyObject* value = args[nargs + i];
-    if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) stream_obj = value;
-    else if (PyUnicode_CompareWithASCIIString(key, "max_version") == 0) max_version = value;
-    else if (PyUnicode_CompareWithASCIIString(key, "dl_device") == 0) dl_device = value;
-    else if (PyUnicode_CompareWithASCIIString(key, "copy") == 0) copy = value;
+    if (is_keyword(key, g_str_max_version)) max_version = value;
+    else if (is_keyword(key, g_str_stream)) stream_obj = value;
+    else if (is_keyword(key, g_str_dl_device)) dl_device = value;
+    else if (is_keyword(key, g_str_copy)) copy = value;
     else {
       PyErr_Format(PyExc_TypeError, "__dlpack__() got an unexpected keyword argument %R", key);
       return NULL;
@@ -915,7 +982,7 @@ static PyObject* ArrayBase_dlpack(ArrayBase* self, PyObject* const* args, Py_ssi
     return raise_error(code, &error, 1);
   }
   if (versioned) {
-    PyObject* capsule = PyCapsule_New(tensor, kDltensorVersioned, dltensor_versioned_destructor);
+    PyObject* capsule = own_dlpack_capsule(tensor, kDltensorVersioned, dltensor_versioned_destructor);
     if (capsule == NULL) tensor->deleter(tensor);
     return capsule;
   }
@@ -928,7 +995,7 @@ static PyObject* ArrayBase_dlpack(ArrayBase* self, PyObject* const* args, Py_ssi
   legacy->legacy.manager_ctx = legacy;
   legacy->legacy.deleter = legacy_export_deleter;
   legacy->inner = tensor;
-  PyObject* capsule = PyCapsule_New(&legacy->legacy, kDltensor, dltensor_destructor);
+  PyObject* capsule = own_dlpack_capsule(&legacy->legacy, kDltensor, dltensor_destructor);
   if (capsule == NULL) legacy_export_deleter(&legacy->legacy);
   return capsule;
 }
@@ -1027,15 +1094,11 @@ static int validate_holder(Holder* h) {
 
 /* ---- imports ---------------------------------------------------------------------- */
 
-/* import_capsules(cls, schema_capsule, array_capsule, validate): moves an
- * "arrow_schema" and an "arrow_device_array" (or CPU "arrow_array") capsule's
- * structs into a new object; the capsules are left consumed (released). */
-static PyObject* import_capsules(PyObject* module, PyObject* args) {
-  PyObject *cls, *schema_capsule, *array_capsule;
-  int validate = 1;
-  if (!PyArg_ParseTuple(args, "OOO|p", &cls, &schema_capsule, &array_capsule, &validate))
-    return NULL;
-  if (need_library() != 0 || check_array_class(cls) == NULL) return NULL;
+/* Moves an "arrow_schema" and an "arrow_device_array" (or CPU
+ * "arrow_array") capsule's structs into a new instance of `cls`; the
+ * capsules are left consumed (released). */
+static PyObject* import_capsule_pair(PyTypeObject* cls, PyObject* schema_capsule,
+                                     PyObject* array_capsule, int validate) {
   struct ArrowSchema* schema =
       (struct ArrowSchema*)PyCapsule_GetPointer(schema_capsule, kSchemaCapsule);
   if (schema == NULL) {
@@ -1060,10 +1123,13 @@ static PyObject* import_capsules(PyObject* module, PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "the capsules were already consumed (released structs)");
     return NULL;
   }
-  SchemaHolder* s = schema_holder_new();
-  Holder* h = s ? holder_new(s) : NULL;
-  schema_holder_decref(s); /* the holder keeps it */
-  if (h == NULL) return PyErr_NoMemory();
+  Holder* h = holder_new(NULL);
+  SchemaHolder* s = h ? schema_holder_new() : NULL;
+  if (s == NULL) {
+    holder_decref(h);
+    return PyErr_NoMemory();
+  }
+  h->schema = s; /* takes the new holder's reference */
   /* Move: bitwise copy, then mark the sources released. */
   s->schema = *schema;
   schema->release = NULL;
@@ -1074,6 +1140,7 @@ static PyObject* import_capsules(PyObject* module, PyObject* args) {
     h->array.array = *cpu_array;
     h->array.device_type = ARROW_DEVICE_CPU;
     h->array.device_id = -1;
+    h->array.sync_event = NULL;
     cpu_array->release = NULL;
   }
   memset(h->array.reserved, 0, sizeof(h->array.reserved));
@@ -1081,7 +1148,51 @@ static PyObject* import_capsules(PyObject* module, PyObject* args) {
     holder_decref(h);
     return NULL;
   }
-  return array_object((PyTypeObject*)cls, h);
+  return array_object(cls, h);
+}
+
+/* import_capsules(cls, schema_capsule, array_capsule, validate=True): see
+ * import_capsule_pair (ferry.device_array's path). */
+static PyObject* import_capsules(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3 && nargs != 4) {
+    PyErr_Format(PyExc_TypeError, "import_capsules() takes 3 or 4 arguments (%zd given)", nargs);
+    return NULL;
+  }
+  int validate = nargs == 4 ? PyObject_IsTrue(args[3]) : 1;
+  if (validate < 0 || need_library() != 0 || check_array_class(args[0]) == NULL) return NULL;
+  return import_capsule_pair((PyTypeObject*)args[0], args[1], args[2], validate);
+}
+
+/* from_capsules(schema_capsule, array_capsule, *, validate=True): the
+ * same for ferry.DeviceArray, called directly (DeviceArray.from_capsules). */
+static PyObject* g_array_class; /* ferry.DeviceArray (bind_classes) */
+static PyObject* g_str_validate;
+
+static PyObject* from_capsules(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
+                               PyObject* kwnames) {
+  if (nargs != 2) {
+    PyErr_Format(PyExc_TypeError,
+                 "from_capsules() takes 2 positional arguments (schema_capsule, array_capsule), "
+                 "%zd given",
+                 nargs);
+    return NULL;
+  }
+  int validate = 1;
+  for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames); i++) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+    if (key != g_str_validate && PyUnicode_Compare(key, g_str_validate) != 0) {
+      PyErr_Format(PyExc_TypeError, "from_capsules() got an unexpected keyword argument %R", key);
+      return NULL;
+    }
+    validate = PyObject_IsTrue(args[nargs + i]);
+    if (validate < 0) return NULL;
+  }
+  if (need_library() != 0) return NULL;
+  if (g_array_class == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "ferry._native.bind_classes() was not called");
+    return NULL;
+  }
+  return import_capsule_pair((PyTypeObject*)g_array_class, args[0], args[1], validate);
 }
 
 /* import_raw(cls, schema_address, array_address, validate): moves the
@@ -1239,22 +1350,140 @@ static int attach_event(Holder* h, void* stream, struct FerryError* error) {
   return FERRY_OK;
 }
 
-/* import_dlpack(cls, capsule, event_stream=None): a "dltensor_versioned" or
- * legacy "dltensor" capsule, consumed (renamed "used_...") on success. When
- * event_stream is an integer, an event recorded on that stream becomes the
- * array's sync_event (the producer ordered its work on that stream). */
-static PyObject* import_dlpack(PyObject* module, PyObject* args) {
-  PyObject *cls, *capsule, *event_stream = Py_None;
-  if (!PyArg_ParseTuple(args, "OO|O", &cls, &capsule, &event_stream)) return NULL;
-  if (need_library() != 0 || check_array_class(cls) == NULL) return NULL;
+/* The schemas of DLPack imports, shared: the core's imported schema is a
+ * bare format (no name, flags, metadata or children; see core/src/dlpack.c),
+ * so two imports of the same format have equal schemas, and one holder per
+ * format (indexed by its one character) serves them all. Set under the GIL;
+ * they live as long as the process (immortal: references are not counted). */
+static SchemaHolder* g_dlpack_schemas[128];
+
+static int is_bare_one_char_format(const struct ArrowSchema* s) {
+  return s->format != NULL && (unsigned char)s->format[0] < 128 && s->format[0] != '\0' &&
+         s->format[1] == '\0' && s->name == NULL && s->metadata == NULL && s->flags == 0 &&
+         s->n_children == 0 && s->dictionary == NULL;
+}
+
+/* A reference to a holder of the imported `schema`, which is moved in or
+ * released; NULL when out of memory (then `schema` is released too). */
+static SchemaHolder* imported_schema_holder(struct ArrowSchema* schema) {
+  SchemaHolder** slot =
+      is_bare_one_char_format(schema) ? &g_dlpack_schemas[(unsigned char)schema->format[0]] : NULL;
+  if (slot != NULL && *slot != NULL) {
+    fp_ferry_schema_release(schema);
+    schema_holder_incref(*slot);
+    return *slot;
+  }
+  SchemaHolder* s = schema_holder_new();
+  if (s == NULL) {
+    fp_ferry_schema_release(schema);
+    return NULL;
+  }
+  s->schema = *schema;
+  schema->release = NULL;
+  if (slot != NULL) {
+    s->immortal = 1;
+    *slot = s;
+  }
+  return s;
+}
+
+/* Imports `tensor` through the core into a new holder (with the shared
+ * schema of its format). NULL with an exception set on failure: when the
+ * core refused the tensor, or memory ran out before it was taken, the
+ * caller still owns the tensor and *taken is 0; with *taken 1 the tensor
+ * was taken and already handed back to its deleter (out of memory after the
+ * import), so the caller must not delete it again. `buffer` selects the
+ * BufferError flavour of the core's refusal (DLPack's). */
+static Holder* holder_from_dlpack(DLManagedTensorVersioned* tensor, int buffer, int* taken) {
+  *taken = 0;
+  Holder* h = holder_new(NULL);
+  if (h == NULL) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  struct ArrowSchema schema;
+  schema.release = NULL; /* filled by the import */
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = fp_ferry_device_array_from_dlpack(tensor, &schema, &h->array, &error);
+  if (code != FERRY_OK) {
+    holder_decref(h);
+    raise_error(code, &error, buffer);
+    return NULL;
+  }
+  *taken = 1;
+  h->schema = imported_schema_holder(&schema);
+  if (h->schema == NULL) {
+    holder_decref(h); /* releases the array: the tensor's deleter runs */
+    PyErr_NoMemory();
+    return NULL;
+  }
+  return h;
+}
+
+/* Records the producer's stream as the holder's event (see attach_event);
+ * 0, or -1 with an exception set. */
+static int attach_event_stream(Holder* h, PyObject* event_stream) {
+  if (event_stream == Py_None) return 0;
+  void* stream = PyLong_AsVoidPtr(event_stream);
+  if (PyErr_Occurred()) return -1;
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = attach_event(h, stream, &error);
+  if (code != FERRY_OK) {
+    raise_error(code, &error, 0);
+    return -1;
+  }
+  return 0;
+}
+
+/* An unused DLPack capsule's tensor: a DLManagedTensorVersioned, or with
+ * `legacy` a DLManagedTensor; tensor NULL when the object is no such
+ * capsule (no exception set). */
+typedef struct {
+  void* tensor;
+  int legacy;
+} DlpackCapsule;
+
+static DlpackCapsule unused_dlpack_capsule(PyObject* capsule) {
+  DlpackCapsule c = {NULL, 0};
+  if (!PyCapsule_CheckExact(capsule)) return c;
+  /* The name is read and compared once: PyCapsule_IsValid would run strcmp
+   * for every name tried (a producer's name is its own string). */
+  const char* name = PyCapsule_GetName(capsule);
+  if (name == NULL) {
+    PyErr_Clear();
+    return c;
+  }
+  /* PyCapsule_GetPointer compares the name with strcmp (and raises on a
+   * mismatch): "dltensor_" picks the name to ask for, so a DLPack capsule's
+   * name is compared once (the loop stops at a shorter name's end). */
+  size_t k = 0;
+  while (k < 9 && name[k] == kDltensorVersioned[k]) k++;
+  c.legacy = k < 9;
+  c.tensor = PyCapsule_GetPointer(capsule, c.legacy ? kDltensor : kDltensorVersioned);
+  if (c.tensor == NULL) PyErr_Clear();
+  return c;
+}
+
+static int dlpack_capsule_device_type(DlpackCapsule c) {
+  return c.legacy ? (int)((DLManagedTensor*)c.tensor)->dl_tensor.device.device_type
+                  : (int)((DLManagedTensorVersioned*)c.tensor)->dl_tensor.device.device_type;
+}
+
+/* Imports the tensor of `capsule` (found by unused_dlpack_capsule) into a
+ * new instance of `cls`, consuming the capsule (renamed "used_...") once the
+ * core took the tensor; see import_dlpack for event_stream. */
+static PyObject* import_unused_capsule(PyTypeObject* cls, PyObject* capsule, DlpackCapsule c,
+                                       PyObject* event_stream) {
   DLManagedTensorVersioned* tensor = NULL;
   LegacyImport* legacy = NULL;
   const char* used = NULL;
-  if (PyCapsule_IsValid(capsule, kDltensorVersioned)) {
-    tensor = (DLManagedTensorVersioned*)PyCapsule_GetPointer(capsule, kDltensorVersioned);
+  if (c.tensor != NULL && !c.legacy) {
+    tensor = (DLManagedTensorVersioned*)c.tensor;
     used = kUsedDltensorVersioned;
-  } else if (PyCapsule_IsValid(capsule, kDltensor)) {
-    DLManagedTensor* t = (DLManagedTensor*)PyCapsule_GetPointer(capsule, kDltensor);
+  } else if (c.tensor != NULL) {
+    DLManagedTensor* t = (DLManagedTensor*)c.tensor;
     legacy = (LegacyImport*)calloc(1, sizeof(LegacyImport));
     if (legacy == NULL) return PyErr_NoMemory();
     legacy->legacy = t;
@@ -1271,58 +1500,114 @@ static PyObject* import_dlpack(PyObject* module, PyObject* args) {
                     "DLPack capsule)");
     return NULL;
   }
-  SchemaHolder* s = schema_holder_new();
-  Holder* h = s ? holder_new(s) : NULL;
-  schema_holder_decref(s);
+  int taken;
+  Holder* h = holder_from_dlpack(tensor, 1, &taken);
+  /* Once taken, the holder (or, on failure, the deleter that already ran)
+   * has the tensor: the capsule must not delete it. The capsule was checked
+   * valid above, so renaming it cannot fail. */
+  if (taken) (void)PyCapsule_SetName(capsule, used);
   if (h == NULL) {
-    free(legacy);
-    return PyErr_NoMemory();
+    if (!taken) free(legacy); /* the capsule still owns the tensor */
+    return NULL;
   }
-  struct FerryError error;
-  error.message[0] = '\0';
-  int code = fp_ferry_device_array_from_dlpack(tensor, &s->schema, &h->array, &error);
-  if (code != FERRY_OK) {
-    free(legacy); /* the capsule still owns the tensor */
-    holder_decref(h);
-    return raise_error(code, &error, 1);
-  }
-  /* The holder owns the tensor now: the capsule must not delete it. */
-  if (PyCapsule_SetName(capsule, used) != 0) {
+  if (attach_event_stream(h, event_stream) != 0) {
     holder_decref(h);
     return NULL;
   }
-  if (event_stream != Py_None) {
-    void* stream = PyLong_AsVoidPtr(event_stream);
-    if (PyErr_Occurred()) {
-      holder_decref(h);
-      return NULL;
-    }
-    code = attach_event(h, stream, &error);
-    if (code != FERRY_OK) {
-      holder_decref(h);
-      return raise_error(code, &error, 0);
-    }
-  }
-  return array_object((PyTypeObject*)cls, h);
+  return array_object(cls, h);
+}
+
+static PyObject* import_dlpack_capsule(PyTypeObject* cls, PyObject* capsule,
+                                       PyObject* event_stream) {
+  return import_unused_capsule(cls, capsule, unused_dlpack_capsule(capsule), event_stream);
+}
+
+/* import_dlpack(cls, capsule, event_stream=None): a "dltensor_versioned" or
+ * legacy "dltensor" capsule, consumed (renamed "used_...") on success. When
+ * event_stream is an integer, an event recorded on that stream becomes the
+ * array's sync_event (the producer ordered its work on that stream). */
+static PyObject* import_dlpack(PyObject* module, PyObject* args) {
+  PyObject *cls, *capsule, *event_stream = Py_None;
+  if (!PyArg_ParseTuple(args, "OO|O", &cls, &capsule, &event_stream)) return NULL;
+  if (need_library() != 0 || check_array_class(cls) == NULL) return NULL;
+  return import_dlpack_capsule((PyTypeObject*)cls, capsule, event_stream);
 }
 
 /* ferry.from_dlpack(x, *, device=None, copy=None, stream=None): the
  * zero-copy CPU case runs here; everything else (devices, streams, copies,
  * legacy producers, capsules) calls the Python implementation bound by
  * bind_classes(). */
-static PyObject* g_array_class;       /* ferry.DeviceArray */
 static PyObject* g_from_dlpack_slow;  /* ferry._interop._from_dlpack */
 static PyObject* g_str_dlpack;        /* "__dlpack__" */
 static PyObject* g_str_dlpack_device; /* "__dlpack_device__" */
 static PyObject* g_kwnames_max_version;
 static PyObject* g_max_version;
 
-static PyObject* import_versioned_capsule(PyObject* capsule) {
-  PyObject* args = PyTuple_Pack(2, g_array_class, capsule);
-  if (args == NULL) return NULL;
-  PyObject* result = import_dlpack(NULL, args);
-  Py_DECREF(args);
-  return result;
+/* What from_dlpack learnt about producer types: on_cpu while every array
+ * of the type it met was on the CPU, cleared for good once one was not. A
+ * type known to be on the CPU is not asked __dlpack_device__ (for NumPy
+ * that query is a fifth of a from_dlpack): its __dlpack__ is called as for
+ * the CPU (stream None) and the tensor's own device is checked before
+ * anything uses it. When the tensor is elsewhere after all, the capsule is
+ * dropped unused (its deleter runs; stream None only made the producer
+ * order its work before the default stream, which the standard lets any
+ * consumer ask for), the type is marked and the full path runs with the
+ * right stream. So a wrong guess costs one extra export, once per type,
+ * never a wrong result. A few types at most: a table scanned in order,
+ * holding a reference to each type (so an address is never another type's),
+ * read and written under the GIL; types beyond the cap are asked each time. */
+typedef struct {
+  PyObject* type;
+  int on_cpu;
+} DlpackTypeHint;
+
+#define FP_MAX_DLPACK_TYPES 32
+static DlpackTypeHint g_dlpack_types[FP_MAX_DLPACK_TYPES];
+static int g_n_dlpack_types;
+
+static DlpackTypeHint* find_dlpack_type(PyObject* type) {
+  for (int i = 0; i < g_n_dlpack_types; i++)
+    if (g_dlpack_types[i].type == type) return &g_dlpack_types[i];
+  return NULL;
+}
+
+static void remember_dlpack_type(PyObject* type, int on_cpu) {
+  DlpackTypeHint* hint = find_dlpack_type(type);
+  if (hint != NULL) {
+    hint->on_cpu = hint->on_cpu && on_cpu;
+  } else if (g_n_dlpack_types < FP_MAX_DLPACK_TYPES) {
+    Py_INCREF(type);
+    g_dlpack_types[g_n_dlpack_types].type = type;
+    g_dlpack_types[g_n_dlpack_types].on_cpu = on_cpu;
+    g_n_dlpack_types++;
+  }
+}
+
+/* Whether from_dlpack may ask x for a CPU capsule directly: 1 yes, 0 no
+ * (the full path decides), -1 with an exception. ferry's own arrays know
+ * their device; other producers are asked __dlpack_device__ unless their
+ * type is known to make CPU arrays. */
+static int dlpack_cpu_expected(PyObject* x) {
+  PyObject* type = (PyObject*)Py_TYPE(x);
+  const DlpackTypeHint* hint = find_dlpack_type(type); /* first: no subtype walk for them */
+  if (hint != NULL) return hint->on_cpu;
+  if (PyObject_TypeCheck(x, &ArrayBaseType)) { /* never remembered: each knows its device */
+    Holder* h = ((ArrayBase*)x)->holder;
+    return h != NULL && h->array.device_type == ARROW_DEVICE_CPU; /* closed: the full path raises */
+  }
+  PyObject* device = PyObject_CallMethodNoArgs(x, g_str_dlpack_device);
+  if (device == NULL) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+    PyErr_Clear(); /* no DLPack producer: the full path says so */
+    return 0;
+  }
+  long device_type = PyTuple_Check(device) && PyTuple_GET_SIZE(device) == 2
+                         ? PyLong_AsLong(PyTuple_GET_ITEM(device, 0))
+                         : -1;
+  Py_DECREF(device);
+  if (device_type == -1 && PyErr_Occurred()) PyErr_Clear();
+  remember_dlpack_type(type, device_type == ARROW_DEVICE_CPU);
+  return device_type == ARROW_DEVICE_CPU;
 }
 
 static PyObject* from_dlpack(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
@@ -1336,36 +1621,28 @@ static PyObject* from_dlpack(PyObject* module, PyObject* const* args, Py_ssize_t
     return NULL;
   }
   PyObject* x = args[0];
-  int fast = kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0;
-  for (Py_ssize_t i = 0; !fast && i < PyTuple_GET_SIZE(kwnames); i++) {
-    if (args[nargs + i] != Py_None) break;
-    if (i == PyTuple_GET_SIZE(kwnames) - 1) fast = 1;
-  }
-  if (fast && !PyCapsule_CheckExact(x)) {
-    PyObject* device = PyObject_CallMethodNoArgs(x, g_str_dlpack_device);
-    if (device == NULL) {
-      if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
-      PyErr_Clear();
-      fast = 0;
+  int fast = !PyCapsule_CheckExact(x);
+  for (Py_ssize_t i = 0; fast && kwnames != NULL && i < PyTuple_GET_SIZE(kwnames); i++)
+    fast = args[nargs + i] == Py_None;
+  if (fast) fast = dlpack_cpu_expected(x);
+  if (fast < 0) return NULL;
+  if (fast) {
+    PyObject* call_args[2] = {x, g_max_version};
+    PyObject* capsule = PyObject_VectorcallMethod(
+        g_str_dlpack, call_args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, g_kwnames_max_version);
+    if (capsule == NULL) {
+      if (!PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
+      PyErr_Clear(); /* a producer without max_version: the Python path asks again */
     } else {
-      long type = PyTuple_Check(device) && PyTuple_GET_SIZE(device) == 2
-                      ? PyLong_AsLong(PyTuple_GET_ITEM(device, 0))
-                      : -1;
-      Py_DECREF(device);
-      if (type == -1 && PyErr_Occurred()) PyErr_Clear();
-      fast = type == ARROW_DEVICE_CPU;
-    }
-    if (fast) {
-      PyObject* call_args[2] = {x, g_max_version};
-      PyObject* capsule = PyObject_VectorcallMethod(
-          g_str_dlpack, call_args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, g_kwnames_max_version);
-      if (capsule != NULL) {
-        PyObject* result = import_versioned_capsule(capsule);
+      DlpackCapsule c = unused_dlpack_capsule(capsule);
+      if (c.tensor == NULL || dlpack_capsule_device_type(c) == kDLCPU) {
+        PyObject* result = import_unused_capsule((PyTypeObject*)g_array_class, capsule, c, Py_None);
         Py_DECREF(capsule);
         return result;
       }
-      if (!PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
-      PyErr_Clear(); /* a producer without max_version: the Python path asks again */
+      /* A type that made CPU arrays so far made this one elsewhere. */
+      remember_dlpack_type((PyObject*)Py_TYPE(x), 0);
+      Py_DECREF(capsule);
     }
   }
   return PyObject_Vectorcall(g_from_dlpack_slow, args, nargs, kwnames);
@@ -1457,35 +1734,18 @@ static PyObject* import_memory(PyObject* module, PyObject* args) {
   t->tensor.dl_tensor.dtype.bits = (uint8_t)bits;
   t->tensor.dl_tensor.dtype.lanes = 1;
   t->tensor.dl_tensor.shape = t->shape;
-  SchemaHolder* s = schema_holder_new();
-  Holder* h = s ? holder_new(s) : NULL;
-  schema_holder_decref(s);
-  if (h == NULL) {
-    free(t);
-    return PyErr_NoMemory();
-  }
-  struct FerryError error;
-  error.message[0] = '\0';
-  int code = fp_ferry_device_array_from_dlpack(&t->tensor, &s->schema, &h->array, &error);
-  if (code != FERRY_OK) {
-    free(t);
-    holder_decref(h);
-    return raise_error(code, &error, 0);
-  }
   Py_INCREF(owner);
   atomic_fetch_add(&g_live_refs, 1);
   t->owner = owner;
-  if (event_stream != Py_None) {
-    void* stream = PyLong_AsVoidPtr(event_stream);
-    if (PyErr_Occurred()) {
-      holder_decref(h);
-      return NULL;
-    }
-    code = attach_event(h, stream, &error);
-    if (code != FERRY_OK) {
-      holder_decref(h);
-      return raise_error(code, &error, 0);
-    }
+  int taken;
+  Holder* h = holder_from_dlpack(&t->tensor, 0, &taken);
+  if (h == NULL) {
+    if (!taken) owned_tensor_deleter(&t->tensor); /* refused: drop the owner here */
+    return NULL;
+  }
+  if (attach_event_stream(h, event_stream) != 0) {
+    holder_decref(h);
+    return NULL;
   }
   return array_object((PyTypeObject*)cls, h);
 }
@@ -1805,8 +2065,13 @@ static PyObject* release_hook_address(PyObject* module, PyObject* unused) {
 
 static PyMethodDef module_methods[] = {
     {"load", load, METH_VARARGS, "load(name, error_factory): binds to a loaded libferry."},
-    {"import_capsules", import_capsules, METH_VARARGS,
+    {"import_capsules", (PyCFunction)(void (*)(void))import_capsules, METH_FASTCALL,
      "import_capsules(cls, schema_capsule, array_capsule, validate=True)"},
+    {"from_capsules", (PyCFunction)(void (*)(void))from_capsules, METH_FASTCALL | METH_KEYWORDS,
+     "from_capsules(schema_capsule, array_capsule, *, validate=True)\n--\n\n"
+     "Takes the structs out of an \"arrow_schema\" capsule and an \"arrow_device_array\" (or "
+     "CPU \"arrow_array\") capsule into a new ferry.DeviceArray; the capsules are left "
+     "consumed. With validate, the structure is checked first."},
     {"import_raw", import_raw, METH_VARARGS,
      "import_raw(cls, schema_address, array_address, validate=True)"},
     {"import_batch", import_batch, METH_VARARGS,
@@ -1843,9 +2108,19 @@ PyMODINIT_FUNC PyInit__native(void) {
   if (PyType_Ready(&SchemaBaseType) < 0 || PyType_Ready(&ArrayBaseType) < 0) return NULL;
   g_str_dlpack = PyUnicode_InternFromString("__dlpack__");
   g_str_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
-  g_kwnames_max_version = Py_BuildValue("(s)", "max_version");
+  g_str_stream = PyUnicode_InternFromString("stream");
+  g_str_max_version = PyUnicode_InternFromString("max_version");
+  g_str_dl_device = PyUnicode_InternFromString("dl_device");
+  g_str_copy = PyUnicode_InternFromString("copy");
+  g_str_validate = PyUnicode_InternFromString("validate");
+  /* Interned, as Python's own keyword names are: producers that parse
+   * keywords (NumPy) match them by pointer first and fall back to comparing
+   * the characters. */
+  g_kwnames_max_version = g_str_max_version ? PyTuple_Pack(1, g_str_max_version) : NULL;
   g_max_version = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
-  if (!g_str_dlpack || !g_str_dlpack_device || !g_kwnames_max_version || !g_max_version)
+  if (!g_str_dlpack || !g_str_dlpack_device || !g_str_stream || !g_str_max_version ||
+      !g_str_dl_device || !g_str_copy || !g_str_validate || !g_kwnames_max_version ||
+      !g_max_version)
     return NULL;
   PyObject* m = PyModule_Create(&module_def);
   if (m == NULL) return NULL;

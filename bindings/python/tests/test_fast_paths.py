@@ -1,0 +1,218 @@
+"""The fast paths of ferry._native (the speed work of bench/interchange.py)
+keep the protocols' semantics: from_dlpack's memory of CPU producer types,
+DLPack capsules read and deleted exactly once, schemas shared between DLPack
+imports, and DeviceArray.from_capsules called straight into C."""
+import ctypes
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import ferry
+from ferry import DeviceArray
+from test_capsules import capsule_name
+
+
+def counting_producer_type():
+    """A new producer type (from_dlpack remembers types, so each test needs
+    its own) that wraps any DLPack producer and records the calls."""
+
+    class Producer:
+        calls = []
+
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __dlpack_device__(self):
+            Producer.calls.append(("device",))
+            return self.inner.__dlpack_device__()
+
+        def __dlpack__(self, **kwargs):
+            Producer.calls.append(("dlpack", kwargs.get("stream")))
+            return self.inner.__dlpack__(**kwargs)
+
+    return Producer
+
+
+def test_a_cpu_producer_type_is_asked_its_device_once():
+    Producer = counting_producer_type()
+    x = np.arange(5, dtype=np.int64)
+    first = ferry.from_dlpack(Producer(x))
+    assert Producer.calls == [("device",), ("dlpack", None)]
+    Producer.calls.clear()
+    second = ferry.from_dlpack(Producer(x[1:]))
+    assert Producer.calls == [("dlpack", None)]  # known to make CPU arrays: no query
+    assert first.to_pylist() == [0, 1, 2, 3, 4] and second.to_pylist() == [1, 2, 3, 4]
+    assert second.buffer_address(1) == x.ctypes.data + 8  # zero-copy
+    first.close()
+    second.close()
+
+
+def test_a_cpu_producer_type_that_turns_out_on_a_device_takes_the_full_path():
+    """The guess is checked on the tensor itself: device data from a type
+    remembered as CPU is dropped unused (its deleter runs once) and imported
+    again through the full path, with ferry's stream and an event."""
+    Producer = counting_producer_type()
+    on_cpu = ferry.array([1, 2], "int32")
+    ferry.from_dlpack(Producer(on_cpu)).close()  # the type is now known for the CPU
+    Producer.calls.clear()
+
+    sim = ferry.device("sim:0")
+    on_sim = ferry.array([7, 8, 9], "int32", device=sim)
+    imported = ferry.from_dlpack(Producer(on_sim))
+    handle = sim.interchange_stream().handle
+    assert Producer.calls == [("dlpack", None), ("device",), ("dlpack", handle)]
+    assert imported.device == sim and imported.sync_event is not None
+    assert imported.to_pylist() == [7, 8, 9]
+    assert on_sim._shared == 1  # the dropped capsule's export was released, once
+    imported.close()
+    assert on_sim._shared == 0
+
+    Producer.calls.clear()
+    again = ferry.from_dlpack(Producer(on_sim))  # now asked first, for good
+    assert Producer.calls == [("device",), ("dlpack", handle)]
+    again.close()
+    Producer.calls.clear()
+    ferry.from_dlpack(Producer(on_cpu)).close()  # and for its CPU arrays too
+    assert Producer.calls == [("device",), ("dlpack", None)]
+    on_cpu.close()
+    on_sim.close()
+
+
+def test_many_producer_types_beyond_what_is_remembered():
+    x = np.arange(3, dtype=np.uint16)
+    for _ in range(40):  # more types than the table keeps: the rest are asked each time
+        Producer = counting_producer_type()
+        for _ in range(2):
+            with ferry.from_dlpack(Producer(x)) as arr:
+                assert arr.to_pylist() == [0, 1, 2]
+        assert Producer.calls.count(("dlpack", None)) == 2
+
+
+def test_ferry_arrays_know_their_device_without_a_query():
+    sim = ferry.array([4, 5], "int64", device="sim:1")
+    imported = ferry.from_dlpack(sim)  # full path: the sim stream and an event
+    assert imported.sync_event is not None and imported.to_pylist() == [4, 5]
+    cpu = ferry.array([6], "int64")
+    assert ferry.from_dlpack(cpu).to_pylist() == [6]
+    closed = ferry.array([1], "int64")
+    closed.close()
+    with pytest.raises(ValueError, match="closed"):
+        ferry.from_dlpack(closed)
+    for a in (imported, sim, cpu):
+        a.close()
+
+
+@pytest.mark.parametrize("max_version,name", [((1, 1), "dltensor_versioned"), (None, "dltensor")])
+def test_unconsumed_capsules_release_the_array_once(max_version, name):
+    arr = ferry.array([1, 2, 3], "int32")
+    capsule = arr.__dlpack__(max_version=max_version)
+    assert capsule_name(capsule) == name and arr._shared == 1
+    del capsule  # never consumed: its destructor deletes the tensor
+    assert arr._shared == 0
+    consumed = np.from_dlpack(_Once(arr.__dlpack__(max_version=max_version)))
+    assert arr._shared == 1  # NumPy took the tensor (renamed the capsule)
+    del consumed  # NumPy deletes it; the capsule's destructor must not again
+    assert arr._shared == 0
+    arr.close()
+
+
+class _Once:
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def _capsule(name):
+    """A PyCapsule with an arbitrary name over a dummy pointer."""
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    keep = ctypes.c_int64(0)
+    name_bytes = ctypes.create_string_buffer(name.encode())
+    _capsule.keep.append((keep, name_bytes))  # the capsule borrows both
+    return new(ctypes.addressof(keep), name_bytes, None)
+
+
+_capsule.keep = []
+
+
+@pytest.mark.parametrize("name", ["used_dltensor_versioned", "used_dltensor", "dltensor_v",
+                                  "dltenso", "arrow_schema", ""])
+def test_capsules_that_are_not_unused_dlpack_ones_are_refused(name):
+    with pytest.raises(TypeError, match="unused DLPack capsule"):
+        ferry.from_dlpack(_capsule(name))
+
+
+def test_imports_of_one_type_share_a_schema_that_closing_leaves_usable():
+    a = ferry.from_dlpack(np.arange(3, dtype=np.float32))
+    b = ferry.from_dlpack(np.arange(2, dtype=np.float32))
+    c = ferry.from_dlpack(np.arange(2, dtype=np.float64))
+    assert a.schema._address == b.schema._address != c.schema._address
+    assert (a.format, c.format) == ("f", "g")
+    assert not a.schema.nullable and a.schema.name is None and a.schema.metadata == {}
+    schema = a.schema
+    schema.close()
+    a.close()
+    assert b.schema.format == "f" and b.to_pylist() == [0.0, 1.0]
+    exported = pa.Array._import_from_c_device_capsule(*b.__arrow_c_device_array__())
+    assert exported.type == pa.float32() and exported.to_pylist() == [0.0, 1.0]
+    del exported
+    b.close()
+    c.close()
+
+
+def test_arrays_outliving_their_exports_and_exports_outliving_their_arrays():
+    """Holder blocks are reused after a DeviceArray is dropped, and freed when
+    an export's release drops the last reference instead."""
+    x = np.arange(6, dtype=np.int32)
+    capsules = []
+    for i in range(20):
+        arr = ferry.from_dlpack(x[i % 6:])
+        if i % 2:
+            capsules.append(arr.__dlpack__(max_version=(1, 1)))  # the export outlives arr
+        assert arr.to_pylist() == list(range(i % 6, 6))
+        del arr
+    views = [np.from_dlpack(_Once(c)) for c in capsules]
+    del capsules
+    assert [v.tolist() for v in views] == [list(range(i % 6, 6)) for i in range(1, 20, 2)]
+    del views
+    fresh = [ferry.from_dlpack(x) for _ in range(12)]
+    assert all(f.to_pylist() == list(range(6)) for f in fresh)
+
+
+def test_from_capsules_keywords():
+    source = pa.array([1, None, 3], type=pa.int16())
+    for validate in (True, False):
+        schema, array = source.__arrow_c_device_array__()
+        with DeviceArray.from_capsules(schema, array, validate=validate) as arr:
+            assert arr.to_pylist() == [1, None, 3]
+        assert capsule_name(array) == "arrow_device_array"
+    with pytest.raises(TypeError, match="unexpected keyword argument 'check'"):
+        DeviceArray.from_capsules(*source.__arrow_c_device_array__(), check=False)
+    with pytest.raises(TypeError, match="2 positional arguments"):
+        DeviceArray.from_capsules(source.__arrow_c_device_array__()[0])
+    with pytest.raises(TypeError, match="arrow_schema"):
+        DeviceArray.from_capsules(*reversed(source.__arrow_c_device_array__()))
+
+
+def test_validation_is_what_validate_false_skips():
+    """A struct that validation refuses imports without it (the caller's
+    promise), which is what makes the trusted import the cheaper one."""
+    array = ferry.array([1, 2, 3], "int64")
+    utf8 = ferry.Schema.from_format("u")  # 3 buffers; the int64 array has 2
+    _, a_capsule = array.__arrow_c_device_array__()
+    with pytest.raises(ferry.InvalidArgumentError, match="buffers"):
+        DeviceArray.from_capsules(utf8.__arrow_c_schema__(), a_capsule)
+    _, a_capsule = array.__arrow_c_device_array__()
+    trusted = DeviceArray.from_capsules(utf8.__arrow_c_schema__(), a_capsule, validate=False)
+    assert trusted.format == "u" and trusted.n_buffers == 2  # taken as given
+    with pytest.raises(ferry.InvalidArgumentError):
+        trusted.validate()
+    for x in (trusted, utf8, array):
+        x.close()
