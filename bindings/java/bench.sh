@@ -21,7 +21,7 @@ javac -d "$out" -cp "$classes" $(find "$HERE/src/bench/java" -name '*.java')
 cases=("$@")
 if [ "${#cases[@]}" -eq 0 ]; then
   cases=(primitives c_to_java_stream_cursor c_to_java_stream_deviceArray
-    c_to_java_array_deviceArray java_to_c_array java_to_c_stream)
+    c_to_java_array_deviceArray c_to_java_array_trusted java_to_c_array java_to_c_stream)
 fi
 table=()
 for c in "${cases[@]}"; do

@@ -142,12 +142,25 @@ int64_t ferry_jni_adopt(JNIEnv* env, struct ArrowDeviceArray* src) {
 }
 
 /* get_next (or get_next_on) into the released slot; 0 or the failure code
- * with the producer's message in `error`. */
+ * with the producer's message in `error`. A batch on another device type than
+ * the stream's (the specification forbids it) is released and refused. */
 static int ferry_jni_pull(struct ArrowDeviceArrayStream* stream, struct ferry_jni_slot* slot,
                           int32_t on_stream, void* consumer_stream, struct FerryError* error) {
   error->message[0] = '\0';
-  return on_stream ? ferry_array_stream_get_next_on(stream, &slot->array, consumer_stream, error)
-                   : ferry_array_stream_get_next(stream, &slot->array, error);
+  int rc = on_stream
+               ? ferry_array_stream_get_next_on(stream, &slot->array, consumer_stream, error)
+               : ferry_array_stream_get_next(stream, &slot->array, error);
+  if (rc != FERRY_OK || slot->array.array.release == NULL) return rc;
+  ArrowDeviceType stream_type = ferry_array_stream_device_type(stream);
+  if (slot->array.device_type != stream_type) {
+    snprintf(error->message, sizeof error->message,
+             "the producer's batch has device type %s from a stream of device type %s",
+             ferry_device_type_name(slot->array.device_type),
+             ferry_device_type_name(stream_type));
+    ferry_device_array_release(&slot->array);
+    return EINVAL;
+  }
+  return FERRY_OK;
 }
 
 int64_t ferry_jni_stream_next(JNIEnv* env, struct ArrowDeviceArrayStream* stream,

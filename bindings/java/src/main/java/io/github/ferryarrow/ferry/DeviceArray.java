@@ -374,6 +374,13 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
     handle.close();
   }
 
+  /** Moves the device array alone out to the released struct at {@code deviceArrayOut}
+   *  (a stream's get_next: the stream gave the schema); this object is closed. */
+  void moveArrayTo(long deviceArrayOut) {
+    FerryNative.ferry_device_array_move(address(), deviceArrayOut);
+    handle.close();
+  }
+
   private void exportSchemaTo(long schemaOut) {
     if (schema.isSoleHolder()) {
       FerryNative.ferry_schema_move(schema.address(), schemaOut);

@@ -21,12 +21,13 @@ public final class StreamExporter {
 
   private StreamExporter() {}
 
-  /** The Java side of one exported stream. */
+  /** The Java side of one exported stream: batches described by ExportedBatch
+   *  (exported zero-copy) or owned DeviceArrays (moved out). */
   static final class Record extends HandleTable.Entry {
     private final Supplier<FieldSpec> schema;
-    private final Iterator<ExportedBatch> batches;
+    private final Iterator<?> batches;
 
-    Record(Supplier<FieldSpec> schema, Iterator<ExportedBatch> batches) {
+    Record(Supplier<FieldSpec> schema, Iterator<?> batches) {
       this.schema = schema;
       this.batches = batches;
     }
@@ -40,14 +41,19 @@ public final class StreamExporter {
       return spec;
     }
 
-    /** The next batch, or null at the end. */
-    ExportedBatch next() {
-      if (!batches.hasNext()) return null;
-      ExportedBatch batch = batches.next();
-      if (batch == null) {
-        throw new FerryException(FerryException.EINVAL, "the stream's iterator returned null");
+    /** Fills the released ArrowDeviceArray at {@code out} with the next batch, or
+     *  leaves it released at the end. */
+    void next(long out) {
+      if (!batches.hasNext()) return;
+      Object batch = batches.next();
+      if (batch instanceof ExportedBatch) {
+        ArrayExporter.exportDeviceArray((ExportedBatch) batch, out);
+      } else if (batch instanceof DeviceArray) {
+        ((DeviceArray) batch).moveArrayTo(out);
+      } else {
+        throw new FerryException(FerryException.EINVAL, "the stream's iterator returned "
+            + (batch == null ? "null" : "a " + batch.getClass().getName()));
       }
-      return batch;
     }
 
     @Override
@@ -73,7 +79,10 @@ public final class StreamExporter {
    *  by the supplier fails get_schema like one thrown by the iterator). */
   public static void export(Supplier<FieldSpec> schema, int deviceType,
       Iterator<ExportedBatch> batches, long out) {
-    Record record = new Record(schema, batches);
+    exportRecord(new Record(schema, batches), deviceType, out);
+  }
+
+  private static void exportRecord(Record record, int deviceType, long out) {
     long handle = HandleTable.put(record);
     try {
       FerryNative.ferry_array_stream_init(out, deviceType, GET_SCHEMA, GET_NEXT,
@@ -83,6 +92,18 @@ public final class StreamExporter {
       HandleTable.release(handle);
       throw e;
     }
+  }
+
+  /**
+   * Exports a stream of arrays Java already owns (imported, copied, moved: any
+   * {@link DeviceArray} whose schema is {@code schema}), each moved out to the
+   * consumer as it pulls; the stream's device type is {@code deviceType} and every
+   * array must live there. Use it to forward or re-serve data. Fills the released
+   * stream at {@code out}; on failure it stays released.
+   */
+  public static void exportArrays(Supplier<FieldSpec> schema, int deviceType,
+      Iterator<DeviceArray> arrays, long out) {
+    exportRecord(new Record(schema, arrays), deviceType, out);
   }
 
   /** Exports and imports back: a Java-produced DeviceArrayStream (mostly for tests). */

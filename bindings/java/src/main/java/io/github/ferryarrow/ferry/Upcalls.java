@@ -30,9 +30,7 @@ final class Upcalls {
   /** get_next of a Java stream: fills the ArrowDeviceArray at {@code out}, or
    *  leaves it released at the end. */
   static int getNext(long handle, long out) {
-    StreamExporter.Record record = streamRecord(handle);
-    ExportedBatch next = record.next();
-    if (next != null) ArrayExporter.exportDeviceArray(next, out);
+    streamRecord(handle).next(out);
     return 0;
   }
 

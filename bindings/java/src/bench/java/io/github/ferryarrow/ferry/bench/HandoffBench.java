@@ -16,6 +16,7 @@ import io.github.ferryarrow.ferry.DeviceType;
 import io.github.ferryarrow.ferry.ExportedBatch;
 import io.github.ferryarrow.ferry.FieldSpec;
 import io.github.ferryarrow.ferry.StreamExporter;
+import io.github.ferryarrow.ferry.Validation;
 import io.github.ferryarrow.ferry.jni.FerryNative;
 import io.github.ferryarrow.ferry.jni.Testing;
 
@@ -110,6 +111,7 @@ public final class HandoffBench {
     CASES.put("c_to_java_stream_cursor", HandoffBench::streamCursor);
     CASES.put("c_to_java_stream_deviceArray", HandoffBench::streamDeviceArray);
     CASES.put("c_to_java_array_deviceArray", HandoffBench::arrayDeviceArray);
+    CASES.put("c_to_java_array_trusted", HandoffBench::arrayTrusted);
     CASES.put("java_to_c_array", HandoffBench::javaToCArray);
     CASES.put("java_to_c_stream", HandoffBench::javaToCStream);
     String[] names = args.length > 0 ? args : CASES.keySet().toArray(new String[0]);
@@ -147,7 +149,8 @@ public final class HandoffBench {
     long target = FerryNative.ferry_device_array_new();
     Testing.cStaticStream(cStream, 1024);
     Testing.cStaticStream(floorStream, 1024);
-    try (DeviceArrayStream s = DeviceArrayStream.importFrom(cStream);
+    // The lean path: a trusted producer (no validation), batches borrowed.
+    try (DeviceArrayStream s = DeviceArrayStream.importFrom(cStream, Validation.NONE);
         DeviceArrayStream.Cursor cursor = s.cursor()) {
       pair("c_to_java_stream_cursor", new Pair(
           "1 JNI call/batch: release previous + get_next + read", timed(n -> {
@@ -201,13 +204,23 @@ public final class HandoffBench {
     }
   }
 
-  /** C produces one array (+ schema) per iteration, Java imports, reads, closes. */
+  /** C produces one array (+ schema) per iteration, Java imports (validated),
+   *  reads, closes: the everyday path. */
   private static void arrayDeviceArray() {
+    arrayImport("c_to_java_array_deviceArray", Validation.DEFAULT);
+  }
+
+  /** The same, trusting the producer (no validation). */
+  private static void arrayTrusted() {
+    arrayImport("c_to_java_array_trusted", Validation.NONE);
+  }
+
+  private static void arrayImport(String name, Validation validation) {
     long schema = FerryNative.ferry_schema_new();
     long array = FerryNative.ferry_device_array_new();
     long schemaTarget = FerryNative.ferry_schema_new();
     long arrayTarget = FerryNative.ferry_device_array_new();
-    pair("c_to_java_array_deviceArray", new Pair(
+    pair(name, new Pair(
         "3 JNI calls: C producer fills; move schema+array + read; release both", timed(n -> {
           long acc = 0;
           for (long i = 0; i < n; i++) {
@@ -220,7 +233,7 @@ public final class HandoffBench {
           long acc = 0;
           for (long i = 0; i < n; i++) {
             Testing.cProduceStatic(schema, array, 1024);
-            try (DeviceArray a = DeviceArray.importFrom(schema, array)) {
+            try (DeviceArray a = DeviceArray.importFrom(schema, array, validation)) {
               acc += a.length() + a.bufferAddress(1);
             }
           }

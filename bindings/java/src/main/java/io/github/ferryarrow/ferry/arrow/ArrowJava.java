@@ -54,7 +54,9 @@ public final class ArrowJava {
         throw e;
       }
       try {
-        return Data.importVector(allocator, out, schema, dictionaries);
+        // false: the structs stay ours (closed by try-with-resources), so that a
+        // failed import can still release what it did not take.
+        return Data.importVector(allocator, out, schema, dictionaries, false);
       } finally {
         releaseIfLive(out);
         releaseIfLive(schema);

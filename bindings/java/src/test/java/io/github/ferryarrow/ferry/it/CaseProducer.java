@@ -1,20 +1,25 @@
 package io.github.ferryarrow.ferry.it;
 
+import io.github.ferryarrow.ferry.Device;
+import io.github.ferryarrow.ferry.DeviceType;
+import io.github.ferryarrow.ferry.ExportedBatch;
+import io.github.ferryarrow.ferry.FieldSpec;
+import io.github.ferryarrow.ferry.HostBuffer;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import io.github.ferryarrow.ferry.Device;
-import io.github.ferryarrow.ferry.DeviceType;
-import io.github.ferryarrow.ferry.ExportedBatch;
-import io.github.ferryarrow.ferry.FieldSpec;
 
 /**
- * Builds the array of a case in Java memory (direct ByteBuffers) and, for other
- * devices, copies it there: the Java producer of the cross-language tests.
- * Logical element i sits in physical slot i + offset of the top-level array;
- * slots before the offset hold zeros (unspecified by cases.md).
+ * Builds the array of a case and exports it: the Java producer of the
+ * cross-language tests. The values are written into host memory that ferry
+ * allocates ({@link HostBuffer}: outside the Java heap and not counted against
+ * -XX:MaxDirectMemorySize, so a 100-million-element array needs no direct
+ * buffer memory); a CPU case exports that memory itself, a device case uses it
+ * as staging (pinned host memory of the GPU where there is some) for the copies
+ * to the device. Logical element i sits in physical slot i + offset of the
+ * top-level array; slots before the offset hold zeros (unspecified by cases.md).
  */
 final class CaseProducer {
   private CaseProducer() {}
@@ -39,7 +44,7 @@ final class CaseProducer {
     final long length;
     long nullCount;
     long offset;
-    ByteBuffer[] buffers = new ByteBuffer[0];
+    HostBuffer[] buffers = new HostBuffer[0];
     Node[] children = new Node[0];
     Node dictionary;
 
@@ -57,9 +62,18 @@ final class CaseProducer {
       return this;
     }
 
-    Node buffers(ByteBuffer... b) {
+    Node buffers(HostBuffer... b) {
       buffers = b;
       return this;
+    }
+
+    /** Frees the host memory of this node and its children and dictionary. */
+    void free() {
+      for (HostBuffer b : buffers) {
+        if (b != null) b.close();
+      }
+      for (Node child : children) child.free();
+      if (dictionary != null) dictionary.free();
     }
 
     Node children(Node... c) {
@@ -75,14 +89,18 @@ final class CaseProducer {
 
   /** The batch of a case with {@code seed} (streams use seed + b), on the case's device. */
   static ExportedBatch batch(Case c, long seed) {
-    Node host = hostBatch(c, seed);
-    if (c.deviceType == DeviceType.CPU) return onCpu(host);
-    return toDevice(host, Device.resolve(c.deviceType, c.deviceId()));
+    if (c.deviceType == DeviceType.CPU) {
+      Node host = hostBatch(c, seed, Device.cpu());
+      return onCpu(host);
+    }
+    Device device = Device.resolve(c.deviceType, c.deviceId());
+    return toDevice(hostBatch(c, seed, device), device);
   }
 
+  /** The export takes the host memory over: the consumer's release frees it. */
   private static ExportedBatch onCpu(Node n) {
     ExportedBatch b = ExportedBatch.of(n.length).nullCount(n.nullCount).offset(n.offset)
-        .buffers(n.buffers);
+        .ownedBuffers(n.buffers);
     ExportedBatch[] children = new ExportedBatch[n.children.length];
     for (int i = 0; i < children.length; i++) children[i] = onCpu(n.children[i]);
     b.children(children);
@@ -90,56 +108,81 @@ final class CaseProducer {
     return b;
   }
 
-  private static Node hostBatch(Case c, long seed) {
+  /** The values of a case in host memory (staging memory for {@code device}). */
+  private static Node hostBatch(Case c, long seed, Device device) {
+    List<HostBuffer> made = new ArrayList<>();
+    Staging staging = size -> {
+      HostBuffer b = HostBuffer.stagingFor(device, Math.max(1, size)).zero();
+      made.add(b);
+      return b;
+    };
+    try {
+      return hostBatch(c, seed, staging);
+    } catch (RuntimeException | Error e) {
+      for (HostBuffer b : made) b.close();
+      throw e;
+    }
+  }
+
+  /** Makes zeroed host memory of a size. */
+  interface Staging {
+    HostBuffer of(long size);
+  }
+
+  private static Node hostBatch(Case c, long seed, Staging staging) {
     long slots = c.length + c.offset;
     int n = Math.toIntExact(slots);
-    ByteBuffer validity = c.nulls > 0 ? validity(c, n) : null;
+    HostBuffer validity = c.nulls > 0 ? validity(c, n, staging) : null;
     Node b = new Node(c.length).nullCount(c.nullCount()).offset(c.offset);
     switch (c.type) {
       case BOOL: {
-        ByteBuffer values = bitmap(n);
+        HostBuffer bits = bitmap(n, staging);
+        ByteBuffer values = view(bits);
         for (long i = 0; i < c.length; i++) {
           if (Values.bool(seed, i)) setBit(values, i + c.offset);
         }
-        return b.buffers(validity, values);
+        return b.buffers(validity, bits);
       }
       case UTF8:
       case BINARY: {
-        ByteBuffer[] strings = strings(n, c.offset, i -> Values.text(seed, i));
+        HostBuffer[] strings = strings(n, c.offset, i -> Values.text(seed, i), staging);
         return b.buffers(validity, strings[0], strings[1]);
       }
       case LIST_INT32: {
-        ByteBuffer offsets = buffer(4L * (n + 1));
+        HostBuffer offsetsMemory = staging.of(4L * (n + 1));
+        ByteBuffer offsets = view(offsetsMemory);
         int total = 0;
         for (int s = 0; s < n; s++) {
           offsets.putInt(4 * s, total);
           if (s >= c.offset) total += Values.listSize(seed, s - c.offset);
         }
         offsets.putInt(4 * n, total);
-        Node child = new Node(total).buffers(null, int32s(total, 0, j -> (int) Values.u(seed, j)));
-        return b.buffers(validity, offsets).children(child);
+        Node child = new Node(total).buffers(null,
+            int32s(total, 0, j -> (int) Values.u(seed, j), staging));
+        return b.buffers(validity, offsetsMemory).children(child);
       }
       case STRUCT_INT32_UTF8: {
         long seedB = (seed + 1) & 0xFFFFFFFFL;
         Node a = new Node(n).buffers(null,
-            int32s(n, c.offset, i -> (int) Values.u(seed, i)));
-        ByteBuffer[] strings = strings(n, c.offset, i -> Values.text(seedB, i));
+            int32s(n, c.offset, i -> (int) Values.u(seed, i), staging));
+        HostBuffer[] strings = strings(n, c.offset, i -> Values.text(seedB, i), staging);
         Node bb = new Node(n).buffers(null, strings[0], strings[1]);
         return b.buffers(validity).children(a, bb);
       }
       case DICT_INT32_UTF8: {
-        ByteBuffer[] words = strings(7, 0, i -> "d" + i);
+        HostBuffer[] words = strings(7, 0, i -> "d" + i, staging);
         Node dictionary = new Node(7).buffers(null, words[0], words[1]);
-        return b.buffers(validity, int32s(n, c.offset, i -> Values.dictIndex(seed, i)))
+        return b.buffers(validity, int32s(n, c.offset, i -> Values.dictIndex(seed, i), staging))
             .dictionary(dictionary);
       }
       default:
-        return b.buffers(validity, fixedWidth(c, seed, n));
+        return b.buffers(validity, fixedWidth(c, seed, n, staging));
     }
   }
 
-  private static ByteBuffer fixedWidth(Case c, long seed, int n) {
-    ByteBuffer values = buffer((long) c.type.width * n);
+  private static HostBuffer fixedWidth(Case c, long seed, int n, Staging staging) {
+    HostBuffer memory = staging.of((long) c.type.width * n);
+    ByteBuffer values = view(memory);
     for (long i = 0; i < c.length; i++) {
       int s = (int) (i + c.offset);
       long u = Values.u(seed, i);
@@ -153,16 +196,17 @@ final class CaseProducer {
         default: throw new IllegalStateException("not fixed-width: " + c.type);
       }
     }
-    return values;
+    return memory;
   }
 
-  private static ByteBuffer validity(Case c, int slots) {
-    ByteBuffer bits = bitmap(slots);
+  private static HostBuffer validity(Case c, int slots, Staging staging) {
+    HostBuffer memory = bitmap(slots, staging);
+    ByteBuffer bits = view(memory);
     for (long s = 0; s < slots; s++) {
       long i = s - c.offset;
       if (i < 0 || !c.isNull(i)) setBit(bits, s);
     }
-    return bits;
+    return memory;
   }
 
   interface IntOf {
@@ -174,14 +218,15 @@ final class CaseProducer {
   }
 
   /** n int32 slots; slot s >= skip holds f(s - skip). */
-  private static ByteBuffer int32s(int n, long skip, IntOf f) {
-    ByteBuffer values = buffer(4L * n);
+  private static HostBuffer int32s(int n, long skip, IntOf f, Staging staging) {
+    HostBuffer memory = staging.of(4L * n);
+    ByteBuffer values = view(memory);
     for (int s = (int) skip; s < n; s++) values.putInt(4 * s, f.at(s - skip));
-    return values;
+    return memory;
   }
 
   /** {offsets, data} of n string slots; slot s >= skip holds f(s - skip), others "". */
-  private static ByteBuffer[] strings(int n, long skip, TextOf f) {
+  private static HostBuffer[] strings(int n, long skip, TextOf f, Staging staging) {
     List<byte[]> values = new ArrayList<>(n);
     long size = 0;
     for (int s = 0; s < n; s++) {
@@ -189,8 +234,10 @@ final class CaseProducer {
       values.add(v);
       size += v.length;
     }
-    ByteBuffer offsets = buffer(4L * (n + 1));
-    ByteBuffer data = buffer(size);
+    HostBuffer offsetsMemory = staging.of(4L * (n + 1));
+    HostBuffer dataMemory = staging.of(size);
+    ByteBuffer offsets = view(offsetsMemory);
+    ByteBuffer data = view(dataMemory);
     int at = 0;
     for (int s = 0; s < n; s++) {
       offsets.putInt(4 * s, at);
@@ -198,11 +245,16 @@ final class CaseProducer {
       at += values.get(s).length;
     }
     offsets.putInt(4 * n, at);
-    return new ByteBuffer[] {offsets, data};
+    return new HostBuffer[] {offsetsMemory, dataMemory};
   }
 
-  private static ByteBuffer bitmap(long bits) {
-    return buffer((bits + 7) / 8);
+  private static HostBuffer bitmap(long bits, Staging staging) {
+    return staging.of((bits + 7) / 8);
+  }
+
+  /** A little-endian view of a whole host buffer (cases.md values are little-endian). */
+  private static ByteBuffer view(HostBuffer memory) {
+    return memory.asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
   }
 
   private static void setBit(ByteBuffer bits, long i) {
@@ -210,26 +262,30 @@ final class CaseProducer {
     bits.put(at, (byte) (bits.get(at) | (1 << (i % 8))));
   }
 
-  /** A zeroed direct native-order buffer (at least one byte, so it has an address). */
-  static ByteBuffer buffer(long size) {
-    return ByteBuffer.allocateDirect((int) Math.max(1, size)).order(ByteOrder.LITTLE_ENDIAN);
-  }
-
   /** Copies every buffer of {@code host} to {@code device} on one stream and returns
-   *  the same array over device memory, with an event on that stream; release
-   *  frees the memory and the stream. */
+   *  the same array over device memory, with an event on that stream. The release
+   *  waits for the copies (a consumer may release without waiting on the event),
+   *  then frees the device memory, the staging memory and the stream. */
   private static ExportedBatch toDevice(Node host, Device device) {
-    long stream = device.createStream();
+    long stream;
+    try {
+      stream = device.createStream();
+    } catch (RuntimeException | Error e) {
+      host.free();
+      throw e;
+    }
     List<Long> allocations = new ArrayList<>();
+    Runnable free = () -> {
+      device.synchronize(stream);
+      for (long pointer : allocations) device.deallocate(pointer);
+      host.free();
+      device.destroyStream(stream);
+    };
     try {
       ExportedBatch out = copyTree(host, device, stream, allocations);
-      return out.producedOn(device, stream).onRelease(() -> {
-        for (long pointer : allocations) device.deallocate(pointer);
-        device.destroyStream(stream);
-      });
-    } catch (RuntimeException e) {
-      for (long pointer : allocations) device.deallocate(pointer);
-      device.destroyStream(stream);
+      return out.producedOn(device, stream).onRelease(free);
+    } catch (RuntimeException | Error e) {
+      free.run();
       throw e;
     }
   }
@@ -238,11 +294,11 @@ final class CaseProducer {
       List<Long> allocations) {
     long[] addresses = new long[host.buffers.length];
     for (int i = 0; i < host.buffers.length; i++) {
-      ByteBuffer b = host.buffers[i];
+      HostBuffer b = host.buffers[i];
       if (b == null) continue;
-      long pointer = device.allocate(b.capacity());
+      long pointer = device.allocate(b.size());
       allocations.add(pointer);
-      device.copyFromHost(b, pointer, stream);
+      Device.memcpy(device, pointer, b.device(), b.address(), b.size(), stream);
       addresses[i] = pointer;
     }
     ExportedBatch out = ExportedBatch.of(host.length).nullCount(host.nullCount)
@@ -253,8 +309,6 @@ final class CaseProducer {
     }
     out.children(children);
     if (host.dictionary != null) out.dictionary(copyTree(host.dictionary, device, stream, allocations));
-    // The queued copies read the host buffers: keep them reachable until release.
-    ByteBuffer[] sources = host.buffers;
-    return out.onRelease(() -> java.util.Objects.requireNonNull(sources));
+    return out;
   }
 }

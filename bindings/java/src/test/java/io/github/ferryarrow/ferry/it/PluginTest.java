@@ -6,7 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import io.github.ferryarrow.ferry.FerryException;
-import io.github.ferryarrow.ferry.jni.FerryNative;
+import io.github.ferryarrow.ferry.ArrayExporter;
+import io.github.ferryarrow.ferry.ExportedBatch;
 import io.github.ferryarrow.ferry.jni.FerryNative;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -44,6 +45,35 @@ class PluginTest {
     roundTripArray(type + ":length=37:nulls=3:seed=4294967295:offset=5");
     roundTripArray(type + ":length=20:nulls=1:device=sim");
     roundTripArray(type + ":length=19:nulls=4:offset=3:device=sim:batches=2");
+  }
+
+  /** An int32 case exported with a validity bitmap (nulls=0 allows one: pyarrow
+   *  keeps it on slices), whose bit {@code cleared} is 0 unless it is -1. */
+  private static int checkWithBitmap(int cleared) {
+    Case c = Case.parse("int32:length=10");
+    ByteBuffer validity = ByteBuffer.allocateDirect(2);
+    validity.put(0, (byte) 0xFF).put(1, (byte) 0xFF);
+    if (cleared >= 0) validity.put(cleared / 8, (byte) ~(1 << (cleared % 8)));
+    ByteBuffer values = ByteBuffer.allocateDirect(40).order(ByteOrder.LITTLE_ENDIAN);
+    for (int i = 0; i < 10; i++) values.putInt(4 * i, (int) Values.u(c.seed, i));
+    long schema = FerryNative.ferry_schema_new();
+    long array = FerryNative.ferry_device_array_new();
+    try {
+      ArrayExporter.export(CaseProducer.field(c), ExportedBatch.of(10).buffers(validity, values),
+          schema, array);
+      return Plugin.checkArray("int32:length=10", schema, array);
+    } finally {
+      FerryNative.ferry_schema_free(schema);
+      FerryNative.ferry_device_array_free(array);
+    }
+  }
+
+  @Test
+  void withNullsZeroAValidityBitmapOfOnesIsAccepted() {
+    assertEquals(0, checkWithBitmap(-1), Plugin.lastError());
+    assertEquals(FerryException.EINVAL, checkWithBitmap(3), "a null where none is expected");
+    assertTrue(Plugin.lastError().contains("element 3") && Plugin.lastError().contains("null"),
+        Plugin.lastError());
   }
 
   @Test
