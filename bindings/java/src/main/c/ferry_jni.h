@@ -289,8 +289,10 @@ int ferry_jni_stream_from_arrow(struct ArrowArrayStream* source,
  *  ArrowArrayStream for Arrow Java: each batch is validated (FULL, Arrow Java
  *  trusts offsets and UTF-8; a finding fails get_next with EINVAL and the
  *  validator's message), its event waited on, and, when the host cannot read
- *  its device, brought to the CPU (ferry_device_array_move_to_device).
- *  `source` is left released on success and untouched on failure. */
+ *  its device, brought to the CPU (ferry_device_array_move_to_device). A
+ *  stream of non-struct arrays becomes record batches of one column (Arrow
+ *  streams carry record batches). `source` is left released on success and
+ *  untouched on failure. */
 int ferry_jni_stream_to_arrow(struct ArrowDeviceArrayStream* source,
                               struct ArrowArrayStream* out, struct FerryError* error);
 

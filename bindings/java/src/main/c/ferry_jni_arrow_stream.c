@@ -85,6 +85,41 @@ struct ferry_jni_arrow_sink {
   struct FerryError error;              /* get_last_error's text */
 };
 
+/* Arrow streams carry record batches (struct arrays), and Arrow Java refuses
+ * anything else; a stream of plain arrays is presented as record batches of
+ * one column, the field itself. */
+static int ferry_jni_is_record(const struct ArrowSchema* schema) {
+  const char* format = ferry_schema_format(schema);
+  return format != NULL && strcmp(format, "+s") == 0;
+}
+
+/* Replaces `schema` (live) by a struct schema whose only child it is. */
+static int ferry_jni_wrap_schema(struct ArrowSchema* schema, struct FerryError* error) {
+  struct ArrowSchema column = *schema;
+  schema->release = NULL;
+  int rc = ferry_schema_init(schema, "+s", "", 0, 1, error);
+  if (rc != FERRY_OK) {
+    *schema = column;
+    return rc;
+  }
+  ferry_schema_move(&column, ferry_schema_child(schema, 0));
+  return FERRY_OK;
+}
+
+/* Replaces `array` (live) by a struct array of its length whose only child it is. */
+static int ferry_jni_wrap_array(struct ArrowArray* array, struct FerryError* error) {
+  struct ArrowArray column = *array;
+  array->release = NULL;
+  const void* no_validity[1] = {NULL};
+  int rc = ferry_array_init(array, column.length, 0, 0, 1, no_validity, 1, NULL, NULL, error);
+  if (rc != FERRY_OK) {
+    *array = column;
+    return rc;
+  }
+  ferry_array_move(&column, ferry_array_child(array, 0));
+  return FERRY_OK;
+}
+
 static struct ferry_jni_arrow_sink* ferry_jni_sink(struct ArrowArrayStream* self) {
   return self->private_data;
 }
@@ -92,7 +127,11 @@ static struct ferry_jni_arrow_sink* ferry_jni_sink(struct ArrowArrayStream* self
 static int ferry_jni_to_arrow_get_schema(struct ArrowArrayStream* self, struct ArrowSchema* out) {
   struct ferry_jni_arrow_sink* sink = ferry_jni_sink(self);
   sink->error.message[0] = '\0';
-  return ferry_array_stream_get_schema(&sink->device, out, &sink->error);
+  int rc = ferry_array_stream_get_schema(&sink->device, out, &sink->error);
+  if (rc != FERRY_OK || ferry_jni_is_record(out)) return rc;
+  rc = ferry_jni_wrap_schema(out, &sink->error);
+  if (rc != FERRY_OK) ferry_schema_release(out);
+  return rc;
 }
 
 /* The schema batches are validated against (and moved to the host with). */
@@ -136,6 +175,13 @@ static int ferry_jni_to_arrow_get_next(struct ArrowArrayStream* self, struct Arr
     batch = host;
   }
   /* CPU arrays carry no event (validation refuses one). */
+  if (!ferry_jni_is_record(&sink->schema)) {
+    rc = ferry_jni_wrap_array(&batch.array, &sink->error);
+    if (rc != FERRY_OK) {
+      ferry_array_release(&batch.array);
+      return rc;
+    }
+  }
   *out = batch.array;
   return FERRY_OK;
 }

@@ -95,7 +95,9 @@ public final class ArrowJava {
    * closed; batches already taken from it stay valid). Every batch is validated
    * (FULL), waited on and, when the host cannot read its device, brought to the
    * CPU as the reader loads it; a finding fails {@code loadNextBatch} with an
-   * IOException carrying the validator's message.
+   * IOException carrying the validator's message. Arrow readers carry record
+   * batches: a stream of other arrays (int32, utf8, ...) is read as record batches
+   * of one column, the stream's field.
    */
   public static ArrowReader toReader(DeviceArrayStream stream, BufferAllocator allocator) {
     ArrowArrayStream out = ArrowArrayStream.allocateNew(allocator);
@@ -112,9 +114,10 @@ public final class ArrowJava {
   /**
    * Turns an Arrow Java {@link ArrowReader} into a ferry stream of the CPU, to
    * hand to any consumer (its {@code exportTo}) or read in Java; each batch is a
-   * record batch (a struct array), without copying. The reader is closed when the
-   * stream is released. Batches are validated at {@link Validation#DEFAULT} when
-   * read through the returned stream.
+   * record batch (a struct array), without copying. The stream owns the reader
+   * from now on and closes it when the stream is released: do not close it
+   * yourself. Batches are validated at {@link Validation#DEFAULT} when read through
+   * the returned stream.
    */
   public static DeviceArrayStream fromReader(ArrowReader reader, BufferAllocator allocator) {
     try (ArrowArrayStream out = ArrowArrayStream.allocateNew(allocator)) {
