@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.github.ferryarrow.ferry.jni.FerryNative;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
@@ -35,8 +36,9 @@ class GpuApiTest {
     if (type != DeviceType.SIM) {
       String variable = type == DeviceType.CUDA ? "FERRY_CUDA_LIBRARY" : "FERRY_HIP_LIBRARY";
       String library = System.getenv(variable);
-      Assumptions.assumeTrue(library != null && !library.isEmpty(),
-          "SKIPPED: " + name + " needs " + variable + " (the driver emulation of BUILD/test-emu)");
+      Assumptions.assumeTrue(library != null && java.nio.file.Files.exists(Path.of(library)),
+          "SKIPPED: " + name + " needs " + variable + " naming the driver emulation of "
+              + "BUILD/test-emu (scripts/build.sh builds it); it is " + library);
     }
     try {
       return Device.resolve(type, 0);
