@@ -233,6 +233,31 @@ jobject ferry_jni_slab_chunk(JNIEnv* env, int32_t chunk) {
       env, base, (jlong)FERRY_JNI_SLOTS_PER_CHUNK * FERRY_JNI_SLOT_SIZE);
 }
 
+jobject ferry_jni_buffer_view(JNIEnv* env, const struct ArrowSchema* schema,
+                              const struct ArrowArray* array, int32_t device_type,
+                              int64_t device_id, int64_t i) {
+  struct FerryError error;
+  error.message[0] = '\0';
+  int64_t size = 0;
+  int rc = ferry_array_buffer_size(schema, array, device_type, device_id, i, &size, &error);
+  if (rc != FERRY_OK) {
+    ferry_jni_throw_ferry(env, rc, error.message, "ferry_array_buffer_size");
+    return NULL;
+  }
+  const void* address = ferry_array_buffer(array, i);
+  if (address == NULL) return NULL;
+  if (size > INT32_MAX) {
+    char message[160];
+    snprintf(message, sizeof message,
+             "buffer %lld has %lld bytes, more than one ByteBuffer holds; read it through "
+             "its address",
+             (long long)i, (long long)size);
+    ferry_jni_throw_ferry(env, ERANGE, message, NULL);
+    return NULL;
+  }
+  return (*env)->NewDirectByteBuffer(env, (void*)address, size);
+}
+
 void ferry_jni_array_info(JNIEnv* env, const struct ArrowArray* array, jlongArray info) {
   if (array == NULL) {
     ferry_jni_throw_illegal_argument(env, "null ArrowArray address");

@@ -2545,6 +2545,30 @@ SWIGEXPORT jobject JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_fe
 }
 
 
+SWIGEXPORT jobject JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1buffer_1view(JNIEnv *jenv, jclass jcls, jlong jarg2, jlong jarg3, jint jarg4, jlong jarg5, jlong jarg6) {
+  jobject jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  struct ArrowArray *arg3 = (struct ArrowArray *) 0 ;
+  int32_t arg4 ;
+  int64_t arg5 ;
+  int64_t arg6 ;
+  jobject result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  arg3 = (struct ArrowArray *)(intptr_t)jarg3; 
+  arg4 = (int32_t)jarg4; 
+  arg5 = (int64_t)jarg5; 
+  arg6 = (int64_t)jarg6; 
+  result = ferry_jni_buffer_view(arg1,(struct ArrowSchema const *)arg2,(struct ArrowArray const *)arg3,arg4,arg5,arg6);
+  jresult = result; 
+  return jresult;
+}
+
+
 SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1array_1info(JNIEnv *jenv, jclass jcls, jlong jarg2, jlongArray jarg3) {
   JNIEnv *arg1 = (JNIEnv *) 0 ;
   struct ArrowArray *arg2 = (struct ArrowArray *) 0 ;

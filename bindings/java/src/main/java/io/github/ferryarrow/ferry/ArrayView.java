@@ -20,6 +20,8 @@ public final class ArrayView {
   private final ByteBuffer slab;
   private final int slabInfo;
   private long[] info;
+  /** Views made so far, by buffer index (the struct does not change while owned). */
+  private ByteBuffer[] views;
 
   /** A view whose info is in a slot ({@code slab} non-null) or read lazily. */
   ArrayView(DeviceArray owner, long array, long schema, ByteBuffer slab, int slabInfo) {
@@ -104,16 +106,20 @@ public final class ArrayView {
           + DeviceType.name(owner.deviceType()) + " memory, which the host cannot read; bring "
           + "the array to the CPU with DeviceArray.toHost() (or copyTo) first");
     }
-    long a = bufferAddress(i);
-    if (a == 0) return null;
-    long size = bufferSize(i);
-    if (size > Integer.MAX_VALUE) {
-      throw new FerryException(FerryException.ERANGE, "buffer " + i + " has " + size
-          + " bytes, more than one ByteBuffer holds; read it with bufferAddress(" + i + ")");
+    checkBufferIndex(i);
+    ByteBuffer[] cached = views;
+    if (cached == null) cached = views = new ByteBuffer[bufferCount()];
+    ByteBuffer view = cached[i];
+    if (view == null) {
+      // One crossing: the size and the buffer; the JVM makes direct buffers from
+      // native code slowly (~100 ns), so each view is made once per array.
+      view = FerryNative.ferry_jni_buffer_view(schema, address(), owner.deviceType(),
+          owner.deviceId(), i);
+      if (view == null) return null;
+      view = view.asReadOnlyBuffer();
+      cached[i] = view;
     }
-    ByteBuffer view = size == 0 ? ByteBuffer.allocateDirect(0)
-        : FerryNative.ferry_jni_new_direct_buffer(a, size);
-    return view.asReadOnlyBuffer().order(ByteOrder.nativeOrder());
+    return view.duplicate().order(ByteOrder.nativeOrder());
   }
 
   /** Child {@code i} (its schema is the schema's child {@code i}). */

@@ -34,6 +34,8 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
   private final ByteBuffer slab;
   private final int info;
   private int hostAccessible = -1;
+  /** The root view, made on first use (it caches the buffer views). */
+  private ArrayView root;
 
   /** Takes ownership of a filled slot and one hold on {@code schema}. */
   private DeviceArray(long slot, long slotAddress, SchemaOwner schema) {
@@ -151,7 +153,9 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
 
   /** The top-level array (its ArrowArray is the device array's first member). */
   public ArrayView root() {
-    return new ArrayView(this, address(), schema.address(), slab, info);
+    ArrayView r = root;
+    if (r == null) r = root = new ArrayView(this, address(), schema.address(), slab, info);
+    return r;
   }
 
   /** The ArrowDeviceType of the array's memory ({@link DeviceType}). */

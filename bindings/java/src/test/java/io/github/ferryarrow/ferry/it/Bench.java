@@ -11,6 +11,7 @@ import io.github.ferryarrow.ferry.DeviceType;
 import io.github.ferryarrow.ferry.ExportedBatch;
 import io.github.ferryarrow.ferry.FerryException;
 import io.github.ferryarrow.ferry.FieldSpec;
+import io.github.ferryarrow.ferry.HostBuffer;
 import io.github.ferryarrow.ferry.StreamExporter;
 
 /**
@@ -33,10 +34,13 @@ public final class Bench {
   /** One cached buffer per length; the array is replaced, never mutated. */
   private static final class Cached {
     final long length;
+    /** Owns the memory (kept reachable here, never closed: the process ends first). */
+    final HostBuffer memory;
     final ByteBuffer values;
 
-    Cached(long length, ByteBuffer values) {
+    Cached(long length, HostBuffer memory, ByteBuffer values) {
       this.length = length;
+      this.memory = memory;
       this.values = values;
     }
   }
@@ -64,16 +68,13 @@ public final class Bench {
     synchronized (Bench.class) {
       values = find(length);
       if (values != null) return values;
-      try {
-        values = ByteBuffer.allocateDirect((int) (4 * Math.max(length, 1)))
-            .order(ByteOrder.nativeOrder());
-      } catch (OutOfMemoryError e) {
-        throw new FerryException(FerryException.ENOMEM, "cannot allocate " + length
-            + " int32 values: " + e.getMessage());
-      }
+      // ferry-allocated host memory: a 1 GiB buffer needs no direct-buffer
+      // allowance (-XX:MaxDirectMemorySize); it lives as long as the process.
+      HostBuffer memory = HostBuffer.allocate(4 * Math.max(length, 1));
+      values = memory.asByteBuffer().order(ByteOrder.nativeOrder());
       if (length > 0) values.putInt(0, (int) length);
       Cached[] grown = java.util.Arrays.copyOf(cache, cache.length + 1);
-      grown[cache.length] = new Cached(length, values);
+      grown[cache.length] = new Cached(length, memory, values);
       cache = grown;
       return values;
     }
