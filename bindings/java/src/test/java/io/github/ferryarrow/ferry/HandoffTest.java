@@ -13,7 +13,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import io.github.ferryarrow.ferry.jni.FerryNative;
-import io.github.ferryarrow.ferry.jni.FerryNative;
 import io.github.ferryarrow.ferry.jni.Testing;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -201,6 +200,53 @@ class HandoffTest {
         if (a != 0) FerryNative.ferry_device_array_free(a);
       }
     }
+  }
+
+  /**
+   * liveExports() while another thread exports: that thread's export call pops
+   * handles released earlier (this thread's) and drops them a moment later. The
+   * count must never include such a popped-but-not-dropped handle: at a check,
+   * only the other thread's export in progress (at most one) may be live.
+   */
+  @Test
+  void liveExportsIsExactWhileAnotherThreadExports() throws InterruptedException {
+    ArrayExporter.drainReleases();
+    long base = ArrayExporter.liveExports();
+    ByteBuffer values = TestData.int32s(4, 5);
+    java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.concurrent.atomic.AtomicReference<Throwable> failure =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    Thread other = new Thread(() -> {
+      long array = FerryNative.ferry_device_array_new();
+      try {
+        while (!stop.get()) {
+          ArrayExporter.exportDeviceArray(queued(values, 2), array);
+          Testing.cConsumeArray(array);
+        }
+      } catch (Throwable t) {
+        failure.set(t);
+      } finally {
+        FerryNative.ferry_device_array_free(array);
+      }
+    }, "exporter");
+    other.start();
+    long array = FerryNative.ferry_device_array_new();
+    long worst = 0;
+    try {
+      for (int i = 0; i < 100_000; i++) {
+        ArrayExporter.exportDeviceArray(queued(values, 2), array);
+        Testing.cConsumeArray(array); // released: queued for whoever pops next
+        worst = Math.max(worst, ArrayExporter.liveExports() - base);
+      }
+    } finally {
+      stop.set(true);
+      other.join();
+      FerryNative.ferry_device_array_free(array);
+    }
+    assertNull(failure.get());
+    assertTrue(worst <= 1, "at most the other thread's export in progress was live, saw "
+        + worst + " above the baseline");
+    assertEquals(base, ArrayExporter.liveExports(), "everything released");
   }
 
   @Test
