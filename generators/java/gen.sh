@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Regenerates the Java JNI layer from ferry_java.i with SWIG:
+# Regenerates the Java binding's one native layer with SWIG, from
+# ferry_java.i, which reads core/include/ferry/ferry.h and the binding's
+# bindings/java/src/main/c/ferry_jni.h (its hot-path helpers and layouts):
 #   Java -> bindings/java/src/main/java/io/github/ferryarrow/ferry/jni/FerryNative*.java
 #   C    -> bindings/java/src/main/c/generated/ferry_java_wrap.c
 # The output is committed. `gen.sh --check` regenerates into a temporary
 # directory and fails when the committed files differ (used by CI and by
-# bindings/java/test.sh). The output depends only on ferry_java.i, the
+# generators/regen.sh). The output depends only on ferry_java.i, the two
 # headers and the SWIG version, which is pinned below.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
