@@ -11,7 +11,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 need_file "$BUILD/java/libferry_jni.so" "the JNI library"
 mkdir -p "$BUILD/java"
 log="$BUILD/java/mvn-package.log"
-(cd "$HERE" && mvn -B -q package -DskipTests -Dferry.build.dir="$BUILD") >"$log" 2>&1 ||
+(cd "$HERE" && mvn -B -q package -DskipTests -Dmaven.javadoc.skip=true -Dmaven.source.skip=true \
+  -Dferry.build.dir="$BUILD") >"$log" 2>&1 ||
   { tail -40 "$log"; echo "Maven failed (log: $log)" >&2; exit 1; }
 cp "$HERE/target/ferry-arrow-0.1.0.jar" "$BUILD/java/ferry-arrow.jar.tmp"
 mv "$BUILD/java/ferry-arrow.jar.tmp" "$BUILD/java/ferry-arrow.jar"
