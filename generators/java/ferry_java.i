@@ -90,7 +90,6 @@ FERRY_ADDRESS(FerryFindingFn)
 %enddef
 FERRY_BYTE_BUFFER(jobject ferry_jni_slab_chunk)
 FERRY_BYTE_BUFFER(jobject ferry_jni_new_direct_buffer)
-FERRY_BYTE_BUFFER(jobject ferry_jni_buffer_view)
 FERRY_BYTE_BUFFER(jobject buffer)
 
 /* Text from a producer (names, formats, get_last_error) may be any bytes;

@@ -144,14 +144,10 @@ void ferry_jni_close_slot(void* slot, struct ArrowSchema* schema);
  *  exist yet. */
 jobject ferry_jni_slab_chunk(JNIEnv* env, int32_t chunk);
 
-/** A read-only view of buffer `i` of `array` (described by `schema`, on
- *  (device_type, device_id)): a direct ByteBuffer over the producer's memory,
- *  sized by ferry_array_buffer_size, or null when the buffer is absent (NULL).
- *  One crossing for what would be two (size, then buffer). Throws
- *  FerryException(EINVAL) when the size cannot be computed (the message names
- *  what is wrong) and ERANGE beyond 2^31 - 1 bytes (a ByteBuffer's limit). The
- *  caller checks that the host may read the memory. */
-jobject ferry_jni_buffer_view(JNIEnv* env, const struct ArrowSchema* schema,
+/** The size in bytes of buffer `i` of `array` (described by `schema`, on
+ *  (device_type, device_id)), as ferry_array_buffer_size computes it; throws
+ *  FerryException(EINVAL) naming what is wrong when it cannot. */
+int64_t ferry_jni_buffer_size(JNIEnv* env, const struct ArrowSchema* schema,
                               const struct ArrowArray* array, int32_t device_type,
                               int64_t device_id, int64_t i);
 

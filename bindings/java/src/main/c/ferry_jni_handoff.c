@@ -151,7 +151,7 @@ static int ferry_jni_pull(struct ArrowDeviceArrayStream* stream, struct ferry_jn
                ? ferry_array_stream_get_next_on(stream, &slot->array, consumer_stream, error)
                : ferry_array_stream_get_next(stream, &slot->array, error);
   if (rc != FERRY_OK || slot->array.array.release == NULL) return rc;
-  ArrowDeviceType stream_type = ferry_array_stream_device_type(stream);
+  ArrowDeviceType stream_type = stream->device_type; /* the ABI field: no call per batch */
   if (slot->array.device_type != stream_type) {
     snprintf(error->message, sizeof error->message,
              "the producer's batch has device type %s from a stream of device type %s",
@@ -233,7 +233,7 @@ jobject ferry_jni_slab_chunk(JNIEnv* env, int32_t chunk) {
       env, base, (jlong)FERRY_JNI_SLOTS_PER_CHUNK * FERRY_JNI_SLOT_SIZE);
 }
 
-jobject ferry_jni_buffer_view(JNIEnv* env, const struct ArrowSchema* schema,
+int64_t ferry_jni_buffer_size(JNIEnv* env, const struct ArrowSchema* schema,
                               const struct ArrowArray* array, int32_t device_type,
                               int64_t device_id, int64_t i) {
   struct FerryError error;
@@ -242,20 +242,9 @@ jobject ferry_jni_buffer_view(JNIEnv* env, const struct ArrowSchema* schema,
   int rc = ferry_array_buffer_size(schema, array, device_type, device_id, i, &size, &error);
   if (rc != FERRY_OK) {
     ferry_jni_throw_ferry(env, rc, error.message, "ferry_array_buffer_size");
-    return NULL;
+    return -1;
   }
-  const void* address = ferry_array_buffer(array, i);
-  if (address == NULL) return NULL;
-  if (size > INT32_MAX) {
-    char message[160];
-    snprintf(message, sizeof message,
-             "buffer %lld has %lld bytes, more than one ByteBuffer holds; read it through "
-             "its address",
-             (long long)i, (long long)size);
-    ferry_jni_throw_ferry(env, ERANGE, message, NULL);
-    return NULL;
-  }
-  return (*env)->NewDirectByteBuffer(env, (void*)address, size);
+  return size;
 }
 
 void ferry_jni_array_info(JNIEnv* env, const struct ArrowArray* array, jlongArray info) {

@@ -2545,15 +2545,15 @@ SWIGEXPORT jobject JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_fe
 }
 
 
-SWIGEXPORT jobject JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1buffer_1view(JNIEnv *jenv, jclass jcls, jlong jarg2, jlong jarg3, jint jarg4, jlong jarg5, jlong jarg6) {
-  jobject jresult = 0 ;
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1buffer_1size(JNIEnv *jenv, jclass jcls, jlong jarg2, jlong jarg3, jint jarg4, jlong jarg5, jlong jarg6) {
+  jlong jresult = 0 ;
   JNIEnv *arg1 = (JNIEnv *) 0 ;
   struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
   struct ArrowArray *arg3 = (struct ArrowArray *) 0 ;
   int32_t arg4 ;
   int64_t arg5 ;
   int64_t arg6 ;
-  jobject result;
+  int64_t result;
   
   (void)jenv;
   (void)jcls;
@@ -2563,8 +2563,8 @@ SWIGEXPORT jobject JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_fe
   arg4 = (int32_t)jarg4; 
   arg5 = (int64_t)jarg5; 
   arg6 = (int64_t)jarg6; 
-  result = ferry_jni_buffer_view(arg1,(struct ArrowSchema const *)arg2,(struct ArrowArray const *)arg3,arg4,arg5,arg6);
-  jresult = result; 
+  result = (int64_t)ferry_jni_buffer_size(arg1,(struct ArrowSchema const *)arg2,(struct ArrowArray const *)arg3,arg4,arg5,arg6);
+  jresult = (jlong)result; 
   return jresult;
 }
 

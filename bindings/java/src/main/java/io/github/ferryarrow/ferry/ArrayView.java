@@ -20,6 +20,7 @@ public final class ArrayView {
   private final ByteBuffer slab;
   private final int slabInfo;
   private long[] info;
+  private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0).asReadOnlyBuffer();
   /** Views made so far, by buffer index (the struct does not change while owned). */
   private ByteBuffer[] views;
 
@@ -87,10 +88,8 @@ public final class ArrayView {
   /** Buffer {@code i}'s size in bytes, from the format, length and offset. */
   public long bufferSize(int i) {
     checkBufferIndex(i);
-    long[] size = new long[1];
-    FerryNative.ferry_array_buffer_size(schema, address(), owner.deviceType(), owner.deviceId(),
-        i, size);
-    return size[0];
+    return FerryNative.ferry_jni_buffer_size(schema, address(), owner.deviceType(),
+        owner.deviceId(), i);
   }
 
   /**
@@ -111,12 +110,14 @@ public final class ArrayView {
     if (cached == null) cached = views = new ByteBuffer[bufferCount()];
     ByteBuffer view = cached[i];
     if (view == null) {
-      // One crossing: the size and the buffer; the JVM makes direct buffers from
-      // native code slowly (~100 ns), so each view is made once per array.
-      view = FerryNative.ferry_jni_buffer_view(schema, address(), owner.deviceType(),
-          owner.deviceId(), i);
-      if (view == null) return null;
-      view = view.asReadOnlyBuffer();
+      long size = bufferSize(i); // first: it checks the layout, even for an absent buffer
+      long a = bufferAddress(i);
+      if (a == 0) return null;
+      if (size > Integer.MAX_VALUE) {
+        throw new FerryException(FerryException.ERANGE, "buffer " + i + " has " + size
+            + " bytes, more than one ByteBuffer holds; read it through bufferAddress(" + i + ")");
+      }
+      view = size == 0 ? EMPTY : BufferViews.of(a, size);
       cached[i] = view;
     }
     return view.duplicate().order(ByteOrder.nativeOrder());

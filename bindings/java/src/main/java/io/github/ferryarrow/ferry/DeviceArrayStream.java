@@ -192,10 +192,15 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     private final NativeHandle batch;
     private final ByteBuffer slab;
     private final int info;
+    /** What each advance validates with (fetched once, here). */
+    private final long prepared;
+    private final int level;
     private long length = -1;
 
     private Cursor(DeviceArrayStream stream) {
       this.stream = stream;
+      this.prepared = stream.prepared();
+      this.level = stream.validation.level();
       long slot = FerryNative.ferry_jni_new_slot();
       long address;
       try {
@@ -215,10 +220,12 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
      *  none). */
     public boolean advance() {
       long slot = batch.checkedAddress();
-      long prepared = stream.prepared();
-      length = -1;
-      length = FerryNative.ferry_jni_cursor_advance(stream.address(), slot, prepared,
-          stream.validation.level());
+      try {
+        length = FerryNative.ferry_jni_cursor_advance(stream.address(), slot, prepared, level);
+      } catch (RuntimeException e) {
+        length = -1; // the failed batch was released: the cursor holds none
+        throw e;
+      }
       return length >= 0;
     }
 

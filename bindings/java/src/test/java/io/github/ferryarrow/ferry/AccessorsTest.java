@@ -112,4 +112,27 @@ class AccessorsTest {
       a.validate(true);
     }
   }
+
+  @Test
+  void viewsOfTheSameMemoryAreMadeOnceAndSizedPerArray() {
+    ByteBuffer values = TestData.int32s(1, 2, 3, 4, 5, 6, 7, 8);
+    long made = BufferViews.made();
+    for (int round = 0; round < 3; round++) {
+      try (DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
+          ExportedBatch.of(8).buffers(null, values))) {
+        ByteBuffer view = a.buffer(1);
+        assertEquals(32, view.capacity());
+        assertEquals(8, view.getInt(28));
+        view.position(4); // a caller's position is its own
+        assertEquals(0, a.buffer(1).position());
+      }
+    }
+    assertEquals(made + 1, BufferViews.made(), "one view for the same memory");
+    // The same address with another length is another view, sized for it.
+    try (DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
+        ExportedBatch.of(3).buffers(null, values))) {
+      assertEquals(12, a.buffer(1).capacity());
+      assertThrows(IndexOutOfBoundsException.class, () -> a.buffer(1).getInt(12));
+    }
+  }
 }

@@ -388,7 +388,9 @@ public class FerryNative implements FerryNativeConstants {
 
   public static java.nio.ByteBuffer ferry_jni_slab_chunk(int chunk) { return FerryNativeJNI.ferry_jni_slab_chunk(chunk); }
 
-  public static java.nio.ByteBuffer ferry_jni_buffer_view(long schema, long array, int device_type, long device_id, long i) { return FerryNativeJNI.ferry_jni_buffer_view(schema, array, device_type, device_id, i); }
+  public static long ferry_jni_buffer_size(long schema, long array, int device_type, long device_id, long i) {
+    return FerryNativeJNI.ferry_jni_buffer_size(schema, array, device_type, device_id, i);
+  }
 
   public static void ferry_jni_array_info(long array, long[] info) {
     FerryNativeJNI.ferry_jni_array_info(array, info);

@@ -120,7 +120,7 @@ public class FerryNativeJNI {
   public final static native long ferry_jni_new_slot();
   public final static native void ferry_jni_close_slot(long jarg1, long jarg2);
   public final static native java.nio.ByteBuffer ferry_jni_slab_chunk(int jarg2);
-  public final static native java.nio.ByteBuffer ferry_jni_buffer_view(long jarg2, long jarg3, int jarg4, long jarg5, long jarg6);
+  public final static native long ferry_jni_buffer_size(long jarg2, long jarg3, int jarg4, long jarg5, long jarg6);
   public final static native void ferry_jni_array_info(long jarg2, long[] jarg3);
   public final static native String ferry_jni_validate_report(long jarg2, long jarg3, int jarg4);
   public final static native String ferry_jni_validate_schema_report(long jarg2);
