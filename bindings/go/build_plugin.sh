@@ -6,7 +6,6 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/../../scripts/lib.sh"
 export PKG_CONFIG_PATH="$BUILD/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-export GOFLAGS=-mod=mod
 plugin="$BUILD/plugins/libferry_it_go.so"
 mkdir -p "$BUILD/plugins"
 cd "$HERE"

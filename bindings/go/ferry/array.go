@@ -21,22 +21,54 @@ type DeviceArray struct {
 	schema  *Schema // may be nil; owned unless the array is a stream batch
 	batchOf *DeviceArrayStream
 	guard   leakGuard // owned arrays only (see guard.go)
+	// ownSchema holds an imported schema in the array's own allocation
+	// (schema points here then): one Go object per import, and the
+	// array's guard covers both.
+	ownSchema Schema
 }
 
-// newOwnedDeviceArray wraps a C-allocated device array owned by Go.
+// newOwnedDeviceArray wraps a C-allocated device array owned by Go, with
+// schema (may be nil) attached.
 func newOwnedDeviceArray(c *C.struct_ArrowDeviceArray, schema *Schema) *DeviceArray {
-	d := &DeviceArray{c: c, schema: schema}
+	d := &DeviceArray{c: c}
+	d.attach(schema)
 	track(d)
 	return d
 }
 
+// attach makes s d's schema; a schema held inside another array (ownSchema)
+// moves into d's own slot.
+func (d *DeviceArray) attach(s *Schema) {
+	if s == nil || !s.embedded {
+		d.schema = s
+		return
+	}
+	d.ownSchema = Schema{c: s.c, owned: s.owned, embedded: true}
+	s.c = nil
+	d.schema = &d.ownSchema
+}
+
 func (d *DeviceArray) guardState() *leakGuard { return &d.guard }
 
+// arrayMemory is what a forgotten array's cleanup releases: the array and
+// the schema held in its own slot.
+type arrayMemory struct {
+	array  *C.struct_ArrowDeviceArray
+	schema *C.struct_ArrowSchema
+}
+
 func (d *DeviceArray) addCleanup() runtime.Cleanup {
-	return runtime.AddCleanup(d, func(c *C.struct_ArrowDeviceArray) {
+	// ownSchema.c is set before the array is tracked and cleared only after
+	// its guard is disarmed; d.schema may be set later (ExportArray,
+	// SetSchema) and is not read here.
+	m := arrayMemory{array: d.c, schema: d.ownSchema.c}
+	return runtime.AddCleanup(d, func(m arrayMemory) {
 		reportLeak("DeviceArray")
-		C.ferry_device_array_free(c)
-	}, d.c)
+		C.ferry_device_array_free(m.array)
+		if m.schema != nil {
+			C.ferry_schema_free(m.schema)
+		}
+	}, m)
 }
 
 // handOver ends Go's ownership of an owned array and returns its C struct
@@ -54,12 +86,74 @@ func (d *DeviceArray) handOver() *C.struct_ArrowDeviceArray {
 // (moved out; the struct is left released) and, when schema is not nil, of
 // the ArrowSchema describing it (moved too). On failure nothing is moved.
 func ImportDeviceArray(array unsafe.Pointer, schema unsafe.Pointer) (*DeviceArray, error) {
-	if array == nil {
-		return nil, errorf(syscall.EINVAL, "ImportDeviceArray: NULL array")
+	d := new(DeviceArray)
+	if err := d.Import(array, schema); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Import is ImportDeviceArray into d, which must hold nothing (the zero
+// DeviceArray, or one released): a consumer that keeps one DeviceArray and
+// imports every array it is handed into it allocates nothing per import
+// (the lean path; ImportDeviceArray makes one Go object each time). On
+// failure nothing is moved and d stays empty.
+func (d *DeviceArray) Import(array unsafe.Pointer, schema unsafe.Pointer) error {
+	if d.c != nil || d.batchOf != nil {
+		return errorf(syscall.EINVAL, "DeviceArray.Import: the DeviceArray holds an array (release it first) or is a stream's batch")
 	}
 	src := (*C.struct_ArrowDeviceArray)(array)
-	if src.array.release == nil {
-		return nil, errorf(syscall.EINVAL, "ImportDeviceArray: the array is released")
+	if src == nil || src.array.release == nil {
+		return errorf(syscall.EINVAL, "ImportDeviceArray: NULL or released array")
+	}
+	srcSchema := (*C.struct_ArrowSchema)(schema)
+	if srcSchema != nil && srcSchema.release == nil {
+		return errorf(syscall.EINVAL, "ImportDeviceArray: the schema is released")
+	}
+	c := newArrayStruct()
+	var sc *C.struct_ArrowSchema
+	if srcSchema != nil {
+		sc = newSchemaStruct()
+	}
+	if c == nil || (srcSchema != nil && sc == nil) {
+		if c != nil {
+			recycle(c)
+		}
+		return errorf(syscall.ENOMEM, "ImportDeviceArray: out of memory")
+	}
+	// Moved in Go: copies that mark the sources released (all C memory),
+	// without a cgo call.
+	*c = *src
+	src.array.release = nil
+	d.c = c
+	d.schema = nil
+	if sc != nil {
+		*sc = *srcSchema
+		srcSchema.release = nil
+		d.ownSchema = Schema{c: sc, owned: true, embedded: true}
+		d.schema = &d.ownSchema
+	}
+	// The fields are set before the guard is live again: a collection that
+	// finds d in the nursery arms it only from here on (guard.go).
+	d.guard.state.Store(guardNew)
+	track(d)
+	return nil
+}
+
+// ImportArray takes ownership of a plain ArrowArray (the C data interface:
+// CPU memory, no device fields) and of its ArrowSchema when schema is not
+// nil, both moved out (left released), as a CPU DeviceArray. onRelease (may
+// be nil) runs exactly once, after the array has been released by whoever
+// ends up owning it: what a producer needs when the memory it exported must
+// stay pinned or referenced until then. On failure nothing is moved and
+// onRelease is not called.
+func ImportArray(array unsafe.Pointer, schema unsafe.Pointer, onRelease func()) (*DeviceArray, error) {
+	src := (*C.struct_ArrowArray)(array)
+	if src == nil || src.release == nil {
+		return nil, errorf(syscall.EINVAL, "ImportArray: NULL or released array")
+	}
+	if schema != nil && C.ferry_schema_is_released((*C.struct_ArrowSchema)(schema)) != 0 {
+		return nil, errorf(syscall.EINVAL, "ImportArray: the schema is released")
 	}
 	var s *Schema
 	if schema != nil {
@@ -68,14 +162,30 @@ func ImportDeviceArray(array unsafe.Pointer, schema unsafe.Pointer) (*DeviceArra
 			return nil, err
 		}
 	}
+	// giveBack undoes the schema's move on failure.
+	giveBack := func(err error) (*DeviceArray, error) {
+		if s != nil {
+			C.ferry_schema_move(s.c, (*C.struct_ArrowSchema)(schema))
+			s.Release()
+		}
+		return nil, err
+	}
 	c := newArrayStruct()
 	if c == nil {
-		s.Release()
-		return nil, errorf(syscall.ENOMEM, "ImportDeviceArray: out of memory")
+		return giveBack(errorf(syscall.ENOMEM, "ImportArray: out of memory"))
 	}
-	// Moved in Go: a copy that marks the source released (both C memory).
-	*c = *src
-	src.array.release = nil
+	var h uintptr
+	if onRelease != nil {
+		h = handles.put(&exportState{releases: []func(){onRelease}})
+	}
+	err := call(func(e *C.struct_FerryError) C.int {
+		return C.ferrygo_device_array_init_hook(c, src, C.ArrowDeviceType(DeviceCPU), -1, nil, C.uintptr_t(h), e)
+	})
+	if err != nil {
+		handles.take(h)
+		recycle(c)
+		return giveBack(err)
+	}
 	return newOwnedDeviceArray(c, s), nil
 }
 
@@ -89,9 +199,19 @@ func (d *DeviceArray) Release() {
 		C.ferry_device_array_release(d.c)
 		return
 	}
-	c := d.handOver()
-	C.ferry_device_array_release(c)
-	recycle(c) // the emptied struct serves the next export or import
+	d.guard.disarm()
+	c, s := d.c, d.schema
+	d.c, d.schema = nil, nil
+	if s != nil && s.owned && s.c != nil {
+		// Both in one cgo call; the emptied structs serve the next imports.
+		s.guard.disarm()
+		C.ferrygo_release_both(c, s.c)
+		recycleSchema(s.c)
+		s.c = nil
+	} else {
+		C.ferry_device_array_release(c)
+	}
+	recycle(c)
 }
 
 // Move returns a new DeviceArray that owns what d owned (schema included; a
@@ -111,10 +231,14 @@ func (d *DeviceArray) Move() (*DeviceArray, error) {
 	if d.batchOf != nil {
 		return newOwnedDeviceArray(c, nil), nil
 	}
-	moved := newOwnedDeviceArray(c, d.schema)
+	// Disarmed before the schema leaves d: a collection must not arm d
+	// while its memory changes hands.
+	d.guard.disarm()
+	schema := d.schema
 	d.schema = nil
-	d.Release()
-	return moved, nil
+	recycle(d.c) // released by the move: kept for the next import
+	d.c = nil
+	return newOwnedDeviceArray(c, schema), nil
 }
 
 // ExportTo moves the array into the released ArrowDeviceArray at dst (a
@@ -229,15 +353,26 @@ func (d *DeviceArray) RootWithSchema(s *Schema) ArrayView {
 	return v
 }
 
-func (d *DeviceArray) Length() int64    { return int64(C.ferry_array_length(&d.c.array)) }
-func (d *DeviceArray) NullCount() int64 { return int64(C.ferry_array_null_count(&d.c.array)) }
-func (d *DeviceArray) Offset() int64    { return int64(C.ferry_array_offset(&d.c.array)) }
-func (d *DeviceArray) NumBuffers() int  { return int(C.ferry_array_n_buffers(&d.c.array)) }
-func (d *DeviceArray) NumChildren() int { return int(C.ferry_array_n_children(&d.c.array)) }
+// The fields of the top-level ArrowArray as the producer declared them (0
+// for a released array), read from C memory without a cgo call. They are
+// the producer's word, unchecked: Host checks them before reading anything.
+func (d *DeviceArray) Length() int64    { return d.rootC().length() }
+func (d *DeviceArray) NullCount() int64 { return d.rootC().nullCount() }
+func (d *DeviceArray) Offset() int64    { return d.rootC().offset() }
+func (d *DeviceArray) NumBuffers() int  { return int(d.rootC().nBuffers()) }
+func (d *DeviceArray) NumChildren() int { return int(d.rootC().nChildren()) }
 
-// Buffer returns buffer i's address (nil when absent or out of range).
-func (d *DeviceArray) Buffer(i int) unsafe.Pointer {
-	return unsafe.Pointer(C.ferry_array_buffer(&d.c.array, C.int64_t(i)))
+// Buffer returns buffer i's address (nil when NULL, absent or out of range):
+// the lean path for code that knows the layout. Reading through it is
+// unchecked; Host gives checked reads.
+func (d *DeviceArray) Buffer(i int) unsafe.Pointer { return d.rootC().buffer(i) }
+
+// rootC is the top-level ArrowArray, nil when the array is gone.
+func (d *DeviceArray) rootC() cArray {
+	if d == nil || d.c == nil {
+		return cArray{}
+	}
+	return cArray{&d.c.array}
 }
 
 // BufferSize computes buffer i's size in bytes from the schema (which must be
@@ -251,38 +386,37 @@ func (d *DeviceArray) Child(i int) ArrayView { return d.Root().Child(i) }
 // there is none).
 func (d *DeviceArray) Dictionary() ArrayView { return d.Root().Dictionary() }
 
-// Validate checks the array against its schema at level (ValidateFull also
-// reads offsets, UTF-8 and validity bits, through the device backend).
-func (d *DeviceArray) Validate(level ValidateLevel) error {
-	s := d.Schema()
-	if s == nil {
-		return errorf(syscall.EINVAL, "DeviceArray.Validate: no schema attached")
-	}
-	return call(func(e *C.struct_FerryError) C.int {
-		return C.ferry_validate_device_array(s.c, d.c, C.int32_t(level), nil, nil, e)
-	})
-}
-
 // CopyTo deep-copies the array (which needs its schema) to (deviceType,
-// deviceID) after waiting on its event. The copy has no pending work and no
-// schema attached; d stays owned by the caller, who releases both.
+// deviceID) after waiting on its event: CopyTo(DeviceCPU, -1) is the host
+// copy that leaves d alone (ToHost moves instead). The copy has no pending
+// work and carries a copy of d's schema; d stays owned by the caller, who
+// releases both.
 func (d *DeviceArray) CopyTo(deviceType DeviceType, deviceID int64) (*DeviceArray, error) {
+	if d.IsReleased() {
+		return nil, errorf(syscall.EINVAL, "DeviceArray.CopyTo: the array is released")
+	}
 	s := d.Schema()
 	if s == nil {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.CopyTo: no schema attached")
 	}
+	schema, err := s.Clone()
+	if err != nil {
+		return nil, err
+	}
 	c := C.ferry_device_array_new()
 	if c == nil {
+		schema.Release()
 		return nil, errorf(syscall.ENOMEM, "DeviceArray.CopyTo: out of memory")
 	}
-	err := call(func(e *C.struct_FerryError) C.int {
+	err = call(func(e *C.struct_FerryError) C.int {
 		return C.ferry_device_array_copy(s.c, d.c, C.ArrowDeviceType(deviceType), C.int64_t(deviceID), c, e)
 	})
 	if err != nil {
 		C.ferry_device_array_free(c)
+		schema.Release()
 		return nil, err
 	}
-	return newOwnedDeviceArray(c, nil), nil
+	return newOwnedDeviceArray(c, schema), nil
 }
 
 // MoveToDevice moves the array to (deviceType, deviceID): without copying
@@ -349,16 +483,14 @@ func (v ArrayView) Schema() *Schema {
 	return &Schema{c: v.schema}
 }
 
-func (v ArrayView) Length() int64    { return int64(C.ferry_array_length(v.c)) }
-func (v ArrayView) NullCount() int64 { return int64(C.ferry_array_null_count(v.c)) }
-func (v ArrayView) Offset() int64    { return int64(C.ferry_array_offset(v.c)) }
-func (v ArrayView) NumBuffers() int  { return int(C.ferry_array_n_buffers(v.c)) }
-func (v ArrayView) NumChildren() int { return int(C.ferry_array_n_children(v.c)) }
+func (v ArrayView) Length() int64    { return cArray{v.c}.length() }
+func (v ArrayView) NullCount() int64 { return cArray{v.c}.nullCount() }
+func (v ArrayView) Offset() int64    { return cArray{v.c}.offset() }
+func (v ArrayView) NumBuffers() int  { return int(cArray{v.c}.nBuffers()) }
+func (v ArrayView) NumChildren() int { return int(cArray{v.c}.nChildren()) }
 
-// Buffer returns buffer i's address (nil when absent or out of range).
-func (v ArrayView) Buffer(i int) unsafe.Pointer {
-	return unsafe.Pointer(C.ferry_array_buffer(v.c, C.int64_t(i)))
-}
+// Buffer returns buffer i's address (nil when NULL, absent or out of range).
+func (v ArrayView) Buffer(i int) unsafe.Pointer { return cArray{v.c}.buffer(i) }
 
 // BufferSize computes buffer i's size in bytes (needs the schema).
 func (v ArrayView) BufferSize(i int) (int64, error) {
@@ -373,9 +505,21 @@ func (v ArrayView) BufferSize(i int) (int64, error) {
 }
 
 // BufferBytes returns buffer i as a byte slice over the producer's memory
-// (no copy), for memory the host may read (CPU, or a host-accessible device
-// after Wait); nil for an absent buffer.
+// (no copy) of the size the core computes from the schema, the length and
+// the offset; nil for a NULL buffer. Memory the host cannot read is
+// refused: EINVAL for device memory (bring the array over with ToHost
+// first), ENODEV for a device ferry does not know. EINVAL past the last
+// buffer. The host must have waited on the array's event (Wait, or Host).
 func (v ArrayView) BufferBytes(i int) ([]byte, error) {
+	if v.c == nil {
+		return nil, errorf(syscall.EINVAL, "BufferBytes: no array")
+	}
+	if n := (cArray{v.c}).nBuffers(); i < 0 || int64(i) >= n {
+		return nil, errorf(syscall.EINVAL, "BufferBytes: buffer %d is out of range for %d buffers", i, n)
+	}
+	if err := checkHostReadable(v.devType, v.devID); err != nil {
+		return nil, err
+	}
 	p := v.Buffer(i)
 	if p == nil {
 		return nil, nil
@@ -390,7 +534,7 @@ func (v ArrayView) BufferBytes(i int) ([]byte, error) {
 // Child returns child i (with its child schema when known); IsNil when out
 // of range.
 func (v ArrayView) Child(i int) ArrayView {
-	c := ArrayView{c: C.ferry_array_child(v.c, C.int64_t(i)), devType: v.devType, devID: v.devID}
+	c := ArrayView{c: cArray{v.c}.child(i), devType: v.devType, devID: v.devID}
 	if v.schema != nil {
 		c.schema = C.ferry_schema_child(v.schema, C.int64_t(i))
 	}
@@ -399,9 +543,27 @@ func (v ArrayView) Child(i int) ArrayView {
 
 // Dictionary returns the dictionary; IsNil when there is none.
 func (v ArrayView) Dictionary() ArrayView {
-	c := ArrayView{c: C.ferry_array_dictionary(v.c), devType: v.devType, devID: v.devID}
+	c := ArrayView{c: cArray{v.c}.dictionary(), devType: v.devType, devID: v.devID}
 	if v.schema != nil {
 		c.schema = C.ferry_schema_dictionary(v.schema)
 	}
 	return c
+}
+
+// checkHostReadable refuses memory the host cannot dereference: ENODEV (the
+// core's message) for a device type ferry does not know, EINVAL for device
+// memory that is not host-accessible.
+func checkHostReadable(devType C.ArrowDeviceType, devID C.int64_t) error {
+	if devType == C.ArrowDeviceType(DeviceCPU) {
+		return nil
+	}
+	dev, err := ResolveDevice(DeviceType(devType), int64(devID))
+	if err != nil {
+		return err
+	}
+	if !dev.HostAccessible() {
+		return errorf(syscall.EINVAL, "the array lives in %s memory, which the host cannot read; "+
+			"bring it over with DeviceArray.ToHost (or CopyTo) first", DeviceType(devType))
+	}
+	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/ferry-project/ferry/bindings/go/internal/chelper"
+	"github.com/ferryarrow/ferry/bindings/go/internal/chelper"
 )
 
 // Benchmarks of the Go binding's handoffs, each next to its floor measured
@@ -177,3 +177,72 @@ func BenchmarkHandle(b *testing.B) {
 }
 
 var _ = unsafe.Pointer(nil)
+
+// BenchmarkConsume: a Go consumer of a C producer's int32 array (static
+// buffers, FillStatic), reading element 0, against the floor of bare cgo
+// calls doing the same (FloorConsume: the read from C memory, both releases
+// in one call).
+// everyday: ImportDeviceArray, Host, Value, Release (the README's first
+// consumer); lean: DeviceArray.Import into a reused DeviceArray, Buffer,
+// Release. Targets: lean 1.5x, everyday 3x (issue 14).
+func BenchmarkConsume(b *testing.B) {
+	schema, array := NewRawSchema(), NewRawDeviceArray()
+	defer FreeRawSchema(schema)
+	defer FreeRawDeviceArray(array)
+	b.Run("floor", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			chelper.FillStatic(schema, array)
+			if chelper.FloorConsume(schema, array) != 256 {
+				b.Fatal("element 0")
+			}
+		}
+	})
+	b.Run("lean", func(b *testing.B) {
+		var a DeviceArray
+		for i := 0; i < b.N; i++ {
+			chelper.FillStatic(schema, array)
+			if consumeLean(b, &a, schema, array) != 256 {
+				b.Fatal("element 0")
+			}
+		}
+	})
+	b.Run("everyday", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			chelper.FillStatic(schema, array)
+			if consumeEveryday(b, schema, array) != 256 {
+				b.Fatal("element 0")
+			}
+		}
+	})
+}
+
+// consumeLean imports into a reused DeviceArray (no allocation) and reads
+// through Buffer, unchecked.
+func consumeLean(b testing.TB, a *DeviceArray, schema, array unsafe.Pointer) int32 {
+	if err := a.Import(array, schema); err != nil {
+		b.Fatal(err)
+	}
+	v := int32(0)
+	if a.Length() > 0 {
+		v = unsafe.Slice((*int32)(a.Buffer(1)), a.Offset()+1)[a.Offset()]
+	}
+	a.Release()
+	return v
+}
+
+func consumeEveryday(b testing.TB, schema, array unsafe.Pointer) int32 {
+	a, err := ImportDeviceArray(array, schema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Release()
+	h, err := a.Host()
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := Value[int32](h, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v
+}

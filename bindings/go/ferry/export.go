@@ -277,7 +277,7 @@ func ExportArrayNoSchema(data *ArrayData, opts *ExportOptions) (*DeviceArray, er
 }
 
 func exportDeviceArray(data *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
-	spare := spareArray.Swap(nil) // nil: the export allocates
+	spare := takeSpareArray() // nil: the export allocates
 	c, err := exportDeviceArrayC(data, opts, spare)
 	if err != nil {
 		if spare != nil {
@@ -294,10 +294,12 @@ func exportDeviceArray(data *ArrayData, opts *ExportOptions) (*DeviceArray, erro
 // the allocation in the export that follows).
 var spareArray atomic.Pointer[C.struct_ArrowDeviceArray]
 
+func takeSpareArray() *C.struct_ArrowDeviceArray { return spareArray.Swap(nil) }
+
 // newArrayStruct returns a released ArrowDeviceArray struct in C memory:
 // the spare, or a new one (nil when out of memory).
 func newArrayStruct() *C.struct_ArrowDeviceArray {
-	if c := spareArray.Swap(nil); c != nil {
+	if c := takeSpareArray(); c != nil {
 		return c
 	}
 	return C.ferry_device_array_new()

@@ -113,3 +113,14 @@ func ferrygoStreamGetNext(h C.uintptr_t, out *C.struct_ArrowDeviceArray, batch *
 	batch.src = C.uintptr_t(uintptr(unsafe.Pointer(c)))
 	return 0
 }
+
+// ferrygoFinding collects one validation finding into the *[]Finding
+// behind the handle (see Findings).
+//
+//export ferrygoFinding
+func ferrygoFinding(h C.uintptr_t, rule, where, what *C.char) {
+	defer func() { _ = recover() }() // a finding cannot fail the validation
+	if list, ok := handles.get(uintptr(h)).(*[]Finding); ok {
+		*list = append(*list, Finding{Rule: C.GoString(rule), Where: C.GoString(where), What: C.GoString(what)})
+	}
+}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/ferry-project/ferry/bindings/go/internal/chelper"
+	"github.com/ferryarrow/ferry/bindings/go/internal/chelper"
 )
 
 // baseline records the binding's allocation counters and checks at the end

@@ -38,6 +38,7 @@ const (
 // leakGuard is embedded in every owned object.
 type leakGuard struct {
 	state   atomic.Int32
+	queued  atomic.Bool     // in the nursery (a reused DeviceArray is tracked again at each Import)
 	cleanup runtime.Cleanup // valid in state guardArmed
 }
 
@@ -97,6 +98,9 @@ var objects nursery
 
 // track puts a new owned object under the safety net.
 func track(o guarded) {
+	if o.guardState().queued.Swap(true) {
+		return // still in the nursery from an earlier life: watched already
+	}
 	n := &objects
 	n.mu.Lock()
 	old := n.slots[n.next]
@@ -108,6 +112,7 @@ func track(o guarded) {
 	}
 	n.mu.Unlock()
 	if old != nil {
+		old.guardState().queued.Store(false)
 		arm(old) // pushed out while still unreleased: it gets its cleanup
 	}
 }
@@ -130,6 +135,7 @@ func (n *nursery) flush() {
 	n.mu.Unlock()
 	for _, o := range slots {
 		if o != nil {
+			o.guardState().queued.Store(false)
 			arm(o)
 		}
 	}

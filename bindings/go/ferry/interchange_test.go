@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/ferry-project/ferry/bindings/go/internal/chelper"
+	"github.com/ferryarrow/ferry/bindings/go/internal/chelper"
 )
 
 // Tests of the GPU interchange functions (consumer streams, moves between

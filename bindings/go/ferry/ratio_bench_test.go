@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-project/ferry/bindings/go/internal/chelper"
+	"github.com/ferryarrow/ferry/bindings/go/internal/chelper"
 )
 
 // BenchmarkRatios measures each handoff and its floor in alternating short
@@ -20,6 +20,9 @@ func BenchmarkRatios(b *testing.B) {
 	defer FreeRawDeviceArray(dst)
 	tmp := NewRawDeviceArray()
 	defer FreeRawDeviceArray(tmp)
+	rawSchema, rawArray := NewRawSchema(), NewRawDeviceArray()
+	defer FreeRawSchema(rawSchema)
+	defer FreeRawDeviceArray(rawArray)
 	timed := func(f func()) float64 {
 		start := time.Now()
 		f()
@@ -92,6 +95,32 @@ func BenchmarkRatios(b *testing.B) {
 				}
 			})
 		}},
+		// A Go consumer of a C producer's array (BenchmarkConsume).
+		{"consume-floor", func() float64 {
+			return timed(func() {
+				for i := 0; i < block; i++ {
+					chelper.FillStatic(rawSchema, rawArray)
+					chelper.FloorConsume(rawSchema, rawArray)
+				}
+			})
+		}},
+		{"consume-lean", func() float64 {
+			var a DeviceArray
+			return timed(func() {
+				for i := 0; i < block; i++ {
+					chelper.FillStatic(rawSchema, rawArray)
+					consumeLean(b, &a, rawSchema, rawArray)
+				}
+			})
+		}},
+		{"consume-everyday", func() float64 {
+			return timed(func() {
+				for i := 0; i < block; i++ {
+					chelper.FillStatic(rawSchema, rawArray)
+					consumeEveryday(b, rawSchema, rawArray)
+				}
+			})
+		}},
 		{"callback-go", func() float64 { return float64(chelper.CallGo(block, false)) / block }},
 		{"callback-c", func() float64 { return float64(chelper.CallGo(block, true)) / block }},
 		{"stream-go", func() float64 { return stream(false) }},
@@ -106,6 +135,8 @@ func BenchmarkRatios(b *testing.B) {
 		}
 		ratios["ferry/raw"] = append(ratios["ferry/raw"], ns["ferry"]/ns["raw"])
 		ratios["object/raw"] = append(ratios["object/raw"], ns["object"]/ns["raw"])
+		ratios["lean/floor"] = append(ratios["lean/floor"], ns["consume-lean"]/ns["consume-floor"])
+		ratios["everyday/floor"] = append(ratios["everyday/floor"], ns["consume-everyday"]/ns["consume-floor"])
 		ratios["stream-go/floor"] = append(ratios["stream-go/floor"], ns["stream-go"]/(ns["callback-go"]+ns["raw"]))
 		ratios["stream-c/floor"] = append(ratios["stream-c/floor"], ns["stream-c"]/(ns["callback-c"]+ns["raw"]))
 		for name, v := range ns {

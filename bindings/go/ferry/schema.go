@@ -9,6 +9,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -20,7 +21,10 @@ import (
 type Schema struct {
 	c     *C.struct_ArrowSchema
 	owned bool
-	guard leakGuard // owned schemas only (see guard.go)
+	// embedded: held in a DeviceArray's own slot, under the array's guard
+	// (never tracked itself).
+	embedded bool
+	guard    leakGuard // owned schemas only (see guard.go)
 }
 
 // newOwnedSchema wraps a C-allocated schema that the Go object now owns; the
@@ -43,17 +47,18 @@ func (s *Schema) addCleanup() runtime.Cleanup {
 // ImportSchema takes ownership of the live ArrowSchema at ptr (moving it out
 // and leaving ptr released); the caller releases the result.
 func ImportSchema(ptr unsafe.Pointer) (*Schema, error) {
-	if ptr == nil {
-		return nil, errorf(syscall.EINVAL, "ImportSchema: NULL schema")
+	src := (*C.struct_ArrowSchema)(ptr)
+	if src == nil || src.release == nil {
+		return nil, errorf(syscall.EINVAL, "ImportSchema: NULL or released schema")
 	}
-	c := C.ferry_schema_new()
+	c := newSchemaStruct()
 	if c == nil {
 		return nil, errorf(syscall.ENOMEM, "ImportSchema: out of memory")
 	}
-	if rc := C.ferry_schema_move((*C.struct_ArrowSchema)(ptr), c); rc != 0 {
-		C.ferry_schema_free(c)
-		return nil, errorf(syscall.Errno(rc), "ImportSchema: the schema is released")
-	}
+	// Moved in Go (both structs are C memory; a move is a copy that marks
+	// the source released), without a cgo call.
+	*c = *src
+	src.release = nil
 	return newOwnedSchema(c), nil
 }
 
@@ -64,8 +69,30 @@ func (s *Schema) Release() {
 		return
 	}
 	s.guard.disarm()
-	C.ferry_schema_free(s.c)
+	C.ferry_schema_release(s.c)
+	recycleSchema(s.c)
 	s.c = nil
+}
+
+// spareSchema holds one released ArrowSchema struct (C memory) for the next
+// import, as spareArray does for arrays: a consumer that imports and
+// releases schemas one after another allocates and frees nothing.
+var spareSchema atomic.Pointer[C.struct_ArrowSchema]
+
+// newSchemaStruct returns a released ArrowSchema struct in C memory (nil
+// when out of memory).
+func newSchemaStruct() *C.struct_ArrowSchema {
+	if c := spareSchema.Swap(nil); c != nil {
+		return c
+	}
+	return C.ferry_schema_new()
+}
+
+// recycleSchema keeps the released struct c as the spare.
+func recycleSchema(c *C.struct_ArrowSchema) {
+	if old := spareSchema.Swap(c); old != nil {
+		C.ferry_schema_free(old)
+	}
 }
 
 // ExportTo moves an owned schema into the released ArrowSchema at dst (a
@@ -133,6 +160,57 @@ func (s *Schema) Metadata() ([]KeyValue, error) {
 		out = append(out, KeyValue{C.GoStringN(k, C.int(kl)), C.GoStringN(v, C.int(vl))})
 	}
 	return out, nil
+}
+
+// Field describes the schema as a Field (every string copied into Go), the
+// form Field.Export takes back: with Export it makes an independent copy
+// (Clone). The schema is validated first, so a malformed one (a bad format,
+// a cycle) is an EINVAL naming the problem rather than a walk that never
+// ends.
+func (s *Schema) Field() (Field, error) {
+	if s.IsReleased() {
+		return Field{}, errorf(syscall.EINVAL, "Schema.Field: the schema is released")
+	}
+	if err := s.Validate(); err != nil {
+		return Field{}, err
+	}
+	return s.describe()
+}
+
+func (s *Schema) describe() (Field, error) {
+	f := Field{Format: s.Format(), Name: s.Name(), Flags: s.Flags()}
+	md, err := s.Metadata()
+	if err != nil {
+		return Field{}, err
+	}
+	if len(md) > 0 {
+		f.Metadata = md
+	}
+	for i := 0; i < s.NumChildren(); i++ {
+		c, err := s.Child(i).describe()
+		if err != nil {
+			return Field{}, err
+		}
+		f.Children = append(f.Children, c)
+	}
+	if d := s.Dictionary(); d != nil {
+		df, err := d.describe()
+		if err != nil {
+			return Field{}, err
+		}
+		f.Dictionary = &df
+	}
+	return f, nil
+}
+
+// Clone returns an owned, independent copy of the schema (owned or
+// borrowed), made by the core from its Field description.
+func (s *Schema) Clone() (*Schema, error) {
+	f, err := s.Field()
+	if err != nil {
+		return nil, err
+	}
+	return f.Export()
 }
 
 // Validate checks the schema (format strings, children, dictionary).

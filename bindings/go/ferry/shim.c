@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,12 +185,35 @@ static void ferrygo_event_release(void* user_data) {
   ferrygoReleaseHandle((uintptr_t)user_data);
 }
 
+int ferrygo_device_array_init_hook(struct ArrowDeviceArray* out, struct ArrowArray* array,
+                                   ArrowDeviceType device_type, int64_t device_id,
+                                   void* sync_event, uintptr_t go_handle,
+                                   struct FerryError* error) {
+  return ferry_device_array_init(out, array, device_type, device_id, sync_event,
+                                 go_handle != 0 ? ferrygo_event_release : NULL, (void*)go_handle,
+                                 error);
+}
+
 int ferrygo_device_array_init_event(struct ArrowDeviceArray* out, struct ArrowArray* array,
                                     struct FerryDevice* device, void* sync_event,
                                     uintptr_t event_handle, struct FerryError* error) {
-  return ferry_device_array_init(out, array, ferry_device_type(device), ferry_device_id(device),
-                                 sync_event, event_handle != 0 ? ferrygo_event_release : NULL,
-                                 (void*)event_handle, error);
+  return ferrygo_device_array_init_hook(out, array, ferry_device_type(device),
+                                        ferry_device_id(device), sync_event, event_handle, error);
+}
+
+static void ferrygo_finding(void* user_data, const char* rule, const char* where,
+                            const char* what) {
+  ferrygoFinding((uintptr_t)user_data, (char*)rule, (char*)where, (char*)what);
+}
+
+int ferrygo_validate(const struct FerryPreparedSchema* prepared, const struct ArrowSchema* schema,
+                     const struct ArrowDeviceArray* array, int32_t level, uintptr_t go_handle,
+                     struct FerryError* error) {
+  FerryFindingFn on_finding = go_handle != 0 ? ferrygo_finding : NULL;
+  if (prepared != NULL) {
+    return ferry_validate_prepared(prepared, array, level, on_finding, (void*)go_handle, error);
+  }
+  return ferry_validate_device_array(schema, array, level, on_finding, (void*)go_handle, error);
 }
 
 int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* array,
@@ -199,12 +223,37 @@ int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* a
                                  error);
 }
 
+void ferrygo_release_both(struct ArrowDeviceArray* array, struct ArrowSchema* schema) {
+  ferry_schema_release(schema);
+  ferry_device_array_release(array);
+}
+
+// What both consumer steps do with get_next's outcome: a failure, the end
+// (FERRY_OK with `batch` released: any int is a producer's possible code, so
+// the end has no code of its own), or a batch, which must be on the stream's device type (the interface
+// promises it; a producer that breaks the promise is refused, its batch
+// released, rather than handed to code that trusts the stream's type).
+static int ferrygo_stepped(struct ArrowDeviceArrayStream* stream, struct ArrowDeviceArray* batch,
+                           int rc, struct FerryError* error) {
+  if (rc != FERRY_OK) return rc;
+  if (ferry_device_array_is_released(batch)) return FERRY_OK;  // the end
+  if (batch->device_type != stream->device_type) {
+    if (error != NULL) {
+      snprintf(error->message, sizeof(error->message),
+               "get_next returned a batch of device type %s from a stream of device type %s",
+               ferry_device_type_name(batch->device_type),
+               ferry_device_type_name(stream->device_type));
+    }
+    ferry_device_array_release(batch);
+    return EINVAL;
+  }
+  return FERRY_OK;
+}
+
 int ferrygo_stream_next(struct ArrowDeviceArrayStream* stream,
                         struct ArrowDeviceArray* batch, struct FerryError* error) {
   ferry_device_array_release(batch);
-  int rc = ferry_array_stream_get_next(stream, batch, error);
-  if (rc == FERRY_OK && ferry_device_array_is_released(batch)) return FERRYGO_END;
-  return rc;
+  return ferrygo_stepped(stream, batch, ferry_array_stream_get_next(stream, batch, error), error);
 }
 
 static int ferrygo_get_schema_trampoline(void* user_data, struct ArrowSchema* out,
@@ -216,9 +265,9 @@ int ferrygo_stream_next_on(struct ArrowDeviceArrayStream* stream,
                            struct ArrowDeviceArray* batch, void* consumer_stream,
                            struct FerryError* error) {
   ferry_device_array_release(batch);
-  int rc = ferry_array_stream_get_next_on(stream, batch, consumer_stream, error);
-  if (rc == FERRY_OK && ferry_device_array_is_released(batch)) return FERRYGO_END;
-  return rc;
+  return ferrygo_stepped(stream, batch,
+                         ferry_array_stream_get_next_on(stream, batch, consumer_stream, error),
+                         error);
 }
 
 static int ferrygo_get_next_trampoline(void* user_data, struct ArrowDeviceArray* out,

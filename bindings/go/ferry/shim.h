@@ -68,6 +68,22 @@ int ferrygo_device_array_init_event(struct ArrowDeviceArray* out, struct ArrowAr
                                     struct FerryDevice* device, void* sync_event,
                                     uintptr_t event_handle, struct FerryError* error);
 
+/* ferry_device_array_init on (device_type, device_id) with a Go release
+ * state: when `go_handle` is not 0 the Go state behind it is given back
+ * exactly once after the array itself is released (a plain C array's
+ * unpinning, say); on failure it is not, and the caller still owns it. */
+int ferrygo_device_array_init_hook(struct ArrowDeviceArray* out, struct ArrowArray* array,
+                                   ArrowDeviceType device_type, int64_t device_id,
+                                   void* sync_event, uintptr_t go_handle,
+                                   struct FerryError* error);
+
+/* ferry_validate_device_array (or ferry_validate_prepared when `prepared` is
+ * not NULL) with every finding handed to Go (ferrygoFinding) under
+ * `go_handle`, when it is not 0. */
+int ferrygo_validate(const struct FerryPreparedSchema* prepared, const struct ArrowSchema* schema,
+                     const struct ArrowDeviceArray* array, int32_t level, uintptr_t go_handle,
+                     struct FerryError* error);
+
 /* Exports a leaf array (no children, no dictionary) in one call: into the
  * released `into` (a consumer's struct) or, when `into` is NULL, into a newly
  * allocated ArrowDeviceArray; fills its array as ferrygo_array_init does and sets
@@ -97,10 +113,15 @@ struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
     struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
     char** message_out);
 
+/* Releases `schema` and then `array` (either may be released already): an
+ * owned array's Release in one call. */
+void ferrygo_release_both(struct ArrowDeviceArray* array, struct ArrowSchema* schema);
+
 /* Releases `batch` if it is live, then calls ferry_array_stream_get_next into it:
- * the consumer's whole per-batch step in one call. Returns 0 with a batch,
- * FERRYGO_END at the end of the stream, or the errno code of a failure. */
-#define FERRYGO_END (-1)
+ * the consumer's whole per-batch step in one call. Returns 0 with a batch or
+ * at the end of the stream (`batch` left released), or the code of a
+ * failure; a batch whose device type is not the stream's is released and
+ * refused (EINVAL). */
 int ferrygo_stream_next(struct ArrowDeviceArrayStream* stream,
                         struct ArrowDeviceArray* batch, struct FerryError* error);
 

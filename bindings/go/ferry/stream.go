@@ -200,10 +200,10 @@ func (s *DeviceArrayStream) releaseBatch() {
 }
 
 func (s *DeviceArrayStream) stepped(rc C.int) bool {
-	switch rc {
-	case 0:
+	switch {
+	case rc == 0 && s.batchC.array.release != nil:
 		return true
-	case C.FERRYGO_END:
+	case rc == 0: // the end: the batch stayed released
 		s.done = true
 		return false
 	default:
@@ -352,6 +352,31 @@ func ExportDataStream(field Field, deviceType DeviceType, opts *ExportOptions, n
 // the consumer, or an error that the consumer receives).
 func ExportStreamWithSchema(schema func() (*Schema, error), deviceType DeviceType, next func() (*DeviceArray, error)) (*DeviceArrayStream, error) {
 	return exportStream(&streamProducer{schemaFn: schema, next: next}, deviceType)
+}
+
+// BatchReader is a source of batches for ExportReader, such as an adapter
+// over another library's record reader.
+type BatchReader interface {
+	// Schema returns an owned schema describing every batch; the stream
+	// moves it to the consumer (it may be called more than once).
+	Schema() (*Schema, error)
+	// Next returns the next batch, owned (the stream moves it to the
+	// consumer), or nil, nil at the end.
+	Next() (*DeviceArray, error)
+	// Release is called exactly once: when the consumer releases the
+	// stream, or when ExportReader fails.
+	Release()
+}
+
+// ExportReader makes a stream of deviceType over r (see ExportStream for
+// threads, errors and panics); the stream owns r from now on, and releases
+// it with itself.
+func ExportReader(r BatchReader, deviceType DeviceType) (*DeviceArrayStream, error) {
+	s, err := exportStream(&streamProducer{schemaFn: r.Schema, next: r.Next, stop: r.Release}, deviceType)
+	if err != nil {
+		r.Release()
+	}
+	return s, err
 }
 
 // ExportSeq makes a stream from an iterator of batches (see ExportStream);

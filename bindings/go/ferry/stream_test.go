@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/ferry-project/ferry/bindings/go/internal/chelper"
+	"github.com/ferryarrow/ferry/bindings/go/internal/chelper"
 )
 
 var int32Field = Field{Format: "i", Name: "x", Flags: FlagNullable}

@@ -1,73 +1,200 @@
 package ferryarrow
 
 import (
+	"errors"
+	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
-	"github.com/ferry-project/ferry/bindings/go/ferry"
+	"github.com/ferryarrow/ferry/bindings/go/ferry"
+	"github.com/ferryarrow/ferry/bindings/go/internal/chelper"
 )
 
-// checkedAllocator makes arrow-go count its allocations, so the tests can
-// show that every buffer comes back after a round trip through ferry. The
-// buffers come from C malloc (arrow-go's mallocator): cdata's export stores
-// buffer addresses in C memory, which the cgo rules (and cgocheck2) forbid
-// for unpinned Go-heap buffers.
-func checkedAllocator(t *testing.T) *memory.CheckedAllocator {
-	mem := memory.NewCheckedAllocator(mallocator.NewMallocator())
-	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	return mem
+// The tests run under GOEXPERIMENT=cgocheck2 too (bindings/go/test.sh):
+// arrow-go's default allocator hands out Go memory, whose addresses the
+// export stores in C memory; without the pins that is the crash
+// "unpinned Go pointer stored into non-Go memory".
+
+// allocators are the two kinds of memory arrow-go hands out: the Go heap
+// (its default) and C malloc (mallocator), each counted so the tests see
+// every buffer come back.
+func allocators(t *testing.T) map[string]*memory.CheckedAllocator {
+	out := map[string]*memory.CheckedAllocator{
+		"go heap (default)": memory.NewCheckedAllocator(memory.NewGoAllocator()),
+		"mallocator":        memory.NewCheckedAllocator(mallocator.NewMallocator()),
+	}
+	t.Cleanup(func() {
+		for name, mem := range out {
+			if mem.CurrentAlloc() != 0 {
+				t.Errorf("%s: %d bytes not given back to arrow-go", name, mem.CurrentAlloc())
+			}
+		}
+	})
+	return out
 }
 
-func TestArrowToFerryAndBack(t *testing.T) {
-	before := ferry.LiveAllocations()
-	mem := checkedAllocator(t)
-	b := array.NewInt64Builder(mem)
-	b.AppendValues([]int64{1, 2, 3, 4}, []bool{true, false, true, true})
-	src := b.NewArray()
-	b.Release()
+// counters checks at the end of the test that every ferry export was given
+// back.
+func counters(t *testing.T) {
+	before, exports := ferry.LiveAllocations(), ferry.LiveExports()
+	t.Cleanup(func() {
+		if got := ferry.LiveAllocations(); got != before {
+			t.Errorf("ferry allocations: %d, %d before", got, before)
+		}
+		if got := ferry.LiveExports(); got != exports {
+			t.Errorf("ferry exports: %d, %d before", got, exports)
+		}
+	})
+}
 
+// sample builds one array of every layout family arrow-go and ferry share.
+func sample(mem memory.Allocator) map[string]arrow.Array {
+	out := map[string]arrow.Array{}
+	ints := array.NewInt64Builder(mem)
+	ints.AppendValues([]int64{1, 2, 3, 4}, []bool{true, false, true, true})
+	out["int64 with nulls"] = ints.NewArray()
+	ints.Release()
+
+	strs := array.NewStringBuilder(mem)
+	strs.AppendValues([]string{"a", "", "ccc", "dddd"}, []bool{true, true, false, true})
+	full := strs.NewArray()
+	strs.Release()
+	out["utf8"] = full
+	out["utf8, sliced"] = array.NewSlice(full, 1, 4)
+
+	views := array.NewStringViewBuilder(mem)
+	views.AppendValues([]string{"short", "a string longer than twelve bytes", ""}, nil)
+	out["utf8 view"] = views.NewArray()
+	views.Release()
+
+	lists := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32)
+	values := lists.ValueBuilder().(*array.Int32Builder)
+	lists.Append(true)
+	values.AppendValues([]int32{1, 2}, nil)
+	lists.AppendNull()
+	lists.Append(true)
+	values.Append(3)
+	out["list<int32>"] = lists.NewArray()
+	lists.Release()
+
+	st := array.NewStructBuilder(mem, arrow.StructOf(
+		arrow.Field{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		arrow.Field{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}))
+	for i := 0; i < 3; i++ {
+		st.Append(true)
+		st.FieldBuilder(0).(*array.Int32Builder).Append(int32(i))
+		st.FieldBuilder(1).(*array.StringBuilder).Append(strings.Repeat("x", i))
+	}
+	out["struct<int32, utf8>"] = st.NewArray()
+	st.Release()
+
+	dict := array.NewDictionaryBuilder(mem, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int16, ValueType: arrow.BinaryTypes.String})
+	for _, v := range []string{"x", "y", "x", "z"} {
+		_ = dict.(*array.BinaryDictionaryBuilder).AppendString(v)
+	}
+	out["dictionary<int16, utf8>"] = dict.NewArray()
+	dict.Release()
+
+	bools := array.NewBooleanBuilder(mem)
+	bools.AppendValues([]bool{true, false, true}, nil)
+	out["bool"] = bools.NewArray()
+	bools.Release()
+
+	ree := array.NewRunEndEncodedBuilder(mem, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Float64)
+	ree.Append(3)
+	ree.ValueBuilder().(*array.Float64Builder).Append(1.5)
+	ree.Append(2)
+	ree.ValueBuilder().(*array.Float64Builder).Append(2.5)
+	out["run-end encoded"] = ree.NewArray()
+	ree.Release()
+	return out
+}
+
+func TestArraysRoundTripWithEitherAllocator(t *testing.T) {
+	counters(t)
+	for memName, mem := range allocators(t) {
+		for name, src := range sample(mem) {
+			what := memName + ": " + name
+			d, err := FromArrow(src)
+			if err != nil {
+				t.Fatalf("%s: FromArrow: %v", what, err)
+			}
+			// The consumer keeps only ferry's array; collections in between
+			// must not move or free the pinned buffers.
+			runtime.GC()
+			if err := d.Validate(ferry.ValidateFull); err != nil {
+				t.Fatalf("%s: the core's FULL validation of the export: %v", what, err)
+			}
+			if d.Length() != int64(src.Len()) || d.DeviceType() != ferry.DeviceCPU {
+				t.Fatalf("%s: length %d on %v", what, d.Length(), d.DeviceType())
+			}
+			back, err := ToArrow(d)
+			if err != nil {
+				t.Fatalf("%s: ToArrow: %v", what, err)
+			}
+			if !d.IsReleased() {
+				t.Fatalf("%s: ToArrow must consume the array", what)
+			}
+			if !array.Equal(src, back) {
+				t.Fatalf("%s: round trip gave %v, want %v", what, back, src)
+			}
+			src.Release()
+			runtime.GC()
+			// arrow-go's first reference is gone; the round trip's keeps
+			// the data alive until its release.
+			if !strings.Contains(back.String(), "") || back.Len() != back.Data().Len() {
+				t.Fatalf("%s: %v", what, back)
+			}
+			back.Release()
+		}
+	}
+}
+
+func TestTheExportIsZeroCopy(t *testing.T) {
+	counters(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := array.NewInt32Builder(mem)
+	b.AppendValues([]int32{7, 8, 9}, nil)
+	src := b.NewArray().(*array.Int32)
+	b.Release()
 	d, err := FromArrow(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Length() != 4 || d.NullCount() != 1 || d.DeviceType() != ferry.DeviceCPU || d.Schema().Format() != "l" {
-		t.Fatalf("ferry view: length %d nulls %d device %v format %q", d.Length(), d.NullCount(), d.DeviceType(), d.Schema().Format())
+	src.Release() // the export holds its own reference
+	runtime.GC()
+	h, err := d.Host()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := d.Validate(ferry.ValidateFull); err != nil {
-		t.Fatalf("core validation of arrow-go's export: %v", err)
+	values, err := ferry.Values[int32](h)
+	if err != nil || len(values) != 3 || values[2] != 9 {
+		t.Fatalf("values %v, %v", values, err)
 	}
 	addr := d.Buffer(1)
-
 	back, err := ToArrow(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !d.IsReleased() {
-		t.Fatal("ToArrow must move the array")
-	}
-	got := back.(*array.Int64)
-	if got.Len() != 4 || !got.IsNull(1) || got.Value(3) != 4 {
-		t.Fatalf("round trip gave %v", got)
-	}
-	if got.Data().Buffers()[1].Buf() == nil || &got.Data().Buffers()[1].Buf()[0] != (*byte)(addr) {
-		t.Fatal("the round trip must not copy the values")
+	if &back.Data().Buffers()[1].Bytes()[0] != (*byte)(addr) {
+		t.Fatal("the round trip copied the values")
 	}
 	back.Release()
-	src.Release()
-	if ferry.LiveAllocations() != before {
-		t.Fatal("ferry allocations leaked")
-	}
 }
 
 func TestFerryToArrowRecord(t *testing.T) {
-	before := ferry.LiveAllocations()
+	counters(t)
 	ints, _ := ferry.CopySlice([]int32{10, 20, 30})
 	offsets, _ := ferry.CopySlice([]int32{0, 1, 3, 6})
 	data, _ := ferry.CopySlice([]byte("abbccc"))
 	d, err := ferry.ExportArray(&ferry.ArrayData{Format: "+s", Length: 3, Buffers: []ferry.Buffer{{}},
+		Metadata: []ferry.KeyValue{{Key: "origin", Value: "ferry"}},
 		Children: []*ferry.ArrayData{
 			{Format: "i", Name: "n", Length: 3, Buffers: []ferry.Buffer{{}, ints}},
 			{Format: "u", Name: "s", Flags: ferry.FlagNullable, Length: 3, Buffers: []ferry.Buffer{{}, offsets, data}},
@@ -85,39 +212,224 @@ func TestFerryToArrowRecord(t *testing.T) {
 	if v := rec.Column(1).(*array.String).Value(2); v != "ccc" {
 		t.Fatalf("value %q", v)
 	}
-	if rec.Schema().Field(0).Type.ID() != arrow.INT32 {
-		t.Fatal("type lost")
+	if v, ok := rec.Schema().Metadata().GetValue("origin"); !ok || v != "ferry" {
+		t.Fatalf("metadata lost: %v", rec.Schema().Metadata())
 	}
 	// And back: a record exported to ferry is a struct array.
 	again, err := FromRecord(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Schema().Format() != "+s" || again.NumChildren() != 2 || again.Child(0).Length() != 3 {
-		t.Fatal("record export wrong")
+	rec.Release()
+	runtime.GC()
+	h, err := again.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := h.Child(1)
+	if v, err := s.String(1); err != nil || v != "bb" || again.Schema().Format() != "+s" {
+		t.Fatalf("record export: %q, %v", v, err)
 	}
 	again.Release()
-	rec.Release()
-	if ferry.LiveAllocations() != before {
-		t.Fatalf("ferry allocations: %d, %d before", ferry.LiveAllocations(), before)
-	}
 }
 
-func TestToArrowRefusesDeviceMemory(t *testing.T) {
+func TestToArrowRefusals(t *testing.T) {
+	counters(t)
+	// Decreasing utf8 offsets: arrow-go would take them; FULL validation
+	// does not, and the array stays the caller's.
+	offsets, _ := ferry.CopySlice([]int32{0, 4, 2, 6})
+	data, _ := ferry.CopySlice([]byte("abcdef"))
+	d, err := ferry.ExportArray(&ferry.ArrayData{Format: "u", Length: 3, Buffers: []ferry.Buffer{{}, offsets, data}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ToArrow(d)
+	var fe *ferry.Error
+	if !errors.As(err, &fe) || fe.Code != syscall.EINVAL ||
+		!strings.HasPrefix(fe.Message, "the array fails validation: ") || !strings.Contains(fe.Message, "offsets") {
+		t.Fatalf("decreasing offsets: %v", err)
+	}
+	if d.IsReleased() {
+		t.Fatal("a refused array must stay the caller's")
+	}
+	d.Release()
+
+	// Memory on another device: refused, naming ToHost.
 	dev, err := ferry.ResolveDevice(ferry.DeviceSim, 0)
 	if err != nil {
-		t.Skipf("SKIP: no sim device: %v", err)
+		t.Skipf("SKIP the sim part: no sim device: %v", err)
 	}
 	buf, err := dev.AllocBuffer(16)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := ferry.ExportArray(&ferry.ArrayData{Format: "i", Length: 4, Buffers: []ferry.Buffer{{}, buf}}, &ferry.ExportOptions{Device: dev})
+	d, err = ferry.ExportArray(&ferry.ArrayData{Format: "i", Length: 4, Buffers: []ferry.Buffer{{}, buf}}, &ferry.ExportOptions{Device: dev})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Release()
-	if _, err := ToArrow(d); err == nil {
-		t.Fatal("a sim array must be refused")
+	if _, err := ToArrow(d); err == nil || !strings.Contains(err.Error(), "ToHost") {
+		t.Fatalf("a sim array: %v", err)
+	}
+	host, err := d.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ToArrow(host)
+	if err != nil {
+		t.Fatalf("after ToHost: %v", err)
+	}
+	if back.Len() != 4 {
+		t.Fatal(back)
+	}
+	back.Release()
+}
+
+func TestSchemasBothWays(t *testing.T) {
+	counters(t)
+	f := arrow.Field{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true,
+		Metadata: arrow.NewMetadata([]string{"k"}, []string{"v"})}
+	s, err := FromArrowField(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Format() != "tsu:UTC" || s.Name() != "ts" {
+		t.Fatalf("format %q name %q", s.Format(), s.Name())
+	}
+	back, err := ToArrowField(s)
+	s.Release()
+	if err != nil || !back.Equal(f) {
+		t.Fatalf("field %v, %v; want %v", back, err, f)
+	}
+}
+
+// records makes n record batches of schema {n: int32, s: utf8}.
+func records(mem memory.Allocator, n int) (*arrow.Schema, []arrow.RecordBatch) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "n", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	var out []arrow.RecordBatch
+	for b := 0; b < n; b++ {
+		rb := array.NewRecordBuilder(mem, schema)
+		for i := 0; i < 3; i++ {
+			rb.Field(0).(*array.Int32Builder).Append(int32(10*b + i))
+			rb.Field(1).(*array.StringBuilder).Append(strings.Repeat("s", b+i))
+		}
+		out = append(out, rb.NewRecordBatch())
+		rb.Release()
+	}
+	return schema, out
+}
+
+func TestRecordReadersBothWays(t *testing.T) {
+	counters(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema, recs := records(mem, 4)
+	src, err := array.NewRecordReader(schema, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		r.Release()
+	}
+	// arrow-go reader -> ferry stream -> arrow-go reader.
+	s, err := ExportRecordReader(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRecordReader(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Schema().Equal(schema) {
+		t.Fatalf("schema %v, want %v", r.Schema(), schema)
+	}
+	batches := 0
+	for r.Next() {
+		rec := r.RecordBatch()
+		runtime.GC()
+		if rec.NumRows() != 3 || rec.Column(0).(*array.Int32).Value(2) != int32(10*batches+2) ||
+			rec.Column(1).(*array.String).Value(1) != strings.Repeat("s", batches+1) {
+			t.Fatalf("batch %d: %v", batches, rec)
+		}
+		batches++
+	}
+	if r.Err() != nil || batches != 4 {
+		t.Fatalf("%d batches, %v", batches, r.Err())
+	}
+	r.Release()
+}
+
+func TestAnExportedReaderDrainedByCOnAnotherThread(t *testing.T) {
+	counters(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema, recs := records(mem, 5)
+	src, _ := array.NewRecordReader(schema, recs)
+	for _, r := range recs {
+		r.Release()
+	}
+	s, err := ExportRecordReader(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := ferry.NewRawStream()
+	defer ferry.FreeRawStream(raw)
+	if err := s.ExportTo(raw); err != nil {
+		t.Fatal(err)
+	}
+	batches, elements, _, code, msg := chelper.DrainStream(raw, true)
+	if code != 0 || batches != 5 || elements != 15 {
+		t.Fatalf("C drained %d batches, %d rows: %v %s", batches, elements, code, msg)
+	}
+}
+
+// A reader's error reaches the ferry consumer as the stream's error.
+type failingReader struct {
+	array.RecordReader
+}
+
+func (failingReader) Next() bool     { return false }
+func (failingReader) Err() error     { return errors.New("the source broke") }
+func (f failingReader) Release()     { f.RecordReader.Release() }
+func (failingReader) Retain()        {}
+func (failingReader) String() string { return "failingReader" }
+
+func TestAReadersErrorReachesTheConsumer(t *testing.T) {
+	counters(t)
+	schema, _ := records(memory.DefaultAllocator, 0)
+	inner, _ := array.NewRecordReader(schema, nil)
+	s, err := ExportRecordReader(failingReader{inner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if s.Next() || s.Err() == nil || !strings.Contains(s.Err().Error(), "the source broke") {
+		t.Fatalf("stream error: %v", s.Err())
+	}
+}
+
+func TestNewRecordReaderRefusals(t *testing.T) {
+	counters(t)
+	// Not a record stream: an int32 stream.
+	v, _ := ferry.CopySlice([]int32{1})
+	a, err := ferry.ExportArray(&ferry.ArrayData{Format: "i", Length: 1, Buffers: []ferry.Buffer{{}, v}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := (&ferry.Field{Format: "i"}).Export()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ferry.NewStreamFromArrays(schema, ferry.DeviceCPU, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewRecordReader(s); err == nil || !strings.Contains(err.Error(), "+s") {
+		t.Fatalf("an int32 stream: %v", err)
+	}
+	if !s.IsReleased() {
+		t.Fatal("NewRecordReader owns the stream also when it fails")
 	}
 }

@@ -5,7 +5,8 @@ package main
 // in place with PinSlice (pinned until the consumer releases the array, the
 // release unpins it: it only drops a reference), Field.Export for the schema,
 // ExportArrayTo straight into the consumer's struct, ExportDataStream with a
-// func for a stream; ImportDeviceArray and ImportStream with Next to consume.
+// func for a stream; the everyday consumer path of the README to consume
+// (ImportDeviceArray or ImportStream with Next, Host, the checked Value).
 // Every //export recovers panics, as the plugin's other entry points do.
 
 /*
@@ -23,7 +24,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/ferry-project/ferry/bindings/go/ferry"
+	"github.com/ferryarrow/ferry/bindings/go/ferry"
 )
 
 // benchMaxLength is the largest length accepted: 1 GiB of int32.
@@ -85,17 +86,19 @@ func benchData(length int64, values []int32) *ferry.ArrayData {
 	return &ferry.ArrayData{Format: "i", Length: length, Buffers: []ferry.Buffer{{}, ferry.PinSlice(values)}}
 }
 
-// readFirst reads the length and element 0 of a consumed array.
-func readFirst(length int64, offset int64, values unsafe.Pointer) error {
-	if length <= 0 {
-		return nil
+// readFirst reads element 0 of a consumed array the everyday way (Host,
+// then the checked Value) and checks that it holds the length.
+func readFirst(a *ferry.DeviceArray) error {
+	h, err := a.Host()
+	if err != nil || h.Len() == 0 {
+		return err
 	}
-	if values == nil {
-		return &ferry.Error{Code: syscall.EINVAL, Message: "the values buffer is NULL"}
+	first, err := ferry.Value[int32](h, 0)
+	if err != nil {
+		return err
 	}
-	first := unsafe.Slice((*int32)(values), offset+1)[offset]
-	if first != int32(length) {
-		return &ferry.Error{Code: syscall.EINVAL, Message: fmt.Sprintf("element 0 is %d, expected the length %d", first, length)}
+	if first != int32(h.Len()) {
+		return &ferry.Error{Code: syscall.EINVAL, Message: fmt.Sprintf("element 0 is %d, expected the length %d", first, h.Len())}
 	}
 	return nil
 }
@@ -150,8 +153,7 @@ func ferry_it_bench_consume_array(schema *C.struct_ArrowSchema, array *C.struct_
 			rc = finish(nil, r)
 		}
 		// Ownership was taken: whatever was not imported is released here.
-		C.ferry_schema_release(schema)
-		C.ferry_device_array_release(array)
+		releaseLeftovers(schema, array)
 	}()
 	return finish(benchConsumeArray(unsafe.Pointer(schema), unsafe.Pointer(array)), nil)
 }
@@ -165,7 +167,7 @@ func benchConsumeArray(schema, array unsafe.Pointer) error {
 		return err
 	}
 	defer a.Release()
-	return readFirst(a.Length(), a.Offset(), a.Buffer(1))
+	return readFirst(a)
 }
 
 //export ferry_it_bench_export_stream
@@ -213,7 +215,9 @@ func ferry_it_bench_consume_stream(stream *C.struct_ArrowDeviceArrayStream) (rc 
 		if r := recover(); r != nil {
 			rc = finish(nil, r)
 		}
-		C.ferry_array_stream_release(stream)
+		if stream != nil && stream.release != nil { // not imported: released here
+			C.ferry_array_stream_release(stream)
+		}
 	}()
 	return finish(benchConsumeStream(unsafe.Pointer(stream)), nil)
 }
@@ -228,8 +232,7 @@ func benchConsumeStream(stream unsafe.Pointer) error {
 	}
 	defer s.Release()
 	for s.Next() {
-		b := s.Batch()
-		if err := readFirst(b.Length(), b.Offset(), b.Buffer(1)); err != nil {
+		if err := readFirst(s.Batch()); err != nil {
 			return err
 		}
 	}

@@ -23,8 +23,8 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/ferry-project/ferry/bindings/go/ferry"
-	"github.com/ferry-project/ferry/bindings/go/internal/itcase"
+	"github.com/ferryarrow/ferry/bindings/go/ferry"
+	"github.com/ferryarrow/ferry/bindings/go/internal/itcase"
 )
 
 func main() {}
@@ -82,6 +82,19 @@ func exportArray(spec *C.char, schemaOut *C.struct_ArrowSchema, arrayOut *C.stru
 	return nil
 }
 
+// releaseLeftovers releases what a consumer entry point was handed and did
+// not import (its ownership was taken either way). The fields are read in
+// Go: after an import both structs are released, and a cgo call per struct
+// would cost more than the check.
+func releaseLeftovers(schema *C.struct_ArrowSchema, array *C.struct_ArrowDeviceArray) {
+	if schema != nil && schema.release != nil {
+		C.ferry_schema_release(schema)
+	}
+	if array != nil && array.array.release != nil {
+		C.ferry_device_array_release(array)
+	}
+}
+
 //export ferry_it_check_array
 func ferry_it_check_array(spec *C.char, schema *C.struct_ArrowSchema, array *C.struct_ArrowDeviceArray) (rc C.int) {
 	defer func() {
@@ -89,8 +102,7 @@ func ferry_it_check_array(spec *C.char, schema *C.struct_ArrowSchema, array *C.s
 			rc = finish(nil, r)
 		}
 		// Ownership was taken: whatever happened, nothing stays live.
-		C.ferry_schema_release(schema)
-		C.ferry_device_array_release(array)
+		releaseLeftovers(schema, array)
 	}()
 	return finish(checkArray(spec, schema, array), nil)
 }
@@ -145,7 +157,9 @@ func ferry_it_check_stream(spec *C.char, stream *C.struct_ArrowDeviceArrayStream
 		if r := recover(); r != nil {
 			rc = finish(nil, r)
 		}
-		C.ferry_array_stream_release(stream)
+		if stream != nil && stream.release != nil { // not imported: released here
+			C.ferry_array_stream_release(stream)
+		}
 	}()
 	return finish(checkStream(spec, stream), nil)
 }

@@ -209,3 +209,31 @@ void* chelper_move_child_out(struct ArrowDeviceArray* array, int64_t i,
   int64_t n = ferry_array_n_buffers(&dst->array);
   return (void*)ferry_array_buffer(&dst->array, n - 1);
 }
+
+/* ---- a static C producer for the consumer benchmarks ---------------------- */
+
+static int32_t static_values[256];
+static const void* static_buffers[2] = {NULL, static_values};
+
+static void static_release_array(struct ArrowArray* array) { array->release = NULL; }
+static void static_release_schema(struct ArrowSchema* schema) { schema->release = NULL; }
+
+void chelper_fill_static(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {
+  static_values[0] = 256;
+  memset(schema, 0, sizeof(*schema));
+  schema->format = "i";
+  schema->name = "values";
+  schema->release = static_release_schema;
+  memset(array, 0, sizeof(*array));
+  array->array.length = 256;
+  array->array.n_buffers = 2;
+  array->array.buffers = static_buffers;
+  array->array.release = static_release_array;
+  array->device_type = ARROW_DEVICE_CPU;
+  array->device_id = -1;
+}
+
+void chelper_release_pair(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {
+  if (schema->release != NULL) schema->release(schema);
+  if (array->array.release != NULL) array->array.release(&array->array);
+}

@@ -8,11 +8,13 @@ package chelper
 /*
 #cgo CFLAGS: -I${SRCDIR}/../../ferry/include -O2
 #cgo pkg-config: ferry
+#include <stdlib.h>
 #include "chelper.h"
 */
 import "C"
 
 import (
+	"errors"
 	"syscall"
 	"unsafe"
 )
@@ -96,4 +98,197 @@ func boolInt(b bool) C.int {
 		return 1
 	}
 	return 0
+}
+
+// ---- hostile producers (hostile.c) -------------------------------------------
+
+// Buf is one buffer of a hostile node: its bytes, or nil for a NULL buffer.
+type Buf []byte
+
+// Int32s is a buffer of int32 values (native order).
+func Int32s(values ...int32) Buf {
+	b := make([]byte, 4*len(values))
+	for i, v := range values {
+		*(*int32)(unsafe.Pointer(&b[4*i])) = v
+	}
+	return b
+}
+
+// Node is a hand-made ArrowArray in C memory (see hostile.c).
+type Node struct{ c *C.struct_ArrowArray }
+
+// HostileNode makes a node with these buffers, declaring len(buffers)
+// buffers (see Node.DeclareBuffers).
+func HostileNode(length, nullCount, offset int64, buffers ...Buf) Node {
+	var blob []byte
+	sizes := make([]C.int64_t, len(buffers)+1)
+	for i, b := range buffers {
+		if b == nil {
+			sizes[i] = -1
+			continue
+		}
+		sizes[i] = C.int64_t(len(b))
+		blob = append(blob, b...)
+	}
+	blob = append(blob, 0) // never empty: &blob[0] is valid
+	return Node{C.chelper_hostile_node(C.int64_t(length), C.int64_t(nullCount), C.int64_t(offset),
+		C.int64_t(len(buffers)), (*C.uint8_t)(&blob[0]), &sizes[0], C.int64_t(len(buffers)))}
+}
+
+// DeclareBuffers makes the node claim n buffers (a lie about its table).
+func (n Node) DeclareBuffers(k int64) Node { n.c.n_buffers = C.int64_t(k); return n }
+
+// Child appends an owned child.
+func (n Node) Child(c Node) Node {
+	C.chelper_hostile_add_child(n.c, c.c, C.CHELPER_CHILD_NODE)
+	return n
+}
+
+// NullChild appends a NULL pointer to the children table.
+func (n Node) NullChild() Node { C.chelper_hostile_add_child(n.c, nil, C.CHELPER_CHILD_NULL); return n }
+
+// ReleasedChild appends a child whose release is NULL.
+func (n Node) ReleasedChild() Node {
+	C.chelper_hostile_add_child(n.c, nil, C.CHELPER_CHILD_RELEASED)
+	return n
+}
+
+// SelfChild appends the node itself as its child (a cycle).
+func (n Node) SelfChild() Node { C.chelper_hostile_add_child(n.c, nil, C.CHELPER_CHILD_SELF); return n }
+
+// Dictionary sets the node's dictionary.
+func (n Node) Dictionary(d Node) Node { C.chelper_hostile_set_dictionary(n.c, d.c); return n }
+
+// DeviceOptions are the device fields of a hostile device array.
+type DeviceOptions struct {
+	DeviceType int32
+	DeviceID   int64
+	Event      bool  // a bogus sync_event
+	Reserved1  int64 // reserved[1]
+}
+
+// HostileDeviceArray moves n into a new ArrowDeviceArray in C memory; the
+// caller moves it out (ferry.ImportDeviceArray) and frees the struct with
+// ferry.FreeRawDeviceArray.
+func HostileDeviceArray(n Node, o DeviceOptions) unsafe.Pointer {
+	return unsafe.Pointer(C.chelper_hostile_device_array(n.c, C.int32_t(o.DeviceType), C.int64_t(o.DeviceID),
+		boolInt32(o.Event), C.int64_t(o.Reserved1)))
+}
+
+// HostileCPUArray is HostileDeviceArray on the CPU.
+func HostileCPUArray(n Node) unsafe.Pointer {
+	return HostileDeviceArray(n, DeviceOptions{DeviceType: C.ARROW_DEVICE_CPU, DeviceID: -1})
+}
+
+// HostileSchema fills the released ArrowSchema at out with any format and
+// name.
+func HostileSchema(out unsafe.Pointer, format, name string) {
+	f, n := C.CString(format), C.CString(name)
+	defer C.free(unsafe.Pointer(f))
+	defer C.free(unsafe.Pointer(n))
+	C.chelper_hostile_schema((*C.struct_ArrowSchema)(out), f, n)
+}
+
+// Behaviours of HostileStream.
+const (
+	StreamReleasedSchema = C.CHELPER_STREAM_RELEASED_SCHEMA
+	StreamBadSchema      = C.CHELPER_STREAM_BAD_SCHEMA
+	StreamBadBatch       = C.CHELPER_STREAM_BAD_BATCH
+	StreamWrongDevice    = C.CHELPER_STREAM_WRONG_DEVICE
+	StreamFails          = C.CHELPER_STREAM_FAILS
+	StreamFillsAndFails  = C.CHELPER_STREAM_FILLS_AND_FAILS
+)
+
+// HostileStream fills the released stream at out (see hostile.c).
+func HostileStream(out unsafe.Pointer, behaviour int, code int32) {
+	C.chelper_hostile_stream((*C.struct_ArrowDeviceArrayStream)(out), C.int32_t(behaviour), C.int32_t(code))
+}
+
+// HostileLive counts hostile nodes, schemas and streams not released.
+func HostileLive() int64 { return int64(C.chelper_hostile_live()) }
+
+func boolInt32(b bool) C.int32_t {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ---- the user's own driver library (native.c) ---------------------------------
+
+// Native is the CUDA or HIP driver library the user's own code calls
+// (FERRY_CUDA_LIBRARY / FERRY_HIP_LIBRARY: the driver emulations in tests).
+type Native int32
+
+const (
+	NativeCUDA Native = C.CHELPER_NATIVE_CUDA
+	NativeHIP  Native = C.CHELPER_NATIVE_HIP
+)
+
+func nativeError(rc C.int, msg *C.char) error {
+	if rc == 0 {
+		return nil
+	}
+	return errors.New(C.GoString(msg))
+}
+
+// Stream creates a stream on device 0 with the driver's own API.
+func (n Native) Stream() (unsafe.Pointer, error) {
+	var s unsafe.Pointer
+	var msg [256]C.char
+	rc := C.chelper_native_stream(C.int32_t(n), &s, &msg[0], 256)
+	return s, nativeError(rc, &msg[0])
+}
+
+// Event creates an event on device 0 with the driver's own API; the result
+// points at the native handle, as an Arrow sync_event does.
+func (n Native) Event() (unsafe.Pointer, error) {
+	var e unsafe.Pointer
+	var msg [256]C.char
+	rc := C.chelper_native_event(C.int32_t(n), &e, &msg[0], 256)
+	return e, nativeError(rc, &msg[0])
+}
+
+func (n Native) DestroyStream(s unsafe.Pointer) int {
+	return int(C.chelper_native_stream_destroy(C.int32_t(n), s))
+}
+
+func (n Native) DestroyEvent(e unsafe.Pointer) int {
+	return int(C.chelper_native_event_destroy(C.int32_t(n), e))
+}
+
+// EventDone reports whether the event (a pointer to the handle) completed.
+func (n Native) EventDone(e unsafe.Pointer) bool {
+	return C.chelper_native_event_done(C.int32_t(n), e) == 1
+}
+
+// CloseGate holds the work queued on s from now on until OpenGates.
+func (n Native) CloseGate(s unsafe.Pointer) int {
+	return int(C.chelper_native_gate_close(C.int32_t(n), s))
+}
+
+func (n Native) OpenGates() { C.chelper_native_gates_open(C.int32_t(n)) }
+
+// Pending counts the operations queued on s and not run.
+func (n Native) Pending(s unsafe.Pointer) int64 {
+	return int64(C.chelper_native_stream_pending(C.int32_t(n), s))
+}
+
+// FillStatic fills the released structs with a static int32 array of 256
+// values (element 0 holds 256) and its schema: a C producer at the floor.
+func FillStatic(schema, array unsafe.Pointer) {
+	C.chelper_fill_static((*C.struct_ArrowSchema)(schema), (*C.struct_ArrowDeviceArray)(array))
+}
+
+// FloorConsume is the consumer floor over FillStatic's structs: element 0
+// read from C memory in Go, then both released in one cgo call.
+func FloorConsume(schema, array unsafe.Pointer) int32 {
+	a := (*C.struct_ArrowDeviceArray)(array)
+	first := int32(0)
+	if a.array.length > 0 {
+		values := (*C.int32_t)(unsafe.Slice((*unsafe.Pointer)(unsafe.Pointer(a.array.buffers)), 2)[1])
+		first = int32(unsafe.Slice(values, a.array.offset+1)[a.array.offset])
+	}
+	C.chelper_release_pair((*C.struct_ArrowSchema)(schema), a)
+	return first
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/ferry-project/ferry/bindings/go/ferry"
+	"github.com/ferryarrow/ferry/bindings/go/ferry"
 )
 
 // Type is one TYPE word of the grammar.

@@ -1,11 +1,11 @@
 package itcase
 
 import (
-	"encoding/binary"
 	"fmt"
+	"math"
 	"syscall"
 
-	"github.com/ferry-project/ferry/bindings/go/ferry"
+	"github.com/ferryarrow/ferry/bindings/go/ferry"
 )
 
 func mismatch(where, format string, args ...any) error {
@@ -64,33 +64,15 @@ func checkField(s *ferry.Schema, w fieldWant, where string, checkName bool) erro
 // CheckSchema checks a schema against the case.
 func CheckSchema(c *Case, s *ferry.Schema) error { return checkField(s, wantField(c), "schema ", true) }
 
-// view is a host-readable array: a ferry.ArrayView plus byte slices over
-// its buffers, bounded by the sizes the core computes.
-type view struct {
-	v     ferry.ArrayView
-	where string
-}
-
-func (v view) buffer(i int) ([]byte, error) {
-	b, err := v.v.BufferBytes(i)
-	if err != nil {
-		return nil, mismatch(v.where, "buffer %d: %v", i, err)
-	}
-	return b, nil
-}
-
-func (v view) need(b []byte, i int, n int64) error {
-	if int64(len(b)) < n {
-		return mismatch(v.where, "buffer %d holds %d bytes, %d needed", i, len(b), n)
-	}
-	return nil
-}
-
-func bit(b []byte, p int64) bool { return b[p/8]&(1<<(p%8)) != 0 }
-
-// CheckArray checks an owned array (with its schema attached) against the
-// case with the given seed. It does not release the array.
-func CheckArray(c *Case, seed uint32, a *ferry.DeviceArray, where string) error {
+// CheckArray checks an array (with its schema: attached, or its stream's
+// for a batch) against the case with the given seed, reading it the way a
+// user of package ferry does: in place through the checked HostArray when
+// the host can read its memory (the CPU; the sim device, after Host waited
+// on the producer's event), else through an explicit host copy: ToHost
+// for an owned array (which it consumes), CopyTo for a stream batch (which
+// stays where get_next put it, for the stream to release). It does not
+// release an owned array it did not consume.
+func CheckArray(c *Case, seed uint32, a *ferry.DeviceArray, where string, owned bool) error {
 	if a.IsReleased() {
 		return mismatch(where, "array is released")
 	}
@@ -100,209 +82,209 @@ func CheckArray(c *Case, seed uint32, a *ferry.DeviceArray, where string) error 
 	if err := CheckSchema(c, a.Schema()); err != nil {
 		return err
 	}
-	host := a
 	if c.DeviceType != ferry.DeviceCPU {
 		dev, err := ferry.ResolveDevice(a.DeviceType(), a.DeviceID())
 		if err != nil {
 			return err
 		}
-		if dev.HostAccessible() {
-			// Read in place, after waiting on the producer's event.
-			if err := a.Wait(nil); err != nil {
-				return mismatch(where, "waiting on the sync event: %v", err)
+		if !dev.HostAccessible() {
+			var host *ferry.DeviceArray
+			if owned {
+				host, err = a.ToHost()
+			} else {
+				host, err = a.CopyTo(ferry.DeviceCPU, -1)
 			}
-		} else {
-			copied, err := a.CopyTo(ferry.DeviceCPU, -1)
 			if err != nil {
-				return mismatch(where, "copying to the host: %v", err)
+				return mismatch(where, "bringing the array to the host: %v", err)
 			}
-			defer copied.Release()
-			return checkHost(c, seed, view{v: copied.RootWithSchema(a.Schema()), where: where})
+			defer host.Release()
+			a = host
 		}
 	}
-	return checkHost(c, seed, view{v: host.Root(), where: where})
+	h, err := a.Host()
+	if err != nil {
+		return mismatch(where, "reading on the host: %v", err)
+	}
+	return checkHost(c, seed, h, where)
 }
 
-func checkHost(c *Case, seed uint32, v view) error {
-	if v.v.Length() != c.Length {
-		return mismatch(v.where, "length: expected %d, got %d", c.Length, v.v.Length())
+func checkHost(c *Case, seed uint32, h ferry.HostArray, where string) error {
+	if h.Len() != c.Length {
+		return mismatch(where, "length: expected %d, got %d", c.Length, h.Len())
 	}
-	if v.v.Offset() != c.Offset {
-		return mismatch(v.where, "offset: expected %d, got %d", c.Offset, v.v.Offset())
+	if h.Offset() != c.Offset {
+		return mismatch(where, "offset: expected %d, got %d", c.Offset, h.Offset())
 	}
-	if want := NullCount(c.Nulls, c.Length); v.v.NullCount() != want {
-		return mismatch(v.where, "null_count: expected %d, got %d", want, v.v.NullCount())
+	if want := NullCount(c.Nulls, c.Length); h.NullCount() != want {
+		return mismatch(where, "null_count: expected %d, got %d", want, h.NullCount())
 	}
-	validity, err := v.buffer(0)
+	// A validity buffer may be present with nulls=0 (every bit set then),
+	// and NULL is fine without nulls (cases.md, "What a checker verifies").
+	validity, err := h.Buffer(0)
 	if err != nil {
-		return err
+		return mismatch(where, "validity buffer: %v", err)
 	}
-	if validity == nil && c.Nulls > 0 && c.Length >= c.Nulls {
-		return mismatch(v.where, "validity buffer is NULL, but %d elements are null", NullCount(c.Nulls, c.Length))
+	if validity == nil && NullCount(c.Nulls, c.Length) > 0 {
+		return mismatch(where, "validity buffer is NULL, but %d elements are null", NullCount(c.Nulls, c.Length))
 	}
-	if validity != nil {
-		if err := v.need(validity, 0, (c.Offset+c.Length+7)/8); err != nil {
-			return err
+	for i := int64(0); i < c.Length; i++ {
+		got, err := h.IsValid(i)
+		if err != nil {
+			return mismatch(where, "validity of element %d: %v", i, err)
 		}
-		for i := int64(0); i < c.Length; i++ {
-			if got, want := bit(validity, i+c.Offset), !IsNull(c.Nulls, i); got != want {
-				return mismatch(v.where, "validity of element %d (physical %d): expected %v, got %v", i, i+c.Offset, want, got)
-			}
+		if want := !IsNull(c.Nulls, i); got != want {
+			return mismatch(where, "validity of element %d (physical %d): expected %v, got %v", i, i+c.Offset, want, got)
 		}
 	}
 	valid := func(i int64) bool { return !IsNull(c.Nulls, i) }
 	switch c.Type {
 	case UTF8, Binary:
-		return checkStrings(v, c.Length, c.Offset, valid, func(i int64) string { return String(seed, i) })
+		return checkStrings(h, where, c.Length, 0, valid, func(i int64) string { return String(seed, i) })
 	case ListInt32:
-		return checkList(c, seed, v, valid)
+		return checkList(c, seed, h, where, valid)
 	case StructInt32UTF8:
-		if v.v.NumChildren() != 2 {
-			return mismatch(v.where, "struct has %d children, expected 2", v.v.NumChildren())
+		if h.NumChildren() != 2 {
+			return mismatch(where, "struct has %d children, expected 2", h.NumChildren())
 		}
-		a := view{v: v.v.Child(0), where: v.where + "children[0]: "}
-		bv := view{v: v.v.Child(1), where: v.where + "children[1]: "}
-		for _, ch := range []view{a, bv} {
-			if ch.v.NullCount() != 0 || ch.v.Offset() != 0 || ch.v.Length() < c.Offset+c.Length {
-				return mismatch(ch.where, "child null_count %d, offset %d, length %d: expected 0, 0 and at least %d",
-					ch.v.NullCount(), ch.v.Offset(), ch.v.Length(), c.Offset+c.Length)
+		var ch [2]ferry.HostArray
+		for k := range ch {
+			if ch[k], err = h.Child(k); err != nil {
+				return mismatch(where, "children[%d]: %v", k, err)
+			}
+			if ch[k].NullCount() != 0 || ch[k].Offset() != 0 || ch[k].Len() < c.Offset+c.Length {
+				return mismatch(fmt.Sprintf("%schildren[%d]: ", where, k), "child null_count %d, offset %d, length %d: expected 0, 0 and at least %d",
+					ch[k].NullCount(), ch[k].Offset(), ch[k].Len(), c.Offset+c.Length)
 			}
 		}
-		if err := checkFixed(a, Int32, seed, c.Length, c.Offset, valid); err != nil {
+		// A struct's offset applies to its children: element i is at
+		// child position i + offset.
+		if err := checkFixed(ch[0], where+"children[0]: ", Int32, seed, c.Length, c.Offset, valid); err != nil {
 			return err
 		}
-		return checkStrings(bv, c.Length, c.Offset, valid, func(i int64) string { return String(seed+1, i) })
+		return checkStrings(ch[1], where+"children[1]: ", c.Length, c.Offset, valid, func(i int64) string { return String(seed+1, i) })
 	case DictInt32UTF8:
-		if err := checkFixed(v, DictInt32UTF8, seed, c.Length, c.Offset, valid); err != nil {
+		if err := checkFixed(h, where, DictInt32UTF8, seed, c.Length, 0, valid); err != nil {
 			return err
 		}
-		d := view{v: v.v.Dictionary(), where: v.where + "dictionary: "}
-		if d.v.IsNil() {
-			return mismatch(v.where, "dictionary missing")
+		d, err := h.Dictionary()
+		if err != nil {
+			return mismatch(where, "dictionary: %v", err)
 		}
-		if d.v.Length() != int64(len(DictValues)) || d.v.NullCount() != 0 {
-			return mismatch(d.where, "length %d, null_count %d: expected %d, 0", d.v.Length(), d.v.NullCount(), len(DictValues))
+		if d.Len() != int64(len(DictValues)) || d.NullCount() != 0 {
+			return mismatch(where+"dictionary: ", "length %d, null_count %d: expected %d, 0", d.Len(), d.NullCount(), len(DictValues))
 		}
-		return checkStrings(d, int64(len(DictValues)), d.v.Offset(), func(int64) bool { return true },
+		return checkStrings(d, where+"dictionary: ", int64(len(DictValues)), 0, func(int64) bool { return true },
 			func(i int64) string { return DictValues[i] })
 	default:
-		return checkFixed(v, c.Type, seed, c.Length, c.Offset, valid)
+		return checkFixed(h, where, c.Type, seed, c.Length, 0, valid)
 	}
 }
 
-// checkFixed checks values of logical elements [0, length) at physical slot
-// i + shift (the array's own offset for the top level).
-func checkFixed(v view, t Type, seed uint32, length, shift int64, valid func(int64) bool) error {
-	values, err := v.buffer(1)
-	if err != nil {
-		return err
-	}
-	if t == Bool {
-		if err := v.need(values, 1, (shift+length+7)/8); err != nil {
-			return err
+// fixedBits reads element j of h as the bits Bits returns for type t.
+func fixedBits(h ferry.HostArray, t Type, j int64) (uint64, error) {
+	switch t {
+	case Int8:
+		v, err := ferry.Value[int8](h, j)
+		return uint64(uint8(v)), err
+	case Uint8:
+		v, err := ferry.Value[uint8](h, j)
+		return uint64(v), err
+	case Int16:
+		v, err := ferry.Value[int16](h, j)
+		return uint64(uint16(v)), err
+	case Uint16:
+		v, err := ferry.Value[uint16](h, j)
+		return uint64(v), err
+	case Int32, DictInt32UTF8:
+		v, err := ferry.Value[int32](h, j)
+		return uint64(uint32(v)), err
+	case Uint32:
+		v, err := ferry.Value[uint32](h, j)
+		return uint64(v), err
+	case Int64:
+		v, err := ferry.Value[int64](h, j)
+		return uint64(v), err
+	case Uint64:
+		return ferry.Value[uint64](h, j)
+	case Float32:
+		v, err := ferry.Value[float32](h, j)
+		return uint64(math.Float32bits(v)), err
+	case Float64:
+		v, err := ferry.Value[float64](h, j)
+		return math.Float64bits(v), err
+	case Bool:
+		v, err := h.Bool(j)
+		if v {
+			return 1, err
 		}
-		for i := int64(0); i < length; i++ {
-			if valid(i) && bit(values, i+shift) != (Bits(t, seed, i) != 0) {
-				return mismatch(v.where, "value of element %d: expected %v", i, Bits(t, seed, i) != 0)
-			}
-		}
-		return nil
+		return 0, err
 	}
-	w := int64(Width(t))
-	if err := v.need(values, 1, (shift+length)*w); err != nil {
-		return err
-	}
+	return 0, mismatch("", "%s is not a fixed-width type", t)
+}
+
+// checkFixed checks the values of logical elements [0, length), read at
+// position i + shift of h (the parent struct's offset for a child).
+func checkFixed(h ferry.HostArray, where string, t Type, seed uint32, length, shift int64, valid func(int64) bool) error {
 	for i := int64(0); i < length; i++ {
 		if !valid(i) {
 			continue
 		}
-		p := (i + shift) * w
-		var got uint64
-		switch w {
-		case 1:
-			got = uint64(values[p])
-		case 2:
-			got = uint64(binary.LittleEndian.Uint16(values[p:]))
-		case 4:
-			got = uint64(binary.LittleEndian.Uint32(values[p:]))
-		case 8:
-			got = binary.LittleEndian.Uint64(values[p:])
+		got, err := fixedBits(h, t, i+shift)
+		if err != nil {
+			return mismatch(where, "value of element %d: %v", i, err)
 		}
 		if want := Bits(t, seed, i); got != want {
-			return mismatch(v.where, "value of element %d: expected bits %#x, got %#x", i, want, got)
+			return mismatch(where, "value of element %d: expected bits %#x, got %#x", i, want, got)
 		}
 	}
 	return nil
 }
 
-func checkStrings(v view, length, shift int64, valid func(int64) bool, value func(int64) string) error {
-	offsets, err := v.buffer(1)
-	if err != nil {
-		return err
-	}
-	if err := v.need(offsets, 1, (shift+length+1)*4); err != nil {
-		return err
-	}
-	data, err := v.buffer(2)
-	if err != nil {
-		return err
-	}
+func checkStrings(h ferry.HostArray, where string, length, shift int64, valid func(int64) bool, value func(int64) string) error {
 	for i := int64(0); i < length; i++ {
 		if !valid(i) {
 			continue
 		}
-		p := i + shift
-		start := int64(int32(binary.LittleEndian.Uint32(offsets[p*4:])))
-		end := int64(int32(binary.LittleEndian.Uint32(offsets[p*4+4:])))
-		if start < 0 || end < start || end > int64(len(data)) {
-			return mismatch(v.where, "offsets of element %d out of range: [%d, %d) with %d data bytes", i, start, end, len(data))
+		got, err := h.Bytes(i + shift)
+		if err != nil {
+			return mismatch(where, "value of element %d: %v", i, err)
 		}
-		if got, want := string(data[start:end]), value(i); got != want {
-			return mismatch(v.where, "value of element %d: expected %q, got %q", i, want, got)
+		if want := value(i); string(got) != want {
+			return mismatch(where, "value of element %d: expected %q, got %q", i, want, got)
 		}
 	}
 	return nil
 }
 
-func checkList(c *Case, seed uint32, v view, valid func(int64) bool) error {
-	offsets, err := v.buffer(1)
+func checkList(c *Case, seed uint32, h ferry.HostArray, where string, valid func(int64) bool) error {
+	if h.NumChildren() != 1 {
+		return mismatch(where, "list has %d children, expected 1", h.NumChildren())
+	}
+	items, err := h.Child(0)
 	if err != nil {
-		return err
+		return mismatch(where, "children[0]: %v", err)
 	}
-	if err := v.need(offsets, 1, (c.Offset+c.Length+1)*4); err != nil {
-		return err
-	}
-	if v.v.NumChildren() != 1 {
-		return mismatch(v.where, "list has %d children, expected 1", v.v.NumChildren())
-	}
-	child := view{v: v.v.Child(0), where: v.where + "children[0]: "}
-	if child.v.NullCount() != 0 || child.v.Offset() != 0 {
-		return mismatch(child.where, "child null_count %d, offset %d: expected 0, 0", child.v.NullCount(), child.v.Offset())
-	}
-	values, err := child.buffer(1)
-	if err != nil {
-		return err
-	}
-	n := child.v.Length()
-	if err := child.need(values, 1, n*4); err != nil {
-		return err
+	if items.NullCount() != 0 || items.Offset() != 0 {
+		return mismatch(where+"children[0]: ", "child null_count %d, offset %d: expected 0, 0", items.NullCount(), items.Offset())
 	}
 	for i := int64(0); i < c.Length; i++ {
 		if !valid(i) {
 			continue
 		}
-		p := i + c.Offset
-		start := int64(int32(binary.LittleEndian.Uint32(offsets[p*4:])))
-		end := int64(int32(binary.LittleEndian.Uint32(offsets[p*4+4:])))
-		if start < 0 || end < start || end > n {
-			return mismatch(v.where, "list %d: offsets [%d, %d) outside the child's %d elements", i, start, end, n)
+		start, end, err := h.ListRange(i)
+		if err != nil {
+			return mismatch(where, "list %d: %v", i, err)
 		}
 		if end-start != ListLength(seed, i) {
-			return mismatch(v.where, "list %d: expected %d elements, got %d", i, ListLength(seed, i), end-start)
+			return mismatch(where, "list %d: expected %d elements, got %d", i, ListLength(seed, i), end-start)
 		}
 		for j := start; j < end; j++ {
-			if got, want := binary.LittleEndian.Uint32(values[j*4:]), U(seed, j); got != want {
-				return mismatch(child.where, "value at position %d: expected %d, got %d", j, int32(want), int32(got))
+			got, err := ferry.Value[int32](items, j)
+			if err != nil {
+				return mismatch(where+"children[0]: ", "value at position %d: %v", j, err)
+			}
+			if want := U(seed, j); uint32(got) != want {
+				return mismatch(where+"children[0]: ", "value at position %d: expected %d, got %d", j, int32(want), got)
 			}
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/ferry-project/ferry/bindings/go/ferry"
+	"github.com/ferryarrow/ferry/bindings/go/ferry"
 )
 
 // builder allocates the host buffers of one exported array and, on a device,

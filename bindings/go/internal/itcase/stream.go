@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"syscall"
 
-	"github.com/ferry-project/ferry/bindings/go/ferry"
+	"github.com/ferryarrow/ferry/bindings/go/ferry"
 )
 
 // Field is the schema of the case, as ferry.Field.
@@ -70,8 +70,8 @@ func ExportStream(c *Case) (*ferry.DeviceArrayStream, error) {
 // Check checks an owned array against the case and releases it, whatever
 // the outcome (entry point ferry_it_check_array).
 func Check(c *Case, a *ferry.DeviceArray) error {
-	defer a.Release()
-	return CheckArray(c, c.Seed, a, "")
+	defer a.Release() // a no-op when ToHost consumed it
+	return CheckArray(c, c.Seed, a, "", true)
 }
 
 // CheckStream reads the stream to its end, or to the injected failure the
@@ -104,7 +104,7 @@ func CheckStream(c *Case, s *ferry.DeviceArrayStream) error {
 		if seen >= c.Batches {
 			return mismatch("", "stream yielded more than %d batches", c.Batches)
 		}
-		if err := CheckArray(c, c.Seed+uint32(seen), s.Batch(), fmt.Sprintf("batch %d: ", seen)); err != nil {
+		if err := CheckArray(c, c.Seed+uint32(seen), s.Batch(), fmt.Sprintf("batch %d: ", seen), false); err != nil {
 			return err
 		}
 		seen++

@@ -1,11 +1,13 @@
-module github.com/ferry-project/ferry/bindings/go/ferryarrow
+module example.com/ferry-example
 
 go 1.25.0
 
-require github.com/ferry-project/ferry/bindings/go v0.0.0
-
 require (
 	github.com/apache/arrow-go/v18 v18.8.0
+	github.com/ferryarrow/ferry/bindings/go v0.1.0
+)
+
+require (
 	github.com/goccy/go-json v0.10.6 // indirect
 	github.com/google/flatbuffers v25.12.19+incompatible // indirect
 	github.com/klauspost/compress v1.19.2 // indirect
@@ -16,4 +18,5 @@ require (
 	golang.org/x/sys v0.47.0 // indirect
 )
 
-replace github.com/ferry-project/ferry/bindings/go => ../
+// Until the module is published: point this at your ferry checkout.
+replace github.com/ferryarrow/ferry/bindings/go => ../../bindings/go
