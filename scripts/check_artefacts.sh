@@ -51,16 +51,19 @@ for name in $(ferry_runtimes); do
 done
 
 jni="$BUILD/java/libferry_jni.so"
-jar="$BUILD/java/ferry-java.jar"
+jar="$BUILD/java/ferry-arrow.jar"
 if need_file "$jni" "the JNI library" && need_file "$jar" "the binding's jar"; then
   check "libferry_jni.so links the shared libferry.so" links_core "$jni"
   check "libferry_jni.so carries no test natives" \
-    bash -c '! nm -D --defined-only "$1" | grep -q Java_org_ferry_jni_Testing_' _ "$jni"
+    bash -c '! nm -D --defined-only "$1" | grep -q Java_io_github_ferryarrow_ferry_jni_Testing_' _ "$jni"
   entries="$(mktemp)"
   python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$jar" >"$entries"
   check "the jar carries libferry_jni.so" grep -qx native/linux-x86_64/libferry_jni.so "$entries"
-  check "the jar carries no test classes (org/ferry/it, Testing)" \
-    bash -c '! grep -E "^org/ferry/it/|/Testing[.\$]" "$1"' _ "$entries"
+  check "the jar carries libferry.so.0" grep -qx native/linux-x86_64/libferry.so.0 "$entries"
+  check "libferry_jni.so's RUNPATH is \$ORIGIN alone" \
+    bash -c '[ "$(readelf -d "$1" | sed -n "s/.*(RUNPATH).*\[\(.*\)\]/\1/p")" = "\$ORIGIN" ]' _ "$jni"
+  check "the jar carries no test classes (io/github/ferryarrow/ferry/it, Testing)" \
+    bash -c '! grep -E "^io/github/ferryarrow/ferry/it/|/Testing[.\$]" "$1"' _ "$entries"
   rm -f "$entries"
 else
   fail "the Java binding is built"

@@ -15,20 +15,20 @@ need_file "$BUILD/java/libferry_jni_testing.so" "the test helpers' JNI library"
 (cd "$HERE" && mvn -B -q package -DskipTests -Dferry.build.dir="$FERRY_BUILD_DIR")
 out="$HERE/target/bench-classes"
 mkdir -p "$out"
-# The floors are the test source set's org.ferry.jni.Testing (not in the jar).
+# The floors are the test source set's io.github.ferryarrow.ferry.jni.Testing (not in the jar).
 classes="$HERE/target/classes:$HERE/target/test-classes"
 javac -d "$out" -cp "$classes" $(find "$HERE/src/bench/java" -name '*.java')
 cases=("$@")
 if [ "${#cases[@]}" -eq 0 ]; then
   cases=(primitives c_to_java_stream_cursor c_to_java_stream_deviceArray
-    c_to_java_array_deviceArray java_to_c_array java_to_c_stream)
+    c_to_java_array_deviceArray c_to_java_array_trusted java_to_c_array java_to_c_stream)
 fi
 table=()
 for c in "${cases[@]}"; do
   # Fixed heap and GC, so runs compare.
   run="$(java -Xms256m -Xmx256m -XX:+UseSerialGC ${JAVA_OPTS:-} \
     -Djava.library.path="$BUILD/java" \
-    -cp "$out:$classes" org.ferry.bench.HandoffBench "$c")"
+    -cp "$out:$classes" io.github.ferryarrow.ferry.bench.HandoffBench "$c")"
   echo "$run" | grep -E '^(RESULT|LOAD)'
   while IFS= read -r line; do table+=("${line#TABLE }"); done < <(echo "$run" | grep '^TABLE')
 done

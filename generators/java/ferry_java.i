@@ -1,7 +1,12 @@
-/* SWIG interface for ferry's Java JNI layer (org.ferry.jni.FerryNative).
+/* SWIG interface for ferry's Java JNI layer (io.github.ferryarrow.ferry.jni.FerryNative).
  *
  * Regenerate with generators/java/gen.sh (or ./dev.sh regen); the output is
  * committed and checked for staleness by generators/java/check.sh.
+ *
+ * The one native layer of the binding: ferry.h, plus the binding's own
+ * one-call helpers and slot layouts declared once in
+ * bindings/java/src/main/c/ferry_jni.h (constants and functions alike);
+ * no JNI entry point and no layout is written by hand.
  *
  * What this file decides, and why:
  * - Every pointer (ABI structs, FerryDevice, void*, callback functions) is a
@@ -11,7 +16,7 @@
  *   definitions are hidden (%ignore) and no proxy class is generated.
  * - int64_t is Java long through stdint.i WITHOUT -DSWIGWORDSIZE64 (with it
  *   int64_t becomes C long, which SWIG maps to Java int: silent truncation).
- * - Functions returning an errno code throw org.ferry.FerryException(code,
+ * - Functions returning an errno code throw io.github.ferryarrow.ferry.FerryException(code,
  *   message) when it is not FERRY_OK: the wrapper passes a FerryError of its
  *   own and reads its message. Out parameters become one-element Java
  *   arrays; predicates become boolean.
@@ -24,6 +29,8 @@
 %{
 #include <stdint.h>
 #include "ferry/ferry.h"
+#include "ferry/dlpack_abi.h"
+#include "ferry_jni.h"
 #include "ferry_jni_support.h"
 %}
 
@@ -50,6 +57,7 @@ FERRY_ADDRESS(struct ArrowDeviceArray*)
 FERRY_ADDRESS(const struct ArrowDeviceArray*)
 FERRY_ADDRESS(struct ArrowDeviceArrayStream*)
 FERRY_ADDRESS(const struct ArrowDeviceArrayStream*)
+FERRY_ADDRESS(struct ArrowArrayStream*)
 FERRY_ADDRESS(struct FerryDevice*)
 FERRY_ADDRESS(const struct FerryDevice*)
 FERRY_ADDRESS(struct FerryPreparedSchema*)
@@ -62,11 +70,32 @@ FERRY_ADDRESS(void*)
 FERRY_ADDRESS(const void*)
 FERRY_ADDRESS(const void* const*)
 /* Callbacks are C functions (the trampolines of ferry_jni_support.c); Java
- * passes their addresses, obtained from org.ferry.jni.Support. */
+ * passes their addresses, obtained from ferry_jni_callback (ferry_jni.h). */
 FERRY_ADDRESS(FerryReleaseHook)
 FERRY_ADDRESS(FerryStreamGetSchemaFn)
 FERRY_ADDRESS(FerryStreamGetNextFn)
 FERRY_ADDRESS(FerryFindingFn)
+
+/* ---- ferry_jni.h: the JNIEnv, Java objects, text ----------------------- */
+
+/* Functions of ferry_jni.h that throw into Java take the caller's JNIEnv:
+ * the wrapper passes its own, Java passes nothing. */
+%typemap(in, numinputs = 0) JNIEnv* env %{ $1 = jenv; %}
+
+/* Direct ByteBuffers, as themselves (jobject would be java.lang.Object). */
+%define FERRY_BYTE_BUFFER(DECL)
+%typemap(jtype) DECL "java.nio.ByteBuffer"
+%typemap(jstype) DECL "java.nio.ByteBuffer"
+%typemap(javaout) DECL { return $jnicall; }
+%enddef
+FERRY_BYTE_BUFFER(jobject ferry_jni_slab_chunk)
+FERRY_BYTE_BUFFER(jobject ferry_jni_new_direct_buffer)
+FERRY_BYTE_BUFFER(jobject buffer)
+
+/* Text from a producer (names, formats, get_last_error) may be any bytes;
+ * JNI's NewStringUTF takes modified UTF-8 only (-Xcheck:jni aborts on
+ * anything else), so every string goes through ferry_jni_new_string. */
+%typemap(out) char*, const char* %{ $result = ferry_jni_new_string(jenv, (const char*)$1); %}
 
 /* ---- out parameters as one-element arrays ------------------------------ */
 
@@ -155,7 +184,7 @@ FERRY_PREDICATE(ferry_array_stream_is_released)
 FERRY_PREDICATE(ferry_device_is_host_accessible)
 
 /* Metadata is binary and the key/value pointers are not terminated: return
- * addresses; org.ferry.jni.Support copies the bytes. */
+ * addresses; io.github.ferryarrow.ferry.jni.Support copies the bytes. */
 %define FERRY_RAW_CHARS(FN)
 %typemap(jni) const char* FN "jlong"
 %typemap(jtype) const char* FN "long"
@@ -178,6 +207,7 @@ FERRY_RAW_CHARS(ferry_schema_metadata_value)
 %ignore FerryError;
 %ignore FerryDevice;
 %ignore FerryPreparedSchema;
+%ignore DLManagedTensorVersioned;
 /* The error buffer is internal to every wrapper. */
 %ignore ferry_error_init;
 %ignore ferry_error_message;
@@ -187,6 +217,7 @@ FERRY_RAW_CHARS(ferry_schema_metadata_value)
 %ignore FERRY_FERRY_H;
 %ignore FERRY_ARROW_C_DEVICE_ABI_H;
 %ignore FERRY_FERRY_VERSION_H;
+%ignore FERRY_JNI_H;
 %ignore ARROW_C_DATA_INTERFACE;
 %ignore ARROW_C_STREAM_INTERFACE;
 %ignore ARROW_C_DEVICE_DATA_INTERFACE;
@@ -206,3 +237,4 @@ FERRY_RAW_CHARS(ferry_schema_metadata_value)
 %include "ferry/ferry_version.h"
 %include "ferry/arrow_c_device_abi.h"
 %include "ferry/ferry.h"
+%include "ferry_jni.h"

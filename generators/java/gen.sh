@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Regenerates the Java JNI layer from ferry_java.i with SWIG:
-#   Java -> bindings/java/src/main/java/org/ferry/jni/FerryNative*.java
+# Regenerates the Java binding's one native layer with SWIG, from
+# ferry_java.i, which reads core/include/ferry/ferry.h and the binding's
+# bindings/java/src/main/c/ferry_jni.h (its hot-path helpers and layouts):
+#   Java -> bindings/java/src/main/java/io/github/ferryarrow/ferry/jni/FerryNative*.java
 #   C    -> bindings/java/src/main/c/generated/ferry_java_wrap.c
 # The output is committed. `gen.sh --check` regenerates into a temporary
 # directory and fails when the committed files differ (used by CI and by
-# bindings/java/test.sh). The output depends only on ferry_java.i, the
+# generators/regen.sh). The output depends only on ferry_java.i, the two
 # headers and the SWIG version, which is pinned below.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="${FERRY_ROOT:-$(cd "$HERE/../.." && pwd)}"
 SWIG_VERSION_WANTED="4.1"
 
-java_dir="$ROOT/bindings/java/src/main/java/org/ferry/jni"
+java_dir="$ROOT/bindings/java/src/main/java/io/github/ferryarrow/ferry/jni"
 c_dir="$ROOT/bindings/java/src/main/c/generated"
 generated_java=(FerryNative.java FerryNativeJNI.java FerryNativeConstants.java)
 
@@ -28,7 +30,7 @@ fi
 # Runs SWIG into $1/java and $1/c.
 generate() {
   mkdir -p "$1/java" "$1/c"
-  swig -java -package org.ferry.jni -I"$ROOT/core/include" \
+  swig -java -package io.github.ferryarrow.ferry.jni -I"$ROOT/core/include" -I"$ROOT/bindings/java/src/main/c" \
     -outdir "$1/java" -o "$1/c/ferry_java_wrap.c" "$HERE/ferry_java.i"
   # SWIG writes no timestamps or paths, but say where the files come from.
   for f in "$1/java"/*.java "$1/c/ferry_java_wrap.c"; do

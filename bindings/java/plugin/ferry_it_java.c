@@ -1,7 +1,7 @@
 /* ferry_it_java.c: the Java test plugin (libferry_it_java.so).
  *
  * A C shim exporting the entry points of core/include/ferry/ferry_it.h; each
- * one calls a static method of org.ferry.it.Plugin, where every case of
+ * one calls a static method of io.github.ferryarrow.ferry.it.Plugin, where every case of
  * shared/cases.md is produced and checked in Java. The shim joins the JVM
  * already running in the process (a JVM host) or starts one (a C host):
  *   classpath     FERRY_JAVA_CLASSPATH, else `classpath=` of the file
@@ -125,7 +125,8 @@ static int start_jvm(ferry_it_java_create_fn create) {
   }
   char option_classpath[FERRY_IT_JAVA_TEXT + 32], option_library[FERRY_IT_JAVA_TEXT + 32];
   snprintf(option_classpath, sizeof option_classpath, "-Djava.class.path=%s", classpath);
-  JavaVMOption options[4];
+  enum { FERRY_IT_JAVA_EXTRA_OPTIONS = 16 };
+  JavaVMOption options[4 + FERRY_IT_JAVA_EXTRA_OPTIONS];
   int n = 0;
   options[n++].optionString = option_classpath;
   if (setting("FERRY_JAVA_LIBRARY_PATH", "library_path", library_path, sizeof library_path)) {
@@ -135,6 +136,23 @@ static int start_jvm(ferry_it_java_create_fn create) {
   /* A small heap and one GC thread: the plugin is a test participant. */
   options[n++].optionString = "-Xmx256m";
   options[n++].optionString = "-XX:+UseSerialGC";
+  /* FERRY_JAVA_OPTIONS: more options, separated by spaces, after these (so a
+   * later -Xmx wins), e.g. "-XX:MaxDirectMemorySize=8m" for the test that the
+   * producer's staging memory is not direct-buffer memory. */
+  static char extra[FERRY_IT_JAVA_TEXT];
+  const char* extra_env = getenv("FERRY_JAVA_OPTIONS");
+  snprintf(extra, sizeof extra, "%s", extra_env != NULL ? extra_env : "");
+  char* save = NULL;
+  for (char* word = strtok_r(extra, " \t", &save); word != NULL;
+       word = strtok_r(NULL, " \t", &save)) {
+    if (n == (int)(sizeof options / sizeof options[0])) {
+      snprintf(g_init_error, sizeof g_init_error,
+               "Java plugin: more than %d options in FERRY_JAVA_OPTIONS",
+               FERRY_IT_JAVA_EXTRA_OPTIONS);
+      return EINVAL;
+    }
+    options[n++].optionString = word;
+  }
   JavaVMInitArgs args;
   memset(&args, 0, sizeof args);
   args.version = JNI_VERSION_1_8;
@@ -226,12 +244,12 @@ static void initialize(void) {
     return;
   }
   jclass throwable = (*env)->FindClass(env, "java/lang/Throwable");
-  jclass plugin = throwable ? (*env)->FindClass(env, "org/ferry/it/Plugin") : NULL;
+  jclass plugin = throwable ? (*env)->FindClass(env, "io/github/ferryarrow/ferry/it/Plugin") : NULL;
   if (plugin == NULL) {
     char why[FERRY_IT_JAVA_TEXT / 2];
     if (!describe_exception(env, why, sizeof why)) snprintf(why, sizeof why, "not found");
     snprintf(g_init_error, sizeof g_init_error,
-             "Java plugin: class org.ferry.it.Plugin unavailable (%s); is the ferry jar on "
+             "Java plugin: class io.github.ferryarrow.ferry.it.Plugin unavailable (%s); is the ferry jar on "
              "the classpath?", why);
     return;
   }
@@ -247,7 +265,7 @@ static void initialize(void) {
       !g_check_stream || !g_live_allocations || !g_last_error) {
     (*env)->ExceptionClear(env);
     snprintf(g_init_error, sizeof g_init_error,
-             "Java plugin: org.ferry.it.Plugin lacks an entry point (jar out of date?)");
+             "Java plugin: io.github.ferryarrow.ferry.it.Plugin lacks an entry point (jar out of date?)");
     return;
   }
   (*env)->DeleteLocalRef(env, plugin);
@@ -403,7 +421,7 @@ FERRY_IT_EXPORT const char* ferry_it_last_error(void) { return t_last_error; }
 
 /* ---- benchmark entry points (ferry_it_bench.h) ---------------------------- */
 
-/* Each is one JNI upcall into org.ferry.it.Bench, found on first use (so an
+/* Each is one JNI upcall into io.github.ferryarrow.ferry.it.Bench, found on first use (so an
  * out-of-date jar breaks only these). The upcalls take and return
  * primitives, so they create no local reference and need no local frame;
  * the failure path, which does, runs inside one. */
@@ -420,12 +438,12 @@ static void bench_initialize(void) {
     snprintf(g_bench_error, sizeof g_bench_error, "Java plugin: cannot attach to the JVM");
     return;
   }
-  jclass bench = (*env)->FindClass(env, "org/ferry/it/Bench");
+  jclass bench = (*env)->FindClass(env, "io/github/ferryarrow/ferry/it/Bench");
   if (bench == NULL) {
     char why[FERRY_IT_JAVA_TEXT / 2];
     if (!describe_exception(env, why, sizeof why)) snprintf(why, sizeof why, "not found");
     snprintf(g_bench_error, sizeof g_bench_error,
-             "Java plugin: class org.ferry.it.Bench unavailable (%s); jar out of date?", why);
+             "Java plugin: class io.github.ferryarrow.ferry.it.Bench unavailable (%s); jar out of date?", why);
     (*env)->PopLocalFrame(env, NULL);
     return;
   }
@@ -439,7 +457,7 @@ static void bench_initialize(void) {
       !g_bench_export_stream || !g_bench_consume_stream || !g_bench_last_error) {
     (*env)->ExceptionClear(env);
     snprintf(g_bench_error, sizeof g_bench_error,
-             "Java plugin: org.ferry.it.Bench lacks an entry point (jar out of date?)");
+             "Java plugin: io.github.ferryarrow.ferry.it.Bench lacks an entry point (jar out of date?)");
   } else {
     g_bench = (jclass)(*env)->NewGlobalRef(env, bench);
     g_bench_rc = g_bench == NULL ? ENOMEM : 0;

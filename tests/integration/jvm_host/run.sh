@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the JVM host (org.ferry.it.JvmHost) over the default case list plus
+# Runs the JVM host (io.github.ferryarrow.ferry.it.JvmHost) over the default case list plus
 # any arguments (--require, --case, --cases, --plugins ...). Its classes and
 # JNI helper are CMake targets (tests/integration/CMakeLists.txt, into
 # BUILD/it/jvm_host). The Java plugin, when present, finds its
@@ -12,7 +12,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/../../../scripts/lib.sh"
 out="$BUILD/it/jvm_host"
 need_file "$out/libferry_it_jvm_host.so" "the JVM host's JNI helper"
-need_file "$out/classes/org/ferry/it/JvmHost.class" "the JVM host's classes"
+need_file "$out/classes/io/github/ferryarrow/ferry/it/JvmHost.class" "the JVM host's classes"
 cp="$out/classes"
 libpath=""
 conf="$BUILD/plugins/libferry_it_java.conf"
@@ -28,4 +28,4 @@ cases=()
 exec java ${FERRY_IT_JVM_FLAGS:--Xcheck:jni} -Xss4m \
   -Dferry.it.helper="$out/libferry_it_jvm_host.so" \
   ${libpath:+-Djava.library.path="$libpath"} \
-  -cp "$cp" org.ferry.it.JvmHost --plugin-dir "$BUILD/plugins" "${cases[@]}" "$@"
+  -cp "$cp" io.github.ferryarrow.ferry.it.JvmHost --plugin-dir "$BUILD/plugins" "${cases[@]}" "$@"

@@ -1,4 +1,4 @@
-/* JNI helper of the JVM host (org.ferry.it.NativeHarness): the harness of the
+/* JNI helper of the JVM host (io.github.ferryarrow.ferry.it.NativeHarness): the harness of the
  * C host driven from Java. The runtimes come from the harness's list, the
  * cases from its case-list reader, each handoff from the C host's handoff.c,
  * so both hosts assert exactly the same. Runtimes are kept in a table indexed
@@ -19,14 +19,14 @@ static char g_problem[4400];
 
 static jstring text(JNIEnv* env, const char* s) { return (*env)->NewStringUTF(env, s); }
 
-JNIEXPORT jstring JNICALL Java_org_ferry_it_NativeHarness_init(JNIEnv* env, jclass cls) {
+JNIEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_it_NativeHarness_init(JNIEnv* env, jclass cls) {
   char why[1024];
   ferry_sim_set_strict(1);
   if (it_handoff_init(why, sizeof why) != 0) return text(env, why);
   return NULL;
 }
 
-JNIEXPORT jobjectArray JNICALL Java_org_ferry_it_NativeHarness_runtimes(JNIEnv* env,
+JNIEXPORT jobjectArray JNICALL Java_io_github_ferryarrow_ferry_it_NativeHarness_runtimes(JNIEnv* env,
                                                                       jclass cls) {
   jclass string = (*env)->FindClass(env, "java/lang/String");
   if (string == NULL) return NULL;
@@ -40,7 +40,7 @@ JNIEXPORT jobjectArray JNICALL Java_org_ferry_it_NativeHarness_runtimes(JNIEnv* 
   return out;
 }
 
-JNIEXPORT jint JNICALL Java_org_ferry_it_NativeHarness_open(JNIEnv* env, jclass cls,
+JNIEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_it_NativeHarness_open(JNIEnv* env, jclass cls,
                                                            jstring jname, jstring jpath) {
   const char* name = (*env)->GetStringUTFChars(env, jname, NULL);
   const char* path = (*env)->GetStringUTFChars(env, jpath, NULL);
@@ -64,7 +64,7 @@ JNIEXPORT jint JNICALL Java_org_ferry_it_NativeHarness_open(JNIEnv* env, jclass 
   return index;
 }
 
-JNIEXPORT jstring JNICALL Java_org_ferry_it_NativeHarness_problem(JNIEnv* env, jclass cls) {
+JNIEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_it_NativeHarness_problem(JNIEnv* env, jclass cls) {
   return text(env, g_problem);
 }
 
@@ -79,17 +79,17 @@ static jstring add_cases(JNIEnv* env, jstring jarg, int is_file) {
   return rc == 0 ? NULL : text(env, why);
 }
 
-JNIEXPORT jstring JNICALL Java_org_ferry_it_NativeHarness_addCaseFile(JNIEnv* env, jclass cls,
+JNIEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_it_NativeHarness_addCaseFile(JNIEnv* env, jclass cls,
                                                                      jstring file) {
   return add_cases(env, file, 1);
 }
 
-JNIEXPORT jstring JNICALL Java_org_ferry_it_NativeHarness_addCase(JNIEnv* env, jclass cls,
+JNIEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_it_NativeHarness_addCase(JNIEnv* env, jclass cls,
                                                                  jstring line) {
   return add_cases(env, line, 0);
 }
 
-JNIEXPORT jint JNICALL Java_org_ferry_it_NativeHarness_caseCount(JNIEnv* env, jclass cls) {
+JNIEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_it_NativeHarness_caseCount(JNIEnv* env, jclass cls) {
   return (jint)g_cases.n;
 }
 
@@ -102,7 +102,7 @@ static const struct it_case_entry* entry_at(jint index, jboolean stream) {
   return t;
 }
 
-JNIEXPORT jstring JNICALL Java_org_ferry_it_NativeHarness_describeCase(JNIEnv* env, jclass cls,
+JNIEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_it_NativeHarness_describeCase(JNIEnv* env, jclass cls,
                                                                       jint index,
                                                                       jboolean stream) {
   const struct it_case_entry* e = entry_at(index, stream);
@@ -115,7 +115,7 @@ JNIEXPORT jstring JNICALL Java_org_ferry_it_NativeHarness_describeCase(JNIEnv* e
   return text(env, out);
 }
 
-JNIEXPORT jstring JNICALL Java_org_ferry_it_NativeHarness_run(JNIEnv* env, jclass cls, jint p,
+JNIEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_it_NativeHarness_run(JNIEnv* env, jclass cls, jint p,
                                                              jint c, jint index,
                                                              jboolean stream) {
   if (p < 0 || p >= g_set.n || c < 0 || c >= g_set.n) return text(env, "bad runtime index");
@@ -130,7 +130,7 @@ JNIEXPORT jstring JNICALL Java_org_ferry_it_NativeHarness_run(JNIEnv* env, jclas
   return ok ? NULL : text(env, message);
 }
 
-JNIEXPORT jlongArray JNICALL Java_org_ferry_it_NativeHarness_witnesses(JNIEnv* env,
+JNIEXPORT jlongArray JNICALL Java_io_github_ferryarrow_ferry_it_NativeHarness_witnesses(JNIEnv* env,
                                                                       jclass cls) {
   jlong values[4] = {g_stats.sim_pending, g_stats.sim_ready, g_stats.tampered,
                      g_stats.structs_tracked};

@@ -1,5 +1,6 @@
-/* ferry_jni_handoff.c: the one-call hot paths of the Java binding
- * (org.ferry.jni.Handoff) and the release queue of Java exports.
+/* ferry_jni_handoff.c: the one-call hot paths of the Java binding (declared
+ * in ferry_jni.h, wrapped by the generated layer) and the release queue of
+ * Java exports.
  *
  * Why this file exists: a JNI crossing costs ~8 ns, and the idiomatic object
  * paths used to make 10-15 of them per array (and one C->Java upcall, ~50-110
@@ -7,8 +8,8 @@
  * - import: move the producer's array into a slot (ferry_jni_slab.h) and
  *   write everything Java's accessors need (length, null count, offset,
  *   buffer addresses, device) next to it, where Java reads it through a
- *   direct ByteBuffer (layout: FERRY_JNI_INFO_* below, mirrored by
- *   org.ferry.jni.Handoff);
+ *   direct ByteBuffer (layout: FERRY_JNI_INFO_* of ferry_jni.h, which Java
+ *   reads as generated constants);
  * - stream pull and cursor step: get_next into a slot, same report;
  * - close: release the array and return the slot (and free the schema, when
  *   the last holder lets go);
@@ -38,30 +39,6 @@
 #include "ferry/ferry.h"
 #include "ferry_jni_slab.h"
 #include "ferry_jni_support.h"
-
-/* ---- the info block (keep in sync with org.ferry.jni.Handoff) ----------- */
-
-/* What Java's accessors read: in a slot (ferry_jni_slab.h) at
- * FERRY_JNI_SLOT_INFO_OFFSET, or in a long[] for child and dictionary views. */
-enum {
-  FERRY_JNI_INFO_LENGTH = 0,
-  FERRY_JNI_INFO_NULL_COUNT = 1,
-  FERRY_JNI_INFO_OFFSET = 2,
-  FERRY_JNI_INFO_N_BUFFERS = 3,
-  FERRY_JNI_INFO_N_CHILDREN = 4,
-  FERRY_JNI_INFO_DEVICE_TYPE = 5,
-  FERRY_JNI_INFO_DEVICE_ID = 6,
-  FERRY_JNI_INFO_SYNC_EVENT = 7,
-  FERRY_JNI_INFO_DICTIONARY = 8,
-  FERRY_JNI_INFO_SCHEMA = 9,
-  FERRY_JNI_INFO_BUFFER0 = 10,
-  FERRY_JNI_INFO_INLINE_BUFFERS = 5, /* slot 15 is FERRY_JNI_SLOT_ID */
-  FERRY_JNI_INFO_SIZE = FERRY_JNI_INFO_BUFFER0 + FERRY_JNI_INFO_INLINE_BUFFERS
-};
-
-/* Most buffers an export passes on the stack; Java uses the general path
- * beyond (Handoff.MAX_EXPORT_BUFFERS). */
-enum { FERRY_JNI_MAX_EXPORT_BUFFERS = 16 };
 
 /* Writes what Java caches about `array` into `values` (FERRY_JNI_INFO_SIZE
  * entries); buffer addresses beyond the inline ones are read on demand. */
@@ -95,14 +72,27 @@ static void ferry_jni_fill_slot_info(struct ferry_jni_slot* slot,
 
 /* ---- import ------------------------------------------------------------- */
 
-/* Moves the producer's schema (into a new heap struct) and device array (into
- * a new slot); the sources are left released. Returns the slot's id; its info
- * holds the heap schema. On failure throws and moves nothing. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_importArray(JNIEnv* env, jclass cls,
-                                                              jlong schema_src,
-                                                              jlong array_src) {
-  struct ArrowSchema* schema_in = (struct ArrowSchema*)(intptr_t)schema_src;
-  struct ArrowDeviceArray* array_in = (struct ArrowDeviceArray*)(intptr_t)array_src;
+/* Validates the array in `slot` (schema or prepared schema) at `level`;
+ * on a finding releases it, frees the slot and throws the validator's
+ * message. Returns 1 when the array may be handed to Java. */
+static int ferry_jni_validated(JNIEnv* env, struct ferry_jni_slot* slot,
+                               const struct ArrowSchema* schema,
+                               const struct FerryPreparedSchema* prepared, int32_t level) {
+  if (level == FERRY_JNI_VALIDATE_NONE || (schema == NULL && prepared == NULL)) return 1;
+  struct FerryError error;
+  error.message[0] = '\0';
+  int rc = prepared != NULL
+               ? ferry_validate_prepared(prepared, &slot->array, level, NULL, NULL, &error)
+               : ferry_validate_device_array(schema, &slot->array, level, NULL, NULL, &error);
+  if (rc == FERRY_OK) return 1;
+  ferry_device_array_release(&slot->array);
+  ferry_jni_slot_free(slot);
+  ferry_jni_throw_ferry(env, rc, error.message, "ferry_validate_device_array");
+  return 0;
+}
+
+int64_t ferry_jni_import_array(JNIEnv* env, struct ArrowSchema* schema_in,
+                               struct ArrowDeviceArray* array_in, int32_t level) {
   if (schema_in == NULL || array_in == NULL) {
     ferry_jni_throw_illegal_argument(env, "null ArrowSchema or ArrowDeviceArray address");
     return -1;
@@ -127,16 +117,15 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_importArray(JNIEnv* env, jcla
   schema->release = NULL;
   ferry_schema_move(schema_in, schema);
   ferry_device_array_move(array_in, &slot->array);
+  if (!ferry_jni_validated(env, slot, schema, NULL, level)) {
+    ferry_schema_free(schema);
+    return -1;
+  }
   ferry_jni_fill_slot_info(slot, schema);
   return id;
 }
 
-/* Moves a live device array (e.g. a ferry_device_array_new struct that ferry
- * filled) into a new slot and fills its info; the source is left released.
- * Returns the slot id; throws (moving nothing) on failure. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_adopt(JNIEnv* env, jclass cls,
-                                                        jlong device_array) {
-  struct ArrowDeviceArray* src = (struct ArrowDeviceArray*)(intptr_t)device_array;
+int64_t ferry_jni_adopt(JNIEnv* env, struct ArrowDeviceArray* src) {
   if (src == NULL || src->array.release == NULL) {
     ferry_jni_throw_ferry(env, EINVAL, "the ArrowDeviceArray to adopt is released", NULL);
     return -1;
@@ -152,11 +141,31 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_adopt(JNIEnv* env, jclass cls
   return id;
 }
 
-/* Pulls the next batch of `stream` into a new slot and fills its info.
- * Returns the slot id, or -1 at the end of the stream; throws FerryException
- * with the producer's code and message on failure. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_streamNext(JNIEnv* env, jclass cls,
-                                                             jlong stream) {
+/* get_next (or get_next_on) into the released slot; 0 or the failure code
+ * with the producer's message in `error`. A batch on another device type than
+ * the stream's (the specification forbids it) is released and refused. */
+static int ferry_jni_pull(struct ArrowDeviceArrayStream* stream, struct ferry_jni_slot* slot,
+                          int32_t on_stream, void* consumer_stream, struct FerryError* error) {
+  error->message[0] = '\0';
+  int rc = on_stream
+               ? ferry_array_stream_get_next_on(stream, &slot->array, consumer_stream, error)
+               : ferry_array_stream_get_next(stream, &slot->array, error);
+  if (rc != FERRY_OK || slot->array.array.release == NULL) return rc;
+  ArrowDeviceType stream_type = stream->device_type; /* the ABI field: no call per batch */
+  if (slot->array.device_type != stream_type) {
+    snprintf(error->message, sizeof error->message,
+             "the producer's batch has device type %s from a stream of device type %s",
+             ferry_device_type_name(slot->array.device_type),
+             ferry_device_type_name(stream_type));
+    ferry_device_array_release(&slot->array);
+    return EINVAL;
+  }
+  return FERRY_OK;
+}
+
+int64_t ferry_jni_stream_next(JNIEnv* env, struct ArrowDeviceArrayStream* stream,
+                              int32_t on_stream, void* consumer_stream,
+                              const struct FerryPreparedSchema* prepared, int32_t level) {
   int64_t id;
   struct ferry_jni_slot* slot = ferry_jni_slot_alloc(&id);
   if (slot == NULL) {
@@ -164,42 +173,43 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_streamNext(JNIEnv* env, jclas
     return -1;
   }
   struct FerryError error;
-  error.message[0] = '\0';
-  int rc = ferry_array_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, &slot->array,
-                                 &error);
+  int rc = ferry_jni_pull(stream, slot, on_stream, consumer_stream, &error);
   if (rc != FERRY_OK || slot->array.array.release == NULL) {
     ferry_jni_slot_free(slot); /* get_next left it released */
     if (rc != FERRY_OK) ferry_jni_throw_ferry(env, rc, error.message, "ferry_array_stream_get_next");
     return -1;
   }
+  if (!ferry_jni_validated(env, slot, NULL, prepared, level)) return -1;
   ferry_jni_fill_slot_info(slot, NULL);
   return id;
 }
 
-/* The cursor's step: releases the batch held in the slot at `slot_address`
- * (if any), pulls the next one into it and fills its info. Returns the batch
- * length, -1 at the end; throws FerryException with the producer's code and
- * message on failure. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_cursorAdvance(JNIEnv* env, jclass cls,
-                                                                jlong stream,
-                                                                jlong slot_address) {
-  struct ferry_jni_slot* slot = (struct ferry_jni_slot*)(intptr_t)slot_address;
+int64_t ferry_jni_cursor_advance(JNIEnv* env, struct ArrowDeviceArrayStream* stream,
+                                 void* slot_address, const struct FerryPreparedSchema* prepared,
+                                 int32_t level) {
+  struct ferry_jni_slot* slot = slot_address;
   ferry_device_array_release(&slot->array);
   struct FerryError error;
-  error.message[0] = '\0';
-  int rc = ferry_array_stream_get_next((struct ArrowDeviceArrayStream*)(intptr_t)stream, &slot->array,
-                                 &error);
+  int rc = ferry_jni_pull(stream, slot, 0, NULL, &error);
   if (rc != FERRY_OK) {
     ferry_jni_throw_ferry(env, rc, error.message, "ferry_array_stream_get_next");
     return -1;
   }
   if (slot->array.array.release == NULL) return -1;
+  if (level != FERRY_JNI_VALIDATE_NONE && prepared != NULL) {
+    rc = ferry_validate_prepared(prepared, &slot->array, level, NULL, NULL, &error);
+    if (rc != FERRY_OK) {
+      /* The slot stays the cursor's (empty): it is freed when the cursor closes. */
+      ferry_device_array_release(&slot->array);
+      ferry_jni_throw_ferry(env, rc, error.message, "ferry_validate_prepared");
+      return -1;
+    }
+  }
   ferry_jni_fill_slot_info(slot, NULL);
   return slot->array.array.length;
 }
 
-/* A new empty slot (for the cursor); returns its id, throws when out of memory. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_newSlot(JNIEnv* env, jclass cls) {
+int64_t ferry_jni_new_slot(JNIEnv* env) {
   int64_t id;
   struct ferry_jni_slot* slot = ferry_jni_slot_alloc(&id);
   if (slot == NULL) {
@@ -209,31 +219,41 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_newSlot(JNIEnv* env, jclass c
   return id;
 }
 
-/* Releases the array in a slot and returns the slot; frees `schema` too when
- * it is not 0 (the last holder of an imported schema let go). */
-JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_closeSlot(JNIEnv* env, jclass cls,
-                                                           jlong slot_address, jlong schema) {
-  struct ferry_jni_slot* slot = (struct ferry_jni_slot*)(intptr_t)slot_address;
+void ferry_jni_close_slot(void* slot_address, struct ArrowSchema* schema) {
+  struct ferry_jni_slot* slot = slot_address;
   ferry_device_array_release(&slot->array);
   ferry_jni_slot_free(slot);
-  if (schema != 0) ferry_schema_free((struct ArrowSchema*)(intptr_t)schema);
+  if (schema != NULL) ferry_schema_free(schema);
 }
 
-/* A direct ByteBuffer over slab chunk `chunk` (null if it does not exist yet). */
-JNIEXPORT jobject JNICALL Java_org_ferry_jni_Handoff_slabChunk(JNIEnv* env, jclass cls,
-                                                              jint chunk) {
-  void* base = ferry_jni_slab_chunk(chunk);
+jobject ferry_jni_slab_chunk(JNIEnv* env, int32_t chunk) {
+  void* base = ferry_jni_slab_chunk_base(chunk);
   if (base == NULL) return NULL;
   return (*env)->NewDirectByteBuffer(
       env, base, (jlong)FERRY_JNI_SLOTS_PER_CHUNK * FERRY_JNI_SLOT_SIZE);
 }
 
-/* Fills `info` (a long[] of at least FERRY_JNI_INFO_SIZE) for a child or
- * dictionary ArrowArray (device slots 0). */
-JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_arrayInfo(JNIEnv* env, jclass cls,
-                                                           jlong array, jlongArray info) {
+int64_t ferry_jni_buffer_size(JNIEnv* env, const struct ArrowSchema* schema,
+                              const struct ArrowArray* array, int32_t device_type,
+                              int64_t device_id, int64_t i) {
+  struct FerryError error;
+  error.message[0] = '\0';
+  int64_t size = 0;
+  int rc = ferry_array_buffer_size(schema, array, device_type, device_id, i, &size, &error);
+  if (rc != FERRY_OK) {
+    ferry_jni_throw_ferry(env, rc, error.message, "ferry_array_buffer_size");
+    return -1;
+  }
+  return size;
+}
+
+void ferry_jni_array_info(JNIEnv* env, const struct ArrowArray* array, jlongArray info) {
+  if (array == NULL) {
+    ferry_jni_throw_illegal_argument(env, "null ArrowArray address");
+    return;
+  }
   int64_t values[FERRY_JNI_INFO_SIZE] = {0};
-  ferry_jni_fill_info(values, (const struct ArrowArray*)(intptr_t)array, 0, 0, NULL, NULL);
+  ferry_jni_fill_info(values, array, 0, 0, NULL, NULL);
   (*env)->SetLongArrayRegion(env, info, 0, FERRY_JNI_INFO_SIZE, (const jlong*)values);
 }
 
@@ -351,11 +371,12 @@ void ferry_jni_queued_release_hook(void* user_data) {
   }
 }
 
-/* Pops up to out.length (at most 64) handles into `out`; returns how many. */
-static jint ferry_jni_drain_into(JNIEnv* env, jlongArray out) {
-  jlong handles[64];
+/* Pops up to out.length (at most FERRY_JNI_MAX_DRAIN) handles into `out`;
+ * returns how many. */
+int32_t ferry_jni_drain_releases(JNIEnv* env, jlongArray out) {
+  jlong handles[FERRY_JNI_MAX_DRAIN];
   jsize capacity = (*env)->GetArrayLength(env, out);
-  if (capacity > 64) capacity = 64;
+  if (capacity > FERRY_JNI_MAX_DRAIN) capacity = FERRY_JNI_MAX_DRAIN;
   jint n = 0;
   uint64_t handle;
   while (n < capacity && ferry_jni_queue_pop(&handle)) handles[n++] = (jlong)handle;
@@ -364,8 +385,8 @@ static jint ferry_jni_drain_into(JNIEnv* env, jlongArray out) {
 }
 
 /* Pops one handle for the export path: 0 when the queue is empty, else the
- * handle, negated-in-sign (bit 63 set) when more are queued. Handles are
- * below 2^63 (a 31-bit generation above a 32-bit slot, see HandleTable). */
+ * handle, with bit 63 set when more are queued. Handles are below 2^63 (a
+ * 31-bit generation above a 32-bit slot, see HandleTable). */
 static jlong ferry_jni_pop_one(void) {
   uint64_t handle;
   if (!ferry_jni_queue_pop(&handle)) return 0;
@@ -373,13 +394,8 @@ static jlong ferry_jni_pop_one(void) {
   return (jlong)handle;
 }
 
-JNIEXPORT jint JNICALL Java_org_ferry_jni_Handoff_drainReleases(JNIEnv* env, jclass cls,
-                                                               jlongArray out) {
-  return ferry_jni_drain_into(env, out);
-}
-
 /* Blocks the calling (drainer) thread until a release claimed a cell. */
-JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_awaitReleases(JNIEnv* env, jclass cls) {
+void ferry_jni_await_releases(void) {
   pthread_mutex_lock(&g_drainer_mutex);
   atomic_store_explicit(&g_drainer_waiting, 1, memory_order_seq_cst);
   while (!ferry_jni_queue_has_claims()) pthread_cond_wait(&g_drainer_wake, &g_drainer_mutex);
@@ -387,36 +403,24 @@ JNIEXPORT void JNICALL Java_org_ferry_jni_Handoff_awaitReleases(JNIEnv* env, jcl
   pthread_mutex_unlock(&g_drainer_mutex);
 }
 
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_queuedReleaseHookAddress(JNIEnv* env,
-                                                                           jclass cls) {
-  return (jlong)(intptr_t)&ferry_jni_queued_release_hook;
-}
-
-/* {capacity, handles queued so far (claimed cells), releases that fell back
- * to the upcall}. */
-JNIEXPORT jlongArray JNICALL Java_org_ferry_jni_Handoff_releaseQueueStats(JNIEnv* env,
-                                                                         jclass cls) {
-  jlong stats[3] = {FERRY_JNI_QUEUE_SIZE, (jlong)atomic_load(&g_queue_tail),
-                    (jlong)atomic_load(&g_queue_fallbacks)};
-  jlongArray out = (*env)->NewLongArray(env, 3);
-  if (out != NULL) (*env)->SetLongArrayRegion(env, out, 0, 3, stats);
-  return out;
+int64_t ferry_jni_queue_stat(int32_t which) {
+  switch (which) {
+    case FERRY_JNI_STAT_QUEUE_CAPACITY: return FERRY_JNI_QUEUE_SIZE;
+    case FERRY_JNI_STAT_QUEUED: return (int64_t)atomic_load(&g_queue_tail);
+    case FERRY_JNI_STAT_QUEUE_FALLBACKS: return atomic_load(&g_queue_fallbacks);
+    default: return -1;
+  }
 }
 
 /* ---- export ------------------------------------------------------------- */
 
-/* Fills the released ArrowDeviceArray `out` with a flat array (no children,
- * no dictionary) of `n_buffers` buffers, on (device_type, device_id) without
- * an event; its release hook is `hook(handle)`. The buffer addresses are
- * a0..a2 when n_buffers <= 3 (no array to read: the common case costs no JNI
- * function call), else `addresses`. On failure (FerryException) `out` stays
- * released. Then pops one released handle off the queue for Java to drop, in
- * the same crossing (see ferry_jni_pop_one for the encoding). */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_exportArray(
-    JNIEnv* env, jclass cls, jlong out_address, jlong length, jlong null_count, jlong offset,
-    jint n_buffers, jlong a0, jlong a1, jlong a2, jlongArray addresses, jint device_type,
-    jlong device_id, jlong hook, jlong handle) {
-  struct ArrowDeviceArray* out = (struct ArrowDeviceArray*)(intptr_t)out_address;
+/* The common case (n_buffers <= 3) reads no Java array: a0..a2 arrive as
+ * arguments, so the export costs no JNI function call. */
+int64_t ferry_jni_export_array(JNIEnv* env, struct ArrowDeviceArray* out, int64_t length,
+                               int64_t null_count, int64_t offset, int32_t n_buffers,
+                               const void* a0, const void* a1, const void* a2,
+                               jlongArray addresses, int32_t device_type, int64_t device_id,
+                               FerryReleaseHook hook, void* handle) {
   if (out == NULL) {
     ferry_jni_throw_illegal_argument(env, "null ArrowDeviceArray address");
     return 0;
@@ -427,19 +431,23 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_exportArray(
     return 0;
   }
   if (n_buffers <= 3) {
-    table[0] = (const void*)(intptr_t)a0;
-    table[1] = (const void*)(intptr_t)a1;
-    table[2] = (const void*)(intptr_t)a2;
+    table[0] = a0;
+    table[1] = a1;
+    table[2] = a2;
   } else {
     jlong values[FERRY_JNI_MAX_EXPORT_BUFFERS];
+    if (addresses == NULL || (*env)->GetArrayLength(env, addresses) < n_buffers) {
+      ferry_jni_throw_illegal_argument(env, "fewer buffer addresses than n_buffers");
+      return 0;
+    }
     (*env)->GetLongArrayRegion(env, addresses, 0, n_buffers, values);
     if ((*env)->ExceptionCheck(env)) return 0;
     for (jint i = 0; i < n_buffers; i++) table[i] = (const void*)(intptr_t)values[i];
   }
   struct FerryError error;
   error.message[0] = '\0';
-  int rc = ferry_array_init(&out->array, length, null_count, offset, n_buffers, table, 0,
-                            (FerryReleaseHook)(intptr_t)hook, (void*)(intptr_t)handle, &error);
+  int rc = ferry_array_init(&out->array, length, null_count, offset, n_buffers, table, 0, hook,
+                            handle, &error);
   if (rc != FERRY_OK) {
     ferry_jni_throw_ferry(env, rc, error.message, "ferry_array_init");
     return 0;
@@ -454,11 +462,4 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_exportArray(
     return 0;
   }
   return ferry_jni_pop_one();
-}
-
-/* The address of a direct ByteBuffer, or 0 for a heap buffer (Java caches it
- * per buffer: one call per buffer, not per export). */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Handoff_directAddress(JNIEnv* env, jclass cls,
-                                                                jobject buffer) {
-  return (jlong)(intptr_t)(*env)->GetDirectBufferAddress(env, buffer);
 }

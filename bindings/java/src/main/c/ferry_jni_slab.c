@@ -123,7 +123,7 @@ struct ferry_jni_slot* ferry_jni_slot_alloc(int64_t* id) {
   /* The link overlays array.length and null_count; release must read NULL. */
   slot->array.array.release = NULL;
   /* Remember the id in the slot, for the free path. */
-  slot->info[FERRY_JNI_SLOT_ID] = *id;
+  slot->info[FERRY_JNI_INFO_SLOT_ID] = *id;
   return slot;
 }
 
@@ -131,7 +131,7 @@ void ferry_jni_slot_free(struct ferry_jni_slot* slot) {
   if (slot == NULL) return;
   struct ferry_jni_slot_cache* c = &t_cache;
   if (!c->registered) ferry_jni_slab_register(c);
-  int64_t id = slot->info[FERRY_JNI_SLOT_ID];
+  int64_t id = slot->info[FERRY_JNI_INFO_SLOT_ID];
   struct ferry_jni_free_slot* free_slot = (struct ferry_jni_free_slot*)slot;
   free_slot->id = id;
   free_slot->next = c->head;
@@ -150,7 +150,7 @@ void ferry_jni_slot_free(struct ferry_jni_slot* slot) {
   }
 }
 
-void* ferry_jni_slab_chunk(int32_t chunk) {
+void* ferry_jni_slab_chunk_base(int32_t chunk) {
   if (chunk < 0 || chunk >= FERRY_JNI_MAX_CHUNKS) return NULL;
   return atomic_load_explicit(&g_chunks[chunk], memory_order_acquire);
 }

@@ -17,15 +17,24 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* The Java classes this file calls (their methods are looked up below). */
+#define FERRY_JNI_EXCEPTION_CLASS "io/github/ferryarrow/ferry/FerryException"
+#define FERRY_JNI_UPCALLS_CLASS "io/github/ferryarrow/ferry/Upcalls"
 
 static JavaVM* g_vm;
 static pthread_key_t g_detach_key;
 
 static jclass g_ferry_exception;
-static jmethodID g_ferry_exception_ctor;
-static jmethodID g_ferry_exception_code;
+/* Looked up on first use, not in JNI_OnLoad: looking up a method initialises
+ * its class, and FerryException's constants come from this very library,
+ * whose natives are not registered until JNI_OnLoad returns. */
+static _Atomic(jmethodID) g_ferry_exception_ctor;
+static _Atomic(jmethodID) g_ferry_exception_code;
 static jclass g_illegal_argument;
 static jmethodID g_throwable_get_message;
 static jmethodID g_throwable_to_string;
@@ -38,6 +47,17 @@ static atomic_llong g_attached_threads;
 static atomic_llong g_detached_threads;
 
 JavaVM* ferry_jni_vm(void) { return g_vm; }
+
+/* FerryException's method `name` (lazily; a race looks the same ID up twice). */
+static jmethodID ferry_jni_exception_method(JNIEnv* env, _Atomic(jmethodID)* cache,
+                                            const char* name, const char* signature) {
+  jmethodID id = atomic_load_explicit(cache, memory_order_acquire);
+  if (id == NULL) {
+    id = (*env)->GetMethodID(env, g_ferry_exception, name, signature);
+    if (id != NULL) atomic_store_explicit(cache, id, memory_order_release);
+  }
+  return id;
+}
 
 /* Runs at the exit of a thread that ferry_jni_env attached. */
 static void ferry_jni_detach_at_exit(void* vm) {
@@ -63,15 +83,12 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   ferry_jni_release_queue_init();
   if (pthread_key_create(&g_detach_key, ferry_jni_detach_at_exit) != 0) return JNI_ERR;
 
-  g_ferry_exception = ferry_jni_global_class(env, "org/ferry/FerryException");
+  g_ferry_exception = ferry_jni_global_class(env, FERRY_JNI_EXCEPTION_CLASS);
   g_illegal_argument = ferry_jni_global_class(env, "java/lang/IllegalArgumentException");
-  g_upcalls = ferry_jni_global_class(env, "org/ferry/Upcalls");
+  g_upcalls = ferry_jni_global_class(env, FERRY_JNI_UPCALLS_CLASS);
   jclass throwable = (*env)->FindClass(env, "java/lang/Throwable");
   if (!g_ferry_exception || !g_illegal_argument || !g_upcalls || !throwable) return JNI_ERR;
 
-  g_ferry_exception_ctor =
-      (*env)->GetMethodID(env, g_ferry_exception, "<init>", "(ILjava/lang/String;)V");
-  g_ferry_exception_code = (*env)->GetMethodID(env, g_ferry_exception, "code", "()I");
   g_throwable_get_message =
       (*env)->GetMethodID(env, throwable, "getMessage", "()Ljava/lang/String;");
   g_throwable_to_string =
@@ -80,7 +97,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   g_upcalls_get_schema = (*env)->GetStaticMethodID(env, g_upcalls, "getSchema", "(JJ)I");
   g_upcalls_get_next = (*env)->GetStaticMethodID(env, g_upcalls, "getNext", "(JJ)I");
   (*env)->DeleteLocalRef(env, throwable);
-  if (!g_ferry_exception_ctor || !g_ferry_exception_code || !g_throwable_get_message ||
+  if (!g_throwable_get_message ||
       !g_throwable_to_string || !g_upcalls_release || !g_upcalls_get_schema ||
       !g_upcalls_get_next) {
     return JNI_ERR;
@@ -127,7 +144,9 @@ int ferry_jni_take_exception(JNIEnv* env, struct FerryError* error) {
   if ((*env)->IsInstanceOf(env, thrown, g_ferry_exception)) {
     /* A FerryException carries the errno meant for C and a message meant
      * for the consumer ("injected failure at get_next 2"): pass both on. */
-    code = (*env)->CallIntMethod(env, thrown, g_ferry_exception_code);
+    jmethodID code_method =
+        ferry_jni_exception_method(env, &g_ferry_exception_code, "code", "()I");
+    code = code_method == NULL ? EIO : (*env)->CallIntMethod(env, thrown, code_method);
     if ((*env)->ExceptionCheck(env) || code == FERRY_OK) {
       (*env)->ExceptionClear(env);
       code = EIO;
@@ -153,6 +172,79 @@ int ferry_jni_take_exception(JNIEnv* env, struct FerryError* error) {
   return code;
 }
 
+/* Length of the valid UTF-8 sequence at `s` (1-4), its code point in *cp;
+ * 0 when the bytes there are not valid UTF-8 (overlong, surrogate, beyond
+ * U+10FFFF, truncated). */
+static int ferry_jni_utf8_sequence(const unsigned char* s, uint32_t* cp) {
+  unsigned char c = s[0];
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  int n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+  if (n == 0 || c > 0xF4) return 0;
+  uint32_t v = c & (0x7F >> n);
+  for (int i = 1; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0; /* also stops at the terminator */
+    v = v << 6 | (s[i] & 0x3F);
+  }
+  static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (v < min[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+  *cp = v;
+  return n;
+}
+
+/* Appends code point `cp` (<= U+FFFF) in modified UTF-8. */
+static size_t ferry_jni_put_modified(unsigned char* out, uint32_t cp) {
+  if (cp >= 1 && cp < 0x80) {
+    out[0] = (unsigned char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = (unsigned char)(0xC0 | cp >> 6);
+    out[1] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  out[0] = (unsigned char)(0xE0 | cp >> 12);
+  out[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+  out[2] = (unsigned char)(0x80 | (cp & 0x3F));
+  return 3;
+}
+
+jstring ferry_jni_new_string(JNIEnv* env, const char* text) {
+  if (text == NULL) return NULL;
+  const unsigned char* s = (const unsigned char*)text;
+  size_t length = 0;
+  int ascii = 1;
+  while (s[length] != 0) ascii &= s[length++] < 0x80;
+  if (ascii) return (*env)->NewStringUTF(env, text);
+  /* At most 6 output bytes (a surrogate pair) per 4 input bytes, and 3 (U+FFFD)
+   * per invalid byte. */
+  unsigned char* out = malloc(3 * length + 1);
+  if (out == NULL) return (*env)->NewStringUTF(env, "(ferry: out of memory converting a message)");
+  size_t o = 0;
+  for (size_t i = 0; i < length;) {
+    uint32_t cp;
+    int n = ferry_jni_utf8_sequence(s + i, &cp);
+    if (n == 0) {
+      o += ferry_jni_put_modified(out + o, 0xFFFD);
+      i++;
+    } else if (cp > 0xFFFF) {
+      cp -= 0x10000;
+      o += ferry_jni_put_modified(out + o, 0xD800 | cp >> 10);
+      o += ferry_jni_put_modified(out + o, 0xDC00 | (cp & 0x3FF));
+      i += (size_t)n;
+    } else {
+      o += ferry_jni_put_modified(out + o, cp);
+      i += (size_t)n;
+    }
+  }
+  out[o] = 0;
+  jstring result = (*env)->NewStringUTF(env, (const char*)out);
+  free(out);
+  return result;
+}
+
 void ferry_jni_throw_ferry(JNIEnv* env, int code, const char* message, const char* function) {
   char fallback[256];
   if (message == NULL || message[0] == '\0') {
@@ -160,9 +252,15 @@ void ferry_jni_throw_ferry(JNIEnv* env, int code, const char* message, const cha
              ferry_errno_name(code));
     message = fallback;
   }
-  jstring text = (*env)->NewStringUTF(env, message);
+  jstring text = ferry_jni_new_string(env, message);
   if (text == NULL) return; /* OutOfMemoryError is pending: it is thrown instead. */
-  jobject thrown = (*env)->NewObject(env, g_ferry_exception, g_ferry_exception_ctor,
+  jmethodID ctor = ferry_jni_exception_method(env, &g_ferry_exception_ctor, "<init>",
+                                              "(ILjava/lang/String;)V");
+  if (ctor == NULL) { /* NoSuchMethodError (or ExceptionInInitializerError) is pending */
+    (*env)->DeleteLocalRef(env, text);
+    return;
+  }
+  jobject thrown = (*env)->NewObject(env, g_ferry_exception, ctor,
                                      (jint)code, text);
   if (thrown != NULL) {
     (*env)->Throw(env, (jthrowable)thrown);
@@ -227,46 +325,54 @@ int ferry_jni_stream_get_next(void* user_data, struct ArrowDeviceArray* out,
   return ferry_jni_stream_upcall(g_upcalls_get_next, user_data, out, error);
 }
 
-/* ---- org.ferry.jni.Support natives -------------------------------------- */
+/* ---- callbacks, counters and memory (ferry_jni.h) ------------------------ */
 
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Support_releaseHookAddress(JNIEnv* env, jclass cls) {
-  return (jlong)(intptr_t)&ferry_jni_release_hook;
+void* ferry_jni_callback(int32_t which) {
+  switch (which) {
+    case FERRY_JNI_CALLBACK_RELEASE: return (void*)&ferry_jni_release_hook;
+    case FERRY_JNI_CALLBACK_QUEUED_RELEASE: return (void*)&ferry_jni_queued_release_hook;
+    case FERRY_JNI_CALLBACK_GET_SCHEMA: return (void*)&ferry_jni_stream_get_schema;
+    case FERRY_JNI_CALLBACK_GET_NEXT: return (void*)&ferry_jni_stream_get_next;
+    default: return NULL;
+  }
 }
 
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Support_getSchemaAddress(JNIEnv* env, jclass cls) {
-  return (jlong)(intptr_t)&ferry_jni_stream_get_schema;
+int64_t ferry_jni_stat(int32_t which) {
+  switch (which) {
+    case FERRY_JNI_STAT_ATTACHED_THREADS: return atomic_load(&g_attached_threads);
+    case FERRY_JNI_STAT_DETACHED_THREADS: return atomic_load(&g_detached_threads);
+    default: return ferry_jni_queue_stat(which);
+  }
 }
 
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Support_getNextAddress(JNIEnv* env, jclass cls) {
-  return (jlong)(intptr_t)&ferry_jni_stream_get_next;
+void* ferry_jni_direct_address(JNIEnv* env, jobject buffer) {
+  if (buffer == NULL) return NULL;
+  return (*env)->GetDirectBufferAddress(env, buffer);
 }
 
-JNIEXPORT jobject JNICALL Java_org_ferry_jni_Support_newDirectBuffer(JNIEnv* env, jclass cls,
-                                                                    jlong address,
-                                                                    jlong size) {
-  return (*env)->NewDirectByteBuffer(env, (void*)(intptr_t)address, size);
+jobject ferry_jni_new_direct_buffer(JNIEnv* env, void* address, int64_t size) {
+  if (address == NULL && size > 0) {
+    ferry_jni_throw_illegal_argument(env, "a direct buffer over a 0 address");
+    return NULL;
+  }
+  if (size < 0) {
+    ferry_jni_throw_illegal_argument(env, "a direct buffer of negative size");
+    return NULL;
+  }
+  return (*env)->NewDirectByteBuffer(env, address, size);
 }
 
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Support_directBufferAddress(JNIEnv* env,
-                                                                      jclass cls,
-                                                                      jobject buffer) {
-  return (jlong)(intptr_t)(*env)->GetDirectBufferAddress(env, buffer);
-}
-
-JNIEXPORT jbyteArray JNICALL Java_org_ferry_jni_Support_copyBytes(JNIEnv* env, jclass cls,
-                                                                 jlong address, jint length) {
+jbyteArray ferry_jni_copy_bytes(JNIEnv* env, const void* address, int32_t length) {
+  if (length < 0 || (address == NULL && length > 0)) {
+    ferry_jni_throw_illegal_argument(env, "copy_bytes: a 0 address or a negative length");
+    return NULL;
+  }
   jbyteArray out = (*env)->NewByteArray(env, length);
   if (out == NULL) return NULL;
-  if (length > 0) {
-    (*env)->SetByteArrayRegion(env, out, 0, length, (const jbyte*)(intptr_t)address);
-  }
+  if (length > 0) (*env)->SetByteArrayRegion(env, out, 0, length, (const jbyte*)address);
   return out;
 }
 
-JNIEXPORT jlongArray JNICALL Java_org_ferry_jni_Support_attachCounts(JNIEnv* env, jclass cls) {
-  jlong counts[2] = {(jlong)atomic_load(&g_attached_threads),
-                     (jlong)atomic_load(&g_detached_threads)};
-  jlongArray out = (*env)->NewLongArray(env, 2);
-  if (out != NULL) (*env)->SetLongArrayRegion(env, out, 0, 2, counts);
-  return out;
+void ferry_jni_zero(void* address, int64_t size) {
+  if (address != NULL && size > 0) memset(address, 0, (size_t)size);
 }

@@ -1,5 +1,5 @@
 /* ferry_jni_testing.c: C-side helpers for the Java binding's tests and
- * benchmark (org.ferry.jni.Testing, in the test source set): a consumer on a
+ * benchmark (io.github.ferryarrow.ferry.jni.Testing, in the test source set): a consumer on a
  * pthread the JVM has never seen, static C producers and consumers, and the
  * raw JNI call floors. Built by CMake as its own libferry_jni_testing.so, so
  * that neither libferry_jni.so nor the jar carries test code.
@@ -68,7 +68,7 @@ static void* ferry_jni_pull_thread(void* arg) {
 /* Takes ownership of the stream's contents (the struct memory stays the
  * caller's); returns NULL on success, else the error message. stats receives
  * {rc, batches, total length}. */
-JNIEXPORT jstring JNICALL Java_org_ferry_jni_Testing_pullStreamOnForeignThread(
+JNIEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_pullStreamOnForeignThread(
     JNIEnv* env, jclass cls, jlong stream, jlongArray stats) {
   struct ferry_jni_pull_job job;
   memset(&job, 0, sizeof job);
@@ -120,7 +120,7 @@ static void ferry_jni_fill_static_schema(struct ArrowSchema* out) {
 }
 
 /* Fills a CPU int32 array (values i * 7) and its schema with static memory. */
-JNIEXPORT void JNICALL Java_org_ferry_jni_Testing_cProduceStatic(JNIEnv* env, jclass cls,
+JNIEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_cProduceStatic(JNIEnv* env, jclass cls,
                                                                 jlong schema_out,
                                                                 jlong array_out,
                                                                 jlong length) {
@@ -148,7 +148,7 @@ static void ferry_jni_static_stream_release(struct ArrowDeviceArrayStream* s) {
 }
 
 /* An endless C stream of static int32 batches of `length`. */
-JNIEXPORT void JNICALL Java_org_ferry_jni_Testing_cStaticStream(JNIEnv* env, jclass cls,
+JNIEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_cStaticStream(JNIEnv* env, jclass cls,
                                                                jlong stream_out,
                                                                jlong length) {
   struct ArrowDeviceArrayStream* s = (struct ArrowDeviceArrayStream*)(intptr_t)stream_out;
@@ -167,7 +167,7 @@ JNIEXPORT void JNICALL Java_org_ferry_jni_Testing_cStaticStream(JNIEnv* env, jcl
 
 /* Consumes a device array the way a C consumer does: move it, read length and
  * the first value of buffer 1, release. Returns length + value. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_cConsumeArray(JNIEnv* env, jclass cls,
+JNIEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_cConsumeArray(JNIEnv* env, jclass cls,
                                                                 jlong array) {
   struct ArrowDeviceArray local;
   memset(&local, 0, sizeof local);
@@ -188,7 +188,7 @@ static int64_t ferry_jni_now_ns(void) {
 
 /* Pulls n batches from `stream` in C (get_next, read, release each) and
  * returns the elapsed ns, or -1 on error or early end. Borrows the stream. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_cPullLoop(JNIEnv* env, jclass cls,
+JNIEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_cPullLoop(JNIEnv* env, jclass cls,
                                                             jlong stream, jlong n) {
   struct ArrowDeviceArrayStream* s = (struct ArrowDeviceArrayStream*)(intptr_t)stream;
   volatile int64_t sink = 0;
@@ -204,7 +204,7 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_cPullLoop(JNIEnv* env, jclass
 }
 
 /* The C-to-C floor: static producer, move, read, release; elapsed ns for n. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_cToCLoop(JNIEnv* env, jclass cls, jlong n) {
+JNIEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_cToCLoop(JNIEnv* env, jclass cls, jlong n) {
   struct ArrowDeviceArray produced, consumed;
   pthread_once(&g_static_once, ferry_jni_static_values_init);
   volatile int64_t sink = 0;
@@ -222,14 +222,14 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_cToCLoop(JNIEnv* env, jclass 
 /* ---- raw JNI floors ----------------------------------------------------- */
 
 /* Java -> C: the cheapest native call taking and returning a long. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_noop(JNIEnv* env, jclass cls, jlong x) {
+JNIEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_noop(JNIEnv* env, jclass cls, jlong x) {
   return x + 1;
 }
 
 /* C -> Java: n CallStaticLongMethod calls of Upcalls.echo; elapsed ns. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_callJavaLoop(JNIEnv* env, jclass cls,
+JNIEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_callJavaLoop(JNIEnv* env, jclass cls,
                                                                jlong n) {
-  jclass upcalls = (*env)->FindClass(env, "org/ferry/Upcalls");
+  jclass upcalls = (*env)->FindClass(env, "io/github/ferryarrow/ferry/Upcalls");
   if (upcalls == NULL) return -1;
   jmethodID echo = (*env)->GetStaticMethodID(env, upcalls, "echo", "(J)J");
   if (echo == NULL) return -1;
@@ -252,7 +252,7 @@ static void* ferry_jni_release_thread(void* arg) {
 
 /* Releases the device array (the struct memory stays the caller's) on a new
  * pthread the JVM has never seen; returns 0, or -1 if no thread started. */
-JNIEXPORT jint JNICALL Java_org_ferry_jni_Testing_releaseOnForeignThread(JNIEnv* env,
+JNIEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_releaseOnForeignThread(JNIEnv* env,
                                                                          jclass cls,
                                                                          jlong array) {
   pthread_t thread;
@@ -265,7 +265,7 @@ JNIEXPORT jint JNICALL Java_org_ferry_jni_Testing_releaseOnForeignThread(JNIEnv*
 }
 
 /* Releases every device array of `arrays` back to back, in C. */
-JNIEXPORT void JNICALL Java_org_ferry_jni_Testing_releaseAll(JNIEnv* env, jclass cls,
+JNIEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_releaseAll(JNIEnv* env, jclass cls,
                                                             jlongArray arrays) {
   jsize n = (*env)->GetArrayLength(env, arrays);
   jlong* values = (*env)->GetLongArrayElements(env, arrays, NULL);
@@ -285,7 +285,7 @@ JNIEXPORT void JNICALL Java_org_ferry_jni_Testing_releaseAll(JNIEnv* env, jclass
 /* Moves a device array (and the schema when both addresses are given) from
  * the producer's structs into the consumer's and reads it: the take half of
  * an owning handoff. Returns length + first value. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_floorTake(JNIEnv* env, jclass cls,
+JNIEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_floorTake(JNIEnv* env, jclass cls,
                                                             jlong schema_src, jlong array_src,
                                                             jlong schema_dst,
                                                             jlong array_dst) {
@@ -302,7 +302,7 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_floorTake(JNIEnv* env, jclass
 }
 
 /* The release half: releases the consumer's array (and schema, when given). */
-JNIEXPORT void JNICALL Java_org_ferry_jni_Testing_floorRelease(JNIEnv* env, jclass cls,
+JNIEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_floorRelease(JNIEnv* env, jclass cls,
                                                               jlong schema, jlong array) {
   struct ArrowDeviceArray* a = (struct ArrowDeviceArray*)(intptr_t)array;
   a->array.release(&a->array);
@@ -314,7 +314,7 @@ JNIEXPORT void JNICALL Java_org_ferry_jni_Testing_floorRelease(JNIEnv* env, jcla
 
 /* get_next of a stream into the consumer's struct, then read: the take half
  * of a stream pull. Returns length + first value. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_floorStreamTake(JNIEnv* env, jclass cls,
+JNIEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_floorStreamTake(JNIEnv* env, jclass cls,
                                                                   jlong stream, jlong dst) {
   struct ArrowDeviceArrayStream* s = (struct ArrowDeviceArrayStream*)(intptr_t)stream;
   struct ArrowDeviceArray* to = (struct ArrowDeviceArray*)(intptr_t)dst;
@@ -324,15 +324,15 @@ JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_floorStreamTake(JNIEnv* env, 
 
 /* Releases the previous batch in `dst` (if live), pulls the next into it and
  * reads it: a cursor advance in one crossing. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_floorStreamAdvance(JNIEnv* env, jclass cls,
+JNIEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_floorStreamAdvance(JNIEnv* env, jclass cls,
                                                                      jlong stream, jlong dst) {
   struct ArrowDeviceArray* to = (struct ArrowDeviceArray*)(intptr_t)dst;
   if (to->array.release != NULL) to->array.release(&to->array);
-  return Java_org_ferry_jni_Testing_floorStreamTake(env, cls, stream, dst);
+  return Java_io_github_ferryarrow_ferry_jni_Testing_floorStreamTake(env, cls, stream, dst);
 }
 
 /* A producer filling a static array into `out`: the export half. */
-JNIEXPORT void JNICALL Java_org_ferry_jni_Testing_floorFill(JNIEnv* env, jclass cls,
+JNIEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_floorFill(JNIEnv* env, jclass cls,
                                                            jlong out) {
   pthread_once(&g_static_once, ferry_jni_static_values_init);
   ferry_jni_fill_static_array((struct ArrowDeviceArray*)(intptr_t)out, 1024);
@@ -356,7 +356,7 @@ static int ferry_jni_floor_stream_get_next(struct ArrowDeviceArrayStream* s,
   return 0;
 }
 
-JNIEXPORT jint JNICALL Java_org_ferry_jni_Testing_floorJavaStream(JNIEnv* env, jclass cls,
+JNIEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_floorJavaStream(JNIEnv* env, jclass cls,
                                                                  jlong stream_out) {
   if (g_testing_class == NULL) {
     g_testing_class = (jclass)(*env)->NewGlobalRef(env, cls);
@@ -374,7 +374,7 @@ JNIEXPORT jint JNICALL Java_org_ferry_jni_Testing_floorJavaStream(JNIEnv* env, j
 }
 
 /* One Java->C crossing plus the C->C handoff: the floor of the cursor. */
-JNIEXPORT jlong JNICALL Java_org_ferry_jni_Testing_floorJniC2c(JNIEnv* env, jclass cls) {
+JNIEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_floorJniC2c(JNIEnv* env, jclass cls) {
   struct ArrowDeviceArray produced, consumed;
   pthread_once(&g_static_once, ferry_jni_static_values_init);
   ferry_jni_fill_static_array(&produced, 1024);

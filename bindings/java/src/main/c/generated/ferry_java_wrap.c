@@ -198,6 +198,8 @@ static void SWIGUNUSED SWIG_JavaThrowException(JNIEnv *jenv, SWIG_JavaExceptionC
 
 #include <stdint.h>
 #include "ferry/ferry.h"
+#include "ferry/dlpack_abi.h"
+#include "ferry_jni.h"
 #include "ferry_jni_support.h"
 
 
@@ -205,7 +207,7 @@ static void SWIGUNUSED SWIG_JavaThrowException(JNIEnv *jenv, SWIG_JavaExceptionC
 extern "C" {
 #endif
 
-SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1errno_1name(JNIEnv *jenv, jclass jcls, jint jarg1) {
+SWIGEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1errno_1name(JNIEnv *jenv, jclass jcls, jint jarg1) {
   jstring jresult = 0 ;
   int arg1 ;
   char *result = 0 ;
@@ -214,24 +216,24 @@ SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1errno_1name(
   (void)jcls;
   arg1 = (int)jarg1; 
   result = (char *)ferry_errno_name(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  jresult = ferry_jni_new_string(jenv, (const char*)result); 
   return jresult;
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1version(JNIEnv *jenv, jclass jcls) {
+SWIGEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1version(JNIEnv *jenv, jclass jcls) {
   jstring jresult = 0 ;
   char *result = 0 ;
   
   (void)jenv;
   (void)jcls;
   result = (char *)ferry_version();
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  jresult = ferry_jni_new_string(jenv, (const char*)result); 
   return jresult;
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1abi_1version(JNIEnv *jenv, jclass jcls) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1abi_1version(JNIEnv *jenv, jclass jcls) {
   jint jresult = 0 ;
   int32_t result;
   
@@ -243,7 +245,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1abi_1version(JN
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1check_1abi_1version(JNIEnv *jenv, jclass jcls, jint jarg1) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1check_1abi_1version(JNIEnv *jenv, jclass jcls, jint jarg1) {
   jint jresult = 0 ;
   int32_t arg1 ;
   struct FerryError *arg2 = (struct FerryError *) 0 ;
@@ -269,7 +271,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1check_1abi_1ver
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1type_1name(JNIEnv *jenv, jclass jcls, jint jarg1) {
+SWIGEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1type_1name(JNIEnv *jenv, jclass jcls, jint jarg1) {
   jstring jresult = 0 ;
   ArrowDeviceType arg1 ;
   char *result = 0 ;
@@ -278,12 +280,12 @@ SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1type
   (void)jcls;
   arg1 = (ArrowDeviceType)jarg1; 
   result = (char *)ferry_device_type_name(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  jresult = ferry_jni_new_string(jenv, (const char*)result); 
   return jresult;
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1type_1from_1name(JNIEnv *jenv, jclass jcls, jstring jarg1, jintArray jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1type_1from_1name(JNIEnv *jenv, jclass jcls, jstring jarg1, jintArray jarg2) {
   jint jresult = 0 ;
   char *arg1 = (char *) 0 ;
   ArrowDeviceType *arg2 = (ArrowDeviceType *) 0 ;
@@ -333,7 +335,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1type_1f
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1new(JNIEnv *jenv, jclass jcls) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1new(JNIEnv *jenv, jclass jcls) {
   jlong jresult = 0 ;
   struct ArrowSchema *result = 0 ;
   
@@ -345,7 +347,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1new(JN
 }
 
 
-SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   
   (void)jenv;
@@ -355,7 +357,7 @@ SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1free(JN
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1new(JNIEnv *jenv, jclass jcls) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1new(JNIEnv *jenv, jclass jcls) {
   jlong jresult = 0 ;
   struct ArrowArray *result = 0 ;
   
@@ -367,7 +369,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1new(JNI
 }
 
 
-SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   
   (void)jenv;
@@ -377,7 +379,7 @@ SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1free(JNI
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1new(JNIEnv *jenv, jclass jcls) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1new(JNIEnv *jenv, jclass jcls) {
   jlong jresult = 0 ;
   struct ArrowDeviceArray *result = 0 ;
   
@@ -389,7 +391,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_
 }
 
 
-SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
   
   (void)jenv;
@@ -399,7 +401,7 @@ SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1new(JNIEnv *jenv, jclass jcls) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1new(JNIEnv *jenv, jclass jcls) {
   jlong jresult = 0 ;
   struct ArrowDeviceArrayStream *result = 0 ;
   
@@ -411,7 +413,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_
 }
 
 
-SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   
   (void)jenv;
@@ -421,7 +423,7 @@ SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1
 }
 
 
-SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1release(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1release(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   
   (void)jenv;
@@ -431,7 +433,7 @@ SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1release
 }
 
 
-SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1release(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1release(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   
   (void)jenv;
@@ -441,7 +443,7 @@ SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1release(
 }
 
 
-SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1release(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1release(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
   
   (void)jenv;
@@ -451,7 +453,7 @@ SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1release(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1release(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   
   (void)jenv;
@@ -461,7 +463,7 @@ SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1move(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1move(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
@@ -482,7 +484,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1move(JN
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1move(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1move(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   struct ArrowArray *arg2 = (struct ArrowArray *) 0 ;
@@ -503,7 +505,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1move(JNI
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1move(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1move(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
   struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
@@ -524,7 +526,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1move(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1move(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   struct ArrowDeviceArrayStream *arg2 = (struct ArrowDeviceArrayStream *) 0 ;
@@ -545,7 +547,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1
 }
 
 
-SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1is_1released(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jboolean JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1is_1released(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jboolean jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   int result;
@@ -559,7 +561,7 @@ SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1is_
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1format(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1format(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jstring jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   char *result = 0 ;
@@ -568,12 +570,12 @@ SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1form
   (void)jcls;
   arg1 = (struct ArrowSchema *)(intptr_t)jarg1; 
   result = (char *)ferry_schema_format((struct ArrowSchema const *)arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  jresult = ferry_jni_new_string(jenv, (const char*)result); 
   return jresult;
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1name(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1name(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jstring jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   char *result = 0 ;
@@ -582,12 +584,12 @@ SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1name
   (void)jcls;
   arg1 = (struct ArrowSchema *)(intptr_t)jarg1; 
   result = (char *)ferry_schema_name((struct ArrowSchema const *)arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  jresult = ferry_jni_new_string(jenv, (const char*)result); 
   return jresult;
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1metadata(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1metadata(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   char *result = 0 ;
@@ -601,7 +603,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1metada
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1flags(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1flags(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   int64_t result;
@@ -615,7 +617,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1flags(
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1n_1children(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1n_1children(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   int64_t result;
@@ -629,7 +631,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1n_1chi
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1child(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1child(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jlong jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   int64_t arg2 ;
@@ -645,7 +647,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1child(
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1dictionary(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1dictionary(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   struct ArrowSchema *result = 0 ;
@@ -659,7 +661,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1dictio
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1metadata_1count(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1metadata_1count(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   int64_t result;
@@ -673,7 +675,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1metada
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1metadata_1key(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jintArray jarg3) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1metadata_1key(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jintArray jarg3) {
   jlong jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   int64_t arg2 ;
@@ -708,7 +710,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1metada
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1metadata_1value(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jintArray jarg3) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1metadata_1value(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jintArray jarg3) {
   jlong jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   int64_t arg2 ;
@@ -743,7 +745,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1metada
 }
 
 
-SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1is_1released(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jboolean JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1is_1released(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jboolean jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   int result;
@@ -757,7 +759,7 @@ SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1is_1
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1length(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1length(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   int64_t result;
@@ -771,7 +773,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1length(
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1null_1count(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1null_1count(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   int64_t result;
@@ -785,7 +787,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1null_1c
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1offset(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1offset(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   int64_t result;
@@ -799,7 +801,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1offset(
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1n_1buffers(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1n_1buffers(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   int64_t result;
@@ -813,7 +815,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1n_1buff
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1n_1children(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1n_1children(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   int64_t result;
@@ -827,7 +829,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1n_1chil
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1buffer(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1buffer(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jlong jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   int64_t arg2 ;
@@ -843,7 +845,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1buffer(
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1child(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1child(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jlong jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   int64_t arg2 ;
@@ -859,7 +861,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1child(J
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1dictionary(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1dictionary(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   struct ArrowArray *result = 0 ;
@@ -873,7 +875,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1diction
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1array(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1array(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
   struct ArrowArray *result = 0 ;
@@ -887,7 +889,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_
 }
 
 
-SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1is_1released(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jboolean JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1is_1released(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jboolean jresult = 0 ;
   struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
   int result;
@@ -901,7 +903,7 @@ SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1arr
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1device_1id(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1device_1id(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
   int64_t result;
@@ -915,7 +917,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1device_1type(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1device_1type(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jint jresult = 0 ;
   struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
   ArrowDeviceType result;
@@ -929,7 +931,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1sync_1event(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1sync_1event(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
   void *result = 0 ;
@@ -943,7 +945,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_
 }
 
 
-SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1reserved_1is_1zero(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jboolean JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1reserved_1is_1zero(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jboolean jresult = 0 ;
   struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
   int result;
@@ -957,7 +959,7 @@ SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1arr
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1buffer_1size(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5, jlongArray jarg6) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1buffer_1size(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5, jlongArray jarg6) {
   jint jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   struct ArrowArray *arg2 = (struct ArrowArray *) 0 ;
@@ -1010,7 +1012,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1buffer_1
 }
 
 
-SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1is_1released(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jboolean JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1is_1released(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jboolean jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   int result;
@@ -1024,7 +1026,7 @@ SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stre
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1device_1type(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1device_1type(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   ArrowDeviceType result;
@@ -1038,7 +1040,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1get_1schema(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1get_1schema(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
@@ -1066,7 +1068,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1get_1next(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1get_1next(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
@@ -1094,7 +1096,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1get_1last_1error(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1get_1last_1error(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jstring jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   char *result = 0 ;
@@ -1103,12 +1105,12 @@ SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1strea
   (void)jcls;
   arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
   result = (char *)ferry_array_stream_get_last_error(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  jresult = ferry_jni_new_string(jenv, (const char*)result); 
   return jresult;
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1live_1exports(JNIEnv *jenv, jclass jcls) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1live_1exports(JNIEnv *jenv, jclass jcls) {
   jlong jresult = 0 ;
   int64_t result;
   
@@ -1120,7 +1122,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1live_1exports(
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1init(JNIEnv *jenv, jclass jcls, jlong jarg1, jstring jarg2, jstring jarg3, jlong jarg4, jlong jarg5) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1init(JNIEnv *jenv, jclass jcls, jlong jarg1, jstring jarg2, jstring jarg3, jlong jarg4, jlong jarg5) {
   jint jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   char *arg2 = (char *) 0 ;
@@ -1164,7 +1166,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1init(JN
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1add_1metadata(JNIEnv *jenv, jclass jcls, jlong jarg1, jstring jarg2, jstring jarg3) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1add_1metadata(JNIEnv *jenv, jclass jcls, jlong jarg1, jstring jarg2, jstring jarg3) {
   jint jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   char *arg2 = (char *) 0 ;
@@ -1204,7 +1206,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1add_1me
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1allocate_1dictionary(JNIEnv *jenv, jclass jcls, jlong jarg1, jlongArray jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1allocate_1dictionary(JNIEnv *jenv, jclass jcls, jlong jarg1, jlongArray jarg2) {
   jint jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   struct ArrowSchema **arg2 = (struct ArrowSchema **) 0 ;
@@ -1245,7 +1247,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1schema_1allocat
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1init(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlong jarg4, jlong jarg5, jlong jarg6, jlong jarg7, jlong jarg8, jlong jarg9) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1init(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlong jarg4, jlong jarg5, jlong jarg6, jlong jarg7, jlong jarg8, jlong jarg9) {
   jint jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   int64_t arg2 ;
@@ -1287,7 +1289,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1init(JNI
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1set_1buffer(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1set_1buffer(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
   jint jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   int64_t arg2 ;
@@ -1317,7 +1319,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1set_1buf
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1allocate_1dictionary(JNIEnv *jenv, jclass jcls, jlong jarg1, jlongArray jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1allocate_1dictionary(JNIEnv *jenv, jclass jcls, jlong jarg1, jlongArray jarg2) {
   jint jresult = 0 ;
   struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
   struct ArrowArray **arg2 = (struct ArrowArray **) 0 ;
@@ -1358,7 +1360,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1allocate
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1init(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5, jlong jarg6, jlong jarg7) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1init(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5, jlong jarg6, jlong jarg7) {
   jint jresult = 0 ;
   struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
   struct ArrowArray *arg2 = (struct ArrowArray *) 0 ;
@@ -1396,7 +1398,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1init(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jlong jarg3, jlong jarg4, jlong jarg5, jlong jarg6) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1init(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jlong jarg3, jlong jarg4, jlong jarg5, jlong jarg6) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   ArrowDeviceType arg2 ;
@@ -1432,7 +1434,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1init_1from_1arrays(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jlong jarg3, jlong jarg4, jlong jarg5) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1init_1from_1arrays(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jlong jarg3, jlong jarg4, jlong jarg5) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   ArrowDeviceType arg2 ;
@@ -1466,7 +1468,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1format_1validate(JNIEnv *jenv, jclass jcls, jstring jarg1) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1format_1validate(JNIEnv *jenv, jclass jcls, jstring jarg1) {
   jint jresult = 0 ;
   char *arg1 = (char *) 0 ;
   struct FerryError *arg2 = (struct FerryError *) 0 ;
@@ -1497,7 +1499,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1format_1validat
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1validate_1schema(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1validate_1schema(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
   jint jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   FerryFindingFn arg2 = (FerryFindingFn) 0 ;
@@ -1527,7 +1529,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1validate_1schem
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1validate_1device_1array(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1validate_1device_1array(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5) {
   jint jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
@@ -1561,7 +1563,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1validate_1devic
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1prepared_1schema_1create(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlongArray jarg4) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1prepared_1schema_1create(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlongArray jarg4) {
   jint jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   FerryFindingFn arg2 = (FerryFindingFn) 0 ;
@@ -1606,7 +1608,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1prepared_1schem
 }
 
 
-SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1prepared_1schema_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1prepared_1schema_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   struct FerryPreparedSchema *arg1 = (struct FerryPreparedSchema *) 0 ;
   
   (void)jenv;
@@ -1616,7 +1618,7 @@ SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1prepared_1schem
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1validate_1prepared(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1validate_1prepared(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5) {
   jint jresult = 0 ;
   struct FerryPreparedSchema *arg1 = (struct FerryPreparedSchema *) 0 ;
   struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
@@ -1650,7 +1652,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1validate_1prepa
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1backend_1count(JNIEnv *jenv, jclass jcls) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1backend_1count(JNIEnv *jenv, jclass jcls) {
   jlong jresult = 0 ;
   int64_t result;
   
@@ -1662,7 +1664,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1backend_1count
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1backend_1name(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1backend_1name(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jstring jresult = 0 ;
   int64_t arg1 ;
   char *result = 0 ;
@@ -1671,12 +1673,12 @@ SWIGEXPORT jstring JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1backend_1nam
   (void)jcls;
   arg1 = (int64_t)jarg1; 
   result = (char *)ferry_backend_name(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  jresult = ferry_jni_new_string(jenv, (const char*)result); 
   return jresult;
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1backend_1probe(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1backend_1probe(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jint jresult = 0 ;
   int64_t arg1 ;
   struct FerryError *arg2 = (struct FerryError *) 0 ;
@@ -1702,7 +1704,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1backend_1probe(
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1resolve(JNIEnv *jenv, jclass jcls, jint jarg1, jlong jarg2, jlongArray jarg3) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1resolve(JNIEnv *jenv, jclass jcls, jint jarg1, jlong jarg2, jlongArray jarg3) {
   jint jresult = 0 ;
   ArrowDeviceType arg1 ;
   int64_t arg2 ;
@@ -1745,7 +1747,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1resolve
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1type(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1type(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jint jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   ArrowDeviceType result;
@@ -1759,7 +1761,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1type(JN
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1id(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1id(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   int64_t result;
@@ -1773,7 +1775,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1id(JNI
 }
 
 
-SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1is_1host_1accessible(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jboolean JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1is_1host_1accessible(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jboolean jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   int result;
@@ -1787,7 +1789,7 @@ SWIGEXPORT jboolean JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1is_
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1allocate(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlongArray jarg3) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1allocate(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlongArray jarg3) {
   jint jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   int64_t arg2 ;
@@ -1830,7 +1832,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1allocat
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1deallocate(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1deallocate(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   void *arg2 = (void *) 0 ;
@@ -1858,7 +1860,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1dealloc
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1live_1allocations(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1live_1allocations(JNIEnv *jenv, jclass jcls, jlong jarg1) {
   jlong jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   int64_t result;
@@ -1872,7 +1874,7 @@ SWIGEXPORT jlong JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1live_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1memcpy(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlong jarg4, jlong jarg5, jlong jarg6) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1memcpy(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlong jarg4, jlong jarg5, jlong jarg6) {
   jint jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   void *arg2 = (void *) 0 ;
@@ -1908,7 +1910,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1memcpy(
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1stream_1create(JNIEnv *jenv, jclass jcls, jlong jarg1, jlongArray jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1stream_1create(JNIEnv *jenv, jclass jcls, jlong jarg1, jlongArray jarg2) {
   jint jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   void **arg2 = (void **) 0 ;
@@ -1949,7 +1951,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1stream_
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1stream_1destroy(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1stream_1destroy(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   void *arg2 = (void *) 0 ;
@@ -1977,7 +1979,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1stream_
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1stream_1synchronize(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1stream_1synchronize(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   void *arg2 = (void *) 0 ;
@@ -2005,7 +2007,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1stream_
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1event_1create(JNIEnv *jenv, jclass jcls, jlong jarg1, jlongArray jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1event_1create(JNIEnv *jenv, jclass jcls, jlong jarg1, jlongArray jarg2) {
   jint jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   void **arg2 = (void **) 0 ;
@@ -2046,7 +2048,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1event_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1event_1destroy(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1event_1destroy(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   void *arg2 = (void *) 0 ;
@@ -2074,7 +2076,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1event_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1event_1record(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1event_1record(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
   jint jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   void *arg2 = (void *) 0 ;
@@ -2104,7 +2106,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1event_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1event_1synchronize(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1event_1synchronize(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   void *arg2 = (void *) 0 ;
@@ -2132,7 +2134,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1event_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1stream_1wait_1event(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1stream_1wait_1event(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
   jint jresult = 0 ;
   struct FerryDevice *arg1 = (struct FerryDevice *) 0 ;
   void *arg2 = (void *) 0 ;
@@ -2162,7 +2164,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1stream_
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1init_1async(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlong jarg4, jint jarg5) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1init_1async(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlong jarg4, jint jarg5) {
   jint jresult = 0 ;
   struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
   struct ArrowArray *arg2 = (struct ArrowArray *) 0 ;
@@ -2196,7 +2198,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1wait(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1wait(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
   jint jresult = 0 ;
   struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
   void *arg2 = (void *) 0 ;
@@ -2224,7 +2226,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1copy(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1copy(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5) {
   jint jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
@@ -2258,7 +2260,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1sim_1set_1strict(JNIEnv *jenv, jclass jcls, jint jarg1) {
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1sim_1set_1strict(JNIEnv *jenv, jclass jcls, jint jarg1) {
   int32_t arg1 ;
   
   (void)jenv;
@@ -2268,7 +2270,7 @@ SWIGEXPORT void JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1sim_1set_1stric
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1sim_1is_1strict(JNIEnv *jenv, jclass jcls) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1sim_1is_1strict(JNIEnv *jenv, jclass jcls) {
   jint jresult = 0 ;
   int32_t result;
   
@@ -2280,7 +2282,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1sim_1is_1strict
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1get_1next_1on(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1get_1next_1on(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
   struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
@@ -2310,7 +2312,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1move_1to_1device(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1move_1to_1device(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5) {
   jint jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
@@ -2344,7 +2346,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1to_1dlpack(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlongArray jarg4) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1to_1dlpack(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlongArray jarg4) {
   jint jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
   struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
@@ -2389,7 +2391,7 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1from_1dlpack(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1from_1dlpack(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
   jint jresult = 0 ;
   struct DLManagedTensorVersioned *arg1 = (struct DLManagedTensorVersioned *) 0 ;
   struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
@@ -2412,6 +2414,439 @@ SWIGEXPORT jint JNICALL Java_org_ferry_jni_FerryNativeJNI_ferry_1device_1array_1
   
   if (result != FERRY_OK) {
     ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp4), "ferry_device_array_from_dlpack");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1import_1array(JNIEnv *jenv, jclass jcls, jlong jarg2, jlong jarg3, jint jarg4) {
+  jlong jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArray *arg3 = (struct ArrowDeviceArray *) 0 ;
+  int32_t arg4 ;
+  int64_t result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  arg3 = (struct ArrowDeviceArray *)(intptr_t)jarg3; 
+  arg4 = (int32_t)jarg4; 
+  result = (int64_t)ferry_jni_import_array(arg1,arg2,arg3,arg4);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1adopt(JNIEnv *jenv, jclass jcls, jlong jarg2) {
+  jlong jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  int64_t result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
+  result = (int64_t)ferry_jni_adopt(arg1,arg2);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1stream_1next(JNIEnv *jenv, jclass jcls, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5, jint jarg6) {
+  jlong jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  struct ArrowDeviceArrayStream *arg2 = (struct ArrowDeviceArrayStream *) 0 ;
+  int32_t arg3 ;
+  void *arg4 = (void *) 0 ;
+  struct FerryPreparedSchema *arg5 = (struct FerryPreparedSchema *) 0 ;
+  int32_t arg6 ;
+  int64_t result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg2; 
+  arg3 = (int32_t)jarg3; 
+  arg4 = (void *)(intptr_t)jarg4; 
+  arg5 = (struct FerryPreparedSchema *)(intptr_t)jarg5; 
+  arg6 = (int32_t)jarg6; 
+  result = (int64_t)ferry_jni_stream_next(arg1,arg2,arg3,arg4,(struct FerryPreparedSchema const *)arg5,arg6);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1cursor_1advance(JNIEnv *jenv, jclass jcls, jlong jarg2, jlong jarg3, jlong jarg4, jint jarg5) {
+  jlong jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  struct ArrowDeviceArrayStream *arg2 = (struct ArrowDeviceArrayStream *) 0 ;
+  void *arg3 = (void *) 0 ;
+  struct FerryPreparedSchema *arg4 = (struct FerryPreparedSchema *) 0 ;
+  int32_t arg5 ;
+  int64_t result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg2; 
+  arg3 = (void *)(intptr_t)jarg3; 
+  arg4 = (struct FerryPreparedSchema *)(intptr_t)jarg4; 
+  arg5 = (int32_t)jarg5; 
+  result = (int64_t)ferry_jni_cursor_advance(arg1,arg2,arg3,(struct FerryPreparedSchema const *)arg4,arg5);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1new_1slot(JNIEnv *jenv, jclass jcls) {
+  jlong jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  int64_t result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  result = (int64_t)ferry_jni_new_slot(arg1);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1close_1slot(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  void *arg1 = (void *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (void *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  ferry_jni_close_slot(arg1,arg2);
+}
+
+
+SWIGEXPORT jobject JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1slab_1chunk(JNIEnv *jenv, jclass jcls, jint jarg2) {
+  jobject jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  int32_t arg2 ;
+  jobject result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (int32_t)jarg2; 
+  result = ferry_jni_slab_chunk(arg1,arg2);
+  jresult = result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1buffer_1size(JNIEnv *jenv, jclass jcls, jlong jarg2, jlong jarg3, jint jarg4, jlong jarg5, jlong jarg6) {
+  jlong jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  struct ArrowArray *arg3 = (struct ArrowArray *) 0 ;
+  int32_t arg4 ;
+  int64_t arg5 ;
+  int64_t arg6 ;
+  int64_t result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  arg3 = (struct ArrowArray *)(intptr_t)jarg3; 
+  arg4 = (int32_t)jarg4; 
+  arg5 = (int64_t)jarg5; 
+  arg6 = (int64_t)jarg6; 
+  result = (int64_t)ferry_jni_buffer_size(arg1,(struct ArrowSchema const *)arg2,(struct ArrowArray const *)arg3,arg4,arg5,arg6);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1array_1info(JNIEnv *jenv, jclass jcls, jlong jarg2, jlongArray jarg3) {
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  struct ArrowArray *arg2 = (struct ArrowArray *) 0 ;
+  jlongArray arg3 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (struct ArrowArray *)(intptr_t)jarg2; 
+  arg3 = jarg3; 
+  ferry_jni_array_info(arg1,(struct ArrowArray const *)arg2,arg3);
+}
+
+
+SWIGEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1validate_1report(JNIEnv *jenv, jclass jcls, jlong jarg2, jlong jarg3, jint jarg4) {
+  jstring jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArray *arg3 = (struct ArrowDeviceArray *) 0 ;
+  int32_t arg4 ;
+  jstring result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  arg3 = (struct ArrowDeviceArray *)(intptr_t)jarg3; 
+  arg4 = (int32_t)jarg4; 
+  result = ferry_jni_validate_report(arg1,(struct ArrowSchema const *)arg2,(struct ArrowDeviceArray const *)arg3,arg4);
+  jresult = result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jstring JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1validate_1schema_1report(JNIEnv *jenv, jclass jcls, jlong jarg2) {
+  jstring jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  jstring result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  result = ferry_jni_validate_schema_report(arg1,(struct ArrowSchema const *)arg2);
+  jresult = result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1export_1array(JNIEnv *jenv, jclass jcls, jlong jarg2, jlong jarg3, jlong jarg4, jlong jarg5, jint jarg6, jlong jarg7, jlong jarg8, jlong jarg9, jlongArray jarg10, jint jarg11, jlong jarg12, jlong jarg13, jlong jarg14) {
+  jlong jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  int64_t arg3 ;
+  int64_t arg4 ;
+  int64_t arg5 ;
+  int32_t arg6 ;
+  void *arg7 = (void *) 0 ;
+  void *arg8 = (void *) 0 ;
+  void *arg9 = (void *) 0 ;
+  jlongArray arg10 ;
+  int32_t arg11 ;
+  int64_t arg12 ;
+  FerryReleaseHook arg13 = (FerryReleaseHook) 0 ;
+  void *arg14 = (void *) 0 ;
+  int64_t result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
+  arg3 = (int64_t)jarg3; 
+  arg4 = (int64_t)jarg4; 
+  arg5 = (int64_t)jarg5; 
+  arg6 = (int32_t)jarg6; 
+  arg7 = (void *)(intptr_t)jarg7; 
+  arg8 = (void *)(intptr_t)jarg8; 
+  arg9 = (void *)(intptr_t)jarg9; 
+  arg10 = jarg10; 
+  arg11 = (int32_t)jarg11; 
+  arg12 = (int64_t)jarg12; 
+  arg13 = (FerryReleaseHook)(intptr_t)jarg13; 
+  arg14 = (void *)(intptr_t)jarg14; 
+  result = (int64_t)ferry_jni_export_array(arg1,arg2,arg3,arg4,arg5,arg6,(void const *)arg7,(void const *)arg8,(void const *)arg9,arg10,arg11,arg12,arg13,arg14);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1drain_1releases(JNIEnv *jenv, jclass jcls, jlongArray jarg2) {
+  jint jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  jlongArray arg2 ;
+  int32_t result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = jarg2; 
+  result = (int32_t)ferry_jni_drain_releases(arg1,arg2);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1await_1releases(JNIEnv *jenv, jclass jcls) {
+  (void)jenv;
+  (void)jcls;
+  ferry_jni_await_releases();
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1callback(JNIEnv *jenv, jclass jcls, jint jarg1) {
+  jlong jresult = 0 ;
+  int32_t arg1 ;
+  void *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (int32_t)jarg1; 
+  result = (void *)ferry_jni_callback(arg1);
+  jresult = (jlong)(intptr_t)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1stat(JNIEnv *jenv, jclass jcls, jint jarg1) {
+  jlong jresult = 0 ;
+  int32_t arg1 ;
+  int64_t result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (int32_t)jarg1; 
+  result = (int64_t)ferry_jni_stat(arg1);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1direct_1address(JNIEnv *jenv, jclass jcls, jobject jarg2) {
+  jlong jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  jobject arg2 ;
+  void *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = jarg2; 
+  result = (void *)ferry_jni_direct_address(arg1,arg2);
+  jresult = (jlong)(intptr_t)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jobject JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1new_1direct_1buffer(JNIEnv *jenv, jclass jcls, jlong jarg2, jlong jarg3) {
+  jobject jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  void *arg2 = (void *) 0 ;
+  int64_t arg3 ;
+  jobject result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (void *)(intptr_t)jarg2; 
+  arg3 = (int64_t)jarg3; 
+  result = ferry_jni_new_direct_buffer(arg1,arg2,arg3);
+  jresult = result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jbyteArray JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1copy_1bytes(JNIEnv *jenv, jclass jcls, jlong jarg2, jint jarg3) {
+  jbyteArray jresult = 0 ;
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  void *arg2 = (void *) 0 ;
+  int32_t arg3 ;
+  jbyteArray result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (void *)(intptr_t)jarg2; 
+  arg3 = (int32_t)jarg3; 
+  result = ferry_jni_copy_bytes(arg1,(void const *)arg2,arg3);
+  jresult = result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1zero(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  void *arg1 = (void *) 0 ;
+  int64_t arg2 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (void *)(intptr_t)jarg1; 
+  arg2 = (int64_t)jarg2; 
+  ferry_jni_zero(arg1,arg2);
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1dlpack_1describe(JNIEnv *jenv, jclass jcls, jlong jarg2, jlongArray jarg3) {
+  JNIEnv *arg1 = (JNIEnv *) 0 ;
+  struct DLManagedTensorVersioned *arg2 = (struct DLManagedTensorVersioned *) 0 ;
+  jlongArray arg3 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv; 
+  arg2 = (struct DLManagedTensorVersioned *)(intptr_t)jarg2; 
+  arg3 = jarg3; 
+  ferry_jni_dlpack_describe(arg1,(struct DLManagedTensorVersioned const *)arg2,arg3);
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1dlpack_1delete(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  struct DLManagedTensorVersioned *arg1 = (struct DLManagedTensorVersioned *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct DLManagedTensorVersioned *)(intptr_t)jarg1; 
+  ferry_jni_dlpack_delete(arg1);
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1stream_1from_1arrow(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  jint jresult = 0 ;
+  struct ArrowArrayStream *arg1 = (struct ArrowArrayStream *) 0 ;
+  struct ArrowDeviceArrayStream *arg2 = (struct ArrowDeviceArrayStream *) 0 ;
+  struct FerryError *arg3 = (struct FerryError *) 0 ;
+  struct FerryError temp3 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp3);
+  arg3 = &temp3;
+  
+  arg1 = (struct ArrowArrayStream *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg2; 
+  result = (int)ferry_jni_stream_from_arrow(arg1,arg2,arg3);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp3), "ferry_jni_stream_from_arrow");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1stream_1to_1arrow(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  jint jresult = 0 ;
+  struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
+  struct ArrowArrayStream *arg2 = (struct ArrowArrayStream *) 0 ;
+  struct FerryError *arg3 = (struct FerryError *) 0 ;
+  struct FerryError temp3 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp3);
+  arg3 = &temp3;
+  
+  arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowArrayStream *)(intptr_t)jarg2; 
+  result = (int)ferry_jni_stream_to_arrow(arg1,arg2,arg3);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp3), "ferry_jni_stream_to_arrow");
     return 0;
   }
   

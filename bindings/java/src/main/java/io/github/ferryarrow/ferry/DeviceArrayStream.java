@@ -1,0 +1,310 @@
+package io.github.ferryarrow.ferry;
+
+import io.github.ferryarrow.ferry.jni.FerryNative;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+
+/**
+ * An ArrowDeviceArrayStream owned by Java: moved in from its producer, released
+ * exactly once by {@link #close()} (or by a Cleaner, reported as a leak). Yields
+ * {@link DeviceArray}s, each owned by the caller, which share the stream's
+ * schema and stay valid after the stream is closed. Every batch is validated
+ * against the schema (prepared once per stream) at the stream's
+ * {@link Validation} level, DEFAULT unless asked otherwise: a malformed batch is
+ * released and comes back as FerryException(EINVAL) with the validator's message.
+ * Errors of the producer arrive as FerryException with its code and
+ * get_last_error message. Single-threaded, like the underlying stream.
+ */
+public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceArray>,
+    Schema.Owner {
+  private final NativeHandle handle;
+  private final SchemaCell schemaCell;
+  private final Validation validation;
+
+  /** The schema, fetched once; shared with batches, released with the stream
+   *  (see SchemaOwner: the stream counts the batches it handed out). */
+  private static final class SchemaCell {
+    SchemaOwner owner;
+    /** The schema prepared for validating batches (0 until fetched, or when
+     *  validation is NONE); freed with the stream. */
+    long prepared;
+    /** Batches handed out; written by the stream's thread only (streams are
+     *  single-threaded), read when the stream is freed. */
+    long handedOut;
+  }
+
+  private DeviceArrayStream(long address, Validation validation) {
+    SchemaCell cell = new SchemaCell();
+    this.schemaCell = cell;
+    this.validation = validation;
+    this.handle = new NativeHandle(this, address, a -> {
+      FerryNative.ferry_array_stream_free(a);
+      if (cell.prepared != 0) FerryNative.ferry_prepared_schema_free(cell.prepared);
+      if (cell.owner != null) cell.owner.endStreamHold(cell.handedOut);
+    }, "DeviceArrayStream");
+  }
+
+  /** Moves the producer's stream at {@code streamAddress} in (it is left released);
+   *  batches are validated at {@link Validation#DEFAULT}. */
+  public static DeviceArrayStream importFrom(long streamAddress) {
+    return importFrom(streamAddress, Validation.DEFAULT);
+  }
+
+  /** Moves the producer's stream in; batches are validated at {@code validation}. */
+  public static DeviceArrayStream importFrom(long streamAddress, Validation validation) {
+    if (streamAddress == 0 || FerryNative.ferry_array_stream_is_released(streamAddress)) {
+      throw new FerryException(FerryException.EINVAL, "the stream to import is released");
+    }
+    long stream = DeviceArray.newOrThrow(FerryNative.ferry_array_stream_new(), "stream");
+    try {
+      FerryNative.ferry_array_stream_move(streamAddress, stream);
+    } catch (RuntimeException e) {
+      FerryNative.ferry_array_stream_free(stream);
+      throw e;
+    }
+    return new DeviceArrayStream(stream, validation);
+  }
+
+  /** The ArrowDeviceArrayStream's address (borrowed; valid until close). */
+  public long address() {
+    return handle.checkedAddress();
+  }
+
+  @Override
+  public void checkOpen() {
+    handle.checkedAddress();
+  }
+
+  /** True once closed (or moved out). */
+  public boolean isClosed() {
+    return handle.isClosed();
+  }
+
+  /** The stream's device type. */
+  public int deviceType() {
+    return FerryNative.ferry_array_stream_device_type(address());
+  }
+
+  /** The stream's schema (get_schema is called once). */
+  public Schema schema() {
+    return new Schema(schemaOwner().address(), this);
+  }
+
+  private SchemaOwner schemaOwner() {
+    long stream = address();
+    if (schemaCell.owner == null) {
+      long schema = DeviceArray.newOrThrow(FerryNative.ferry_schema_new(), "ArrowSchema");
+      try {
+        FerryNative.ferry_array_stream_get_schema(stream, schema);
+      } catch (RuntimeException e) {
+        FerryNative.ferry_schema_free(schema);
+        throw e;
+      }
+      schemaCell.owner = SchemaOwner.forStream(schema);
+    }
+    return schemaCell.owner;
+  }
+
+  /** The prepared schema batches are validated with (0 for NONE); a schema that
+   *  fails validation throws here, on every pull. */
+  private long prepared() {
+    if (validation == Validation.NONE) return 0;
+    long p = schemaCell.prepared;
+    if (p == 0) {
+      long[] out = new long[1];
+      FerryNative.ferry_prepared_schema_create(schemaOwner().address(), 0, 0, out);
+      p = out[0];
+      schemaCell.prepared = p;
+    }
+    return p;
+  }
+
+  /** The next batch (owned by the caller), or null at the end of the stream. One
+   *  JNI call: get_next into a new slot, validation, and what the accessors read. */
+  public DeviceArray next() {
+    return pull(0, 0);
+  }
+
+  /**
+   * The next batch, handed to {@code consumerStream} (a native stream of the
+   * batch's device, the {@code CUstream} / {@code hipStream_t} value itself): that
+   * stream is made to wait on the batch's sync event and the host does not block;
+   * with 0 the host waits for the event instead. Null at the end of the stream. A
+   * batch whose wait cannot be queued is released and the error thrown, so no
+   * batch arrives unordered.
+   */
+  public DeviceArray nextOn(long consumerStream) {
+    return pull(1, consumerStream);
+  }
+
+  private DeviceArray pull(int onStream, long consumerStream) {
+    SchemaOwner schema = schemaOwner();
+    long slot = FerryNative.ferry_jni_stream_next(address(), onStream, consumerStream,
+        prepared(), validation.level());
+    if (slot < 0) return null;
+    schemaCell.handedOut++; // the batch's hold on the schema (see SchemaOwner)
+    return DeviceArray.wrap(slot, schema);
+  }
+
+  /** Iterates the remaining batches; each must be closed by the caller. */
+  @Override
+  public Iterator<DeviceArray> iterator() {
+    return new Iterator<>() {
+      private DeviceArray pending;
+      private boolean done;
+
+      @Override
+      public boolean hasNext() {
+        if (pending == null && !done) {
+          pending = DeviceArrayStream.this.next();
+          done = pending == null;
+        }
+        return pending != null;
+      }
+
+      @Override
+      public DeviceArray next() {
+        if (!hasNext()) throw new NoSuchElementException("end of stream");
+        DeviceArray out = pending;
+        pending = null;
+        return out;
+      }
+    };
+  }
+
+  /**
+   * A zero-allocation walk over the remaining batches: one reused ArrowDeviceArray
+   * whose batch is borrowed until the cursor advances or closes (then it is
+   * released). Each advance is a single Java-to-C call, which validates the batch
+   * as {@link #next()} does. Use it on hot paths; use {@link #next()} to keep
+   * batches.
+   */
+  public Cursor cursor() {
+    return new Cursor(this);
+  }
+
+  /** See {@link #cursor()}. Not thread-safe; close it before closing the stream. */
+  public static final class Cursor implements AutoCloseable {
+    private final DeviceArrayStream stream;
+    /** A slot: the reused struct, and what the last advance reported after it. */
+    private final NativeHandle batch;
+    private final ByteBuffer slab;
+    private final int info;
+    /** What each advance validates with (fetched once, here). */
+    private final long prepared;
+    private final int level;
+    private long length = -1;
+
+    private Cursor(DeviceArrayStream stream) {
+      this.stream = stream;
+      this.prepared = stream.prepared();
+      this.level = stream.validation.level();
+      long slot = FerryNative.ferry_jni_new_slot();
+      long address;
+      try {
+        this.slab = Slab.chunk(slot);
+        address = Slab.address(slot);
+      } catch (RuntimeException | Error e) {
+        throw new IllegalStateException("ferry: slot " + slot + " unreachable", e);
+      }
+      this.info = Slab.offset(slot) + FerryNative.FERRY_JNI_SLOT_INFO_OFFSET;
+      this.batch = new NativeHandle(this, address, a -> FerryNative.ferry_jni_close_slot(a, 0),
+          "DeviceArrayStream.Cursor");
+    }
+
+    /** Releases the current batch and moves to the next; false at the end. One JNI
+     *  call, which also validates the batch and reports length, counts and buffer
+     *  addresses. A malformed batch is released and thrown (the cursor then holds
+     *  none). */
+    public boolean advance() {
+      long slot = batch.checkedAddress();
+      try {
+        length = FerryNative.ferry_jni_cursor_advance(stream.address(), slot, prepared, level);
+      } catch (RuntimeException e) {
+        length = -1; // the failed batch was released: the cursor holds none
+        throw e;
+      }
+      return length >= 0;
+    }
+
+    /** Length of the current batch (-1 before the first advance and at the end). */
+    public long length() {
+      return length;
+    }
+
+    /** The current batch's ArrowDeviceArray (borrowed until the next advance). */
+    public long address() {
+      return batch.checkedAddress();
+    }
+
+    private long info(int k) {
+      if (length < 0) throw new IllegalStateException("the cursor holds no batch");
+      return slab.getLong(info + 8 * k);
+    }
+
+    /** Buffer {@code i}'s address of the current batch's top-level array. */
+    public long bufferAddress(int i) {
+      long a = address();
+      long n = info(FerryNative.FERRY_JNI_INFO_N_BUFFERS);
+      if (i < 0 || i >= n) throw new IndexOutOfBoundsException("buffer " + i + " of " + n);
+      if (i < FerryNative.FERRY_JNI_INFO_INLINE_BUFFERS) {
+        return info(FerryNative.FERRY_JNI_INFO_BUFFER0 + i);
+      }
+      return FerryNative.ferry_array_buffer(a, i);
+    }
+
+    /** The current batch's device type (valid while it holds a batch). */
+    public int deviceType() {
+      return (int) info(FerryNative.FERRY_JNI_INFO_DEVICE_TYPE);
+    }
+
+    /** Releases the current batch. */
+    @Override
+    public void close() {
+      batch.close();
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** Moves the stream out to a consumer's released struct; this object is closed. */
+  public void exportTo(long streamOut) {
+    FerryNative.ferry_array_stream_move(address(), streamOut);
+    handle.close();
+  }
+
+  /**
+   * Moves the stream out as a plain ArrowArrayStream at {@code arrowStreamOut}
+   * (released beforehand), the form Arrow Java's {@code Data.importArrayStream}
+   * reads: every batch is validated (FULL: Arrow Java trusts offsets and UTF-8),
+   * waited on, and brought to the CPU when the host cannot read its device. This
+   * object is closed; batches already taken stay valid.
+   */
+  public void exportToArrowStream(long arrowStreamOut) {
+    FerryNative.ferry_jni_stream_to_arrow(address(), arrowStreamOut);
+    handle.close();
+  }
+
+  /** Moves a plain ArrowArrayStream of CPU batches (e.g. from Arrow Java's
+   *  {@code Data.exportArrayStream}) in as a stream of the CPU; the source is left
+   *  released. Batches are validated at {@code validation}. */
+  public static DeviceArrayStream importArrowStream(long arrowStreamAddress,
+      Validation validation) {
+    long stream = DeviceArray.newOrThrow(FerryNative.ferry_array_stream_new(), "stream");
+    try {
+      FerryNative.ferry_jni_stream_from_arrow(arrowStreamAddress, stream);
+    } catch (RuntimeException e) {
+      FerryNative.ferry_array_stream_free(stream);
+      throw e;
+    }
+    return new DeviceArrayStream(stream, validation);
+  }
+
+  /** Releases the stream (exactly once). Batches already taken stay valid. */
+  @Override
+  public void close() {
+    handle.close();
+    Reference.reachabilityFence(this);
+  }
+}

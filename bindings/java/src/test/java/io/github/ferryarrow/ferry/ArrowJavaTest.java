@@ -1,0 +1,235 @@
+package io.github.ferryarrow.ferry;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.ferryarrow.ferry.arrow.ArrowJava;
+import io.github.ferryarrow.ferry.jni.FerryNative;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** io.github.ferryarrow.ferry.arrow.ArrowJava: vectors and readers, both ways. */
+class ArrowJavaTest {
+  private BufferAllocator allocator;
+
+  @BeforeEach
+  void allocator() {
+    allocator = new RootAllocator();
+  }
+
+  @AfterEach
+  void nothingLeaked() {
+    assertEquals(0, allocator.getAllocatedMemory(), "Arrow Java memory all returned");
+    allocator.close();
+    assertEquals(0, ArrayExporter.liveExports(), "every Java export released");
+  }
+
+  private IntVector ints(String name, int n, int scale) {
+    IntVector v = new IntVector(name, allocator);
+    v.allocateNew(n);
+    for (int i = 0; i < n; i++) {
+      if (i % 4 == 3) v.setNull(i); else v.set(i, i * scale);
+    }
+    v.setValueCount(n);
+    return v;
+  }
+
+  @Test
+  void vectorsGoBothWaysWithoutCopying() {
+    try (IntVector source = ints("x", 10, 3)) {
+      long data = source.getDataBufferAddress();
+      try (DeviceArray ferry = ArrowJava.fromVector(source, allocator)) {
+        source.close(); // the export holds the buffers
+        assertEquals(data, ferry.bufferAddress(1), "zero-copy into ferry");
+        assertEquals(2, ferry.nullCount());
+        try (IntVector back = (IntVector) ArrowJava.toVector(ferry, allocator)) {
+          assertTrue(ferry.isClosed(), "moved into Arrow Java");
+          assertEquals(data, back.getDataBufferAddress(), "zero-copy back");
+          for (int i = 0; i < 10; i++) {
+            assertEquals(i % 4 == 3, back.isNull(i));
+            if (i % 4 != 3) assertEquals(i * 3, back.get(i));
+          }
+        }
+      }
+    }
+  }
+
+  @Test
+  void aSimArrayIsBroughtToTheHostForArrowJava() {
+    try (IntVector source = ints("x", 8, 5);
+        DeviceArray cpu = ArrowJava.fromVector(source, allocator);
+        DeviceArray onSim = cpu.copyTo(Device.sim(0));
+        FieldVector back = ArrowJava.toVector(onSim, allocator)) {
+      assertTrue(onSim.isClosed());
+      IntVector ints = (IntVector) back;
+      assertEquals(8, ints.getValueCount());
+      assertEquals(30, ints.get(6));
+      assertTrue(ints.isNull(7));
+    }
+  }
+
+  /** An Arrow IPC stream of {@code batches} record batches {a: int32, b: utf8}. */
+  private ArrowReader ipcReader(int batches) throws IOException {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (IntVector a = new IntVector("a", allocator);
+        VarCharVector b = new VarCharVector("b", allocator);
+        VectorSchemaRoot root = new VectorSchemaRoot(List.of(a.getField(), b.getField()),
+            List.<FieldVector>of(a, b));
+        ArrowStreamWriter writer = new ArrowStreamWriter(root, null, bytes)) {
+      writer.start();
+      for (int k = 0; k < batches; k++) {
+        a.allocateNew(3);
+        b.allocateNew(3);
+        for (int i = 0; i < 3; i++) {
+          a.set(i, k * 10 + i);
+          b.setSafe(i, ("w" + k + i).getBytes(StandardCharsets.UTF_8));
+        }
+        root.setRowCount(3);
+        writer.writeBatch();
+      }
+      writer.end();
+    }
+    return new ArrowStreamReader(new ByteArrayInputStream(bytes.toByteArray()), allocator);
+  }
+
+  @Test
+  void anArrowReaderBecomesAFerryStream() throws IOException {
+    try (DeviceArrayStream stream = ArrowJava.fromReader(ipcReader(3), allocator)) {
+      assertEquals("+s", stream.schema().format());
+      assertEquals(DeviceType.CPU, stream.deviceType());
+      int k = 0;
+      for (DeviceArray batch : stream) {
+        try (batch) {
+          assertEquals(3, batch.length());
+          ByteBuffer a = batch.child(0).buffer(1);
+          ByteBuffer offsets = batch.child(1).buffer(1);
+          ByteBuffer words = batch.child(1).buffer(2);
+          for (int i = 0; i < 3; i++) {
+            assertEquals(k * 10 + i, a.getInt(4 * i));
+            byte[] w = new byte[offsets.getInt(4 * i + 4) - offsets.getInt(4 * i)];
+            words.get(offsets.getInt(4 * i), w);
+            assertEquals("w" + k + i, new String(w, StandardCharsets.UTF_8));
+          }
+        }
+        k++;
+      }
+      assertEquals(3, k);
+    }
+  }
+
+  /** Batches [b*100, b*100+1, ...] of a Java stream, each released back to us. */
+  private static Iterator<ExportedBatch> javaBatches(int count, AtomicInteger released) {
+    return new Iterator<>() {
+      private int b;
+
+      @Override
+      public boolean hasNext() {
+        return b < count;
+      }
+
+      @Override
+      public ExportedBatch next() {
+        if (b >= count) throw new NoSuchElementException();
+        int[] values = new int[5];
+        for (int i = 0; i < 5; i++) values[i] = b * 100 + i;
+        b++;
+        return ExportedBatch.of(5).buffers(null, TestData.int32s(values))
+            .onRelease(released::incrementAndGet);
+      }
+    };
+  }
+
+  @Test
+  void aFerryStreamBecomesAnArrowReader() throws IOException {
+    AtomicInteger released = new AtomicInteger();
+    FieldSpec record = FieldSpec.of("+s", "").withChildren(FieldSpec.of("i", "v"));
+    Iterator<ExportedBatch> structs = new Iterator<>() {
+      private final Iterator<ExportedBatch> inner = javaBatches(4, released);
+
+      @Override
+      public boolean hasNext() {
+        return inner.hasNext();
+      }
+
+      @Override
+      public ExportedBatch next() {
+        return ExportedBatch.of(5).buffers((ByteBuffer) null).children(inner.next());
+      }
+    };
+    List<Integer> seen = new ArrayList<>();
+    try (DeviceArrayStream stream = StreamExporter.toStream(record, DeviceType.CPU, structs);
+        ArrowReader reader = ArrowJava.toReader(stream, allocator)) {
+      assertTrue(stream.isClosed(), "moved into the reader");
+      VectorSchemaRoot root = reader.getVectorSchemaRoot();
+      assertEquals("v", root.getSchema().getFields().get(0).getName());
+      while (reader.loadNextBatch()) {
+        IntVector v = (IntVector) root.getVector("v");
+        for (int i = 0; i < root.getRowCount(); i++) seen.add(v.get(i));
+      }
+      assertFalse(reader.loadNextBatch());
+    }
+    assertEquals(20, seen.size());
+    assertEquals(Integer.valueOf(304), seen.get(19));
+    assertEquals(4, released.get(), "every batch went back to its producer");
+  }
+
+  @Test
+  void aSimStreamReachesArrowJavaOnTheHost() throws IOException {
+    AtomicInteger released = new AtomicInteger();
+    Device sim = Device.sim(1);
+    FieldSpec record = FieldSpec.of("+s", "").withChildren(FieldSpec.of("i", "v"));
+    Iterator<ExportedBatch> cpuBatches = javaBatches(2, released);
+    // The batches are copied to the sim device (the copy's release frees it).
+    Iterator<DeviceArray> onSim = new Iterator<>() {
+      @Override
+      public boolean hasNext() {
+        return cpuBatches.hasNext();
+      }
+
+      @Override
+      public DeviceArray next() {
+        ExportedBatch struct = ExportedBatch.of(5).buffers((ByteBuffer) null)
+            .children(cpuBatches.next());
+        try (DeviceArray cpu = ArrayExporter.toDeviceArray(record, struct)) {
+          return cpu.copyTo(sim);
+        }
+      }
+    };
+    long deviceStream = FerryNative.ferry_array_stream_new();
+    StreamExporter.exportArrays(() -> record, sim.type(), onSim, deviceStream);
+    try (DeviceArrayStream stream = DeviceArrayStream.importFrom(deviceStream);
+        ArrowReader reader = ArrowJava.toReader(stream, allocator)) {
+      int rows = 0;
+      while (reader.loadNextBatch()) {
+        IntVector v = (IntVector) reader.getVectorSchemaRoot().getVector("v");
+        assertEquals(rows / 5 * 100, v.get(0), "batch " + rows / 5);
+        rows += reader.getVectorSchemaRoot().getRowCount();
+      }
+      assertEquals(10, rows);
+    } finally {
+      FerryNative.ferry_array_stream_free(deviceStream);
+    }
+    assertEquals(2, released.get());
+  }
+}

@@ -1,0 +1,109 @@
+package io.github.ferryarrow.ferry.jni;
+
+/**
+ * C-side helpers for tests and the benchmark (src/test/c/ferry_jni_testing.c, built
+ * by CMake into libferry_jni_testing.so next to libferry_jni.so): a consumer on a
+ * pthread the JVM has never seen, static C producers and consumers, and raw JNI
+ * call floors. Test code: in neither the jar nor libferry_jni.so.
+ */
+public final class Testing {
+  static {
+    NativeLoader.load();
+    System.loadLibrary("ferry_jni_testing");
+  }
+
+  private Testing() {}
+
+  /** Pulls the stream at {@code stream} to its end on a new pthread, releasing it.
+   *  Returns null or the error message; stats = {rc, batches, total length}. */
+  public static native String pullStreamOnForeignThread(long stream, long[] stats);
+
+  /** Fills a static CPU int32 schema + array (values 7 * i); schemaOut may be 0. */
+  public static native void cProduceStatic(long schemaOut, long arrayOut, long length);
+
+  /** Fills an endless static C stream of int32 batches. */
+  public static native void cStaticStream(long streamOut, long length);
+
+  /** Moves, reads and releases a device array in C; returns length + first value. */
+  public static native long cConsumeArray(long deviceArray);
+
+  /** Pulls n batches in C; elapsed ns, -1 on error. */
+  public static native long cPullLoop(long stream, long n);
+
+  /** n C-to-C static handoffs; elapsed ns. */
+  public static native long cToCLoop(long n);
+
+  /** Raw Java-to-C JNI call: returns x + 1. */
+  public static native long noop(long x);
+
+  /** n raw C-to-Java calls (CallStaticLongMethod); elapsed ns. */
+  public static native long callJavaLoop(long n);
+
+  /** Releases the device array on a new pthread the JVM has never seen (the struct
+   *  memory stays the caller's); 0, or -1 when no thread could start. */
+  public static native int releaseOnForeignThread(long deviceArray);
+
+  /** Releases every device array at the given addresses, back to back, in C. */
+  public static native void releaseAll(long[] deviceArrays);
+
+  // ---- per-case floors of the benchmark: the same crossings and C handoff as
+  // ---- the case, nothing else (see ferry_jni_testing.c)
+
+  /** Moves the producer's structs into the consumer's and reads them. */
+  public static native long floorTake(long schemaSource, long arraySource, long schemaTarget,
+      long arrayTarget);
+
+  /** Releases the consumer's array (and schema when not 0). */
+  public static native void floorRelease(long schema, long array);
+
+  /** get_next into {@code target} and read. */
+  public static native long floorStreamTake(long stream, long target);
+
+  /** Releases the batch in {@code target} if live, then get_next into it and read. */
+  public static native long floorStreamAdvance(long stream, long target);
+
+  /** A static producer filling {@code out} (1024 int32). */
+  public static native void floorFill(long out);
+
+  /** A stream whose get_next calls {@link #floorGetNext} in Java; 0 or -1. */
+  public static native int floorJavaStream(long streamOut);
+
+  /** One Java->C crossing doing one static C->C handoff. */
+  public static native long floorJniC2c();
+
+  /** Called from C by the floorJavaStream's get_next. */
+  static void floorGetNext(long out) {
+    floorFill(out);
+  }
+
+  // ---- hostile producers (src/test/c/ferry_jni_hostile.c)
+
+  /** Number of hostile array cases. */
+  public static native int hostileCaseCount();
+
+  /** "name\037needle\037full_only" of case k (full_only 1: only FULL finds it). */
+  public static native String hostileCase(int k);
+
+  /** Fills the released structs with hostile case k. */
+  public static native void hostileArray(int k, long schemaOut, long arrayOut);
+
+  /** Fills the released structs with an int32 array declaring 2^62 elements. */
+  public static native void hostileHugeArray(long schemaOut, long arrayOut);
+
+  /** Number of hostile stream kinds. */
+  public static native int hostileStreamCount();
+
+  /** A hostile stream of {@code kind}: 0 released schema, 1 a batch on another
+   *  device, 2 a malformed batch, 3 get_next fails (EIO, "the hostile producer
+   *  broke"), 4 an invalid format, 5 batches with decreasing utf8 offsets. */
+  public static native void hostileStream(int kind, long streamOut);
+
+  /** Hostile nodes and streams made and not released. */
+  public static native long hostileLive();
+
+  /** Releases of hostile nodes that were released already. */
+  public static native long hostileReleasedAgain();
+
+  /** Frees every hostile node (none may be live) and clears the counters. */
+  public static native void hostileReset();
+}
