@@ -15,11 +15,15 @@ struct host_column {
   uint8_t* validity; /* bit i set: value i is valid */
 };
 
-static void free_host_column(void* user_data) {
-  struct host_column* column = user_data;
+static void free_host_column(struct host_column* column) {
   free(column->values);
   free(column->validity);
   free(column);
+}
+
+/* The release hook: ferry calls it once, when the consumer releases. */
+static void release_host_column(void* user_data) {
+  free_host_column(user_data);
   g_released++;
 }
 
@@ -31,7 +35,6 @@ int example_produce(int64_t n, struct ArrowSchema* schema, struct ArrowDeviceArr
   column->validity = calloc((size_t)n / 8 + 1, 1);
   if (column->values == NULL || column->validity == NULL) {
     free_host_column(column);
-    g_released--;
     return ENOMEM;
   }
   int64_t nulls = 0;
@@ -46,15 +49,13 @@ int example_produce(int64_t n, struct ArrowSchema* schema, struct ArrowDeviceArr
   int rc = ferry_schema_init(schema, "i", "values", ARROW_FLAG_NULLABLE, 0, error);
   if (rc != FERRY_OK) {
     free_host_column(column);
-    g_released--;
     return rc;
   }
   const void* buffers[2] = {column->validity, column->values};
   struct ArrowArray array = {0};
-  rc = ferry_array_init(&array, n, nulls, 0, 2, buffers, 0, free_host_column, column, error);
+  rc = ferry_array_init(&array, n, nulls, 0, 2, buffers, 0, release_host_column, column, error);
   if (rc != FERRY_OK) {
     free_host_column(column); /* on failure the hook did not run: still ours */
-    g_released--;
     ferry_schema_release(schema);
     return rc;
   }
@@ -73,13 +74,19 @@ struct device_column {
   struct FerryDevice* device;
   void* data;         /* device memory */
   int32_t* staging;   /* the host values the asynchronous copy reads */
+  void* stream;       /* the producer's stream: lives as long as the array */
 };
 
-static void free_device_column(void* user_data) {
-  struct device_column* column = user_data;
+static void free_device_column(struct device_column* column) {
+  /* Destroying the stream lets its queued work finish first. */
+  ferry_device_stream_destroy(column->device, column->stream, NULL);
   ferry_device_deallocate(column->device, column->data, NULL);
   free(column->staging);
   free(column);
+}
+
+static void release_device_column(void* user_data) {
+  free_device_column(user_data);
   g_released++;
 }
 
@@ -105,36 +112,36 @@ int example_produce_on_sim(int64_t n, struct ArrowSchema* schema,
     free(column);
     return rc;
   }
-  /* The producer's work: a copy queued on its own device stream. */
-  void* stream = NULL;
-  rc = ferry_device_stream_create(sim, &stream, error);
-  if (rc == FERRY_OK) {
-    rc = ferry_device_memcpy(sim, column->data, cpu, column->staging,
-                             n * (int64_t)sizeof(int32_t), stream, error);
-  }
-  if (rc == FERRY_OK) rc = ferry_schema_init(schema, "i", "values", 0, 0, error);
-  struct ArrowArray array = {0};
-  if (rc == FERRY_OK) {
-    const void* buffers[2] = {NULL, column->data};
-    rc = ferry_array_init(&array, n, 0, 0, 2, buffers, 0, free_device_column, column, error);
-    if (rc != FERRY_OK) ferry_schema_release(schema);
-  }
-  if (rc == FERRY_OK) {
-    /* Records an event at the end of the stream: the array's sync_event. */
-    rc = ferry_device_array_init_async(out, &array, sim, stream, FERRY_SYNC_RECORD_EVENT,
-                                       error);
-    if (rc != FERRY_OK) {
-      ferry_array_release(&array); /* frees the column through the hook */
-      ferry_schema_release(schema);
-      column = NULL;
-    }
-  } else {
-    if (stream != NULL) ferry_device_stream_synchronize(sim, stream, NULL);
+  /* The producer's work: a copy queued on its own device stream, which the
+   * array keeps until it is released (the work may still be pending). */
+  rc = ferry_device_stream_create(sim, &column->stream, error);
+  if (rc != FERRY_OK) {
     ferry_device_deallocate(sim, column->data, NULL);
     free(column->staging);
     free(column);
+    return rc;
   }
-  /* Work already queued completes; the event belongs to the array. */
-  if (stream != NULL) ferry_device_stream_destroy(sim, stream, NULL);
+  rc = ferry_device_memcpy(sim, column->data, cpu, column->staging,
+                           n * (int64_t)sizeof(int32_t), column->stream, error);
+  if (rc == FERRY_OK) rc = ferry_schema_init(schema, "i", "values", 0, 0, error);
+  if (rc != FERRY_OK) {
+    free_device_column(column);
+    return rc;
+  }
+  const void* buffers[2] = {NULL, column->data};
+  struct ArrowArray array = {0};
+  rc = ferry_array_init(&array, n, 0, 0, 2, buffers, 0, release_device_column, column, error);
+  if (rc != FERRY_OK) {
+    free_device_column(column); /* the hook did not run: still ours */
+    ferry_schema_release(schema);
+    return rc;
+  }
+  /* Records an event at the end of the stream: the array's sync_event. */
+  rc = ferry_device_array_init_async(out, &array, sim, column->stream, FERRY_SYNC_RECORD_EVENT,
+                                     error);
+  if (rc != FERRY_OK) {
+    ferry_array_release(&array); /* runs the hook: everything is freed */
+    ferry_schema_release(schema);
+  }
   return rc;
 }
