@@ -51,7 +51,7 @@ extern const struct it_runtime_info it_runtimes[IT_MAX_RUNTIMES];
 /* The runtime called `name`, or NULL. */
 const struct it_runtime_info* it_runtime_find(const char* name);
 
-/* "c, rust, lua, java, go": the names in load order, for messages. */
+/* "c, rust, lua, python, java, go": the names in load order, for messages. */
 const char* it_runtime_names(void);
 
 /* ---- one plugin --------------------------------------------------------------- */

@@ -20,7 +20,7 @@
 # ferry_live_exports() and the sim devices' allocations return to their
 # baseline: the leak check for the runtimes that cannot run under ASan.
 #
-# Which plugins must exist: FERRY_IT_REQUIRE (e.g. "c rust go java lua"); by
+# Which plugins must exist: FERRY_IT_REQUIRE (e.g. "c rust python"); by
 # default every runtime of core/harness/runtimes.def. A missing required
 # plugin is a failure; a missing plugin that is not required is SKIPPED and
 # its pairs are not counted.
