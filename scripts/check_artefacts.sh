@@ -25,16 +25,18 @@ defined() { nm -D --defined-only "$1" | awk '{print $3}'; }
 
 # links_core LIB: NEEDED libferry.so and no ferry_ symbol of the core defined.
 links_core() {
-  readelf -d "$1" | grep -q 'NEEDED.*\[libferry\.so' || { echo "$1 does not link libferry.so"; return 1; }
+  # grep without -q in a pipeline: it reads all its input (pipefail, SIGPIPE).
+  readelf -d "$1" | grep 'NEEDED.*\[libferry\.so' >/dev/null || { echo "$1 does not link libferry.so"; return 1; }
   local copied
   copied="$(defined "$1" | grep '^ferry_' | grep -v -e '^ferry_it_' -e '^ferry_jni_' | head -n 3)"
   [ -z "$copied" ] || { echo "$1 defines core symbols (a copy of the core?): $copied"; return 1; }
 }
 
 exports_entry_points() {
-  local symbol missing=""
+  local symbol missing="" symbols
+  symbols="$(defined "$1")"
   for symbol in $ENTRY_POINTS; do
-    defined "$1" | grep -qx "$symbol" || missing="$missing $symbol"
+    grep -x "$symbol" <<<"$symbols" >/dev/null || missing="$missing $symbol"
   done
   [ -z "$missing" ] || { echo "$1 does not export:$missing"; return 1; }
 }
@@ -55,7 +57,7 @@ jar="$BUILD/java/ferry-arrow.jar"
 if need_file "$jni" "the JNI library" && need_file "$jar" "the binding's jar"; then
   check "libferry_jni.so links the shared libferry.so" links_core "$jni"
   check "libferry_jni.so carries no test natives" \
-    bash -c '! nm -D --defined-only "$1" | grep -q Java_io_github_ferryarrow_ferry_jni_Testing_' _ "$jni"
+    bash -c '! nm -D --defined-only "$1" | grep Java_io_github_ferryarrow_ferry_jni_Testing_ >/dev/null' _ "$jni"
   entries="$(mktemp)"
   python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$jar" >"$entries"
   check "the jar carries libferry_jni.so" grep -qx native/linux-x86_64/libferry_jni.so "$entries"

@@ -1,36 +1,30 @@
 #!/usr/bin/env bash
 # Installs what ferry needs on a Debian 12 machine, idempotently and quietly:
 # only missing packages are installed, and nothing is printed when all are
-# present. Usage: deps.sh core|all
+# present. Usage: deps.sh core|fuzz|all
+#   core  what building the core needs (a C compiler, CMake): no clang, no LLVM
+#   fuzz  clang-14 with libFuzzer and llvm-symbolizer (scripts/fuzz.sh asks for it)
+#   all   everything the test command needs, then scripts/deps.d/*.sh
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 what="${1:-all}"
 
-core_pkgs=(cmake ninja-build gcc g++ make pkg-config clang-14 libclang-rt-14-dev llvm-14)
-all_pkgs=("${core_pkgs[@]}" lua5.4 liblua5.4-dev luajit libluajit-5.1-dev lua-busted luarocks
-  swig bazel-bootstrap libamdhip64-dev pocl-opencl-icd ocl-icd-opencl-dev bindgen clang-format
-  valgrind)
+core_pkgs=(cmake ninja-build gcc g++ make pkg-config)
+fuzz_pkgs=(clang-14 libclang-rt-14-dev llvm-14)
+all_pkgs=("${core_pkgs[@]}" "${fuzz_pkgs[@]}" lua5.4 liblua5.4-dev luajit libluajit-5.1-dev
+  lua-busted luarocks swig bazel-bootstrap libamdhip64-dev pocl-opencl-icd ocl-icd-opencl-dev
+  bindgen clang-format valgrind)
 
-pkgs=("${core_pkgs[@]}")
-[ "$what" = all ] && pkgs=("${all_pkgs[@]}")
+case "$what" in
+  core) pkgs=("${core_pkgs[@]}") ;;
+  fuzz) pkgs=("${fuzz_pkgs[@]}") ;;
+  all) pkgs=("${all_pkgs[@]}") ;;
+  *) echo "usage: deps.sh core|fuzz|all" >&2; exit 2 ;;
+esac
 
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "deps: installing ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  export DEBIAN_FRONTEND=noninteractive
-  if ! $SUDO apt-get install -y -qq "${missing[@]}" >/tmp/ferry-apt.log 2>&1; then
-    $SUDO apt-get update -qq >/dev/null 2>&1
-    $SUDO apt-get install -y -qq "${missing[@]}" >/tmp/ferry-apt.log 2>&1 ||
-      { cat /tmp/ferry-apt.log; exit 1; }
-  fi
-fi
+apt_install "$what" "${pkgs[@]}"
 
 # Extra steps contributed by components (CUDA headers from PyPI, ...).
-ROOT="${FERRY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 if [ "$what" = all ]; then
   for extra in "$ROOT"/scripts/deps.d/*.sh; do
     [ -e "$extra" ] && bash "$extra"

@@ -12,7 +12,8 @@
 # fuzz_hostile, whose walks must be linear), which catches exponential walks.
 #
 # Corpora grow under build/fuzz/<target>/ (seeded from core/fuzz/corpus/);
-# crash inputs land in build/fuzz/<target>/crashes/. Needs clang-14.
+# crash inputs land in build/fuzz/<target>/crashes/. Needs clang-14 (installed by
+# scripts/deps.sh fuzz when missing).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MODE=${1:-short}
@@ -31,6 +32,9 @@ if ! [[ $SECONDS_PER_TARGET =~ ^[0-9]+$ ]] || [ "$SECONDS_PER_TARGET" -lt 1 ]; t
   exit 2
 fi
 CLANG=${CLANG:-clang-14}
+# Only fuzzing needs clang and LLVM (building the core does not): installed
+# here, quietly when present.
+[ "$CLANG" = clang-14 ] && bash "$ROOT/scripts/deps.sh" fuzz
 if ! command -v "$CLANG" >/dev/null; then
   echo "fuzz.sh: $CLANG not found (apt-get install clang-14)" >&2
   exit 2

@@ -7,6 +7,8 @@
 #   runtimes    ferry_runtimes, ferry_runtime_builder NAME, ferry_runtime_asan NAME
 #               (read from core/harness/runtimes.def, the one list of runtimes)
 #   building    cmake_generator (Ninja when present)
+#   packages    apt_install WHY PKG... (Debian packages not yet installed, quietly
+#               when all are; scripts/deps.sh and scripts/deps.d/)
 #   other       in_ci, need_file PATH WHAT (a missing build output fails loudly),
 #               selected NAME (NAME is one of the script's arguments, or there are none)
 # Scripts only orchestrate: every C artefact is a CMake target (CMakeLists.txt).
@@ -83,6 +85,29 @@ ferry_runtime_builder() { ferry_runtime_table | awk -v n="$1" '$1 == n {print $2
 
 # Succeeds when NAME is loaded under AddressSanitizer.
 ferry_runtime_asan() { [ "$(ferry_runtime_table | awk -v n="$1" '$1 == n {print $4}')" = yes ]; }
+
+# ---- Debian packages ------------------------------------------------------------------
+
+# apt_install WHY PKG...: installs the packages that are not installed yet
+# (apt-get update only when the first attempt fails); prints nothing when all
+# are there. WHY names the component in the one line printed otherwise.
+apt_install() {
+  local why="$1"; shift
+  local p missing=()
+  for p in "$@"; do
+    [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == *"install ok installed"* ]] ||
+      missing+=("$p")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  echo "deps: installing ${missing[*]} ($why)"
+  local sudo="" log=/tmp/ferry-apt.log
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  if ! $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >"$log" 2>&1; then
+    $sudo apt-get update -qq >/dev/null 2>&1
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >"$log" 2>&1 ||
+      { cat "$log"; return 1; }
+  fi
+}
 
 # ---- building and other helpers -----------------------------------------------------
 cmake_generator() { command -v ninja >/dev/null && echo "-G Ninja"; }

@@ -77,11 +77,16 @@ for lang in $(ferry_runtimes); do
   [ "$lang" = c ] && continue
   step "binding-$lang" "$ROOT/bindings/$lang/test.sh"
 done
+# --- what users see ----------------------------------------------------------------
+# docs/features.md against each binding's features test file.
+step features "$ROOT/scripts/check_features.sh"
+# Each language's example project, built outside the tree as its README says.
+step new-user "$ROOT/scripts/new_user_test.sh"
 # --- cross-language -------------------------------------------------------------
 # cases.md conformance of every runtime's plugin, one plugin per process.
 step conformance "$ROOT/tests/conformance/run.sh"
 # Every ordered pair of runtimes in one process (C host, Go-first C host,
-# C host under ASan, JVM host).
+# C host under ASan, JVM host, Python host).
 step cross-language "$ROOT/tests/integration/run.sh"
 # The same on cuda and rocm through the driver emulations (device memory the
 # host cannot read), the conformance suite there and the demo on cuda; then

@@ -256,3 +256,7 @@ int it_case_parse(const char* spec, struct it_case* out, struct FerryError* erro
   }
   return FERRY_OK;
 }
+
+int64_t it_case_failing_get_next(const struct it_case* c) {
+  return c->fail == IT_FAIL_GET_NEXT && c->fail_at <= c->batches + 1 ? c->fail_at : 0;
+}

@@ -77,6 +77,15 @@ int it_case_parse(const char* spec, struct it_case* out, struct FerryError* erro
 /* The TYPE word of `type` ("int32"), also the name of the top-level field. */
 const char* it_type_name(enum it_type type);
 
+/* The get_next call a consumer sees fail: fail_at of fail=get_next@N when
+ * N <= batches + 1, else 0. A consumer stops at the end of the stream (call
+ * batches + 1) and a producer keeps returning the end, so a failure
+ * injected beyond it is never reached: such a case is a plain stream for
+ * every checker (cases.md's "N-th call" counts the calls a consumer makes).
+ * THE rule: the hosts, the conformance mode, the tool and the C plugin use
+ * it. */
+int64_t it_case_failing_get_next(const struct it_case* c);
+
 /* The device id the plugin uses for a device type: -1 for the CPU, else 0. */
 int64_t it_case_device_id(const struct it_case* c);
 

@@ -135,9 +135,10 @@ int it_signal_add_onstack(void) {
   return changed;
 }
 
-/* Makes a VM runtime create (or join) its VM now, before later runtimes
- * load: one cheap export and release. 0, or -1 with the reason. */
-static int start_vm(struct it_plugin* p, char* message, size_t size) {
+/* Makes a runtime start now, on this thread (a VM, before later runtimes
+ * load; an embedded interpreter): one cheap export and release. 0, or -1
+ * with the reason. */
+static int start_runtime(struct it_plugin* p, char* message, size_t size) {
   (void)p->live_allocations();
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
@@ -214,13 +215,15 @@ void it_runtime_set_load(struct it_runtime_set* set, const struct it_load_option
       set->state[i] = p->present ? IT_LOAD_FAILED : IT_SKIPPED_MISSING;
       continue;
     }
-    if (rt->traits & IT_RUNTIME_STARTS_VM) {
-      if (start_vm(p, set->vm_problem, sizeof set->vm_problem) != 0) {
+    if (rt->traits & (IT_RUNTIME_STARTS_VM | IT_RUNTIME_START_ON_LOAD)) {
+      if (start_runtime(p, set->vm_problem, sizeof set->vm_problem) != 0) {
         snprintf(p->problem, sizeof p->problem, "%s", set->vm_problem);
         p->loaded = 0;
         set->state[i] = IT_LOAD_FAILED;
         continue;
       }
+    }
+    if (rt->traits & IT_RUNTIME_STARTS_VM) {
       vm_started = 1;
       /* The plugin's own duty (a host that loads Go after it may not know). */
       set->vm_sigsegv_onstack = sigsegv_has_onstack();
@@ -228,6 +231,24 @@ void it_runtime_set_load(struct it_runtime_set* set, const struct it_load_option
     set->state[i] = IT_LOADED;
     set->loaded[set->n++] = p;
   }
+}
+
+enum it_load_state it_runtime_set_describe(const struct it_runtime_set* set, int index,
+                                           char* out, size_t size) {
+  const struct it_plugin* p = &set->plugins[index];
+  switch (set->state[index]) {
+    case IT_NOT_WANTED: snprintf(out, size, "%s", ""); break;
+    case IT_SKIPPED_ASAN:
+      snprintf(out, size,
+               "SKIPPED runtime %s: not loaded under AddressSanitizer (%s); the non-ASan run "
+               "covers it",
+               p->name, p->problem);
+      break;
+    case IT_SKIPPED_MISSING: snprintf(out, size, "SKIPPED runtime %s: %s", p->name, p->problem); break;
+    case IT_LOAD_FAILED: snprintf(out, size, "FAIL load %s: %s", p->name, p->problem); break;
+    case IT_LOADED: snprintf(out, size, "loaded runtime %s: %s", p->name, p->path); break;
+  }
+  return set->state[index];
 }
 
 int it_runtime_set_needs_quick_exit(const struct it_runtime_set* set) {

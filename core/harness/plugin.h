@@ -3,6 +3,9 @@
  * runtime of runtimes.def in the order the runtimes require (the matrix, the
  * demo, the benchmark):
  *   runtimes without a global runtime (c, rust, lua)   any order
+ *   a runtime embedding an interpreter (python)         called once at load, so
+ *                                                       that its interpreter starts
+ *                                                       on the loading thread
  *   a runtime that starts a VM (java)                   started at once; its
  *                                                       handlers lack SA_ONSTACK
  *   (fix-up)                                            every installed handler
@@ -24,7 +27,8 @@ enum {
   IT_RUNTIME_STARTS_VM = 1u << 0,
   IT_RUNTIME_NEEDS_ONSTACK = 1u << 1,
   IT_RUNTIME_QUICK_EXIT = 1u << 2,
-  IT_RUNTIME_FAST_CALLS = 1u << 3
+  IT_RUNTIME_FAST_CALLS = 1u << 3,
+  IT_RUNTIME_START_ON_LOAD = 1u << 4
 };
 
 struct it_runtime_info {
@@ -47,7 +51,7 @@ extern const struct it_runtime_info it_runtimes[IT_MAX_RUNTIMES];
 /* The runtime called `name`, or NULL. */
 const struct it_runtime_info* it_runtime_find(const char* name);
 
-/* "c, rust, lua, java, go": the names in load order, for messages. */
+/* "c, rust, lua, python, java, go": the names in load order, for messages. */
 const char* it_runtime_names(void);
 
 /* ---- one plugin --------------------------------------------------------------- */
@@ -106,7 +110,7 @@ struct it_load_options {
 struct it_runtime_set {
   struct it_plugin plugins[IT_MAX_RUNTIMES]; /* indexed like it_runtimes */
   enum it_load_state state[IT_MAX_RUNTIMES];
-  char vm_problem[1024];                     /* why a VM start failed */
+  char vm_problem[1024];                     /* why the last runtime start failed */
   struct it_plugin* loaded[IT_MAX_RUNTIMES]; /* in load order */
   int n;
   int onstack_fixups;   /* handlers changed by the fix-up; -1 when it did not run */
@@ -120,6 +124,12 @@ struct it_runtime_set {
  * fix-up before the first NEEDS_ONSTACK runtime that comes after a VM. Does
  * not print: the caller reports `state` and `problem`. */
 void it_runtime_set_load(struct it_runtime_set* set, const struct it_load_options* options);
+
+/* The line a host prints for runtime `index` of the list after loading:
+ * "loaded runtime NAME: PATH", "SKIPPED runtime NAME: why", "FAIL load NAME:
+ * why"; "" when it was not wanted. Returns the state. */
+enum it_load_state it_runtime_set_describe(const struct it_runtime_set* set, int index,
+                                           char* out, size_t size);
 
 /* Whether any loaded runtime has the QUICK_EXIT trait. */
 int it_runtime_set_needs_quick_exit(const struct it_runtime_set* set);

@@ -46,40 +46,52 @@ int it_watch_new_group(void) {
   return group;
 }
 
-/* Under g_lock. The node a release call belongs to, in this order: the
- * newest unreleased struct at `address`; the single unreleased struct whose
- * private_data matches (moved by the consumer, which then lives at
- * `address`); a released struct at `address` or, failing that, with that
- * private_data (a second release). A NULL private_data identifies nothing
- * (children often have none). NULL when no node fits. */
+/* Under g_lock. The node a release call on the struct at `address` with
+ * `private_data` belongs to, first match wins:
+ *   1. the newest unreleased node at `address` with that private_data (the
+ *      struct where it was watched);
+ *   2. the oldest unreleased node with that private_data, anywhere (moved
+ *      by the consumer, which now releases it at `address`). Several
+ *      unreleased structs may share one private_data (a producer keeping one
+ *      state for all its batches): they share the original callback too, so
+ *      forwarding to any of them is right, and the oldest is the likeliest
+ *      (consumers release batches in order);
+ *   3. a released node at `address` with that private_data, or with that
+ *      private_data anywhere (a second release of the struct or of a copy);
+ *   4. when the call's private_data is NULL (cleared by the first release),
+ *      the newest released node at `address`.
+ * A released node is never matched by its address alone while the call
+ * carries another private_data: that is a different struct at a reused
+ * address (a moved batch released where an earlier batch was). A NULL
+ * private_data cannot follow a move (children often have none): such a
+ * struct is known by its address only. NULL when no node fits. */
 static struct it_watch_node* find_locked(enum it_watch_kind kind, void* address,
                                          void* private_data) {
   for (int64_t i = g_count - 1; i >= 0; i--) {
     struct it_watch_node* n = &g_nodes[i];
-    if (n->kind == kind && n->address == address && n->calls == 0) return n;
+    if (n->kind == kind && n->calls == 0 && n->address == address &&
+        n->private_data == private_data) {
+      return n;
+    }
   }
-  struct it_watch_node* moved = NULL;
   for (int64_t i = 0; private_data != NULL && i < g_count; i++) {
     struct it_watch_node* n = &g_nodes[i];
     if (n->kind == kind && n->calls == 0 && n->private_data == private_data) {
-      if (moved != NULL) {
-        moved = NULL; /* ambiguous */
-        break;
-      }
-      moved = n;
+      n->address = address;
+      return n;
     }
   }
-  if (moved != NULL) {
-    moved->address = address;
-    return moved;
-  }
+  struct it_watch_node* copy = NULL;
   for (int64_t i = g_count - 1; i >= 0; i--) {
     struct it_watch_node* n = &g_nodes[i];
-    if (n->kind == kind && n->address == address) return n;
+    if (n->kind != kind || n->calls == 0) continue;
+    if (n->private_data == private_data && n->address == address) return n;
+    if (private_data != NULL && n->private_data == private_data && copy == NULL) copy = n;
   }
-  for (int64_t i = g_count - 1; private_data != NULL && i >= 0; i--) {
+  if (copy != NULL) return copy;
+  for (int64_t i = g_count - 1; private_data == NULL && i >= 0; i--) {
     struct it_watch_node* n = &g_nodes[i];
-    if (n->kind == kind && n->private_data == private_data && n->calls > 0) return n;
+    if (n->kind == kind && n->calls > 0 && n->address == address) return n;
   }
   return NULL;
 }

@@ -13,7 +13,9 @@
  *
  * Structs belong to groups (one handoff, one batch), verified separately.
  * A consumer may move a struct before releasing it: the wrapper then finds
- * it by its private_data, which moves with it. A struct still unreleased
+ * it by its private_data, which moves with it (find_locked in
+ * release_watch.c has the exact rules; a struct without private_data is
+ * known by its address only). A struct still unreleased
  * when its group is verified stays known (an orphan), so that a late release
  * (a garbage collector, a finalizer) still reaches the producer exactly once
  * and is reported where it happens. Thread-safe: consumers may release on

@@ -119,6 +119,10 @@ if [ -f "$C_PLUGIN" ]; then
   done
   expect plugin_fail_export 0 --has "OK injected failure: injected failure at export" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "int32:fail=export"
   expect plugin_stream_fail_get_next 0 --has "OK injected failure: injected failure at get_next 2" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "int32:fail=get_next@2" --stream
+  # A failure injected at the end-of-stream call is met; one beyond it never
+  # is (a consumer stops at the end): a plain stream (it_case_failing_get_next).
+  expect plugin_stream_fail_at_end 0 --has "OK injected failure: injected failure at get_next 3" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "int8:batches=2:fail=get_next@3" --stream
+  expect plugin_stream_fail_beyond_end 0 --has "OK, no findings" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "int8:batches=2:fail=get_next@9" --stream
   expect plugin_stream_fail_get_schema 0 --has "OK injected failure: injected failure at get_schema" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "utf8:fail=get_schema" --stream
   expect plugin_bad_case 1 --has "FAIL return_code: root: ferry_it_export_array returned" -- check --plugin "$C_PLUGIN" --case "int33"
   expect plugin_missing 2 --has "cannot load plugin" -- check --plugin "$PRODUCERS/no_such_plugin.so" --case int32

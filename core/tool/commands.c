@@ -253,9 +253,11 @@ struct plugin_args {
   char checker_path[PATH_MAX + 64]; /* the binary's directory + the plugin's name */
 };
 
-/* The value of the case's fail= key ("export", "get_schema", "get_next@2")
- * as the harness's parser reads it; empty when there is none or when the
- * case does not parse (the plugin must refuse it then). */
+/* The failure the case injects where a checker meets it ("export",
+ * "get_schema", "get_next@2") as the harness's parser reads it; empty when
+ * there is none, when a get_next failure lies beyond the end of the stream
+ * (it_case_failing_get_next: never reached) or when the case does not parse
+ * (the plugin must refuse it then). */
 static void case_fail_key(const char* case_spec, char* out, size_t out_size) {
   out[0] = '\0';
   struct it_case c;
@@ -265,7 +267,9 @@ static void case_fail_key(const char* case_spec, char* out, size_t out_size) {
     case IT_FAIL_EXPORT: snprintf(out, out_size, "export"); break;
     case IT_FAIL_GET_SCHEMA: snprintf(out, out_size, "get_schema"); break;
     case IT_FAIL_GET_NEXT:
-      snprintf(out, out_size, "get_next@%lld", (long long)c.fail_at);
+      if (it_case_failing_get_next(&c) > 0) {
+        snprintf(out, out_size, "get_next@%lld", (long long)c.fail_at);
+      }
       break;
   }
 }

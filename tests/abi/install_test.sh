@@ -54,6 +54,6 @@ if [ -x "$tmp/app" ] && out="$("$tmp/app")" && [ "$out" = "$(cat "$SRC/core/incl
 else
   bad "the installed program did not run correctly: ${out:-no output}"
 fi
-if [ -x "$tmp/app" ] && ldd "$tmp/app" | grep -q "$tmp/prefix"; then ok; else bad "the program does not use the installed libferry"; fi
+if [ -x "$tmp/app" ] && grep -F "$tmp/prefix" <<<"$(ldd "$tmp/app")" >/dev/null; then ok; else bad "the program does not use the installed libferry"; fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

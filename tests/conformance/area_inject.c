@@ -106,10 +106,10 @@ static void inject_stream(struct suite* s, const char* case_text, const struct i
       it_watch_schema(&schema, "schema");
       if (verify_schema(c, &schema, why, sizeof why) != 0) test_fail(&t, "%s", why);
     }
-    /* Calls 1 .. N-1 succeed; call N fails (when a correct consumer gets
-     * there: N <= batches + 1); a larger N makes a plain stream. */
+    /* Calls 1 .. N-1 succeed; call N fails when a correct consumer gets
+     * there (it_case_failing_get_next); a larger N makes a plain stream. */
     int64_t n = c->fail_at;
-    int64_t calls = n <= c->batches + 1 ? n : c->batches + 1;
+    int64_t calls = it_case_failing_get_next(c) > 0 ? n : c->batches + 1;
     for (int64_t call = 1; call <= calls && !t.failed; call++) {
       struct ArrowDeviceArray batch;
       rc = stream_get_next(&stream, &batch);

@@ -11,14 +11,16 @@
 #   3. C host       the same with Go loaded BEFORE the JVM (the Java plugin's SA_ONSTACK fix-up)
 #   4. C host ASan  ASan+UBSan (LeakSanitizer at exit) over the runtimes that run under it
 #   5. JVM host     the matrix with `java` as the process (System.load of every plugin)
-#   6. bench entry points  every plugin's ferry_it_bench.h entry points once, every pair
+#   6. Python host  the matrix with CPython as the process (pytest; the harness's
+#                   loader and handoff from build/it/libferry_it_matrix.so)
+#   7. bench entry points  every plugin's ferry_it_bench.h entry points once, every pair
 #                   (ferry_it_bench --check: release exactly once, counters back at baseline)
 #
 # Every run also checks, per handoff, that every runtime's live allocations,
 # ferry_live_exports() and the sim devices' allocations return to their
 # baseline: the leak check for the runtimes that cannot run under ASan.
 #
-# Which plugins must exist: FERRY_IT_REQUIRE (e.g. "c rust go java lua"); by
+# Which plugins must exist: FERRY_IT_REQUIRE (e.g. "c rust python"); by
 # default every runtime of core/harness/runtimes.def. A missing required
 # plugin is a failure; a missing plugin that is not required is SKIPPED and
 # its pairs are not counted.
@@ -84,7 +86,7 @@ run c-host-go-first "$BUILD/bin/ferry_it_host" --plugin-dir "$PLUGINS" --go-firs
 asan_require=""
 for name in $require; do ferry_runtime_asan "$name" && asan_require="$asan_require${asan_require:+,}$name"; done
 if need_file "$SAN/bin/ferry_it_host" "the sanitizer build's host"; then
-  ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:suppressions=$HERE/host/lsan.supp" \
+  ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0" \
   LSAN_OPTIONS="suppressions=$HERE/host/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
     run c-host-asan "$SAN/bin/ferry_it_host" --asan --require "$asan_require" \
@@ -96,7 +98,10 @@ fi
 # --- 5. the JVM as the host process ----------------------------------------------------
 run jvm-host bash "$HERE/jvm_host/run.sh" --require "$require_list" "${extra_cases[@]}"
 
-# --- 6. the benchmark entry points (ferry_it_bench.h) ----------------------------------
+# --- 6. Python as the host process --------------------------------------------------------
+run python-host bash "$HERE/python_host/run.sh" --require "$require_list"
+
+# --- 7. the benchmark entry points (ferry_it_bench.h) ----------------------------------
 # Cheap: one handoff of each kind per ordered pair, so that the entry points the
 # benchmark (scripts/bench_pairs.sh) times cannot rot.
 run bench-entry-points "$BUILD/bin/ferry_it_bench" --check --plugin-dir "$PLUGINS" --require "$require_list"

@@ -1,5 +1,5 @@
 /* The Python participant of ferry's cross-language tests: a C shim that
- * implements the entry points of tests/integration/ferry_it.h (and the
+ * implements the entry points of core/include/ferry/ferry_it.h (and the
  * benchmark's ferry_it_bench.h) in Python, in plugin/ferry_it.py on top of
  * the installed ferry package.
  *
@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "ferry/ferry.h"
-#include "ferry_it.h"
+#include "ferry/ferry_it.h"
 #include "ferry_it_bench.h"
 
 #ifndef FERRY_PYTHON_EXECUTABLE

@@ -73,3 +73,18 @@ def no_leaks():
 
 def c_plugin_path():
     return BUILD / "plugins" / "libferry_it_c.so"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    session.config.ferry_exitstatus = int(exitstatus)
+
+
+def pytest_unconfigure(config):
+    """A process that loaded the JVM or Go (test_matrix.py; runtimes.def's
+    QUICK_EXIT) ends with _exit once pytest has reported: their threads must
+    not meet the interpreter's finalization or the C exit handlers."""
+    matrix = sys.modules.get("test_matrix")
+    if matrix is not None and matrix.needs_quick_exit():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(getattr(config, "ferry_exitstatus", 1))

@@ -1,204 +1,123 @@
-"""Python as the host of the cross-language matrix: every ordered pair
-(producer, consumer) among the Python participant (plugin/ferry_it.py, in
-this process) and the plugins found in build/plugins, for arrays and
-streams, over tests/integration/cases.txt, in one process.
+"""Python as the host of the cross-language matrix.
 
-Plugins: FERRY_PY_MATRIX_PLUGINS (default "c"; e.g. "c rust lua") names the
-runtimes loaded from build/plugins/libferry_it_<name>.so; a named plugin
-that is missing fails the test. The JVM and Go plugins need the load order
-of tests/integration (JVM before Go), which this host does not manage yet.
-Each handoff asserts the consumer's verdict, that every struct was released,
-and that every runtime's live allocations, ferry_live_exports() and the sim
-devices' allocations are back at their baseline.
+This pytest process (CPython is the process's own runtime: its interpreter
+started first, it owns the main thread and its signal handlers) loads every
+runtime's test plugin with the matrix host's harness as a shared library,
+build/it/libferry_it_matrix.so (tests/integration/host/matrix_lib.c), so that
+nothing about the load order is reimplemented here: the harness loads
+core/harness/runtimes.def's runtimes in its order (the JVM started before Go,
+the SA_ONSTACK fix-up between them), reads tests/integration/cases.txt and
+runs each handoff with tests/integration/host/handoff.c, which asserts
+exactly what ferry_it_host asserts (the consumer's verdict, every struct
+released exactly once with the producer's buffers, the injected failures,
+the tamper and sim witnesses, every runtime's allocations back at baseline).
+Python takes part through its own plugin, libferry_it_python.so, which finds
+this interpreter running and uses it: ctypes releases the GIL around every
+call into the harness, and the plugin takes it back on whichever thread
+calls into Python (the cases marked "thread" run on new threads).
+
+Every ordered pair of the loaded runtimes runs, for arrays and for streams.
+FERRY_PY_MATRIX_REQUIRE (default: every runtime of runtimes.def) names the
+runtimes that must load; one that does not fails test_runtimes_loaded. A
+process that loaded the JVM or Go ends with os._exit (conftest.py), as
+runtimes.def's QUICK_EXIT asks.
 """
 import ctypes
 import os
+import re
 
 import pytest
 
-import ferry
-import ferry_it
 from conftest import BUILD, ROOT
-from ferry.raw import ffi, lib
 
+MATRIX_LIB = BUILD / "it" / "libferry_it_matrix.so"
 CASES_FILE = ROOT / "tests" / "integration" / "cases.txt"
+RUNTIMES_DEF = ROOT / "core" / "harness" / "runtimes.def"
 
 
-def read_cases():
-    cases = []
-    for line in CASES_FILE.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            cases.append(line)
-    return cases
+def runtimes_of_the_list():
+    """The runtime names of runtimes.def, in load order."""
+    return re.findall(r"^FERRY_IT_RUNTIME\(([a-z0-9_]+),", RUNTIMES_DEF.read_text(), re.M)
 
 
-class Python:
-    """The in-process participant, with the plugin entry points' contract."""
-
-    name = "python"
-
-    def _call(self, fn, *args):
-        try:
-            fn(*args)
-            return 0, ""
-        except ferry.FerryError as exc:
-            return exc.code, exc.message
-
-    def export_array(self, spec, schema, array):
-        return self._call(ferry_it.export_array, spec, schema, array)
-
-    def check_array(self, spec, schema, array):
-        return self._call(ferry_it.check_array, spec, schema, array)
-
-    def export_stream(self, spec, stream):
-        return self._call(ferry_it.export_stream, spec, stream)
-
-    def check_stream(self, spec, stream):
-        return self._call(ferry_it.check_stream, spec, stream)
-
-    def live(self):
-        return ferry_it.live_allocations()
-
-
-class Plugin:
-    """A runtime's test plugin loaded with ctypes (ctypes releases the GIL)."""
-
-    def __init__(self, name):
-        self.name = name
-        path = BUILD / "plugins" / f"libferry_it_{name}.so"
-        assert path.exists(), f"{path} is not built"
-        self.lib = ctypes.CDLL(str(path))
-        for fn in ("export_array", "check_array"):
-            getattr(self.lib, f"ferry_it_{fn}").argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p]
-        for fn in ("export_stream", "check_stream"):
-            getattr(self.lib, f"ferry_it_{fn}").argtypes = [ctypes.c_char_p, ctypes.c_void_p]
-        self.lib.ferry_it_last_error.restype = ctypes.c_char_p
-        self.lib.ferry_it_live_allocations.restype = ctypes.c_int64
-
-    def _result(self, code):
-        return code, "" if code == 0 else self.lib.ferry_it_last_error().decode()
-
-    def export_array(self, spec, schema, array):
-        return self._result(self.lib.ferry_it_export_array(spec.encode(), schema, array))
-
-    def check_array(self, spec, schema, array):
-        return self._result(self.lib.ferry_it_check_array(spec.encode(), schema, array))
-
-    def export_stream(self, spec, stream):
-        return self._result(self.lib.ferry_it_export_stream(spec.encode(), stream))
-
-    def check_stream(self, spec, stream):
-        return self._result(self.lib.ferry_it_check_stream(spec.encode(), stream))
-
-    def live(self):
-        return self.lib.ferry_it_live_allocations()
-
-
-def runtimes():
-    found = [Python()]
-    for name in os.environ.get("FERRY_PY_MATRIX_PLUGINS", "c").split():
-        found.append(Plugin(name))
-    return found
-
-
-RUNTIMES = runtimes()
-PAIRS = [(p, c) for p in RUNTIMES for c in RUNTIMES]
-
-
-def address(ptr):
-    return int(ffi.cast("uintptr_t", ptr))
-
-
-def baseline():
-    return ([r.live() for r in RUNTIMES], ferry.live_exports(),
-            [ferry.device(f"sim:{i}").live_allocations for i in range(4)])
-
-
-def handoff(producer, consumer, spec, stream):
-    """One handoff; returns a failure message or None."""
-    reject = None
-    if spec.startswith("reject "):
-        _, reject, spec = spec.split(" ", 2)
-    fail_export = ":fail=export" in spec
-    if stream:
-        out = lib.ferry_array_stream_new()
-        try:
-            code, message = producer.export_stream(spec, address(out))
-            if reject or fail_export:
-                expected = reject or "injected failure at export"
-                if code == 0 or expected not in message or out.release != ffi.NULL:
-                    return f"export should fail with {expected!r}: {code} {message!r}"
-                return None
-            if code != 0:
-                return f"export failed: {code} {message}"
-            code, message = consumer.check_stream(spec, address(out))
-            if code != 0:
-                return f"check failed: {code} {message}"
-            if out.release != ffi.NULL:
-                return "the consumer did not release the stream"
-        finally:
-            lib.ferry_array_stream_free(out)
+def open_matrix():
+    """The harness library with one session open, or None when not built."""
+    if not MATRIX_LIB.exists():
         return None
-    schema, array = lib.ferry_schema_new(), lib.ferry_device_array_new()
-    try:
-        code, message = producer.export_array(spec, address(schema), address(array))
-        if reject or fail_export:
-            expected = reject or "injected failure at export"
-            if code == 0 or expected not in message or schema.release != ffi.NULL or array.array.release != ffi.NULL:
-                return f"export should fail with {expected!r}: {code} {message!r}"
-            return None
-        if code != 0:
-            return f"export failed: {code} {message}"
-        code, message = consumer.check_array(spec, address(schema), address(array))
-        if code != 0:
-            return f"check failed: {code} {message}"
-        if schema.release != ffi.NULL or array.array.release != ffi.NULL:
-            return "the consumer did not release the schema and array"
-    finally:
-        lib.ferry_schema_free(schema)
-        lib.ferry_device_array_free(array)
-    return None
+    lib = ctypes.CDLL(str(MATRIX_LIB))
+    lib.ferry_it_matrix_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
+    lib.ferry_it_matrix_open.restype = ctypes.c_char_p
+    lib.ferry_it_matrix_load_report.restype = ctypes.c_char_p
+    lib.ferry_it_matrix_runtime_name.argtypes = [ctypes.c_int]
+    lib.ferry_it_matrix_runtime_name.restype = ctypes.c_char_p
+    lib.ferry_it_matrix_live_allocations.argtypes = [ctypes.c_int]
+    lib.ferry_it_matrix_live_allocations.restype = ctypes.c_int64
+    lib.ferry_it_matrix_case_label.argtypes = [ctypes.c_int, ctypes.c_int]
+    lib.ferry_it_matrix_case_label.restype = ctypes.c_char_p
+    lib.ferry_it_matrix_run.argtypes = [ctypes.c_int] * 4
+    lib.ferry_it_matrix_run.restype = ctypes.c_char_p
+    lib.ferry_it_matrix_witness_sim_pending.restype = ctypes.c_int64
+    lib.ferry_it_matrix_witness_tampered.restype = ctypes.c_int64
+    problem = lib.ferry_it_matrix_open(str(BUILD / "plugins").encode(), b"",
+                                       str(CASES_FILE).encode())
+    if problem is not None:
+        raise RuntimeError(f"the matrix harness cannot start: {problem.decode()}")
+    return lib
 
 
-@pytest.mark.parametrize("producer,consumer", PAIRS, ids=[f"{p.name}->{c.name}" for p, c in PAIRS])
+MATRIX = open_matrix()
+LOADED = [] if MATRIX is None else [MATRIX.ferry_it_matrix_runtime_name(i).decode()
+                                    for i in range(MATRIX.ferry_it_matrix_runtime_count())]
+PAIRS = [(p, c) for p in range(len(LOADED)) for c in range(len(LOADED))]
+
+
+def needs_quick_exit():
+    """Whether this process loaded a runtime that must not meet exit handlers."""
+    return MATRIX is not None and MATRIX.ferry_it_matrix_needs_quick_exit() == 1
+
+
+def require_matrix():
+    if MATRIX is None:
+        pytest.fail(f"{MATRIX_LIB} is not built (scripts/build.sh builds it)")
+
+
+def test_runtimes_loaded():
+    """Every required runtime loaded, in runtimes.def's order, with no load failure."""
+    require_matrix()
+    report = MATRIX.ferry_it_matrix_load_report().decode()
+    print(report)
+    listed = runtimes_of_the_list()
+    required = os.environ.get("FERRY_PY_MATRIX_REQUIRE", " ".join(listed)).replace(",", " ").split()
+    missing = [name for name in required if name not in LOADED]
+    assert not missing, f"required runtimes not loaded: {missing}\n{report}"
+    assert "FAIL load" not in report, report
+    assert LOADED == [name for name in listed if name in LOADED], "not loaded in the list's order"
+    assert "python" in LOADED, "the Python participant (libferry_it_python.so) is not loaded"
+
+
 @pytest.mark.parametrize("kind", ["array", "stream"])
+@pytest.mark.parametrize("producer,consumer", PAIRS,
+                         ids=[f"{LOADED[p]}->{LOADED[c]}" for p, c in PAIRS])
 def test_pair(producer, consumer, kind):
+    """Every case (and the tamper witness, index -1) from producer to consumer."""
+    stream = 1 if kind == "stream" else 0
     failures = []
-    before = baseline()
-    for spec in read_cases():
-        problem = handoff(producer, consumer, spec, kind == "stream")
-        if problem is None:
-            now = baseline()
-            if now != before:
-                problem = f"leak: (live per runtime, exports, sim allocations) {before} -> {now}"
-                before = now
-        if problem:
-            failures.append(f"{producer.name}->{consumer.name} {kind} {spec}: {problem}")
+    for index in range(-1, MATRIX.ferry_it_matrix_case_count()):
+        problem = MATRIX.ferry_it_matrix_run(producer, consumer, index, stream)
+        if problem is not None:
+            label = MATRIX.ferry_it_matrix_case_label(index, stream).decode()
+            failures.append(f"{LOADED[producer]}->{LOADED[consumer]} {kind} {label}: "
+                            f"{problem.decode()}")
     assert not failures, "\n".join(failures)
 
 
-def test_checkers_catch_wrong_values():
-    """The tamper witness: a byte flipped in the producer's memory after
-    export must make the Python checker fail (it reads the real data)."""
-    schema, array = lib.ferry_schema_new(), lib.ferry_device_array_new()
-    ferry_it.export_array("int32:seed=5", address(schema), address(array))
-    data = ffi.cast("unsigned char*", array.array.buffers[1])
-    data[0] ^= 0xFF
-    with pytest.raises(ferry.FerryError, match="element 0"):
-        ferry_it.check_array("int32:seed=5", address(schema), address(array))
-    assert array.array.release == ffi.NULL  # released on failure too
-    lib.ferry_schema_free(schema)
-    lib.ferry_device_array_free(array)
-
-
-def test_a_checker_that_skipped_the_wait_would_read_poison():
-    """The sim witness: the Python producer's sim data is still pending at
-    handover (strict mode), so only a consumer that waits reads values."""
-    schema, array = lib.ferry_schema_new(), lib.ferry_device_array_new()
-    ferry_it.export_array("int64:device=sim", address(schema), address(array))
-    assert array.sync_event != ffi.NULL
-    assert ffi.cast("unsigned char*", array.array.buffers[1])[0] == 0xA5
-    ferry_it.check_array("int64:device=sim", address(schema), address(array))
-    lib.ferry_schema_free(schema)
-    lib.ferry_device_array_free(array)
+def test_witnesses_and_nothing_left_live():
+    """Runs last (file order): the strict sim device made consumers wait, the
+    tamper runs flipped bytes, and no runtime holds an allocation at the end."""
+    require_matrix()
+    if not PAIRS:
+        pytest.fail("no runtime loaded")
+    assert MATRIX.ferry_it_matrix_witness_sim_pending() > 0
+    assert MATRIX.ferry_it_matrix_witness_tampered() > 0
+    live = {name: MATRIX.ferry_it_matrix_live_allocations(i) for i, name in enumerate(LOADED)}
+    assert all(count == 0 for count in live.values()), f"live allocations at the end: {live}"

@@ -56,8 +56,7 @@ static int release_batch(struct ArrowDeviceArray* batch, const char* where,
 
 static int check_batches(const struct it_case* c, struct ArrowDeviceArrayStream* stream,
                          const struct ArrowSchema* schema, struct FerryError* error) {
-  int64_t failing_call =
-      c->fail == IT_FAIL_GET_NEXT && c->fail_at <= c->batches + 1 ? c->fail_at : 0;
+  int64_t failing_call = it_case_failing_get_next(c);
   int64_t batches_seen = 0;
   for (int64_t call = 1;; call++) {
     struct ArrowDeviceArray batch;

@@ -4,8 +4,8 @@
  * Part 1: one producer runtime (Go when present) produces a stream of record
  * batches (struct {a: int32, b: utf8}) on the best available device (CUDA or
  * ROCm when `ferry devices` finds one, else ferry's simulated device in strict
- * mode); each batch is handed to the next consumer runtime (Rust, Java, then
- * Lua last), which verifies every row in place and releases it. Part 2: a
+ * mode); each batch is handed to the next consumer runtime (Rust, Java,
+ * Python, then Lua last), which verifies every row in place and releases it. Part 2: a
  * ring of stream handoffs, each runtime consuming the next one's stream.
  * Every hop prints the buffer addresses at export and those the consumer
  * handed back at release (equal: nothing was copied), that release ran
@@ -22,6 +22,8 @@
 #include "plugin.h"
 #include "release_watch.h"
 #include "stream_watch.h"
+
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -105,13 +107,13 @@ static int print_addresses(int group, const char* prefix, int verified) {
 }
 
 static int part_pipeline(const char* device, int64_t rows) {
-  static const char* const producer_preference[] = {"go", "rust", "java", "lua", "c"};
-  static const char* const consumer_preference[] = {"rust", "java", "c", "lua", "go"};
+  static const char* const producer_preference[] = {"go", "rust", "java", "python", "lua", "c"};
+  static const char* const consumer_preference[] = {"rust", "java", "python", "c", "lua", "go"};
   struct it_plugin* producers[IT_MAX_RUNTIMES];
-  ordered(producer_preference, 5, producers);
+  ordered(producer_preference, COUNT(producer_preference), producers);
   struct it_plugin* producer = producers[0];
   struct it_plugin* candidates[IT_MAX_RUNTIMES];
-  int n_candidates = ordered(consumer_preference, 5, candidates);
+  int n_candidates = ordered(consumer_preference, COUNT(consumer_preference), candidates);
   struct it_plugin* consumers[IT_MAX_RUNTIMES];
   int n_consumers = 0;
   for (int i = 0; i < n_candidates; i++) {
@@ -198,9 +200,9 @@ static int part_pipeline(const char* device, int64_t rows) {
 }
 
 static int part_ring(const char* device) {
-  static const char* const ring_order[] = {"go", "rust", "java", "lua", "c"};
+  static const char* const ring_order[] = {"go", "rust", "java", "python", "lua", "c"};
   struct it_plugin* ring[IT_MAX_RUNTIMES];
-  int n = ordered(ring_order, 5, ring);
+  int n = ordered(ring_order, COUNT(ring_order), ring);
   printf("\n== part 2: a ring of stream handoffs (3 batches x 10000 rows on %s each)\n", device);
   int ok = 1;
   for (int i = 0; i < n; i++) {

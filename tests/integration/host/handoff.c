@@ -13,6 +13,19 @@
 #include "release_watch.h"
 #include "stream_watch.h"
 
+const struct it_case_entry* it_handoff_tamper_entry(int stream) {
+  static const struct it_case_entry tamper[2] = {{IT_TAMPER_ARRAY_CASE, "", 0},
+                                                 {IT_TAMPER_STREAM_CASE, "", 0}};
+  return &tamper[stream ? 1 : 0];
+}
+
+const char* it_handoff_entry_label(const struct it_case_entry* entry, int tamper) {
+  return tamper                  ? "tamper "
+         : entry->reject_word[0] ? "reject "
+         : entry->on_new_thread  ? "thread "
+                                 : "";
+}
+
 int it_handoff_init(char* message, size_t size) {
   if (it_allocations_init(message, size) != 0) return -1;
   if (!ferry_sim_is_strict()) {
@@ -225,7 +238,7 @@ static int check_stream_observed(const struct it_case* info,
     return fail(message, size, "get_schema failed with %s: %s",
                 ferry_errno_name(seen->get_schema_failure_code), seen->failure_message);
   }
-  if (info->fail == IT_FAIL_GET_NEXT && info->fail_at <= info->batches + 1) {
+  if (it_case_failing_get_next(info) > 0) {
     char want[64];
     snprintf(want, sizeof want, "injected failure at get_next %lld", (long long)info->fail_at);
     if (seen->first_failure_call != info->fail_at) {

@@ -41,6 +41,13 @@ struct it_handoff_stats {
 #define IT_TAMPER_ARRAY_CASE "int32:length=16:seed=11"
 #define IT_TAMPER_STREAM_CASE "int32:length=16:seed=11:batches=2"
 
+/* The tamper witness entry of a kind (`stream` 0: arrays), for the hosts'
+ * loops; never freed. */
+const struct it_case_entry* it_handoff_tamper_entry(int stream);
+
+/* "tamper ", "reject ", "thread " or "": how a host labels an entry. */
+const char* it_handoff_entry_label(const struct it_case_entry* entry, int tamper);
+
 /* Checks the preconditions of the matrix (sim devices, strict mode on). 0,
  * or -1 with the reason in `message`. */
 int it_handoff_init(char* message, size_t size);

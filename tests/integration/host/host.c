@@ -224,25 +224,13 @@ static void load_runtimes(const struct options* opt, struct it_runtime_set* set,
   it_runtime_set_load(set, &load);
   skipped[0] = '\0';
   for (int i = 0; i < IT_MAX_RUNTIMES; i++) {
-    const struct it_plugin* p = &set->plugins[i];
-    switch (set->state[i]) {
-      case IT_NOT_WANTED: break;
-      case IT_SKIPPED_ASAN:
-        printf("SKIPPED runtime %s: not loaded under AddressSanitizer (%s); the non-ASan run "
-               "covers it\n",
-               p->name, p->problem);
-        break;
-      case IT_SKIPPED_MISSING: {
-        printf("SKIPPED runtime %s: %s\n", p->name, p->problem);
-        size_t used = strlen(skipped);
-        snprintf(skipped + used, skipped_size - used, "%s%s", used ? " " : "", p->name);
-        break;
-      }
-      case IT_LOAD_FAILED:
-        printf("FAIL load %s: %s\n", p->name, p->problem);
-        g_failed++;
-        break;
-      case IT_LOADED: printf("loaded runtime %s: %s\n", p->name, p->path); break;
+    char line[4400];
+    enum it_load_state state = it_runtime_set_describe(set, i, line, sizeof line);
+    if (line[0] != '\0') printf("%s\n", line);
+    if (state == IT_LOAD_FAILED) g_failed++;
+    if (state == IT_SKIPPED_MISSING) {
+      size_t used = strlen(skipped);
+      snprintf(skipped + used, skipped_size - used, "%s%s", used ? " " : "", set->plugins[i].name);
     }
   }
   if (set->onstack_fixups >= 0) {
@@ -351,11 +339,6 @@ static int matrix_main(int argc, char** argv) {
   int64_t cell_failed[IT_MAX_RUNTIMES][IT_MAX_RUNTIMES];
   memset(cell_passed, 0, sizeof cell_passed);
   memset(cell_failed, 0, sizeof cell_failed);
-  struct it_case_entry tamper_array, tamper_stream;
-  memset(&tamper_array, 0, sizeof tamper_array);
-  memset(&tamper_stream, 0, sizeof tamper_stream);
-  snprintf(tamper_array.spec, sizeof tamper_array.spec, "%s", IT_TAMPER_ARRAY_CASE);
-  snprintf(tamper_stream.spec, sizeof tamper_stream.spec, "%s", IT_TAMPER_STREAM_CASE);
   struct timespec start;
   clock_gettime(CLOCK_MONOTONIC, &start);
 
@@ -373,7 +356,7 @@ static int matrix_main(int argc, char** argv) {
           int tamper = k < 0;
           if (tamper) {
             if (!opt.tamper) continue;
-            entry = kind == 0 ? &tamper_array : &tamper_stream;
+            entry = it_handoff_tamper_entry(kind);
           } else {
             entry = &cases.entries[k];
           }
@@ -382,10 +365,7 @@ static int matrix_main(int argc, char** argv) {
                                                 sizeof message)
                              : it_handoff_stream(&set, p, c, entry, tamper, &stats, message,
                                                  sizeof message);
-          const char* label = tamper                     ? "tamper "
-                              : entry->reject_word[0]    ? "reject "
-                              : entry->on_new_thread     ? "thread "
-                                                         : "";
+          const char* label = it_handoff_entry_label(entry, tamper);
           if (ok) {
             g_passed++;
             cell_passed[pi][ci]++;

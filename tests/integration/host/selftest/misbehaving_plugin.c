@@ -12,9 +12,17 @@
  *   wrong_message    fail=export reports another message
  *   stop_early       the stream checker releases the stream after one batch
  *   swallow_failure  the stream checker hides the injected get_next failure
- *                    by releasing the stream and claiming success at once */
+ *                    by releasing the stream and claiming success at once
+ * and behaves in a way the specification allows, which the host must accept:
+ *   move_and_hold    its streams give every batch the same private_data (the
+ *                    stream's own), and its stream checker reads one batch
+ *                    ahead: each batch is moved into a heap box and held there
+ *                    while the previous one is checked and released elsewhere
+ *                    (a reproducer for the release watch: two live batches
+ *                    with one private_data, released at a reused address) */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,9 +80,114 @@ FERRY_IT_EXPORT int ferry_it_export_array(const char* case_spec, struct ArrowSch
   return exported(rc, case_spec);
 }
 
+/* ---- move_and_hold, producer side: one private_data for every batch ---------- */
+
+/* A batch handed out: the wrapped producer's array, released when the
+ * consumer releases the batch built from it (found by its buffers list,
+ * which is the batch's and moves with it). */
+struct held_batch {
+  struct ArrowArray inner;
+  struct held_batch* next;
+};
+
+/* The private_data of the stream and of every batch it hands out; freed
+ * when the stream and every batch are released. */
+struct shared_stream {
+  struct ArrowDeviceArrayStream inner;
+  pthread_mutex_t lock;
+  int64_t refs;
+  struct held_batch* live;
+};
+
+static void shared_unref(struct shared_stream* s) {
+  pthread_mutex_lock(&s->lock);
+  int64_t refs = --s->refs;
+  pthread_mutex_unlock(&s->lock);
+  if (refs > 0) return;
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+  atomic_fetch_sub(&g_extra_live, 1);
+}
+
+static void shared_batch_release(struct ArrowArray* array) {
+  struct shared_stream* s = (struct shared_stream*)array->private_data;
+  struct held_batch* found = NULL;
+  pthread_mutex_lock(&s->lock);
+  for (struct held_batch** link = &s->live; *link != NULL; link = &(*link)->next) {
+    if ((*link)->inner.buffers == array->buffers) {
+      found = *link;
+      *link = found->next;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&s->lock);
+  array->release = NULL;
+  if (found == NULL) return; /* not a batch of this stream: the host reports the leak */
+  found->inner.release(&found->inner);
+  free(found);
+  shared_unref(s);
+}
+
+static int shared_get_schema(struct ArrowDeviceArrayStream* self, struct ArrowSchema* out) {
+  struct shared_stream* s = (struct shared_stream*)self->private_data;
+  return s->inner.get_schema(&s->inner, out);
+}
+
+static const char* shared_get_last_error(struct ArrowDeviceArrayStream* self) {
+  struct shared_stream* s = (struct shared_stream*)self->private_data;
+  return s->inner.get_last_error(&s->inner);
+}
+
+static int shared_get_next(struct ArrowDeviceArrayStream* self, struct ArrowDeviceArray* out) {
+  struct shared_stream* s = (struct shared_stream*)self->private_data;
+  int rc = s->inner.get_next(&s->inner, out);
+  if (rc != 0 || out->array.release == NULL) return rc;
+  struct held_batch* held = (struct held_batch*)malloc(sizeof *held);
+  if (held == NULL) {
+    ferry_device_array_release(out);
+    return ENOMEM;
+  }
+  held->inner = out->array;
+  pthread_mutex_lock(&s->lock);
+  held->next = s->live;
+  s->live = held;
+  s->refs++;
+  pthread_mutex_unlock(&s->lock);
+  out->array.private_data = s;
+  out->array.release = shared_batch_release;
+  return 0;
+}
+
+static void shared_stream_release(struct ArrowDeviceArrayStream* self) {
+  struct shared_stream* s = (struct shared_stream*)self->private_data;
+  s->inner.release(&s->inner);
+  self->release = NULL;
+  shared_unref(s);
+}
+
+/* Puts the wrapped producer's live stream `out` behind a shared_stream. */
+static int share_private_data(struct ArrowDeviceArrayStream* out) {
+  struct shared_stream* s = (struct shared_stream*)calloc(1, sizeof *s);
+  if (s == NULL) {
+    ferry_array_stream_release(out);
+    return ENOMEM;
+  }
+  atomic_fetch_add(&g_extra_live, 1); /* counted like the plugin's own allocations */
+  pthread_mutex_init(&s->lock, NULL);
+  s->refs = 1;
+  s->inner = *out;
+  out->get_schema = shared_get_schema;
+  out->get_next = shared_get_next;
+  out->get_last_error = shared_get_last_error;
+  out->release = shared_stream_release;
+  out->private_data = s;
+  return 0;
+}
+
 FERRY_IT_EXPORT int ferry_it_export_stream(const char* case_spec,
                                            struct ArrowDeviceArrayStream* out) {
   int rc = ((ferry_it_export_stream_fn)wrapped("ferry_it_export_stream"))(case_spec, out);
+  if (rc == 0 && is("move_and_hold")) rc = share_private_data(out);
   return exported(rc, case_spec);
 }
 
@@ -117,10 +230,89 @@ FERRY_IT_EXPORT int ferry_it_check_array(const char* case_spec, struct ArrowSche
   return check(case_spec, schema, array);
 }
 
+/* ---- move_and_hold, consumer side: one batch read ahead, held in a box --------- */
+
+/* The stream the wrapped checker reads: each get_next hands out the batch
+ * fetched on the previous call (moved out of its heap box) after fetching
+ * the next one into a new box, so two batches are live at once and each is
+ * released where the checker keeps it, not where get_next wrote it. */
+struct lookahead {
+  struct ArrowDeviceArrayStream* source;
+  struct ArrowDeviceArray* box; /* the batch read ahead, or NULL */
+  int rc;                       /* the result of the call that read ahead */
+  int started;
+};
+
+static void read_ahead(struct lookahead* l) {
+  struct ArrowDeviceArray batch;
+  memset(&batch, 0, sizeof batch);
+  l->box = NULL;
+  l->rc = l->source->get_next(l->source, &batch);
+  if (l->rc != 0 || batch.array.release == NULL) return;
+  l->box = (struct ArrowDeviceArray*)calloc(1, sizeof *l->box);
+  if (l->box == NULL) {
+    ferry_device_array_release(&batch);
+    l->rc = ENOMEM;
+    return;
+  }
+  ferry_device_array_move(&batch, l->box);
+}
+
+static int lookahead_get_next(struct ArrowDeviceArrayStream* self, struct ArrowDeviceArray* out) {
+  struct lookahead* l = (struct lookahead*)self->private_data;
+  if (!l->started) {
+    l->started = 1;
+    read_ahead(l);
+  }
+  struct ArrowDeviceArray* current = l->box;
+  if (current == NULL) return l->rc; /* the end (out stays released) or the failure */
+  read_ahead(l); /* the next batch, while `current` is still held */
+  ferry_device_array_move(current, out);
+  free(current);
+  return 0;
+}
+
+static int lookahead_get_schema(struct ArrowDeviceArrayStream* self, struct ArrowSchema* out) {
+  struct lookahead* l = (struct lookahead*)self->private_data;
+  return l->source->get_schema(l->source, out);
+}
+
+static const char* lookahead_get_last_error(struct ArrowDeviceArrayStream* self) {
+  struct lookahead* l = (struct lookahead*)self->private_data;
+  return l->source->get_last_error(l->source);
+}
+
+static void lookahead_release(struct ArrowDeviceArrayStream* self) {
+  struct lookahead* l = (struct lookahead*)self->private_data;
+  if (l->box != NULL) {
+    ferry_device_array_release(l->box);
+    free(l->box);
+  }
+  ferry_array_stream_release(l->source);
+  self->release = NULL;
+}
+
+static int check_reading_ahead(ferry_it_check_stream_fn check, const char* case_spec,
+                               struct ArrowDeviceArrayStream* stream) {
+  struct lookahead l = {stream, NULL, 0, 0};
+  struct ArrowDeviceArrayStream proxy;
+  memset(&proxy, 0, sizeof proxy);
+  proxy.device_type = stream->device_type;
+  proxy.get_schema = lookahead_get_schema;
+  proxy.get_next = lookahead_get_next;
+  proxy.get_last_error = lookahead_get_last_error;
+  proxy.release = lookahead_release;
+  proxy.private_data = &l;
+  int rc = check(case_spec, &proxy);
+  if (proxy.release != NULL) proxy.release(&proxy);
+  return rc;
+}
+
 FERRY_IT_EXPORT int ferry_it_check_stream(const char* case_spec,
                                           struct ArrowDeviceArrayStream* stream) {
   g_message[0] = '\0';
   ferry_it_check_stream_fn check = (ferry_it_check_stream_fn)wrapped("ferry_it_check_stream");
+  if (is("move_and_hold")) return check_reading_ahead(check, case_spec, stream);
   if (is("stop_early") || is("swallow_failure")) {
     struct ArrowSchema schema;
     struct ArrowDeviceArray batch;
