@@ -10,19 +10,12 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 LOGS="$BUILD/new-user-logs"
 mkdir -p "$LOGS"
-# Examples that are not on main yet: their bindings' branches add them.
-# Remove a name from this list when its examples/<lang>/test.sh lands.
-NOT_YET="go java lua"
 
 langs=("$@")
 # shellcheck disable=SC2207
 [ "${#langs[@]}" -eq 0 ] && langs=($(ferry_runtimes))
 for lang in "${langs[@]}"; do
   script="$ROOT/examples/$lang/test.sh"
-  if [[ " $NOT_YET " == *" $lang "* ]] && [ ! -f "$script" ]; then
-    echo "NOT YET: examples/$lang/test.sh (listed in NOT_YET of $0)"
-    continue
-  fi
   if [ ! -f "$script" ]; then
     fail "new user, $lang: $script does not exist"
     continue

@@ -6,8 +6,7 @@
 #      both with the CUDA and ROCm driver emulations configured, so the GPU
 #      tests (ferry/gpu_test.go, the device cases of internal/itcase) run,
 #   3. `ferry check --plugin` on the Go plugin (cpu, sim, cuda, rocm cases),
-#   4. the new-user test of examples/go (examples/go/test.sh),
-#   5. a short benchmark run printed next to its floors (bench.sh).
+#   4. a short benchmark run printed next to its floors (bench.sh).
 # The plugin itself is built by scripts/build_plugins.sh (build_plugin.sh),
 # its links and exports checked by scripts/check_artefacts.sh, the generated
 # files by generators/regen.sh --check, and its handoffs with every other
@@ -57,8 +56,6 @@ tool_check() {
   return "$status"
 }
 run "ferry check --plugin (Go plugin)" tool_check
-
-run "new-user test (examples/go/test.sh)" bash "$ROOT/examples/go/test.sh"
 
 run "benchmarks (bench.sh, -benchtime ${FERRY_GO_BENCHTIME:-300000x})" bash "$HERE/bench.sh"
 

@@ -12,7 +12,6 @@
 #      then every case of tests/integration/cases.txt on device=cuda and device=rocm
 #   5. the matrix host with the C and Lua plugins (C -> Lua and Lua -> C, arrays and
 #      streams) on every case with device=cuda and device=rocm, on the emulations
-#   6. examples/lua/test.sh: the new-user test
 # The module, the plugin and the test helpers are CMake targets
 # (bindings/lua/CMakeLists.txt); their links and exports are checked by
 # scripts/check_artefacts.sh, the generated files by generators/regen.sh
@@ -173,11 +172,4 @@ else
   fail "the matrix host is not built"
 fi
 
-# --- 6. the new-user test --------------------------------------------------------------
-step "new-user test (examples/lua/test.sh)"
-if bash "$FERRY_ROOT/examples/lua/test.sh" >"$work/examples.log" 2>&1; then
-  tail -n 1 "$work/examples.log"; pass "examples/lua/test.sh"
-else
-  cat "$work/examples.log"; fail "examples/lua/test.sh"
-fi
 finish
