@@ -172,7 +172,7 @@ if [ "$built" -eq 1 ]; then
   run_unavailable "FERRY_CUDA_LIBRARY names a missing file" \
     "/nonexistent/libcuda.so.1: cannot open shared object file" "" \
     FERRY_CUDA_LIBRARY=/nonexistent/libcuda.so.1
-  if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+  if ldconfig -p 2>/dev/null | grep 'libcuda\.so\.1 ' >/dev/null; then
     skip "default libcuda.so.1 path: this machine has an NVIDIA driver (checked by scripts/gpu_test.sh)"
   else
     run_unavailable "no libcuda.so.1 on the machine (the default)" \
@@ -309,7 +309,7 @@ if [ -x "$FERRY" ]; then
       '^rocm +unavailable \(ENODEV\): \[hip(Init|GetDeviceCount)\]\[hipError(InvalidDevice|NoDevice)\] ' \
       -- FERRY_HIP_LIBRARY=
   fi
-  if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+  if ! ldconfig -p 2>/dev/null | grep 'libcuda\.so\.1 ' >/dev/null; then
     devices_check "default driver path" \
       '^cuda +unavailable \(ENODEV\): .*libcuda\.so\.1: cannot open shared object file' \
       -- FERRY_CUDA_LIBRARY=

@@ -102,8 +102,8 @@ ship_python() {
   local f
   while read -r f; do
     is_elf "$f" || continue
-    if readelf -d "$f" | grep -q 'R\(UN\)\{0,1\}PATH' &&
-       readelf -d "$f" | grep -E 'R(UN)?PATH' | grep -qv '\[\$ORIGIN[^:]*\]'; then
+    if readelf -d "$f" | grep 'R\(UN\)\{0,1\}PATH' >/dev/null &&
+       readelf -d "$f" | grep -E 'R(UN)?PATH' | grep -v '\[\$ORIGIN[^:]*\]' >/dev/null; then
       patchelf --set-rpath '$ORIGIN' "$f" || return 1
     fi
   done < <(find "$STAGE/python" -type f -name '*.so*')
@@ -192,7 +192,7 @@ check_relocatable() {
     is_elf "$f" || continue
     runpath="$(readelf -d "$f" 2>/dev/null | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p')"
     [ -z "$runpath" ] && continue
-    tr ':' '\n' <<<"$runpath" | grep -qv '^\$ORIGIN' && bad="$bad ${f#"$dir"/}($runpath)"
+    tr ':' '\n' <<<"$runpath" | grep -v '^\$ORIGIN' >/dev/null && bad="$bad ${f#"$dir"/}($runpath)"
   done < <(find "$dir" -type f -not -path "*/jre/*")
   [ -z "$bad" ] || { echo "RUNPATH outside the bundle:$bad"; return 1; }
   local named

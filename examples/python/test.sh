@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The new-user test of the Python package: in a fresh virtual environment
-# outside the source tree, `pip install` the package exactly as the README
-# says (with pip's build isolation, so the build needs nothing from this
-# checkout's venv), then run every example from a copy outside the tree and
+# outside the source tree, `pip install` the package as the README says (its
+# wheel built first and its metadata checked; pip's build isolation, so the
+# build needs nothing from this checkout's venv), then run every example from a copy outside the tree and
 # check what it prints. The package must find its bundled libferry: no
 # FERRY_LIBRARY, no LD_LIBRARY_PATH into the build tree.
 # Needs python3 (with venv), gcc and PyPI. Prints "N passed, N failed".
@@ -16,7 +16,26 @@ passed=0; failed=0
 
 echo "== new user: python3 -m venv + pip install $ROOT/bindings/python numpy pyarrow polars"
 python3 -m venv "$work/venv" || { echo "FAILED: cannot create a venv"; echo "0 passed, 1 failed"; exit 1; }
-if ! "$work/venv/bin/pip" install -q --disable-pip-version-check "$ROOT/bindings/python" numpy pyarrow polars \
+# What `pip install ./bindings/python` does, in two visible steps: build the
+# wheel a registry would get (its metadata checked), then install it.
+if ! "$work/venv/bin/pip" wheel -q --disable-pip-version-check --no-deps -w "$work/dist" "$ROOT/bindings/python" \
+    >"$work/wheel.log" 2>&1; then
+  cat "$work/wheel.log"; echo "FAILED: pip wheel"; echo "0 passed, 1 failed"; exit 1
+fi
+wheel=("$work"/dist/ferry_arrow-*.whl)
+metadata="$(python3 -c 'import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+print(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode())' "${wheel[0]}" 2>&1)"
+missing=""
+for field in "Name: ferry-arrow" "Version: " "Summary: " "License: Apache-2.0" "Project-URL: "; do
+  grep -F -- "$field" <<<"$metadata" >/dev/null || missing="$missing [$field]"
+done
+if [ "${#wheel[@]}" -eq 1 ] && [ -f "${wheel[0]}" ] && [ -z "$missing" ]; then
+  echo "ok: the wheel $(basename "${wheel[0]}") with complete metadata"; passed=$((passed + 1))
+else
+  echo "FAILED: the wheel (${wheel[*]}): metadata lacks$missing"; failed=$((failed + 1))
+fi
+if ! "$work/venv/bin/pip" install -q --disable-pip-version-check "${wheel[0]}" numpy pyarrow polars \
     >"$work/pip.log" 2>&1; then
   cat "$work/pip.log"; echo "FAILED: pip install"; echo "0 passed, 1 failed"; exit 1
 fi

@@ -158,8 +158,10 @@ static int ferry_jni_to_arrow_get_next(struct ArrowArrayStream* self, struct Arr
   finding.message[0] = '\0';
   rc = ferry_validate_prepared(sink->prepared, &batch, FERRY_VALIDATE_FULL, NULL, NULL, &finding);
   if (rc != FERRY_OK) {
-    snprintf(sink->error.message, sizeof sink->error.message,
-             "the array fails validation: %s", finding.message);
+    /* The finding's message is cut to what fits after the prefix. */
+    static const char prefix[] = "the array fails validation: ";
+    snprintf(sink->error.message, sizeof sink->error.message, "%s%.*s", prefix,
+             (int)(sizeof sink->error.message - sizeof prefix), finding.message);
     ferry_device_array_release(&batch);
     return rc;
   }
