@@ -155,7 +155,7 @@ build_bundle() {
   fi
   if [[ " $runtimes " == *" java "* ]]; then
     mkdir -p "$STAGE/java"
-    cp "$BUILD/java/ferry-java.jar" "$BUILD/java/ferry-it.jar" "$BUILD/java/libferry_jni.so" \
+    cp "$BUILD/java/ferry-arrow.jar" "$BUILD/java/ferry-it.jar" "$BUILD/java/libferry_jni.so" \
       "$STAGE/java/" || return 1
     echo "java=$(make_jre)" >>"$manifest" || return 1
   fi

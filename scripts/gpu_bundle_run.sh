@@ -48,7 +48,7 @@ echo "this machine: $(uname -srm), glibc $(getconf GNU_LIBC_VERSION 2>/dev/null 
 
 # ---- every runtime reads the bundle's own files --------------------------------------
 export JAVA_HOME="$HERE/jre"
-export FERRY_JAVA_CLASSPATH="$HERE/java/ferry-java.jar:$HERE/java/ferry-it.jar"
+export FERRY_JAVA_CLASSPATH="$HERE/java/ferry-arrow.jar:$HERE/java/ferry-it.jar"
 export FERRY_JAVA_LIBRARY_PATH="$HERE/java"
 export FERRY_LUA_DIR="$HERE/lua"
 runtimes=" $(manifest runtimes) "

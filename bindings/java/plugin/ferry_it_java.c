@@ -189,6 +189,7 @@ static int describe_exception(JNIEnv* env, char* out, size_t size) {
   if (thrown == NULL) return 0;
   (*env)->ExceptionClear(env);
   snprintf(out, size, "Java exception");
+  if (g_to_string == NULL) return 1;
   jstring text = (jstring)(*env)->CallObjectMethod(env, thrown, g_to_string);
   if ((*env)->ExceptionCheck(env)) {
     (*env)->ExceptionClear(env);
@@ -200,6 +201,15 @@ static int describe_exception(JNIEnv* env, char* out, size_t size) {
     }
   }
   return 1;
+}
+
+/* GetStaticMethodID, or NULL without calling into the JVM when an exception
+ * is already pending: a class whose static initialiser failed (a jar missing
+ * from the classpath) throws on the first lookup, and a JNI call with an
+ * exception pending is undefined (the JVM crashes). */
+static jmethodID static_method(JNIEnv* env, jclass c, const char* name, const char* sig) {
+  if ((*env)->ExceptionCheck(env)) return NULL;
+  return (*env)->GetStaticMethodID(env, c, name, sig);
 }
 
 static void initialize(void) {
@@ -244,7 +254,9 @@ static void initialize(void) {
     return;
   }
   jclass throwable = (*env)->FindClass(env, "java/lang/Throwable");
-  jclass plugin = throwable ? (*env)->FindClass(env, "io/github/ferryarrow/ferry/it/Plugin") : NULL;
+  /* Before any lookup that can fail: describe_exception needs it. */
+  g_to_string = throwable ? (*env)->GetMethodID(env, throwable, "toString", "()Ljava/lang/String;") : NULL;
+  jclass plugin = g_to_string ? (*env)->FindClass(env, "io/github/ferryarrow/ferry/it/Plugin") : NULL;
   if (plugin == NULL) {
     char why[FERRY_IT_JAVA_TEXT / 2];
     if (!describe_exception(env, why, sizeof why)) snprintf(why, sizeof why, "not found");
@@ -253,19 +265,20 @@ static void initialize(void) {
              "the classpath?", why);
     return;
   }
-  g_to_string = (*env)->GetMethodID(env, throwable, "toString", "()Ljava/lang/String;");
   g_plugin = (jclass)(*env)->NewGlobalRef(env, plugin);
-  g_export_array = (*env)->GetStaticMethodID(env, plugin, "exportArray", "(Ljava/lang/String;JJ)I");
-  g_check_array = (*env)->GetStaticMethodID(env, plugin, "checkArray", "(Ljava/lang/String;JJ)I");
-  g_export_stream = (*env)->GetStaticMethodID(env, plugin, "exportStream", "(Ljava/lang/String;J)I");
-  g_check_stream = (*env)->GetStaticMethodID(env, plugin, "checkStream", "(Ljava/lang/String;J)I");
-  g_live_allocations = (*env)->GetStaticMethodID(env, plugin, "liveAllocations", "()J");
-  g_last_error = (*env)->GetStaticMethodID(env, plugin, "lastError", "()Ljava/lang/String;");
+  g_export_array = static_method(env, plugin, "exportArray", "(Ljava/lang/String;JJ)I");
+  g_check_array = static_method(env, plugin, "checkArray", "(Ljava/lang/String;JJ)I");
+  g_export_stream = static_method(env, plugin, "exportStream", "(Ljava/lang/String;J)I");
+  g_check_stream = static_method(env, plugin, "checkStream", "(Ljava/lang/String;J)I");
+  g_live_allocations = static_method(env, plugin, "liveAllocations", "()J");
+  g_last_error = static_method(env, plugin, "lastError", "()Ljava/lang/String;");
   if (!g_to_string || !g_export_array || !g_check_array || !g_export_stream ||
       !g_check_stream || !g_live_allocations || !g_last_error) {
-    (*env)->ExceptionClear(env);
+    char why[FERRY_IT_JAVA_TEXT / 2];
+    if (!describe_exception(env, why, sizeof why)) snprintf(why, sizeof why, "a method is missing");
     snprintf(g_init_error, sizeof g_init_error,
-             "Java plugin: io.github.ferryarrow.ferry.it.Plugin lacks an entry point (jar out of date?)");
+             "Java plugin: io.github.ferryarrow.ferry.it.Plugin is unusable (%s); jar out of date, or "
+             "the binding's jar missing from the classpath?", why);
     return;
   }
   (*env)->DeleteLocalRef(env, plugin);
@@ -447,17 +460,18 @@ static void bench_initialize(void) {
     (*env)->PopLocalFrame(env, NULL);
     return;
   }
-  g_bench_noop = (*env)->GetStaticMethodID(env, bench, "noop", "(J)J");
-  g_bench_export_array = (*env)->GetStaticMethodID(env, bench, "exportArray", "(JJJ)I");
-  g_bench_consume_array = (*env)->GetStaticMethodID(env, bench, "consumeArray", "(JJ)I");
-  g_bench_export_stream = (*env)->GetStaticMethodID(env, bench, "exportStream", "(JJJ)I");
-  g_bench_consume_stream = (*env)->GetStaticMethodID(env, bench, "consumeStream", "(J)I");
-  g_bench_last_error = (*env)->GetStaticMethodID(env, bench, "lastError", "()Ljava/lang/String;");
+  g_bench_noop = static_method(env, bench, "noop", "(J)J");
+  g_bench_export_array = static_method(env, bench, "exportArray", "(JJJ)I");
+  g_bench_consume_array = static_method(env, bench, "consumeArray", "(JJ)I");
+  g_bench_export_stream = static_method(env, bench, "exportStream", "(JJJ)I");
+  g_bench_consume_stream = static_method(env, bench, "consumeStream", "(J)I");
+  g_bench_last_error = static_method(env, bench, "lastError", "()Ljava/lang/String;");
   if (!g_bench_noop || !g_bench_export_array || !g_bench_consume_array ||
       !g_bench_export_stream || !g_bench_consume_stream || !g_bench_last_error) {
-    (*env)->ExceptionClear(env);
+    char why[FERRY_IT_JAVA_TEXT / 2];
+    if (!describe_exception(env, why, sizeof why)) snprintf(why, sizeof why, "a method is missing");
     snprintf(g_bench_error, sizeof g_bench_error,
-             "Java plugin: io.github.ferryarrow.ferry.it.Bench lacks an entry point (jar out of date?)");
+             "Java plugin: io.github.ferryarrow.ferry.it.Bench is unusable (%s); jar out of date?", why);
   } else {
     g_bench = (jclass)(*env)->NewGlobalRef(env, bench);
     g_bench_rc = g_bench == NULL ? ENOMEM : 0;

@@ -425,6 +425,10 @@ def live_allocations() -> int:
 # ---- benchmark entry points (ferry_it_bench.h) ------------------------------------------
 
 _BENCH_CACHE: dict = {}
+BENCH_MAX_LENGTH = 1 << 28  # FERRY_IT_BENCH_MAX_LENGTH: 1 GiB of int32
+# One schema for every export, made when the plugin loads: a schema held in a
+# per-length cache would count as a live export made during a measurement.
+_BENCH_SCHEMA = Schema.from_format("i", "int32")
 
 
 def bench_noop(x: int) -> int:
@@ -432,12 +436,28 @@ def bench_noop(x: int) -> int:
 
 
 def _bench_array(length: int) -> DeviceArray:
+    if not 0 <= length <= BENCH_MAX_LENGTH:
+        raise invalid(f"bench: length {length} is outside 0..{BENCH_MAX_LENGTH}")
     cached = _BENCH_CACHE.get(length)
     if cached is None:
-        data = bytearray(4 * length)  # allocated once per length
-        cached = _BENCH_CACHE[length] = (Schema.from_format("i", "int32"), data)
-    schema, data = cached
-    return DeviceArray.from_buffers(schema, length, [None, data])
+        # Allocated once per length; every element holds the length (which
+        # fits in an int32 here), so a consumer can check element 0.
+        data = bytearray(struct.pack("=i", length)) * length
+        cached = _BENCH_CACHE[length] = data
+    return DeviceArray.from_buffers(_BENCH_SCHEMA, length, [None, cached])
+
+
+def _bench_check_first(arr: DeviceArray) -> None:
+    """Reads the length and, when not empty, element 0 (it must equal the length)."""
+    n = len(arr)
+    if n == 0:
+        return
+    data = arr.buffer(1)
+    if data is None:
+        raise invalid("bench: NULL data buffer")
+    first = data.cast("i")[0]
+    if first != n:
+        raise invalid(f"bench: element 0 is {first}, expected the length {n}")
 
 
 def bench_export_array(length: int, schema_address: int, array_address: int) -> None:
@@ -446,20 +466,18 @@ def bench_export_array(length: int, schema_address: int, array_address: int) -> 
 
 def bench_consume_array(schema_address: int, array_address: int) -> None:
     with DeviceArray.from_c(schema_address, array_address, validate=False) as arr:
-        if len(arr) and arr.buffer_address(1) == 0:
-            raise mismatch("bench: NULL data buffer")
-        if len(arr):
-            arr.buffer(1)[0]
+        _bench_check_first(arr)
 
 
 def bench_export_stream(length: int, batches: int, address: int) -> None:
-    schema = Schema.from_format("i", "int32")
-    DeviceArrayStream.from_batches(schema, (_bench_array(length) for _ in range(batches))).export_to_c(address)
+    if batches < 0:
+        raise invalid(f"bench: {batches} batches (must be >= 0)")
+    _bench_array(length)  # refuses a bad length before anything is exported
+    DeviceArrayStream.from_batches(_BENCH_SCHEMA, (_bench_array(length) for _ in range(batches))).export_to_c(address)
 
 
 def bench_consume_stream(address: int) -> None:
     with DeviceArrayStream.from_c(address) as stream:
         for batch in stream:
             with batch:
-                if len(batch):
-                    batch.buffer(1)[0]
+                _bench_check_first(batch)
