@@ -255,16 +255,11 @@ class _ArrayReader:
 
     def buffer(self, i: int) -> Optional[memoryview]:
         """A read-only, zero-copy memoryview of buffer i, or None for a NULL
-        buffer. Host memory only: for device memory use to_host() first (the
-        sim device's memory is host memory, but read it only after wait())."""
-        dev = self._device()
-        if not dev.is_host_accessible:
-            raise BufferError(f"{dev.name} memory is not host memory: call to_host() first")
-        address = self.buffer_address(i)
-        if address == 0:
-            return None
-        size = self.buffer_size(i)
-        return memoryview(ffi.buffer(ffi.cast("char*", address), size)).toreadonly()
+        buffer; the view keeps the array's data alive. Host memory only: for
+        device memory use to_host() first (the sim device's memory is host
+        memory, but read it only after wait()). DeviceArray's own is in C."""
+        return self._keeper()._buffer_of(int(ffi.cast("uintptr_t", self._schema_ptr())),
+                                         int(ffi.cast("uintptr_t", self._array_ptr())), i)
 
     def is_valid(self) -> List[bool]:
         """Validity of each element (all True without a validity bitmap)."""
@@ -399,12 +394,12 @@ class DeviceArray(_native.ArrayBase, _ArrayReader):
 
     # ---- construction -----------------------------------------------------------
 
-    @staticmethod
-    def from_c(schema_address: int, array_address: int, *, validate: bool = True) -> "DeviceArray":
-        """Takes ownership of an ArrowSchema and an ArrowDeviceArray at two
-        addresses (moved in; the sources are left released). With validate,
-        the structure is checked first (ferry_validate_device_array)."""
-        return _native.import_raw(DeviceArray, int(schema_address), int(array_address), validate)
+    # from_c(schema_address, array_address, *, validate=True): takes
+    # ownership of an ArrowSchema and an ArrowDeviceArray at two addresses
+    # (moved in; the sources are left released). With validate, the
+    # structure is checked first (ferry_validate_device_array). In C, like
+    # from_capsules: the everyday consumer's first call.
+    from_c = staticmethod(_native.from_c)
 
     # from_capsules(schema_capsule, array_capsule, *, validate=True): takes
     # the structs out of an "arrow_schema" capsule and an "arrow_device_array"
@@ -412,76 +407,12 @@ class DeviceArray(_native.ArrayBase, _ArrayReader):
     # instructions, and a Python frame around it would be a third of them.
     from_capsules = staticmethod(_native.from_capsules)
 
-    @staticmethod
-    def from_buffers(schema: Schema, length: int, buffers: Sequence[BufferLike], *,
-                     null_count: int = 0, offset: int = 0,
-                     children: Sequence["DeviceArray"] = (),
-                     dictionary: Optional["DeviceArray"] = None,
-                     device: DeviceLike = "cpu", stream: Optional[Stream] = None) -> "DeviceArray":
-        """Builds an array over existing memory without copying it.
-
-        `buffers` holds, per Arrow buffer, None (a NULL buffer), a
-        ferry.Buffer (device memory, moved in: the array frees it and the
-        Buffer object is closed), or a bytes-like object (host memory, for
-        the CPU, kept alive). Everything is held until the array and all its
-        exports are released. `children` and `dictionary` are moved in
-        (they are closed afterwards) and must have no pending event. For a
-        device array produced on `stream`, an event is recorded on it and
-        travels as the array's sync_event (ferry_device_array_init_async)."""
-        dev = _device.device(device)
-        keep: list = []
-        moved: list = []  # ferry Buffers: the array takes them over
-        pointers = []
-        for b in buffers:
-            if b is None:
-                pointers.append(ffi.NULL)
-            elif isinstance(b, Buffer):
-                if b.device != dev:
-                    raise ValueError(f"a buffer lives on {b.device.name}, the array on {dev.name}")
-                pointers.append(b._raw())
-                moved.append(b)
-            else:
-                if not dev.is_cpu:
-                    raise ValueError(f"host bytes cannot be buffers of a {dev.name} array: "
-                                     "allocate with device.allocate() and copy_from_host()")
-                view = ffi.from_buffer(b)
-                keep.append(view)
-                keep.append(b)
-                pointers.append(view)
-        raw = lib.ferry_device_array_new()
-        schema_raw = lib.ferry_schema_new()
-        ref = None
-        try:
-            if raw == ffi.NULL or schema_raw == ffi.NULL:
-                raise MemoryError("ferry_device_array_new")
-            inner = ffi.addressof(raw, "array")
-            keep.extend(b._detach() for b in moved)
-            ref = _native.new_ref(tuple(keep))
-            hook = ffi.cast("FerryReleaseHook", _native.release_hook_address())
-            buffer_array = ffi.new("const void*[]", pointers) if pointers else ffi.NULL
-            try:
-                call(lib.ferry_array_init, inner, int(length), int(null_count), int(offset),
-                     len(pointers), buffer_array, len(children), hook, ffi.cast("void*", ref))
-            except BaseException:
-                _native.drop_ref(ref)  # the hook never runs when init fails
-                raise
-            for i, child in enumerate(children):
-                _move_plain_into(child, lib.ferry_array_child(inner, i))
-            if dictionary is not None:
-                out = ffi.new("struct ArrowArray**")
-                call(lib.ferry_array_allocate_dictionary, inner, out)
-                _move_plain_into(dictionary, out[0])
-            if dev.is_cpu or stream is None:
-                call(lib.ferry_device_array_init, raw, inner, dev.type, dev.id, ffi.NULL, ffi.NULL, ffi.NULL)
-            else:
-                call(lib.ferry_device_array_init_async, raw, inner, dev._ptr, stream._raw(),
-                     CONSTANTS["FERRY_SYNC_RECORD_EVENT"])
-            schema._export_into(int(ffi.cast("uintptr_t", schema_raw)))
-            return _native.import_raw(DeviceArray, int(ffi.cast("uintptr_t", schema_raw)),
-                                      int(ffi.cast("uintptr_t", raw)), True)
-        finally:
-            lib.ferry_schema_free(schema_raw)      # released already unless something failed
-            lib.ferry_device_array_free(raw)
+    # from_buffers(schema, length, buffers, *, null_count=0, offset=0,
+    # children=(), dictionary=None, device="cpu", stream=None): builds an
+    # array over existing memory without copying it (see _from_buffers
+    # below). The everyday producer's case, host bytes on the CPU, is built
+    # in C; ferry._native hands every other case to _from_buffers.
+    from_buffers = staticmethod(_native.from_buffers)
 
     # ---- C-level access ---------------------------------------------------------
 
@@ -500,12 +431,7 @@ class DeviceArray(_native.ArrayBase, _ArrayReader):
     def _device(self) -> Device:
         return self.device
 
-    def export_to_c(self, schema_address: Optional[int], array_address: int, *, move: bool = False) -> None:
-        """Fills a consumer's released ArrowSchema (None: skip it) and
-        ArrowDeviceArray. With move, and when nothing else shares the data,
-        the original structs are handed over and this array is closed;
-        otherwise the export shares the buffers and the array stays usable."""
-        self._export_into(schema_address, int(array_address), bool(move))
+    # export_to_c(schema_address, array_address, *, move=False): in C (ArrayBase).
 
     # ---- properties -------------------------------------------------------------
 
@@ -603,17 +529,7 @@ class DeviceArray(_native.ArrayBase, _ArrayReader):
              ffi.NULL, ffi.NULL)
 
     # ---- lifetime -----------------------------------------------------------------
-
-    def close(self) -> None:
-        """Drops this object's reference now (the data is released once no
-        export shares it any more). Idempotent."""
-        self._close()
-
-    def __enter__(self) -> "DeviceArray":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    # close(), __enter__ and __exit__ are ArrayBase's (C): every consumer calls them.
 
     # ---- protocols implemented in Python (the hot ones are in C) ----------------------
 
@@ -650,6 +566,82 @@ class DeviceArray(_native.ArrayBase, _ArrayReader):
         event = "" if self.sync_event is None else ", pending event"
         return (f"ferry.DeviceArray({_describe(self._schema_ptr())}, length={len(self)}, "
                 f"device={self.device.name}{event})")
+
+
+def _from_buffers(schema: Schema, length: int, buffers: Sequence[BufferLike], *,
+                  null_count: int = 0, offset: int = 0,
+                  children: Sequence["DeviceArray"] = (),
+                  dictionary: Optional["DeviceArray"] = None,
+                  device: DeviceLike = "cpu", stream: Optional[Stream] = None) -> "DeviceArray":
+    """DeviceArray.from_buffers: builds an array over existing memory without
+    copying it (ferry._native builds host bytes on the CPU itself, with the
+    same results, and calls this for every other case).
+
+    `buffers` holds, per Arrow buffer, None (a NULL buffer), a
+    ferry.Buffer (device memory, moved in: the array frees it and the
+    Buffer object is closed), or a bytes-like object (host memory, for
+    the CPU, kept alive). Everything is held until the array and all its
+    exports are released. `children` and `dictionary` are moved in
+    (they are closed afterwards) and must have no pending event. For a
+    device array produced on `stream`, an event is recorded on it and
+    travels as the array's sync_event (ferry_device_array_init_async)."""
+    dev = _device.device(device)
+    keep: list = []
+    moved: list = []  # ferry Buffers: the array takes them over
+    pointers = []
+    for b in buffers:
+        if b is None:
+            pointers.append(ffi.NULL)
+        elif isinstance(b, Buffer):
+            if b.device != dev:
+                raise ValueError(f"a buffer lives on {b.device.name}, the array on {dev.name}")
+            pointers.append(b._raw())
+            moved.append(b)
+        else:
+            if not dev.is_cpu:
+                raise ValueError(f"host bytes cannot be buffers of a {dev.name} array: "
+                                 "allocate with device.allocate() and copy_from_host()")
+            view = ffi.from_buffer(b)
+            keep.append(view)
+            keep.append(b)
+            pointers.append(view)
+    raw = lib.ferry_device_array_new()
+    schema_raw = lib.ferry_schema_new()
+    ref = None
+    try:
+        if raw == ffi.NULL or schema_raw == ffi.NULL:
+            raise MemoryError("ferry_device_array_new")
+        inner = ffi.addressof(raw, "array")
+        keep.extend(b._detach() for b in moved)
+        ref = _native.new_ref(tuple(keep))
+        hook = ffi.cast("FerryReleaseHook", _native.release_hook_address())
+        buffer_array = ffi.new("const void*[]", pointers) if pointers else ffi.NULL
+        try:
+            call(lib.ferry_array_init, inner, int(length), int(null_count), int(offset),
+                 len(pointers), buffer_array, len(children), hook, ffi.cast("void*", ref))
+        except BaseException:
+            _native.drop_ref(ref)  # the hook never runs when init fails
+            raise
+        for i, child in enumerate(children):
+            _move_plain_into(child, lib.ferry_array_child(inner, i))
+        if dictionary is not None:
+            out = ffi.new("struct ArrowArray**")
+            call(lib.ferry_array_allocate_dictionary, inner, out)
+            _move_plain_into(dictionary, out[0])
+        if dev.is_cpu or stream is None:
+            call(lib.ferry_device_array_init, raw, inner, dev.type, dev.id, ffi.NULL, ffi.NULL, ffi.NULL)
+        else:
+            call(lib.ferry_device_array_init_async, raw, inner, dev._ptr, stream._raw(),
+                 CONSTANTS["FERRY_SYNC_RECORD_EVENT"])
+        schema._export_into(int(ffi.cast("uintptr_t", schema_raw)))
+        return _native.import_raw(DeviceArray, int(ffi.cast("uintptr_t", schema_raw)),
+                                  int(ffi.cast("uintptr_t", raw)), True)
+    finally:
+        lib.ferry_schema_free(schema_raw)      # released already unless something failed
+        lib.ferry_device_array_free(raw)
+
+
+_native.bind_from_buffers(_from_buffers, Buffer)
 
 
 def _move_plain_into(child: DeviceArray, destination: Any) -> None:

@@ -157,6 +157,17 @@ def device(spec: DeviceLike = "cpu") -> Device:
         return Device._get(device_type, -1 if device_type == DEVICE_CPU else device_id)
     if not isinstance(spec, str):
         raise TypeError(f"a device is a Device, a string or a (type, id) tuple, not {spec!r}")
+    found = _BY_NAME.get(spec)
+    if found is None:
+        found = _BY_NAME[spec] = _by_name(spec)  # devices live as long as the process
+    return found
+
+
+_BY_NAME: dict = {}  # device(str) results: "cpu" on every from_buffers/from_batches
+
+
+def _by_name(spec: str) -> Device:
+    """device() for a string, uncached."""
     word, _, number = spec.partition(":")
     out = ffi.new("ArrowDeviceType*")
     call(lib.ferry_device_type_from_name, word.encode(), out)

@@ -42,6 +42,10 @@
   X(ferry_device_array_to_dlpack)       \
   X(ferry_device_array_from_dlpack)     \
   X(ferry_device_array_init)            \
+  X(ferry_array_init)                   \
+  X(ferry_array_buffer_size)            \
+  X(ferry_device_is_host_accessible)    \
+  X(ferry_device_type_name)             \
   X(ferry_device_array_wait)            \
   X(ferry_validate_device_array)        \
   X(ferry_validate_schema)              \
@@ -51,7 +55,8 @@
   X(ferry_device_event_destroy)         \
   X(ferry_array_stream_init)            \
   X(ferry_array_stream_get_schema)      \
-  X(ferry_array_stream_get_next)
+  X(ferry_array_stream_get_next)        \
+  X(ferry_array_stream_get_next_on)
 
 #define FP_DECLARE(name) static __typeof__(name)* fp_##name;
 FP_FUNCTIONS(FP_DECLARE)
@@ -720,11 +725,10 @@ static PyObject* ArrayBase_arrow_c_array(ArrayBase* self, PyObject* args, PyObje
   return capsule_pair(schema_capsule_from_holder(h->schema), array_capsule);
 }
 
-/* Moves (sole owner) or shares the array into consumer-allocated structs. */
-static PyObject* ArrayBase_export_into(ArrayBase* self, PyObject* args) {
-  PyObject *schema_addr, *array_addr;
-  int move = 0;
-  if (!PyArg_ParseTuple(args, "OOp", &schema_addr, &array_addr, &move)) return NULL;
+/* Moves (sole owner) or shares the array into consumer-allocated structs at
+ * two addresses (the schema's may be None: only the array). */
+static PyObject* array_export(ArrayBase* self, PyObject* schema_addr, PyObject* array_addr,
+                              int move) {
   if (array_open(self) != 0) return NULL;
   struct ArrowSchema* schema_out = NULL; /* None: only the array */
   if (schema_addr != Py_None) {
@@ -755,6 +759,151 @@ static PyObject* ArrayBase_export_into(ArrayBase* self, PyObject* args) {
     return PyErr_NoMemory();
   }
   Py_RETURN_NONE;
+}
+
+static PyObject* ArrayBase_export_into(ArrayBase* self, PyObject* args) {
+  PyObject *schema_addr, *array_addr;
+  int move = 0;
+  if (!PyArg_ParseTuple(args, "OOp", &schema_addr, &array_addr, &move)) return NULL;
+  return array_export(self, schema_addr, array_addr, move);
+}
+
+/* export_to_c(schema_address, array_address, *, move=False): the public
+ * spelling of _export_into, called straight into C (a Python frame around it
+ * would cost more than the export). */
+static PyObject* g_str_move;
+
+static PyObject* ArrayBase_export_to_c(ArrayBase* self, PyObject* const* args, Py_ssize_t nargs,
+                                       PyObject* kwnames) {
+  if (nargs != 2) {
+    PyErr_Format(PyExc_TypeError,
+                 "export_to_c() takes 2 positional arguments (schema_address, array_address), "
+                 "%zd given",
+                 nargs);
+    return NULL;
+  }
+  int move = 0;
+  for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames); i++) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+    if (key != g_str_move && PyUnicode_Compare(key, g_str_move) != 0) {
+      PyErr_Format(PyExc_TypeError, "export_to_c() got an unexpected keyword argument %R", key);
+      return NULL;
+    }
+    move = PyObject_IsTrue(args[nargs + i]);
+    if (move < 0) return NULL;
+  }
+  return array_export(self, args[0], args[1], move);
+}
+
+static PyObject* ArrayBase_enter(ArrayBase* self, PyObject* unused) {
+  Py_INCREF(self);
+  return (PyObject*)self;
+}
+
+static PyObject* ArrayBase_exit(ArrayBase* self, PyObject* args) {
+  return ArrayBase_close(self, NULL);
+}
+
+/* ---- host buffers as memoryviews ---------------------------------------------------- */
+
+/* The object a buffer's memoryview is made over: it keeps the array's holder
+ * (and so the data) alive for as long as the view lives, like an export. */
+typedef struct {
+  PyObject_HEAD Holder* holder;
+  void* data;
+  Py_ssize_t size;
+} BufferOwner;
+
+static void BufferOwner_dealloc(BufferOwner* self) {
+  holder_decref_gil(self->holder);
+  PyObject_Free(self);
+}
+
+static int BufferOwner_getbuffer(BufferOwner* self, Py_buffer* view, int flags) {
+  return PyBuffer_FillInfo(view, (PyObject*)self, self->data, self->size, 1, flags);
+}
+
+static PyBufferProcs BufferOwner_as_buffer = {.bf_getbuffer = (getbufferproc)BufferOwner_getbuffer};
+
+static PyTypeObject BufferOwnerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ferry._native.BufferOwner",
+    .tp_basicsize = sizeof(BufferOwner),
+    .tp_dealloc = (destructor)BufferOwner_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Keeps an array's data alive under a memoryview of one of its buffers.",
+    .tp_as_buffer = &BufferOwner_as_buffer,
+};
+
+/* 1 when the host may read the holder's memory (the CPU without a registry
+ * lookup; other devices as their backend says), else 0 with BufferError set. */
+static int holder_host_readable(Holder* h) {
+  ArrowDeviceType type = h->array.device_type;
+  if (type == ARROW_DEVICE_CPU) return 1;
+  struct FerryDevice* device = NULL;
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = fp_ferry_device_resolve(type, h->array.device_id, &device, &error);
+  if (code != FERRY_OK) {
+    raise_error(code, &error, 0);
+    return 0;
+  }
+  if (fp_ferry_device_is_host_accessible(device)) return 1;
+  PyErr_Format(PyExc_BufferError, "%s:%lld memory is not host memory: call to_host() first",
+               fp_ferry_device_type_name(type), (long long)h->array.device_id);
+  return 0;
+}
+
+/* A read-only memoryview of buffer i of a node (schema, array) of the
+ * holder's tree, or None for a NULL buffer; the view keeps the data alive. */
+static PyObject* node_buffer(Holder* h, const struct ArrowSchema* schema,
+                             const struct ArrowArray* array, Py_ssize_t i) {
+  if (!holder_host_readable(h)) return NULL;
+  if (i < 0 || i >= array->n_buffers) {
+    PyErr_Format(PyExc_IndexError, "buffer %zd of an array with %lld buffers", i,
+                 (long long)array->n_buffers);
+    return NULL;
+  }
+  if (array->buffers[i] == NULL) Py_RETURN_NONE;
+  int64_t size = 0;
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = fp_ferry_array_buffer_size(schema, array, h->array.device_type, h->array.device_id,
+                                        i, &size, &error);
+  if (code != FERRY_OK) return raise_error(code, &error, 0);
+  BufferOwner* owner = PyObject_New(BufferOwner, &BufferOwnerType);
+  if (owner == NULL) return NULL;
+  holder_incref(h);
+  owner->holder = h;
+  owner->data = (void*)array->buffers[i];
+  owner->size = (Py_ssize_t)size;
+  PyObject* view = PyMemoryView_FromObject((PyObject*)owner);
+  Py_DECREF(owner);
+  return view;
+}
+
+static PyObject* ArrayBase_buffer(ArrayBase* self, PyObject* index) {
+  if (array_open(self) != 0) return NULL;
+  Py_ssize_t i = PyNumber_AsSsize_t(index, PyExc_IndexError);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  Holder* h = self->holder;
+  return node_buffer(h, &h->schema->schema, &h->array.array, i);
+}
+
+/* _buffer_of(schema_address, array_address, i): buffer i of a child or
+ * dictionary node of this array (ferry.ArrayView.buffer). */
+static PyObject* ArrayBase_buffer_of(ArrayBase* self, PyObject* args) {
+  PyObject *schema_addr, *array_addr;
+  Py_ssize_t i;
+  if (!PyArg_ParseTuple(args, "OOn", &schema_addr, &array_addr, &i)) return NULL;
+  if (array_open(self) != 0) return NULL;
+  const struct ArrowSchema* schema = (const struct ArrowSchema*)PyLong_AsVoidPtr(schema_addr);
+  const struct ArrowArray* array = (const struct ArrowArray*)PyLong_AsVoidPtr(array_addr);
+  if (PyErr_Occurred()) return NULL;
+  if (schema == NULL || array == NULL) {
+    PyErr_SetString(PyExc_ValueError, "_buffer_of needs two node addresses");
+    return NULL;
+  }
+  return node_buffer(self->holder, schema, array, i);
 }
 
 /* ---- DLPack export ------------------------------------------------------------------ */
@@ -1024,7 +1173,27 @@ static PyMethodDef ArrayBase_methods[] = {
      "standard); the array stays usable."},
     {"__dlpack_device__", (PyCFunction)ArrayBase_dlpack_device, METH_NOARGS,
      "Returns (DLPack device type, device id)."},
+    {"close", (PyCFunction)ArrayBase_close, METH_NOARGS,
+     "close()\n--\n\n"
+     "Drops this object's reference now (the data is released once no export or buffer view "
+     "shares it any more). Idempotent."},
     {"_close", (PyCFunction)ArrayBase_close, METH_NOARGS, "Drops this object's reference."},
+    {"__enter__", (PyCFunction)ArrayBase_enter, METH_NOARGS, "Returns the array itself."},
+    {"__exit__", (PyCFunction)ArrayBase_exit, METH_VARARGS, "Closes the array."},
+    {"export_to_c", (PyCFunction)(void (*)(void))ArrayBase_export_to_c,
+     METH_FASTCALL | METH_KEYWORDS,
+     "export_to_c(schema_address, array_address, *, move=False)\n--\n\n"
+     "Fills a consumer's released ArrowSchema (None: skip it) and ArrowDeviceArray. With "
+     "move, and when nothing else shares the data, the original structs are handed over and "
+     "this array is closed; otherwise the export shares the buffers and the array stays "
+     "usable."},
+    {"buffer", (PyCFunction)ArrayBase_buffer, METH_O,
+     "buffer(i)\n--\n\n"
+     "A read-only, zero-copy memoryview of buffer i, or None for a NULL buffer; the view keeps "
+     "the data alive. Host memory only: for device memory use to_host() first (the sim "
+     "device's memory is host memory, but read it only after wait())."},
+    {"_buffer_of", (PyCFunction)ArrayBase_buffer_of, METH_VARARGS,
+     "_buffer_of(schema_address, array_address, i): buffer i of a node of this array."},
     {"_export_into", (PyCFunction)ArrayBase_export_into, METH_VARARGS,
      "_export_into(schema_address, array_address, move): fills consumer structs."},
     {"_schema_object", (PyCFunction)ArrayBase_schema_object, METH_O,
@@ -1168,40 +1337,46 @@ static PyObject* import_capsules(PyObject* module, PyObject* const* args, Py_ssi
 static PyObject* g_array_class; /* ferry.DeviceArray (bind_classes) */
 static PyObject* g_str_validate;
 
-static PyObject* from_capsules(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
-                               PyObject* kwnames) {
+/* Parses the arguments of `function(first, second, *, validate=True)` (a
+ * vectorcall); 1 or 0 (validate), -1 with an exception set. Also checks that
+ * the module is bound (libferry and ferry.DeviceArray). */
+static int two_args_and_validate(const char* function, const char* names, PyObject* const* args,
+                                 Py_ssize_t nargs, PyObject* kwnames) {
   if (nargs != 2) {
-    PyErr_Format(PyExc_TypeError,
-                 "from_capsules() takes 2 positional arguments (schema_capsule, array_capsule), "
-                 "%zd given",
-                 nargs);
-    return NULL;
+    PyErr_Format(PyExc_TypeError, "%s() takes 2 positional arguments (%s), %zd given", function,
+                 names, nargs);
+    return -1;
   }
   int validate = 1;
   for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames); i++) {
     PyObject* key = PyTuple_GET_ITEM(kwnames, i);
     if (key != g_str_validate && PyUnicode_Compare(key, g_str_validate) != 0) {
-      PyErr_Format(PyExc_TypeError, "from_capsules() got an unexpected keyword argument %R", key);
-      return NULL;
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument %R", function, key);
+      return -1;
     }
     validate = PyObject_IsTrue(args[nargs + i]);
-    if (validate < 0) return NULL;
+    if (validate < 0) return -1;
   }
-  if (need_library() != 0) return NULL;
+  if (need_library() != 0) return -1;
   if (g_array_class == NULL) {
     PyErr_SetString(PyExc_RuntimeError, "ferry._native.bind_classes() was not called");
-    return NULL;
+    return -1;
   }
+  return validate;
+}
+
+static PyObject* from_capsules(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
+                               PyObject* kwnames) {
+  int validate = two_args_and_validate("from_capsules", "schema_capsule, array_capsule", args,
+                                       nargs, kwnames);
+  if (validate < 0) return NULL;
   return import_capsule_pair((PyTypeObject*)g_array_class, args[0], args[1], validate);
 }
 
-/* import_raw(cls, schema_address, array_address, validate): moves the
- * structs at two addresses (an ArrowSchema, an ArrowDeviceArray) in. */
-static PyObject* import_raw(PyObject* module, PyObject* args) {
-  PyObject *cls, *schema_addr, *array_addr;
-  int validate = 1;
-  if (!PyArg_ParseTuple(args, "OOO|p", &cls, &schema_addr, &array_addr, &validate)) return NULL;
-  if (need_library() != 0 || check_array_class(cls) == NULL) return NULL;
+/* Moves the structs at two addresses (an ArrowSchema, an ArrowDeviceArray)
+ * into a new instance of `cls`. */
+static PyObject* import_addresses(PyTypeObject* cls, PyObject* schema_addr, PyObject* array_addr,
+                                  int validate) {
   struct ArrowSchema* schema = (struct ArrowSchema*)PyLong_AsVoidPtr(schema_addr);
   struct ArrowDeviceArray* array = (struct ArrowDeviceArray*)PyLong_AsVoidPtr(array_addr);
   if (PyErr_Occurred()) return NULL;
@@ -1224,7 +1399,27 @@ static PyObject* import_raw(PyObject* module, PyObject* args) {
     holder_decref(h);
     return NULL;
   }
-  return array_object((PyTypeObject*)cls, h);
+  return array_object(cls, h);
+}
+
+/* import_raw(cls, schema_address, array_address, validate): see
+ * import_addresses. */
+static PyObject* import_raw(PyObject* module, PyObject* args) {
+  PyObject *cls, *schema_addr, *array_addr;
+  int validate = 1;
+  if (!PyArg_ParseTuple(args, "OOO|p", &cls, &schema_addr, &array_addr, &validate)) return NULL;
+  if (need_library() != 0 || check_array_class(cls) == NULL) return NULL;
+  return import_addresses((PyTypeObject*)cls, schema_addr, array_addr, validate);
+}
+
+/* from_c(schema_address, array_address, *, validate=True): the same for
+ * ferry.DeviceArray, called directly (DeviceArray.from_c). */
+static PyObject* from_c(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
+                        PyObject* kwnames) {
+  int validate =
+      two_args_and_validate("from_c", "schema_address, array_address", args, nargs, kwnames);
+  if (validate < 0) return NULL;
+  return import_addresses((PyTypeObject*)g_array_class, args[0], args[1], validate);
 }
 
 /* import_batch(cls, schema_object, array_address, validate): a stream batch:
@@ -1256,6 +1451,184 @@ static PyObject* import_batch(PyObject* module, PyObject* args) {
   return array_object((PyTypeObject*)cls, h);
 }
 
+/* ---- DeviceArray.from_buffers: host buffers on the CPU -------------------------------- */
+
+/* The buffer exports an array made from host bytes-like objects holds: the
+ * release hook gives them back (taking the GIL from whatever thread the
+ * consumer releases on). */
+typedef struct {
+  Py_ssize_t n_views;
+  Py_buffer views[];
+} HostViews;
+
+static void host_views_release_gil(HostViews* keep) {
+  for (Py_ssize_t i = 0; i < keep->n_views; i++) PyBuffer_Release(&keep->views[i]);
+  free(keep);
+}
+
+static void host_views_release(void* user_data) {
+  atomic_fetch_sub(&g_live_refs, 1);
+  if (!Py_IsInitialized() || FP_FINALIZING()) return; /* the process is ending */
+  PyGILState_STATE gil = PyGILState_Ensure();
+  host_views_release_gil((HostViews*)user_data);
+  PyGILState_Release(gil);
+}
+
+#define FP_MAX_HOST_BUFFERS 16
+static PyObject* g_from_buffers_slow; /* ferry._array._from_buffers: every other case */
+static PyObject* g_buffer_class;      /* ferry.Buffer: moved in, so the general path */
+static PyObject* g_str_null_count;
+static PyObject* g_str_offset;
+static PyObject* g_str_children;
+static PyObject* g_str_dictionary;
+static PyObject* g_str_device;
+static PyObject* g_str_cpu;
+
+static int keyword_is(PyObject* key, PyObject* name) {
+  return key == name || PyUnicode_Compare(key, name) == 0;
+}
+
+/* 1 when the call is the common case that from_buffers_host handles: a
+ * Schema, int length, offsets and counts, a list or tuple of None and
+ * bytes-like objects, no children, dictionary or stream, device "cpu". */
+static int host_case(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, long long* ints) {
+  if (nargs != 3 || !PyObject_TypeCheck(args[0], &SchemaBaseType) || !PyLong_Check(args[1]))
+    return 0;
+  PyObject* buffers = args[2];
+  if (!PyList_Check(buffers) && !PyTuple_Check(buffers)) return 0;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(buffers);
+  if (n > FP_MAX_HOST_BUFFERS) return 0;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject* b = PySequence_Fast_GET_ITEM(buffers, i);
+    if (b != Py_None && (PyObject_TypeCheck(b, (PyTypeObject*)g_buffer_class) ||
+                         !PyObject_CheckBuffer(b)))
+      return 0;
+  }
+  ints[0] = ints[1] = 0; /* null_count, offset */
+  for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames); i++) {
+    PyObject *key = PyTuple_GET_ITEM(kwnames, i), *value = args[nargs + i];
+    int is_count = keyword_is(key, g_str_null_count);
+    if (is_count || keyword_is(key, g_str_offset)) {
+      if (!PyLong_Check(value)) return 0;
+      ints[is_count ? 0 : 1] = PyLong_AsLongLong(value);
+      if (PyErr_Occurred()) {
+        PyErr_Clear(); /* the general path reports it */
+        return 0;
+      }
+    } else if (keyword_is(key, g_str_children)) {
+      if (!(PyTuple_Check(value) || PyList_Check(value)) || PySequence_Fast_GET_SIZE(value) != 0)
+        return 0;
+    } else if (keyword_is(key, g_str_dictionary) || keyword_is(key, g_str_stream)) {
+      if (value != Py_None) return 0;
+    } else if (keyword_is(key, g_str_device)) {
+      if (!PyUnicode_Check(value) || PyUnicode_Compare(value, g_str_cpu) != 0) return 0;
+    } else {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* The array over host buffers: the core's array (ferry_array_init, its
+ * release hook giving the buffer exports back) placed straight in a holder
+ * that shares the Schema's holder, then validated (DEFAULT) like any import. */
+static PyObject* from_buffers_host(SchemaBase* schema, long long length, PyObject* buffers,
+                                   long long null_count, long long offset) {
+  if (schema_open(schema) != 0) return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(buffers);
+  const void* pointers[FP_MAX_HOST_BUFFERS];
+  HostViews* keep = (HostViews*)malloc(sizeof(HostViews) + (size_t)n * sizeof(Py_buffer));
+  if (keep == NULL) return PyErr_NoMemory();
+  keep->n_views = 0;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject* b = PySequence_Fast_GET_ITEM(buffers, i);
+    pointers[i] = NULL;
+    if (b == Py_None) continue;
+    Py_buffer* view = &keep->views[keep->n_views];
+    if (PyObject_GetBuffer(b, view, PyBUF_SIMPLE) != 0) {
+      host_views_release_gil(keep);
+      return NULL;
+    }
+    keep->n_views++;
+    pointers[i] = view->buf;
+  }
+  Holder* h = holder_new(schema->holder);
+  if (h == NULL) {
+    host_views_release_gil(keep);
+    return PyErr_NoMemory();
+  }
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = fp_ferry_array_init(&h->array.array, length, null_count, offset, n, pointers, 0,
+                                 host_views_release, keep, &error);
+  if (code != FERRY_OK) { /* the hook never runs when init fails */
+    host_views_release_gil(keep);
+    holder_decref(h);
+    return raise_error(code, &error, 0);
+  }
+  atomic_fetch_add(&g_live_refs, 1); /* the hook's */
+  code = fp_ferry_device_array_init(&h->array, &h->array.array, ARROW_DEVICE_CPU, -1, NULL, NULL,
+                                    NULL, &error);
+  if (code != FERRY_OK) {
+    holder_decref(h); /* releases the array: the hook gives the exports back */
+    return raise_error(code, &error, 0);
+  }
+  if (validate_holder(h) != 0) {
+    holder_decref(h);
+    return NULL;
+  }
+  return array_object((PyTypeObject*)g_array_class, h);
+}
+
+/* from_buffers(schema, length, buffers, *, null_count=0, offset=0,
+ * children=(), dictionary=None, device="cpu", stream=None): see
+ * DeviceArray.from_buffers. The common case, host bytes on the CPU, is built
+ * here; every other (device memory, ferry Buffers moved in, children,
+ * dictionaries, streams, arguments to convert or refuse) goes to the
+ * Python implementation with the same arguments. */
+static PyObject* from_buffers(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
+                              PyObject* kwnames) {
+  if (g_from_buffers_slow == NULL || g_array_class == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "ferry._native.bind_from_buffers() was not called");
+    return NULL;
+  }
+  long long ints[2];
+  if (need_library() != 0) return NULL;
+  if (!host_case(args, nargs, kwnames, ints))
+    return PyObject_Vectorcall(g_from_buffers_slow, args, (size_t)nargs, kwnames);
+  long long length = PyLong_AsLongLong(args[1]);
+  if (length == -1 && PyErr_Occurred()) return NULL;
+  return from_buffers_host((SchemaBase*)args[0], length, args[2], ints[0], ints[1]);
+}
+
+/* bind_from_buffers(slow, buffer_class): the general from_buffers and
+ * ferry.Buffer. */
+static PyObject* bind_from_buffers(PyObject* module, PyObject* args) {
+  PyObject *slow, *buffer_class;
+  if (!PyArg_ParseTuple(args, "OO!", &slow, &PyType_Type, &buffer_class)) return NULL;
+  Py_INCREF(slow);
+  Py_XSETREF(g_from_buffers_slow, slow);
+  Py_INCREF(buffer_class);
+  Py_XSETREF(g_buffer_class, buffer_class);
+  Py_RETURN_NONE;
+}
+
+/* Validates a live schema and moves it into a new instance of `cls` (a
+ * SchemaBase subclass); a refused schema is left where it was. */
+static PyObject* schema_take(PyTypeObject* cls, struct ArrowSchema* schema) {
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = fp_ferry_validate_schema(schema, NULL, NULL, &error);
+  if (code != FERRY_OK) return raise_error(code, &error, 0);
+  SchemaHolder* s = schema_holder_new();
+  if (s == NULL) return PyErr_NoMemory();
+  s->schema = *schema;
+  schema->release = NULL;
+  PyObject* obj = schema_object(cls, s);
+  schema_holder_decref(s);
+  return obj;
+}
+
 /* import_schema(cls, capsule_or_address): moves an "arrow_schema" capsule's
  * struct (or the ArrowSchema at an integer address) into a new object. */
 static PyObject* import_schema(PyObject* module, PyObject* args) {
@@ -1278,17 +1651,7 @@ static PyObject* import_schema(PyObject* module, PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "the schema is NULL or already consumed");
     return NULL;
   }
-  struct FerryError error;
-  error.message[0] = '\0';
-  int code = fp_ferry_validate_schema(schema, NULL, NULL, &error);
-  if (code != FERRY_OK) return raise_error(code, &error, 0);
-  SchemaHolder* s = schema_holder_new();
-  if (s == NULL) return PyErr_NoMemory();
-  s->schema = *schema;
-  schema->release = NULL;
-  PyObject* obj = schema_object((PyTypeObject*)cls, s);
-  schema_holder_decref(s);
-  return obj;
+  return schema_take((PyTypeObject*)cls, schema);
 }
 
 /* ---- DLPack import ------------------------------------------------------------------ */
@@ -1884,6 +2247,204 @@ static void device_adapter_release(void* user_data) {
   free(inner);
 }
 
+/* ---- StreamBase: the C half of ferry.DeviceArrayStream ------------------------------ */
+
+/* A stream object owns one ArrowDeviceArrayStream (its own block, released
+ * and freed by _free or when the object goes away). The producer's callbacks
+ * may block or call back into Python from another thread, so every call
+ * into the stream releases the GIL. */
+typedef struct {
+  PyObject_HEAD struct ArrowDeviceArrayStream* raw; /* NULL once closed or handed on */
+} StreamBase;
+
+static PyObject* StreamBase_new(PyTypeObject* cls, PyObject* args, PyObject* kwargs) {
+  StreamBase* self = (StreamBase*)cls->tp_alloc(cls, 0);
+  if (self == NULL) return NULL;
+  self->raw = (struct ArrowDeviceArrayStream*)malloc(sizeof(struct ArrowDeviceArrayStream));
+  if (self->raw == NULL) {
+    Py_DECREF(self);
+    return PyErr_NoMemory();
+  }
+  self->raw->release = NULL; /* every use fills it whole (a move or an init) */
+  return (PyObject*)self;
+}
+
+static void stream_free(StreamBase* self) {
+  struct ArrowDeviceArrayStream* raw = self->raw;
+  self->raw = NULL;
+  if (raw == NULL) return;
+  if (raw->release != NULL) {
+    Py_BEGIN_ALLOW_THREADS fp_ferry_array_stream_release(raw);
+    Py_END_ALLOW_THREADS
+  }
+  free(raw);
+}
+
+static void StreamBase_dealloc(StreamBase* self) {
+  stream_free(self); /* the safety net when nobody closed it */
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static int stream_open(StreamBase* self) {
+  if (self->raw == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the stream is closed (released or handed on)");
+    return -1;
+  }
+  return 0;
+}
+
+static PyObject* StreamBase_free(StreamBase* self, PyObject* unused) {
+  stream_free(self);
+  Py_RETURN_NONE;
+}
+
+static PyObject* StreamBase_address(StreamBase* self, void* unused) {
+  if (stream_open(self) != 0) return NULL;
+  return PyLong_FromVoidPtr(self->raw);
+}
+
+static PyObject* StreamBase_closed(StreamBase* self, void* unused) {
+  return PyBool_FromLong(self->raw == NULL);
+}
+
+static PyObject* StreamBase_device_type(StreamBase* self, void* unused) {
+  if (stream_open(self) != 0) return NULL;
+  return PyLong_FromLong(self->raw->release != NULL ? (long)self->raw->device_type : 0);
+}
+
+/* _take(address): moves the live stream at `address` in (it is left released). */
+static PyObject* StreamBase_take(StreamBase* self, PyObject* address) {
+  if (stream_open(self) != 0) return NULL;
+  struct ArrowDeviceArrayStream* src = (struct ArrowDeviceArrayStream*)PyLong_AsVoidPtr(address);
+  if (src == NULL && PyErr_Occurred()) return NULL;
+  if (src == NULL || src->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the stream at that address is NULL or released");
+    return NULL;
+  }
+  if (self->raw->release != NULL) {
+    PyErr_SetString(PyExc_ValueError, "this stream object already holds a stream");
+    return NULL;
+  }
+  *self->raw = *src;
+  src->release = NULL;
+  Py_RETURN_NONE;
+}
+
+/* _hand_to(address): moves the stream into the released struct at `address`;
+ * this object is closed. */
+static PyObject* StreamBase_hand_to(StreamBase* self, PyObject* address) {
+  if (stream_open(self) != 0) return NULL;
+  struct ArrowDeviceArrayStream* dst = (struct ArrowDeviceArrayStream*)PyLong_AsVoidPtr(address);
+  if (dst == NULL && PyErr_Occurred()) return NULL;
+  if (dst == NULL || dst->release != NULL) {
+    PyErr_SetString(PyExc_ValueError, "the destination stream must be released beforehand");
+    return NULL;
+  }
+  *dst = *self->raw;
+  self->raw->release = NULL;
+  stream_free(self);
+  Py_RETURN_NONE;
+}
+
+/* _get_schema(cls): calls get_schema (GIL released) and moves the schema,
+ * validated, into a new instance of `cls` (a SchemaBase subclass). */
+static PyObject* StreamBase_get_schema(StreamBase* self, PyObject* cls) {
+  if (stream_open(self) != 0 || need_library() != 0) return NULL;
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &SchemaBaseType)) {
+    PyErr_SetString(PyExc_TypeError, "expected a SchemaBase subclass");
+    return NULL;
+  }
+  struct ArrowSchema schema;
+  schema.release = NULL;
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code;
+  struct ArrowDeviceArrayStream* raw = self->raw;
+  Py_BEGIN_ALLOW_THREADS code = fp_ferry_array_stream_get_schema(raw, &schema, &error);
+  Py_END_ALLOW_THREADS
+  if (code != FERRY_OK) return raise_error(code, &error, 0);
+  PyObject* obj = schema_take((PyTypeObject*)cls, &schema);
+  if (schema.release != NULL) fp_ferry_schema_release(&schema); /* refused */
+  return obj;
+}
+
+/* _next_batch(cls, schema, consumer_stream): calls get_next (GIL released;
+ * with a consumer stream handle, get_next_on) straight into a new holder
+ * that shares `schema` (the stream's Schema), validates it (DEFAULT) and
+ * returns a new instance of `cls`, or None at the end of the stream. */
+static PyObject* StreamBase_next_batch(StreamBase* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "_next_batch(cls, schema, consumer_stream)");
+    return NULL;
+  }
+  if (stream_open(self) != 0 || need_library() != 0 || check_array_class(args[0]) == NULL)
+    return NULL;
+  if (!PyObject_TypeCheck(args[1], &SchemaBaseType)) {
+    PyErr_SetString(PyExc_TypeError, "the stream's schema must be a ferry.Schema");
+    return NULL;
+  }
+  SchemaBase* schema = (SchemaBase*)args[1];
+  if (schema_open(schema) != 0) return NULL;
+  int on_stream = args[2] != Py_None;
+  void* consumer = NULL;
+  if (on_stream) {
+    consumer = PyLong_AsVoidPtr(args[2]);
+    if (consumer == NULL && PyErr_Occurred()) return NULL;
+  }
+  Holder* h = holder_new(schema->holder);
+  if (h == NULL) return PyErr_NoMemory();
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code;
+  struct ArrowDeviceArrayStream* raw = self->raw;
+  Py_BEGIN_ALLOW_THREADS code =
+      on_stream ? fp_ferry_array_stream_get_next_on(raw, &h->array, consumer, &error)
+                : fp_ferry_array_stream_get_next(raw, &h->array, &error);
+  Py_END_ALLOW_THREADS
+  if (code != FERRY_OK || h->array.array.release == NULL) {
+    holder_decref_gil(h); /* released: nothing but the block */
+    if (code != FERRY_OK) return raise_error(code, &error, 0);
+    Py_RETURN_NONE; /* the end of the stream */
+  }
+  if (validate_holder(h) != 0) {
+    holder_decref(h);
+    return NULL;
+  }
+  return array_object((PyTypeObject*)args[0], h);
+}
+
+static PyMethodDef StreamBase_methods[] = {
+    {"_free", (PyCFunction)StreamBase_free, METH_NOARGS,
+     "Releases the stream (GIL released) and closes this object; idempotent."},
+    {"_take", (PyCFunction)StreamBase_take, METH_O,
+     "_take(address): moves the live stream at an address in."},
+    {"_hand_to", (PyCFunction)StreamBase_hand_to, METH_O,
+     "_hand_to(address): moves the stream into the released struct at an address."},
+    {"_get_schema", (PyCFunction)StreamBase_get_schema, METH_O,
+     "_get_schema(cls): the producer's schema as a new cls instance."},
+    {"_next_batch", (PyCFunction)(void (*)(void))StreamBase_next_batch, METH_FASTCALL,
+     "_next_batch(cls, schema, consumer_stream): the next batch, or None at the end."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef StreamBase_getset[] = {
+    {"closed", (getter)StreamBase_closed, NULL, "True once closed or handed on.", NULL},
+    {"_address", (getter)StreamBase_address, NULL,
+     "Address of the owned ArrowDeviceArrayStream.", NULL},
+    {"device_type", (getter)StreamBase_device_type, NULL,
+     "The Arrow device type of every batch.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject StreamBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ferry._native.StreamBase",
+    .tp_basicsize = sizeof(StreamBase),
+    .tp_dealloc = (destructor)StreamBase_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "The C half of ferry.DeviceArrayStream: an owned ArrowDeviceArrayStream.",
+    .tp_methods = StreamBase_methods,
+    .tp_getset = StreamBase_getset,
+    .tp_new = StreamBase_new,
+};
+
 /* take_stream_capsule(capsule, address): moves an "arrow_device_array_stream"
  * capsule's stream, or a CPU "arrow_array_stream" behind an adapter, into
  * the released ArrowDeviceArrayStream at `address`. */
@@ -2072,6 +2633,17 @@ static PyMethodDef module_methods[] = {
      "Takes the structs out of an \"arrow_schema\" capsule and an \"arrow_device_array\" (or "
      "CPU \"arrow_array\") capsule into a new ferry.DeviceArray; the capsules are left "
      "consumed. With validate, the structure is checked first."},
+    {"from_c", (PyCFunction)(void (*)(void))from_c, METH_FASTCALL | METH_KEYWORDS,
+     "from_c(schema_address, array_address, *, validate=True)\n--\n\n"
+     "Takes ownership of an ArrowSchema and an ArrowDeviceArray at two addresses (moved in; "
+     "the sources are left released). With validate, the structure is checked first "
+     "(ferry_validate_device_array)."},
+    {"from_buffers", (PyCFunction)(void (*)(void))from_buffers, METH_FASTCALL | METH_KEYWORDS,
+     "from_buffers(schema, length, buffers, *, null_count=0, offset=0, children=(), "
+     "dictionary=None, device='cpu', stream=None)\n--\n\n"
+     "Builds an array over existing memory without copying it (see DeviceArray.from_buffers)."},
+    {"bind_from_buffers", bind_from_buffers, METH_VARARGS,
+     "bind_from_buffers(slow, buffer_class): the general from_buffers and ferry.Buffer."},
     {"import_raw", import_raw, METH_VARARGS,
      "import_raw(cls, schema_address, array_address, validate=True)"},
     {"import_batch", import_batch, METH_VARARGS,
@@ -2105,7 +2677,9 @@ static struct PyModuleDef module_def = {
     module_methods};
 
 PyMODINIT_FUNC PyInit__native(void) {
-  if (PyType_Ready(&SchemaBaseType) < 0 || PyType_Ready(&ArrayBaseType) < 0) return NULL;
+  if (PyType_Ready(&SchemaBaseType) < 0 || PyType_Ready(&ArrayBaseType) < 0 ||
+      PyType_Ready(&BufferOwnerType) < 0 || PyType_Ready(&StreamBaseType) < 0)
+    return NULL;
   g_str_dlpack = PyUnicode_InternFromString("__dlpack__");
   g_str_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
   g_str_stream = PyUnicode_InternFromString("stream");
@@ -2113,6 +2687,16 @@ PyMODINIT_FUNC PyInit__native(void) {
   g_str_dl_device = PyUnicode_InternFromString("dl_device");
   g_str_copy = PyUnicode_InternFromString("copy");
   g_str_validate = PyUnicode_InternFromString("validate");
+  g_str_move = PyUnicode_InternFromString("move");
+  g_str_null_count = PyUnicode_InternFromString("null_count");
+  g_str_offset = PyUnicode_InternFromString("offset");
+  g_str_children = PyUnicode_InternFromString("children");
+  g_str_dictionary = PyUnicode_InternFromString("dictionary");
+  g_str_device = PyUnicode_InternFromString("device");
+  g_str_cpu = PyUnicode_InternFromString("cpu");
+  if (!g_str_move || !g_str_null_count || !g_str_offset || !g_str_children ||
+      !g_str_dictionary || !g_str_device || !g_str_cpu)
+    return NULL;
   /* Interned, as Python's own keyword names are: producers that parse
    * keywords (NumPy) match them by pointer first and fall back to comparing
    * the characters. */
@@ -2126,8 +2710,10 @@ PyMODINIT_FUNC PyInit__native(void) {
   if (m == NULL) return NULL;
   Py_INCREF(&SchemaBaseType);
   Py_INCREF(&ArrayBaseType);
+  Py_INCREF(&StreamBaseType);
   if (PyModule_AddObject(m, "SchemaBase", (PyObject*)&SchemaBaseType) < 0 ||
-      PyModule_AddObject(m, "ArrayBase", (PyObject*)&ArrayBaseType) < 0) {
+      PyModule_AddObject(m, "ArrayBase", (PyObject*)&ArrayBaseType) < 0 ||
+      PyModule_AddObject(m, "StreamBase", (PyObject*)&StreamBaseType) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -4,13 +4,12 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Union
 
-from . import _device, _errors, _native
+from . import _device, _native
 from ._array import DeviceArray, Schema
 from ._device import DeviceLike, Stream
-from .raw import call, error_message, ffi, lib
 
 
-class DeviceArrayStream:
+class DeviceArrayStream(_native.StreamBase):
     """A stream of record batches (DeviceArrays) that one consumer reads once.
 
         with ferry.device_stream(obj) as stream:
@@ -23,34 +22,26 @@ class DeviceArrayStream:
     moves it: this object is then closed. get_next blocks with the GIL
     released; producer failures raise FerryError with the producer's code and
     get_last_error message.
+
+    The struct itself lives in the C half (ferry._native.StreamBase: closed,
+    device_type, and the calls into the stream, each with the GIL released);
+    an object nobody closed releases its stream when it goes away.
     """
 
-    def __init__(self, raw: Any) -> None:
-        self._raw = raw  # a struct ArrowDeviceArrayStream* from ferry_array_stream_new
+    __slots__ = ("_schema", "_lock")
+
+    def __init__(self) -> None:
         self._schema: Optional[Schema] = None
         self._lock = threading.Lock()
 
     # ---- construction -----------------------------------------------------------
 
     @classmethod
-    def _new(cls) -> "DeviceArrayStream":
-        raw = lib.ferry_array_stream_new()
-        if raw == ffi.NULL:
-            raise MemoryError("ferry_array_stream_new")
-        return cls(raw)
-
-    @classmethod
     def from_c(cls, address: int) -> "DeviceArrayStream":
         """Takes ownership of the ArrowDeviceArrayStream at `address` (moved
         in; the source is left released)."""
-        stream = cls._new()
-        src = ffi.cast("struct ArrowDeviceArrayStream*", int(address))
-        if src == ffi.NULL or src.release == ffi.NULL:
-            stream.close()
-            raise ValueError("the stream at that address is NULL or released")
-        if lib.ferry_array_stream_move(src, stream._raw) != 0:
-            stream.close()
-            raise ValueError("cannot move the stream")
+        stream = cls()
+        stream._take(int(address))
         return stream
 
     @classmethod
@@ -58,12 +49,8 @@ class DeviceArrayStream:
         """Takes the stream out of an "arrow_device_array_stream" capsule, or
         of a CPU "arrow_array_stream" capsule (its batches become CPU device
         arrays)."""
-        stream = cls._new()
-        try:
-            _native.take_stream_capsule(capsule, stream._address())
-        except BaseException:
-            stream.close()
-            raise
+        stream = cls()
+        _native.take_stream_capsule(capsule, stream._address)
         return stream
 
     @classmethod
@@ -76,60 +63,29 @@ class DeviceArrayStream:
         iterating reaches the consumer as EIO (or the FerryError's code) and
         its message through get_last_error."""
         dev = _device.device(device)
-        stream = cls._new()
-        producer = _BatchProducer(schema, iter(batches))
-        try:
-            _native.export_stream(producer, dev.type, stream._address())
-        except BaseException:
-            stream.close()
-            raise
+        stream = cls()
+        _native.export_stream(_BatchProducer(schema, iter(batches)), dev.type, stream._address)
         return stream
 
     # ---- reading ------------------------------------------------------------------
-
-    def _address(self) -> int:
-        if self._raw is None:
-            raise ValueError("the stream is closed (released or handed on)")
-        return int(ffi.cast("uintptr_t", self._raw))
-
-    def _live(self) -> Any:
-        self._address()
-        return self._raw
-
-    @property
-    def device_type(self) -> int:
-        """The Arrow device type of every batch."""
-        return int(lib.ferry_array_stream_device_type(self._live()))
 
     @property
     def schema(self) -> Schema:
         """The stream's schema (get_schema is called once)."""
         with self._lock:
             if self._schema is None:
-                out = lib.ferry_schema_new()
-                try:
-                    call(lib.ferry_array_stream_get_schema, self._live(), out)
-                    self._schema = Schema.from_c(int(ffi.cast("uintptr_t", out)))
-                finally:
-                    lib.ferry_schema_free(out)
+                self._schema = self._get_schema(Schema)
             return self._schema
 
     def next(self, consumer_stream: Optional[Stream] = None) -> Optional[DeviceArray]:
         """The next batch, or None at the end. With `consumer_stream`, that
         stream is made to wait on the batch's event (the host goes on);
         without, the batch keeps its event for whoever reads it."""
-        schema = self.schema
-        out = lib.ferry_device_array_new()
-        try:
-            if consumer_stream is None:
-                call(lib.ferry_array_stream_get_next, self._live(), out)
-            else:
-                call(lib.ferry_array_stream_get_next_on, self._live(), out, consumer_stream._raw())
-            if out.array.release == ffi.NULL:
-                return None
-            return _native.import_batch(DeviceArray, schema, int(ffi.cast("uintptr_t", out)), True)
-        finally:
-            lib.ferry_device_array_free(out)
+        schema = self._schema
+        if schema is None:
+            schema = self.schema
+        return self._next_batch(DeviceArray, schema,
+                                None if consumer_stream is None else consumer_stream.handle)
 
     def __iter__(self) -> Iterator[DeviceArray]:
         return self
@@ -152,10 +108,7 @@ class DeviceArrayStream:
         with self._lock:
             if self._schema is not None:
                 raise ValueError("the stream was partly read here; hand it on before reading it")
-            dst = ffi.cast("struct ArrowDeviceArrayStream*", int(address))
-            if lib.ferry_array_stream_move(self._live(), dst) != 0:
-                raise ValueError("the destination stream must be released beforehand")
-            self._free()
+            self._hand_to(int(address))
 
     def __arrow_c_device_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
         """Moves the stream into an "arrow_device_array_stream" PyCapsule
@@ -177,16 +130,11 @@ class DeviceArrayStream:
         with self._lock:
             if self._schema is not None:
                 raise ValueError("the stream was partly read here; hand it on before reading it")
-            capsule = _native.stream_capsule(self._address(), device)
+            capsule = _native.stream_capsule(self._address, device)
             self._free()
             return capsule
 
     # ---- lifetime ---------------------------------------------------------------
-
-    def _free(self) -> None:
-        raw, self._raw = self._raw, None
-        if raw is not None:
-            lib.ferry_array_stream_free(raw)  # releases it first when still live
 
     def close(self) -> None:
         """Releases the stream now (idempotent); batches already taken stay valid."""
@@ -195,31 +143,26 @@ class DeviceArrayStream:
             if self._schema is not None:
                 self._schema.close()
 
-    @property
-    def closed(self) -> bool:
-        return self._raw is None
-
     def __enter__(self) -> "DeviceArrayStream":
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def __del__(self) -> None:
-        try:
-            self._free()
-        except Exception:
-            pass
-
     def __repr__(self) -> str:
-        if self._raw is None:
+        if self.closed:
             return "ferry.DeviceArrayStream(closed)"
         return f"ferry.DeviceArrayStream(device_type={_device.type_name(self.device_type)})"
+
+
+_END = object()  # the end of a producer's batches
 
 
 class _BatchProducer:
     """The Python side of a stream made by from_batches; the C trampolines of
     ferry._native call these two methods with the GIL held."""
+
+    __slots__ = ("_schema", "_batches")
 
     def __init__(self, schema: Any, batches: Iterator[DeviceArray]) -> None:
         self._schema = schema
@@ -230,9 +173,8 @@ class _BatchProducer:
         schema._export_into(address)
 
     def _ferry_get_next(self, address: int) -> None:
-        try:
-            batch = next(self._batches)
-        except StopIteration:
+        batch = next(self._batches, _END)  # no StopIteration to raise and catch per stream
+        if batch is _END:
             return  # the struct stays released: the end of the stream
         if not isinstance(batch, DeviceArray):
             raise TypeError(f"a stream batch must be a ferry.DeviceArray, not {type(batch).__name__}")
