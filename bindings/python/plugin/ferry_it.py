@@ -465,7 +465,7 @@ def bench_export_array(length: int, schema_address: int, array_address: int) -> 
 
 
 def bench_consume_array(schema_address: int, array_address: int) -> None:
-    with DeviceArray.from_c(schema_address, array_address, validate=False) as arr:
+    with DeviceArray.from_c(schema_address, array_address) as arr:
         _bench_check_first(arr)
 
 

@@ -23,6 +23,7 @@
  *   the C data interface allows. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
@@ -49,6 +50,9 @@
   X(ferry_device_array_wait)            \
   X(ferry_validate_device_array)        \
   X(ferry_validate_schema)              \
+  X(ferry_prepared_schema_create)       \
+  X(ferry_prepared_schema_free)         \
+  X(ferry_validate_prepared)            \
   X(ferry_device_resolve)               \
   X(ferry_device_event_create)          \
   X(ferry_device_event_record)          \
@@ -107,6 +111,10 @@ static int need_library(void) {
 typedef struct {
   atomic_long refs;
   int immortal; /* shared DLPack schemas (see g_dlpack_schemas): never counted */
+  /* The schema prepared for validation, made (under the GIL) the first time
+   * an array sharing this holder is validated: a stream's batches and the
+   * arrays from_buffers makes for one Schema skip the schema's walk. */
+  struct FerryPreparedSchema* prepared;
   struct ArrowSchema schema;
 } SchemaHolder;
 
@@ -135,6 +143,7 @@ static SchemaHolder* schema_holder_new(void) {
   if (s == NULL) return NULL;
   atomic_init(&s->refs, 1);
   s->immortal = 0;
+  s->prepared = NULL;
   s->schema.release = NULL;
   return s;
 }
@@ -145,6 +154,7 @@ static void schema_holder_incref(SchemaHolder* s) {
 
 static void schema_holder_decref(SchemaHolder* s) {
   if (s != NULL && !s->immortal && drop_ref_was_last(&s->refs)) {
+    fp_ferry_prepared_schema_free(s->prepared);
     fp_ferry_schema_release(&s->schema);
     free(s);
   }
@@ -1261,6 +1271,28 @@ static int validate_holder(Holder* h) {
   return 0;
 }
 
+/* validate_holder for an array whose schema holder many arrays share (a
+ * stream's batches, from_buffers' arrays of one Schema): the same findings,
+ * against the holder's prepared schema, made on first use. Under the GIL. */
+static int validate_shared_holder(Holder* h) {
+  SchemaHolder* s = h->schema;
+  struct FerryError error;
+  error.message[0] = '\0';
+  if (s->prepared == NULL &&
+      fp_ferry_prepared_schema_create(&s->schema, NULL, NULL, &s->prepared, &error) != FERRY_OK) {
+    s->prepared = NULL;
+    return validate_holder(h); /* reports the schema's finding as an import does */
+  }
+  memset(h->array.reserved, 0, sizeof(h->array.reserved));
+  int code = fp_ferry_validate_prepared(s->prepared, &h->array, FERRY_VALIDATE_DEFAULT, NULL, NULL,
+                                        &error);
+  if (code != FERRY_OK) {
+    raise_error(code, &error, 0);
+    return -1;
+  }
+  return 0;
+}
+
 /* ---- imports ---------------------------------------------------------------------- */
 
 /* Moves an "arrow_schema" and an "arrow_device_array" (or CPU
@@ -1573,7 +1605,7 @@ static PyObject* from_buffers_host(SchemaBase* schema, long long length, PyObjec
     holder_decref(h); /* releases the array: the hook gives the exports back */
     return raise_error(code, &error, 0);
   }
-  if (validate_holder(h) != 0) {
+  if (validate_shared_holder(h) != 0) {
     holder_decref(h);
     return NULL;
   }
@@ -2255,6 +2287,7 @@ static void device_adapter_release(void* user_data) {
  * into the stream releases the GIL. */
 typedef struct {
   PyObject_HEAD struct ArrowDeviceArrayStream* raw; /* NULL once closed or handed on */
+  PyObject* schema; /* the stream's Schema once get_schema ran (Python's _schema) */
 } StreamBase;
 
 static PyObject* StreamBase_new(PyTypeObject* cls, PyObject* args, PyObject* kwargs) {
@@ -2266,6 +2299,7 @@ static PyObject* StreamBase_new(PyTypeObject* cls, PyObject* args, PyObject* kwa
     return PyErr_NoMemory();
   }
   self->raw->release = NULL; /* every use fills it whole (a move or an init) */
+  self->schema = NULL;
   return (PyObject*)self;
 }
 
@@ -2282,6 +2316,7 @@ static void stream_free(StreamBase* self) {
 
 static void StreamBase_dealloc(StreamBase* self) {
   stream_free(self); /* the safety net when nobody closed it */
+  Py_CLEAR(self->schema);
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
@@ -2372,25 +2407,15 @@ static PyObject* StreamBase_get_schema(StreamBase* self, PyObject* cls) {
  * with a consumer stream handle, get_next_on) straight into a new holder
  * that shares `schema` (the stream's Schema), validates it (DEFAULT) and
  * returns a new instance of `cls`, or None at the end of the stream. */
-static PyObject* StreamBase_next_batch(StreamBase* self, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 3) {
-    PyErr_SetString(PyExc_TypeError, "_next_batch(cls, schema, consumer_stream)");
-    return NULL;
-  }
-  if (stream_open(self) != 0 || need_library() != 0 || check_array_class(args[0]) == NULL)
-    return NULL;
-  if (!PyObject_TypeCheck(args[1], &SchemaBaseType)) {
+static PyObject* stream_next_batch(StreamBase* self, PyTypeObject* cls, PyObject* schema_obj,
+                                   int on_stream, void* consumer) {
+  if (stream_open(self) != 0 || need_library() != 0) return NULL;
+  if (!PyObject_TypeCheck(schema_obj, &SchemaBaseType)) {
     PyErr_SetString(PyExc_TypeError, "the stream's schema must be a ferry.Schema");
     return NULL;
   }
-  SchemaBase* schema = (SchemaBase*)args[1];
+  SchemaBase* schema = (SchemaBase*)schema_obj;
   if (schema_open(schema) != 0) return NULL;
-  int on_stream = args[2] != Py_None;
-  void* consumer = NULL;
-  if (on_stream) {
-    consumer = PyLong_AsVoidPtr(args[2]);
-    if (consumer == NULL && PyErr_Occurred()) return NULL;
-  }
   Holder* h = holder_new(schema->holder);
   if (h == NULL) return PyErr_NoMemory();
   struct FerryError error;
@@ -2406,11 +2431,51 @@ static PyObject* StreamBase_next_batch(StreamBase* self, PyObject* const* args, 
     if (code != FERRY_OK) return raise_error(code, &error, 0);
     Py_RETURN_NONE; /* the end of the stream */
   }
-  if (validate_holder(h) != 0) {
+  if (validate_shared_holder(h) != 0) {
     holder_decref(h);
     return NULL;
   }
-  return array_object((PyTypeObject*)args[0], h);
+  return array_object(cls, h);
+}
+
+static PyObject* StreamBase_next_batch(StreamBase* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "_next_batch(cls, schema, consumer_stream)");
+    return NULL;
+  }
+  if (check_array_class(args[0]) == NULL) return NULL;
+  int on_stream = args[2] != Py_None;
+  void* consumer = NULL;
+  if (on_stream) {
+    consumer = PyLong_AsVoidPtr(args[2]);
+    if (consumer == NULL && PyErr_Occurred()) return NULL;
+  }
+  return stream_next_batch(self, (PyTypeObject*)args[0], args[1], on_stream, consumer);
+}
+
+/* Iteration (`for batch in stream`): the next batch as a ferry.DeviceArray,
+ * keeping its event, straight from C; the schema comes from the Python
+ * `schema` property (get_schema once, under the object's lock). */
+static PyObject* g_str_schema;
+
+static PyObject* StreamBase_iternext(StreamBase* self) {
+  if (g_array_class == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "ferry._native.bind_classes() was not called");
+    return NULL;
+  }
+  PyObject* schema = self->schema;
+  if (schema != NULL && schema != Py_None) {
+    Py_INCREF(schema);
+  } else if ((schema = PyObject_GetAttr((PyObject*)self, g_str_schema)) == NULL) {
+    return NULL;
+  }
+  PyObject* batch = stream_next_batch(self, (PyTypeObject*)g_array_class, schema, 0, NULL);
+  Py_DECREF(schema);
+  if (batch == Py_None) { /* the end: NULL without an exception stops the iteration */
+    Py_DECREF(batch);
+    return NULL;
+  }
+  return batch;
 }
 
 static PyMethodDef StreamBase_methods[] = {
@@ -2434,6 +2499,11 @@ static PyGetSetDef StreamBase_getset[] = {
      "The Arrow device type of every batch.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
+static PyMemberDef StreamBase_members[] = {
+    {"_schema", T_OBJECT, offsetof(StreamBase, schema), 0,
+     "The stream's Schema once read (None before)."},
+    {NULL, 0, 0, 0, NULL}};
+
 static PyTypeObject StreamBaseType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ferry._native.StreamBase",
     .tp_basicsize = sizeof(StreamBase),
@@ -2442,6 +2512,9 @@ static PyTypeObject StreamBaseType = {
     .tp_doc = "The C half of ferry.DeviceArrayStream: an owned ArrowDeviceArrayStream.",
     .tp_methods = StreamBase_methods,
     .tp_getset = StreamBase_getset,
+    .tp_members = StreamBase_members,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)StreamBase_iternext,
     .tp_new = StreamBase_new,
 };
 
@@ -2535,55 +2608,115 @@ static int exception_to_code(struct FerryError* error) {
   return code;
 }
 
-/* Calls producer.<method>(address) with the GIL; 0 or an errno code. */
-static int call_producer(void* user_data, const char* method, void* out, struct FerryError* error) {
+/* A stream produced in Python: `producer._ferry_get_schema(address)` fills
+ * the schema, and each get_next takes the next item of `batches` (an
+ * iterator of ferry.DeviceArray) and moves it out; both references are held
+ * until the consumer releases the stream. */
+typedef struct {
+  PyObject* producer;
+  PyObject* batches;
+} PythonStreamSource;
+
+static PyObject* g_str_get_schema; /* "_ferry_get_schema" */
+
+/* Whether Python can be called now; else EIO with a message. */
+static int python_callable(struct FerryError* error) {
   if (!Py_IsInitialized() || FP_FINALIZING()) {
     snprintf(error->message, sizeof(error->message), "the Python interpreter is shutting down");
     return EIO;
   }
+  return 0;
+}
+
+static int producer_get_schema(void* user_data, struct ArrowSchema* out, struct FerryError* error) {
+  int code = python_callable(error);
+  if (code != 0) return code;
   PyGILState_STATE gil = PyGILState_Ensure();
-  int code = 0;
+  PyObject* address = PyLong_FromVoidPtr(out);
   PyObject* result =
-      PyObject_CallMethod((PyObject*)user_data, method, "N", PyLong_FromVoidPtr(out));
-  if (result == NULL) {
-    code = exception_to_code(error);
-  } else {
-    Py_DECREF(result);
-  }
+      address ? PyObject_CallMethodOneArg(((PythonStreamSource*)user_data)->producer,
+                                          g_str_get_schema, address)
+              : NULL;
+  Py_XDECREF(address);
+  if (result == NULL) code = exception_to_code(error);
+  Py_XDECREF(result);
   PyGILState_Release(gil);
   return code;
 }
 
-static int producer_get_schema(void* user_data, struct ArrowSchema* out, struct FerryError* error) {
-  return call_producer(user_data, "_ferry_get_schema", out, error);
-}
-
+/* The next batch, moved out (shared when something else still holds it) and
+ * closed here; at the end of the iterator `out` stays released. */
 static int producer_get_next(void* user_data, struct ArrowDeviceArray* out,
                              struct FerryError* error) {
-  return call_producer(user_data, "_ferry_get_next", out, error);
+  int code = python_callable(error);
+  if (code != 0) return code;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject* batch = PyIter_Next(((PythonStreamSource*)user_data)->batches);
+  PyObject* done = NULL;
+  if (batch != NULL) {
+    if (!PyObject_TypeCheck(batch, (PyTypeObject*)g_array_class)) {
+      PyErr_Format(PyExc_TypeError, "a stream batch must be a ferry.DeviceArray, not %s",
+                   Py_TYPE(batch)->tp_name);
+    } else {
+      PyObject* address = PyLong_FromVoidPtr(out);
+      done = address ? array_export((ArrayBase*)batch, Py_None, address, 1) : NULL;
+      Py_XDECREF(address);
+      if (done != NULL) Py_DECREF(ArrayBase_close((ArrayBase*)batch, NULL));
+    }
+    Py_DECREF(batch);
+  }
+  if ((batch != NULL && done == NULL) || PyErr_Occurred()) code = exception_to_code(error);
+  Py_XDECREF(done);
+  PyGILState_Release(gil);
+  return code;
 }
 
-/* export_stream(producer, device_type, address): fills the released
- * ArrowDeviceArrayStream at `address` with a stream whose callbacks call
- * producer._ferry_get_schema(address) and producer._ferry_get_next(address)
- * (the latter leaves the struct released at the end); the stream holds a
- * reference to `producer` until the consumer releases it. */
+static void python_stream_release(void* user_data) {
+  PythonStreamSource* source = (PythonStreamSource*)user_data;
+  atomic_fetch_sub(&g_live_refs, 1);
+  if (!Py_IsInitialized() || FP_FINALIZING()) return; /* the process is ending */
+  PyGILState_STATE gil = PyGILState_Ensure();
+  Py_DECREF(source->producer);
+  Py_DECREF(source->batches);
+  PyGILState_Release(gil);
+  free(source);
+}
+
+/* export_stream(producer, batches, device_type, address): fills the released
+ * ArrowDeviceArrayStream at `address` with a stream whose get_schema calls
+ * producer._ferry_get_schema(address) and whose get_next moves out the next
+ * DeviceArray of the iterator `batches` (see PythonStreamSource). */
 static PyObject* export_stream(PyObject* module, PyObject* args) {
-  PyObject *producer, *address;
+  PyObject *producer, *batches, *address;
   int device_type;
-  if (!PyArg_ParseTuple(args, "OiO", &producer, &device_type, &address)) return NULL;
+  if (!PyArg_ParseTuple(args, "OOiO", &producer, &batches, &device_type, &address)) return NULL;
   if (need_library() != 0) return NULL;
+  if (g_array_class == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "ferry._native.bind_classes() was not called");
+    return NULL;
+  }
+  if (!PyIter_Check(batches)) {
+    PyErr_SetString(PyExc_TypeError, "export_stream: batches must be an iterator");
+    return NULL;
+  }
   struct ArrowDeviceArrayStream* out = (struct ArrowDeviceArrayStream*)PyLong_AsVoidPtr(address);
   if (PyErr_Occurred()) return NULL;
+  PythonStreamSource* source = (PythonStreamSource*)malloc(sizeof(PythonStreamSource));
+  if (source == NULL) return PyErr_NoMemory();
   Py_INCREF(producer);
+  Py_INCREF(batches);
+  source->producer = producer;
+  source->batches = batches;
   atomic_fetch_add(&g_live_refs, 1);
   struct FerryError error;
   error.message[0] = '\0';
   int code = fp_ferry_array_stream_init(out, device_type, producer_get_schema, producer_get_next,
-                                        drop_python_ref, producer, &error);
+                                        python_stream_release, source, &error);
   if (code != FERRY_OK) {
     atomic_fetch_sub(&g_live_refs, 1);
     Py_DECREF(producer);
+    Py_DECREF(batches);
+    free(source);
     return raise_error(code, &error, 0);
   }
   Py_RETURN_NONE;
@@ -2688,13 +2821,15 @@ PyMODINIT_FUNC PyInit__native(void) {
   g_str_copy = PyUnicode_InternFromString("copy");
   g_str_validate = PyUnicode_InternFromString("validate");
   g_str_move = PyUnicode_InternFromString("move");
+  g_str_schema = PyUnicode_InternFromString("schema");
+  g_str_get_schema = PyUnicode_InternFromString("_ferry_get_schema");
   g_str_null_count = PyUnicode_InternFromString("null_count");
   g_str_offset = PyUnicode_InternFromString("offset");
   g_str_children = PyUnicode_InternFromString("children");
   g_str_dictionary = PyUnicode_InternFromString("dictionary");
   g_str_device = PyUnicode_InternFromString("device");
   g_str_cpu = PyUnicode_InternFromString("cpu");
-  if (!g_str_move || !g_str_null_count || !g_str_offset || !g_str_children ||
+  if (!g_str_move || !g_str_schema || !g_str_get_schema || !g_str_null_count || !g_str_offset || !g_str_children ||
       !g_str_dictionary || !g_str_device || !g_str_cpu)
     return NULL;
   /* Interned, as Python's own keyword names are: producers that parse

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Union
+from typing import Any, Callable, Iterable, List, Optional, Union
 
 from . import _device, _native
 from ._array import DeviceArray, Schema
@@ -28,10 +28,9 @@ class DeviceArrayStream(_native.StreamBase):
     an object nobody closed releases its stream when it goes away.
     """
 
-    __slots__ = ("_schema", "_lock")
+    __slots__ = ("_lock",)  # _schema is StreamBase's
 
     def __init__(self) -> None:
-        self._schema: Optional[Schema] = None
         self._lock = threading.Lock()
 
     # ---- construction -----------------------------------------------------------
@@ -64,7 +63,7 @@ class DeviceArrayStream(_native.StreamBase):
         its message through get_last_error."""
         dev = _device.device(device)
         stream = cls()
-        _native.export_stream(_BatchProducer(schema, iter(batches)), dev.type, stream._address)
+        _native.export_stream(_SchemaSource(schema), iter(batches), dev.type, stream._address)
         return stream
 
     # ---- reading ------------------------------------------------------------------
@@ -87,14 +86,8 @@ class DeviceArrayStream(_native.StreamBase):
         return self._next_batch(DeviceArray, schema,
                                 None if consumer_stream is None else consumer_stream.handle)
 
-    def __iter__(self) -> Iterator[DeviceArray]:
-        return self
-
-    def __next__(self) -> DeviceArray:
-        batch = self.next()
-        if batch is None:
-            raise StopIteration
-        return batch
+    # __iter__ and __next__ are StreamBase's: `for batch in stream` is
+    # next() without a consumer stream, each batch straight from C.
 
     def read_all(self) -> List[DeviceArray]:
         """Every remaining batch."""
@@ -155,28 +148,17 @@ class DeviceArrayStream(_native.StreamBase):
         return f"ferry.DeviceArrayStream(device_type={_device.type_name(self.device_type)})"
 
 
-_END = object()  # the end of a producer's batches
+class _SchemaSource:
+    """The schema of a stream made by from_batches: a Schema, or the callable
+    that makes it when the consumer first asks. ferry._native's get_schema
+    calls _ferry_get_schema with the GIL held; its get_next takes the batches
+    from the iterator itself."""
 
+    __slots__ = ("_schema",)
 
-class _BatchProducer:
-    """The Python side of a stream made by from_batches; the C trampolines of
-    ferry._native call these two methods with the GIL held."""
-
-    __slots__ = ("_schema", "_batches")
-
-    def __init__(self, schema: Any, batches: Iterator[DeviceArray]) -> None:
+    def __init__(self, schema: Any) -> None:
         self._schema = schema
-        self._batches = batches
 
     def _ferry_get_schema(self, address: int) -> None:
         schema = self._schema if isinstance(self._schema, Schema) else self._schema()
         schema._export_into(address)
-
-    def _ferry_get_next(self, address: int) -> None:
-        batch = next(self._batches, _END)  # no StopIteration to raise and catch per stream
-        if batch is _END:
-            return  # the struct stays released: the end of the stream
-        if not isinstance(batch, DeviceArray):
-            raise TypeError(f"a stream batch must be a ferry.DeviceArray, not {type(batch).__name__}")
-        batch._export_into(None, address, True)
-        batch.close()
