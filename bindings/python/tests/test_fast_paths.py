@@ -3,13 +3,15 @@ keep the protocols' semantics: from_dlpack's memory of CPU producer types,
 DLPack capsules read and deleted exactly once, schemas shared between DLPack
 imports, and DeviceArray.from_capsules called straight into C."""
 import ctypes
+import errno
+import struct
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 import ferry
-from ferry import DeviceArray
+from ferry import DeviceArray, Schema
 from test_capsules import capsule_name
 
 
@@ -216,3 +218,117 @@ def test_validation_is_what_validate_false_skips():
         trusted.validate()
     for x in (trusted, utf8, array):
         x.close()
+
+
+# ---- the everyday producer and consumer paths in C (issue 14) ----------------------
+
+
+def c_export(array, move=False):
+    """Exports `array` into fresh C structs (schema, device array); returns
+    their integer addresses and the cffi owners that keep them."""
+    ffi = ferry.raw.ffi
+    schema, device_array = ffi.new("struct ArrowSchema*"), ffi.new("struct ArrowDeviceArray*")
+    array.export_to_c(int(ffi.cast("uintptr_t", schema)), int(ffi.cast("uintptr_t", device_array)), move=move)
+    return (int(ffi.cast("uintptr_t", schema)), int(ffi.cast("uintptr_t", device_array))), (schema, device_array)
+
+
+def test_from_c_and_export_to_c_round_trip_and_keywords():
+    source = ferry.array([5, None, 7], "int32")
+    addresses, keep = c_export(source, move=True)
+    assert source.closed  # sole owner: the original structs were handed over
+    with DeviceArray.from_c(*addresses) as arr:
+        assert arr.to_pylist() == [5, None, 7] and len(arr) == 3
+    assert keep[1].array.release == ferry.raw.ffi.NULL  # moved in, so left released
+    with pytest.raises(TypeError, match="unexpected keyword argument 'check'"):
+        DeviceArray.from_c(*addresses, check=False)
+    with pytest.raises(TypeError, match="2 positional arguments"):
+        DeviceArray.from_c(addresses[0])
+    with pytest.raises(ValueError, match="released"):
+        DeviceArray.from_c(*addresses)  # already moved out
+    other = ferry.array([1], "int8")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'copy'"):
+        other.export_to_c(*addresses, copy=True)
+    shared, keep2 = c_export(other)  # move=False: shares, the array stays usable
+    assert not other.closed and other._shared == 1
+    DeviceArray.from_c(*shared).close()
+    assert other._shared == 0
+    other.close()
+
+
+def test_a_buffer_view_keeps_the_data_alive_after_close():
+    """buffer(i) is a view the array's data outlives close() for, like an
+    export: the bytes it reads stay valid and are given back exactly once,
+    when the last view goes."""
+    refs = ferry._native.live_refs()
+    data = bytearray(struct.pack("<3i", 1, 2, 3))
+    arr = DeviceArray.from_buffers(Schema.from_format("i"), 3, [None, data])
+    assert ferry._native.live_refs() == refs + 1  # the host buffers, held for the array
+    view = arr.buffer(1)
+    child_view = view  # a second name: still one view
+    assert view.readonly and view.cast("i").tolist() == [1, 2, 3]
+    arr.close()
+    assert ferry._native.live_refs() == refs + 1  # the view holds the data
+    assert child_view.cast("i")[2] == 3
+    with pytest.raises(BufferError):
+        data.extend(b"x")  # still exported: the memory cannot move
+    del view, child_view
+    assert ferry._native.live_refs() == refs  # given back once, now
+    data.extend(b"x")
+    with pytest.raises(ValueError, match="closed"):
+        arr.buffer(1)
+
+
+def test_buffer_of_children_and_bad_indices():
+    child = ferry.array(["ab", None, "c"], "utf8")
+    schema = Schema.from_format("+s", children=[child.schema])
+    parent = DeviceArray.from_buffers(schema, 3, [None], children=[child])
+    view = parent.child(0)
+    assert bytes(view.buffer(2)) == b"abc" and view.buffer(1).cast("i").tolist() == [0, 2, 2, 3]
+    assert parent.buffer(0) is None  # a NULL validity buffer
+    with pytest.raises(IndexError, match="buffer 1 of an array with 1 buffers"):
+        parent.buffer(1)
+    with pytest.raises(IndexError, match="buffer 3 of an array with 3 buffers"):
+        view.buffer(3)
+    parent.close()
+    with pytest.raises(ValueError, match="closed"):
+        view.buffer(1)
+
+
+def test_from_buffers_host_path_matches_the_general_path():
+    """Host bytes on the CPU are built in C; a Device object (or anything
+    else) takes the Python path. Same arrays, same refusals."""
+    cpu = ferry.device("cpu")
+    data = struct.pack("<4q", 9, 8, 7, 6)
+    validity = bytes([0b1101])
+    made = [DeviceArray.from_buffers(Schema.from_format("l"), 3, (validity, data), null_count=1, offset=1,
+                                     **extra) for extra in ({}, {"device": cpu})]
+    assert [a.to_pylist() for a in made] == [[None, 7, 6]] * 2
+    assert made[0].buffer_address(1) == made[1].buffer_address(1)  # both zero-copy
+    assert [(a.offset, a.null_count) for a in made] == [(1, 1)] * 2
+    for extra in ({}, {"device": cpu}):
+        with pytest.raises(ferry.InvalidArgumentError, match="buffers") as refused:
+            DeviceArray.from_buffers(Schema.from_format("u"), 1, [None, data], **extra)
+        assert refused.value.code == errno.EINVAL
+    with pytest.raises(TypeError):
+        DeviceArray.from_buffers(Schema.from_format("l"), 1, [None, 12345])  # not bytes-like
+    with pytest.raises(BufferError):
+        DeviceArray.from_buffers(Schema.from_format("c"), 2, [None, memoryview(b"abcd")[::2]])
+    for a in made:
+        a.close()
+
+
+def test_a_stream_nobody_closes_is_released_once_by_its_finalizer():
+    batches = [ferry.array([i], "int32") for i in range(3)]
+    stream = ferry.DeviceArrayStream.from_batches(Schema.from_format("i"), iter(batches))
+    consumer = ferry.DeviceArrayStream.from_c(stream._address)  # moved: `stream` is empty now
+    first = next(consumer)
+    assert first.to_pylist() == [0] and consumer.schema.format == "i"
+    refs = ferry._native.live_refs()
+    del consumer, stream  # no close(): the object's finalizer releases the producer
+    import gc
+    gc.collect()
+    assert ferry._native.live_refs() == refs - 1  # the producer's references, dropped once
+    assert batches[1].closed is False  # never pulled: still the caller's
+    first.close()
+    for b in batches:
+        b.close()
