@@ -5,13 +5,14 @@ package ferry
 // Go, so Go may leave the per-node buffer lists on its stack.
 #cgo noescape ferrygo_export_leaf_c_only
 #cgo nocallback ferrygo_export_leaf_c_only
+#cgo noescape ferrygo_take_deferred
+#cgo nocallback ferrygo_take_deferred
 #include <stdlib.h>
 #include "shim.h"
 */
 import "C"
 
 import (
-	"runtime"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -394,12 +395,16 @@ func exportLeafInto(a *ArrayData, opts *ExportOptions, into *C.struct_ArrowDevic
 		dev = opts.Device.c
 	}
 	var rc C.int
-	if n.handle == 0 && opts.SyncEvent == nil {
+	if (n.handle == 0 || n.handle&deferredHandle != 0) && opts.SyncEvent == nil {
 		var message *C.char
+		var handleKept C.int
 		out := C.ferrygo_export_leaf_c_only(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
-			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(),
-			devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &rc, &message)
+			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(), C.uintptr_t(n.handle),
+			devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &rc, &handleKept, &message)
 		if out == nil {
+			if handleKept != 0 {
+				releaseDeferred(n.handle &^ deferredHandle)
+			}
 			err := &Error{Code: syscall.Errno(rc), Message: C.GoString(message)}
 			C.free(unsafe.Pointer(message))
 			return nil, err
@@ -510,7 +515,8 @@ func (n *nodeBuffers) addOwned(o C.struct_ferrygo_owned_ptr) {
 }
 
 // collect records a's buffers; pinned and foreign buffers and OnRelease go
-// into a Go state behind a handle (0 when there is none).
+// into a Go state behind a handle (0 when there is none). A state that only
+// pins gets a deferred handle: its release stays in C (see pins.go).
 func (n *nodeBuffers) collect(a *ArrayData) {
 	var state *exportState
 	if a.OnRelease != nil {
@@ -532,7 +538,7 @@ func (n *nodeBuffers) collect(a *ArrayData) {
 				device: C.uintptr_t(uintptr(unsafe.Pointer(b.device)))})
 		case bufPinned, bufForeign:
 			if state == nil {
-				state = &exportState{}
+				state = newPinState()
 			}
 			if b.kind == bufPinned {
 				state.pinner.Pin(b.pinned)
@@ -542,7 +548,7 @@ func (n *nodeBuffers) collect(a *ArrayData) {
 		}
 	}
 	if state != nil {
-		n.handle = handles.put(state)
+		n.handle = state.handle()
 	}
 }
 
@@ -564,20 +570,6 @@ func (n *nodeBuffers) ownedPtr() *C.struct_ferrygo_owned_ptr {
 		return &n.overflowOwned[0]
 	}
 	return &n.inlineOwned[0]
-}
-
-// exportState is the Go side of one exported node: pins and foreign
-// callbacks, reached from C through a handle and given back at release.
-type exportState struct {
-	pinner   runtime.Pinner
-	releases []func()
-}
-
-func (s *exportState) giveBack() {
-	s.pinner.Unpin()
-	for _, f := range s.releases {
-		f()
-	}
 }
 
 // exportNode fills the released ArrowArray out from a. It takes ownership of
@@ -624,6 +616,7 @@ func exportNode(out *C.struct_ArrowArray, a *ArrayData) error {
 // and device) that are not given back yet, plus the Go states (pins,
 // producers) still referenced from C: zero when every export was released.
 func LiveAllocations() int64 {
+	drainDeferred(true)
 	return int64(C.ferrygo_live_allocations()) + handles.live.Load()
 }
 

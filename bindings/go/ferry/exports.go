@@ -31,6 +31,9 @@ func ferrygoReleaseHandle(h C.uintptr_t) {
 	switch v := handles.take(uintptr(h)).(type) {
 	case *exportState:
 		v.giveBack()
+		if len(v.releases) == 0 { // a pins-only state (deferred) given back at once
+			pinStates.Add(-1)
+		}
 	case *streamProducer:
 		if v.stop != nil {
 			v.stop()

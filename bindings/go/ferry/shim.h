@@ -48,6 +48,19 @@ int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_coun
                        const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
                        struct FerryError* error);
 
+/* A Go handle with this bit set names Go state that only pins memory
+ * (PinSlice buffers): releasing the node queues the handle for Go
+ * (ferrygo_take_deferred) instead of calling into Go, so a release from any
+ * thread stays in C. Go unpins at its next export, collection or count. */
+#define FERRYGO_HANDLE_DEFERRED (UINTPTR_MAX ^ (UINTPTR_MAX >> 1))
+
+/* Deferred handles queued and not taken yet (a hint, read atomically). */
+extern int64_t ferrygo_deferred_count;
+
+/* Moves up to `cap` queued handles (the bit cleared) into `out`; returns how
+ * many. Never calls into Go. */
+int64_t ferrygo_take_deferred(uintptr_t* out, int64_t cap);
+
 /* Gives back owned memory and a Go handle that were never attached to an
  * array (the failure paths of multi-node exports). */
 void ferrygo_give_back(int64_t n_owned, const struct ferrygo_owned_ptr* owned,
@@ -100,18 +113,31 @@ struct ArrowDeviceArray* ferrygo_export_leaf(
     struct FerryDevice* device, void* producer_stream, int32_t policy, void* sync_event,
     uintptr_t event_handle, int* rc_out, struct FerryError* error);
 
-/* ferrygo_export_leaf for nodes without Go state (`go_handle` 0) or
- * producer event, which never call back into Go: declared nocallback +
- * noescape to cgo, so the buffer lists can stay on the Go stack. The error
- * message buffer lives on the C stack: on failure `*message_out` is a
- * malloc'd copy of the message (the caller frees it; NULL when out of
- * memory), so a successful export needs no message buffer from Go. */
+/* ferrygo_export_leaf for nodes whose Go state, if any, is deferred
+ * (`go_handle` 0 or with FERRYGO_HANDLE_DEFERRED) and without a producer
+ * event: it never calls back into Go, so cgo is told nocallback + noescape
+ * and the buffer lists stay on the Go stack. The error message buffer lives
+ * on the C stack: on failure `*message_out` is a malloc'd copy of the
+ * message (the caller frees it; NULL when out of memory), so a successful
+ * export needs no message buffer from Go. On failure the handle is queued
+ * like a release, except when `*handle_kept` is set (out of memory before
+ * anything took it): then the caller gives it back. */
 struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
     struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset,
     int64_t n_buffers, const uintptr_t* buffers, int64_t n_owned,
-    const struct ferrygo_owned_ptr* owned, ArrowDeviceType device_type, int64_t device_id,
-    struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
-    char** message_out);
+    const struct ferrygo_owned_ptr* owned, uintptr_t go_handle, ArrowDeviceType device_type,
+    int64_t device_id, struct FerryDevice* device, void* producer_stream, int32_t policy,
+    int* rc_out, int* handle_kept, char** message_out);
+
+/* Validates `format` and fills the released `out` with ferry_schema_init, in
+ * one call: the strings come as (pointer, length) straight from Go memory
+ * (`name_len` -1: no name) and are copied, not kept. Returns the code; on
+ * failure `*message_out` is a malloc'd message (the caller frees it; NULL
+ * when out of memory) and `*format_bad` says the format was refused. Never
+ * calls back into Go. */
+int ferrygo_schema_fill(struct ArrowSchema* out, const char* format, int64_t format_len,
+                        const char* name, int64_t name_len, int64_t flags, int64_t n_children,
+                        int* format_bad, char** message_out);
 
 /* Releases `schema` and then `array` (either may be released already): an
  * owned array's Release in one call. */
