@@ -1,6 +1,7 @@
 package ferry
 
 /*
+#include <stdlib.h>
 #include "shim.h"
 */
 import "C"
@@ -64,6 +65,14 @@ func call(f func(e *C.struct_FerryError) C.int) error {
 	err := codeError(f(e), e)
 	putErrorBuffer(e)
 	return err
+}
+
+// err turns a failed outcome of a one-call helper into an *Error, freeing
+// its message.
+func outcomeError(o *C.struct_ferrygo_outcome) *Error {
+	e := &Error{Code: syscall.Errno(o.rc), Message: C.GoString(o.message)}
+	C.free(unsafe.Pointer(o.message))
+	return e
 }
 
 // errorf builds an *Error from Go.

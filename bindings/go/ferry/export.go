@@ -394,23 +394,20 @@ func exportLeafInto(a *ArrayData, opts *ExportOptions, into *C.struct_ArrowDevic
 	if opts.Device != nil {
 		dev = opts.Device.c
 	}
-	var rc C.int
 	if (n.handle == 0 || n.handle&deferredHandle != 0) && opts.SyncEvent == nil {
-		var message *C.char
-		var handleKept C.int
+		var outcome C.struct_ferrygo_outcome
 		out := C.ferrygo_export_leaf_c_only(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
 			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(), C.uintptr_t(n.handle),
-			devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &rc, &handleKept, &message)
+			devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &outcome)
 		if out == nil {
-			if handleKept != 0 {
+			if outcome.handle_kept != 0 {
 				releaseDeferred(n.handle &^ deferredHandle)
 			}
-			err := &Error{Code: syscall.Errno(rc), Message: C.GoString(message)}
-			C.free(unsafe.Pointer(message))
-			return nil, err
+			return nil, outcomeError(&outcome)
 		}
 		return out, nil
 	}
+	var rc C.int
 	e := getErrorBuffer()
 	defer putErrorBuffer(e)
 	eventHandle := opts.eventHandle()
@@ -518,10 +515,11 @@ func (n *nodeBuffers) addOwned(o C.struct_ferrygo_owned_ptr) {
 // into a Go state behind a handle (0 when there is none). A state that only
 // pins gets a deferred handle: its release stays in C (see pins.go).
 func (n *nodeBuffers) collect(a *ArrayData) {
-	var state *exportState
+	var releases []func()
 	if a.OnRelease != nil {
-		state = &exportState{releases: []func(){a.OnRelease}}
+		releases = []func(){a.OnRelease}
 	}
+	var pinned pinList
 	for k := 0; k < len(a.Buffers)+len(a.Keep); k++ {
 		var b *Buffer
 		if k < len(a.Buffers) {
@@ -536,20 +534,20 @@ func (n *nodeBuffers) collect(a *ArrayData) {
 		case bufDevice:
 			n.addOwned(C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr)),
 				device: C.uintptr_t(uintptr(unsafe.Pointer(b.device)))})
-		case bufPinned, bufForeign:
-			if state == nil {
-				state = newPinState()
-			}
-			if b.kind == bufPinned {
-				state.pinner.Pin(b.pinned)
-			} else if b.release != nil {
-				state.releases = append(state.releases, b.release)
+		case bufPinned:
+			pinned.add(b.pinned)
+		case bufForeign:
+			if b.release != nil {
+				releases = append(releases, b.release)
 			}
 		}
 	}
-	if state != nil {
-		n.handle = state.handle()
+	if len(releases) == 0 && pinned.n == 0 {
+		return
 	}
+	state := pinState(&pinned)
+	state.releases = releases
+	n.handle = state.handle()
 }
 
 func (n *nodeBuffers) bufPtr() *C.uintptr_t {

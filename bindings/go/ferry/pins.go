@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 )
@@ -24,7 +25,8 @@ import (
 // pins-only node's release stays in C: it queues the node's handle
 // (FERRYGO_HANDLE_DEFERRED, shim.h), and Go takes the queue and unpins at
 // the next export, at LiveAllocations, and after each garbage collection
-// while pinned states are outstanding. A state with a foreign release
+// while pinned states are outstanding. The last state given back stays
+// pinned as a spare for the next export of the same memory (spareState). A state with a foreign release
 // callback or OnRelease is given back at the release itself, as documented.
 
 // deferredHandle is the bit of FERRYGO_HANDLE_DEFERRED (the top bit).
@@ -34,14 +36,20 @@ const deferredHandle = ^(^uintptr(0) >> 1)
 // callbacks, reached from C through a handle and given back at release.
 type exportState struct {
 	pinner   runtime.Pinner
+	pins     []unsafe.Pointer // what pinner holds
 	releases []func()
 }
 
 func (s *exportState) giveBack() {
-	s.pinner.Unpin()
+	s.unpin()
 	for _, f := range s.releases {
 		f()
 	}
+}
+
+func (s *exportState) unpin() {
+	s.pinner.Unpin()
+	s.pins = s.pins[:0]
 }
 
 // handle stores s in the handle table: deferred when s only pins.
@@ -54,19 +62,58 @@ func (s *exportState) handle() uintptr {
 	return handles.put(s) | deferredHandle
 }
 
-// spareState keeps one given-back pins-only state (its Pinner keeps its
-// reference store), so an export loop allocates no state.
+// pinList gathers the Go addresses one node pins (inline up to 8).
+type pinList struct {
+	n        int
+	inline   [8]unsafe.Pointer
+	overflow []unsafe.Pointer
+}
+
+func (l *pinList) add(p unsafe.Pointer) {
+	if l.n < len(l.inline) && l.overflow == nil {
+		l.inline[l.n] = p
+	} else {
+		if l.overflow == nil {
+			l.overflow = append([]unsafe.Pointer(nil), l.inline[:]...)
+		}
+		l.overflow = append(l.overflow, p)
+	}
+	l.n++
+}
+
+func (l *pinList) list() []unsafe.Pointer {
+	if l.overflow != nil {
+		return l.overflow
+	}
+	return l.inline[:l.n]
+}
+
+// spareState is the state of the last pins-only node given back, still
+// pinned: a producer that exports the same Go memory again (a cached
+// column, every batch of a stream over one slice) reuses it without
+// touching the runtime's pin bits, which take a lock per object. It is
+// unpinned when an export needs other pins, or after the next collection.
 var spareState atomic.Pointer[exportState]
 
-// newPinState returns an empty state, after giving back the states of the
-// nodes released since the last call (so an object exported again right
-// after its release is pinned afresh, the runtime's cheapest pin).
-func newPinState() *exportState {
+// pinState returns a state holding exactly the pins in l (nothing else),
+// after giving back the states of the nodes released since the last call.
+func pinState(l *pinList) *exportState {
 	drainDeferred(false)
-	if s := spareState.Swap(nil); s != nil {
+	want := l.list()
+	s := spareState.Swap(nil)
+	if s != nil && slices.Equal(s.pins, want) {
 		return s
 	}
-	return &exportState{}
+	if s == nil {
+		s = &exportState{}
+	} else {
+		s.unpin()
+	}
+	for _, p := range want {
+		s.pinner.Pin(p)
+	}
+	s.pins = append(s.pins, want...)
+	return s
 }
 
 // pinStates counts pins-only states not given back yet; pinWatch says a
@@ -95,27 +142,32 @@ func drainDeferred(always bool) {
 	}
 }
 
-// releaseDeferred gives back the pins-only state behind h (its bit cleared)
-// and keeps it as the spare.
+// releaseDeferred takes back the pins-only state behind h (its bit cleared)
+// as the spare, unpinning the spare it replaces.
 func releaseDeferred(h uintptr) {
 	s, ok := handles.take(h).(*exportState)
 	if !ok {
 		return
 	}
-	s.giveBack()
 	pinStates.Add(-1)
-	spareState.Store(s)
+	if old := spareState.Swap(s); old != nil {
+		old.unpin()
+	}
 }
 
-// watchPins gives back released pins-only states after the next garbage
-// collection, and again after each one while any is outstanding, so that
-// a program that stops exporting does not keep its last slices pinned.
+// watchPins gives back released pins-only states and unpins the spare after
+// the next garbage collection, and again after each one while a pinned
+// state is outstanding, so that a program that stops exporting does not
+// keep its last slices pinned (nor alive: the states reference them).
 func watchPins() {
 	if pinWatch.Load() || !pinWatch.CompareAndSwap(false, true) {
 		return
 	}
 	runtime.AddCleanup(new(gcSentinel), func(struct{}) {
 		drainDeferred(true)
+		if s := spareState.Swap(nil); s != nil {
+			s.unpin()
+		}
 		pinWatch.Store(false)
 		if pinStates.Load() > 0 {
 			watchPins()

@@ -263,17 +263,14 @@ func (f *Field) fill(c *C.struct_ArrowSchema) error {
 	if f.Name != "" {
 		nameLen = C.int64_t(len(f.Name))
 	}
-	var formatBad C.int
-	var message *C.char
-	rc := C.ferrygo_schema_fill(c, goChars(f.Format), C.int64_t(len(f.Format)), goChars(f.Name), nameLen,
-		C.int64_t(f.Flags), C.int64_t(len(f.Children)), &formatBad, &message)
-	if rc != 0 {
-		msg := C.GoString(message)
-		C.free(unsafe.Pointer(message))
-		if formatBad != 0 {
-			msg = fmt.Sprintf("field %q: %s", f.Name, msg)
+	var outcome C.struct_ferrygo_outcome
+	if C.ferrygo_schema_fill(c, goChars(f.Format), C.int64_t(len(f.Format)), goChars(f.Name), nameLen,
+		C.int64_t(f.Flags), C.int64_t(len(f.Children)), &outcome) != 0 {
+		err := outcomeError(&outcome)
+		if outcome.format_bad != 0 {
+			err.Message = fmt.Sprintf("field %q: %s", f.Name, err.Message)
 		}
-		return &Error{Code: syscall.Errno(rc), Message: msg}
+		return err
 	}
 	for _, kv := range f.Metadata {
 		k, v := C.CString(kv.Key), C.CString(kv.Value)

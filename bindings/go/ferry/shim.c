@@ -273,29 +273,32 @@ struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
     int64_t n_buffers, const uintptr_t* buffers, int64_t n_owned,
     const struct ferrygo_owned_ptr* owned, uintptr_t go_handle, ArrowDeviceType device_type,
     int64_t device_id, struct FerryDevice* device, void* producer_stream, int32_t policy,
-    int* rc_out, int* handle_kept, char** message_out) {
-  *handle_kept = 0;
+    struct ferrygo_outcome* outcome) {
+  memset(outcome, 0, sizeof(*outcome));
   struct ferrygo_owned* record = new_record(n_owned, owned, go_handle);
   if (record == NULL) {
     free_owned(n_owned, owned);
-    *handle_kept = go_handle != 0;  // given back by Go: no call into Go from here
-    *rc_out = ENOMEM;
-    *message_out = strdup("out of memory for the export record");
+    outcome->handle_kept = go_handle != 0;  // given back by Go: no call into Go from here
+    outcome->rc = ENOMEM;
+    outcome->message = strdup("out of memory for the export record");
     return NULL;
   }
   struct FerryError error;
   ferry_error_init(&error);
+  int rc = FERRY_OK;
   struct ArrowDeviceArray* out =
       export_leaf_record(into, length, null_count, offset, n_buffers, buffers, record,
-                         device_type, device_id, device, producer_stream, policy, NULL, 0,
-                         rc_out, &error);
-  *message_out = out == NULL ? strdup(error.message) : NULL;
+                         device_type, device_id, device, producer_stream, policy, NULL, 0, &rc,
+                         &error);
+  outcome->rc = rc;
+  if (out == NULL) outcome->message = strdup(error.message);
   return out;
 }
 
 int ferrygo_schema_fill(struct ArrowSchema* out, const char* format, int64_t format_len,
                         const char* name, int64_t name_len, int64_t flags, int64_t n_children,
-                        int* format_bad, char** message_out) {
+                        struct ferrygo_outcome* outcome) {
+  memset(outcome, 0, sizeof(*outcome));
   // NUL-terminated copies (a Go string has none): on the stack when short.
   char stack[256];
   char* copy = stack;
@@ -303,9 +306,8 @@ int ferrygo_schema_fill(struct ArrowSchema* out, const char* format, int64_t for
   if (need > (int64_t)sizeof(stack)) {
     copy = malloc((size_t)need);
     if (copy == NULL) {
-      *format_bad = 0;
-      *message_out = strdup("out of memory for the field's strings");
-      return ENOMEM;
+      outcome->message = strdup("out of memory for the field's strings");
+      return outcome->rc = ENOMEM;
     }
   }
   memcpy(copy, format, (size_t)format_len);
@@ -319,11 +321,11 @@ int ferrygo_schema_fill(struct ArrowSchema* out, const char* format, int64_t for
   struct FerryError error;
   ferry_error_init(&error);
   int rc = ferry_format_validate(copy, &error);
-  *format_bad = rc != FERRY_OK;
+  outcome->format_bad = rc != FERRY_OK;
   if (rc == FERRY_OK) rc = ferry_schema_init(out, copy, name_copy, flags, n_children, &error);
   if (copy != stack) free(copy);
-  *message_out = rc != FERRY_OK ? strdup(error.message) : NULL;
-  return rc;
+  if (rc != FERRY_OK) outcome->message = strdup(error.message);
+  return outcome->rc = rc;
 }
 
 // The producer's own event is released through Go (its release function).

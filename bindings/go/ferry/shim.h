@@ -113,31 +113,39 @@ struct ArrowDeviceArray* ferrygo_export_leaf(
     struct FerryDevice* device, void* producer_stream, int32_t policy, void* sync_event,
     uintptr_t event_handle, int* rc_out, struct FerryError* error);
 
+/* What the one-call helpers below report back to Go, in one struct so that
+ * cgo checks one pointer argument: the code; on failure the malloc'd message
+ * (the caller frees it; NULL when out of memory); whether the Go
+ * handle is still the caller's (export) or the format was refused (schema). */
+struct ferrygo_outcome {
+  int32_t rc;
+  int32_t handle_kept;
+  int32_t format_bad;
+  char* message;
+};
+
 /* ferrygo_export_leaf for nodes whose Go state, if any, is deferred
  * (`go_handle` 0 or with FERRYGO_HANDLE_DEFERRED) and without a producer
  * event: it never calls back into Go, so cgo is told nocallback + noescape
  * and the buffer lists stay on the Go stack. The error message buffer lives
- * on the C stack: on failure `*message_out` is a malloc'd copy of the
- * message (the caller frees it; NULL when out of memory), so a successful
- * export needs no message buffer from Go. On failure the handle is queued
- * like a release, except when `*handle_kept` is set (out of memory before
+ * on the C stack (copied into `outcome` on failure), so a successful export
+ * needs no message buffer from Go. On failure the handle is queued like a
+ * release, except when `outcome->handle_kept` is set (out of memory before
  * anything took it): then the caller gives it back. */
 struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
     struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset,
     int64_t n_buffers, const uintptr_t* buffers, int64_t n_owned,
     const struct ferrygo_owned_ptr* owned, uintptr_t go_handle, ArrowDeviceType device_type,
     int64_t device_id, struct FerryDevice* device, void* producer_stream, int32_t policy,
-    int* rc_out, int* handle_kept, char** message_out);
+    struct ferrygo_outcome* outcome);
 
 /* Validates `format` and fills the released `out` with ferry_schema_init, in
  * one call: the strings come as (pointer, length) straight from Go memory
- * (`name_len` -1: no name) and are copied, not kept. Returns the code; on
- * failure `*message_out` is a malloc'd message (the caller frees it; NULL
- * when out of memory) and `*format_bad` says the format was refused. Never
- * calls back into Go. */
+ * (`name_len` -1: no name) and are copied, not kept. Returns the code, also
+ * in `outcome` with the message and `format_bad`. Never calls back into Go. */
 int ferrygo_schema_fill(struct ArrowSchema* out, const char* format, int64_t format_len,
                         const char* name, int64_t name_len, int64_t flags, int64_t n_children,
-                        int* format_bad, char** message_out);
+                        struct ferrygo_outcome* outcome);
 
 /* Releases `schema` and then `array` (either may be released already): an
  * owned array's Release in one call. */
