@@ -70,8 +70,9 @@ func call(f func(e *C.struct_FerryError) C.int) error {
 // err turns a failed outcome of a one-call helper into an *Error, freeing
 // its message.
 func outcomeError(o *C.struct_ferrygo_outcome) *Error {
-	e := &Error{Code: syscall.Errno(o.rc), Message: C.GoString(o.message)}
-	C.free(unsafe.Pointer(o.message))
+	msg := C.ferrygo_outcome_message(o)
+	e := &Error{Code: syscall.Errno(o.rc), Message: C.GoString(msg)}
+	C.free(unsafe.Pointer(msg))
 	return e
 }
 

@@ -5,14 +5,15 @@ package ferry
 // Go, so Go may leave the per-node buffer lists on its stack.
 #cgo noescape ferrygo_export_leaf_c_only
 #cgo nocallback ferrygo_export_leaf_c_only
-#cgo noescape ferrygo_take_deferred
-#cgo nocallback ferrygo_take_deferred
+#cgo noescape ferrygo_export_leaf_schema
+#cgo nocallback ferrygo_export_leaf_schema
 #include <stdlib.h>
 #include "shim.h"
 */
 import "C"
 
 import (
+	"fmt"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -253,6 +254,12 @@ func ExportArray(data *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
 	if data == nil {
 		return nil, errorf(syscall.EINVAL, "ExportArray: nil data")
 	}
+	if opts == nil {
+		opts = &noOptions
+	}
+	if oneCallLeaf(data, opts) {
+		return exportLeafWithSchema(data, opts)
+	}
 	field := data.Field()
 	schema, err := field.Export()
 	if err != nil {
@@ -266,6 +273,78 @@ func ExportArray(data *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
 	}
 	arr.schema = schema
 	return arr, nil
+}
+
+// oneCallLeaf says whether ExportArray can export a with its schema in one
+// call that never enters Go: a leaf without metadata whose Go state, if
+// any, only pins (no OnRelease, no foreign release, no producer event).
+func oneCallLeaf(a *ArrayData, opts *ExportOptions) bool {
+	if len(a.Children) != 0 || a.Dictionary != nil || len(a.Metadata) != 0 || a.OnRelease != nil ||
+		opts.SyncEvent != nil || opts.ReleaseEvent != nil {
+		return false
+	}
+	for _, list := range [2][]Buffer{a.Buffers, a.Keep} {
+		for i := range list {
+			if list[i].kind == bufForeign && list[i].release != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// exportLeafWithSchema is ExportArray of a oneCallLeaf: the schema and the
+// array in one cgo call, into recycled C structs, as one Go object.
+func exportLeafWithSchema(a *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
+	sc, c := newSchemaStruct(), newArrayStruct()
+	if sc == nil || c == nil {
+		if sc != nil {
+			recycleSchema(sc)
+		}
+		if c != nil {
+			recycle(c)
+		}
+		a.Free()
+		return nil, errorf(syscall.ENOMEM, "ExportArray: out of memory")
+	}
+	n := nodeBuffers{}
+	n.collect(a, true)
+	// C addresses travel as integers: cgo checks no pointer argument here
+	// but the buffer list and the outcome (which hold no pointers).
+	var dev uintptr
+	if opts.Device != nil {
+		dev = uintptr(unsafe.Pointer(opts.Device.c))
+	}
+	nameLen := C.int64_t(-1)
+	if a.Name != "" {
+		nameLen = C.int64_t(len(a.Name))
+	}
+	var outcome C.struct_ferrygo_outcome
+	rc := C.ferrygo_export_leaf_schema(C.uintptr_t(uintptr(unsafe.Pointer(sc))), goChars(a.Format), C.int64_t(len(a.Format)),
+		goChars(a.Name), nameLen, C.int64_t(a.Flags), C.uintptr_t(uintptr(unsafe.Pointer(c))),
+		C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
+		C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(), C.uintptr_t(n.handle),
+		C.uintptr_t(dev), C.uintptr_t(uintptr(opts.ProducerStream)), C.int32_t(opts.Policy), &outcome)
+	for _, h := range outcome.taken[:outcome.n_taken] {
+		releaseDeferred(uintptr(h))
+	}
+	if rc != 0 {
+		if outcome.handle_kept != 0 {
+			releaseDeferred(n.handle &^ deferredHandle)
+		}
+		recycleSchema(sc)
+		recycle(c)
+		err := outcomeError(&outcome)
+		if outcome.format_bad != 0 {
+			err.Message = fmt.Sprintf("field %q: %s", a.Name, err.Message)
+		}
+		return nil, err
+	}
+	d := &DeviceArray{c: c}
+	d.ownSchema = Schema{c: sc, owned: true, embedded: true}
+	d.schema = &d.ownSchema
+	track(d)
+	return d, nil
 }
 
 // ExportArrayNoSchema is ExportArray without building the schema, for hot
@@ -388,7 +467,7 @@ func exportDeviceArrayC(data *ArrayData, opts *ExportOptions, into *C.struct_Arr
 // cgo call.
 func exportLeafInto(a *ArrayData, opts *ExportOptions, into *C.struct_ArrowDeviceArray) (*C.struct_ArrowDeviceArray, error) {
 	n := nodeBuffers{}
-	n.collect(a)
+	n.collect(a, true)
 	var dev *C.struct_FerryDevice
 	devType, devID := C.ArrowDeviceType(DeviceCPU), C.int64_t(-1)
 	if opts.Device != nil {
@@ -399,6 +478,9 @@ func exportLeafInto(a *ArrayData, opts *ExportOptions, into *C.struct_ArrowDevic
 		out := C.ferrygo_export_leaf_c_only(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
 			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(), C.uintptr_t(n.handle),
 			devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &outcome)
+		for _, h := range outcome.taken[:outcome.n_taken] {
+			releaseDeferred(uintptr(h))
+		}
 		if out == nil {
 			if outcome.handle_kept != 0 {
 				releaseDeferred(n.handle &^ deferredHandle)
@@ -443,7 +525,7 @@ func describeLeaf(batch *C.struct_ferrygo_batch, a *ArrayData, opts *ExportOptio
 		opts = &noOptions
 	}
 	n := nodeBuffers{}
-	n.collect(a)
+	n.collect(a, true) // the trampoline took the queue before calling Go
 	batch.kind = C.FERRYGO_BATCH_LEAF
 	batch.length, batch.null_count, batch.offset = C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset)
 	batch.n_buffers, batch.n_owned = C.int64_t(n.bufs), C.int64_t(n.owned)
@@ -514,7 +596,9 @@ func (n *nodeBuffers) addOwned(o C.struct_ferrygo_owned_ptr) {
 // collect records a's buffers; pinned and foreign buffers and OnRelease go
 // into a Go state behind a handle (0 when there is none). A state that only
 // pins gets a deferred handle: its release stays in C (see pins.go).
-func (n *nodeBuffers) collect(a *ArrayData) {
+// Unless queueTaken (the caller's C call takes the queue of released
+// pins-only states), the queue is taken here first.
+func (n *nodeBuffers) collect(a *ArrayData, queueTaken bool) {
 	var releases []func()
 	if a.OnRelease != nil {
 		releases = []func(){a.OnRelease}
@@ -544,6 +628,9 @@ func (n *nodeBuffers) collect(a *ArrayData) {
 	}
 	if len(releases) == 0 && pinned.n == 0 {
 		return
+	}
+	if !queueTaken {
+		drainDeferred(false)
 	}
 	state := pinState(&pinned)
 	state.releases = releases
@@ -575,7 +662,7 @@ func (n *nodeBuffers) ownedPtr() *C.struct_ferrygo_owned_ptr {
 // given back, and the caller releases out.
 func exportNode(out *C.struct_ArrowArray, a *ArrayData) error {
 	n := nodeBuffers{}
-	n.collect(a)
+	n.collect(a, false)
 	err := call(func(e *C.struct_FerryError) C.int {
 		return C.ferrygo_array_init(out, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
 			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(len(a.Children)),

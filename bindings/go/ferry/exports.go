@@ -72,6 +72,9 @@ func ferrygoStreamGetNext(h C.uintptr_t, out *C.struct_ArrowDeviceArray, batch *
 			rc = recovered(r, e, "get_next")
 		}
 	}()
+	for _, t := range batch.taken[:batch.n_taken] {
+		releaseDeferred(uintptr(t))
+	}
 	p, ok := handles.get(uintptr(h)).(*streamProducer)
 	if !ok {
 		setCError(e, "get_next: unknown Go stream producer")

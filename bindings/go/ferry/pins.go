@@ -24,7 +24,9 @@ import (
 // an object pinned a little longer is only kept a little longer. So a
 // pins-only node's release stays in C: it queues the node's handle
 // (FERRYGO_HANDLE_DEFERRED, shim.h), and Go takes the queue and unpins at
-// the next export, at LiveAllocations, and after each garbage collection
+// the next export (the export's own C call, or the stream trampoline's,
+// takes the queue: no extra crossing), at LiveAllocations, and after each
+// garbage collection
 // while pinned states are outstanding. The last state given back stays
 // pinned as a spare for the next export of the same memory (spareState). A state with a foreign release
 // callback or OnRelease is given back at the release itself, as documented.
@@ -95,10 +97,8 @@ func (l *pinList) list() []unsafe.Pointer {
 // unpinned when an export needs other pins, or after the next collection.
 var spareState atomic.Pointer[exportState]
 
-// pinState returns a state holding exactly the pins in l (nothing else),
-// after giving back the states of the nodes released since the last call.
+// pinState returns a state holding exactly the pins in l (nothing else).
 func pinState(l *pinList) *exportState {
-	drainDeferred(false)
 	want := l.list()
 	s := spareState.Swap(nil)
 	if s != nil && slices.Equal(s.pins, want) {

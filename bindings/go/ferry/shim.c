@@ -104,6 +104,15 @@ int64_t ferrygo_take_deferred(uintptr_t* out, int64_t cap) {
   return n;
 }
 
+// Takes up to FERRYGO_TAKEN_MAX queued handles into `taken` when there are
+// any (the count is read first: an empty queue costs one load).
+static void take_some_deferred(uintptr_t* taken, int32_t* n_taken) {
+  *n_taken = 0;
+  if (__atomic_load_n(&ferrygo_deferred_count, __ATOMIC_RELAXED) > 0) {
+    *n_taken = (int32_t)ferrygo_take_deferred(taken, FERRYGO_TAKEN_MAX);
+  }
+}
+
 // A record for n_owned pieces and a handle (NULL when out of memory).
 static struct ferrygo_owned* new_record(int64_t n_owned, const struct ferrygo_owned_ptr* owned,
                                         uintptr_t go_handle) {
@@ -280,7 +289,8 @@ struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
     free_owned(n_owned, owned);
     outcome->handle_kept = go_handle != 0;  // given back by Go: no call into Go from here
     outcome->rc = ENOMEM;
-    outcome->message = strdup("out of memory for the export record");
+    outcome->message = (uintptr_t)strdup("out of memory for the export record");
+    take_some_deferred(outcome->taken, &outcome->n_taken);
     return NULL;
   }
   struct FerryError error;
@@ -291,8 +301,33 @@ struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
                          device_type, device_id, device, producer_stream, policy, NULL, 0, &rc,
                          &error);
   outcome->rc = rc;
-  if (out == NULL) outcome->message = strdup(error.message);
+  if (out == NULL) outcome->message = (uintptr_t)strdup(error.message);
+  take_some_deferred(outcome->taken, &outcome->n_taken);
   return out;
+}
+
+int ferrygo_export_leaf_schema(
+    uintptr_t schema_address, const char* format, int64_t format_len, const char* name,
+    int64_t name_len, int64_t flags, uintptr_t into, int64_t length,
+    int64_t null_count, int64_t offset, int64_t n_buffers, const uintptr_t* buffers,
+    int64_t n_owned, const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
+    uintptr_t device, uintptr_t producer_stream, int32_t policy,
+    struct ferrygo_outcome* outcome) {
+  struct ArrowSchema* schema_out = (struct ArrowSchema*)schema_address;
+  if (ferrygo_schema_fill(schema_out, format, format_len, name, name_len, flags, 0, outcome) !=
+      FERRY_OK) {
+    free_owned(n_owned, owned);
+    outcome->handle_kept = go_handle != 0;  // given back by Go
+    take_some_deferred(outcome->taken, &outcome->n_taken);
+    return outcome->rc;
+  }
+  // (device_type, device_id) are read only without a device: the CPU.
+  struct ArrowDeviceArray* out = ferrygo_export_leaf_c_only(
+      (struct ArrowDeviceArray*)into, length, null_count, offset, n_buffers, buffers, n_owned,
+      owned, go_handle, ARROW_DEVICE_CPU, -1, (struct FerryDevice*)device,
+      (void*)producer_stream, policy, outcome);
+  if (out == NULL) ferry_schema_release(schema_out);
+  return outcome->rc;
 }
 
 int ferrygo_schema_fill(struct ArrowSchema* out, const char* format, int64_t format_len,
@@ -306,7 +341,7 @@ int ferrygo_schema_fill(struct ArrowSchema* out, const char* format, int64_t for
   if (need > (int64_t)sizeof(stack)) {
     copy = malloc((size_t)need);
     if (copy == NULL) {
-      outcome->message = strdup("out of memory for the field's strings");
+      outcome->message = (uintptr_t)strdup("out of memory for the field's strings");
       return outcome->rc = ENOMEM;
     }
   }
@@ -324,7 +359,7 @@ int ferrygo_schema_fill(struct ArrowSchema* out, const char* format, int64_t for
   outcome->format_bad = rc != FERRY_OK;
   if (rc == FERRY_OK) rc = ferry_schema_init(out, copy, name_copy, flags, n_children, &error);
   if (copy != stack) free(copy);
-  if (rc != FERRY_OK) outcome->message = strdup(error.message);
+  if (rc != FERRY_OK) outcome->message = (uintptr_t)strdup(error.message);
   return outcome->rc = rc;
 }
 
@@ -371,9 +406,9 @@ int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* a
                                  error);
 }
 
-void ferrygo_release_both(struct ArrowDeviceArray* array, struct ArrowSchema* schema) {
-  ferry_schema_release(schema);
-  ferry_device_array_release(array);
+void ferrygo_release_both(uintptr_t array, uintptr_t schema) {
+  ferry_schema_release((struct ArrowSchema*)schema);
+  ferry_device_array_release((struct ArrowDeviceArray*)array);
 }
 
 // What both consumer steps do with get_next's outcome: a failure, the end
@@ -422,6 +457,9 @@ static int ferrygo_get_next_trampoline(void* user_data, struct ArrowDeviceArray*
                                        struct FerryError* error) {
   struct ferrygo_batch batch;
   batch.kind = FERRYGO_BATCH_NONE;
+  int32_t n_taken = 0;
+  take_some_deferred(batch.taken, &n_taken);
+  batch.n_taken = n_taken;
   int rc = ferrygoStreamGetNext((uintptr_t)user_data, out, &batch, error);
   if (rc != FERRY_OK) return rc;
   switch (batch.kind) {

@@ -117,12 +117,20 @@ struct ArrowDeviceArray* ferrygo_export_leaf(
  * cgo checks one pointer argument: the code; on failure the malloc'd message
  * (the caller frees it; NULL when out of memory); whether the Go
  * handle is still the caller's (export) or the format was refused (schema). */
+#define FERRYGO_TAKEN_MAX 8
 struct ferrygo_outcome {
   int32_t rc;
   int32_t handle_kept;
   int32_t format_bad;
-  char* message;
+  int32_t n_taken;  /* export: deferred handles taken for Go (ferrygo_take_deferred) */
+  uintptr_t message; /* a char*, as an integer: the struct holds no pointer for cgo to check */
+  uintptr_t taken[FERRYGO_TAKEN_MAX];
 };
+
+/* The message of an outcome as a pointer, for Go (failure paths only). */
+static inline char* ferrygo_outcome_message(const struct ferrygo_outcome* outcome) {
+  return (char*)outcome->message;
+}
 
 /* ferrygo_export_leaf for nodes whose Go state, if any, is deferred
  * (`go_handle` 0 or with FERRYGO_HANDLE_DEFERRED) and without a producer
@@ -131,12 +139,30 @@ struct ferrygo_outcome {
  * on the C stack (copied into `outcome` on failure), so a successful export
  * needs no message buffer from Go. On failure the handle is queued like a
  * release, except when `outcome->handle_kept` is set (out of memory before
- * anything took it): then the caller gives it back. */
+ * anything took it): then the caller gives it back. Either way it also
+ * takes up to FERRYGO_TAKEN_MAX queued deferred handles into `outcome`
+ * (after the export, so the new node's pins are held before the old ones
+ * can be dropped), which saves Go a call of its own. */
 struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
     struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset,
     int64_t n_buffers, const uintptr_t* buffers, int64_t n_owned,
     const struct ferrygo_owned_ptr* owned, uintptr_t go_handle, ArrowDeviceType device_type,
     int64_t device_id, struct FerryDevice* device, void* producer_stream, int32_t policy,
+    struct ferrygo_outcome* outcome);
+
+/* ExportArray of a leaf in one call: ferrygo_schema_fill into the released
+ * `schema_out`, then ferrygo_export_leaf_c_only into the released `into`
+ * (both C structs the caller owns; they, the device and the producer
+ * stream travel as integers, see ferrygo_owned_ptr). Returns the code (also
+ * in `outcome`). On failure both stay released, the C
+ * memory is given back, the handle as ferrygo_export_leaf_c_only says, and
+ * `outcome->format_bad` tells a refused format. Never calls back into Go. */
+int ferrygo_export_leaf_schema(
+    uintptr_t schema_out, const char* format, int64_t format_len, const char* name,
+    int64_t name_len, int64_t flags, uintptr_t into, int64_t length,
+    int64_t null_count, int64_t offset, int64_t n_buffers, const uintptr_t* buffers,
+    int64_t n_owned, const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
+    uintptr_t device, uintptr_t producer_stream, int32_t policy,
     struct ferrygo_outcome* outcome);
 
 /* Validates `format` and fills the released `out` with ferry_schema_init, in
@@ -147,9 +173,10 @@ int ferrygo_schema_fill(struct ArrowSchema* out, const char* format, int64_t for
                         const char* name, int64_t name_len, int64_t flags, int64_t n_children,
                         struct ferrygo_outcome* outcome);
 
-/* Releases `schema` and then `array` (either may be released already): an
- * owned array's Release in one call. */
-void ferrygo_release_both(struct ArrowDeviceArray* array, struct ArrowSchema* schema);
+/* Releases the ArrowSchema at `schema` and then the ArrowDeviceArray at
+ * `array` (either may be released already): an owned array's Release in one
+ * call. The C addresses travel as integers, so cgo checks no argument. */
+void ferrygo_release_both(uintptr_t array, uintptr_t schema);
 
 /* Releases `batch` if it is live, then calls ferry_array_stream_get_next into it:
  * the consumer's whole per-batch step in one call. Returns 0 with a batch or
@@ -183,6 +210,11 @@ struct ferrygo_batch {
   uintptr_t go_handle;
   uintptr_t device, producer_stream; /* C pointers, as integers */
   uintptr_t src;                     /* FERRYGO_BATCH_MOVE */
+  /* Set by the trampoline before Go runs: queued deferred handles it took
+   * for Go to give back first (so a producer pinning the same memory for
+   * every batch finds its state free again). */
+  int64_t n_taken;
+  uintptr_t taken[FERRYGO_TAKEN_MAX];
 };
 
 /* ferry_array_stream_init with the Go trampolines; `go_handle` names the producer. */
