@@ -39,7 +39,8 @@ const (
 //     (64-byte aligned), filled from Go through a slice; released entirely in
 //     C (no call back into Go). The default, and the cheapest to export.
 //   - PinSlice: a Go slice exported in place, pinned with runtime.Pinner until
-//     the consumer releases the array (release calls back into Go to unpin).
+//     the consumer releases the array; the release stays in C and Go unpins
+//     afterwards (pins.go).
 //   - Device.AllocBuffer: memory on a device (sim, CUDA, ROCm), deallocated
 //     through the core at release.
 //
@@ -88,8 +89,12 @@ func CopySlice[T any](values []T) (Buffer, error) {
 }
 
 // PinSlice exports values in place (zero-copy): the slice's backing array is
-// pinned from export until the consumer releases the array. T must hold no
-// Go pointers. Go code must not write to the slice while a consumer may read.
+// pinned from export until the consumer releases the array, and may stay
+// pinned (and referenced) a little longer: the release runs in C and the
+// binding unpins at its next export, at LiveAllocations or after the next
+// garbage collection, keeping the last few pins for memory exported again.
+// T must hold no Go pointers. Go code must not write to the slice while a
+// consumer may read.
 func PinSlice[T any](values []T) Buffer {
 	if len(values) == 0 {
 		return Buffer{}

@@ -27,8 +27,8 @@ import (
 // the next export (the export's own C call, or the stream trampoline's,
 // takes the queue: no extra crossing), at LiveAllocations, and after each
 // garbage collection
-// while pinned states are outstanding. The last state given back stays
-// pinned as a spare for the next export of the same memory (spareState). A state with a foreign release
+// while pinned states are outstanding. The last states given back stay
+// pinned as spares for the next exports of the same memory (spareStates). A state with a foreign release
 // callback or OnRelease is given back at the release itself, as documented.
 
 // deferredHandle is the bit of FERRYGO_HANDLE_DEFERRED (the top bit).
@@ -90,30 +90,53 @@ func (l *pinList) list() []unsafe.Pointer {
 	return l.inline[:l.n]
 }
 
-// spareState is the state of the last pins-only node given back, still
+// spareStates keep the states of the last pins-only nodes given back, still
 // pinned: a producer that exports the same Go memory again (a cached
-// column, every batch of a stream over one slice) reuses it without
-// touching the runtime's pin bits, which take a lock per object. It is
-// unpinned when an export needs other pins, or after the next collection.
-var spareState atomic.Pointer[exportState]
+// column, every batch of a stream over one slice, a few buffers in turn)
+// reuses one without touching the runtime's pin bits, which take a lock per
+// object. A spare is unpinned when a newer one takes its slot, or after the
+// next collection.
+var (
+	spareStates [4]atomic.Pointer[exportState]
+	spareNext   atomic.Uint32
+)
 
 // pinState returns a state holding exactly the pins in l (nothing else).
 func pinState(l *pinList) *exportState {
 	want := l.list()
-	s := spareState.Swap(nil)
-	if s != nil && slices.Equal(s.pins, want) {
-		return s
+	for i := range spareStates {
+		if s := spareStates[i].Load(); s != nil && slices.Equal(s.pins, want) && spareStates[i].CompareAndSwap(s, nil) {
+			return s
+		}
 	}
-	if s == nil {
-		s = &exportState{}
-	} else {
-		s.unpin()
-	}
+	s := &exportState{}
 	for _, p := range want {
 		s.pinner.Pin(p)
 	}
 	s.pins = append(s.pins, want...)
 	return s
+}
+
+// keepSpare makes s, a pins-only state given back, a spare: in a free slot,
+// else in the next slot round the ring, unpinning the spare it replaces.
+func keepSpare(s *exportState) {
+	for i := range spareStates {
+		if spareStates[i].CompareAndSwap(nil, s) {
+			return
+		}
+	}
+	if old := spareStates[spareNext.Add(1)%uint32(len(spareStates))].Swap(s); old != nil {
+		old.unpin()
+	}
+}
+
+// dropSpares unpins every spare.
+func dropSpares() {
+	for i := range spareStates {
+		if s := spareStates[i].Swap(nil); s != nil {
+			s.unpin()
+		}
+	}
 }
 
 // pinStates counts pins-only states not given back yet; pinWatch says a
@@ -143,16 +166,14 @@ func drainDeferred(always bool) {
 }
 
 // releaseDeferred takes back the pins-only state behind h (its bit cleared)
-// as the spare, unpinning the spare it replaces.
+// as a spare.
 func releaseDeferred(h uintptr) {
 	s, ok := handles.take(h).(*exportState)
 	if !ok {
 		return
 	}
 	pinStates.Add(-1)
-	if old := spareState.Swap(s); old != nil {
-		old.unpin()
-	}
+	keepSpare(s)
 }
 
 // watchPins gives back released pins-only states and unpins the spare after
@@ -165,9 +186,7 @@ func watchPins() {
 	}
 	runtime.AddCleanup(new(gcSentinel), func(struct{}) {
 		drainDeferred(true)
-		if s := spareState.Swap(nil); s != nil {
-			s.unpin()
-		}
+		dropSpares()
 		pinWatch.Store(false)
 		if pinStates.Load() > 0 {
 			watchPins()
