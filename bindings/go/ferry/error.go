@@ -70,7 +70,7 @@ func call(f func(e *C.struct_FerryError) C.int) error {
 // err turns a failed outcome of a one-call helper into an *Error, freeing
 // its message.
 func outcomeError(o *C.struct_ferrygo_outcome) *Error {
-	msg := C.ferrygo_outcome_message(o)
+	msg := C.ferrygo_outcome_message(o.message)
 	e := &Error{Code: syscall.Errno(o.rc), Message: C.GoString(msg)}
 	C.free(unsafe.Pointer(msg))
 	return e

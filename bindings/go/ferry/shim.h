@@ -127,10 +127,9 @@ struct ferrygo_outcome {
   uintptr_t taken[FERRYGO_TAKEN_MAX];
 };
 
-/* The message of an outcome as a pointer, for Go (failure paths only). */
-static inline char* ferrygo_outcome_message(const struct ferrygo_outcome* outcome) {
-  return (char*)outcome->message;
-}
+/* The message of an outcome (its `message` field) as a pointer, for Go
+ * (failure paths only; by value, so the outcome stays on Go's stack). */
+static inline char* ferrygo_outcome_message(uintptr_t message) { return (char*)message; }
 
 /* ferrygo_export_leaf for nodes whose Go state, if any, is deferred
  * (`go_handle` 0 or with FERRYGO_HANDLE_DEFERRED) and without a producer
