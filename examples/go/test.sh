@@ -16,25 +16,9 @@
 # Go module proxy. Prints "N passed, N failed"; exits non-zero on a failure.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="${FERRY_ROOT:-$(cd "$HERE/../.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
-passed=0
-failed=0
-tmp="$(mktemp -d)"
-trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-log="$tmp/log"
-
-pass() { passed=$((passed + 1)); echo "go example: ok: $*"; }
-fail() {
-  failed=$((failed + 1)); echo "go example: FAILED: $*"
-  [ -s "$log" ] && tail -40 "$log" | sed 's/^/    | /'
-}
-# A new user's shell: none of the repository's variables, no loader path,
-# no Go flags from the environment.
-user() {
-  env -u FERRY_BUILD_DIR -u FERRY_ROOT -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH -u GOFLAGS \
-    -u CGO_CFLAGS -u CGO_LDFLAGS -u FERRY_CUDA_LIBRARY -u FERRY_HIP_LIBRARY "$@"
-}
+EXAMPLE=go
+USER_UNSET=(PKG_CONFIG_PATH GOFLAGS CGO_CFLAGS CGO_LDFLAGS)
+. "$HERE/../new_user.sh"
 
 if [ ! -f "$BUILD/lib/libferry.so" ]; then
   echo "go example: $BUILD/lib/libferry.so is missing: build the core first (scripts/build.sh)"

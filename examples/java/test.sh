@@ -14,24 +14,9 @@
 # and Maven Central. Prints "N passed, N failed"; exits non-zero on a failure.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="${FERRY_ROOT:-$(cd "$HERE/../.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
-passed=0
-failed=0
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-log="$tmp/log"
-
-pass() { passed=$((passed + 1)); echo "java example: ok: $*"; }
-fail() {
-  failed=$((failed + 1)); echo "java example: FAILED: $*"
-  [ -s "$log" ] && tail -40 "$log" | sed 's/^/    | /'
-}
-# A new user's shell: none of the repository's variables, no loader path.
-user() {
-  env -u FERRY_BUILD_DIR -u FERRY_ROOT -u LD_LIBRARY_PATH -u FERRY_CUDA_LIBRARY \
-    -u FERRY_HIP_LIBRARY -u FERRY_JAVA_OPTIONS -u JAVA_TOOL_OPTIONS -u CLASSPATH "$@"
-}
+EXAMPLE=java
+USER_UNSET=(FERRY_JAVA_OPTIONS JAVA_TOOL_OPTIONS CLASSPATH)
+. "$HERE/../new_user.sh"
 
 if [ ! -f "$BUILD/java/libferry_jni.so" ]; then
   echo "java example: $BUILD/java/libferry_jni.so is missing: build ferry first (scripts/build.sh)"

@@ -16,25 +16,11 @@
 # lua5.4, luajit. Prints "N passed, N failed"; exits non-zero on a failure.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="${FERRY_ROOT:-$(cd "$HERE/../.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+EXAMPLE=lua
+USER_UNSET=(FERRY_LIBRARY FERRY_LUA_DIR LUA_PATH LUA_CPATH LUA_PATH_5_4 LUA_CPATH_5_4)
+. "$HERE/../new_user.sh"
 ROCKSPEC="bindings/lua/ferry-arrow-0.1.0-1.rockspec"
-passed=0
-failed=0
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-log="$tmp/log"
 
-pass() { passed=$((passed + 1)); echo "lua example: ok: $*"; }
-fail() {
-  failed=$((failed + 1)); echo "lua example: FAILED: $*"
-  [ -s "$log" ] && tail -40 "$log" | sed 's/^/    | /'
-}
-# A new user's shell: none of the repository's variables, no Lua or loader paths.
-user() {
-  env -u FERRY_BUILD_DIR -u FERRY_ROOT -u FERRY_LIBRARY -u FERRY_LUA_DIR -u LUA_PATH -u LUA_CPATH \
-    -u LUA_PATH_5_4 -u LUA_CPATH_5_4 -u LD_LIBRARY_PATH -u FERRY_CUDA_LIBRARY -u FERRY_HIP_LIBRARY "$@"
-}
 
 if [ ! -f "$BUILD/lib/libferry.so" ]; then
   echo "lua example: $BUILD/lib/libferry.so is missing: build the core first (scripts/build.sh)"

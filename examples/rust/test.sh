@@ -17,24 +17,9 @@
 set -uo pipefail
 [ -d "${HOME:-/root}/.cargo/bin" ] && PATH="${HOME:-/root}/.cargo/bin:$PATH"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="${FERRY_ROOT:-$(cd "$HERE/../.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
-passed=0
-failed=0
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-log="$tmp/log"
-
-pass() { passed=$((passed + 1)); echo "rust example: ok: $*"; }
-fail() {
-  failed=$((failed + 1)); echo "rust example: FAILED: $*"
-  [ -s "$log" ] && tail -40 "$log" | sed 's/^/    | /'
-}
-# A new user's shell: none of the repository's variables, no loader path.
-user() {
-  env -u FERRY_BUILD_DIR -u FERRY_ROOT -u FERRY_LIB_DIR -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH \
-    -u CARGO_TARGET_DIR -u RUSTFLAGS -u FERRY_CUDA_LIBRARY -u FERRY_HIP_LIBRARY "$@"
-}
+EXAMPLE=rust
+USER_UNSET=(FERRY_LIB_DIR PKG_CONFIG_PATH CARGO_TARGET_DIR RUSTFLAGS)
+. "$HERE/../new_user.sh"
 
 if [ ! -f "$BUILD/lib/libferry.so" ]; then
   echo "rust example: $BUILD/lib/libferry.so is missing: build the core first (scripts/build.sh)"

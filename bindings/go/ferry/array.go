@@ -205,7 +205,7 @@ func (d *DeviceArray) Release() {
 	if s != nil && s.owned && s.c != nil {
 		// Both in one cgo call; the emptied structs serve the next imports.
 		s.guard.disarm()
-		C.ferrygo_release_both(c, s.c)
+		C.ferrygo_release_both(C.uintptr_t(uintptr(unsafe.Pointer(c))), C.uintptr_t(uintptr(unsafe.Pointer(s.c))))
 		recycleSchema(s.c)
 		s.c = nil
 	} else {
@@ -256,7 +256,7 @@ func (d *DeviceArray) ExportTo(dst unsafe.Pointer, schemaDst unsafe.Pointer) err
 		if d.schema == nil || d.batchOf != nil {
 			return errorf(syscall.EINVAL, "DeviceArray.ExportTo: the array owns no schema")
 		}
-		if C.ferry_schema_is_released((*C.struct_ArrowSchema)(schemaDst)) == 0 {
+		if (*C.struct_ArrowSchema)(schemaDst).release != nil { // read in Go: no cgo call
 			return errorf(syscall.EINVAL, "DeviceArray.ExportTo: destination schema is not released")
 		}
 	}

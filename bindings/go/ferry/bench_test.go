@@ -176,6 +176,33 @@ func BenchmarkHandle(b *testing.B) {
 	})
 }
 
+// BenchmarkPinnedExport: the everyday export of a cached Go slice to a C
+// consumer, as the integration plugin's bench entry point does it (the
+// README's first producer: PinSlice, ExportArray, ExportTo; the C consumer
+// reads element 0 and releases both): 1 KiB and 64 MiB, which must cost the
+// same (nothing scales with the buffer).
+func BenchmarkPinnedExport(b *testing.B) {
+	for _, n := range []int{256, 1 << 24} {
+		values := make([]int32, n)
+		values[0] = int32(n)
+		schemaOut, arrayOut := NewRawSchema(), NewRawDeviceArray()
+		b.Run(map[int]string{256: "1K", 1 << 24: "64M"}[n], func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				a, err := ExportArray(&ArrayData{Format: "i", Name: "values", Length: int64(n), Buffers: []Buffer{{}, PinSlice(values)}}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := a.ExportTo(arrayOut, schemaOut); err != nil {
+					b.Fatal(err)
+				}
+				if chelper.FloorConsume(schemaOut, arrayOut) != int32(n) {
+					b.Fatal("v")
+				}
+			}
+		})
+	}
+}
+
 var _ = unsafe.Pointer(nil)
 
 // BenchmarkConsume: a Go consumer of a C producer's int32 array (static

@@ -1,6 +1,7 @@
 package ferry
 
 /*
+#include <stdlib.h>
 #include "shim.h"
 */
 import "C"
@@ -64,6 +65,15 @@ func call(f func(e *C.struct_FerryError) C.int) error {
 	err := codeError(f(e), e)
 	putErrorBuffer(e)
 	return err
+}
+
+// err turns a failed outcome of a one-call helper into an *Error, freeing
+// its message.
+func outcomeError(o *C.struct_ferrygo_outcome) *Error {
+	msg := C.ferrygo_outcome_message(o.message)
+	e := &Error{Code: syscall.Errno(o.rc), Message: C.GoString(msg)}
+	C.free(unsafe.Pointer(msg))
+	return e
 }
 
 // errorf builds an *Error from Go.

@@ -5,13 +5,15 @@ package ferry
 // Go, so Go may leave the per-node buffer lists on its stack.
 #cgo noescape ferrygo_export_leaf_c_only
 #cgo nocallback ferrygo_export_leaf_c_only
+#cgo noescape ferrygo_export_leaf_schema
+#cgo nocallback ferrygo_export_leaf_schema
 #include <stdlib.h>
 #include "shim.h"
 */
 import "C"
 
 import (
-	"runtime"
+	"fmt"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -37,7 +39,8 @@ const (
 //     (64-byte aligned), filled from Go through a slice; released entirely in
 //     C (no call back into Go). The default, and the cheapest to export.
 //   - PinSlice: a Go slice exported in place, pinned with runtime.Pinner until
-//     the consumer releases the array (release calls back into Go to unpin).
+//     the consumer releases the array; the release stays in C and Go unpins
+//     afterwards (pins.go).
 //   - Device.AllocBuffer: memory on a device (sim, CUDA, ROCm), deallocated
 //     through the core at release.
 //
@@ -86,8 +89,12 @@ func CopySlice[T any](values []T) (Buffer, error) {
 }
 
 // PinSlice exports values in place (zero-copy): the slice's backing array is
-// pinned from export until the consumer releases the array. T must hold no
-// Go pointers. Go code must not write to the slice while a consumer may read.
+// pinned from export until the consumer releases the array, and may stay
+// pinned (and referenced) a little longer: the release runs in C and the
+// binding unpins at its next export, at LiveAllocations or after the next
+// garbage collection, keeping the last few pins for memory exported again.
+// T must hold no Go pointers. Go code must not write to the slice while a
+// consumer may read.
 func PinSlice[T any](values []T) Buffer {
 	if len(values) == 0 {
 		return Buffer{}
@@ -252,6 +259,12 @@ func ExportArray(data *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
 	if data == nil {
 		return nil, errorf(syscall.EINVAL, "ExportArray: nil data")
 	}
+	if opts == nil {
+		opts = &noOptions
+	}
+	if oneCallLeaf(data, opts) {
+		return exportLeafWithSchema(data, opts)
+	}
 	field := data.Field()
 	schema, err := field.Export()
 	if err != nil {
@@ -265,6 +278,78 @@ func ExportArray(data *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
 	}
 	arr.schema = schema
 	return arr, nil
+}
+
+// oneCallLeaf says whether ExportArray can export a with its schema in one
+// call that never enters Go: a leaf without metadata whose Go state, if
+// any, only pins (no OnRelease, no foreign release, no producer event).
+func oneCallLeaf(a *ArrayData, opts *ExportOptions) bool {
+	if len(a.Children) != 0 || a.Dictionary != nil || len(a.Metadata) != 0 || a.OnRelease != nil ||
+		opts.SyncEvent != nil || opts.ReleaseEvent != nil {
+		return false
+	}
+	for _, list := range [2][]Buffer{a.Buffers, a.Keep} {
+		for i := range list {
+			if list[i].kind == bufForeign && list[i].release != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// exportLeafWithSchema is ExportArray of a oneCallLeaf: the schema and the
+// array in one cgo call, into recycled C structs, as one Go object.
+func exportLeafWithSchema(a *ArrayData, opts *ExportOptions) (*DeviceArray, error) {
+	sc, c := newSchemaStruct(), newArrayStruct()
+	if sc == nil || c == nil {
+		if sc != nil {
+			recycleSchema(sc)
+		}
+		if c != nil {
+			recycle(c)
+		}
+		a.Free()
+		return nil, errorf(syscall.ENOMEM, "ExportArray: out of memory")
+	}
+	n := nodeBuffers{}
+	n.collect(a, true)
+	// C addresses travel as integers: cgo checks no pointer argument here
+	// but the buffer list and the outcome (which hold no pointers).
+	var dev uintptr
+	if opts.Device != nil {
+		dev = uintptr(unsafe.Pointer(opts.Device.c))
+	}
+	nameLen := C.int64_t(-1)
+	if a.Name != "" {
+		nameLen = C.int64_t(len(a.Name))
+	}
+	var outcome C.struct_ferrygo_outcome
+	rc := C.ferrygo_export_leaf_schema(C.uintptr_t(uintptr(unsafe.Pointer(sc))), goChars(a.Format), C.int64_t(len(a.Format)),
+		goChars(a.Name), nameLen, C.int64_t(a.Flags), C.uintptr_t(uintptr(unsafe.Pointer(c))),
+		C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
+		C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(), C.uintptr_t(n.handle),
+		C.uintptr_t(dev), C.uintptr_t(uintptr(opts.ProducerStream)), C.int32_t(opts.Policy), &outcome)
+	for _, h := range outcome.taken[:outcome.n_taken] {
+		releaseDeferred(uintptr(h))
+	}
+	if rc != 0 {
+		if outcome.handle_kept != 0 {
+			releaseDeferred(n.handle &^ deferredHandle)
+		}
+		recycleSchema(sc)
+		recycle(c)
+		err := outcomeError(&outcome)
+		if outcome.format_bad != 0 {
+			err.Message = fmt.Sprintf("field %q: %s", a.Name, err.Message)
+		}
+		return nil, err
+	}
+	d := &DeviceArray{c: c}
+	d.ownSchema = Schema{c: sc, owned: true, embedded: true}
+	d.schema = &d.ownSchema
+	track(d)
+	return d, nil
 }
 
 // ExportArrayNoSchema is ExportArray without building the schema, for hot
@@ -387,25 +472,29 @@ func exportDeviceArrayC(data *ArrayData, opts *ExportOptions, into *C.struct_Arr
 // cgo call.
 func exportLeafInto(a *ArrayData, opts *ExportOptions, into *C.struct_ArrowDeviceArray) (*C.struct_ArrowDeviceArray, error) {
 	n := nodeBuffers{}
-	n.collect(a)
+	n.collect(a, true)
 	var dev *C.struct_FerryDevice
 	devType, devID := C.ArrowDeviceType(DeviceCPU), C.int64_t(-1)
 	if opts.Device != nil {
 		dev = opts.Device.c
 	}
-	var rc C.int
-	if n.handle == 0 && opts.SyncEvent == nil {
-		var message *C.char
+	if (n.handle == 0 || n.handle&deferredHandle != 0) && opts.SyncEvent == nil {
+		var outcome C.struct_ferrygo_outcome
 		out := C.ferrygo_export_leaf_c_only(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
-			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(),
-			devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &rc, &message)
+			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(), C.uintptr_t(n.handle),
+			devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &outcome)
+		for _, h := range outcome.taken[:outcome.n_taken] {
+			releaseDeferred(uintptr(h))
+		}
 		if out == nil {
-			err := &Error{Code: syscall.Errno(rc), Message: C.GoString(message)}
-			C.free(unsafe.Pointer(message))
-			return nil, err
+			if outcome.handle_kept != 0 {
+				releaseDeferred(n.handle &^ deferredHandle)
+			}
+			return nil, outcomeError(&outcome)
 		}
 		return out, nil
 	}
+	var rc C.int
 	e := getErrorBuffer()
 	defer putErrorBuffer(e)
 	eventHandle := opts.eventHandle()
@@ -441,7 +530,7 @@ func describeLeaf(batch *C.struct_ferrygo_batch, a *ArrayData, opts *ExportOptio
 		opts = &noOptions
 	}
 	n := nodeBuffers{}
-	n.collect(a)
+	n.collect(a, true) // the trampoline took the queue before calling Go
 	batch.kind = C.FERRYGO_BATCH_LEAF
 	batch.length, batch.null_count, batch.offset = C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset)
 	batch.n_buffers, batch.n_owned = C.int64_t(n.bufs), C.int64_t(n.owned)
@@ -510,12 +599,16 @@ func (n *nodeBuffers) addOwned(o C.struct_ferrygo_owned_ptr) {
 }
 
 // collect records a's buffers; pinned and foreign buffers and OnRelease go
-// into a Go state behind a handle (0 when there is none).
-func (n *nodeBuffers) collect(a *ArrayData) {
-	var state *exportState
+// into a Go state behind a handle (0 when there is none). A state that only
+// pins gets a deferred handle: its release stays in C (see pins.go).
+// Unless queueTaken (the caller's C call takes the queue of released
+// pins-only states), the queue is taken here first.
+func (n *nodeBuffers) collect(a *ArrayData, queueTaken bool) {
+	var releases []func()
 	if a.OnRelease != nil {
-		state = &exportState{releases: []func(){a.OnRelease}}
+		releases = []func(){a.OnRelease}
 	}
+	var pinned pinList
 	for k := 0; k < len(a.Buffers)+len(a.Keep); k++ {
 		var b *Buffer
 		if k < len(a.Buffers) {
@@ -530,20 +623,23 @@ func (n *nodeBuffers) collect(a *ArrayData) {
 		case bufDevice:
 			n.addOwned(C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr)),
 				device: C.uintptr_t(uintptr(unsafe.Pointer(b.device)))})
-		case bufPinned, bufForeign:
-			if state == nil {
-				state = &exportState{}
-			}
-			if b.kind == bufPinned {
-				state.pinner.Pin(b.pinned)
-			} else if b.release != nil {
-				state.releases = append(state.releases, b.release)
+		case bufPinned:
+			pinned.add(b.pinned)
+		case bufForeign:
+			if b.release != nil {
+				releases = append(releases, b.release)
 			}
 		}
 	}
-	if state != nil {
-		n.handle = handles.put(state)
+	if len(releases) == 0 && pinned.n == 0 {
+		return
 	}
+	if !queueTaken {
+		drainDeferred(false)
+	}
+	state := pinState(&pinned)
+	state.releases = releases
+	n.handle = state.handle()
 }
 
 func (n *nodeBuffers) bufPtr() *C.uintptr_t {
@@ -566,26 +662,12 @@ func (n *nodeBuffers) ownedPtr() *C.struct_ferrygo_owned_ptr {
 	return &n.inlineOwned[0]
 }
 
-// exportState is the Go side of one exported node: pins and foreign
-// callbacks, reached from C through a handle and given back at release.
-type exportState struct {
-	pinner   runtime.Pinner
-	releases []func()
-}
-
-func (s *exportState) giveBack() {
-	s.pinner.Unpin()
-	for _, f := range s.releases {
-		f()
-	}
-}
-
 // exportNode fills the released ArrowArray out from a. It takes ownership of
 // every buffer of the subtree: on failure everything not attached to out is
 // given back, and the caller releases out.
 func exportNode(out *C.struct_ArrowArray, a *ArrayData) error {
 	n := nodeBuffers{}
-	n.collect(a)
+	n.collect(a, false)
 	err := call(func(e *C.struct_FerryError) C.int {
 		return C.ferrygo_array_init(out, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
 			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(len(a.Children)),
@@ -624,6 +706,7 @@ func exportNode(out *C.struct_ArrowArray, a *ArrayData) error {
 // and device) that are not given back yet, plus the Go states (pins,
 // producers) still referenced from C: zero when every export was released.
 func LiveAllocations() int64 {
+	drainDeferred(true)
 	return int64(C.ferrygo_live_allocations()) + handles.live.Load()
 }
 

@@ -31,6 +31,9 @@ func ferrygoReleaseHandle(h C.uintptr_t) {
 	switch v := handles.take(uintptr(h)).(type) {
 	case *exportState:
 		v.giveBack()
+		if len(v.releases) == 0 { // a pins-only state (deferred) given back at once
+			pinStates.Add(-1)
+		}
 	case *streamProducer:
 		if v.stop != nil {
 			v.stop()
@@ -69,6 +72,9 @@ func ferrygoStreamGetNext(h C.uintptr_t, out *C.struct_ArrowDeviceArray, batch *
 			rc = recovered(r, e, "get_next")
 		}
 	}()
+	for _, t := range batch.taken[:batch.n_taken] {
+		releaseDeferred(uintptr(t))
+	}
 	p, ok := handles.get(uintptr(h)).(*streamProducer)
 	if !ok {
 		setCError(e, "get_next: unknown Go stream producer")

@@ -1,6 +1,10 @@
 package ferry
 
 /*
+// Go strings are passed for the duration of the call only, and the helper
+// never calls back into Go.
+#cgo noescape ferrygo_schema_fill
+#cgo nocallback ferrygo_schema_fill
 #include <stdlib.h>
 #include "shim.h"
 */
@@ -69,7 +73,9 @@ func (s *Schema) Release() {
 		return
 	}
 	s.guard.disarm()
-	C.ferry_schema_release(s.c)
+	if s.c.release != nil { // moved out (ExportTo) needs no call
+		C.ferry_schema_release(s.c)
+	}
 	recycleSchema(s.c)
 	s.c = nil
 }
@@ -104,9 +110,13 @@ func (s *Schema) ExportTo(dst unsafe.Pointer) error {
 	if dst == nil {
 		return errorf(syscall.EINVAL, "Schema.ExportTo: NULL destination")
 	}
-	if rc := C.ferry_schema_move(s.c, (*C.struct_ArrowSchema)(dst)); rc != 0 {
-		return errorf(syscall.Errno(rc), "Schema.ExportTo: destination is not released")
+	// Moved in Go (both structs are C memory), without a cgo call.
+	out := (*C.struct_ArrowSchema)(dst)
+	if out.release != nil {
+		return errorf(syscall.EINVAL, "Schema.ExportTo: destination is not released")
 	}
+	*out = *s.c
+	s.c.release = nil
 	s.Release()
 	return nil
 }
@@ -232,12 +242,13 @@ type Field struct {
 // Export builds an owned ArrowSchema for f through the core (every string
 // copied); the caller releases it.
 func (f *Field) Export() (*Schema, error) {
-	c := C.ferry_schema_new()
+	c := newSchemaStruct()
 	if c == nil {
 		return nil, errorf(syscall.ENOMEM, "Field.Export: out of memory")
 	}
 	if err := f.fill(c); err != nil {
-		C.ferry_schema_free(c)
+		C.ferry_schema_release(c)
+		recycleSchema(c)
 		return nil, err
 	}
 	return newOwnedSchema(c), nil
@@ -246,24 +257,19 @@ func (f *Field) Export() (*Schema, error) {
 // fill initialises the released schema c from f; on failure c may be
 // partially filled and the caller releases it.
 func (f *Field) fill(c *C.struct_ArrowSchema) error {
-	format := C.CString(f.Format)
-	defer C.free(unsafe.Pointer(format))
-	// Refuse a bad format here, naming the field, rather than let a
-	// consumer discover it.
-	if err := call(func(e *C.struct_FerryError) C.int { return C.ferry_format_validate(format, e) }); err != nil {
-		fe := err.(*Error)
-		fe.Message = fmt.Sprintf("field %q: %s", f.Name, fe.Message)
-		return fe
-	}
-	var name *C.char
+	// One call validates the format (refused here, naming the field, rather
+	// than left for a consumer to discover) and initialises the node.
+	nameLen := C.int64_t(-1)
 	if f.Name != "" {
-		name = C.CString(f.Name)
-		defer C.free(unsafe.Pointer(name))
+		nameLen = C.int64_t(len(f.Name))
 	}
-	err := call(func(e *C.struct_FerryError) C.int {
-		return C.ferry_schema_init(c, format, name, C.int64_t(f.Flags), C.int64_t(len(f.Children)), e)
-	})
-	if err != nil {
+	var outcome C.struct_ferrygo_outcome
+	if C.ferrygo_schema_fill(c, goChars(f.Format), C.int64_t(len(f.Format)), goChars(f.Name), nameLen,
+		C.int64_t(f.Flags), C.int64_t(len(f.Children)), &outcome) != 0 {
+		err := outcomeError(&outcome)
+		if outcome.format_bad != 0 {
+			err.Message = fmt.Sprintf("field %q: %s", f.Name, err.Message)
+		}
 		return err
 	}
 	for _, kv := range f.Metadata {
@@ -290,3 +296,7 @@ func (f *Field) fill(c *C.struct_ArrowSchema) error {
 	}
 	return nil
 }
+
+// goChars points C at a Go string's bytes for the duration of one call (no
+// NUL terminator: pass the length too); nil for "".
+func goChars(s string) *C.char { return (*C.char)(unsafe.Pointer(unsafe.StringData(s))) }

@@ -42,17 +42,22 @@ int64_t ferrygo_live_exports(void) { return atomic_load(&live_exports); }
 void ferrygo_count_export(int64_t delta) { atomic_fetch_add(&live_exports, delta); }
 
 // What one exported node gives back at release: C memory and a Go handle.
+// A record whose handle is deferred (pins only) is queued for Go at release
+// instead of freed; `next` links it there.
 struct ferrygo_owned {
+  struct ferrygo_owned* next;
   uintptr_t go_handle;
   int64_t n_owned;
   struct ferrygo_owned_ptr owned[];
 };
 
-void ferrygo_give_back(int64_t n_owned, const struct ferrygo_owned_ptr* owned,
-                       uintptr_t go_handle) {
-  // Go first: its release callbacks may still need the memory (a device
-  // stream whose queued copies read a staging buffer is synchronized there).
-  if (go_handle != 0) ferrygoReleaseHandle(go_handle);
+// Records of released nodes whose Go state Go gives back itself (see
+// FERRYGO_HANDLE_DEFERRED): a lock-free stack, pushed by any releasing
+// thread, emptied by ferrygo_take_deferred.
+static _Atomic(struct ferrygo_owned*) deferred_head;
+int64_t ferrygo_deferred_count;
+
+static void free_owned(int64_t n_owned, const struct ferrygo_owned_ptr* owned) {
   for (int64_t i = 0; i < n_owned; i++) {
     void* ptr = (void*)owned[i].ptr;
     if (ptr == NULL) continue;
@@ -67,40 +72,113 @@ void ferrygo_give_back(int64_t n_owned, const struct ferrygo_owned_ptr* owned,
   }
 }
 
-// The release hook of every node: runs in C unless Go state is attached.
-static void ferrygo_release_owned(void* user_data) {
-  struct ferrygo_owned* record = user_data;
-  ferrygo_give_back(record->n_owned, record->owned, record->go_handle);
-  free(record);
-  atomic_fetch_sub(&live_exports, 1);
+static void defer_record(struct ferrygo_owned* record) {
+  record->go_handle &= ~FERRYGO_HANDLE_DEFERRED;
+  struct ferrygo_owned* head = atomic_load_explicit(&deferred_head, memory_order_relaxed);
+  do {
+    record->next = head;
+  } while (!atomic_compare_exchange_weak_explicit(&deferred_head, &head, record,
+                                                  memory_order_release, memory_order_relaxed));
+  __atomic_fetch_add(&ferrygo_deferred_count, 1, __ATOMIC_RELEASE);
 }
 
-int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
-                       int64_t offset, int64_t n_buffers, const uintptr_t* buffers,
-                       int64_t n_children, int64_t n_owned,
-                       const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
-                       struct FerryError* error) {
+int64_t ferrygo_take_deferred(uintptr_t* out, int64_t cap) {
+  struct ferrygo_owned* list = atomic_exchange_explicit(&deferred_head, NULL, memory_order_acquire);
+  int64_t n = 0;
+  while (list != NULL && n < cap) {
+    struct ferrygo_owned* next = list->next;
+    out[n++] = list->go_handle;
+    free(list);
+    list = next;
+  }
+  if (list != NULL) {  // more than `cap`: the rest goes back for the next call
+    struct ferrygo_owned* tail = list;
+    while (tail->next != NULL) tail = tail->next;
+    struct ferrygo_owned* head = atomic_load_explicit(&deferred_head, memory_order_relaxed);
+    do {
+      tail->next = head;
+    } while (!atomic_compare_exchange_weak_explicit(&deferred_head, &head, list,
+                                                    memory_order_release, memory_order_relaxed));
+  }
+  __atomic_fetch_sub(&ferrygo_deferred_count, n, __ATOMIC_RELAXED);
+  return n;
+}
+
+// Takes up to FERRYGO_TAKEN_MAX queued handles into `taken` when there are
+// any (the count is read first: an empty queue costs one load).
+static void take_some_deferred(uintptr_t* taken, int32_t* n_taken) {
+  *n_taken = 0;
+  if (__atomic_load_n(&ferrygo_deferred_count, __ATOMIC_RELAXED) > 0) {
+    *n_taken = (int32_t)ferrygo_take_deferred(taken, FERRYGO_TAKEN_MAX);
+  }
+}
+
+// A record for n_owned pieces and a handle (NULL when out of memory).
+static struct ferrygo_owned* new_record(int64_t n_owned, const struct ferrygo_owned_ptr* owned,
+                                        uintptr_t go_handle) {
   if (n_owned < 0) n_owned = 0;
   struct ferrygo_owned* record =
       malloc(sizeof(*record) + (size_t)n_owned * sizeof(struct ferrygo_owned_ptr));
-  if (record == NULL) {
-    ferry_error_init(error);
-    ferrygo_set_error(error, "out of memory for the export record", -1);
-    ferrygo_give_back(n_owned, owned, go_handle);
-    return ENOMEM;
-  }
+  if (record == NULL) return NULL;
+  record->next = NULL;
   record->go_handle = go_handle;
   record->n_owned = n_owned;
   if (n_owned > 0) memcpy(record->owned, owned, (size_t)n_owned * sizeof(*owned));
+  return record;
+}
+
+// Gives back what the record names: Go state first (its release callbacks
+// may still need the memory: a device stream whose queued copies read a
+// staging buffer is synchronized there), then the C memory. A deferred
+// handle never calls into Go: the record is queued for Go instead of freed.
+static void retire(struct ferrygo_owned* record) {
+  uintptr_t h = record->go_handle;
+  if ((h & FERRYGO_HANDLE_DEFERRED) != 0) {
+    free_owned(record->n_owned, record->owned);
+    defer_record(record);
+    return;
+  }
+  if (h != 0) ferrygoReleaseHandle(h);
+  free_owned(record->n_owned, record->owned);
+  free(record);
+}
+
+void ferrygo_give_back(int64_t n_owned, const struct ferrygo_owned_ptr* owned,
+                       uintptr_t go_handle) {
+  if ((go_handle & FERRYGO_HANDLE_DEFERRED) != 0) {
+    struct ferrygo_owned* record = new_record(0, NULL, go_handle);
+    free_owned(n_owned, owned);
+    if (record != NULL) {
+      defer_record(record);
+    } else {  // out of memory: Go gives its state back now
+      ferrygoReleaseHandle(go_handle & ~FERRYGO_HANDLE_DEFERRED);
+    }
+    return;
+  }
+  if (go_handle != 0) ferrygoReleaseHandle(go_handle);
+  free_owned(n_owned, owned);
+}
+
+// The release hook of every node: runs in C unless Go state is attached.
+static void ferrygo_release_owned(void* user_data) {
+  retire(user_data);
+  atomic_fetch_sub(&live_exports, 1);
+}
+
+// ferrygo_array_init with its record made already (taken on every path).
+static int array_init_record(struct ArrowArray* out, int64_t length, int64_t null_count,
+                             int64_t offset, int64_t n_buffers, const uintptr_t* buffers,
+                             int64_t n_children, struct ferrygo_owned* record,
+                             struct FerryError* error) {
   // At most a handful of buffers per node in practice; more go on the heap.
   const void* stack_pointers[8];
   const void** pointers = stack_pointers;
   if (n_buffers > 8) {
     pointers = malloc((size_t)n_buffers * sizeof(void*));
     if (pointers == NULL) {
+      ferry_error_init(error);
       ferrygo_set_error(error, "out of memory for the buffer list", -1);
-      ferrygo_give_back(n_owned, owned, go_handle);
-      free(record);
+      retire(record);
       return ENOMEM;
     }
   }
@@ -110,24 +188,40 @@ int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_coun
                             record, error);
   if (pointers != stack_pointers) free(pointers);
   if (rc != FERRY_OK) {
-    ferrygo_give_back(n_owned, owned, go_handle);
-    free(record);
+    retire(record);
     return rc;
   }
   atomic_fetch_add(&live_exports, 1);
   return FERRY_OK;
 }
 
-struct ArrowDeviceArray* ferrygo_export_leaf(
-    struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
-    const uintptr_t* buffers, int64_t n_owned, const struct ferrygo_owned_ptr* owned,
-    uintptr_t go_handle, ArrowDeviceType device_type, int64_t device_id,
-    struct FerryDevice* device, void* producer_stream, int32_t policy, void* sync_event,
-    uintptr_t event_handle, int* rc_out, struct FerryError* error) {
+int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
+                       int64_t offset, int64_t n_buffers, const uintptr_t* buffers,
+                       int64_t n_children, int64_t n_owned,
+                       const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
+                       struct FerryError* error) {
+  struct ferrygo_owned* record = new_record(n_owned, owned, go_handle);
+  if (record == NULL) {
+    ferry_error_init(error);
+    ferrygo_set_error(error, "out of memory for the export record", -1);
+    ferrygo_give_back(n_owned, owned, go_handle);
+    return ENOMEM;
+  }
+  return array_init_record(out, length, null_count, offset, n_buffers, buffers, n_children,
+                           record, error);
+}
+
+// ferrygo_export_leaf with its record made already (taken on every path).
+static struct ArrowDeviceArray* export_leaf_record(
+    struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset,
+    int64_t n_buffers, const uintptr_t* buffers, struct ferrygo_owned* record,
+    ArrowDeviceType device_type, int64_t device_id, struct FerryDevice* device,
+    void* producer_stream, int32_t policy, void* sync_event, uintptr_t event_handle,
+    int* rc_out, struct FerryError* error) {
   if (into != NULL && !ferry_device_array_is_released(into)) {
     ferry_error_init(error);
     ferrygo_set_error(error, "the destination ArrowDeviceArray is not released", -1);
-    ferrygo_give_back(n_owned, owned, go_handle);
+    retire(record);
     *rc_out = EINVAL;
     return NULL;
   }
@@ -135,14 +229,14 @@ struct ArrowDeviceArray* ferrygo_export_leaf(
   if (out == NULL) {
     ferry_error_init(error);
     ferrygo_set_error(error, "out of memory for the device array", -1);
-    ferrygo_give_back(n_owned, owned, go_handle);
+    retire(record);
     *rc_out = ENOMEM;
     return NULL;
   }
   struct ArrowArray array;
   memset(&array, 0, sizeof(array));
-  int rc = ferrygo_array_init(&array, length, null_count, offset, n_buffers, buffers, 0,
-                              n_owned, owned, go_handle, error);
+  int rc = array_init_record(&array, length, null_count, offset, n_buffers, buffers, 0, record,
+                             error);
   if (rc == FERRY_OK) {
     if (device == NULL) {
       rc = ferry_device_array_init(out, &array, device_type, device_id, NULL, NULL, NULL,
@@ -164,20 +258,109 @@ struct ArrowDeviceArray* ferrygo_export_leaf(
   return out;
 }
 
+struct ArrowDeviceArray* ferrygo_export_leaf(
+    struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset, int64_t n_buffers,
+    const uintptr_t* buffers, int64_t n_owned, const struct ferrygo_owned_ptr* owned,
+    uintptr_t go_handle, ArrowDeviceType device_type, int64_t device_id,
+    struct FerryDevice* device, void* producer_stream, int32_t policy, void* sync_event,
+    uintptr_t event_handle, int* rc_out, struct FerryError* error) {
+  struct ferrygo_owned* record = new_record(n_owned, owned, go_handle);
+  if (record == NULL) {
+    ferry_error_init(error);
+    ferrygo_set_error(error, "out of memory for the export record", -1);
+    ferrygo_give_back(n_owned, owned, go_handle);
+    *rc_out = ENOMEM;
+    return NULL;
+  }
+  return export_leaf_record(into, length, null_count, offset, n_buffers, buffers, record,
+                            device_type, device_id, device, producer_stream, policy, sync_event,
+                            event_handle, rc_out, error);
+}
+
 struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
     struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset,
     int64_t n_buffers, const uintptr_t* buffers, int64_t n_owned,
-    const struct ferrygo_owned_ptr* owned, ArrowDeviceType device_type, int64_t device_id,
-    struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
-    char** message_out) {
+    const struct ferrygo_owned_ptr* owned, uintptr_t go_handle, ArrowDeviceType device_type,
+    int64_t device_id, struct FerryDevice* device, void* producer_stream, int32_t policy,
+    struct ferrygo_outcome* outcome) {
+  memset(outcome, 0, sizeof(*outcome));
+  struct ferrygo_owned* record = new_record(n_owned, owned, go_handle);
+  if (record == NULL) {
+    free_owned(n_owned, owned);
+    outcome->handle_kept = go_handle != 0;  // given back by Go: no call into Go from here
+    outcome->rc = ENOMEM;
+    outcome->message = (uintptr_t)strdup("out of memory for the export record");
+    take_some_deferred(outcome->taken, &outcome->n_taken);
+    return NULL;
+  }
   struct FerryError error;
   ferry_error_init(&error);
+  int rc = FERRY_OK;
   struct ArrowDeviceArray* out =
-      ferrygo_export_leaf(into, length, null_count, offset, n_buffers, buffers, n_owned, owned,
-                          0, device_type, device_id, device, producer_stream, policy, NULL, 0,
-                          rc_out, &error);
-  *message_out = out == NULL ? strdup(error.message) : NULL;
+      export_leaf_record(into, length, null_count, offset, n_buffers, buffers, record,
+                         device_type, device_id, device, producer_stream, policy, NULL, 0, &rc,
+                         &error);
+  outcome->rc = rc;
+  if (out == NULL) outcome->message = (uintptr_t)strdup(error.message);
+  take_some_deferred(outcome->taken, &outcome->n_taken);
   return out;
+}
+
+int ferrygo_export_leaf_schema(
+    uintptr_t schema_address, const char* format, int64_t format_len, const char* name,
+    int64_t name_len, int64_t flags, uintptr_t into, int64_t length,
+    int64_t null_count, int64_t offset, int64_t n_buffers, const uintptr_t* buffers,
+    int64_t n_owned, const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
+    uintptr_t device, uintptr_t producer_stream, int32_t policy,
+    struct ferrygo_outcome* outcome) {
+  struct ArrowSchema* schema_out = (struct ArrowSchema*)schema_address;
+  if (ferrygo_schema_fill(schema_out, format, format_len, name, name_len, flags, 0, outcome) !=
+      FERRY_OK) {
+    free_owned(n_owned, owned);
+    outcome->handle_kept = go_handle != 0;  // given back by Go
+    take_some_deferred(outcome->taken, &outcome->n_taken);
+    return outcome->rc;
+  }
+  // (device_type, device_id) are read only without a device: the CPU.
+  struct ArrowDeviceArray* out = ferrygo_export_leaf_c_only(
+      (struct ArrowDeviceArray*)into, length, null_count, offset, n_buffers, buffers, n_owned,
+      owned, go_handle, ARROW_DEVICE_CPU, -1, (struct FerryDevice*)device,
+      (void*)producer_stream, policy, outcome);
+  if (out == NULL) ferry_schema_release(schema_out);
+  return outcome->rc;
+}
+
+int ferrygo_schema_fill(struct ArrowSchema* out, const char* format, int64_t format_len,
+                        const char* name, int64_t name_len, int64_t flags, int64_t n_children,
+                        struct ferrygo_outcome* outcome) {
+  memset(outcome, 0, sizeof(*outcome));
+  // NUL-terminated copies (a Go string has none): on the stack when short.
+  char stack[256];
+  char* copy = stack;
+  int64_t need = format_len + 1 + (name_len < 0 ? 0 : name_len + 1);
+  if (need > (int64_t)sizeof(stack)) {
+    copy = malloc((size_t)need);
+    if (copy == NULL) {
+      outcome->message = (uintptr_t)strdup("out of memory for the field's strings");
+      return outcome->rc = ENOMEM;
+    }
+  }
+  memcpy(copy, format, (size_t)format_len);
+  copy[format_len] = 0;
+  char* name_copy = NULL;
+  if (name_len >= 0) {
+    name_copy = copy + format_len + 1;
+    memcpy(name_copy, name, (size_t)name_len);
+    name_copy[name_len] = 0;
+  }
+  struct FerryError error;
+  ferry_error_init(&error);
+  int rc = ferry_format_validate(copy, &error);
+  outcome->format_bad = rc != FERRY_OK;
+  if (rc == FERRY_OK) rc = ferry_schema_init(out, copy, name_copy, flags, n_children, &error);
+  if (copy != stack) free(copy);
+  if (rc != FERRY_OK) outcome->message = (uintptr_t)strdup(error.message);
+  return outcome->rc = rc;
 }
 
 // The producer's own event is released through Go (its release function).
@@ -223,9 +406,9 @@ int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* a
                                  error);
 }
 
-void ferrygo_release_both(struct ArrowDeviceArray* array, struct ArrowSchema* schema) {
-  ferry_schema_release(schema);
-  ferry_device_array_release(array);
+void ferrygo_release_both(uintptr_t array, uintptr_t schema) {
+  ferry_schema_release((struct ArrowSchema*)schema);
+  ferry_device_array_release((struct ArrowDeviceArray*)array);
 }
 
 // What both consumer steps do with get_next's outcome: a failure, the end
@@ -274,6 +457,9 @@ static int ferrygo_get_next_trampoline(void* user_data, struct ArrowDeviceArray*
                                        struct FerryError* error) {
   struct ferrygo_batch batch;
   batch.kind = FERRYGO_BATCH_NONE;
+  int32_t n_taken = 0;
+  take_some_deferred(batch.taken, &n_taken);
+  batch.n_taken = n_taken;
   int rc = ferrygoStreamGetNext((uintptr_t)user_data, out, &batch, error);
   if (rc != FERRY_OK) return rc;
   switch (batch.kind) {

@@ -48,6 +48,19 @@ int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_coun
                        const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
                        struct FerryError* error);
 
+/* A Go handle with this bit set names Go state that only pins memory
+ * (PinSlice buffers): releasing the node queues the handle for Go
+ * (ferrygo_take_deferred) instead of calling into Go, so a release from any
+ * thread stays in C. Go unpins at its next export, collection or count. */
+#define FERRYGO_HANDLE_DEFERRED (UINTPTR_MAX ^ (UINTPTR_MAX >> 1))
+
+/* Deferred handles queued and not taken yet (a hint, read atomically). */
+extern int64_t ferrygo_deferred_count;
+
+/* Moves up to `cap` queued handles (the bit cleared) into `out`; returns how
+ * many. Never calls into Go. */
+int64_t ferrygo_take_deferred(uintptr_t* out, int64_t cap);
+
 /* Gives back owned memory and a Go handle that were never attached to an
  * array (the failure paths of multi-node exports). */
 void ferrygo_give_back(int64_t n_owned, const struct ferrygo_owned_ptr* owned,
@@ -100,22 +113,69 @@ struct ArrowDeviceArray* ferrygo_export_leaf(
     struct FerryDevice* device, void* producer_stream, int32_t policy, void* sync_event,
     uintptr_t event_handle, int* rc_out, struct FerryError* error);
 
-/* ferrygo_export_leaf for nodes without Go state (`go_handle` 0) or
- * producer event, which never call back into Go: declared nocallback +
- * noescape to cgo, so the buffer lists can stay on the Go stack. The error
- * message buffer lives on the C stack: on failure `*message_out` is a
- * malloc'd copy of the message (the caller frees it; NULL when out of
- * memory), so a successful export needs no message buffer from Go. */
+/* What the one-call helpers below report back to Go, in one struct so that
+ * cgo checks one pointer argument: the code; on failure the malloc'd message
+ * (the caller frees it; NULL when out of memory); whether the Go
+ * handle is still the caller's (export) or the format was refused (schema). */
+#define FERRYGO_TAKEN_MAX 8
+struct ferrygo_outcome {
+  int32_t rc;
+  int32_t handle_kept;
+  int32_t format_bad;
+  int32_t n_taken;  /* export: deferred handles taken for Go (ferrygo_take_deferred) */
+  uintptr_t message; /* a char*, as an integer: the struct holds no pointer for cgo to check */
+  uintptr_t taken[FERRYGO_TAKEN_MAX];
+};
+
+/* The message of an outcome (its `message` field) as a pointer, for Go
+ * (failure paths only; by value, so the outcome stays on Go's stack). */
+static inline char* ferrygo_outcome_message(uintptr_t message) { return (char*)message; }
+
+/* ferrygo_export_leaf for nodes whose Go state, if any, is deferred
+ * (`go_handle` 0 or with FERRYGO_HANDLE_DEFERRED) and without a producer
+ * event: it never calls back into Go, so cgo is told nocallback + noescape
+ * and the buffer lists stay on the Go stack. The error message buffer lives
+ * on the C stack (copied into `outcome` on failure), so a successful export
+ * needs no message buffer from Go. On failure the handle is queued like a
+ * release, except when `outcome->handle_kept` is set (out of memory before
+ * anything took it): then the caller gives it back. Either way it also
+ * takes up to FERRYGO_TAKEN_MAX queued deferred handles into `outcome`
+ * (after the export, so the new node's pins are held before the old ones
+ * can be dropped), which saves Go a call of its own. */
 struct ArrowDeviceArray* ferrygo_export_leaf_c_only(
     struct ArrowDeviceArray* into, int64_t length, int64_t null_count, int64_t offset,
     int64_t n_buffers, const uintptr_t* buffers, int64_t n_owned,
-    const struct ferrygo_owned_ptr* owned, ArrowDeviceType device_type, int64_t device_id,
-    struct FerryDevice* device, void* producer_stream, int32_t policy, int* rc_out,
-    char** message_out);
+    const struct ferrygo_owned_ptr* owned, uintptr_t go_handle, ArrowDeviceType device_type,
+    int64_t device_id, struct FerryDevice* device, void* producer_stream, int32_t policy,
+    struct ferrygo_outcome* outcome);
 
-/* Releases `schema` and then `array` (either may be released already): an
- * owned array's Release in one call. */
-void ferrygo_release_both(struct ArrowDeviceArray* array, struct ArrowSchema* schema);
+/* ExportArray of a leaf in one call: ferrygo_schema_fill into the released
+ * `schema_out`, then ferrygo_export_leaf_c_only into the released `into`
+ * (both C structs the caller owns; they, the device and the producer
+ * stream travel as integers, see ferrygo_owned_ptr). Returns the code (also
+ * in `outcome`). On failure both stay released, the C
+ * memory is given back, the handle as ferrygo_export_leaf_c_only says, and
+ * `outcome->format_bad` tells a refused format. Never calls back into Go. */
+int ferrygo_export_leaf_schema(
+    uintptr_t schema_out, const char* format, int64_t format_len, const char* name,
+    int64_t name_len, int64_t flags, uintptr_t into, int64_t length,
+    int64_t null_count, int64_t offset, int64_t n_buffers, const uintptr_t* buffers,
+    int64_t n_owned, const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
+    uintptr_t device, uintptr_t producer_stream, int32_t policy,
+    struct ferrygo_outcome* outcome);
+
+/* Validates `format` and fills the released `out` with ferry_schema_init, in
+ * one call: the strings come as (pointer, length) straight from Go memory
+ * (`name_len` -1: no name) and are copied, not kept. Returns the code, also
+ * in `outcome` with the message and `format_bad`. Never calls back into Go. */
+int ferrygo_schema_fill(struct ArrowSchema* out, const char* format, int64_t format_len,
+                        const char* name, int64_t name_len, int64_t flags, int64_t n_children,
+                        struct ferrygo_outcome* outcome);
+
+/* Releases the ArrowSchema at `schema` and then the ArrowDeviceArray at
+ * `array` (either may be released already): an owned array's Release in one
+ * call. The C addresses travel as integers, so cgo checks no argument. */
+void ferrygo_release_both(uintptr_t array, uintptr_t schema);
 
 /* Releases `batch` if it is live, then calls ferry_array_stream_get_next into it:
  * the consumer's whole per-batch step in one call. Returns 0 with a batch or
@@ -149,6 +209,11 @@ struct ferrygo_batch {
   uintptr_t go_handle;
   uintptr_t device, producer_stream; /* C pointers, as integers */
   uintptr_t src;                     /* FERRYGO_BATCH_MOVE */
+  /* Set by the trampoline before Go runs: queued deferred handles it took
+   * for Go to give back first (so a producer pinning the same memory for
+   * every batch finds its state free again). */
+  int64_t n_taken;
+  uintptr_t taken[FERRYGO_TAKEN_MAX];
 };
 
 /* ferry_array_stream_init with the Go trampolines; `go_handle` names the producer. */

@@ -3,9 +3,9 @@ package main
 // The benchmark entry points of core/harness/ferry_it_bench.h, written
 // the way a Go user of package ferry writes them: a cached Go slice exported
 // in place with PinSlice (pinned until the consumer releases the array, the
-// release unpins it: it only drops a reference), Field.Export for the schema,
-// ExportArrayTo straight into the consumer's struct, ExportDataStream with a
-// func for a stream; the everyday consumer path of the README to consume
+// release unpins it: it only drops a reference), ExportArray (schema
+// attached) and ExportTo into the consumer's structs, as the README's first
+// producer example; ExportDataStream with a func for a stream; the everyday consumer path of the README to consume
 // (ImportDeviceArray or ImportStream with Next, Host, the checked Value).
 // Every //export recovers panics, as the plugin's other entry points do.
 
@@ -83,7 +83,8 @@ func cachedValues(length int64) ([]int32, error) {
 }
 
 func benchData(length int64, values []int32) *ferry.ArrayData {
-	return &ferry.ArrayData{Format: "i", Length: length, Buffers: []ferry.Buffer{{}, ferry.PinSlice(values)}}
+	return &ferry.ArrayData{Format: benchField.Format, Name: benchField.Name, Length: length,
+		Buffers: []ferry.Buffer{{}, ferry.PinSlice(values)}}
 }
 
 // readFirst reads element 0 of a consumed array the everyday way (Host,
@@ -131,16 +132,12 @@ func benchExportArray(length int64, schemaOut, arrayOut unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	schema, err := benchField.Export()
+	a, err := ferry.ExportArray(benchData(length, values), nil)
 	if err != nil {
 		return err
 	}
-	if err := schema.ExportTo(schemaOut); err != nil {
-		schema.Release()
-		return err
-	}
-	if err := ferry.ExportArrayTo(benchData(length, values), nil, arrayOut); err != nil {
-		C.ferry_schema_release((*C.struct_ArrowSchema)(schemaOut))
+	if err := a.ExportTo(arrayOut, schemaOut); err != nil {
+		a.Release()
 		return err
 	}
 	return nil
