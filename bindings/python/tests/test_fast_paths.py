@@ -332,3 +332,15 @@ def test_a_stream_nobody_closes_is_released_once_by_its_finalizer():
     first.close()
     for b in batches:
         b.close()
+
+
+def test_addresses_may_be_any_integer_type():
+    """from_c and export_to_c take what int() took before they moved into C
+    (a NumPy integer), and refuse what is no integer at all."""
+    source = ferry.array([3, 4], "int16")
+    (schema, array), keep = c_export(source)
+    with DeviceArray.from_c(np.uint64(schema), np.int64(array)) as arr:
+        assert arr.to_pylist() == [3, 4]
+    with pytest.raises(TypeError):
+        DeviceArray.from_c(float(schema), array)
+    source.close()

@@ -106,6 +106,18 @@ static int need_library(void) {
   return 0;
 }
 
+/* An address argument: an int, or anything with __index__ (a NumPy integer),
+ * as the Python code these paths replaced accepted through int(). NULL with
+ * an exception set on failure (check PyErr_Occurred: 0 is a value too). */
+static void* address_arg(PyObject* obj) {
+  if (PyLong_Check(obj)) return PyLong_AsVoidPtr(obj);
+  PyObject* index = PyNumber_Index(obj);
+  if (index == NULL) return NULL;
+  void* address = PyLong_AsVoidPtr(index);
+  Py_DECREF(index);
+  return address;
+}
+
 /* ---- holders ---------------------------------------------------------------------- */
 
 typedef struct {
@@ -742,10 +754,10 @@ static PyObject* array_export(ArrayBase* self, PyObject* schema_addr, PyObject* 
   if (array_open(self) != 0) return NULL;
   struct ArrowSchema* schema_out = NULL; /* None: only the array */
   if (schema_addr != Py_None) {
-    schema_out = (struct ArrowSchema*)PyLong_AsVoidPtr(schema_addr);
+    schema_out = (struct ArrowSchema*)address_arg(schema_addr);
     if (schema_out == NULL && PyErr_Occurred()) return NULL;
   }
-  struct ArrowDeviceArray* array_out = (struct ArrowDeviceArray*)PyLong_AsVoidPtr(array_addr);
+  struct ArrowDeviceArray* array_out = (struct ArrowDeviceArray*)address_arg(array_addr);
   if (array_out == NULL && PyErr_Occurred()) return NULL;
   if (array_out == NULL) {
     PyErr_SetString(PyExc_ValueError, "the array address must not be 0");
@@ -1409,9 +1421,10 @@ static PyObject* from_capsules(PyObject* module, PyObject* const* args, Py_ssize
  * into a new instance of `cls`. */
 static PyObject* import_addresses(PyTypeObject* cls, PyObject* schema_addr, PyObject* array_addr,
                                   int validate) {
-  struct ArrowSchema* schema = (struct ArrowSchema*)PyLong_AsVoidPtr(schema_addr);
-  struct ArrowDeviceArray* array = (struct ArrowDeviceArray*)PyLong_AsVoidPtr(array_addr);
-  if (PyErr_Occurred()) return NULL;
+  struct ArrowSchema* schema = (struct ArrowSchema*)address_arg(schema_addr);
+  if (schema == NULL && PyErr_Occurred()) return NULL;
+  struct ArrowDeviceArray* array = (struct ArrowDeviceArray*)address_arg(array_addr);
+  if (array == NULL && PyErr_Occurred()) return NULL;
   if (schema == NULL || array == NULL || schema->release == NULL || array->array.release == NULL) {
     PyErr_SetString(PyExc_ValueError,
                     "import needs a live ArrowSchema and a live ArrowDeviceArray (an address is 0 "
@@ -2350,7 +2363,7 @@ static PyObject* StreamBase_device_type(StreamBase* self, void* unused) {
 /* _take(address): moves the live stream at `address` in (it is left released). */
 static PyObject* StreamBase_take(StreamBase* self, PyObject* address) {
   if (stream_open(self) != 0) return NULL;
-  struct ArrowDeviceArrayStream* src = (struct ArrowDeviceArrayStream*)PyLong_AsVoidPtr(address);
+  struct ArrowDeviceArrayStream* src = (struct ArrowDeviceArrayStream*)address_arg(address);
   if (src == NULL && PyErr_Occurred()) return NULL;
   if (src == NULL || src->release == NULL) {
     PyErr_SetString(PyExc_ValueError, "the stream at that address is NULL or released");
@@ -2369,7 +2382,7 @@ static PyObject* StreamBase_take(StreamBase* self, PyObject* address) {
  * this object is closed. */
 static PyObject* StreamBase_hand_to(StreamBase* self, PyObject* address) {
   if (stream_open(self) != 0) return NULL;
-  struct ArrowDeviceArrayStream* dst = (struct ArrowDeviceArrayStream*)PyLong_AsVoidPtr(address);
+  struct ArrowDeviceArrayStream* dst = (struct ArrowDeviceArrayStream*)address_arg(address);
   if (dst == NULL && PyErr_Occurred()) return NULL;
   if (dst == NULL || dst->release != NULL) {
     PyErr_SetString(PyExc_ValueError, "the destination stream must be released beforehand");
