@@ -426,37 +426,34 @@ def live_allocations() -> int:
 
 _BENCH_CACHE: dict = {}
 BENCH_MAX_LENGTH = 1 << 28  # FERRY_IT_BENCH_MAX_LENGTH: 1 GiB of int32
-# One schema for every export, made by the first benchmark call (the noop,
-# which every host calls before it measures or checks anything): one made
-# during a checked handoff would count as a live export of that handoff, and
-# one made when the plugin loads would outlive every test run that never
-# benchmarks (LeakSanitizer cannot see it held by the never-finalised
-# interpreter).
+# One schema for every export: made by bench_prepare, which the C shim calls
+# once before the first benchmark call (ferry_it_python.c says why there).
 _BENCH_SCHEMA: Optional[Schema] = None
 
 
-def _bench_schema() -> Schema:
+def bench_prepare() -> None:
     global _BENCH_SCHEMA
-    if _BENCH_SCHEMA is None:
-        _BENCH_SCHEMA = Schema.from_format("i", "int32")
-    return _BENCH_SCHEMA
+    _BENCH_SCHEMA = Schema.from_format("i", "int32")
 
 
 def bench_noop(x: int) -> int:
-    _bench_schema()
     return x + 1
 
 
-def _bench_array(length: int) -> DeviceArray:
+def _bench_buffer(length: int) -> bytearray:
+    """The cached buffer of `length` elements; FerryError(EINVAL) for a bad length."""
     if not 0 <= length <= BENCH_MAX_LENGTH:
         raise invalid(f"bench: length {length} is outside 0..{BENCH_MAX_LENGTH}")
-    cached = _BENCH_CACHE.get(length)
-    if cached is None:
+    data = _BENCH_CACHE.get(length)
+    if data is None:
         # Allocated once per length; every element holds the length (which
         # fits in an int32 here), so a consumer can check element 0.
-        data = bytearray(struct.pack("=i", length)) * length
-        cached = _BENCH_CACHE[length] = data
-    return DeviceArray.from_buffers(_bench_schema(), length, [None, cached])
+        data = _BENCH_CACHE[length] = bytearray(struct.pack("=i", length)) * length
+    return data
+
+
+def _bench_array(length: int) -> DeviceArray:
+    return DeviceArray.from_buffers(_BENCH_SCHEMA, length, [None, _bench_buffer(length)])
 
 
 def _bench_check_first(arr: DeviceArray) -> None:
@@ -484,8 +481,8 @@ def bench_consume_array(schema_address: int, array_address: int) -> None:
 def bench_export_stream(length: int, batches: int, address: int) -> None:
     if batches < 0:
         raise invalid(f"bench: {batches} batches (must be >= 0)")
-    _bench_array(length)  # refuses a bad length before anything is exported
-    DeviceArrayStream.from_batches(_bench_schema(), (_bench_array(length) for _ in range(batches))).export_to_c(address)
+    _bench_buffer(length)  # refuses a bad length before anything is exported
+    DeviceArrayStream.from_batches(_BENCH_SCHEMA, (_bench_array(length) for _ in range(batches))).export_to_c(address)
 
 
 def bench_consume_stream(address: int) -> None:
