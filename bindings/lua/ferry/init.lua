@@ -760,40 +760,27 @@ end
 -- table). On Lua 5.4 the hot fields make exactly 8 (the others are added
 -- on the paths that need them); on LuaJIT every field exists (one shape for
 -- every trace).
-local new_device_array
-if backend.name == "luajit" then
-  new_device_array = function(shared, kind)
-    local owner, ptr, sptr, arr
-    local n = pair_n
-    if n > 0 then
-      owner, ptr, sptr, arr = pair_owners[n], pair_ptrs[n], pair_sptrs[n], pair_arrs[n]
-      pair_owners[n] = nil
-      pair_n = n - 1
-    else
-      owner, ptr, sptr = backend.handle("pair")
-      arr = raw_device_array_array(ptr)
-    end
+local every_field = backend.name == "luajit" -- never reassigned: LuaJIT folds the test
+local function new_device_array(shared, kind)
+  local owner, ptr, sptr, arr
+  local n = pair_n
+  if n > 0 then
+    owner, ptr, sptr, arr = pair_owners[n], pair_ptrs[n], pair_sptrs[n], pair_arrs[n]
+    pair_owners[n] = nil
+    pair_n = n - 1
+  else
+    owner, ptr, sptr = backend.handle("pair")
+    arr = raw_device_array_array(ptr)
+  end
+  if every_field then
     return setmetatable({ _owner = owner, _ptr = ptr, _arr = arr, _sptr = sptr, _kind = kind or false,
                           _host_ok = false, _released = false, _shared = shared or false,
                           _format = false, _root = false, _device_type = false, _device_id = false,
                           _children = false, _dict = false }, DeviceArray)
   end
-else
-  new_device_array = function(shared, kind)
-    local owner, ptr, sptr, arr
-    local n = pair_n
-    if n > 0 then
-      owner, ptr, sptr, arr = pair_owners[n], pair_ptrs[n], pair_sptrs[n], pair_arrs[n]
-      pair_owners[n] = nil
-      pair_n = n - 1
-    else
-      owner, ptr, sptr = backend.handle("pair")
-      arr = raw_device_array_array(ptr)
-    end
-    return setmetatable({ _owner = owner, _ptr = ptr, _arr = arr, _sptr = sptr, _kind = kind or false,
-                          _host_ok = false, _released = false, _shared = shared or false },
-                        DeviceArray)
-  end
+  return setmetatable({ _owner = owner, _ptr = ptr, _arr = arr, _sptr = sptr, _kind = kind or false,
+                        _host_ok = false, _released = false, _shared = shared or false },
+                      DeviceArray)
 end
 
 local raw_device_type, raw_device_id = raw.ferry_device_array_device_type,
