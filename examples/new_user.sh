@@ -27,3 +27,13 @@ user() {
   done
   env "${unset_args[@]}" "$@"
 }
+# expect_lines FILE PATTERN...: 0 when every extended regex PATTERN matches a
+# line of FILE; each one that does not is written to $log.
+expect_lines() {
+  local file="$1" missing=0 pattern
+  shift
+  for pattern in "$@"; do
+    grep -Eq -- "$pattern" "$file" || { echo "    missing: $pattern" >>"$log"; missing=1; }
+  done
+  return "$missing"
+}

@@ -46,12 +46,8 @@ fi
 
 # --- 2. run it --------------------------------------------------------------
 expect_output() { # expect_output FILE DEVICE_LINE_PATTERN
-  local missing=0 line
-  for line in "^ferry 0\.1\.0$" "^consumer: \[1 null 3 4\], sum 8$" "^arrow: \[1 \(null\) 3 4\]$" \
-              "^stream: 3 batches, 6 rows: a,b,c,d,e,f$" "$2"; do
-    grep -Eq "$line" "$1" || { echo "    missing: $line" >>"$log"; missing=1; }
-  done
-  return "$missing"
+  expect_lines "$1" "^ferry 0\.1\.0$" "^consumer: \[1 null 3 4\], sum 8$" "^arrow: \[1 \(null\) 3 4\]$" \
+                   "^stream: 3 batches, 6 rows: a,b,c,d,e,f$" "$2"
 }
 bin="$app/ferry-example"
 if (cd "$tmp" && user "$bin") >"$log" 2>&1 && cp "$log" "$tmp/out" &&

@@ -54,13 +54,9 @@ fi
 
 # --- 3. run it ---------------------------------------------------------------
 expect_output() { # expect_output FILE DEVICE_LINE_PATTERN
-  local missing=0 line
-  for line in "^ferry 0\.1\.0$" "^consumer: \[1, null, 3, 4\], sum 8$" \
-              "^stream: 3 batches, 6 rows: a,b,c,d,e,f$" "^arrow: \[1, null, 3, 4\]$" \
-              "^arrow -> ferry: \[1, null, 3, 4\]$" "$2"; do
-    grep -Eq "$line" "$1" || { echo "    missing: $line" >>"$log"; missing=1; }
-  done
-  return "$missing"
+  expect_lines "$1" "^ferry 0\.1\.0$" "^consumer: \[1, null, 3, 4\], sum 8$" \
+                   "^stream: 3 batches, 6 rows: a,b,c,d,e,f$" "^arrow: \[1, null, 3, 4\]$" \
+                   "^arrow -> ferry: \[1, null, 3, 4\]$" "$2"
 }
 if (cd "$app" && user mvn -B -q exec:exec) >"$log" 2>&1 && sed "s/\x1b\[[0-9;]*m//g" "$log" >"$tmp/out" &&
    expect_output "$tmp/out" \
