@@ -3,14 +3,15 @@
 #   ./dev.sh demo   (the main job)
 #   ./dev.sh test   (every test)
 # Both install what is missing (quietly when present) and build first.
-# Other subcommands: deps, build, bench, fuzz, gpu-test, gpu-bundle, regen, clean.
+# Other subcommands: check (the quick check, under 5 minutes), deps, build,
+# bench, fuzz, gpu-test, gpu-bundle, regen, clean.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export FERRY_ROOT="$ROOT"
 export FERRY_BUILD_DIR="${FERRY_BUILD_DIR:-$ROOT/build}"
 
 usage() {
-  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -24,6 +25,7 @@ shift || true
 case "$cmd" in
   deps) bash "$ROOT/scripts/deps.sh" "${1:-all}" ;;
   build) bash "$ROOT/scripts/deps.sh" core && bash "$ROOT/scripts/build.sh" "$@" ;;
+  check) bash "$ROOT/scripts/deps.sh" all && bash "$ROOT/scripts/check.sh" "$@" ;;
   # scripts/test.sh's first step builds everything (both trees and every plugin).
   test) bash "$ROOT/scripts/deps.sh" all && bash "$ROOT/scripts/test.sh" "$@" ;;
   # A plugin that does not build leaves its runtime out of the demo (DEGRADED).
