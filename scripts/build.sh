@@ -11,12 +11,12 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 dir="$BUILD"
-config=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+config=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_WERROR=ON)
 case "${1:-}" in
   --sanitize)
     san="${2:?--sanitize needs a list, e.g. address,undefined}"
     dir="$BUILD/san-${san//,/-}"
-    config=(-DCMAKE_BUILD_TYPE=Debug -DFERRY_SANITIZE="$san" -DFERRY_BINDINGS=OFF)
+    config=(-DCMAKE_BUILD_TYPE=Debug -DFERRY_WERROR=ON -DFERRY_SANITIZE="$san" -DFERRY_BINDINGS=OFF)
     shift 2 ;;
   --) shift ;;
 esac

@@ -55,5 +55,15 @@ else
   bad "the installed program did not run correctly: ${out:-no output}"
 fi
 if [ -x "$tmp/app" ] && grep -F "$tmp/prefix" <<<"$(ldd "$tmp/app")" >/dev/null; then ok; else bad "the program does not use the installed libferry"; fi
+# The installed ferry.pc is relocatable: moved elsewhere, the prefix moves
+# with it (its paths come from ${pcfiledir}, none is written in).
+mv "$tmp/prefix" "$tmp/moved"
+PKG_CONFIG_PATH="$(dirname "${pc/$tmp\/prefix/$tmp/moved}")"
+if [ -f "$PKG_CONFIG_PATH/ferry.pc" ] && ! grep -F "$tmp/prefix" "$PKG_CONFIG_PATH/ferry.pc" >/dev/null &&
+   [ "$(realpath "$(pkg-config --variable=includedir ferry)")" = "$(realpath "$tmp/moved/include")" ]; then ok; else
+  bad "ferry.pc is not relocatable: $(cat "$PKG_CONFIG_PATH/ferry.pc" 2>/dev/null | head -3 | tr '\n' ' ')"; fi
+for f in LICENSE NOTICE; do
+  [ -f "$tmp/moved/share/doc/ferry/$f" ] && ok || bad "$f is not installed"
+done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -337,7 +337,7 @@ static void check_counts(struct Bench* b, enum Variant v, int n) {
   /* Expected driver calls per handoff: create, destroy, record, wait, push, pop. */
   int cuda_pushes = is_cuda(d) && v == FERRY_NO_CONTEXT ? 2 : 0;
   int expected[6] = {v == FLOOR_FRESH, v == FLOOR_FRESH, 1, 1, cuda_pushes, cuda_pushes};
-  struct Counts calls;
+  struct Counts calls = {0};  /* run_variant fills it only when it runs */
   int failed = run_variant(b, v, n, NULL, &calls);
   int64_t got[6] = {calls.create, calls.destroy, calls.record,
                     calls.wait,   calls.push,    calls.pop};
