@@ -24,7 +24,9 @@
  *   validate_bench --case W --mode M --iterations N   one path only
  *
  * Workloads (all CPU, the values of each built once): int32 1k; int32 1k
- * with nulls; int32 1M with nulls; utf8 100k; struct<int32, utf8> 10k;
+ * with nulls; int32 1M with nulls; utf8 100k (ASCII); utf8 100k and 1k of
+ * mixed text (5% two- and three-byte characters); struct<int32, utf8> 10k,
+ * ASCII and mixed;
  * list<int32> 10k; dict<int32, utf8> 10k; 100 int32 columns x 1k rows (a
  * struct of 100 children). Nulls are about 1 in 8, scattered. */
 #include <dlfcn.h>
@@ -223,15 +225,30 @@ static struct ArrowArray* int32_array(int64_t length, int with_nulls, int64_t mo
   return a;
 }
 
-/* ASCII strings of 0 to 16 characters. */
-static struct ArrowArray* utf8_array(int64_t length, int64_t* scan_bytes) {
+/* Strings of 0 to 16 bytes: ASCII letters, or with `mixed` real text's mix,
+ * about 5% of the characters two- and three-byte ones (é, €), which is where
+ * a UTF-8 check that is fast only on ASCII shows. */
+static struct ArrowArray* utf8_array(int64_t length, int mixed, int64_t* scan_bytes) {
   struct ArrowArray* a = new_array(length, 3, 0);
   int32_t* offsets = (int32_t*)xcalloc((size_t)length + 1, sizeof(int32_t));
+  char* data = (char*)xcalloc((size_t)length * 16 + 1, 1);
+  int32_t n = 0;
   for (int64_t i = 0; i < length; i++) {
-    offsets[i + 1] = offsets[i] + (int32_t)(next_random() % 17);
+    int32_t end = n + (int32_t)(next_random() % 17);
+    while (n < end) {
+      uint64_t r = next_random();
+      if (mixed && r % 40 == 0 && n + 2 <= end) {
+        memcpy(data + n, "\xC3\xA9", 2); /* é */
+        n += 2;
+      } else if (mixed && r % 40 == 1 && n + 3 <= end) {
+        memcpy(data + n, "\xE2\x82\xAC", 3); /* € */
+        n += 3;
+      } else {
+        data[n++] = (char)('a' + (r >> 8) % 26);
+      }
+    }
+    offsets[i + 1] = n;
   }
-  char* data = (char*)xcalloc((size_t)offsets[length], 1);
-  for (int32_t k = 0; k < offsets[length]; k++) data[k] = (char)('a' + next_random() % 26);
   a->buffers[1] = offsets;
   a->buffers[2] = data;
   *scan_bytes += (length + 1) * 4 + offsets[length];
@@ -249,7 +266,7 @@ struct Workload {
 #endif
 };
 
-#define VB_N_WORKLOADS 8
+#define VB_N_WORKLOADS 12
 static struct Workload g_workloads[VB_N_WORKLOADS];
 static int g_n_workloads;
 
@@ -290,8 +307,14 @@ static void build_workloads(void) {
   array = int32_array(1000000, 1, 0, &scan);
   add_workload("int32 1M, nulls", new_schema("i", 0), array, scan);
   scan = 0;
-  array = utf8_array(100000, &scan);
+  array = utf8_array(100000, 0, &scan);
   add_workload("utf8 100k", new_schema("u", 0), array, scan);
+  scan = 0;
+  array = utf8_array(100000, 1, &scan);
+  add_workload("utf8 100k, mixed text", new_schema("u", 0), array, scan);
+  scan = 0;
+  array = utf8_array(1000, 1, &scan);
+  add_workload("utf8 1k, mixed text", new_schema("u", 0), array, scan);
 
   scan = 0;
   struct ArrowSchema* st = new_schema("+s", 2);
@@ -299,8 +322,16 @@ static void build_workloads(void) {
   st->children[1] = new_schema("u", 0);
   struct ArrowArray* sa = new_array(10000, 1, 2);
   sa->children[0] = int32_array(10000, 1, 0, &scan);
-  sa->children[1] = utf8_array(10000, &scan);
+  sa->children[1] = utf8_array(10000, 0, &scan);
   add_workload("struct<int32, utf8> 10k", st, sa, scan);
+  scan = 0;
+  struct ArrowSchema* stm = new_schema("+s", 2);
+  stm->children[0] = new_schema("i", 0);
+  stm->children[1] = new_schema("u", 0);
+  struct ArrowArray* sam = new_array(10000, 1, 2);
+  sam->children[0] = int32_array(10000, 1, 0, &scan);
+  sam->children[1] = utf8_array(10000, 1, &scan);
+  add_workload("struct<int32, utf8> 10k, mixed text", stm, sam, scan);
 
   scan = 0;
   struct ArrowSchema* ls = new_schema("+l", 1);
@@ -319,7 +350,7 @@ static void build_workloads(void) {
   struct ArrowSchema* ds = new_schema("i", 0);
   ds->dictionary = new_schema("u", 0);
   struct ArrowArray* da = int32_array(10000, 1, 100, &scan);
-  da->dictionary = utf8_array(100, &scan);
+  da->dictionary = utf8_array(100, 0, &scan);
   scan += 10000 * 4;
   add_workload("dict<int32, utf8> 10k", ds, da, scan);
 

@@ -195,7 +195,7 @@ static int64_t ascii_prefix(const uint8_t* s, int64_t n) {
   return i;
 }
 
-int64_t ferry__utf8_valid_prefix(const uint8_t* s, int64_t n) {
+static int64_t utf8_valid_prefix_scalar(const uint8_t* s, int64_t n) {
   int64_t i = 0;
   while (i < n) {
     uint8_t c = s[i];
@@ -231,6 +231,33 @@ int64_t ferry__utf8_valid_prefix(const uint8_t* s, int64_t n) {
   return n;
 }
 
+int ferry__utf8_kernel(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static int kind = -1; /* accessed atomically; any thread may set it */
+  int k = __atomic_load_n(&kind, __ATOMIC_RELAXED);
+  if (k < 0) {
+    __builtin_cpu_init();
+    k = __builtin_cpu_supports("avx2") ? FERRY_UTF8_AVX2 : FERRY_UTF8_SCALAR;
+    __atomic_store_n(&kind, k, __ATOMIC_RELAXED);
+  }
+  return k;
+#else
+  return FERRY_UTF8_SCALAR;
+#endif
+}
+
+int64_t ferry__utf8_valid_prefix_with(int kernel, const uint8_t* s, int64_t n) {
+  /* Below 64 bytes the scalar loop (with its ASCII words) is as fast. */
+  if (kernel != FERRY_UTF8_AVX2 || n < 64) return utf8_valid_prefix_scalar(s, n);
+  int64_t valid = ferry__utf8_valid_prefix_avx2(s, n);
+  if (valid == n) return n;
+  return valid + utf8_valid_prefix_scalar(s + valid, n - valid);
+}
+
+int64_t ferry__utf8_valid_prefix(const uint8_t* s, int64_t n) {
+  return ferry__utf8_valid_prefix_with(ferry__utf8_kernel(), s, n);
+}
+
 int ferry__utf8_values_valid(const uint8_t* data, int64_t start, int64_t end,
                              const uint8_t* offsets, int32_t width, int64_t n_offsets) {
   if (end <= start) return 1; /* no bytes: every value is empty */
@@ -238,11 +265,16 @@ int ferry__utf8_values_valid(const uint8_t* data, int64_t start, int64_t end,
   int64_t n = end - start;
   if (ascii_prefix(s, n) == n) return 1; /* ASCII: every split is valid */
   if (ferry__utf8_valid_prefix(s, n) != n) return 0;
+  /* No offset may fall inside a character (on a continuation byte). One
+   * accumulated test, no branch per value: offsets equal to `end` read the
+   * last byte's lead-or-ASCII stand-in instead of the byte past the end. */
+  uint8_t inside = 0;
   for (int64_t i = 0; i < n_offsets; i++) {
     int64_t at = offset_at(offsets, width, i);
-    if (at < end && (data[at] & 0xC0) == 0x80) return 0; /* inside a character */
+    uint8_t byte = at < end ? data[at] : 0;
+    inside |= (uint8_t)((byte & 0xC0) == 0x80);
   }
-  return 1;
+  return !inside;
 }
 
 /* ---- integers in a range ----------------------------------------------------------- */

@@ -35,6 +35,16 @@ int64_t ferry__first_bad_offset(const uint8_t* offsets, int32_t width, int64_t f
  * Overlong forms, surrogates and values beyond U+10FFFF are invalid. */
 int64_t ferry__utf8_valid_prefix(const uint8_t* s, int64_t n);
 
+/* The UTF-8 kernels: the best this CPU has is chosen once; tests run each
+ * one the CPU can run through ferry__utf8_valid_prefix_with. */
+#define FERRY_UTF8_SCALAR 0
+#define FERRY_UTF8_AVX2 1
+int ferry__utf8_kernel(void);
+int64_t ferry__utf8_valid_prefix_with(int kernel, const uint8_t* s, int64_t n);
+/* utf8_simd.c: a character start p such that [s, s + p) is valid UTF-8,
+ * p == n when all of it is (the AVX2 kernel; x86-64 only). */
+int64_t ferry__utf8_valid_prefix_avx2(const uint8_t* s, int64_t n);
+
 /* 1 when bytes [start, end) of `data` are valid UTF-8 and every one of the
  * `n_offsets` offsets (`width` bytes each, positions in `data`, all within
  * [start, end]) falls on the start of a character or on `end`: then every

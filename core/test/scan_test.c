@@ -221,6 +221,63 @@ FERRY_TEST(utf8_valid_prefix_matches_a_reference_decoder) {
   }
 }
 
+/* Every kernel this CPU can run gives the reference's answer: dense
+ * multi-byte text with one planted error at every position around the
+ * 32-byte block edges, every two-byte pair after a lead, random bytes. */
+FERRY_TEST(utf8_kernels_match_the_reference_at_every_block_edge) {
+  int kernels[2] = {FERRY_UTF8_SCALAR, ferry__utf8_kernel()};
+  static const char* const kChars[] = {"a", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80",
+                                       "\xED\x9F\xBF", "\xF4\x8F\xBF\xBF"};
+  static const uint8_t kBad[] = {0x80, 0xBF, 0xC0, 0xC1, 0xF5, 0xFF, 0xE0, 0xED, 0xF0, 0xF4};
+  uint8_t text[300];
+  for (int k = 0; k < 2; k++) {
+    for (int round = 0; round < 300; round++) {
+      int64_t n = 0;
+      while (n < 200) {
+        const char* c = kChars[next_random() % 6];
+        size_t len = strlen(c);
+        memcpy(text + n, c, len);
+        n += (int64_t)len;
+      }
+      CHECK_EQ_INT(naive_utf8_prefix(text, n), ferry__utf8_valid_prefix_with(kernels[k], text, n));
+      /* One byte replaced, at every position: the error lands on each
+       * offset within a block and on the edges between blocks. */
+      for (int64_t at = 0; at < n; at += 1 + (int64_t)(next_random() % 3)) {
+        uint8_t saved = text[at];
+        text[at] = kBad[next_random() % sizeof(kBad)];
+        for (int64_t cut = at; cut <= n && cut <= at + 5; cut++) {
+          CHECK_EQ_INT(naive_utf8_prefix(text, cut),
+                       ferry__utf8_valid_prefix_with(kernels[k], text, cut));
+        }
+        CHECK_EQ_INT(naive_utf8_prefix(text, n), ferry__utf8_valid_prefix_with(kernels[k], text, n));
+        text[at] = saved;
+      }
+    }
+    /* Every lead byte followed by every second byte, at each place in a
+     * 64-byte ASCII line (so the pair straddles the block edge too). */
+    for (int lead = 0xC0; lead <= 0xFF; lead++) {
+      for (int second = 0; second <= 0xFF; second += 1) {
+        for (int at = 28; at <= 33; at++) {
+          memset(text, 'x', 96);
+          text[at] = (uint8_t)lead;
+          text[at + 1] = (uint8_t)second;
+          text[at + 2] = 0x80;
+          text[at + 3] = 0x80;
+          CHECK_EQ_INT(naive_utf8_prefix(text, 96), ferry__utf8_valid_prefix_with(kernels[k], text, 96));
+        }
+      }
+    }
+    for (int round = 0; round < 3000; round++) {
+      int64_t n = 64 + (int64_t)(next_random() % 100);
+      for (int64_t i = 0; i < n; i++) {
+        uint64_t r = next_random();
+        text[i] = r % 3 ? (uint8_t)(0x80 + r % 0x80) : (uint8_t)(r >> 8);
+      }
+      CHECK_EQ_INT(naive_utf8_prefix(text, n), ferry__utf8_valid_prefix_with(kernels[k], text, n));
+    }
+  }
+}
+
 FERRY_TEST(utf8_values_valid_never_passes_an_invalid_value) {
   static uint8_t text[6000];
   static int32_t offsets[2001];
