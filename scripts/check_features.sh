@@ -22,7 +22,7 @@ TABLE="$ROOT/docs/features.md"
 IDS=(export_array import_array export_stream import_stream to_host copy_to_device
      move_to_device consumer_stream_array consumer_stream_batch wrap_native_stream
      wrap_native_event dlpack_export dlpack_import arrow_array_interop arrow_stream_bridge
-     validate devices)
+     validate devices export_async import_async)
 BINDINGS=(c rust go java lua python)
 
 # The features test file of a binding ("" when there is none).

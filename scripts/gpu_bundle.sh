@@ -138,7 +138,7 @@ build_bundle() {
   cp "$ROOT/scripts/lib.sh" "$STAGE/scripts/"
   cp "$ROOT/core/harness/runtimes.def" "$STAGE/core/harness/"
   cp "$ROOT/tests/integration/run_gpu.sh" "$ROOT/tests/integration/cases.txt" \
-    "$STAGE/tests/integration/"
+    "$ROOT/tests/integration/cases_async.txt" "$STAGE/tests/integration/"
   cp "$ROOT/scripts/gpu_bundle_run.sh" "$STAGE/run.sh"
   chmod +x "$STAGE/run.sh"
   local manifest="$STAGE/MANIFEST"

@@ -135,7 +135,8 @@ if [ "$quick" -eq 1 ]; then
   cases="$OUT/cases-quick.txt"
 fi
 timeout 1800 "$HERE/bin/ferry_it_host" --plugin-dir "$PLUGINS" --plugins "$list" --require "$list" \
-  --cases "$cases" >"$OUT/matrix-cpu-sim.log" 2>&1
+  --cases "$cases" --async-cases "$HERE/tests/integration/cases_async.txt" \
+  >"$OUT/matrix-cpu-sim.log" 2>&1
 grep -E '^FAIL' "$OUT/matrix-cpu-sim.log" | head -n 40
 grep -A 7 '^producer \\ consumer' "$OUT/matrix-cpu-sim.log"
 tail -n 2 "$OUT/matrix-cpu-sim.log"

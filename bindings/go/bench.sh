@@ -3,17 +3,22 @@
 # tests): go test -bench with the figures printed next to their floors
 # measured in the same run (RESULT lines and ratios against the 1.5x target),
 # then the interleaved ratios of BenchmarkRatios. Run by bindings/go/test.sh
-# (a short run) and scripts/bench.sh.
+# (a smoke run: FERRY_GO_BENCH_SHORT=1) and scripts/bench.sh (the figures).
 #   FERRY_GO_BENCHTIME   -benchtime of the first part (default 300000x)
+#   FERRY_GO_BENCH_SHORT 1: go test -short, which BenchmarkRatios reads as 3
+#                        rounds of 2000 instead of 15 of 20000 (it runs; its
+#                        figures are rough)
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/../../scripts/lib.sh"
 export PKG_CONFIG_PATH="$BUILD/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 BENCHTIME="${FERRY_GO_BENCHTIME:-300000x}"
+short=()
+[ "${FERRY_GO_BENCH_SHORT:-0}" = 1 ] && short=(-short)
 cd "$HERE"
 out=""
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
-out="$(go test -run '^$' -bench . -skip Ratios -benchmem -benchtime "$BENCHTIME" -count 1 ./ferry/ 2>&1)" || { echo "$out"; exit 1; }
+out="$(go test "${short[@]}" -run '^$' -bench . -skip Ratios -benchmem -benchtime "$BENCHTIME" -count 1 ./ferry/ 2>&1)" || { echo "$out"; exit 1; }
 echo "$out" | grep '^Benchmark'
 echo "$out" | awk '
   /^Benchmark/ { name = $1; sub(/^Benchmark/, "", name); sub(/-[0-9]+$/, "", name); ns[name] = $3
@@ -43,7 +48,7 @@ echo "$out" | awk '
 # The same handoffs and floors in alternating blocks within one process
 # (BenchmarkRatios): the median of per-round ratios resists load drift.
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
-out="$(go test -run '^$' -bench Ratios -benchtime 1x -count 1 ./ferry/ 2>&1)" || { echo "$out"; exit 1; }
+out="$(go test "${short[@]}" -run '^$' -bench Ratios -benchtime 1x -count 1 ./ferry/ 2>&1)" || { echo "$out"; exit 1; }
 echo "$out" | awk '
   /^BenchmarkRatios/ { for (i = 5; i < NF; i += 2) v[$(i + 1)] = $i }
   function show(label, key, target) {

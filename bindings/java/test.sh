@@ -7,6 +7,7 @@
 #      (~/.m2) as io.github.ferryarrow:ferry-arrow:0.1.0, where
 #      examples/java/test.sh finds it.
 #   2. `ferry check --plugin` on the test plugin build/plugins/libferry_it_java.so
+#      (arrays, streams, and async streams through the strict checking consumer)
 #   3. a 10-million-element int32 (40 MB) produced and checked by Java on the sim
 #      device and on emulated CUDA, in JVMs with -XX:MaxDirectMemorySize=4m:
 #      staging and copies use ferry-allocated memory, not direct buffers
@@ -56,7 +57,9 @@ plugin="$BUILD/plugins/libferry_it_java.so"
 export FERRY_JAVA_OPTIONS="-Djava.io.tmpdir=$jvm_tmp"
 if need_file "$BUILD/bin/ferry" "the ferry tool" && need_file "$plugin" "the Java plugin"; then
   for c in "int32:nulls=3" "utf8:length=40:offset=3:device=sim" "list_int32:nulls=2" \
-    "dict_int32_utf8:batches=4 --stream" "int64:fail=get_next@2 --stream"; do
+    "dict_int32_utf8:batches=4 --stream" "int64:fail=get_next@2 --stream" \
+    "int32:window=4:batches=5:seed=7 --async" "utf8:device=sim:batches=5:cancel=3:window=2 --async" \
+    "int32:batches=3:fail=get_next@3:window=4 --async"; do
     read -r spec flag <<<"$c"
     # shellcheck disable=SC2086
     check "ferry check --plugin libferry_it_java.so --case $c" \

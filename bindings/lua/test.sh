@@ -12,6 +12,10 @@
 #      then every case of tests/integration/cases.txt on device=cuda and device=rocm
 #   5. the matrix host with the C and Lua plugins (C -> Lua and Lua -> C, arrays and
 #      streams) on every case with device=cuda and device=rocm, on the emulations
+#   6. async device streams: `ferry check --async` of the Lua plugin's export, the
+#      plugin's async lock test (plugin/async_lock_test.c: a Lua -> Lua pair whose
+#      checker waits first), and the matrix host on tests/integration/cases_async.txt
+#      (C -> Lua, Lua -> C and Lua -> Lua through the plugins' async entry points)
 # The module, the plugin and the test helpers are CMake targets
 # (bindings/lua/CMakeLists.txt); their links and exports are checked by
 # scripts/check_artefacts.sh, the generated files by generators/regen.sh
@@ -112,6 +116,12 @@ if need_file "$BUILD/bin/ferry" "the ferry tool" && need_file "$plugin" "the Lua
         "$BUILD/bin/ferry" check --plugin "$plugin" --case "$case_spec" $mode
     done
   done
+  # the Lua producer's async export (eager) against the tool's strict checking consumer
+  for case_spec in int32:window=2:batches=4 utf8:device=sim:window=1 int32:fail=get_next@2:window=3 \
+      int32:batches=6:cancel=2 int32:fail=get_schema; do
+    check "ferry check --plugin libferry_it_lua.so --case $case_spec --async" \
+      "$BUILD/bin/ferry" check --plugin "$plugin" --case "$case_spec" --async
+  done
 else
   fail "ferry check: the tool or the plugin is not built"
 fi
@@ -167,6 +177,36 @@ if need_file "$BUILD/bin/ferry_it_host" "the matrix host"; then
     pass "matrix host on cuda and rocm: $(tail -n 1 "$log")"
   else
     fail "matrix host on cuda and rocm (exit code $rc)"
+  fi
+else
+  fail "the matrix host is not built"
+fi
+
+step "the Lua plugin's async checker lets go of the Lua lock while it waits (Lua -> Lua, checker first)"
+if need_file "$BUILD/lua/test/lferry_plugin_async_test" "the async lock test"; then
+  for case_spec in int32:window=2:batches=5 utf8:window=1:batches=3:fail=get_next@2; do
+    check "lferry_plugin_async_test $case_spec" \
+      "$BUILD/lua/test/lferry_plugin_async_test" "$BUILD/plugins/libferry_it_lua.so" "$case_spec"
+  done
+else
+  fail "the async lock test is not built"
+fi
+
+step "matrix host: async device streams, C -> Lua, Lua -> C and Lua -> Lua (tests/integration/cases_async.txt)"
+if need_file "$BUILD/bin/ferry_it_host" "the matrix host"; then
+  log="$work/matrix_async.log"
+  FERRY_CUDA_LIBRARY="$EMU_CUDA" FERRY_HIP_LIBRARY="$EMU_HIP" \
+    "$BUILD/bin/ferry_it_host" --plugin-dir "$BUILD/plugins" --plugins c,lua --require c,lua \
+    --case int32 --async-cases "$FERRY_ROOT/tests/integration/cases_async.txt" \
+    --async-timeout-ms 20000 >"$log" 2>&1
+  rc=$?
+  grep -E '^FAIL' "$log" | head -n 40
+  grep -A 4 '^producer \\ consumer' "$log"
+  grep -E '^async:' "$log"
+  if [ "$rc" -eq 0 ] && grep -qE '^async: [0-9]+ cases; [0-9]+ passed, 0 failed' "$log"; then
+    pass "matrix host, async: $(grep -E '^async:' "$log")"
+  else
+    fail "matrix host, async (exit code $rc)"
   fi
 else
   fail "the matrix host is not built"

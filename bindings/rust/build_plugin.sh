@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Rust test plugin (crate ferry-it, a cdylib) in release mode and
 # installs it as $FERRY_BUILD_DIR/plugins/libferry_it_rust.so, the fixed
-# place every harness looks for it (shared/cases.md). Needs the core built
+# place every harness looks for it (docs/cases.md). Needs the core built
 # in $FERRY_BUILD_DIR (scripts/build.sh).
 set -euo pipefail
 # rustup installs cargo in ~/.cargo/bin, which a CI shell may not have on PATH.

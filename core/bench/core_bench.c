@@ -23,7 +23,7 @@
  *                    16-byte loads of the copy find the source still in the
  *                    store buffer as 8-byte stores, which cannot be
  *                    forwarded: a store-forwarding stall of several ns,
- *                    not work (docs: /work/shared/notes/perf-floors.md).
+ *                    not work (a known x86 effect, not ferry overhead).
  *                    THE HANDOFF TARGET IS MEASURED AGAINST THIS CASE: in a
  *                    handoff the producer has always just filled the struct.
  *   raw_move_fill_words  The same, but the consumer copies with 8-byte

@@ -16,9 +16,18 @@
  *     its result validates at FULL; the DLPack round trip of a fixed-width
  *     copy gives back the same values;
  *   - the deep copy fails only where FULL validation has a finding (they
- *     follow one rule);
+ *     follow one rule), or where a sim array holds memory the sim did not
+ *     allocate (another ext_dev producer's: accepted as unknown device
+ *     memory, never read, so not copied either);
+ *   - issue 20's shapes: an array declaring more children than its table
+ *     (and its schema) holds, length-0 arrays whose offsets, sizes and data
+ *     buffers are NULL or 0-byte blocks, schema metadata whose header lies
+ *     (fuzz_input.h); prepared validation at FULL finds what the one-shot
+ *     validation finds except the metadata findings (a prepared schema
+ *     keeps no metadata);
  *   - the DLPack import refuses or accepts the fuzzed tensor; when accepted
- *     on the sim, a FULL-valid import lies inside its allocation;
+ *     on the sim, a FULL-valid import lies inside its allocation (or outside
+ *     every sim allocation: unknown ext_dev memory);
  *   - nothing ferry makes outlives the input (live exports and sim
  *     allocations back to where they were), the producer's own release
  *     callbacks are never called by ferry (it only borrows them), and the
@@ -72,6 +81,10 @@ static void* cpu_alloc(int64_t size) {
   return record(calloc(1, (size_t)(size == 0 ? 1 : size)), size, 0);
 }
 
+/* A block of exactly 0 bytes (malloc(0)): unlike cpu_alloc(0), a sanitizer
+ * reports any read of it. */
+static void* empty_alloc(void) { return record(malloc(0), 0, 0); }
+
 static void* sim_alloc(int64_t size) {
   void* ptr = NULL;
   if (ferry_device_allocate(g_sim, size, &ptr, NULL) != FERRY_OK) return NULL;
@@ -96,6 +109,19 @@ static int64_t available(const void* ptr) {
   for (int i = 0; i < g_n_records; i++) {
     uintptr_t start = (uintptr_t)g_records[i].ptr;
     if (p >= start && p <= start + (uintptr_t)g_records[i].size) {
+      return g_records[i].size - (int64_t)(p - start);
+    }
+  }
+  return -1;
+}
+
+/* available() for sim allocations only: -1 when `ptr` is in none of them
+ * (then it is not sim memory: another ext_dev producer's, to the sim). */
+static int64_t sim_available(const void* ptr) {
+  uintptr_t p = (uintptr_t)ptr;
+  for (int i = 0; i < g_n_records; i++) {
+    uintptr_t start = (uintptr_t)g_records[i].ptr;
+    if (g_records[i].on_sim && p >= start && p <= start + (uintptr_t)g_records[i].size) {
       return g_records[i].size - (int64_t)(p - start);
     }
   }
@@ -129,6 +155,8 @@ struct node {
   struct FerryFormat layout;
   int has_layout;
   int diverge; /* the schema's links are read separately */
+  int64_t table_children; /* entries of the children tables (<= array->n_children) */
+  int empty_mode; /* length 0: 1 = 0-byte offsets/sizes/data, 2 = NULL ones */
 };
 
 static struct node g_nodes[MAX_NODES];
@@ -138,7 +166,9 @@ static struct ArrowDeviceArray g_device_array;
 static struct ArrowSchema g_released_schema;
 static struct ArrowArray g_released_array;
 static int g_on_sim;
+static int g_foreign; /* a sim array holds memory the sim did not allocate */
 static int64_t g_producer_releases;
+static int64_t g_metadata_findings; /* of the last validate() */
 
 /* The producer's release callbacks: ferry only borrows the graph, so it must
  * never call them (counted, checked to stay 0). */
@@ -171,9 +201,10 @@ static void* make_buffer(struct input* in, int64_t needed, int64_t* allocated) {
         size = take(in) % 64;
         ptr = sim_alloc(size);
         break;
-      case 2: /* host memory in a sim array */
+      case 2: /* host memory in a sim array: another ext_dev producer's */
         if (size > MAX_HONEST_BYTES) return NULL;
         ptr = cpu_alloc(size);
+        g_foreign |= ptr != NULL;
         break;
       default: return NULL;
     }
@@ -230,6 +261,9 @@ static void build_node(struct input* in, int k) {
   uint8_t length_byte = take(in);
   uint8_t offset_byte = take(in);
   array->length = length_byte < 0xF0 ? length_byte % 17 : kHuge[length_byte & 7];
+  /* 0xEE and 0xDD (length 0 either way): the buffers a length-0 array need
+   * not have are 0-byte blocks or NULL (issue 20). */
+  node->empty_mode = length_byte == 0xEE ? 1 : length_byte == 0xDD ? 2 : 0;
   array->offset = offset_byte < 0xF0 ? offset_byte % 5 : kHuge[offset_byte & 7];
   uint8_t children_byte = take(in);
   int64_t n_children = node->has_layout && node->layout.n_children >= 0
@@ -238,6 +272,13 @@ static void build_node(struct input* in, int k) {
   if (children_byte >= 0xF0) n_children = children_byte & 3;
   schema->n_children = n_children;
   array->n_children = n_children;
+  node->table_children = n_children;
+  /* 0xE8..0xEF: the array declares more children than its table (and its
+   * schema) holds; the table is exactly n_children long (issue 20). */
+  static const int64_t kExtraChildren[4] = {1, 2, INT64_C(1) << 40, INT64_MAX / 2};
+  if (children_byte >= 0xE8 && children_byte < 0xF0) {
+    array->n_children = n_children + kExtraChildren[children_byte & 3];
+  }
   if (n_children > 0) {
     schema->children = (struct ArrowSchema**)cpu_alloc(n_children * sizeof(void*));
     array->children = (struct ArrowArray**)cpu_alloc(n_children * sizeof(void*));
@@ -286,13 +327,25 @@ static void build_node(struct input* in, int k) {
         buffer = make_buffer(in, (n * f->bit_width + 7) / 8, NULL);
         break;
       case FERRY_BUFFER_OFFSETS: {
+        if (node->empty_mode != 0 && array->length == 0) {
+          buffer = node->empty_mode == 1 ? (g_on_sim ? sim_alloc(0) : empty_alloc()) : NULL;
+          data_max = 0;
+          break;
+        }
         int is_list_view =
             f->type == FERRY_TYPE_LIST_VIEW || f->type == FERRY_TYPE_LARGE_LIST_VIEW;
         buffer = make_offsets(in, is_list_view ? n : n + 1, f->offset_bytes, &data_max);
         break;
       }
-      case FERRY_BUFFER_SIZES: buffer = make_buffer(in, n * f->offset_bytes, NULL); break;
-      case FERRY_BUFFER_VAR_DATA: buffer = make_buffer(in, data_max, NULL); break;
+      case FERRY_BUFFER_SIZES:
+      case FERRY_BUFFER_VAR_DATA:
+        if (node->empty_mode != 0 && array->length == 0) {
+          buffer = node->empty_mode == 1 ? (g_on_sim ? sim_alloc(0) : empty_alloc()) : NULL;
+          break;
+        }
+        buffer = make_buffer(
+            in, f->roles[i] == FERRY_BUFFER_SIZES ? n * f->offset_bytes : data_max, NULL);
+        break;
       case FERRY_BUFFER_TYPE_IDS: buffer = make_buffer(in, n, NULL); break;
       case FERRY_BUFFER_UNION_OFFSETS: buffer = make_buffer(in, 4 * n, NULL); break;
       case FERRY_BUFFER_VIEWS: buffer = make_buffer(in, 16 * n, NULL); break;
@@ -358,7 +411,14 @@ static struct ArrowArray* array_of(int target) {
  * consumer can detect: there the schema side may only be missing or
  * released instead. */
 static int schema_target(int array_target, int wanted) {
-  if (g_on_sim || wanted < 0 || array_target < 0) return wanted;
+  if (wanted < 0 || array_target < 0) return wanted;
+  /* An array declaring more children than its table holds is paired with
+   * its own schema (whose count is the table's): another node's schema
+   * agreeing with the array's lie would be a lie no consumer can detect
+   * (the table is host memory of unknown size). */
+  const struct node* target = &g_nodes[array_target];
+  if (target->array->n_children != target->table_children) return array_target;
+  if (g_on_sim) return wanted;
   return array_target;
 }
 
@@ -366,7 +426,7 @@ static int schema_target(int array_target, int wanted) {
  * second byte for the schema side of each link. */
 static void wire_node(struct input* in, int k) {
   struct node* node = &g_nodes[k];
-  for (int64_t j = 0; j < node->array->n_children; j++) {
+  for (int64_t j = 0; j < node->table_children; j++) {
     int target = link_target(take(in));
     node->array->children[j] = array_of(target);
     int wanted = node->diverge ? link_target(take(in)) : target;
@@ -388,6 +448,7 @@ static void count_finding(void* user_data, const char* rule, const char* where,
                           const char* what) {
   if (rule == NULL || where == NULL || what == NULL) abort();
   if (strncmp(where, "root", 4) != 0) abort();
+  if (strncmp(what, "metadata", 8) == 0) g_metadata_findings++;
   (*(int64_t*)user_data)++;
 }
 
@@ -399,6 +460,7 @@ static int validate_with(const struct FerryPreparedSchema* prepared,
                          const struct ArrowSchema* schema,
                          const struct ArrowDeviceArray* array, int32_t level) {
   int64_t findings = 0;
+  g_metadata_findings = 0;
   struct FerryError error;
   ferry_error_init(&error);
   int rc = prepared != NULL ? ferry_validate_prepared(prepared, array, level, count_finding,
@@ -417,7 +479,8 @@ static int validate(const struct ArrowSchema* schema, const struct ArrowDeviceAr
 }
 
 /* A clean schema prepares, and validating through it finds exactly what the
- * one-shot validation found; a schema with findings does not prepare. */
+ * one-shot validation found (at FULL less the metadata findings: a prepared
+ * schema keeps no metadata); a schema with findings does not prepare. */
 static void check_prepared(const struct ArrowSchema* schema, int schema_rc,
                            const int64_t one_shot_findings[2]) {
   struct FerryPreparedSchema* prepared = NULL;
@@ -566,13 +629,15 @@ static void check_dlpack_import(struct input* in) {
   }
   if (on_sim && t->data != NULL &&
       validate(&schema, &array, FERRY_VALIDATE_FULL) == FERRY_OK) {
-    /* A FULL-valid sim import lies inside its allocation. */
+    /* A FULL-valid sim import lies inside its allocation, or outside every
+     * sim allocation (then it is unknown ext_dev memory, never read). */
     int64_t size = 0;
     if (ferry_array_buffer_size(&schema, &array.array, array.device_type,
                                 array.device_id, 1, &size, NULL) != FERRY_OK) {
       abort();
     }
-    if (size > 0 && size > available(array.array.buffers[1])) abort();
+    int64_t bytes = sim_available(array.array.buffers[1]);
+    if (size > 0 && bytes >= 0 && size > bytes) abort();
   }
   ferry_device_array_release(&array);
   ferry_schema_release(&schema);
@@ -583,7 +648,8 @@ static void check_dlpack_import(struct input* in) {
 
 /* Header: mode (bit 0: sim memory; bits 1-2: the sim device id the array
  * declares; bit 3: a non-zero reserved word; bit 4: a bogus sync_event),
- * then the node count; then every node, every node's links, the tensor. */
+ * then the node count; then every node, every node's links, one metadata
+ * byte, the tensor. */
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (g_sim == NULL) {
     if (ferry_device_resolve(ARROW_DEVICE_EXT_DEV, 0, &g_sim, NULL) != FERRY_OK ||
@@ -604,8 +670,15 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   memset(&g_released_array, 0, sizeof g_released_array);
   g_released_schema.format = "i";
 
+  g_foreign = 0;
   for (int k = 0; k < g_n_nodes; k++) build_node(&in, k);
   for (int k = 0; k < g_n_nodes; k++) wire_node(&in, k);
+  /* One metadata byte: which node's schema gets which blob (fuzz_input.h). */
+  uint8_t metadata_byte = take(&in);
+  if (metadata_byte != 0) {
+    g_nodes[(metadata_byte >> 3) % g_n_nodes].schema.metadata =
+        fuzz_metadata(metadata_byte, cpu_alloc);
+  }
   int sync_token = 0;
   if (g_on_sim) {
     g_device_array.device_type = ARROW_DEVICE_EXT_DEV;
@@ -625,17 +698,19 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int default_rc = validate(schema, &g_device_array, FERRY_VALIDATE_DEFAULT);
   findings[FERRY_VALIDATE_DEFAULT] = g_last_findings;
   int full_rc = validate(schema, &g_device_array, FERRY_VALIDATE_FULL);
-  findings[FERRY_VALIDATE_FULL] = g_last_findings;
+  findings[FERRY_VALIDATE_FULL] = g_last_findings - g_metadata_findings;
   check_prepared(schema, schema_rc, findings);
   if (default_rc != FERRY_OK && full_rc == FERRY_OK) abort();
   if (schema_rc != FERRY_OK && default_rc == FERRY_OK) abort();
   int full_ok = full_rc == FERRY_OK;
-  if (full_ok) {
+  /* Memory of another ext_dev producer is never read: neither sized from
+   * its contents nor copied. */
+  if (full_ok && !g_foreign) {
     check_sizes(schema, &g_device_array.array, g_device_array.device_type,
                 g_device_array.device_id);
   }
-  check_copy(schema, full_ok, ARROW_DEVICE_CPU, -1);
-  check_copy(schema, full_ok, ARROW_DEVICE_EXT_DEV, 1);
+  check_copy(schema, full_ok && !g_foreign, ARROW_DEVICE_CPU, -1);
+  check_copy(schema, full_ok && !g_foreign, ARROW_DEVICE_EXT_DEV, 1);
   if (g_producer_releases != 0) abort(); /* ferry only borrows the graph */
 
   check_dlpack_import(&in);

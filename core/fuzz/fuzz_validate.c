@@ -7,7 +7,12 @@
  * the input cannot do is lie about memory: every buffer is allocated at the
  * size its own array's length and offset require, variable-size data is as
  * large as the largest offset, and variadic sizes are the real sizes. So any
- * fault or sanitizer report is the validator reading what it must not. */
+ * fault or sanitizer report is the validator reading what it must not.
+ *
+ * Issue 20's shapes: an array may declare more children than its table
+ * (and its schema) holds; a length-0 array's offsets, sizes and data may be
+ * 0-byte blocks (which the sanitizer guards) or NULL; the root schema may
+ * carry metadata whose header lies (fuzz_input.h). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +34,16 @@ static void* arena_alloc(size_t size) {
   if (p != NULL) g_allocations[g_n_allocations++] = p;
   return p;
 }
+
+/* A block of exactly 0 bytes: a sanitizer reports any read of it. */
+static void* arena_alloc_empty(void) {
+  if (g_n_allocations >= MAX_ALLOCATIONS) return NULL;
+  void* p = malloc(0);
+  if (p != NULL) g_allocations[g_n_allocations++] = p;
+  return p;
+}
+
+static void* arena_alloc_sized(int64_t size) { return arena_alloc((size_t)size); }
 
 static void arena_free_all(void) {
   for (int i = 0; i < g_n_allocations; i++) free(g_allocations[i]);
@@ -141,6 +156,9 @@ static int build(struct input* in, int depth, struct ArrowSchema* schema,
   int64_t zero_bits = 0;
   int64_t data_max = 0;
   uint8_t null_mask = take(in);
+  /* shape bit 0x10 on a length-0 array: its offsets, sizes and data are
+   * 0-byte blocks, or NULL when null_mask bit 0x40 is set too. */
+  int empty = (shape & 0x10) && array->length == 0;
   for (int32_t i = 0; i < f.n_fixed_buffers && i < n_buffers; i++) {
     const void* buffer = NULL;
     switch (f.roles[i]) {
@@ -162,6 +180,10 @@ static int build(struct input* in, int depth, struct ArrowSchema* schema,
       case FERRY_BUFFER_TYPE_IDS: buffer = fuzz_buffer(in, n); break;
       case FERRY_BUFFER_UNION_OFFSETS: buffer = fuzz_buffer(in, 4 * n); break;
       case FERRY_BUFFER_VIEWS: buffer = fuzz_buffer(in, 16 * n); break;
+    }
+    if (empty && (f.roles[i] == FERRY_BUFFER_OFFSETS || f.roles[i] == FERRY_BUFFER_SIZES ||
+                  f.roles[i] == FERRY_BUFFER_VAR_DATA)) {
+      buffer = (null_mask & 0x40) ? NULL : arena_alloc_empty();
     }
     /* Occasionally drop a required buffer (bit i + 1 of the mask). */
     if ((null_mask >> (i + 1)) & 1 && (null_mask & 0x80)) buffer = NULL;
@@ -196,8 +218,12 @@ static int build(struct input* in, int depth, struct ArrowSchema* schema,
   }
 
   int64_t n_children = f.n_children >= 0 ? f.n_children : take(in) % 4;
-  if (take(in) == 0xFF) n_children = take(in) % 3; /* sometimes the wrong count */
+  uint8_t count_byte = take(in);
+  if (count_byte == 0xFF) n_children = take(in) % 3; /* sometimes the wrong count */
   if (build_children(in, depth, n_children, schema, array) != 0) return -1;
+  /* 0xFE: the array declares more children than its table (exactly
+   * n_children long) and its schema hold. */
+  if (count_byte == 0xFE) array->n_children += (take(in) & 1) ? 2 : INT64_C(1) << 40;
 
   /* Dictionary encoding for integer indices, sometimes on one side only. */
   if (f.type >= FERRY_TYPE_INT8 && f.type <= FERRY_TYPE_UINT64 && depth < MAX_DEPTH) {
@@ -227,6 +253,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   struct ArrowDeviceArray array;
   memset(&array, 0, sizeof array);
   if (build(&in, 0, &schema, &array.array) == 0) {
+    schema.metadata = fuzz_metadata(take(&in), arena_alloc_sized);
     array.device_type = ARROW_DEVICE_CPU;
     array.device_id = -1;
     if (take(&in) == 0xAA) array.reserved[0] = 1;

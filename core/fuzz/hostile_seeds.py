@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of fuzz_hostile (core/fuzz/corpus/hostile/): the
-reproducers of issue 15, spelled in the input grammar of fuzz_hostile.c.
+reproducers of issues 15 and 20, spelled in the input grammar of fuzz_hostile.c.
 Run it again after changing that grammar:  python3 core/fuzz/hostile_seeds.py
 """
 import os
@@ -12,6 +12,10 @@ STRUCT, INT32, UTF8, UTF8_VIEW = 0, 1, 2, 3  # indices into kFormats
 CPU, SIM = 0x00, 0x01
 HUGE_1M = 0xF1  # length byte: kHuge[1] = 2^20
 NO_TENSOR = bytes(6)
+NO_METADATA = bytes([0])  # the metadata byte between the links and the tensor
+LIST = 32  # "+l"
+EXTRA_2, EXTRA_2_40 = 0xE9, 0xEA  # children byte: declares 1 (+l: its 1) + 2 or 2^40
+EMPTY_0_BYTES, EMPTY_NULL = 0xEE, 0xDD  # length byte: 0, with 0-byte / NULL buffers
 
 
 def header(mode, n_nodes):
@@ -32,12 +36,12 @@ def chain(levels, mode=CPU):
     """Every level a struct whose two children are the same next level."""
     nodes = b"".join(struct_node(4, 2) for _ in range(levels)) + int32_node(4)
     links = b"".join(bytes([i + 2, i + 2, 0]) for i in range(levels)) + bytes([0])
-    return header(mode, levels + 1) + nodes + links + NO_TENSOR
+    return header(mode, levels + 1) + nodes + links + NO_METADATA + NO_TENSOR
 
 
 def self_cycle():
     """A struct whose two children are itself."""
-    return header(CPU, 1) + struct_node(1, 2) + bytes([1, 1, 0]) + NO_TENSOR
+    return header(CPU, 1) + struct_node(1, 2) + bytes([1, 1, 0]) + NO_METADATA + NO_TENSOR
 
 
 def sim_longer_than_allocation():
@@ -45,7 +49,7 @@ def sim_longer_than_allocation():
     node = bytes([INT32, 0, HUGE_1M, 0, 0,
                   1, 1, 1, 0xFF,        # validity: short, 1 byte
                   1, 16]) + bytes(16)   # data: short, 16 bytes
-    return header(SIM, 1) + node + bytes([0]) + NO_TENSOR
+    return header(SIM, 1) + node + bytes([0]) + NO_METADATA + NO_TENSOR
 
 
 def empty_utf8_offset_3_no_offsets():
@@ -53,7 +57,7 @@ def empty_utf8_offset_3_no_offsets():
                   0,        # no validity
                   0xFF,     # offsets: NULL
                   0])       # data: honest (0 bytes, a real pointer)
-    return header(CPU, 1) + node + bytes([0]) + NO_TENSOR
+    return header(CPU, 1) + node + bytes([0]) + NO_METADATA + NO_TENSOR
 
 
 def empty_string_view_no_sizes():
@@ -62,7 +66,7 @@ def empty_string_view_no_sizes():
                   0,              # no validity
                   0,              # views: honest (0 bytes)
                   3, 0]) + b"abc" + bytes([0xFF])  # variadic "abc"; no sizes buffer
-    return header(CPU, 1) + node + bytes([0]) + NO_TENSOR
+    return header(CPU, 1) + node + bytes([0]) + NO_METADATA + NO_TENSOR
 
 
 def dictionary_shared_with_a_child():
@@ -75,13 +79,39 @@ def dictionary_shared_with_a_child():
     links = bytes([0, 3, 0,   # root: children node 1 (fresh), node 2; no dictionary
                    3,         # node 1: dictionary node 2
                    0])        # node 2: no dictionary
-    return header(CPU, 3) + nodes + links + NO_TENSOR
+    return header(CPU, 3) + nodes + links + NO_METADATA + NO_TENSOR
 
 
 def dlpack_byte_offset(device_flags):
     """An int32 tensor of 3 values whose byte_offset is 2^64 - 64."""
-    graph = header(CPU, 1) + int32_node(0) + bytes([0])
+    graph = header(CPU, 1) + int32_node(0) + bytes([0]) + NO_METADATA
     return graph + bytes([device_flags | 0x08, 2, 0, 0x08, 6, 64])
+
+
+def more_children_than_the_table(children_byte):
+    """A struct of one int32 child whose array declares 3 (or 2^40 + 1)
+    children over a table of one; the schema has one."""
+    nodes = bytes([STRUCT, 0, 2, 0, children_byte, 0]) + int32_node(2)
+    links = bytes([0, 0,   # root: child node 1; no dictionary
+                   0])     # node 1: no dictionary
+    return header(CPU, 2) + nodes + links + NO_METADATA + NO_TENSOR
+
+
+def empty_utf8(length_byte, mode=CPU):
+    """A length-0 utf8 whose offsets and data are 0-byte blocks or NULL."""
+    node = bytes([UTF8, 0, length_byte, 0, 0, 0])  # no validity; no buffer bytes
+    return header(mode, 1) + node + bytes([0]) + NO_METADATA + NO_TENSOR
+
+
+def empty_list(length_byte):
+    """A length-0 list<int32> whose offsets are a 0-byte block or NULL."""
+    nodes = bytes([LIST, 0, length_byte, 0, 0, 0]) + int32_node(0)
+    return header(CPU, 2) + nodes + bytes([0, 0, 0]) + NO_METADATA + NO_TENSOR
+
+
+def lying_metadata(kind):
+    """An int32 column whose schema metadata header lies (fuzz_input.h)."""
+    return header(CPU, 1) + int32_node(2) + bytes([0, kind]) + NO_TENSOR
 
 
 SEEDS = {
@@ -95,6 +125,19 @@ SEEDS = {
     "dictionary_shared_with_a_child": dictionary_shared_with_a_child(),
     "dlpack_byte_offset_wraps_cpu": dlpack_byte_offset(0x00),
     "dlpack_byte_offset_wraps_sim": dlpack_byte_offset(0x20),
+    "more_children_than_the_table_2": more_children_than_the_table(EXTRA_2),
+    "more_children_than_the_table_2_40": more_children_than_the_table(EXTRA_2_40),
+    "empty_utf8_0_byte_offsets": empty_utf8(EMPTY_0_BYTES),
+    "empty_utf8_null_offsets": empty_utf8(EMPTY_NULL),
+    "empty_utf8_0_byte_offsets_sim": empty_utf8(EMPTY_0_BYTES, SIM),
+    "empty_list_0_byte_offsets": empty_list(EMPTY_0_BYTES),
+    "empty_list_null_offsets": empty_list(EMPTY_NULL),
+    "metadata_1m_pairs_in_64_bytes": lying_metadata(2),
+    "metadata_int32_max_pairs": lying_metadata(3),
+    "metadata_huge_key": lying_metadata(4),
+    "metadata_huge_value": lying_metadata(5),
+    "metadata_negative_count": lying_metadata(6),
+    "metadata_bad_utf8_key": lying_metadata(7),
 }
 
 if __name__ == "__main__":

@@ -107,10 +107,30 @@ static int parse_device(struct it_token value, const char* spec, struct it_case*
       value.length, value.start, spec);
 }
 
+/* fail=PREFIX@N with PREFIX "get_next@" or "consumer@": parses N (>= 1). */
+static int parse_fail_at(struct it_token value, const char* prefix, const char* key_name,
+                         const char* spec, int64_t* out, struct FerryError* error) {
+  const int prefix_length = (int)strlen(prefix);
+  struct it_token key = {key_name, (int)strlen(key_name)};
+  struct it_token number = {value.start + prefix_length, value.length - prefix_length};
+  uint64_t n = 0;
+  int rc = parse_number(key, number, INT64_MAX, spec, &n, error);
+  if (rc != FERRY_OK) return rc;
+  if (n == 0) {
+    return it_error(error, EINVAL, "fail=%.*s0 in case \"%s\": N counts from 1",
+                    prefix_length, prefix, spec);
+  }
+  *out = (int64_t)n;
+  return FERRY_OK;
+}
+
+static int has_prefix(struct it_token value, const char* prefix) {
+  size_t n = strlen(prefix);
+  return (size_t)value.length >= n && memcmp(value.start, prefix, n) == 0;
+}
+
 static int parse_fail(struct it_token value, const char* spec, struct it_case* out,
                       struct FerryError* error) {
-  static const char get_next_prefix[] = "get_next@";
-  const int prefix_length = (int)sizeof(get_next_prefix) - 1;
   if (token_equals(value, "export")) {
     out->fail = IT_FAIL_EXPORT;
     return FERRY_OK;
@@ -119,31 +139,25 @@ static int parse_fail(struct it_token value, const char* spec, struct it_case* o
     out->fail = IT_FAIL_GET_SCHEMA;
     return FERRY_OK;
   }
-  if (value.length >= prefix_length &&
-      memcmp(value.start, get_next_prefix, prefix_length) == 0) {
-    struct it_token key = {"fail=get_next@N", (int)strlen("fail=get_next@N")};
-    struct it_token number = {value.start + prefix_length, value.length - prefix_length};
-    uint64_t n = 0;
-    int rc = parse_number(key, number, INT64_MAX, spec, &n, error);
-    if (rc != FERRY_OK) return rc;
-    if (n == 0) {
-      return it_error(error, EINVAL,
-                      "fail=get_next@0 in case \"%s\": N counts get_next calls from 1",
-                      spec);
-    }
+  if (has_prefix(value, "get_next@")) {
     out->fail = IT_FAIL_GET_NEXT;
-    out->fail_at = (int64_t)n;
-    return FERRY_OK;
+    return parse_fail_at(value, "get_next@", "fail=get_next@N", spec, &out->fail_at,
+                         error);
+  }
+  if (has_prefix(value, "consumer@")) {
+    out->fail = IT_FAIL_CONSUMER;
+    return parse_fail_at(value, "consumer@", "fail=consumer@N", spec, &out->fail_at,
+                         error);
   }
   return it_error(error, EINVAL,
                   "unknown fail mode \"%.*s\" in case \"%s\" (expected export, "
-                  "get_next@N or get_schema)",
+                  "get_next@N, get_schema or consumer@N)",
                   value.length, value.start, spec);
 }
 
 /* Keys in the order of cases.md; the index is also the bit of `seen`. */
-static const char* const key_names[] = {"length", "nulls",   "seed", "offset",
-                                        "device", "batches", "fail"};
+static const char* const key_names[] = {"length",  "nulls", "seed",   "offset", "device",
+                                        "batches", "fail",  "window", "cancel"};
 enum {
   KEY_LENGTH,
   KEY_NULLS,
@@ -152,6 +166,8 @@ enum {
   KEY_DEVICE,
   KEY_BATCHES,
   KEY_FAIL,
+  KEY_WINDOW,
+  KEY_CANCEL,
   KEY_COUNT
 };
 
@@ -200,6 +216,19 @@ static int parse_pair(struct it_token key, struct it_token value, const char* sp
     case KEY_FAIL:
       rc = parse_fail(value, spec, out, error);
       break;
+    case KEY_WINDOW:
+      rc = parse_number(key, value, INT64_MAX, spec, &number, error);
+      if (rc == FERRY_OK && number == 0) {
+        rc = it_error(error, EINVAL,
+                      "window=0 in case \"%s\": a consumer must request at least 1 batch",
+                      spec);
+      }
+      out->window = (int64_t)number;
+      break;
+    case KEY_CANCEL:
+      rc = parse_number(key, value, INT64_MAX, spec, &number, error);
+      out->cancel = (int64_t)number;
+      break;
   }
   return rc;
 }
@@ -216,7 +245,9 @@ int it_case_parse(const char* spec, struct it_case* out, struct FerryError* erro
                           .device_name = "cpu",
                           .batches = 3,
                           .fail = IT_FAIL_NONE,
-                          .fail_at = 0};
+                          .fail_at = 0,
+                          .window = 1,
+                          .cancel = 0};
 
   const char* colon = strchr(spec, ':');
   struct it_token type = {spec, colon == NULL ? (int)strlen(spec) : (int)(colon - spec)};

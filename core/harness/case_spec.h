@@ -1,4 +1,4 @@
-/* The case grammar of shared/cases.md, parsed into a struct: THE parser of
+/* The case grammar of docs/cases.md, parsed into a struct: THE parser of
  * the grammar in C (the C plugin, the hosts, the conformance mode and
  * `ferry check --plugin` all read cases through it; a new key is added here
  * and in each runtime's plugin):
@@ -13,7 +13,12 @@
  * - A key given twice is an error ("duplicate key").
  * - Limits: length and offset each at most IT_CASE_MAX_SLOTS and together too
  *   (so every 32-bit offsets buffer fits); nulls and batches any value up to
- *   INT64_MAX; seed 0..4294967295; fail=get_next@N needs 1 <= N.
+ *   INT64_MAX; seed 0..4294967295; fail=get_next@N and fail=consumer@N need
+ *   1 <= N; window at least 1 (a consumer that requests 0 batches breaks the
+ *   spec's request(n > 0) rule), cancel any value (0: never).
+ * - The async keys (window, cancel, fail=consumer@N) are parsed for every
+ *   entry point; the array and synchronous stream entry points ignore them
+ *   (a stream case with fail=consumer@N is a plain stream for them).
  * - The parser only maps the device word (cpu, sim, cuda, rocm) to its
  *   ArrowDeviceType; whether the device is available is decided by the entry
  *   points through ferry_device_resolve.
@@ -48,9 +53,10 @@ enum it_type {
 
 enum it_fail {
   IT_FAIL_NONE,
-  IT_FAIL_EXPORT,    /* the export entry point fails */
-  IT_FAIL_GET_NEXT,  /* the fail_at-th get_next call (1-based) fails */
-  IT_FAIL_GET_SCHEMA /* get_schema fails */
+  IT_FAIL_EXPORT,     /* the export entry point fails */
+  IT_FAIL_GET_NEXT,   /* the fail_at-th get_next call (1-based) fails */
+  IT_FAIL_GET_SCHEMA, /* get_schema fails */
+  IT_FAIL_CONSUMER    /* async only: the checking consumer refuses the fail_at-th task */
 };
 
 /* Largest length + offset of a case: 2^28 slots keep every int32 offsets
@@ -67,7 +73,9 @@ struct it_case {
   const char* device_name;     /* "cpu", "sim", "cuda" or "rocm" (static) */
   int64_t batches;             /* default 3 */
   enum it_fail fail;           /* default IT_FAIL_NONE */
-  int64_t fail_at;             /* N of fail=get_next@N, else 0 */
+  int64_t fail_at;             /* N of fail=get_next@N or fail=consumer@N, else 0 */
+  int64_t window;              /* async: batches requested after on_schema; default 1 */
+  int64_t cancel; /* async: cancel after this many checked batches; 0 never */
 };
 
 /* Parses `spec` (borrowed) into `*out`; FERRY_OK, or EINVAL with the message

@@ -100,8 +100,20 @@ int it_plugin_load(struct it_plugin* p, const char* name, const char* path) {
       (ferry_it_live_allocations_fn)need_symbol(p, "ferry_it_live_allocations");
   p->last_error = (ferry_it_last_error_fn)need_symbol(p, "ferry_it_last_error");
   if (p->problem[0] != '\0') return -1;
+  p->export_async = (ferry_it_export_async_fn)dlsym(p->handle, "ferry_it_export_async");
+  p->check_async = (ferry_it_check_async_fn)dlsym(p->handle, "ferry_it_check_async");
+  p->async_result = (ferry_it_async_result_fn)dlsym(p->handle, "ferry_it_async_result");
   p->loaded = 1;
   return 0;
+}
+
+int it_plugin_has_async(const struct it_plugin* p, const char** missing) {
+  const char* first = p->export_async == NULL   ? "ferry_it_export_async"
+                      : p->check_async == NULL  ? "ferry_it_check_async"
+                      : p->async_result == NULL ? "ferry_it_async_result"
+                                                : NULL;
+  if (missing != NULL) *missing = first;
+  return first == NULL;
 }
 
 int it_plugin_load_from_dir(struct it_plugin* p, const char* name, const char* dir) {

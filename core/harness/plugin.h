@@ -70,13 +70,23 @@ struct it_plugin {
   ferry_it_check_stream_fn check_stream;
   ferry_it_live_allocations_fn live_allocations;
   ferry_it_last_error_fn last_error;
+  /* The async entry points: optional (NULL when the plugin lacks them; the
+   * hosts then report the runtime's async pairs as SKIPPED). */
+  ferry_it_export_async_fn export_async;
+  ferry_it_check_async_fn check_async;
+  ferry_it_async_result_fn async_result;
 };
+
+/* 1 when the plugin exports all three async entry points; else 0 with the
+ * first missing symbol's name in `*missing` (static). */
+int it_plugin_has_async(const struct it_plugin* plugin, const char** missing);
 
 /* Loads the plugin at `path` (RTLD_NOW | RTLD_LOCAL, never unloaded) and
  * resolves every entry point it exports. `name` NULL takes the name from the
- * file name (libferry_it_<name>.so). Returns 0 when all six entry points are
- * there; else -1 with `problem` set (`handle` and the entry points found stay
- * set when only symbols are missing). Does not print. */
+ * file name (libferry_it_<name>.so). Returns 0 when all six required entry
+ * points are there (the three async ones are looked up, not required); else -1 with
+ * `problem` set (`handle` and the entry points found stay set when only symbols are
+ * missing). Does not print. */
 int it_plugin_load(struct it_plugin* plugin, const char* name, const char* path);
 
 /* The same for `dir`/libferry_it_<name>.so. */

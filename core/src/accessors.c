@@ -77,30 +77,60 @@ typedef int (*FerryMetadataVisitor)(void* context, const struct FerryMetadataPai
  * encoding is malformed before the walk stopped; `total_size` gets the
  * blob's size after a complete walk. Reads only bytes that the encoded
  * lengths before them say exist. */
-static int64_t ferry_metadata_walk(const char* metadata, FerryMetadataVisitor visit,
-                                   void* context, int64_t* total_size) {
+static int64_t ferry_metadata_walk_limited(const char* metadata,
+                                           FerryMetadataVisitor visit, void* context,
+                                           int64_t* total_size, int limited,
+                                           struct FerryMetadataProblem* problem) {
   if (metadata == NULL) {
     if (total_size != NULL) *total_size = 0;
     return 0;
   }
   int32_t n_pairs = ferry_read_int32(metadata);
   if (n_pairs < 0) return -1;
+  /* The limits are checked before the count or length is used, so that an
+   * implausible one is never followed. */
+  if (limited && n_pairs > FERRY_METADATA_MAX_PAIRS) {
+    problem->what = "pair count";
+    problem->index = -1;
+    problem->value = n_pairs;
+    problem->limit = FERRY_METADATA_MAX_PAIRS;
+    return -2;
+  }
   const char* p = metadata + sizeof(int32_t);
   for (int32_t i = 0; i < n_pairs; i++) {
     struct FerryMetadataPair pair;
     pair.index = i;
     pair.key_len = ferry_read_int32(p);
     if (pair.key_len < 0) return -1;
+    if (limited && pair.key_len > FERRY_METADATA_MAX_KEY_LENGTH) {
+      problem->what = "key length";
+      problem->index = i;
+      problem->value = pair.key_len;
+      problem->limit = FERRY_METADATA_MAX_KEY_LENGTH;
+      return -2;
+    }
     pair.key = p + sizeof(int32_t);
     p = pair.key + pair.key_len;
     pair.value_len = ferry_read_int32(p);
     if (pair.value_len < 0) return -1;
+    if (limited && pair.value_len > FERRY_METADATA_MAX_VALUE_LENGTH) {
+      problem->what = "value length";
+      problem->index = i;
+      problem->value = pair.value_len;
+      problem->limit = FERRY_METADATA_MAX_VALUE_LENGTH;
+      return -2;
+    }
     pair.value = p + sizeof(int32_t);
     p = pair.value + pair.value_len;
     if (visit != NULL && visit(context, &pair)) return n_pairs;
   }
   if (total_size != NULL) *total_size = (int64_t)(p - metadata);
   return n_pairs;
+}
+
+static int64_t ferry_metadata_walk(const char* metadata, FerryMetadataVisitor visit,
+                                   void* context, int64_t* total_size) {
+  return ferry_metadata_walk_limited(metadata, visit, context, total_size, 0, NULL);
 }
 
 int64_t ferry__metadata_encoded_size(const char* metadata) {
@@ -120,11 +150,13 @@ static int ferry_metadata_find_bad_key(void* context, const struct FerryMetadata
   return 1;
 }
 
-int ferry__metadata_check_keys(const char* metadata, struct FerryMetadataBadKey* bad) {
+int ferry__metadata_check_keys(const char* metadata, struct FerryMetadataBadKey* bad,
+                               struct FerryMetadataProblem* problem) {
   bad->index = -1;
   /* A complete walk first: a malformed pair after a bad key makes the whole
    * blob bad, and is the more basic finding. */
-  if (ferry_metadata_walk(metadata, NULL, NULL, NULL) < 0) return -1;
+  int64_t n = ferry_metadata_walk_limited(metadata, NULL, NULL, NULL, 1, problem);
+  if (n < 0) return (int)n;
   ferry_metadata_walk(metadata, ferry_metadata_find_bad_key, bad, NULL);
   return bad->index >= 0;
 }

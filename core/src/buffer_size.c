@@ -59,11 +59,14 @@ static int ferry_buffer_size_read(const struct FerryBufferSizeCall* call, void* 
    * hostile producer's offsets buffer may be shorter than its length says). */
   if (rc == FERRY_OK) {
     rc = ferry__device_check_pointer(device, src, size, &device_error);
+    /* Memory the backend vouches for may be read in place when the host can
+     * reach it; unknown memory (ENOTSUP) only through the backend's copy,
+     * which refuses what it cannot read instead of crashing. */
+    if (rc == FERRY_OK && ferry_device_is_host_accessible(device)) {
+      memcpy(dst, src, (size_t)size);
+      return FERRY_OK;
+    }
     if (rc == ENOTSUP) rc = FERRY_OK;
-  }
-  if (rc == FERRY_OK && ferry_device_is_host_accessible(device)) {
-    memcpy(dst, src, (size_t)size);
-    return FERRY_OK;
   }
   if (rc == FERRY_OK)
     rc = ferry_device_resolve(ARROW_DEVICE_CPU, -1, &host, &device_error);
@@ -98,6 +101,13 @@ static int ferry_buffer_size_var_data(const struct FerryBufferSizeCall* call,
                                       const struct FerryFormat* format, int64_t n,
                                       int64_t* out) {
   const void* offsets = call->array->buffers[1];
+  /* A length-0 array addresses no byte of its data, and its offsets buffer
+   * may hold no entry at all (see FERRY_BUFFER_OFFSETS below): nothing is
+   * read, whatever its offset. */
+  if (call->array->length == 0) {
+    *out = 0;
+    return FERRY_OK;
+  }
   if (offsets == NULL) {
     /* No offsets, no values addressed: nothing of the data can be read. */
     if (ferry__buffer_may_be_null(format, call->array, 1)) {
@@ -108,20 +118,36 @@ static int ferry_buffer_size_var_data(const struct FerryBufferSizeCall* call,
         call, "the offsets buffer (buffer 1) is NULL but length is %" PRId64,
         call->array->length);
   }
-  int64_t last;
+  int64_t last, first;
+  int64_t first_index = call->array->offset;
   if (format->offset_bytes == 4) {
-    int32_t last32;
+    int32_t last32, first32;
     FERRY_RETURN_NOT_OK(ferry_buffer_size_read(call, &last32, (const int32_t*)offsets + n,
                                                sizeof(last32)));
+    FERRY_RETURN_NOT_OK(ferry_buffer_size_read(
+        call, &first32, (const int32_t*)offsets + first_index, sizeof(first32)));
     last = last32;
+    first = first32;
   } else {
     FERRY_RETURN_NOT_OK(
         ferry_buffer_size_read(call, &last, (const int64_t*)offsets + n, sizeof(last)));
+    FERRY_RETURN_NOT_OK(ferry_buffer_size_read(
+        call, &first, (const int64_t*)offsets + first_index, sizeof(first)));
   }
   if (last < 0) {
     return ferry_buffer_size_fail(
         call, "the last offset (offsets[%" PRId64 "]) is negative (%" PRId64 ")", n,
         last);
+  }
+  /* Unvalidated offsets (a DEFAULT import) size what a copy reads: the two
+   * ends it relies on must at least be in order. (No consumer can tell how
+   * large a CPU data buffer is; FULL checks every offset.) */
+  if (first < 0 || first > last) {
+    return ferry_buffer_size_fail(
+        call,
+        "the offsets do not address a range: offsets[%" PRId64 "] = %" PRId64
+        ", offsets[%" PRId64 "] = %" PRId64,
+        first_index, first, n, last);
   }
   *out = last;
   return FERRY_OK;
@@ -213,6 +239,13 @@ int ferry__buffer_size(const struct FerryFormat* format, const char* format_text
        * per slot. Every other offsets buffer has one more entry than slots. */
       int is_list_view = format->type == FERRY_TYPE_LIST_VIEW ||
                          format->type == FERRY_TYPE_LARGE_LIST_VIEW;
+      /* A length-0 array needs no offset at all: Arrow C++ and nanoarrow
+       * accept (and old IPC files hold) empty arrays whose offsets buffer
+       * has 0 bytes, so offsets[offset] is never counted (nor read). */
+      if (array->length == 0) {
+        *size_out = 0;
+        return FERRY_OK;
+      }
       if (!is_list_view && n == INT64_MAX) {
         return ferry_buffer_size_fail(
             &call,
@@ -224,6 +257,10 @@ int ferry__buffer_size(const struct FerryFormat* format, const char* format_text
                                         format->offset_bytes, size_out);
     }
     case FERRY_BUFFER_SIZES:
+      if (array->length == 0) { /* as the list view's offsets above */
+        *size_out = 0;
+        return FERRY_OK;
+      }
       return ferry_buffer_size_multiply(&call, n, format->offset_bytes, size_out);
     case FERRY_BUFFER_VAR_DATA:
       return ferry_buffer_size_var_data(&call, format, n, size_out);

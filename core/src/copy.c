@@ -173,9 +173,16 @@ static int copy_node(struct FerryCopyContext* ctx, const struct ArrowSchema* sch
     /* A source the backend knows is shorter than its size is refused before
      * anything that large is allocated (the CPU cannot tell: ENOTSUP). */
     struct FerryError residency;
-    if (size > 0 && ferry__device_check_pointer(ctx->src_device, src->buffers[i], size,
-                                                &residency) == EFAULT) {
-      code = ferry__set_error(error, EFAULT, "%s", residency.message);
+    int resident = size > 0 ? ferry__device_check_pointer(ctx->src_device, src->buffers[i],
+                                                          size, &residency)
+                            : FERRY_OK;
+    /* Unknown memory on a device the host reaches directly (on the sim,
+     * another ext_dev producer's memory) cannot be read either: refused
+     * here, before a destination of its declared size is allocated. */
+    if (resident == EFAULT ||
+        (resident == ENOTSUP && ferry_device_type(ctx->src_device) != ARROW_DEVICE_CPU &&
+         ferry_device_is_host_accessible(ctx->src_device))) {
+      code = ferry__set_error(error, resident, "%s", residency.message);
       copy_fail(ctx, code, path, what);
       break;
     }

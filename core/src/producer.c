@@ -24,6 +24,7 @@
 
 #include "accessors.h"
 #include "internal.h"
+#include "leak.h"
 #include "producer.h"
 #include "thread_state.h"
 #include "word_copy.h"
@@ -51,6 +52,7 @@ static void ferry_schema_release_private(struct ArrowSchema* schema) {
     free(priv->dictionary);
   }
   free(priv->metadata);
+  if (ferry__leak_enabled()) ferry__leak_export_remove(priv);
   free(priv);
   ferry__live_add(-1);
   schema->release = NULL;
@@ -112,6 +114,11 @@ int ferry_schema_init(struct ArrowSchema* out, const char* format, const char* n
   out->private_data = priv;
   out->release = ferry_schema_release_private;
   ferry__live_add(1);
+  if (ferry__leak_enabled()) {
+    ferry__leak_export_add(priv, "schema of format \"%s\"%s%s%s (%lld children)", format,
+                           name != NULL ? " named \"" : "", name != NULL ? name : "",
+                           name != NULL ? "\"" : "", (long long)n_children);
+  }
   return FERRY_OK;
 }
 
@@ -314,6 +321,7 @@ static void ferry_array_release_large(struct ArrowArray* array) {
   }
   if (priv->dictionary != NULL) ferry_array_release_dictionary(priv);
   if (priv->hook != NULL) priv->hook(priv->user_data);
+  if (ferry__leak_enabled()) ferry__leak_export_remove(priv);
   free(priv);
   ferry__live_add(-1);
   array->release = NULL;
@@ -327,6 +335,7 @@ __attribute__((noinline)) static void ferry_array_release_small_slow(
   if (priv->dictionary != NULL) ferry_array_release_dictionary(priv);
   FerryReleaseHook hook = priv->hook;
   void* user_data = priv->user_data;
+  if (ferry__leak_enabled()) ferry__leak_export_remove(priv);
   struct FerryThreadState* state = &ferry__thread_state;
   if (state->free_room > 0) {
     ferry__small_block_recycle(state, priv);
@@ -472,6 +481,11 @@ __attribute__((noinline)) static int ferry_array_init_general(
   out->private_data = priv;
   out->release = small ? ferry_array_release_small : ferry_array_release_large;
   ferry__live_add(1);
+  if (ferry__leak_enabled()) {
+    ferry__leak_export_add(priv, "array of length %lld (offset %lld, %lld buffers, %lld children)",
+                           (long long)length, (long long)offset, (long long)n_buffers,
+                           (long long)n_children);
+  }
   return FERRY_OK;
 out_of_memory:
   return ferry__set_error(error, ENOMEM, "ferry_array_init: out of memory");
@@ -593,6 +607,7 @@ static void ferry_event_wrapper_release(struct ArrowArray* array) {
   struct FerryEventWrapper* wrapper = (struct FerryEventWrapper*)array->private_data;
   if (wrapper->inner.release != NULL) wrapper->inner.release(&wrapper->inner);
   wrapper->hook(wrapper->user_data);
+  if (ferry__leak_enabled()) ferry__leak_export_remove(wrapper);
   free(wrapper);
   ferry__live_add(-1);
   array->release = NULL;
@@ -640,6 +655,10 @@ __attribute__((noinline)) static int ferry_device_array_wrap_event(
   out->array.private_data = wrapper;
   out->array.release = ferry_event_wrapper_release;
   ferry__live_add(1);
+  if (ferry__leak_enabled()) {
+    ferry__leak_export_add(wrapper, "event hook of a device array of length %lld",
+                           (long long)wrapper->inner.length);
+  }
   return FERRY_OK;
 }
 
@@ -687,6 +706,9 @@ __attribute__((noinline)) static int ferry_device_array_init_general(
     array->release = NULL;
   }
   ferry_device_array_set_device(out, device_type, device_id, sync_event);
+  if (ferry__leak_enabled()) {
+    ferry__leak_export_note_device(out->array.private_data, device_type, device_id);
+  }
   return FERRY_OK;
 }
 
@@ -701,7 +723,9 @@ int ferry_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* arr
    * `array` may be out's own embedded array (an in-place upgrade). */
   if (__builtin_expect(out == NULL || array == NULL || array->release == NULL ||
                            (out->array.release != NULL && &out->array != array) ||
-                           device_type <= 0 || event_release != NULL,
+                           device_type <= 0 || event_release != NULL ||
+                           /* -1 (not read yet) or 1: the report notes the device */
+                           atomic_load_explicit(&ferry__leak_flag, memory_order_relaxed) != 0,
                        0)) {
     return ferry_device_array_init_general(out, array, device_type, device_id, sync_event,
                                            event_release, event_user_data, error);

@@ -954,10 +954,28 @@ static int sim_stream_wait_event(struct FerryDevice* device, void* stream,
   return code;
 }
 
+/* The sim shares ARROW_DEVICE_EXT_DEV with every other "extension" device,
+ * so an EXT_DEV pointer that no sim allocation holds is some other
+ * producer's device memory, not a lie about sim memory: it is unknown
+ * (ENOTSUP, as a backend that cannot tell answers), and only memory the sim
+ * allocated gets the strict answers (EFAULT for another sim device's memory
+ * or a range running past the allocation). */
 static int sim_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
                              struct FerryError* error) {
   pthread_mutex_lock(&g_sim_lock);
-  int code = check_range_locked(device->device_id, ptr, size, error);
+  uintptr_t address = (uintptr_t)ptr;
+  const struct SimAllocation* a = allocation_at_or_before(address);
+  int code;
+  /* A range starting at the end of an allocation is a slice of it (valid
+   * when empty, running past the end otherwise), so it is the sim's. */
+  if (a == NULL || address > a->start + (uintptr_t)a->size) {
+    code = ferry__set_error(error, ENOTSUP,
+                           "pointer %p is not memory the sim allocated (ext_dev memory of "
+                           "another producer: its residency cannot be checked)",
+                           ptr);
+  } else {
+    code = check_range_locked(device->device_id, ptr, size, error);
+  }
   pthread_mutex_unlock(&g_sim_lock);
   return code;
 }

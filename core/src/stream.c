@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "leak.h"
 #include "producer.h"
 #include "thread_state.h"
 #include "word_copy.h"
@@ -258,6 +259,7 @@ static void ferry_array_stream_private_release(struct ArrowDeviceArrayStream* st
   if (stream == NULL || stream->release == NULL) return;
   struct FerryStreamPrivate* priv = (struct FerryStreamPrivate*)stream->private_data;
   if (priv->release_hook != NULL) priv->release_hook(priv->user_data);
+  if (ferry__leak_enabled()) ferry__leak_export_remove(priv);
   free(priv);
   stream->private_data = NULL;
   ferry__live_add(-1);
@@ -303,6 +305,9 @@ int ferry_array_stream_init(struct ArrowDeviceArrayStream* out, ArrowDeviceType 
   out->private_data = priv;
   out->release = ferry_array_stream_private_release;
   ferry__live_add(1);
+  if (ferry__leak_enabled()) {
+    ferry__leak_export_add(priv, "stream on %s", ferry_device_type_name(device_type));
+  }
   return FERRY_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "ferry/ferry.h"
+#include "leak.h"
 
 _Thread_local struct FerryThreadState ferry__thread_state
     __attribute__((tls_model("initial-exec")));
@@ -59,7 +60,10 @@ __attribute__((noinline)) int ferry__thread_state_register(struct FerryThreadSta
   pthread_mutex_unlock(&ferry_threads_lock);
   /* The list is empty here: retiring emptied it, and nothing is cached on
    * an unregistered thread. */
-  state->free_room = FERRY_FREE_LIST_MAX;
+  /* With the leak report on, blocks are never recycled: every export then
+   * takes the general path, which records it, and the export fast path
+   * needs no test of its own. */
+  state->free_room = ferry__leak_enabled() ? 0 : FERRY_FREE_LIST_MAX;
   return 1;
 }
 

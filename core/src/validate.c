@@ -500,7 +500,14 @@ static void validate_schema_children_layout(struct Validator* v, int32_t self,
 }
 
 /* The C data interface's text rules: the name is UTF-8, the metadata is
- * well formed and its keys are UTF-8 (its values may be any bytes). */
+ * well formed and its keys are UTF-8 (its values may be any bytes).
+ *
+ * The metadata is read at FULL only. It carries no size: its walk follows
+ * counts and lengths read from the blob itself, so a blob declaring more
+ * pairs than it holds sends any walk past its end, and no consumer can
+ * tell. DEFAULT reads only what it can bound, so it does not read the
+ * metadata at all; FULL, which reads what the producer declares, walks it
+ * with limits on counts and lengths (docs/validation.md). */
 static void validate_name_and_metadata(struct Validator* v, const struct ArrowSchema* schema) {
   if (schema->name != NULL) {
     int64_t length = (int64_t)strlen(schema->name);
@@ -510,9 +517,25 @@ static void validate_name_and_metadata(struct Validator* v, const struct ArrowSc
              (unsigned)(uint8_t)schema->name[good], (long long)good);
     }
   }
+  if (v->level != FERRY_VALIDATE_FULL || schema->metadata == NULL) return;
   struct FerryMetadataBadKey bad;
-  int rc = ferry__metadata_check_keys(schema->metadata, &bad);
-  if (rc < 0) {
+  struct FerryMetadataProblem problem;
+  int rc = ferry__metadata_check_keys(schema->metadata, &bad, &problem);
+  if (rc == -2) {
+    if (problem.index < 0) {
+      report(v, "metadata",
+             "metadata declares %lld pairs, more than the %lld FULL validation walks (the "
+             "blob has no size, so such a count is taken as a corrupt header)",
+             (long long)problem.value, (long long)problem.limit);
+    } else {
+      report(v, "metadata",
+             "metadata pair %lld declares a %s of %lld bytes, more than the %lld FULL "
+             "validation walks (the blob has no size, so such a length is taken as "
+             "corrupt)",
+             (long long)problem.index, problem.what, (long long)problem.value,
+             (long long)problem.limit);
+    }
+  } else if (rc < 0) {
     report(v, "metadata",
            "metadata is malformed: a negative pair count or key/value length");
   } else if (rc > 0) {
@@ -814,7 +837,12 @@ static int check_residency(struct Validator* v, const void* ptr, int64_t size,
   ferry_error_init(&residency_error);
   int rc =
       ferry__device_check_pointer(v->device, ptr, size < 0 ? 0 : size, &residency_error);
-  if (rc == FERRY_OK || rc == ENOTSUP) return 1;
+  if (rc == FERRY_OK) return 1;
+  /* Unknown memory (the backend cannot tell; on the sim, ext_dev memory it
+   * did not allocate) is accepted as memory of an unknown device is: no
+   * finding, and where the host would dereference it directly, not read
+   * (reads through a driver's copy report their own errors). */
+  if (rc == ENOTSUP) return !v->host_accessible;
   struct BufferLabel storage;
   const char* label = name_text(&name, &storage);
   if (rc == EFAULT) {
@@ -836,7 +864,7 @@ static int check_residency(struct Validator* v, const void* ptr, int64_t size,
 static int residency_allows_read(struct Validator* v, const void* ptr, int64_t size) {
   if (v->device == NULL || ptr == NULL) return 1;
   int rc = ferry__device_check_pointer(v->device, ptr, size, NULL);
-  return rc == FERRY_OK || rc == ENOTSUP;
+  return rc == FERRY_OK || (rc == ENOTSUP && !v->host_accessible);
 }
 
 /* FULL checks of the offsets buffer of a variable-size or list layout:
@@ -1120,7 +1148,8 @@ static FERRY_NOINLINE void validate_content(struct Validator* v,
     case FERRY_TYPE_LARGE_BINARY:
     case FERRY_TYPE_STRING:
     case FERRY_TYPE_LARGE_STRING: {
-      if (!b.fetched[1]) break;
+      /* Length 0: the offsets buffer may have no entry (buffer_size.c). */
+      if (!b.fetched[1] || array->length == 0) break;
       const uint8_t* offsets = b.views[1].data;
       if (!check_offsets(v, f, offsets, array, -1, "")) break;
       int64_t data_end = read_offset(offsets, f->offset_bytes, end);
@@ -1177,7 +1206,8 @@ static FERRY_NOINLINE void validate_content(struct Validator* v,
     case FERRY_TYPE_LIST:
     case FERRY_TYPE_LARGE_LIST:
     case FERRY_TYPE_MAP:
-      if (b.fetched[1] && array->children != NULL && array->children[0] != NULL) {
+      if (b.fetched[1] && array->length > 0 && array->children != NULL &&
+          array->children[0] != NULL) {
         check_offsets(v, f, b.views[1].data, array, array->children[0]->length,
                       "the child length");
       }
@@ -1598,8 +1628,18 @@ static void visit_children(struct Validator* v, const struct SchemaNode* sn,
                            const struct ArrowArray* array, int32_t self,
                            int children_usable, int depth) {
   array_node(v, self)->h.on_path = 1;
+  /* The children table is walked only when the array's count and its
+   * schema's agree. When they differ (already a finding) neither count is
+   * known to bound the table: an array declaring more children than its
+   * schema may have a table of the schema's length or shorter, so no slot
+   * of it is read. Without a usable schema node (its own finding is out)
+   * there is nothing to agree with, and the children are not walked. */
+  int64_t n_walked = 0;
+  if (sn != NULL && sn->n_children > 0 && array->n_children == sn->n_children) {
+    n_walked = sn->n_children;
+  }
   if (children_usable && array->children != NULL) {
-    for (int64_t i = 0; i < array->n_children; i++) {
+    for (int64_t i = 0; i < n_walked; i++) {
       struct Where saved = enter(v, v->arrays, self, i);
       visit_array(v, child_schema(v->schemas, sn, i), array->children[i], self, i,
                   depth + 1);

@@ -101,8 +101,8 @@ FERRY_TEST(binary_and_utf8_read_the_last_offset) {
     /* offset 2, length 3: offsets[0..5], data up to offsets[5] */
     CHECK_EQ_INT(24, size_of(formats[f], 3, 2, 3, buffers, 1));
     CHECK_EQ_INT(20, size_of(formats[f], 3, 2, 3, buffers, 2));
-    /* length 0: one offset, data up to offsets[0] */
-    CHECK_EQ_INT(4, size_of(formats[f], 0, 0, 3, buffers, 1));
+    /* length 0: no offset is needed (nor read), and no data (issue 20) */
+    CHECK_EQ_INT(0, size_of(formats[f], 0, 0, 3, buffers, 1));
     CHECK_EQ_INT(0, size_of(formats[f], 0, 0, 3, buffers, 2));
   }
 }

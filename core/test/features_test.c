@@ -3,6 +3,7 @@
  * on the simulated device, whose strict mode makes a missed wait visible).
  * scripts/check_features.sh checks that every "yes" cell of the C column has
  * its test here and that no "no" cell has one. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -413,6 +414,96 @@ FERRY_TEST(feature_devices) {
   CHECK_EQ_INT(before + 1, ferry_device_live_allocations(sim));
   CHECK_EQ_INT(FERRY_OK, ferry_device_deallocate(sim, memory, NULL));
   CHECK_EQ_INT(before, ferry_device_live_allocations(sim));
+}
+
+/* A producer on its own thread pushes three batches with a sender; the
+ * consumer reads them with a blocking next. */
+struct PushThree {
+  struct ArrowAsyncDeviceStreamHandler* handler;
+  int result;
+};
+
+static void* push_three(void* arg) {
+  struct PushThree* p = (struct PushThree*)arg;
+  struct FerryAsyncSender* sender = NULL;
+  p->result = ferry_async_sender_create(p->handler, ARROW_DEVICE_CPU, NULL, &sender, NULL);
+  if (p->result != FERRY_OK) return NULL;
+  struct ArrowSchema schema = {0};
+  for (int b = 0; b < 3 && p->result == FERRY_OK; b++) {
+    struct ArrowSchema unused = {0};
+    struct ArrowDeviceArray batch = {0};
+    export_cpu(b + 1, b == 0 ? &schema : &unused, &batch);
+    if (b == 0) p->result = ferry_async_sender_send_schema(sender, &schema, NULL);
+    else ferry_schema_release(&unused);
+    if (p->result == FERRY_OK) p->result = ferry_async_sender_send(sender, &batch, NULL, -1, NULL);
+    if (!ferry_device_array_is_released(&batch)) ferry_device_array_release(&batch);
+  }
+  int finished = ferry_async_sender_finish(sender, p->result, "the producer failed");
+  if (p->result == FERRY_OK) p->result = finished;
+  return NULL;
+}
+
+FERRY_TEST(feature_export_async) {
+  g_hooks = 0;
+  struct ArrowAsyncDeviceStreamHandler handler;
+  memset(&handler, 0, sizeof handler);
+  struct FerryAsyncConsumer* consumer = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_async_consumer_create(1, FERRY_VALIDATE_DEFAULT, &handler,
+                                                     &consumer, NULL));
+  struct PushThree push = {&handler, -1};
+  pthread_t thread;
+  CHECK_EQ_INT(0, pthread_create(&thread, NULL, push_three, &push));
+  int64_t batches = 0, sum = 0;
+  for (;;) {
+    struct ArrowDeviceArray batch = {0};
+    CHECK_EQ_INT(FERRY_OK, ferry_async_consumer_next(consumer, &batch, 10000, NULL));
+    if (ferry_device_array_is_released(&batch)) break;
+    batches++;
+    sum += sum_cpu(&batch);
+    ferry_device_array_release(&batch);
+  }
+  pthread_join(thread, NULL);
+  CHECK_EQ_INT(FERRY_OK, push.result);
+  CHECK_EQ_INT(3, batches);
+  CHECK_EQ_INT(1 + 3 + 6, sum);
+  CHECK_EQ_INT(FERRY_OK, ferry_async_consumer_wait_released(consumer, 10000));
+  CHECK_EQ_INT(0, ferry_async_consumer_violations(consumer));
+  ferry_async_consumer_free(consumer);
+  CHECK_EQ_INT(3, g_hooks);
+}
+
+FERRY_TEST(feature_import_async) {
+  g_hooks = 0;
+  /* Any device stream pushed by ferry's thread, read as a device stream
+   * again through the consumer's adapter. */
+  struct ArrowDeviceArrayStream pull = {0}, adapted = {0};
+  export_three(&pull);
+  struct ArrowAsyncDeviceStreamHandler handler;
+  memset(&handler, 0, sizeof handler);
+  struct FerryAsyncConsumer* consumer = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_async_consumer_create(4, FERRY_VALIDATE_DEFAULT, &handler,
+                                                     &consumer, NULL));
+  CHECK(ferry_async_consumer_fd(consumer) >= 0);
+  CHECK_EQ_INT(FERRY_OK, ferry_async_export_stream(&pull, &handler, FERRY_ASYNC_EXPORT_DEFAULT,
+                                                   NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_async_consumer_to_stream(consumer, 10000, &adapted, NULL));
+  struct ArrowSchema schema = {0};
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_schema(&adapted, &schema, NULL));
+  CHECK_STR("i", ferry_schema_format(&schema));
+  int64_t batches = 0, sum = 0;
+  for (;;) {
+    struct ArrowDeviceArray batch = {0};
+    CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&adapted, &batch, NULL));
+    if (ferry_device_array_is_released(&batch)) break;
+    batches++;
+    sum += sum_cpu(&batch);
+    ferry_device_array_release(&batch);
+  }
+  CHECK_EQ_INT(3, batches);
+  CHECK_EQ_INT(1 + 3 + 6, sum);
+  ferry_schema_release(&schema);
+  ferry_array_stream_release(&adapted);
+  CHECK_EQ_INT(3, g_hooks);
 }
 
 FERRY_TEST_MAIN()

@@ -8,6 +8,8 @@
  * finish, and the counts of findings show that each problem is reported
  * once, not once per path. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -370,3 +372,271 @@ FERRY_TEST(dlpack_import_refuses_a_byte_offset_that_wraps_the_address_space) {
 }
 
 FERRY_TEST_MAIN()
+
+/* ---- issue 20: counts the producer declares but its tables cannot back ------ */
+
+/* A struct array declaring `n_children` children over a table holding only
+ * one (heap-allocated to its exact size, so that ASan sees any read of the
+ * extra slots); its schema has one child. Validation (one-shot and
+ * prepared, both levels) reports the mismatch and never reads past the
+ * schema's count; the copy refuses it. */
+static void check_more_array_children_than_schema_children(int64_t n_children) {
+  struct ArrowSchema child_schema;
+  init_schema(&child_schema, "i", 0, NULL);
+  struct ArrowSchema* schema_kids[1] = {&child_schema};
+  struct ArrowSchema s;
+  init_schema(&s, "+s", 1, schema_kids);
+  const void* child_buffers[2] = {NULL, kInt32s};
+  struct ArrowArray child;
+  init_array(&child, 2, 2, child_buffers, 0, NULL);
+  struct ArrowArray** table = (struct ArrowArray**)malloc(sizeof(struct ArrowArray*));
+  CHECK(table != NULL);
+  table[0] = &child;
+  const void* struct_buffers[1] = {NULL};
+  struct ArrowArray a;
+  init_array(&a, 2, 1, struct_buffers, n_children, table);
+  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+  char expected[128];
+  snprintf(expected, sizeof expected, "array has %lld children but its schema has 1",
+           (long long)n_children);
+  struct FerryPreparedSchema* prepared = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_prepared_schema_create(&s, NULL, NULL, &prepared, NULL));
+  int32_t levels[2] = {FERRY_VALIDATE_DEFAULT, FERRY_VALIDATE_FULL};
+  for (int i = 0; i < 2; i++) {
+    CHECK_EQ_INT(EINVAL, validate(&s, &d, levels[i]));
+    CHECK_EQ_INT(1, findings.n);
+    CHECK_FINDING("n_children", "root", expected);
+    memset(&findings, 0, sizeof findings);
+    CHECK_EQ_INT(EINVAL,
+                 ferry_validate_prepared(prepared, &d, levels[i], collect, &findings, NULL));
+    CHECK_EQ_INT(1, findings.n);
+    CHECK_FINDING("n_children", "root", expected);
+  }
+  ferry_prepared_schema_free(prepared);
+  struct ArrowDeviceArray out;
+  memset(&out, 0, sizeof out);
+  CHECK_EQ_INT(EINVAL, ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &error));
+  CHECK(out.array.release == NULL);
+  free(table);
+}
+
+FERRY_TEST(two_array_children_over_a_table_of_one_are_never_read_past_the_schema) {
+  check_more_array_children_than_schema_children(2);
+}
+
+FERRY_TEST(two_to_the_40_array_children_are_reported_not_walked) {
+  check_more_array_children_than_schema_children(INT64_C(1) << 40);
+}
+
+/* Length-0 variable-size arrays whose offsets buffer is NULL or has 0 bytes
+ * (Arrow C++ writes such arrays in old IPC files): both levels accept them,
+ * buffer sizes are 0, the copy reads nothing and is itself valid. The
+ * buffers are heap blocks of their exact size, so ASan sees any read of
+ * offsets[0]. */
+struct EmptyVariableCase {
+  const char* format;
+  int64_t n_buffers; /* validity, offsets[, sizes | data] */
+  int has_child;
+};
+
+static void check_empty_variable_size(const struct EmptyVariableCase* c, int64_t offset,
+                                      const void* offsets, const void* data) {
+  struct ArrowSchema key, value, entries, item;
+  init_schema(&key, "u", 0, NULL);
+  key.flags = 0;
+  init_schema(&value, "i", 0, NULL);
+  struct ArrowSchema* entry_kids[2] = {&key, &value};
+  init_schema(&entries, "+s", 2, entry_kids);
+  entries.flags = 0;
+  init_schema(&item, "i", 0, NULL);
+  struct ArrowSchema* schema_kids[1] = {strcmp(c->format, "+m") == 0 ? &entries : &item};
+  struct ArrowSchema s;
+  init_schema(&s, c->format, c->has_child ? 1 : 0, c->has_child ? schema_kids : NULL);
+
+  /* The child of a list or map: empty, with 0-byte buffers of its own. */
+  const void* leaf_buffers[3] = {NULL, NULL, NULL};
+  struct ArrowArray key_array, value_array, entries_array, item_array;
+  init_array(&key_array, 0, 3, leaf_buffers, 0, NULL);
+  init_array(&value_array, 0, 2, leaf_buffers, 0, NULL);
+  struct ArrowArray* entry_array_kids[2] = {&key_array, &value_array};
+  init_array(&entries_array, 0, 1, leaf_buffers, 2, entry_array_kids);
+  init_array(&item_array, 0, 2, leaf_buffers, 0, NULL);
+  struct ArrowArray* array_kids[1] = {strcmp(c->format, "+m") == 0 ? &entries_array
+                                                                    : &item_array};
+  const void* buffers[3] = {NULL, offsets, data};
+  struct ArrowArray a;
+  init_array(&a, 0, c->n_buffers, buffers, c->has_child ? 1 : 0,
+             c->has_child ? array_kids : NULL);
+  a.offset = offset;
+  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+
+  CHECK_EQ_INT(FERRY_OK, validate(&s, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_EQ_INT(FERRY_OK, validate(&s, &d, FERRY_VALIDATE_FULL));
+  for (int64_t i = 1; i < c->n_buffers; i++) {
+    int64_t size = -1;
+    CHECK_EQ_INT(FERRY_OK,
+                 ferry_array_buffer_size(&s, &a, ARROW_DEVICE_CPU, -1, i, &size, &error));
+    CHECK_EQ_INT(0, size);
+  }
+  struct ArrowDeviceArray out;
+  memset(&out, 0, sizeof out);
+  CHECK_EQ_INT(FERRY_OK, ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &error));
+  memset(&findings, 0, sizeof findings);
+  int copy_valid =
+      ferry_validate_device_array(&s, &out, FERRY_VALIDATE_FULL, collect, &findings, NULL);
+  ferry_device_array_release(&out);
+  CHECK_EQ_INT(FERRY_OK, copy_valid);
+}
+
+static const struct EmptyVariableCase kEmptyVariableCases[] = {
+    {"u", 3, 0},   {"z", 3, 0},   {"U", 3, 0},   {"Z", 3, 0},   {"+l", 2, 1},
+    {"+L", 2, 1},  {"+m", 2, 1},  {"+vl", 3, 1}, {"+vL", 3, 1},
+};
+
+FERRY_TEST(empty_variable_size_arrays_with_0_byte_offsets_are_valid_and_never_read) {
+  for (size_t k = 0; k < sizeof kEmptyVariableCases / sizeof kEmptyVariableCases[0]; k++) {
+    const struct EmptyVariableCase* c = &kEmptyVariableCases[k];
+    int64_t offsets_for[2] = {0, 3};
+    for (int o = 0; o < 2; o++) {
+      /* A 0-byte block (a unique pointer that ASan lets nobody read). */
+      void* empty_offsets = malloc(0);
+      void* empty_third = malloc(0);
+      if (empty_offsets == NULL) empty_offsets = malloc(1);
+      if (empty_third == NULL) empty_third = malloc(1);
+      check_empty_variable_size(c, offsets_for[o], empty_offsets, empty_third);
+      check_empty_variable_size(c, offsets_for[o], NULL, NULL);
+      free(empty_offsets);
+      free(empty_third);
+    }
+  }
+}
+
+/* The reproducer of the 256 MB read: an empty utf8 array whose offsets
+ * "buffer" holds a crafted 2^28 where offsets[0] would be. DEFAULT accepted
+ * it and the copy then read offsets[0] bytes of data; now nothing reads it. */
+FERRY_TEST(copy_of_an_empty_utf8_never_trusts_a_crafted_offset) {
+  struct ArrowSchema s;
+  init_schema(&s, "u", 0, NULL);
+  int32_t* offsets = (int32_t*)malloc(sizeof(int32_t));
+  CHECK(offsets != NULL);
+  offsets[0] = INT32_C(1) << 28;
+  char* data = (char*)malloc(1);
+  CHECK(data != NULL);
+  const void* buffers[3] = {NULL, offsets, data};
+  struct ArrowArray a;
+  init_array(&a, 0, 3, buffers, 0, NULL);
+  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+  CHECK_EQ_INT(FERRY_OK, validate(&s, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_EQ_INT(FERRY_OK, validate(&s, &d, FERRY_VALIDATE_FULL));
+  struct ArrowDeviceArray out;
+  memset(&out, 0, sizeof out);
+  CHECK_EQ_INT(FERRY_OK, ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &error));
+  CHECK_EQ_INT(0, out.array.length);
+  ferry_device_array_release(&out);
+  free(offsets);
+  free(data);
+}
+
+/* Issue 20, item 12: the sim shares ARROW_DEVICE_EXT_DEV with every other
+ * extension device. An ext_dev array whose memory the sim did not allocate
+ * is accepted as unknown device memory is, on any device id (the sim's ids
+ * included), and never dereferenced: its buffers here are unmapped
+ * addresses, so any read would crash. Memory the sim did allocate keeps the
+ * strict checks. */
+FERRY_TEST(ext_dev_memory_the_sim_did_not_allocate_is_unknown_not_refused) {
+  struct ArrowSchema s;
+  init_schema(&s, "u", 0, NULL);
+  const void* foreign_offsets = (const void*)(uintptr_t)0x1000;
+  const void* foreign_data = (const void*)(uintptr_t)0x2000;
+  const void* buffers[3] = {NULL, foreign_offsets, foreign_data};
+  struct ArrowArray a;
+  init_array(&a, 3, 3, buffers, 0, NULL);
+  int64_t ids[3] = {0, 3, 7};
+  for (int k = 0; k < 3; k++) {
+    struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_EXT_DEV, ids[k]);
+    int rc = validate(&s, &d, FERRY_VALIDATE_DEFAULT);
+    if (rc != FERRY_OK) print_findings(&findings);
+    CHECK_EQ_INT(FERRY_OK, rc);
+    rc = validate(&s, &d, FERRY_VALIDATE_FULL);
+    if (rc != FERRY_OK) print_findings(&findings);
+    CHECK_EQ_INT(FERRY_OK, rc);
+    /* What needs the contents refuses with a message instead of reading. */
+    int64_t size = 0;
+    CHECK(ferry_array_buffer_size(&s, &a, ARROW_DEVICE_EXT_DEV, ids[k], 2, &size, &error) !=
+          FERRY_OK);
+    struct ArrowDeviceArray out;
+    memset(&out, 0, sizeof out);
+    CHECK(ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &error) != FERRY_OK);
+    CHECK(out.array.release == NULL);
+  }
+
+  /* The sim's own memory, claimed by another sim device or read past its
+   * end, is still refused. */
+  struct FerryDevice* sim1 = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_device_resolve(ARROW_DEVICE_EXT_DEV, 1, &sim1, NULL));
+  void* values = NULL;
+  CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim1, 8, &values, NULL));
+  struct ArrowSchema ints;
+  init_schema(&ints, "i", 0, NULL);
+  const void* int_buffers[2] = {NULL, values};
+  struct ArrowArray ia;
+  init_array(&ia, 2, 2, int_buffers, 0, NULL);
+  struct ArrowDeviceArray d = on_device(&ia, ARROW_DEVICE_EXT_DEV, 0);
+  CHECK_EQ_INT(EINVAL, validate(&ints, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_FINDING("device", "root", "is not sim device 0 memory (it is sim device 1 memory)");
+  d = on_device(&ia, ARROW_DEVICE_EXT_DEV, 1);
+  CHECK_EQ_INT(FERRY_OK, validate(&ints, &d, FERRY_VALIDATE_FULL));
+  ia.length = 3;
+  d = on_device(&ia, ARROW_DEVICE_EXT_DEV, 1);
+  CHECK_EQ_INT(EINVAL, validate(&ints, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_FINDING("device", "root", "runs past the end of a 8-byte allocation");
+  CHECK_EQ_INT(FERRY_OK, ferry_device_deallocate(sim1, values, NULL));
+}
+
+/* The copy sizes a utf8 data buffer by its offsets, which a DEFAULT import
+ * never read: offsets whose ends are out of order are refused by name
+ * instead of sizing a copy (the rest is FULL's: no consumer can tell a CPU
+ * data buffer's size). */
+FERRY_TEST(copy_refuses_unvalidated_offsets_whose_ends_are_out_of_order) {
+  struct ArrowSchema s;
+  init_schema(&s, "u", 0, NULL);
+  static const int32_t offsets[3] = {5, 9, 3};
+  const void* buffers[3] = {NULL, offsets, "abcdefghij"};
+  struct ArrowArray a;
+  init_array(&a, 2, 3, buffers, 0, NULL);
+  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+  CHECK_EQ_INT(FERRY_OK, validate(&s, &d, FERRY_VALIDATE_DEFAULT));
+  CHECK_EQ_INT(EINVAL, validate(&s, &d, FERRY_VALIDATE_FULL));
+  struct ArrowDeviceArray out;
+  memset(&out, 0, sizeof out);
+  CHECK_EQ_INT(EINVAL, ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &error));
+  CHECK_CONTAINS(error.message,
+                 "the offsets do not address a range: offsets[0] = 5, offsets[2] = 3");
+  CHECK(out.array.release == NULL);
+}
+
+/* Found by fuzz_hostile: an array declaring 3 children over a table of one,
+ * whose schema has 2. Neither count bounds the table, so none of it is
+ * read (the mismatch is the finding). */
+FERRY_TEST(children_are_not_walked_when_the_array_and_schema_counts_differ) {
+  struct ArrowSchema a_schema, b_schema;
+  init_schema(&a_schema, "i", 0, NULL);
+  init_schema(&b_schema, "i", 0, NULL);
+  struct ArrowSchema* schema_kids[2] = {&a_schema, &b_schema};
+  struct ArrowSchema s;
+  init_schema(&s, "+s", 2, schema_kids);
+  const void* child_buffers[2] = {NULL, kInt32s};
+  struct ArrowArray child;
+  init_array(&child, 2, 2, child_buffers, 0, NULL);
+  struct ArrowArray** table = (struct ArrowArray**)malloc(sizeof(struct ArrowArray*));
+  CHECK(table != NULL);
+  table[0] = &child;
+  const void* struct_buffers[1] = {NULL};
+  struct ArrowArray a;
+  init_array(&a, 2, 1, struct_buffers, 3, table);
+  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+  CHECK_EQ_INT(EINVAL, validate(&s, &d, FERRY_VALIDATE_FULL));
+  CHECK_EQ_INT(1, findings.n);
+  CHECK_FINDING("n_children", "root", "array has 3 children but its schema has 2");
+  free(table);
+}

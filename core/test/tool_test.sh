@@ -91,6 +91,27 @@ expect bad_stream_after_end 1 --has "FAIL crash: root: producer crashed with SIG
 expect bad_stream_no_error 1 --has "FAIL stream_error: stream: get_next call 2 returned 5 (EIO) but get_last_error returned NULL" -- check --stream "$(p bad_stream_no_error produce_stream)"
 expect bad_stream_device 1 --has "FAIL device: batch[1].root: batch device_type 12 (ext_dev) differs from the stream's device_type 1 (cpu)" --lacks "batch[0]" --lacks "batch[2]" -- check --stream "$(p bad_stream_device produce_stream)"
 
+# ---- async producers (ferry check --async): the good one passes all six runs, ------
+# ---- each broken one is named by the rule it breaks --------------------------------
+pa() { p "$1" produce_async; }
+expect good_async 0 --has "OK run \"window 8\": 3 tasks (3 batches valid), end marker, released once" --has "OK run \"request(-1)\": 0 tasks (0 batches valid), on_error, released once" --has "OK, no findings" --lacks "FAIL" -- check --async "$(pa good_async)"
+expect good_async_sync 0 --has "OK run \"cancel\": 2 tasks (1 batches valid)" --has "OK, no findings" --lacks "FAIL" -- check --async "$(pa good_async_sync)"
+expect bad_async_task_before_schema 1 --has "FAIL async_order: run \"window 1\": on_next_task came before on_schema" -- check --async --timeout 2 "$(pa bad_async_task_before_schema)"
+expect bad_async_no_producer 1 --has "FAIL async_producer: run \"window 1\": on_schema came with handler->producer NULL" --lacks "async_request" -- check --async --timeout 2 "$(pa bad_async_no_producer)"
+expect bad_async_overrun 1 --has "FAIL async_demand: run \"cancel\": task 2 came, only 2 requested (more tasks than requested)" -- check --async --timeout 2 "$(pa bad_async_overrun)"
+expect bad_async_overlap 1 --has "FAIL async_serial: run \"window 1\": on_next_task overlapped another handler callback (concurrent handler calls)" -- check --async --timeout 2 "$(pa bad_async_overlap)"
+expect bad_async_after_release 1 --has "FAIL async_after_release: run \"window 1\": on_error was called after release" -- check --async --timeout 2 "$(pa bad_async_after_release)"
+expect bad_async_no_release 1 --has "FAIL async_release: run \"window 1\": HANG: the handler was never released" --has "SKIPPED run \"request(-1)\": the producer hangs" -- check --async --timeout 1 "$(pa bad_async_no_release)"
+expect bad_async_double_release 1 --has "FAIL async_release: run \"window 1\": the handler was released twice" -- check --async --timeout 2 "$(pa bad_async_double_release)"
+expect bad_async_malformed 1 --has "FAIL n_buffers: run \"window 1\" batch[1].root.children[0]: int32 array needs 2 buffers, found n_buffers = 3" --lacks "batch[0]" -- check --async --timeout 2 "$(pa bad_async_malformed)"
+expect bad_async_null_message 1 --has "FAIL async_error: run \"request(0)\": on_error(22, EINVAL) came with a NULL message" -- check --async --timeout 2 "$(pa bad_async_null_message)"
+expect bad_async_ignores_bad_request 1 --has "FAIL async_request: run \"request(0)\": request(0) got no on_error within 1 s" --has "FAIL async_request: run \"request(-1)\"" --lacks "async_release" -- check --async --timeout 1 "$(pa bad_async_ignores_bad_request)"
+expect bad_async_reentrant 1 --has "FAIL async_reentry: run \"window 1\": on_next_task was called synchronously from within request or cancel" -- check --async --timeout 2 "$(pa bad_async_reentrant)"
+expect bad_async_error_after_cancel 1 --has "FAIL async_cancel: run \"cancel\": on_error(ECANCELED, \"cancelled\") came after cancel" --lacks "FAIL async_cancel: run \"window" -- check --async --timeout 2 "$(pa bad_async_error_after_cancel)"
+expect bad_async_task_twice 1 --has "FAIL async_task: run \"window 8\": task 1 is task 0 again (the same private_data, not yet extracted)" --lacks "FAIL crash" -- check --async --timeout 2 "$(pa bad_async_task_twice)"
+expect usage_async_and_stream 2 --has "choose --stream or --async" -- check --async --stream "$(pa good_async)"
+expect usage_inspect_async 2 --has "inspect does not take --async" -- inspect --async "$(pa good_async)"
+
 # ---- inspect and devices ---------------------------------------------------------
 expect inspect_good 0 --has "root.children[1]: format \"u\" length 4 null_count 0 offset 0 n_buffers 3" --has "device: cpu (device_type 1) device_id -1 sync_event" --has "bytes)" -- inspect "$(p good_array)"
 expect inspect_stream 0 --has "end of stream after 3 batches" -- inspect --stream "$(p good_stream produce_stream)"
@@ -124,6 +145,12 @@ if [ -f "$C_PLUGIN" ]; then
   expect plugin_stream_fail_at_end 0 --has "OK injected failure: injected failure at get_next 3" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "int8:batches=2:fail=get_next@3" --stream
   expect plugin_stream_fail_beyond_end 0 --has "OK, no findings" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "int8:batches=2:fail=get_next@9" --stream
   expect plugin_stream_fail_get_schema 0 --has "OK injected failure: injected failure at get_schema" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "utf8:fail=get_schema" --stream
+  # --async: the plugin's ferry_it_export_async through the strict checking consumer.
+  for case_spec in "int32:window=4:batches=5" "utf8:device=sim:nulls=3:batches=3:cancel=1" \
+                   "int32:batches=4:fail=consumer@2" "int32:batches=3:fail=get_next@2:window=2"; do
+    expect "plugin_async_$case_spec" 0 --has "OK async: the strict checking consumer accepted the stream" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "$case_spec" --async
+  done
+  expect plugin_async_fail_export 0 --has "OK injected failure: injected failure at export" --lacks "FAIL" -- check --plugin "$C_PLUGIN" --case "int32:fail=export" --async
   expect plugin_bad_case 1 --has "FAIL return_code: root: ferry_it_export_array returned" -- check --plugin "$C_PLUGIN" --case "int33"
   expect plugin_missing 2 --has "cannot load plugin" -- check --plugin "$PRODUCERS/no_such_plugin.so" --case int32
   # The value checker is found next to the tool by default; a wrong override is a finding.

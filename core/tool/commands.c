@@ -1,10 +1,12 @@
 /* The commands of the ferry tool: devices, inspect, check (arrays, streams)
  * and check --plugin (a cross-language test plugin's export of a case). */
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "allocations.h"
@@ -250,6 +252,8 @@ struct plugin_args {
   const char* plugin;
   const char* case_spec;
   int stream;
+  int async;                        /* --async: the plugin's ferry_it_export_async */
+  int timeout_seconds;              /* the child's limit */
   char checker_path[PATH_MAX + 64]; /* the binary's directory + the plugin's name */
 };
 
@@ -271,6 +275,7 @@ static void case_fail_key(const char* case_spec, char* out, size_t out_size) {
         snprintf(out, out_size, "get_next@%lld", (long long)c.fail_at);
       }
       break;
+    case IT_FAIL_CONSUMER: break; /* async only: a plain stream for sync checkers */
   }
 }
 
@@ -295,6 +300,11 @@ static int load_checker(const struct plugin_args* args, struct it_plugin* checke
   if ((args->stream ? (void*)checker->check_stream : (void*)checker->check_array) == NULL) {
     tool_fail("values", "root", "%s does not export ferry_it_check_%s", args->checker_path,
               args->stream ? "stream" : "array");
+    return -1;
+  }
+  const char* missing = NULL;
+  if (args->async && !it_plugin_has_async(checker, &missing)) {
+    tool_fail("values", "root", "%s does not export %s", args->checker_path, missing);
     return -1;
   }
   return 0;
@@ -418,6 +428,78 @@ static void plugin_stream_child(const struct plugin_args* args,
   check_leaks(plugin, &baseline, "after the value checks released the stream");
 }
 
+/* --async: the plugin's ferry_it_export_async into the strict checking
+ * consumer of the C checker plugin (ferry_it_check_async, the generic layer
+ * of core/harness/async: protocol and values), bounded by the timeout. */
+static void plugin_async_child(const struct plugin_args* args,
+                               const struct it_plugin* plugin, const char* fail_key) {
+  struct it_allocations baseline;
+  it_allocations_take(&baseline, &plugin, 1);
+  struct it_plugin checker;
+  if (load_checker(args, &checker) != 0) return;
+  /* Heap memory, never freed: a hung producer may still call the handler. */
+  struct ArrowAsyncDeviceStreamHandler* handler = calloc(1, sizeof *handler);
+  if (handler == NULL) {
+    tool_fail("setup", "async", "out of memory for the handler");
+    return;
+  }
+  void* ticket = NULL;
+  tool_stage("ferry_it_check_async(\"%s\") of the C checker", args->case_spec);
+  int rc = checker.check_async(args->case_spec, handler, &ticket);
+  if (rc != 0) {
+    tool_fail("values", "async", "the C checker refused the case: %s",
+              it_plugin_error(&checker));
+    return;
+  }
+  tool_stage("ferry_it_export_async(\"%s\")", args->case_spec);
+  rc = plugin->export_async(args->case_spec, handler);
+  int injected = 0;
+  const char* message = NULL;
+  if (rc != 0) {
+    injected = export_failure_expected(plugin, fail_key, "ferry_it_export_async", "async",
+                                       rc, &message);
+  } else if (strcmp(fail_key, "export") == 0) {
+    tool_fail("injection", "async",
+              "ferry_it_export_async succeeded, expected \"injected failure at export\"");
+  }
+  char said[1024];
+  snprintf(said, sizeof said, "%s", message != NULL ? message : "");
+  /* The child's own limit is the timeout: leave a second to report. */
+  int64_t wait_ms =
+      args->timeout_seconds > 1 ? (int64_t)(args->timeout_seconds - 1) * 1000 : 500;
+  tool_stage("waiting %lld ms for the release and the strict checker's verdict",
+             (long long)wait_ms);
+  int verdict = checker.async_result(ticket, wait_ms);
+  if (verdict == ETIMEDOUT) {
+    tool_fail("async_hang", "async", "no verdict within %lld ms: %s", (long long)wait_ms,
+              it_plugin_error(&checker));
+    return;
+  }
+  int64_t before = tool_child_findings();
+  if (verdict != 0) {
+    tool_fail("async", "async", "the strict checker: %s (%s)", it_plugin_error(&checker),
+              ferry_errno_name(verdict));
+  }
+  free(handler);
+  /* The producer may free its own state after it released the handler (the
+   * spec lets it clean up then, on its thread): the ledger is read again
+   * until it is back or 3 s have passed, then judged. */
+  char why[256];
+  for (int ms = 0; ms < 3000; ms++) {
+    if (it_allocations_expect(&baseline, &plugin, 1, why, sizeof why) == 0) break;
+    struct timespec pause = {0, 1000000};
+    nanosleep(&pause, NULL);
+  }
+  check_leaks(plugin, &baseline, "after the handler's release");
+  if (tool_child_findings() == before) {
+    if (injected) {
+      tool_ok("injected failure: %s", said);
+    } else {
+      tool_ok("async: the strict checking consumer accepted the stream");
+    }
+  }
+}
+
 static void plugin_child(void* arg) {
   const struct plugin_args* args = (const struct plugin_args*)arg;
   static struct it_plugin plugin; /* 8 KiB: not on the child's stack */
@@ -433,6 +515,11 @@ static void plugin_child(void* arg) {
                      args->stream ? "stream" : "array");
     return;
   }
+  const char* missing = NULL;
+  if (args->async && !it_plugin_has_async(&plugin, &missing)) {
+    tool_usage_error("plugin %s does not export %s", args->plugin, missing);
+    return;
+  }
   char why[256];
   if (it_allocations_init(why, sizeof why) != 0) {
     tool_fail("setup", "root", "%s", why);
@@ -440,7 +527,9 @@ static void plugin_child(void* arg) {
   }
   char fail_key[64];
   case_fail_key(args->case_spec, fail_key, sizeof fail_key);
-  if (args->stream) {
+  if (args->async) {
+    plugin_async_child(args, &plugin, fail_key);
+  } else if (args->stream) {
     plugin_stream_child(args, &plugin, fail_key);
   } else {
     plugin_array_child(args, &plugin, fail_key);
@@ -467,12 +556,14 @@ static void find_checker(char* out, size_t out_size) {
 }
 
 int tool_cmd_check_plugin(const char* plugin, const char* case_spec, int stream,
-                          int timeout_seconds) {
+                          int async, int timeout_seconds) {
   struct plugin_args args;
   memset(&args, 0, sizeof args);
   args.plugin = plugin;
   args.case_spec = case_spec;
-  args.stream = stream;
+  args.stream = stream || async;
+  args.async = async;
+  args.timeout_seconds = timeout_seconds;
   find_checker(args.checker_path, sizeof args.checker_path);
   struct tool_run_result result;
   if (tool_run_isolated(plugin_child, &args, timeout_seconds, &result) != 0) {
@@ -480,6 +571,8 @@ int tool_cmd_check_plugin(const char* plugin, const char* case_spec, int stream,
   }
   char what[PATH_MAX + 600];
   snprintf(what, sizeof what, "check --plugin %s --case %s%s", plugin, case_spec,
-           stream ? " --stream" : "");
+           async    ? " --async"
+           : stream ? " --stream"
+                    : "");
   return tool_finish(what, &result);
 }

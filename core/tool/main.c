@@ -23,7 +23,17 @@ static void print_help(FILE* out) {
       "  check --stream LIB.so:SYMBOL     check an exported stream (schema, batches, "
       "end,\n"
       "                                   errors, release)\n"
-      "  check --plugin LIB.so --case CASE [--stream]\n"
+      "  check --async LIB.so:SYMBOL      check an async producer, int SYMBOL(struct\n"
+      "                                   ArrowAsyncDeviceStreamHandler*): six runs as "
+      "a\n"
+      "                                   demanding consumer (windows 1 and 8, request\n"
+      "                                   from inside the callbacks, cancel, a refused\n"
+      "                                   task, request(0) and request(-1)); every "
+      "broken\n"
+      "                                   rule is a finding named async_*; a run waits\n"
+      "                                   --timeout seconds (default %d) for the "
+      "release\n"
+      "  check --plugin LIB.so --case CASE [--stream|--async]\n"
       "                                   check a test plugin's export of CASE "
       "(a plugin\n"
       "                                   exporting the entry points of "
@@ -46,7 +56,7 @@ static void print_help(FILE* out) {
       "symbol not found).\n"
       "Environment: FERRY_IT_C_PLUGIN overrides the C checker plugin's path\n"
       "(default: <tool dir>/../plugins/libferry_it_c.so).\n",
-      TOOL_DEFAULT_TIMEOUT_SECONDS);
+      TOOL_DEFAULT_ASYNC_TIMEOUT_SECONDS, TOOL_DEFAULT_TIMEOUT_SECONDS);
 }
 
 static int usage_error(const char* fmt, const char* arg) {
@@ -83,6 +93,8 @@ int main(int argc, char** argv) {
   }
 
   int stream = 0;
+  int async = 0;
+  int timeout_given = 0;
   int timeout_seconds = TOOL_DEFAULT_TIMEOUT_SECONDS;
   const char* plugin = NULL;
   const char* case_spec = NULL;
@@ -91,12 +103,15 @@ int main(int argc, char** argv) {
     const char* arg = argv[i];
     if (strcmp(arg, "--stream") == 0) {
       stream = 1;
+    } else if (strcmp(arg, "--async") == 0) {
+      async = 1;
     } else if (strcmp(arg, "--timeout") == 0 || strcmp(arg, "--plugin") == 0 ||
                strcmp(arg, "--case") == 0) {
       if (i + 1 >= argc) return usage_error("%s needs a value", arg);
       const char* value = argv[++i];
       if (strcmp(arg, "--timeout") == 0) {
         timeout_seconds = parse_seconds(value);
+        timeout_given = 1;
         if (timeout_seconds < 0) {
           return usage_error(
               "--timeout needs a whole number of seconds (1..86400), got \"%s\"", value);
@@ -116,7 +131,7 @@ int main(int argc, char** argv) {
   }
 
   if (strcmp(command, "devices") == 0) {
-    if (target != NULL || plugin != NULL || case_spec != NULL || stream) {
+    if (target != NULL || plugin != NULL || case_spec != NULL || stream || async) {
       return usage_error("%s takes no arguments", "devices");
     }
     return tool_cmd_devices();
@@ -125,19 +140,25 @@ int main(int argc, char** argv) {
     if (plugin != NULL || case_spec != NULL) {
       return usage_error("%s does not take --plugin or --case", "inspect");
     }
+    if (async) return usage_error("%s does not take --async", "inspect");
     if (target == NULL) return usage_error("%s needs LIB.so:SYMBOL", "inspect");
     return tool_cmd_inspect(target, stream, timeout_seconds);
   }
   if (strcmp(command, "check") == 0) {
+    if (async && stream) return usage_error("%s: choose --stream or --async", "check");
     if (plugin != NULL || case_spec != NULL) {
       if (plugin == NULL) return usage_error("%s needs --plugin LIB.so", "--case");
       if (case_spec == NULL) return usage_error("%s needs --case CASE", "--plugin");
       if (target != NULL) {
         return usage_error("unexpected argument \"%s\" with --plugin", target);
       }
-      return tool_cmd_check_plugin(plugin, case_spec, stream, timeout_seconds);
+      return tool_cmd_check_plugin(plugin, case_spec, stream, async, timeout_seconds);
     }
     if (target == NULL) return usage_error("%s needs LIB.so:SYMBOL", "check");
+    if (async) {
+      return tool_cmd_check_async(
+          target, timeout_given ? timeout_seconds : TOOL_DEFAULT_ASYNC_TIMEOUT_SECONDS);
+    }
     return tool_cmd_check(target, stream, timeout_seconds);
   }
   return usage_error("unknown command \"%s\"", command);

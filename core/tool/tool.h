@@ -84,7 +84,12 @@ int tool_cmd_devices(void);
 int tool_cmd_inspect(const char* target, int stream, int timeout_seconds);
 int tool_cmd_check(const char* target, int stream, int timeout_seconds);
 int tool_cmd_check_plugin(const char* plugin, const char* case_spec, int stream,
-                          int timeout_seconds);
+                          int async, int timeout_seconds);
+/* check_async.c: `ferry check --async LIB.so:SYMBOL`. */
+int tool_cmd_check_async(const char* target, int timeout_seconds);
+
+/* Default limit of one async run (`ferry check --async`), in seconds. */
+#define TOOL_DEFAULT_ASYNC_TIMEOUT_SECONDS 10
 
 /* Prints the summary line and maps a run to the exit code. */
 int tool_finish(const char* what, const struct tool_run_result* result);

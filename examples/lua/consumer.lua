@@ -8,8 +8,8 @@ local ferry = require("ferry")
 -- Something a producer handed over: list<int32> and a dictionary array.
 local function handed_over(spec)
   local slots = ferry.array_slots()
-  ferry.export_array(spec, slots.schema, slots.array)
-  return ferry.import_array(slots.schema, slots.array) -- takes ownership; validates
+  ferry.export_array(spec, slots.array, slots.schema)
+  return ferry.import(slots.array, slots.schema) -- takes ownership; validates
 end
 
 local lists = handed_over{ type = "list", values = { { 1, 2 }, {}, { 3 } }, length = 3 }

@@ -10,9 +10,9 @@ local schema, array = slots.schema, slots.array
 ferry.export_array({ type = "struct", length = 3, fields = {
   { name = "name", type = "utf8", values = { "ada", "grace", "linus" } },
   { name = "score", type = "float64", values = { 9.5, 8.25, 7 } },
-} }, schema, array)
--- (the consumer side, here in Lua too)
-local people = ferry.import_array(schema, array)
+} }, array, schema)
+-- (the consumer side, here in Lua too): the array first, then its schema
+local people = ferry.import(array, schema)
 for i = 0, people:length() - 1 do
   local row = people:value(i)
   print(string.format("row %d: %s %.2f", i, row.name, row.score))
@@ -22,8 +22,8 @@ people:release()
 -- 2. A zero-copy buffer: the bytes of a Lua string are the array's values.
 local bytes = string.rep("\7\0\0\0", 3)
 ferry.export_array({ format = "i", name = "sevens", length = 3, buffers = { false, bytes, n = 2 } },
-                   schema, array)
-local sevens = ferry.import_array(schema, array)
+                   array, schema)
+local sevens = ferry.import(array, schema)
 print("sevens: " .. table.concat(sevens:to_table(), " "))
 sevens:release() -- drops the anchor on the string
 

@@ -11,10 +11,10 @@ local produced = ferry.array{ type = "int32", values = { 1, nil, 3, 4 }, length 
 -- The handoff: a consumer allocates the structs (an ArrowSchema and an
 -- ArrowDeviceArray), the producer moves into them.
 local slots = ferry.array_slots()
-produced:export(slots.schema, slots.array)
+produced:export(slots.array, slots.schema) -- the array first, then its schema
 
 -- Consumer: take ownership (validated), read with bounds checks, release.
-local arr = ferry.import_array(slots.schema, slots.array)
+local arr = ferry.import(slots.array, slots.schema)
 local parts, sum = {}, 0
 for i = 0, arr:length() - 1 do
   local v = arr:value(i)

@@ -92,6 +92,13 @@ for pair in "5.4 lua5.4" "5.1 luajit"; do
   else
     cat "$tmp/out" >>"$log"; fail "consumer.lua on $lua"
   fi
+  if run "$v" "$lua" async.lua >"$tmp/out" 2>"$log" &&
+     expect "batch: 1 squared is 1" "batch: 4 squared is 16" "producer: ended cleanly" \
+            "still owned by Lua exports: 0"; then
+    pass "async.lua on $lua"
+  else
+    cat "$tmp/out" >>"$log"; fail "async.lua on $lua"
+  fi
   for gpu in none cuda; do
     env=()
     device_line="device: ext_dev:0 (no GPU: the simulated device)"

@@ -68,5 +68,6 @@ expect producer.py "sim:0 event [0, 1, 2, 3]" "sim:0 event [8, 9, 10, 11]"
 expect consumer.py "ferry stream on sim: 66" "pyarrow table: 7" "polars frame: 30"
 expect pyarrow_interop.py "ferry sees: ['apple', None, 'cherry']" "pyarrow sees: ['apple', None, 'cherry']" "batches: [2, 2]"
 expect sim_device.py "before waiting: a5a5a5a5" "after waiting: [10, 20, 30, 40]" "numpy: [10 20 30 40]"
+expect async_stream.py "sim:0 [0, 1, 2, 3]" "sim:0 [8, 9, 10, 11]"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

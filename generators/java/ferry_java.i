@@ -62,6 +62,16 @@ FERRY_ADDRESS(struct FerryDevice*)
 FERRY_ADDRESS(const struct FerryDevice*)
 FERRY_ADDRESS(struct FerryPreparedSchema*)
 FERRY_ADDRESS(const struct FerryPreparedSchema*)
+/* The async structs and ferry's async state machines: addresses too. */
+FERRY_ADDRESS(struct ArrowAsyncDeviceStreamHandler*)
+FERRY_ADDRESS(const struct ArrowAsyncDeviceStreamHandler*)
+FERRY_ADDRESS(struct ArrowAsyncProducer*)
+FERRY_ADDRESS(const struct ArrowAsyncProducer*)
+FERRY_ADDRESS(struct ArrowAsyncTask*)
+FERRY_ADDRESS(const struct ArrowAsyncTask*)
+FERRY_ADDRESS(struct FerryAsyncSender*)
+FERRY_ADDRESS(const struct FerryAsyncSender*)
+FERRY_ADDRESS(struct FerryAsyncConsumer*)
 /* DLPack tensors are opaque to Java too: their address is what Java hands to
  * another library (e.g. a DLPack-speaking consumer), never a proxy. */
 FERRY_ADDRESS(struct DLManagedTensorVersioned*)
@@ -75,6 +85,7 @@ FERRY_ADDRESS(FerryReleaseHook)
 FERRY_ADDRESS(FerryStreamGetSchemaFn)
 FERRY_ADDRESS(FerryStreamGetNextFn)
 FERRY_ADDRESS(FerryFindingFn)
+FERRY_ADDRESS(FerryAsyncNotifyFn)
 
 /* ---- ferry_jni.h: the JNIEnv, Java objects, text ----------------------- */
 
@@ -129,6 +140,8 @@ FERRY_ADDRESS_OUT(void** sync_event_out)
 FERRY_ADDRESS_OUT(struct ArrowSchema** dictionary_out)
 FERRY_ADDRESS_OUT(struct ArrowArray** dictionary_out)
 FERRY_ADDRESS_OUT(struct DLManagedTensorVersioned** out)
+FERRY_ADDRESS_OUT(struct FerryAsyncSender** out)
+FERRY_ADDRESS_OUT(struct FerryAsyncConsumer** out)
 
 %apply int* OUTPUT { ArrowDeviceType* out };
 %apply int* OUTPUT { int32_t* length };
@@ -182,6 +195,9 @@ FERRY_PREDICATE(ferry_device_array_is_released)
 FERRY_PREDICATE(ferry_device_array_reserved_is_zero)
 FERRY_PREDICATE(ferry_array_stream_is_released)
 FERRY_PREDICATE(ferry_device_is_host_accessible)
+FERRY_PREDICATE(ferry_async_handler_is_released)
+FERRY_PREDICATE(ferry_async_task_is_released)
+FERRY_PREDICATE(ferry_async_sender_is_cancelled)
 
 /* Metadata is binary and the key/value pointers are not terminated: return
  * addresses; io.github.ferryarrow.ferry.jni.Support copies the bytes. */
@@ -195,6 +211,7 @@ FERRY_PREDICATE(ferry_device_is_host_accessible)
 FERRY_RAW_CHARS(ferry_schema_metadata)
 FERRY_RAW_CHARS(ferry_schema_metadata_key)
 FERRY_RAW_CHARS(ferry_schema_metadata_value)
+FERRY_RAW_CHARS(ferry_async_producer_additional_metadata)
 
 /* ---- what Java never sees ---------------------------------------------- */
 
@@ -208,6 +225,11 @@ FERRY_RAW_CHARS(ferry_schema_metadata_value)
 %ignore FerryDevice;
 %ignore FerryPreparedSchema;
 %ignore DLManagedTensorVersioned;
+%ignore ArrowAsyncDeviceStreamHandler;
+%ignore ArrowAsyncProducer;
+%ignore ArrowAsyncTask;
+%ignore FerryAsyncSender;
+%ignore FerryAsyncConsumer;
 /* The error buffer is internal to every wrapper. */
 %ignore ferry_error_init;
 %ignore ferry_error_message;
@@ -222,6 +244,7 @@ FERRY_RAW_CHARS(ferry_schema_metadata_value)
 %ignore ARROW_C_STREAM_INTERFACE;
 %ignore ARROW_C_DEVICE_DATA_INTERFACE;
 %ignore ARROW_C_DEVICE_STREAM_INTERFACE;
+%ignore ARROW_C_ASYNC_STREAM_INTERFACE;
 
 /* The native methods need libferry_jni.so: load it (and check the ABI
  * version of libferry.so) when the JNI class is first used. */

@@ -10,7 +10,8 @@
 # The flags are the ones runtimes.md §7 found necessary: allowlists so glibc's
 # typedefs stay out, signed macro constants so ARROW_DEVICE_* have the type of
 # the int32_t device_type field, no Copy on the owning Arrow structs (a copy
-# would invite a double release), zeroing Default for out-structs, and
+# would invite a double release; ArrowAsyncTask stays Copy: the specification
+# lets a consumer copy a task out of on_next_task), zeroing Default for out-structs, and
 # bindgen's layout tests kept so `cargo test` proves the offsets. DLPack's
 # structs (ferry/dlpack_abi.h, force-included) come along, so that the safe
 # crate can read the tensors ferry_device_array_to_dlpack hands out.
@@ -36,7 +37,7 @@ generate() {
     --allowlist-type 'Arrow.*|Ferry.*|DL.*' \
     --allowlist-var 'FERRY_.*|ARROW_.*|DLPACK_.*' \
     --default-macro-constant-type signed \
-    --no-copy 'Arrow(Schema|Array|ArrayStream|DeviceArray|DeviceArrayStream)' \
+    --no-copy 'Arrow(Schema|Array|ArrayStream|DeviceArray|DeviceArrayStream|AsyncDeviceStreamHandler)' \
     --with-derive-default \
     --size_t-is-usize \
     -- -Icore/include -include ferry/dlpack_abi.h) >"$raw"

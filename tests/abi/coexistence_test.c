@@ -47,6 +47,33 @@ struct ArrowDeviceArray {
 };
 #endif
 
+/* Arrow C++'s async block (cpp/src/arrow/c/abi.h), guard as-is. */
+#ifndef ARROW_C_ASYNC_STREAM_INTERFACE
+#define ARROW_C_ASYNC_STREAM_INTERFACE
+struct ArrowAsyncTask {
+  int (*extract_data)(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out);
+  void* private_data;
+};
+struct ArrowAsyncProducer {
+  ArrowDeviceType device_type;
+  void (*request)(struct ArrowAsyncProducer* self, int64_t n);
+  void (*cancel)(struct ArrowAsyncProducer* self);
+  const char* additional_metadata;
+  void* private_data;
+};
+struct ArrowAsyncDeviceStreamHandler {
+  int (*on_schema)(struct ArrowAsyncDeviceStreamHandler* self,
+                   struct ArrowSchema* stream_schema);
+  int (*on_next_task)(struct ArrowAsyncDeviceStreamHandler* self,
+                      struct ArrowAsyncTask* task, const char* metadata);
+  void (*on_error)(struct ArrowAsyncDeviceStreamHandler* self, int code,
+                   const char* message, const char* metadata);
+  void (*release)(struct ArrowAsyncDeviceStreamHandler* self);
+  struct ArrowAsyncProducer* producer;
+  void* private_data;
+};
+#endif
+
 #include "ferry/ferry.h"  /* must compile: its copies are skipped */
 #include "ferry_test.h"
 
@@ -62,6 +89,18 @@ FERRY_TEST(foreign_struct_copies_are_the_same_types) {
 #ifdef ARROW_DEVICE_EXT_DEV
   CHECK(0);
 #endif
+}
+
+FERRY_TEST(foreign_async_structs_are_the_same_types) {
+  struct ArrowAsyncProducer producer;
+  memset(&producer, 0, sizeof producer);
+  producer.device_type = ARROW_DEVICE_CPU;
+  struct ArrowAsyncDeviceStreamHandler handler;
+  memset(&handler, 0, sizeof handler);
+  handler.producer = &producer;
+  CHECK(ferry_async_handler_is_released(&handler));
+  CHECK(ferry_async_handler_producer(&handler) == &producer);
+  CHECK_EQ_INT(ARROW_DEVICE_CPU, ferry_async_producer_device_type(&producer));
 }
 
 FERRY_TEST_MAIN()

@@ -59,6 +59,28 @@ LP64_ASSERT(offsetof(struct ArrowDeviceArrayStream, get_last_error) == 24);
 LP64_ASSERT(offsetof(struct ArrowDeviceArrayStream, release) == 32);
 LP64_ASSERT(offsetof(struct ArrowDeviceArrayStream, private_data) == 40);
 
+/* The async structs as Arrow C++ and arrow-go lay them out: no release member
+ * in ArrowAsyncProducer (the published page shows one; a producer laid out
+ * that way is read at the wrong offsets). */
+LP64_ASSERT(sizeof(struct ArrowAsyncTask) == 16);
+LP64_ASSERT(offsetof(struct ArrowAsyncTask, extract_data) == 0);
+LP64_ASSERT(offsetof(struct ArrowAsyncTask, private_data) == 8);
+
+LP64_ASSERT(sizeof(struct ArrowAsyncProducer) == 40);
+LP64_ASSERT(offsetof(struct ArrowAsyncProducer, device_type) == 0);
+LP64_ASSERT(offsetof(struct ArrowAsyncProducer, request) == 8);
+LP64_ASSERT(offsetof(struct ArrowAsyncProducer, cancel) == 16);
+LP64_ASSERT(offsetof(struct ArrowAsyncProducer, additional_metadata) == 24);
+LP64_ASSERT(offsetof(struct ArrowAsyncProducer, private_data) == 32);
+
+LP64_ASSERT(sizeof(struct ArrowAsyncDeviceStreamHandler) == 48);
+LP64_ASSERT(offsetof(struct ArrowAsyncDeviceStreamHandler, on_schema) == 0);
+LP64_ASSERT(offsetof(struct ArrowAsyncDeviceStreamHandler, on_next_task) == 8);
+LP64_ASSERT(offsetof(struct ArrowAsyncDeviceStreamHandler, on_error) == 16);
+LP64_ASSERT(offsetof(struct ArrowAsyncDeviceStreamHandler, release) == 24);
+LP64_ASSERT(offsetof(struct ArrowAsyncDeviceStreamHandler, producer) == 32);
+LP64_ASSERT(offsetof(struct ArrowAsyncDeviceStreamHandler, private_data) == 40);
+
 _Static_assert(sizeof(ArrowDeviceType) == 4, "ArrowDeviceType is int32_t");
 _Static_assert(sizeof(struct FerryError) == FERRY_ERROR_MESSAGE_SIZE, "FerryError");
 

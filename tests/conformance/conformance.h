@@ -1,5 +1,5 @@
 /* The conformance mode of the host (`ferry_it_host conformance PLUGIN.so ...`):
- * one plugin checked against the contract of shared/cases.md, with the C
+ * one plugin checked against the contract of docs/cases.md, with the C
  * plugin as the reference (README.md). */
 #ifndef FERRY_CONFORMANCE_CONFORMANCE_H
 #define FERRY_CONFORMANCE_CONFORMANCE_H

@@ -1,5 +1,5 @@
 /* oracle: the conformance mode's own reading of the value formula of
- * shared/cases.md: THE independent C oracle of the formula, written from the
+ * docs/cases.md: THE independent C oracle of the formula, written from the
  * text alone. It shares no code with any plugin (the C plugin has its own
  * formula in tests/integration/c/case_values.c), so a shared misreading of the
  * formula cannot hide. Case strings are parsed by the harness's one parser

@@ -25,6 +25,10 @@
 # plugin is a failure; a missing plugin that is not required is SKIPPED and
 # its pairs are not counted.
 #   FERRY_IT_CASES=FILE   extra case list (added to tests/integration/cases.txt)
+# The C hosts also run the async cases (tests/integration/cases_async.txt) for
+# every pair whose plugins export the async entry points; a runtime lacking
+# them is reported as "SKIPPED async: NAME lacks SYMBOL", a hung async pair is
+# one FAIL line after the host's --async-timeout-ms.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/../../scripts/lib.sh"
@@ -42,7 +46,7 @@ need_file "$BUILD/bin/ferry_it_host" "the matrix host" || { fail "the host is no
 require_list="$(echo "$require" | tr ' ' ',')"
 extra_cases=()
 if [ -n "${FERRY_IT_CASES:-}" ]; then
-  extra_cases=(--cases "$HERE/cases.txt" --cases "$FERRY_IT_CASES")
+  extra_cases=(--cases "$HERE/cases.txt" --cases "$FERRY_IT_CASES" --async-cases "$HERE/cases_async.txt")
 fi
 
 # run NAME COMMAND...: runs one matrix, shows its FAIL lines and summary, and
@@ -75,8 +79,13 @@ run host-selftest bash "$HERE/host/selftest.sh"
 
 # --- 2./3. the C host, both load orders ----------------------------------------------
 run c-host "$BUILD/bin/ferry_it_host" --plugin-dir "$PLUGINS" --require "$require_list" "${extra_cases[@]}"
+# The runs below exist for a process shape (load order, host runtime), not for
+# the cases: they take the short list, every type, device, failure and thread
+# kind once (the full list ran above and runs again under ASan).
+shape_cases=(--cases "$HERE/cases_load_order.txt")
+[ "${#extra_cases[@]}" -gt 0 ] && shape_cases=("${extra_cases[@]}")
 run c-host-go-first "$BUILD/bin/ferry_it_host" --plugin-dir "$PLUGINS" --go-first \
-  --require "$require_list" "${extra_cases[@]}"
+  --require "$require_list" "${shape_cases[@]}"
 
 # --- 4. ASan + UBSan -----------------------------------------------------------------
 # The host, the core and the C plugin come from the sanitizer build; the other
@@ -96,10 +105,10 @@ else
 fi
 
 # --- 5. the JVM as the host process ----------------------------------------------------
-run jvm-host bash "$HERE/jvm_host/run.sh" --require "$require_list" "${extra_cases[@]}"
+run jvm-host bash "$HERE/jvm_host/run.sh" --require "$require_list" "${shape_cases[@]}"
 
 # --- 6. Python as the host process --------------------------------------------------------
-run python-host bash "$HERE/python_host/run.sh" --require "$require_list"
+FERRY_IT_CASES_FILE="$HERE/cases_load_order.txt" run python-host bash "$HERE/python_host/run.sh" --require "$require_list"
 
 # --- 7. the benchmark entry points (ferry_it_bench.h) ----------------------------------
 # Cheap: one handoff of each kind per ordered pair, so that the entry points the

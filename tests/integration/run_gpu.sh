@@ -20,7 +20,9 @@
 #                             core/harness/runtimes.def); each must load
 #   FERRY_GPU_LOGS            where the logs go (default BUILD/it-logs/gpu)
 #
-# The case list for a device is derived from cases.txt, never kept by hand:
+# The case lists for a device are derived from cases.txt and cases_async.txt
+# (the async pairs: every pair whose plugins export the async entry points),
+# never kept by hand:
 # every case on cpu or sim (a case without device= is on the cpu) moves to
 # the device; the rejected case strings stay as they are. Ends with
 # "N passed, N failed[, N skipped]"; exits non-zero on any failure. Builds
@@ -45,7 +47,7 @@ while [ $# -gt 0 ]; do
     --emulated) emulated=1 ;;
     --plugin-dir) plugins="$2"; shift ;;
     --sample) sample="$2"; shift ;;
-    --print-cases) device_cases "$2" "$HERE/cases.txt"; exit 0 ;;
+    --print-cases) device_cases "$2" "$HERE/cases.txt"; device_cases "$2" "$HERE/cases_async.txt"; exit 0 ;;
     *) echo "usage: run_gpu.sh [--emulated] [--plugin-dir DIR] [--sample N] | --print-cases DEVICE" >&2
        exit 2 ;;
   esac
@@ -111,8 +113,12 @@ for device in cuda rocm; do
   every=""
   [ "$sample" -gt 1 ] && every=", every ${sample}th"
   echo "== $device$label: $(wc -l <"$cases") cases (cases.txt moved to $device$every)"
+  async_cases="$LOGS/cases-async-$device.txt"
+  device_cases "$device" "$HERE/cases_async.txt" | grep -Ev '^[[:space:]]*(#|$)' |
+    awk -v n="$sample" 'NR % n == 1 % n' >"$async_cases"
+  echo "   and $(wc -l <"$async_cases") async cases (cases_async.txt moved to $device$every)"
   run "matrix-$device" "$HOST" --plugin-dir "$plugins" --plugins "$list" --require "$list" \
-    --cases "$cases"
+    --cases "$cases" --async-cases "$async_cases"
   for rt in $runtimes; do
     run "conformance-$rt-$device" "$HOST" conformance "$plugins/libferry_it_$rt.so" \
       --reference "$plugins/libferry_it_c.so" --device "$device"

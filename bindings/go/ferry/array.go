@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"runtime"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -14,13 +15,27 @@ import (
 // DeviceArray is an ArrowDeviceArray in C memory owned by Go: imported from a
 // producer, exported by Go, or a batch of a stream. Release it exactly when
 // done (a second Release is harmless); a cleanup releases forgotten arrays
-// and reports them as leaks (SetLeakHook). A DeviceArray must not be used
-// from two goroutines at once.
+// and reports them as leaks (SetLeakHook).
+//
+// Threads: the methods that read (Host, HostWith, Read, Validate, Findings,
+// Schema, CopyTo, Wait, IsReleased, DeviceType, ...) may run from many
+// goroutines at once, and Release (or a consuming call: Move, ExportTo,
+// ToHost, MoveToDevice, ToDLPack) waits for those in flight; a read after
+// it gets EINVAL "the array is released". Views (HostArray, ArrayView, the
+// slices they return) are borrowed and not covered: a goroutine that reads
+// through one while another may release the array does so inside Read. The
+// lean accessors (Length, Offset, NullCount, NumBuffers, NumChildren,
+// Buffer, Ptr) and Import take no lock, for hot loops that own the array. A
+// stream's batch uses its stream's lock. See README.md, "Threads".
 type DeviceArray struct {
+	// mu holds off a Release (exclusive) while reads (shared) are in
+	// flight; a batch uses its stream's mu instead.
+	mu      sync.RWMutex
 	c       *C.struct_ArrowDeviceArray
 	schema  *Schema // may be nil; owned unless the array is a stream batch
 	batchOf *DeviceArrayStream
 	guard   leakGuard // owned arrays only (see guard.go)
+	leak    int64     // the core's leak-report token (FERRY_LEAK_REPORT), 0 when untracked
 	// ownSchema holds an imported schema in the array's own allocation
 	// (schema points here then): one Go object per import, and the
 	// array's guard covers both.
@@ -30,10 +45,30 @@ type DeviceArray struct {
 // newOwnedDeviceArray wraps a C-allocated device array owned by Go, with
 // schema (may be nil) attached.
 func newOwnedDeviceArray(c *C.struct_ArrowDeviceArray, schema *Schema) *DeviceArray {
-	d := &DeviceArray{c: c}
+	return newTrackedDeviceArray(c, schema, 0)
+}
+
+// newTrackedDeviceArray is newOwnedDeviceArray for an array registered with
+// the core's leak report under token leak (0: none), which it now holds.
+func newTrackedDeviceArray(c *C.struct_ArrowDeviceArray, schema *Schema, leak int64) *DeviceArray {
+	d := &DeviceArray{c: c, leak: leak}
 	d.attach(schema)
 	track(d)
 	return d
+}
+
+// newLeftover wraps what leaves a stream or another array as a new owned
+// array, registered with the leak report (when on) as how describes.
+func newLeftover(how string, c *C.struct_ArrowDeviceArray, schema *Schema) *DeviceArray {
+	var leak int64
+	if leakReportOn {
+		var sc *C.struct_ArrowSchema
+		if schema != nil {
+			sc = schema.c
+		}
+		leak = leakTrack(describeArray(how, sc, c))
+	}
+	return newTrackedDeviceArray(c, schema, leak)
 }
 
 // attach makes s d's schema; a schema held inside another array (ownSchema)
@@ -50,20 +85,58 @@ func (d *DeviceArray) attach(s *Schema) {
 
 func (d *DeviceArray) guardState() *leakGuard { return &d.guard }
 
+// rlock holds d against a Release from another goroutine (shared); a batch
+// takes its stream's lock, which Next takes too. Internal helpers called
+// under it never lock again (sync.RWMutex is not reentrant).
+func (d *DeviceArray) rlock() {
+	if d.batchOf != nil {
+		d.batchOf.mu.Lock()
+		return
+	}
+	d.mu.RLock()
+}
+
+func (d *DeviceArray) runlock() {
+	if d.batchOf != nil {
+		d.batchOf.mu.Unlock()
+		return
+	}
+	d.mu.RUnlock()
+}
+
+// lock is the exclusive hold of Release and the consuming calls.
+func (d *DeviceArray) lock() {
+	if d.batchOf != nil {
+		d.batchOf.mu.Lock()
+		return
+	}
+	d.mu.Lock()
+}
+
+func (d *DeviceArray) unlock() {
+	if d.batchOf != nil {
+		d.batchOf.mu.Unlock()
+		return
+	}
+	d.mu.Unlock()
+}
+
 // arrayMemory is what a forgotten array's cleanup releases: the array and
 // the schema held in its own slot.
 type arrayMemory struct {
 	array  *C.struct_ArrowDeviceArray
 	schema *C.struct_ArrowSchema
+	leak   int64
 }
 
 func (d *DeviceArray) addCleanup() runtime.Cleanup {
 	// ownSchema.c is set before the array is tracked and cleared only after
 	// its guard is disarmed; d.schema may be set later (ExportArray,
 	// SetSchema) and is not read here.
-	m := arrayMemory{array: d.c, schema: d.ownSchema.c}
+	m := arrayMemory{array: d.c, schema: d.ownSchema.c, leak: d.leak}
 	return runtime.AddCleanup(d, func(m arrayMemory) {
 		reportLeak("DeviceArray")
+		leakUntrack(m.leak)
 		C.ferry_device_array_free(m.array)
 		if m.schema != nil {
 			C.ferry_schema_free(m.schema)
@@ -75,6 +148,8 @@ func (d *DeviceArray) addCleanup() runtime.Cleanup {
 // (still live) for the caller to move and free; the schema is released.
 func (d *DeviceArray) handOver() *C.struct_ArrowDeviceArray {
 	d.guard.disarm()
+	leakUntrack(d.leak)
+	d.leak = 0
 	c := d.c
 	d.c = nil
 	d.schema.Release()
@@ -82,12 +157,48 @@ func (d *DeviceArray) handOver() *C.struct_ArrowDeviceArray {
 	return c
 }
 
+// ImportOptions tunes an import (ImportDeviceArray, DeviceArray.Import,
+// ImportStream). The zero value (and no options at all) validates at
+// ValidateDefault, as every ferry binding does on import.
+type ImportOptions struct {
+	// Validate is the level each imported array (each batch of a stream)
+	// is validated at before it is accepted: ValidateDefault (the zero
+	// value), ValidateFull, or ValidateNone, the explicit opt-out for
+	// producers the caller trusts.
+	Validate ValidateLevel
+	// Prepared (may be nil; borrowed) is the schema to validate against,
+	// prepared once with Schema.Prepare: an array imported without its
+	// schema can then be validated, one imported with it skips the schema's
+	// walk, and a stream uses it instead of preparing its own.
+	Prepared *PreparedSchema
+}
+
+// importOptions is the one ImportOptions of a variadic list (the zero value
+// when none is given); more than one is refused.
+func importOptions(where string, opts []ImportOptions) (ImportOptions, error) {
+	switch len(opts) {
+	case 0:
+		return ImportOptions{}, nil
+	case 1:
+		o := opts[0]
+		if o.Validate != ValidateNone && o.Validate != ValidateDefault && o.Validate != ValidateFull {
+			return o, errorf(syscall.EINVAL, "%s: unknown validation level %d", where, o.Validate)
+		}
+		return o, nil
+	}
+	return ImportOptions{}, errorf(syscall.EINVAL, "%s: %d ImportOptions given, at most one is accepted", where, len(opts))
+}
+
 // ImportDeviceArray takes ownership of the live ArrowDeviceArray at array
 // (moved out; the struct is left released) and, when schema is not nil, of
-// the ArrowSchema describing it (moved too). On failure nothing is moved.
-func ImportDeviceArray(array unsafe.Pointer, schema unsafe.Pointer) (*DeviceArray, error) {
+// the ArrowSchema describing it (moved too), after validating the array at
+// ValidateDefault (opts: another level, ValidateNone to trust the producer,
+// a prepared schema). A refused array comes back as EINVAL "the array fails
+// validation: <the validator's finding>". On failure nothing is moved and
+// both structs are still the caller's.
+func ImportDeviceArray(array unsafe.Pointer, schema unsafe.Pointer, opts ...ImportOptions) (*DeviceArray, error) {
 	d := new(DeviceArray)
-	if err := d.Import(array, schema); err != nil {
+	if err := d.Import(array, schema, opts...); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -96,9 +207,12 @@ func ImportDeviceArray(array unsafe.Pointer, schema unsafe.Pointer) (*DeviceArra
 // Import is ImportDeviceArray into d, which must hold nothing (the zero
 // DeviceArray, or one released): a consumer that keeps one DeviceArray and
 // imports every array it is handed into it allocates nothing per import
-// (the lean path; ImportDeviceArray makes one Go object each time). On
-// failure nothing is moved and d stays empty.
-func (d *DeviceArray) Import(array unsafe.Pointer, schema unsafe.Pointer) error {
+// (the lean path; ImportDeviceArray makes one Go object each time). It
+// validates as ImportDeviceArray does (ImportOptions{Validate:
+// ValidateNone} for the trusted hot loop). On failure nothing is moved and
+// d stays empty. Import takes no lock: d is the caller's alone until it
+// returns.
+func (d *DeviceArray) Import(array unsafe.Pointer, schema unsafe.Pointer, opts ...ImportOptions) error {
 	if d.c != nil || d.batchOf != nil {
 		return errorf(syscall.EINVAL, "DeviceArray.Import: the DeviceArray holds an array (release it first) or is a stream's batch")
 	}
@@ -109,6 +223,16 @@ func (d *DeviceArray) Import(array unsafe.Pointer, schema unsafe.Pointer) error 
 	srcSchema := (*C.struct_ArrowSchema)(schema)
 	if srcSchema != nil && srcSchema.release == nil {
 		return errorf(syscall.EINVAL, "ImportDeviceArray: the schema is released")
+	}
+	o, err := importOptions("ImportDeviceArray", opts)
+	if err != nil {
+		return err
+	}
+	if o.Validate != ValidateNone {
+		// Validated where the producer left it: a refusal moves nothing.
+		if err := validateSource("ImportDeviceArray", o, srcSchema, src); err != nil {
+			return err
+		}
 	}
 	c := newArrayStruct()
 	var sc *C.struct_ArrowSchema
@@ -133,6 +257,9 @@ func (d *DeviceArray) Import(array unsafe.Pointer, schema unsafe.Pointer) error 
 		d.ownSchema = Schema{c: sc, owned: true, embedded: true}
 		d.schema = &d.ownSchema
 	}
+	if leakReportOn {
+		d.leak = leakTrack(describeArray("ImportDeviceArray", sc, c))
+	}
 	// The fields are set before the guard is live again: a collection that
 	// finds d in the nursery arms it only from here on (guard.go).
 	d.guard.state.Store(guardNew)
@@ -140,14 +267,41 @@ func (d *DeviceArray) Import(array unsafe.Pointer, schema unsafe.Pointer) error 
 	return nil
 }
 
+// validateSource validates the producer's src (described by schema, or by
+// o.Prepared) at o.Validate before anything is moved.
+func validateSource(where string, o ImportOptions, schema *C.struct_ArrowSchema, src *C.struct_ArrowDeviceArray) error {
+	var pc *C.struct_FerryPreparedSchema
+	if o.Prepared != nil {
+		if pc = o.Prepared.c; pc == nil {
+			return errorf(syscall.EINVAL, "%s: ImportOptions.Prepared is freed", where)
+		}
+	} else if schema == nil {
+		return errorf(syscall.EINVAL, "%s: no schema to validate the array against "+
+			"(pass its schema, ImportOptions.Prepared, or ImportOptions{Validate: ValidateNone} to trust the producer)", where)
+	}
+	err := call(func(e *C.struct_FerryError) C.int {
+		return C.ferrygo_validate(pc, schema, src, C.int32_t(o.Validate), 0, e)
+	})
+	runtime.KeepAlive(o.Prepared)
+	return refused(where, err)
+}
+
+// refused words a validator's finding as an import's refusal (nil stays nil).
+func refused(where string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Code: codeOf(err), Message: where + ": the array fails validation: " + messageOf(err)}
+}
+
 // ImportArray takes ownership of a plain ArrowArray (the C data interface:
 // CPU memory, no device fields) and of its ArrowSchema when schema is not
 // nil, both moved out (left released), as a CPU DeviceArray. onRelease (may
 // be nil) runs exactly once, after the array has been released by whoever
 // ends up owning it: what a producer needs when the memory it exported must
-// stay pinned or referenced until then. On failure nothing is moved and
-// onRelease is not called.
-func ImportArray(array unsafe.Pointer, schema unsafe.Pointer, onRelease func()) (*DeviceArray, error) {
+// stay pinned or referenced until then. It validates as ImportDeviceArray
+// does (opts). On failure nothing is moved and onRelease is not called.
+func ImportArray(array unsafe.Pointer, schema unsafe.Pointer, onRelease func(), opts ...ImportOptions) (*DeviceArray, error) {
 	src := (*C.struct_ArrowArray)(array)
 	if src == nil || src.release == nil {
 		return nil, errorf(syscall.EINVAL, "ImportArray: NULL or released array")
@@ -155,10 +309,24 @@ func ImportArray(array unsafe.Pointer, schema unsafe.Pointer, onRelease func()) 
 	if schema != nil && C.ferry_schema_is_released((*C.struct_ArrowSchema)(schema)) != 0 {
 		return nil, errorf(syscall.EINVAL, "ImportArray: the schema is released")
 	}
+	o, err := importOptions("ImportArray", opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.Validate != ValidateNone {
+		// A CPU device array that borrows src's fields, for the validator
+		// (C pointers only: cgo accepts its address).
+		view := new(C.struct_ArrowDeviceArray)
+		view.array = *src
+		view.device_type = C.ArrowDeviceType(DeviceCPU)
+		view.device_id = -1
+		if err := validateSource("ImportArray", o, (*C.struct_ArrowSchema)(schema), view); err != nil {
+			return nil, err
+		}
+	}
 	var s *Schema
 	if schema != nil {
-		var err error
-		if s, err = ImportSchema(schema); err != nil {
+		if s, err = importSchema(schema, false); err != nil {
 			return nil, err
 		}
 	}
@@ -178,7 +346,7 @@ func ImportArray(array unsafe.Pointer, schema unsafe.Pointer, onRelease func()) 
 	if onRelease != nil {
 		h = handles.put(&exportState{releases: []func(){onRelease}})
 	}
-	err := call(func(e *C.struct_FerryError) C.int {
+	err = call(func(e *C.struct_FerryError) C.int {
 		return C.ferrygo_device_array_init_hook(c, src, C.ArrowDeviceType(DeviceCPU), -1, nil, C.uintptr_t(h), e)
 	})
 	if err != nil {
@@ -186,13 +354,29 @@ func ImportArray(array unsafe.Pointer, schema unsafe.Pointer, onRelease func()) 
 		recycle(c)
 		return giveBack(err)
 	}
-	return newOwnedDeviceArray(c, s), nil
+	return newLeftover("ImportArray", c, s), nil
 }
 
 // Release releases the array (its producer frees its buffers) and any schema
 // it owns. For a stream batch it releases the batch early.
 func (d *DeviceArray) Release() {
-	if d == nil || d.c == nil {
+	if d == nil {
+		return
+	}
+	d.lock()
+	defer d.unlock()
+	d.releaseLocked()
+}
+
+// emptied ends the Go side of an owned array whose C struct a consumer
+// moved out (left released): the struct is kept for the next import.
+func (d *DeviceArray) emptied() {
+	recycle(d.handOver())
+}
+
+// releaseLocked is Release under d's lock.
+func (d *DeviceArray) releaseLocked() {
+	if d.c == nil {
 		return
 	}
 	if d.batchOf != nil {
@@ -200,6 +384,8 @@ func (d *DeviceArray) Release() {
 		return
 	}
 	d.guard.disarm()
+	leakUntrack(d.leak)
+	d.leak = 0
 	c, s := d.c, d.schema
 	d.c, d.schema = nil, nil
 	if s != nil && s.owned && s.c != nil {
@@ -214,31 +400,50 @@ func (d *DeviceArray) Release() {
 	recycle(c)
 }
 
-// Move returns a new DeviceArray that owns what d owned (schema included; a
-// stream batch gets a copy of nothing: its schema stays the stream's and is
-// exported separately) and leaves d released. Use it to keep a stream batch
-// past the next call of Next.
+// Move returns a new DeviceArray that owns what d owned, schema included,
+// and leaves d released. A stream batch gets its own copy of the stream's
+// schema, so everything that needs one (Host, CopyTo, ferryarrow.ToRecord,
+// ExportTo with a schema) works on it: Move keeps a batch past the next
+// call of Next.
 func (d *DeviceArray) Move() (*DeviceArray, error) {
-	if d.IsReleased() {
+	if d == nil {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.Move: the array is released")
+	}
+	d.lock()
+	defer d.unlock()
+	return d.move()
+}
+
+// move is Move under d's lock.
+func (d *DeviceArray) move() (*DeviceArray, error) {
+	if d.released() {
+		return nil, errorf(syscall.EINVAL, "DeviceArray.Move: the array is released")
+	}
+	var batchSchema *Schema
+	if d.batchOf != nil {
+		var err error
+		if batchSchema, err = d.batchOf.cloneSchema("DeviceArray.Move"); err != nil {
+			return nil, err
+		}
 	}
 	c := newArrayStruct()
 	if c == nil {
+		batchSchema.Release()
 		return nil, errorf(syscall.ENOMEM, "DeviceArray.Move: out of memory")
 	}
 	*c = *d.c // a move: copy, then mark the source released
 	d.c.array.release = nil
 	if d.batchOf != nil {
-		return newOwnedDeviceArray(c, nil), nil
+		return newLeftover("a stream batch's Move", c, batchSchema), nil
 	}
 	// Disarmed before the schema leaves d: a collection must not arm d
 	// while its memory changes hands.
 	d.guard.disarm()
-	schema := d.schema
-	d.schema = nil
+	schema, leak := d.schema, d.leak
+	d.schema, d.leak = nil, 0
 	recycle(d.c) // released by the move: kept for the next import
 	d.c = nil
-	return newOwnedDeviceArray(c, schema), nil
+	return newTrackedDeviceArray(c, schema, leak), nil
 }
 
 // ExportTo moves the array into the released ArrowDeviceArray at dst (a
@@ -246,7 +451,12 @@ func (d *DeviceArray) Move() (*DeviceArray, error) {
 // the schema, if any, goes to schemaDst when it is not nil and is released
 // otherwise.
 func (d *DeviceArray) ExportTo(dst unsafe.Pointer, schemaDst unsafe.Pointer) error {
-	if d.IsReleased() {
+	if d == nil {
+		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: the array is released")
+	}
+	d.lock()
+	defer d.unlock()
+	if d.released() {
 		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: the array is released")
 	}
 	if dst == nil {
@@ -290,14 +500,34 @@ func (d *DeviceArray) Ptr() unsafe.Pointer { return unsafe.Pointer(d.c) }
 // (Read from Go: the struct is C memory, and a cgo call would cost more
 // than the test.)
 func (d *DeviceArray) IsReleased() bool {
+	if d == nil {
+		return true
+	}
+	d.rlock()
+	defer d.runlock()
+	return d.released()
+}
+
+// released is IsReleased under d's lock (or for an array nobody shares).
+func (d *DeviceArray) released() bool {
 	return d == nil || d.c == nil || d.c.array.release == nil
 }
 
 // Schema returns the schema describing the array (owned by d, or by the
 // stream for a batch), or nil when none is attached.
 func (d *DeviceArray) Schema() *Schema {
+	if d == nil {
+		return nil
+	}
+	d.rlock()
+	defer d.runlock()
+	return d.schemaView()
+}
+
+// schemaView is Schema under d's lock.
+func (d *DeviceArray) schemaView() *Schema {
 	if d.batchOf != nil {
-		s, _ := d.batchOf.Schema()
+		s, _ := d.batchOf.loadSchema()
 		return s
 	}
 	if d.schema == nil {
@@ -308,6 +538,8 @@ func (d *DeviceArray) Schema() *Schema {
 
 // SetSchema attaches an owned schema to an array that has none (d takes it).
 func (d *DeviceArray) SetSchema(s *Schema) error {
+	d.lock()
+	defer d.unlock()
 	if d.schema != nil || d.batchOf != nil {
 		return errorf(syscall.EINVAL, "DeviceArray.SetSchema: the array already has a schema")
 	}
@@ -315,14 +547,23 @@ func (d *DeviceArray) SetSchema(s *Schema) error {
 	return nil
 }
 
+// DeviceType and DeviceID are where the array lives (0 once released).
 func (d *DeviceArray) DeviceType() DeviceType {
+	d.rlock()
+	defer d.runlock()
 	return DeviceType(C.ferry_device_array_device_type(d.c))
 }
-func (d *DeviceArray) DeviceID() int64 { return int64(C.ferry_device_array_device_id(d.c)) }
+func (d *DeviceArray) DeviceID() int64 {
+	d.rlock()
+	defer d.runlock()
+	return int64(C.ferry_device_array_device_id(d.c))
+}
 
 // SyncEvent returns the producer's event (a pointer to the native event
 // handle), nil when nothing is pending.
 func (d *DeviceArray) SyncEvent() unsafe.Pointer {
+	d.rlock()
+	defer d.runlock()
 	return unsafe.Pointer(C.ferry_device_array_sync_event(d.c))
 }
 
@@ -330,13 +571,23 @@ func (d *DeviceArray) SyncEvent() unsafe.Pointer {
 // thread blocks until the producer's event completes; otherwise that device
 // stream waits for it and the host does not block.
 func (d *DeviceArray) Wait(consumerStream unsafe.Pointer) error {
+	d.rlock()
+	defer d.runlock()
+	return d.wait(consumerStream)
+}
+
+// wait is Wait under d's lock.
+func (d *DeviceArray) wait(consumerStream unsafe.Pointer) error {
+	if d.released() {
+		return errorf(syscall.EINVAL, "DeviceArray.Wait: the array is released")
+	}
 	return call(func(e *C.struct_FerryError) C.int { return C.ferry_device_array_wait(d.c, consumerStream, e) })
 }
 
 // Root returns the top-level ArrowArray as a view (borrowed from d).
 func (d *DeviceArray) Root() ArrayView {
 	var s *C.struct_ArrowSchema
-	if sc := d.Schema(); sc != nil {
+	if sc := d.schemaView(); sc != nil {
 		s = sc.c
 	}
 	return ArrayView{c: C.ferry_device_array_array(d.c), schema: s,
@@ -392,10 +643,15 @@ func (d *DeviceArray) Dictionary() ArrayView { return d.Root().Dictionary() }
 // work and carries a copy of d's schema; d stays owned by the caller, who
 // releases both.
 func (d *DeviceArray) CopyTo(deviceType DeviceType, deviceID int64) (*DeviceArray, error) {
-	if d.IsReleased() {
+	if d == nil {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.CopyTo: the array is released")
 	}
-	s := d.Schema()
+	d.rlock()
+	defer d.runlock()
+	if d.released() {
+		return nil, errorf(syscall.EINVAL, "DeviceArray.CopyTo: the array is released")
+	}
+	s := d.schemaView()
 	if s == nil {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.CopyTo: no schema attached")
 	}
@@ -428,16 +684,31 @@ func (d *DeviceArray) CopyTo(deviceType DeviceType, deviceID int64) (*DeviceArra
 // carries d's schema when d owned one; on failure d is untouched and still
 // the caller's.
 func (d *DeviceArray) MoveToDevice(schema *Schema, deviceType DeviceType, deviceID int64) (*DeviceArray, error) {
-	if d.IsReleased() {
+	if d == nil {
+		return nil, errorf(syscall.EINVAL, "DeviceArray.MoveToDevice: the array is released")
+	}
+	d.lock()
+	defer d.unlock()
+	if d.released() {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.MoveToDevice: the array is released")
 	}
 	if schema == nil {
-		if schema = d.Schema(); schema == nil {
+		if schema = d.schemaView(); schema == nil {
 			return nil, errorf(syscall.EINVAL, "DeviceArray.MoveToDevice: no schema given or attached")
+		}
+	}
+	// A batch's result gets its own copy of the stream's schema (made
+	// first: a failure leaves d untouched).
+	var batchSchema *Schema
+	if d.batchOf != nil {
+		var err error
+		if batchSchema, err = d.batchOf.cloneSchema("DeviceArray.MoveToDevice"); err != nil {
+			return nil, err
 		}
 	}
 	out := C.ferry_device_array_new()
 	if out == nil {
+		batchSchema.Release()
 		return nil, errorf(syscall.ENOMEM, "DeviceArray.MoveToDevice: out of memory")
 	}
 	err := call(func(e *C.struct_FerryError) C.int {
@@ -445,21 +716,23 @@ func (d *DeviceArray) MoveToDevice(schema *Schema, deviceType DeviceType, device
 	})
 	if err != nil {
 		C.ferry_device_array_free(out)
+		batchSchema.Release()
 		return nil, err
 	}
-	return d.consumedInto(out), nil
+	return d.consumedInto(out, batchSchema), nil
 }
 
 // consumedInto wraps out, which now holds what d held (d's struct was moved
-// or released by the core), and leaves d released; d's schema goes along.
-func (d *DeviceArray) consumedInto(out *C.struct_ArrowDeviceArray) *DeviceArray {
+// or released by the core), and leaves d released; d's schema goes along
+// (batchSchema, the copy of the stream's, for a batch).
+func (d *DeviceArray) consumedInto(out *C.struct_ArrowDeviceArray, batchSchema *Schema) *DeviceArray {
 	if d.batchOf != nil {
-		return newOwnedDeviceArray(out, nil) // the schema stays the stream's
+		return newLeftover("a stream batch's ToHost/MoveToDevice", out, batchSchema)
 	}
-	schema := d.schema
-	d.schema = nil
+	schema, leak := d.schema, d.leak
+	d.schema, d.leak = nil, 0 // carried over, not untracked by handOver
 	C.ferry_device_array_free(d.handOver()) // released already: only freed
-	return newOwnedDeviceArray(out, schema)
+	return newTrackedDeviceArray(out, schema, leak)
 }
 
 // ArrayView is a borrowed ArrowArray (the top level, a child or a

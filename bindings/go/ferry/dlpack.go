@@ -57,10 +57,15 @@ type DLPackTensor struct {
 // consumed and the caller owns the tensor: hand it to a DLPack consumer,
 // which calls its deleter, or call DeleteDLPack. On failure d is untouched.
 func (d *DeviceArray) ToDLPack(consumerStream unsafe.Pointer) (unsafe.Pointer, error) {
-	if d.IsReleased() {
+	if d == nil {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.ToDLPack: the array is released")
 	}
-	s := d.Schema()
+	d.lock()
+	defer d.unlock()
+	if d.released() {
+		return nil, errorf(syscall.EINVAL, "DeviceArray.ToDLPack: the array is released")
+	}
+	s := d.schemaView()
 	if s == nil {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.ToDLPack: no schema attached")
 	}

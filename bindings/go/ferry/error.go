@@ -125,3 +125,25 @@ func Version() string { return C.GoString(C.ferry_version()) }
 func CheckABI() error {
 	return call(func(e *C.struct_FerryError) C.int { return C.ferry_check_abi_version(C.int32_t(ABIVersion), e) })
 }
+
+// codeOf is err's errno (EIO for an error that carries none).
+func codeOf(err error) syscall.Errno {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.Code
+	}
+	var no syscall.Errno
+	if errors.As(err, &no) {
+		return no
+	}
+	return syscall.EIO
+}
+
+// messageOf is err's message without the "ferry: CODE: " prefix.
+func messageOf(err error) string {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.Message
+	}
+	return err.Error()
+}

@@ -9,6 +9,8 @@ package ferry_test
 // covers the same on the emulated CUDA and ROCm drivers.
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/ferryarrow/ferry/bindings/go/ferry"
 	"github.com/ferryarrow/ferry/bindings/go/ferryarrow"
@@ -555,5 +558,90 @@ func TestFeature_devices(t *testing.T) {
 	}
 	if _, err := ferry.ResolveDevice(ferry.DeviceType(999), 0); err == nil {
 		t.Fatal("device type 999 resolved")
+	}
+}
+
+func TestFeature_export_async(t *testing.T) {
+	settled(t)
+	c, err := ferry.NewAsyncConsumer(2) // the core's consumer, judging the protocol
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ch := make(chan ferry.AsyncBatch)
+	done := make(chan error, 1)
+	go func() { done <- ferry.ExportAsync(context.Background(), c.Handler(), int32Schema(t), ferry.DeviceCPU, ch) }()
+	go func() { // pushed from the producer's own goroutine
+		for k := int32(0); k < 3; k++ {
+			ch <- ferry.AsyncBatch{Batch: int32Batch(t, k)}
+		}
+		close(ch)
+	}()
+	var got []int32
+	for b, err := range c.All(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := b.Host()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := ferry.Value[int32](h, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+		b.Release()
+	}
+	if fmt.Sprint(got) != "[1 11 21]" {
+		t.Fatalf("batches %v", got)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFeature_import_async(t *testing.T) {
+	settled(t)
+	schema, recs := records(t, memory.NewGoAllocator(), 3)
+	c, err := ferry.NewAsyncConsumer(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stream := make(chan cdata.RecordMessage, len(recs))
+	for _, r := range recs {
+		stream <- cdata.RecordMessage{Record: r} // arrow-go releases what it sends
+	}
+	close(stream)
+	done := make(chan error, 1)
+	go func() { // arrow-go's producer
+		done <- cdata.ExportAsyncRecordBatchStream(schema, stream, (*cdata.CArrowAsyncDeviceStreamHandler)(c.Handler()))
+	}()
+	var got []int64
+	for b, err := range c.All(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := b.Host()
+		if err != nil {
+			t.Fatal(err)
+		}
+		col, err := h.Child(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := ferry.Value[int64](col, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+		b.Release()
+	}
+	if fmt.Sprint(got) != "[100 101 102]" {
+		t.Fatalf("batches %v", got)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -52,14 +52,24 @@ const maxFormat = 256
 // producer's sync event. The array needs its schema (attached, or the
 // stream's for a batch; HostWith otherwise).
 func (d *DeviceArray) Host() (HostArray, error) {
-	if d.IsReleased() {
+	if d == nil {
+		return HostArray{}, errorf(syscall.EINVAL, "DeviceArray.Host: the array is released")
+	}
+	d.rlock()
+	defer d.runlock()
+	return d.hostView()
+}
+
+// hostView is Host under d's lock.
+func (d *DeviceArray) hostView() (HostArray, error) {
+	if d.released() {
 		return HostArray{}, errorf(syscall.EINVAL, "DeviceArray.Host: the array is released")
 	}
 	var s *C.struct_ArrowSchema
 	if d.batchOf != nil {
 		if d.batchOf.schema != nil { // fetched once per stream
 			s = d.batchOf.schema.c
-		} else if sc, err := d.batchOf.Schema(); err == nil {
+		} else if sc, err := d.batchOf.loadSchema(); err == nil {
 			s = sc.c
 		}
 	} else if d.schema != nil {
@@ -74,7 +84,12 @@ func (d *DeviceArray) Host() (HostArray, error) {
 // HostWith is Host for an array described by schema s (borrowed), for
 // arrays that carry no schema of their own.
 func (d *DeviceArray) HostWith(s *Schema) (HostArray, error) {
-	if d.IsReleased() {
+	if d == nil {
+		return HostArray{}, errorf(syscall.EINVAL, "DeviceArray.HostWith: the array is released")
+	}
+	d.rlock()
+	defer d.runlock()
+	if d.released() {
 		return HostArray{}, errorf(syscall.EINVAL, "DeviceArray.HostWith: the array is released")
 	}
 	if s.IsReleased() {
@@ -90,7 +105,7 @@ func (d *DeviceArray) host(s *C.struct_ArrowSchema) (HostArray, error) {
 		}
 	}
 	if d.c.sync_event != nil {
-		if err := d.Wait(nil); err != nil {
+		if err := d.wait(nil); err != nil {
 			return HostArray{}, err
 		}
 	}
@@ -554,4 +569,23 @@ func (h HostArray) Dictionary() (HostArray, error) {
 // use CopyTo(DeviceCPU, -1).
 func (d *DeviceArray) ToHost() (*DeviceArray, error) {
 	return d.MoveToDevice(nil, DeviceCPU, -1)
+}
+
+// Read runs f with a checked view of the array (Host's), holding the array
+// against a Release from another goroutine until f returns: the way for
+// goroutines that share an array, one of which may release it, to read its
+// values. f must not call d's own methods (the hold is not reentrant) and
+// must not keep the view or the slices it returns. Host's errors come back
+// without f running; otherwise f's error.
+func (d *DeviceArray) Read(f func(h HostArray) error) error {
+	if d == nil {
+		return errorf(syscall.EINVAL, "DeviceArray.Read: the array is released")
+	}
+	d.rlock()
+	defer d.runlock()
+	h, err := d.hostView()
+	if err != nil {
+		return err
+	}
+	return f(h)
 }

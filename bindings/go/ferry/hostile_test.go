@@ -35,12 +35,17 @@ func nothingLeft(t *testing.T, what string) {
 	}
 }
 
+// trusted opts out of import validation: these tests read what a user who
+// trusted the producer would (TestHostileDefaultImportRefuses checks that
+// the default import refuses it instead).
+var trusted = ferry.ImportOptions{Validate: ferry.ValidateNone}
+
 // importHostile takes the hand-made device array at raw (C memory) with an
-// owned schema made from field.
+// owned schema made from field, without validating it.
 func importHostile(t *testing.T, raw unsafe.Pointer, field ferry.Field) *ferry.DeviceArray {
 	t.Helper()
 	defer ferry.FreeRawDeviceArray(raw)
-	a, err := ferry.ImportDeviceArray(raw, nil)
+	a, err := ferry.ImportDeviceArray(raw, nil, trusted)
 	if err != nil {
 		t.Fatalf("ImportDeviceArray: %v", err)
 	}
@@ -148,6 +153,7 @@ func hostRead(a *ferry.DeviceArray) error {
 // ToArrow refuse with the finding. The array is released on the way out.
 func refusedEverywhere(t *testing.T, name string, field ferry.Field, raw unsafe.Pointer, needle string) {
 	t.Helper()
+	defaultImportRefuses(t, name, field, raw, needle)
 	a := importHostile(t, raw, field)
 	defer a.Release()
 	mentions(t, a.Validate(ferry.ValidateDefault), needle, name+": Validate")
@@ -163,6 +169,35 @@ func refusedEverywhere(t *testing.T, name string, field ferry.Field, raw unsafe.
 	}
 	if a.IsReleased() {
 		t.Fatalf("%s: a refused ToArrow must leave the array to its owner", name)
+	}
+}
+
+// defaultImportRefuses: ImportDeviceArray with the array's schema and no
+// options (validation at ValidateDefault) refuses the structural lie at raw
+// with the finding, and moves nothing (raw and the schema stay live and the
+// caller's).
+func defaultImportRefuses(t *testing.T, name string, field ferry.Field, raw unsafe.Pointer, needle string) {
+	t.Helper()
+	schema, err := field.Export()
+	if err != nil {
+		t.Fatalf("schema %q: %v", field.Format, err)
+	}
+	rawSchema := ferry.NewRawSchema()
+	defer ferry.FreeRawSchema(rawSchema) // releases it: the import refused to take it
+	if err := schema.ExportTo(rawSchema); err != nil {
+		t.Fatal(err)
+	}
+	a, err := ferry.ImportDeviceArray(raw, rawSchema)
+	if err == nil {
+		a.Release()
+		t.Fatalf("%s: the default import accepted it", name)
+	}
+	mentions(t, err, needle, name+": default import")
+	if !strings.Contains(err.Error(), "ImportDeviceArray: the array fails validation") && !errors.Is(err, syscall.ENODEV) {
+		t.Fatalf("%s: default import: %v", name, err)
+	}
+	if ferry.RawDeviceArrayIsReleased(raw) || ferry.RawSchemaIsReleased(rawSchema) {
+		t.Fatalf("%s: a refused import moved the array or its schema", name)
 	}
 }
 
@@ -472,7 +507,7 @@ func TestHostileSchemasAreRefused(t *testing.T) {
 	mentions(t, err, "format", "Clone of format zz")
 	_, err = ferryarrow.ToArrowField(bad)
 	mentions(t, err, "format", "ToArrowField of zz")
-	a, err := ferry.ImportDeviceArray(chelper.HostileCPUArray(chelper.HostileNode(1, 0, 0, chelper.Buf{1}, chelper.Int32s(1))), nil)
+	a, err := ferry.ImportDeviceArray(chelper.HostileCPUArray(chelper.HostileNode(1, 0, 0, chelper.Buf{1}, chelper.Int32s(1))), nil, trusted)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,17 @@ func FreeRawStream(p unsafe.Pointer) {
 func RawDeviceArrayIsReleased(p unsafe.Pointer) bool {
 	return C.ferry_device_array_is_released((*C.struct_ArrowDeviceArray)(p)) != 0
 }
+// NewRawAsyncHandler is a released struct ArrowAsyncDeviceStreamHandler in
+// C memory, for a consumer that fills one (arrow-go's
+// cdata.CreateAsyncDeviceStreamHandler); free it with FreeRawAsyncHandler
+// once its producer has released it.
+func NewRawAsyncHandler() unsafe.Pointer { return unsafe.Pointer(C.ferry_async_handler_new()) }
+func FreeRawAsyncHandler(p unsafe.Pointer) {
+	C.ferry_async_handler_free((*C.struct_ArrowAsyncDeviceStreamHandler)(p))
+}
+func RawSchemaIsReleased(p unsafe.Pointer) bool {
+	return C.ferry_schema_is_released((*C.struct_ArrowSchema)(p)) != 0
+}
 func RawStreamIsReleased(p unsafe.Pointer) bool {
 	return C.ferry_array_stream_is_released((*C.struct_ArrowDeviceArrayStream)(p)) != 0
 }

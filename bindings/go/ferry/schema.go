@@ -29,28 +29,47 @@ type Schema struct {
 	// (never tracked itself).
 	embedded bool
 	guard    leakGuard // owned schemas only (see guard.go)
+	leak     int64     // the core's leak-report token (ImportSchema's), 0 when untracked
 }
 
 // newOwnedSchema wraps a C-allocated schema that the Go object now owns; the
 // safety net releases it if the user forgets, and reports the leak.
 func newOwnedSchema(c *C.struct_ArrowSchema) *Schema {
-	s := &Schema{c: c, owned: true}
+	return newTrackedSchema(c, 0)
+}
+
+// newTrackedSchema is newOwnedSchema holding the leak-report token leak.
+func newTrackedSchema(c *C.struct_ArrowSchema, leak int64) *Schema {
+	s := &Schema{c: c, owned: true, leak: leak}
 	track(s)
 	return s
+}
+
+type schemaMemory struct {
+	c    *C.struct_ArrowSchema
+	leak int64
 }
 
 func (s *Schema) guardState() *leakGuard { return &s.guard }
 
 func (s *Schema) addCleanup() runtime.Cleanup {
-	return runtime.AddCleanup(s, func(c *C.struct_ArrowSchema) {
+	return runtime.AddCleanup(s, func(m schemaMemory) {
 		reportLeak("Schema")
-		C.ferry_schema_free(c)
-	}, s.c)
+		leakUntrack(m.leak)
+		C.ferry_schema_free(m.c)
+	}, schemaMemory{s.c, s.leak})
 }
 
 // ImportSchema takes ownership of the live ArrowSchema at ptr (moving it out
 // and leaving ptr released); the caller releases the result.
 func ImportSchema(ptr unsafe.Pointer) (*Schema, error) {
+	return importSchema(ptr, leakReportOn)
+}
+
+// importSchema is ImportSchema, registered with the leak report when
+// leakTracked (not for a schema an array takes along: the array's line
+// covers it).
+func importSchema(ptr unsafe.Pointer, leakTracked bool) (*Schema, error) {
 	src := (*C.struct_ArrowSchema)(ptr)
 	if src == nil || src.release == nil {
 		return nil, errorf(syscall.EINVAL, "ImportSchema: NULL or released schema")
@@ -63,7 +82,11 @@ func ImportSchema(ptr unsafe.Pointer) (*Schema, error) {
 	// the source released), without a cgo call.
 	*c = *src
 	src.release = nil
-	return newOwnedSchema(c), nil
+	var leak int64
+	if leakTracked {
+		leak = leakTrack(fmt.Sprintf("Schema from ImportSchema never released (format %q)", cString(c.format, maxFormat)))
+	}
+	return newTrackedSchema(c, leak), nil
 }
 
 // Release releases an owned schema (calling its release callback) and frees
@@ -73,6 +96,8 @@ func (s *Schema) Release() {
 		return
 	}
 	s.guard.disarm()
+	leakUntrack(s.leak)
+	s.leak = 0
 	if s.c.release != nil { // moved out (ExportTo) needs no call
 		C.ferry_schema_release(s.c)
 	}

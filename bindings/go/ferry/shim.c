@@ -417,6 +417,7 @@ void ferrygo_release_both(uintptr_t array, uintptr_t schema) {
 // promises it; a producer that breaks the promise is refused, its batch
 // released, rather than handed to code that trusts the stream's type).
 static int ferrygo_stepped(struct ArrowDeviceArrayStream* stream, struct ArrowDeviceArray* batch,
+                           const struct FerryPreparedSchema* prepared, int32_t level,
                            int rc, struct FerryError* error) {
   if (rc != FERRY_OK) return rc;
   if (ferry_device_array_is_released(batch)) return FERRY_OK;  // the end
@@ -430,13 +431,30 @@ static int ferrygo_stepped(struct ArrowDeviceArrayStream* stream, struct ArrowDe
     ferry_device_array_release(batch);
     return EINVAL;
   }
+  if (prepared != NULL && level != FERRY_VALIDATE_NONE) {
+    // Checked in this same call, so validating a batch costs no crossing.
+    struct FerryError found;
+    found.message[0] = '\0';
+    int vrc = ferry_validate_prepared(prepared, batch, level, NULL, NULL, &found);
+    if (vrc != FERRY_OK) {
+      if (error != NULL) {
+        snprintf(error->message, sizeof(error->message),
+                 "get_next returned a batch that fails validation: %s", found.message);
+      }
+      ferry_device_array_release(batch);
+      return vrc;
+    }
+  }
   return FERRY_OK;
 }
 
 int ferrygo_stream_next(struct ArrowDeviceArrayStream* stream,
-                        struct ArrowDeviceArray* batch, struct FerryError* error) {
+                        struct ArrowDeviceArray* batch,
+                        const struct FerryPreparedSchema* prepared, int32_t level,
+                        struct FerryError* error) {
   ferry_device_array_release(batch);
-  return ferrygo_stepped(stream, batch, ferry_array_stream_get_next(stream, batch, error), error);
+  return ferrygo_stepped(stream, batch, prepared, level,
+                         ferry_array_stream_get_next(stream, batch, error), error);
 }
 
 static int ferrygo_get_schema_trampoline(void* user_data, struct ArrowSchema* out,
@@ -446,9 +464,10 @@ static int ferrygo_get_schema_trampoline(void* user_data, struct ArrowSchema* ou
 
 int ferrygo_stream_next_on(struct ArrowDeviceArrayStream* stream,
                            struct ArrowDeviceArray* batch, void* consumer_stream,
+                           const struct FerryPreparedSchema* prepared, int32_t level,
                            struct FerryError* error) {
   ferry_device_array_release(batch);
-  return ferrygo_stepped(stream, batch,
+  return ferrygo_stepped(stream, batch, prepared, level,
                          ferry_array_stream_get_next_on(stream, batch, consumer_stream, error),
                          error);
 }

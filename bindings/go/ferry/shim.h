@@ -181,14 +181,20 @@ void ferrygo_release_both(uintptr_t array, uintptr_t schema);
  * the consumer's whole per-batch step in one call. Returns 0 with a batch or
  * at the end of the stream (`batch` left released), or the code of a
  * failure; a batch whose device type is not the stream's is released and
- * refused (EINVAL). */
+ * refused (EINVAL), and so is one that fails validation at `level` against
+ * `prepared` (when it is not NULL and `level` is not FERRY_VALIDATE_NONE;
+ * the message then starts "get_next returned a batch that fails
+ * validation: "). */
 int ferrygo_stream_next(struct ArrowDeviceArrayStream* stream,
-                        struct ArrowDeviceArray* batch, struct FerryError* error);
+                        struct ArrowDeviceArray* batch,
+                        const struct FerryPreparedSchema* prepared, int32_t level,
+                        struct FerryError* error);
 
 /* ferrygo_stream_next with ferry_array_stream_get_next_on: the batch is handed to
  * `consumer_stream` (or the host waits on its event when that is NULL). */
 int ferrygo_stream_next_on(struct ArrowDeviceArrayStream* stream,
                            struct ArrowDeviceArray* batch, void* consumer_stream,
+                           const struct FerryPreparedSchema* prepared, int32_t level,
                            struct FerryError* error);
 
 /* What a Go stream producer hands back from get_next without a nested cgo

@@ -22,9 +22,27 @@ import (
 //
 // or `for b, err := range s.All()`. The batch is owned by the stream and
 // released by the following Next (use Batch().Move() to keep it). Release the
-// stream when done; a cleanup reports and releases forgotten streams. A
-// stream must not be used from two goroutines at once.
+// stream when done; a cleanup reports and releases forgotten streams.
+//
+// Each batch is validated (ValidateDefault unless ImportOptions say
+// otherwise, against the stream's schema prepared once) before Next hands
+// it out; a refused batch is released and ends the stream with the finding.
+// After a failure (the producer's, or a refusal) the producer's get_next
+// is never called again and Err reports that same failure every time.
+//
+// Threads: every method may be called from any goroutine; calls run one at
+// a time (a second caller waits for the first), so Release waits for a Next
+// in flight, and the producer's callbacks never overlap and release comes
+// last, exactly once. Next after Release returns false with Err "the
+// stream is released". The batch of Batch() (and of All) is released by
+// the next Next of any goroutine: goroutines that share a stream take
+// batches of their own with NextBatch.
 type DeviceArrayStream struct {
+	// mu serializes every call, and the reads of the current batch.
+	mu       sync.Mutex
+	level    ValidateLevel   // each batch's validation (ValidateNone: none)
+	prepared *PreparedSchema // the schema batches are validated against
+	ownPrep  bool            // prepared was made here (freed with the stream)
 	c      *C.struct_ArrowDeviceArrayStream
 	batchC *C.struct_ArrowDeviceArray
 	errC   *C.struct_FerryError // C memory: no allocation per Next
@@ -33,28 +51,33 @@ type DeviceArrayStream struct {
 	err    error
 	done   bool
 	guard  leakGuard // see guard.go
+	leak   int64     // the core's leak-report token (FERRY_LEAK_REPORT), 0 when untracked
 }
 
 type streamMemory struct {
 	c      *C.struct_ArrowDeviceArrayStream
 	batchC *C.struct_ArrowDeviceArray
 	errC   *C.struct_FerryError
+	leak   int64
 }
 
 func (m streamMemory) free() {
+	leakUntrack(m.leak)
 	C.ferry_device_array_free(m.batchC)
 	C.ferry_array_stream_free(m.c)
 	C.ferry_error_free(m.errC)
 }
 
-// newStream allocates the C side of a stream; the caller fills s.c.
-func newStream() (*DeviceArrayStream, error) {
-	m := streamMemory{C.ferry_array_stream_new(), C.ferry_device_array_new(), C.ferry_error_new()}
+// newStream allocates the C side of a stream; the caller fills s.c. The
+// stream holds the leak-report token leak (0: none) from now on, also on
+// failure (it is forgotten then).
+func newStream(leak int64) (*DeviceArrayStream, error) {
+	m := streamMemory{C.ferry_array_stream_new(), C.ferry_device_array_new(), C.ferry_error_new(), leak}
 	if m.c == nil || m.batchC == nil || m.errC == nil {
 		m.free()
 		return nil, errorf(syscall.ENOMEM, "stream: out of memory")
 	}
-	s := &DeviceArrayStream{c: m.c, batchC: m.batchC, errC: m.errC}
+	s := &DeviceArrayStream{c: m.c, batchC: m.batchC, errC: m.errC, leak: leak}
 	s.batch.c, s.batch.batchOf = m.batchC, s
 	track(s)
 	return s, nil
@@ -66,34 +89,65 @@ func (s *DeviceArrayStream) addCleanup() runtime.Cleanup {
 	return runtime.AddCleanup(s, func(m streamMemory) {
 		reportLeak("DeviceArrayStream")
 		m.free()
-	}, streamMemory{s.c, s.batchC, s.errC})
+	}, streamMemory{s.c, s.batchC, s.errC, s.leak})
 }
 
 // ImportStream takes ownership of the live ArrowDeviceArrayStream at ptr
-// (moved out, leaving ptr released); the caller releases the result.
-func ImportStream(ptr unsafe.Pointer) (*DeviceArrayStream, error) {
+// (moved out, leaving ptr released); the caller releases the result. Its
+// batches are validated at ValidateDefault (opts: another level,
+// ValidateNone to trust the producer, a prepared schema to validate
+// against instead of the stream's own).
+func ImportStream(ptr unsafe.Pointer, opts ...ImportOptions) (*DeviceArrayStream, error) {
 	if ptr == nil || C.ferry_array_stream_is_released((*C.struct_ArrowDeviceArrayStream)(ptr)) != 0 {
 		return nil, errorf(syscall.EINVAL, "ImportStream: NULL or released stream")
 	}
-	s, err := newStream()
+	o, err := importOptions("ImportStream", opts)
 	if err != nil {
 		return nil, err
 	}
+	if o.Prepared != nil && o.Prepared.c == nil {
+		return nil, errorf(syscall.EINVAL, "ImportStream: ImportOptions.Prepared is freed")
+	}
+	var leak int64
+	if leakReportOn {
+		leak = leakTrack(fmt.Sprintf("DeviceArrayStream from ImportStream never released (%s)",
+			DeviceType(C.ferry_array_stream_device_type((*C.struct_ArrowDeviceArrayStream)(ptr)))))
+	}
+	s, err := newStream(leak)
+	if err != nil {
+		return nil, err
+	}
+	s.level, s.prepared = o.Validate, o.Prepared
 	C.ferry_array_stream_move((*C.struct_ArrowDeviceArrayStream)(ptr), s.c)
 	return s, nil
 }
 
 // Release releases the current batch, the schema and the stream (calling the
-// producer's release), and frees the C memory; harmless twice.
+// producer's release, after any call in flight), and frees the C memory;
+// harmless twice.
 func (s *DeviceArrayStream) Release() {
-	if s == nil || s.c == nil {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.release()
+}
+
+// release is Release under s.mu.
+func (s *DeviceArrayStream) release() {
+	if s.c == nil {
 		return
 	}
 	s.guard.disarm()
 	s.schema.Release()
 	s.schema = nil
-	streamMemory{s.c, s.batchC, s.errC}.free()
-	s.c, s.batchC, s.errC = nil, nil, nil
+	if s.ownPrep {
+		s.prepared.Free()
+	}
+	s.prepared, s.ownPrep = nil, false
+	streamMemory{s.c, s.batchC, s.errC, s.leak}.free()
+	s.c, s.batchC, s.errC, s.leak = nil, nil, nil, 0
 	s.batch.c = nil
 	s.done = true
 }
@@ -101,17 +155,25 @@ func (s *DeviceArrayStream) Release() {
 // Move returns a stream owning what s owned (the current batch is released
 // first) and leaves s released.
 func (s *DeviceArrayStream) Move() (*DeviceArrayStream, error) {
-	if s.IsReleased() {
+	if s == nil {
 		return nil, errorf(syscall.EINVAL, "DeviceArrayStream.Move: the stream is released")
 	}
-	t, err := newStream()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released() {
+		return nil, errorf(syscall.EINVAL, "DeviceArrayStream.Move: the stream is released")
+	}
+	t, err := newStream(s.leak)
 	if err != nil {
 		return nil, err
 	}
+	s.leak = 0 // t holds it now
 	C.ferry_array_stream_move(s.c, t.c)
 	t.schema, s.schema = s.schema, nil
+	t.level, t.prepared, t.ownPrep = s.level, s.prepared, s.ownPrep
+	s.prepared, s.ownPrep = nil, false
 	t.err, t.done = s.err, s.done
-	s.Release()
+	s.release()
 	return t, nil
 }
 
@@ -119,7 +181,12 @@ func (s *DeviceArrayStream) Move() (*DeviceArrayStream, error) {
 // (a consumer's struct) and leaves s released. The batch Go holds is
 // released first; batches already read are not replayed.
 func (s *DeviceArrayStream) ExportTo(dst unsafe.Pointer) error {
-	if s.IsReleased() {
+	if s == nil {
+		return errorf(syscall.EINVAL, "DeviceArrayStream.ExportTo: the stream is released")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released() {
 		return errorf(syscall.EINVAL, "DeviceArrayStream.ExportTo: the stream is released")
 	}
 	if dst == nil {
@@ -128,7 +195,7 @@ func (s *DeviceArrayStream) ExportTo(dst unsafe.Pointer) error {
 	if rc := C.ferry_array_stream_move(s.c, (*C.struct_ArrowDeviceArrayStream)(dst)); rc != 0 {
 		return errorf(syscall.Errno(rc), "DeviceArrayStream.ExportTo: destination is not released")
 	}
-	s.Release()
+	s.release()
 	return nil
 }
 
@@ -137,21 +204,53 @@ func (s *DeviceArrayStream) Ptr() unsafe.Pointer { return unsafe.Pointer(s.c) }
 
 // IsReleased reports whether the stream is gone.
 func (s *DeviceArrayStream) IsReleased() bool {
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.released()
+}
+
+// released is IsReleased under s.mu.
+func (s *DeviceArrayStream) released() bool {
 	return s == nil || s.c == nil || C.ferry_array_stream_is_released(s.c) != 0
 }
 
-// DeviceType returns the device type every batch has.
+// DeviceType returns the device type every batch has (0 once released).
 func (s *DeviceArrayStream) DeviceType() DeviceType {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return DeviceType(C.ferry_array_stream_device_type(s.c))
 }
 
 // Schema calls get_schema once and keeps the result (owned by the stream,
 // released with it); later calls return the same schema.
 func (s *DeviceArrayStream) Schema() (*Schema, error) {
+	if s == nil {
+		return nil, errorf(syscall.EINVAL, "DeviceArrayStream.Schema: the stream is released")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loadSchema()
+}
+
+// cloneSchema is an owned copy of the stream's schema, for a batch leaving
+// the stream (under s.mu).
+func (s *DeviceArrayStream) cloneSchema(where string) (*Schema, error) {
+	sc, err := s.loadSchema()
+	if err != nil {
+		return nil, &Error{Code: codeOf(err), Message: where + ": the stream's schema: " + messageOf(err)}
+	}
+	return sc.Clone()
+}
+
+// loadSchema is Schema under s.mu.
+func (s *DeviceArrayStream) loadSchema() (*Schema, error) {
 	if s.schema != nil {
 		return &Schema{c: s.schema.c}, nil
 	}
-	if s.IsReleased() {
+	if s.released() {
 		return nil, errorf(syscall.EINVAL, "DeviceArrayStream.Schema: the stream is released")
 	}
 	c := C.ferry_schema_new()
@@ -172,11 +271,77 @@ func (s *DeviceArrayStream) Schema() (*Schema, error) {
 // pending on its device: use NextOn, or the batch's Wait, before reading
 // device memory.
 func (s *DeviceArrayStream) Next() bool {
-	if s.done || s.c == nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next(nil, false)
+}
+
+// NextBatch fetches the next batch and returns it moved out of the stream
+// (owned by the caller, with its own copy of the schema; see Move): nil,
+// nil at the end, nil and Err's error on failure. It is Next and
+// Batch().Move() as one call, so goroutines sharing a stream each get
+// batches of their own.
+func (s *DeviceArrayStream) NextBatch() (*DeviceArray, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.next(nil, false) {
+		return nil, s.err
+	}
+	b, err := s.batch.move()
+	if err != nil {
+		// The batch cannot leave the stream (no memory for its schema):
+		// the stream ends with that error rather than skip a batch.
+		s.releaseBatch()
+		s.err, s.done = err, true
+	}
+	return b, err
+}
+
+// next is Next (NextOn when on) under s.mu.
+func (s *DeviceArrayStream) next(consumerStream unsafe.Pointer, on bool) bool {
+	if s.c == nil {
+		if s.err == nil {
+			s.err = errorf(syscall.EINVAL, "DeviceArrayStream.Next: the stream is released")
+		}
+		return false
+	}
+	if s.done {
 		s.releaseBatch()
 		return false
 	}
-	return s.stepped(C.ferrygo_stream_next(s.c, s.batchC, s.errC))
+	var pc *C.struct_FerryPreparedSchema
+	if s.level != ValidateNone {
+		if s.prepared == nil {
+			if err := s.prepare(); err != nil {
+				s.releaseBatch()
+				s.err, s.done = err, true
+				return false
+			}
+		}
+		pc = s.prepared.c
+	}
+	var rc C.int
+	if on {
+		rc = C.ferrygo_stream_next_on(s.c, s.batchC, consumerStream, pc, C.int32_t(s.level), s.errC)
+	} else {
+		rc = C.ferrygo_stream_next(s.c, s.batchC, pc, C.int32_t(s.level), s.errC)
+	}
+	return s.stepped(rc)
+}
+
+// prepare prepares the stream's schema for validating its batches (once):
+// a get_schema failure or a schema the validator refuses ends the stream.
+func (s *DeviceArrayStream) prepare() error {
+	sc, err := s.loadSchema()
+	if err != nil {
+		return err
+	}
+	p, err := sc.Prepare()
+	if err != nil {
+		return &Error{Code: codeOf(err), Message: "the stream's schema fails validation: " + messageOf(err)}
+	}
+	s.prepared, s.ownPrep = p, true
+	return nil
 }
 
 // NextOn is Next, then hands the batch to consumerStream, a stream of the
@@ -186,11 +351,9 @@ func (s *DeviceArrayStream) Next() bool {
 // batch can be read at once. A batch whose wait cannot be queued is released
 // and ends the stream with the error (never handed out unordered).
 func (s *DeviceArrayStream) NextOn(consumerStream unsafe.Pointer) bool {
-	if s.done || s.c == nil {
-		s.releaseBatch()
-		return false
-	}
-	return s.stepped(C.ferrygo_stream_next_on(s.c, s.batchC, consumerStream, s.errC))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next(consumerStream, true)
 }
 
 func (s *DeviceArrayStream) releaseBatch() {
@@ -217,8 +380,13 @@ func (s *DeviceArrayStream) stepped(rc C.int) bool {
 // of Next (Move it to keep it).
 func (s *DeviceArrayStream) Batch() *DeviceArray { return &s.batch }
 
-// Err returns the failure that ended the stream, nil after a clean end.
-func (s *DeviceArrayStream) Err() error { return s.err }
+// Err returns the failure that ended the stream (the same one every time),
+// nil after a clean end.
+func (s *DeviceArrayStream) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
 
 // All returns an iterator over the batches (each valid for one iteration
 // unless moved); a failure is yielded once as the error, with a nil batch.
@@ -239,8 +407,8 @@ func (s *DeviceArrayStream) iterate(next func() bool) iter.Seq2[*DeviceArray, er
 				return
 			}
 		}
-		if s.err != nil {
-			yield(nil, s.err)
+		if err := s.Err(); err != nil {
+			yield(nil, err)
 		}
 	}
 }
@@ -267,7 +435,7 @@ func NewStreamFromArrays(schema *Schema, deviceType DeviceType, arrays ...*Devic
 		seen[a.c] = i
 		addrs[i] = C.uintptr_t(uintptr(unsafe.Pointer(a.c)))
 	}
-	s, err := newStream()
+	s, err := newStream(0)
 	if err != nil {
 		return nil, err
 	}
@@ -476,7 +644,7 @@ func (p *seqPump) stop() {
 }
 
 func exportStream(p *streamProducer, deviceType DeviceType) (*DeviceArrayStream, error) {
-	s, err := newStream()
+	s, err := newStream(0)
 	if err != nil {
 		return nil, err
 	}

@@ -39,12 +39,20 @@ func (d *DeviceArray) Findings(level ValidateLevel) ([]Finding, error) {
 }
 
 func (d *DeviceArray) validate(p *PreparedSchema, level ValidateLevel, collect bool) ([]Finding, error) {
-	if d.IsReleased() {
+	if d == nil {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.Validate: the array is released")
+	}
+	d.rlock()
+	defer d.runlock()
+	if d.released() {
+		return nil, errorf(syscall.EINVAL, "DeviceArray.Validate: the array is released")
+	}
+	if level == ValidateNone {
+		return []Finding{}, nil
 	}
 	var s *Schema
 	if p == nil {
-		if s = d.Schema(); s == nil {
+		if s = d.schemaView(); s == nil {
 			return nil, errorf(syscall.EINVAL, "DeviceArray.Validate: no schema attached")
 		}
 	} else if p.c == nil {

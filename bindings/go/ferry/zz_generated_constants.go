@@ -47,14 +47,20 @@ const (
 
 // Validation levels of ferry_validate_device_array.
 const (
-	ValidateDefault ValidateLevel = 0 // FERRY_VALIDATE_DEFAULT
-	ValidateFull    ValidateLevel = 1 // FERRY_VALIDATE_FULL
+	ValidateDefault ValidateLevel = 0  // FERRY_VALIDATE_DEFAULT
+	ValidateFull    ValidateLevel = 1  // FERRY_VALIDATE_FULL
+	ValidateNone    ValidateLevel = -1 // FERRY_VALIDATE_NONE
 )
 
 // How an asynchronous export treats the producer's device stream.
 const (
 	SyncRecordEvent SyncPolicy = 0 // FERRY_SYNC_RECORD_EVENT
 	SyncSynchronize SyncPolicy = 1 // FERRY_SYNC_SYNCHRONIZE
+)
+
+// Flags of ferry_async_export_stream.
+const (
+	AsyncExportDefault int32 = 0 // FERRY_ASYNC_EXPORT_DEFAULT
 )
 
 // The ABI version these bindings were generated from.
@@ -135,10 +141,14 @@ var (
 	_ = [1]int{}[C.FERRY_VALIDATE_DEFAULT-ValidateDefault]
 	_ = [1]int{}[ValidateFull-C.FERRY_VALIDATE_FULL]
 	_ = [1]int{}[C.FERRY_VALIDATE_FULL-ValidateFull]
+	_ = [1]int{}[ValidateNone-C.FERRY_VALIDATE_NONE]
+	_ = [1]int{}[C.FERRY_VALIDATE_NONE-ValidateNone]
 	_ = [1]int{}[SyncRecordEvent-C.FERRY_SYNC_RECORD_EVENT]
 	_ = [1]int{}[C.FERRY_SYNC_RECORD_EVENT-SyncRecordEvent]
 	_ = [1]int{}[SyncSynchronize-C.FERRY_SYNC_SYNCHRONIZE]
 	_ = [1]int{}[C.FERRY_SYNC_SYNCHRONIZE-SyncSynchronize]
+	_ = [1]int{}[AsyncExportDefault-C.FERRY_ASYNC_EXPORT_DEFAULT]
+	_ = [1]int{}[C.FERRY_ASYNC_EXPORT_DEFAULT-AsyncExportDefault]
 	_ = [1]int{}[ABIVersion-C.FERRY_ABI_VERSION]
 	_ = [1]int{}[C.FERRY_ABI_VERSION-ABIVersion]
 	_ = [1]int{}[VersionMajor-C.FERRY_VERSION_MAJOR]

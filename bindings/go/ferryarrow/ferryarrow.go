@@ -197,7 +197,10 @@ func pinData(p *runtime.Pinner, data arrow.ArrayData) {
 // FromArrow exports arr as an owned CPU DeviceArray with its schema,
 // zero-copy: arr's buffers stay referenced, and those in Go memory pinned,
 // until the consumer releases the result (arr itself may be released at
-// once).
+// once). Slices of every type cross as the specification lays them out
+// (arrow-go's own export of a sliced struct or sparse union is repaired on
+// the way), and the result is validated (ValidateDefault) before it is
+// returned.
 func FromArrow(arr arrow.Array) (*ferry.DeviceArray, error) {
 	pins := new(runtime.Pinner)
 	pinData(pins, arr.Data())
@@ -229,6 +232,10 @@ func exportArray(pins *runtime.Pinner, export func(raw *cdata.CArrowArray, schem
 	})
 	var d *ferry.DeviceArray
 	if err == nil {
+		// Sliced structs and sparse unions come out of arrow-go with their
+		// offset applied twice (rebase.go); repaired before ferry's import
+		// validates them (ValidateDefault).
+		rebase(raw, rawSchema)
 		d, err = ferry.ImportArray(raw, rawSchema, pins.Unpin)
 	}
 	// Empty after a successful import; otherwise this releases what arrow-go

@@ -2,7 +2,7 @@
  *
  * A C shim exporting the entry points of core/include/ferry/ferry_it.h; each
  * one calls a static method of io.github.ferryarrow.ferry.it.Plugin, where every case of
- * shared/cases.md is produced and checked in Java. The shim joins the JVM
+ * docs/cases.md is produced and checked in Java. The shim joins the JVM
  * already running in the process (a JVM host) or starts one (a C host):
  *   classpath     FERRY_JAVA_CLASSPATH, else `classpath=` of the file
  *                 libferry_it_java.conf next to this library (written at build)
@@ -15,6 +15,13 @@
  * - Threads the JVM has never seen are attached as daemons once and detached
  *   by a pthread_key destructor when they exit.
  * - No Java exception survives a call: it becomes EIO plus its text.
+ * - The async entry points (ferry_it_export_async, ferry_it_check_async,
+ *   ferry_it_async_result) are the generic layer of the test plugins
+ *   (core/harness/async/ferry_it_async.h) over this shim's stream entry
+ *   points: its producer thread pulls the Java stream and its checker thread
+ *   runs ferry_it_check_stream; both are threads the JVM never saw, attached
+ *   on their first upcall (here, or by libferry_jni.so's trampolines) and
+ *   detached by a pthread_key destructor when they exit.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -26,6 +33,7 @@
 #include <string.h>
 
 #include "ferry/ferry_it.h"
+#include "ferry_it_async.h"
 #include "ferry_it_bench.h"
 
 #define FERRY_IT_JAVA_TEXT 4096
@@ -431,6 +439,41 @@ FERRY_IT_EXPORT int64_t ferry_it_live_allocations(void) {
 }
 
 FERRY_IT_EXPORT const char* ferry_it_last_error(void) { return t_last_error; }
+
+/* ---- async device streams (ferry_it.h; shared/cases.md, "Async device streams") ---- */
+
+/* The generic layer keeps its own per-thread message: copied into this
+ * shim's, so that ferry_it_last_error answers for these calls too. */
+static int async_outcome(int rc) {
+  set_last_error(rc ? ferry_it_async_last_error() : "");
+  return rc;
+}
+
+/* Starts pushing the case's Java stream to `handler` (borrowed until it is
+ * released). Not eager: the JVM is multi-threaded, so ferry's producer
+ * thread calls the Java stream's get_schema/get_next itself (attached on its
+ * first upcall). */
+FERRY_IT_EXPORT int ferry_it_export_async(const char* case_spec,
+                                          struct ArrowAsyncDeviceStreamHandler* handler) {
+  return async_outcome(ferry_it_async_export_generic(case_spec, handler, ferry_it_export_stream,
+                                                     ferry_it_last_error, 0));
+}
+
+/* Fills *handler_out with a checking consumer of the case; the batches reach
+ * Java's checker (ferry_it_check_stream) on a thread of the generic layer.
+ * The ticket is the generic layer's until ferry_it_async_result. */
+FERRY_IT_EXPORT int ferry_it_check_async(const char* case_spec,
+                                         struct ArrowAsyncDeviceStreamHandler* handler_out,
+                                         void** ticket_out) {
+  return async_outcome(ferry_it_async_check_generic(case_spec, handler_out, ticket_out,
+                                                    ferry_it_check_stream,
+                                                    ferry_it_last_error));
+}
+
+/* The verdict of a ticket (consumed unless ETIMEDOUT). */
+FERRY_IT_EXPORT int ferry_it_async_result(void* ticket, int64_t timeout_ms) {
+  return async_outcome(ferry_it_async_result_generic(ticket, timeout_ms));
+}
 
 /* ---- benchmark entry points (ferry_it_bench.h) ---------------------------- */
 

@@ -13,7 +13,7 @@
 --                      move schema and array in, read the length, release both
 --   array_lean         the same through ferry.importer() (one reused DeviceArray;
 --                      validation, length and value(0) with bounds checks)
---   array_everyday     the same through ferry.import_array (the README's first path:
+--   array_everyday     the same through ferry.import (the README's first path:
 --                      a new DeviceArray per array)
 --   lua_to_c_raw       Lua producer filling each batch with raw calls, pulled by C
 --   lua_to_c           Lua producer through ferry.stream (node -> export), pulled by C
@@ -200,7 +200,7 @@ record("array_lean", function(n)
   local start = clock()
   for _ = 1, n do
     c_array(sp, ap)
-    local a = importer:import(sp, ap)
+    local a = importer:import(ap, sp)
     sum = sum + a:length() + a:value(0)
     a:release()
   end
@@ -212,12 +212,12 @@ end)
 
 record("array_everyday", function(n)
   local sp, ap = slots.schema, slots.array
-  local import_array = ferry.import_array
+  local import = ferry.import
   local sum = 0
   local start = clock()
   for _ = 1, n do
     c_array(sp, ap)
-    local a = import_array(sp, ap)
+    local a = import(ap, sp)
     sum = sum + a:length() + a:value(0)
     a:release()
   end

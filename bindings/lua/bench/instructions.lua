@@ -4,7 +4,7 @@
 -- where wall time on a shared machine is not.
 --   lua5.4 instructions.lua N CASE
 -- CASE: array_raw | array_lean | array_everyday (a static C array consumed
--- by raw calls, ferry.importer(), ferry.import_array), or stream_raw |
+-- by raw calls, ferry.importer(), ferry.import), or stream_raw |
 -- stream_reuse | stream_objects (a C stream's batches: raw calls,
 -- batches{ reuse = true }, batches()). Every case reads the length and
 -- element 0 (the raw cases without validation or bounds checks: the floor),
@@ -56,7 +56,7 @@ function cases.array_lean()
   local importer = ferry.importer()
   for _ = 1, n do
     c_array(sp, ap)
-    local a = importer:import(sp, ap)
+    local a = importer:import(ap, sp)
     a:length()
     a:value(0)
     a:release()
@@ -66,7 +66,7 @@ end
 function cases.array_everyday()
   for _ = 1, n do
     c_array(sp, ap)
-    local a = ferry.import_array(sp, ap)
+    local a = ferry.import(ap, sp)
     a:length()
     a:value(0)
     a:release()

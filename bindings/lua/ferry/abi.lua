@@ -9,6 +9,9 @@ struct ArrowArrayStream { int (* get_schema)(struct ArrowArrayStream* , struct A
 typedef int32_t ArrowDeviceType;
 struct ArrowDeviceArray { struct ArrowArray array; int64_t device_id; ArrowDeviceType device_type; void* sync_event; int64_t reserved[3]; };
 struct ArrowDeviceArrayStream { ArrowDeviceType device_type; int (* get_schema)(struct ArrowDeviceArrayStream* , struct ArrowSchema*); int (* get_next)(struct ArrowDeviceArrayStream* , struct ArrowDeviceArray*); const char* (* get_last_error)(struct ArrowDeviceArrayStream*); void (* release)(struct ArrowDeviceArrayStream*); void* private_data; };
+struct ArrowAsyncTask { int (* extract_data)(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out); void* private_data; };
+struct ArrowAsyncProducer { ArrowDeviceType device_type; void (* request)(struct ArrowAsyncProducer* self, int64_t n); void (* cancel)(struct ArrowAsyncProducer* self); const char* additional_metadata; void* private_data; };
+struct ArrowAsyncDeviceStreamHandler { int (* on_schema)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowSchema* stream_schema); int (* on_next_task)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowAsyncTask* task, const char* metadata); void (* on_error)(struct ArrowAsyncDeviceStreamHandler* self, int code, const char* message, const char* metadata); void (* release)(struct ArrowAsyncDeviceStreamHandler* self); struct ArrowAsyncProducer* producer; void* private_data; };
 struct FerryError { char message[1024]; };
 void ferry_error_init(struct FerryError* error);
 const char* ferry_error_message(const struct FerryError* error);
@@ -70,6 +73,9 @@ int ferry_array_stream_get_next(struct ArrowDeviceArrayStream* stream, struct Ar
 const char* ferry_array_stream_get_last_error(struct ArrowDeviceArrayStream* stream);
 typedef void (* FerryReleaseHook)(void* user_data);
 int64_t ferry_live_exports(void);
+int64_t ferry_leak_track(const char* runtime, const char* description);
+void ferry_leak_untrack(int64_t token);
+int64_t ferry_leak_report(void);
 int ferry_schema_init(struct ArrowSchema* out, const char* format, const char* name, int64_t flags, int64_t n_children, struct FerryError* error);
 int ferry_schema_add_metadata(struct ArrowSchema* schema, const char* key, const char* value, struct FerryError* error);
 int ferry_schema_allocate_dictionary(struct ArrowSchema* schema, struct ArrowSchema** dictionary_out, struct FerryError* error);
@@ -119,6 +125,47 @@ int ferry_device_array_move_to_device(const struct ArrowSchema* schema, struct A
 struct DLManagedTensorVersioned;
 int ferry_device_array_to_dlpack(const struct ArrowSchema* schema, struct ArrowDeviceArray* array, void* consumer_stream, struct DLManagedTensorVersioned** out, struct FerryError* error);
 int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor, struct ArrowSchema* schema_out, struct ArrowDeviceArray* array_out, struct FerryError* error);
+struct ArrowAsyncDeviceStreamHandler* ferry_async_handler_new(void);
+void ferry_async_handler_free(struct ArrowAsyncDeviceStreamHandler* handler);
+int ferry_async_handler_is_released(const struct ArrowAsyncDeviceStreamHandler* handler);
+struct ArrowAsyncProducer* ferry_async_handler_producer(const struct ArrowAsyncDeviceStreamHandler* handler);
+int ferry_async_handler_on_schema(struct ArrowAsyncDeviceStreamHandler* handler, struct ArrowSchema* schema);
+int ferry_async_handler_on_next_task(struct ArrowAsyncDeviceStreamHandler* handler, struct ArrowAsyncTask* task, const char* metadata);
+void ferry_async_handler_on_error(struct ArrowAsyncDeviceStreamHandler* handler, int code, const char* message, const char* metadata);
+void ferry_async_handler_release(struct ArrowAsyncDeviceStreamHandler* handler);
+ArrowDeviceType ferry_async_producer_device_type(const struct ArrowAsyncProducer* producer);
+void ferry_async_producer_request(struct ArrowAsyncProducer* producer, int64_t n);
+void ferry_async_producer_cancel(struct ArrowAsyncProducer* producer);
+const char* ferry_async_producer_additional_metadata(const struct ArrowAsyncProducer* producer);
+struct ArrowAsyncTask* ferry_async_task_new(void);
+void ferry_async_task_free(struct ArrowAsyncTask* task);
+int ferry_async_task_is_released(const struct ArrowAsyncTask* task);
+int ferry_async_task_move(struct ArrowAsyncTask* src, struct ArrowAsyncTask* dst);
+int ferry_async_task_extract_data(struct ArrowAsyncTask* task, struct ArrowDeviceArray* out);
+struct FerryAsyncSender;
+int ferry_async_sender_create(struct ArrowAsyncDeviceStreamHandler* handler, ArrowDeviceType device_type, const char* additional_metadata, struct FerryAsyncSender** out, struct FerryError* error);
+int ferry_async_sender_send_schema(struct FerryAsyncSender* sender, struct ArrowSchema* schema, struct FerryError* error);
+int ferry_async_sender_wait_demand(struct FerryAsyncSender* sender, int64_t timeout_ms, struct FerryError* error);
+int ferry_async_sender_send(struct FerryAsyncSender* sender, struct ArrowDeviceArray* array, const char* metadata, int64_t timeout_ms, struct FerryError* error);
+int ferry_async_sender_finish(struct FerryAsyncSender* sender, int code, const char* message);
+int ferry_async_sender_is_cancelled(const struct FerryAsyncSender* sender);
+void ferry_async_handler_fail(struct ArrowAsyncDeviceStreamHandler* handler, int code, const char* message);
+int ferry_async_export_stream(struct ArrowDeviceArrayStream* stream, struct ArrowAsyncDeviceStreamHandler* handler, int32_t flags, struct FerryError* error);
+int ferry_async_export_stream_run(struct ArrowDeviceArrayStream* stream, struct ArrowAsyncDeviceStreamHandler* handler, struct FerryError* error);
+struct FerryAsyncConsumer;
+typedef void (* FerryAsyncNotifyFn)(void* user_data);
+int ferry_async_consumer_create(int64_t window, int32_t validate_level, struct ArrowAsyncDeviceStreamHandler* handler_out, struct FerryAsyncConsumer** out, struct FerryError* error);
+int ferry_async_consumer_get_schema(struct FerryAsyncConsumer* consumer, struct ArrowSchema* out, int64_t timeout_ms, struct FerryError* error);
+int ferry_async_consumer_next(struct FerryAsyncConsumer* consumer, struct ArrowDeviceArray* out, int64_t timeout_ms, struct FerryError* error);
+ArrowDeviceType ferry_async_consumer_device_type(struct FerryAsyncConsumer* consumer);
+int ferry_async_consumer_fd(struct FerryAsyncConsumer* consumer);
+void ferry_async_consumer_set_notify(struct FerryAsyncConsumer* consumer, FerryAsyncNotifyFn fn, void* user_data);
+void ferry_async_consumer_set_on_violation(struct FerryAsyncConsumer* consumer, FerryFindingFn fn, void* user_data);
+int64_t ferry_async_consumer_violations(struct FerryAsyncConsumer* consumer);
+int ferry_async_consumer_wait_released(struct FerryAsyncConsumer* consumer, int64_t timeout_ms);
+void ferry_async_consumer_cancel(struct FerryAsyncConsumer* consumer);
+void ferry_async_consumer_free(struct FerryAsyncConsumer* consumer);
+int ferry_async_consumer_to_stream(struct FerryAsyncConsumer* consumer, int64_t timeout_ms, struct ArrowDeviceArrayStream* out, struct FerryError* error);
 typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
 typedef enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLOpenCL = 4, kDLVulkan = 7, kDLMetal = 8, kDLVPI = 9, kDLROCM = 10, kDLROCMHost = 11, kDLExtDev = 12, kDLCUDAManaged = 13, kDLOneAPI = 14, kDLWebGPU = 15, kDLHexagon = 16, kDLMAIA = 17, kDLTrn = 18, } DLDeviceType;
 typedef struct { DLDeviceType device_type; int32_t device_id; } DLDevice;
@@ -152,6 +199,7 @@ typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_c
     DLPACK_MAJOR_VERSION = 1,
     DLPACK_MINOR_VERSION = 1,
     FERRY_ABI_VERSION = 1,
+    FERRY_ASYNC_EXPORT_DEFAULT = 0,
     FERRY_ERROR_MESSAGE_SIZE = 1024,
     FERRY_OK = 0,
     FERRY_SIM_DEVICE_COUNT = 4,
@@ -160,6 +208,7 @@ typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_c
     FERRY_SYNC_SYNCHRONIZE = 1,
     FERRY_VALIDATE_DEFAULT = 0,
     FERRY_VALIDATE_FULL = 1,
+    FERRY_VALIDATE_NONE = -1,
     FERRY_VERSION_MAJOR = 0,
     FERRY_VERSION_MINOR = 1,
     FERRY_VERSION_PATCH = 0,
@@ -307,6 +356,12 @@ typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_c
       params = { { type = "struct ArrowDeviceArrayStream*", name = "stream", role = "pointer" } } },
     { name = "ferry_live_exports", ret = "int64_t", result = "integer",
       params = {  } },
+    { name = "ferry_leak_track", ret = "int64_t", result = "integer",
+      params = { { type = "const char*", name = "runtime", role = "string" }, { type = "const char*", name = "description", role = "string" } } },
+    { name = "ferry_leak_untrack", ret = "void", result = "void",
+      params = { { type = "int64_t", name = "token", role = "integer" } } },
+    { name = "ferry_leak_report", ret = "int64_t", result = "integer",
+      params = {  } },
     { name = "ferry_schema_init", ret = "int", result = "integer",
       params = { { type = "struct ArrowSchema*", name = "out", role = "pointer" }, { type = "const char*", name = "format", role = "string" }, { type = "const char*", name = "name", role = "string" }, { type = "int64_t", name = "flags", role = "integer" }, { type = "int64_t", name = "n_children", role = "integer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
     { name = "ferry_schema_add_metadata", ret = "int", result = "integer",
@@ -393,6 +448,82 @@ typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_c
       params = { { type = "const struct ArrowSchema*", name = "schema", role = "pointer" }, { type = "struct ArrowDeviceArray*", name = "array", role = "pointer" }, { type = "void*", name = "consumer_stream", role = "pointer" }, { type = "struct DLManagedTensorVersioned**", name = "out", role = "out_pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
     { name = "ferry_device_array_from_dlpack", ret = "int", result = "integer",
       params = { { type = "struct DLManagedTensorVersioned*", name = "tensor", role = "pointer" }, { type = "struct ArrowSchema*", name = "schema_out", role = "pointer" }, { type = "struct ArrowDeviceArray*", name = "array_out", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_async_handler_new", ret = "struct ArrowAsyncDeviceStreamHandler*", result = "pointer",
+      params = {  } },
+    { name = "ferry_async_handler_free", ret = "void", result = "void",
+      params = { { type = "struct ArrowAsyncDeviceStreamHandler*", name = "handler", role = "pointer" } } },
+    { name = "ferry_async_handler_is_released", ret = "int", result = "integer",
+      params = { { type = "const struct ArrowAsyncDeviceStreamHandler*", name = "handler", role = "pointer" } } },
+    { name = "ferry_async_handler_producer", ret = "struct ArrowAsyncProducer*", result = "pointer",
+      params = { { type = "const struct ArrowAsyncDeviceStreamHandler*", name = "handler", role = "pointer" } } },
+    { name = "ferry_async_handler_on_schema", ret = "int", result = "integer",
+      params = { { type = "struct ArrowAsyncDeviceStreamHandler*", name = "handler", role = "pointer" }, { type = "struct ArrowSchema*", name = "schema", role = "pointer" } } },
+    { name = "ferry_async_handler_on_next_task", ret = "int", result = "integer",
+      params = { { type = "struct ArrowAsyncDeviceStreamHandler*", name = "handler", role = "pointer" }, { type = "struct ArrowAsyncTask*", name = "task", role = "pointer" }, { type = "const char*", name = "metadata", role = "string" } } },
+    { name = "ferry_async_handler_on_error", ret = "void", result = "void",
+      params = { { type = "struct ArrowAsyncDeviceStreamHandler*", name = "handler", role = "pointer" }, { type = "int", name = "code", role = "integer" }, { type = "const char*", name = "message", role = "string" }, { type = "const char*", name = "metadata", role = "string" } } },
+    { name = "ferry_async_handler_release", ret = "void", result = "void",
+      params = { { type = "struct ArrowAsyncDeviceStreamHandler*", name = "handler", role = "pointer" } } },
+    { name = "ferry_async_producer_device_type", ret = "ArrowDeviceType", result = "integer",
+      params = { { type = "const struct ArrowAsyncProducer*", name = "producer", role = "pointer" } } },
+    { name = "ferry_async_producer_request", ret = "void", result = "void",
+      params = { { type = "struct ArrowAsyncProducer*", name = "producer", role = "pointer" }, { type = "int64_t", name = "n", role = "integer" } } },
+    { name = "ferry_async_producer_cancel", ret = "void", result = "void",
+      params = { { type = "struct ArrowAsyncProducer*", name = "producer", role = "pointer" } } },
+    { name = "ferry_async_producer_additional_metadata", ret = "const char*", result = "string",
+      params = { { type = "const struct ArrowAsyncProducer*", name = "producer", role = "pointer" } } },
+    { name = "ferry_async_task_new", ret = "struct ArrowAsyncTask*", result = "pointer",
+      params = {  } },
+    { name = "ferry_async_task_free", ret = "void", result = "void",
+      params = { { type = "struct ArrowAsyncTask*", name = "task", role = "pointer" } } },
+    { name = "ferry_async_task_is_released", ret = "int", result = "integer",
+      params = { { type = "const struct ArrowAsyncTask*", name = "task", role = "pointer" } } },
+    { name = "ferry_async_task_move", ret = "int", result = "integer",
+      params = { { type = "struct ArrowAsyncTask*", name = "src", role = "pointer" }, { type = "struct ArrowAsyncTask*", name = "dst", role = "pointer" } } },
+    { name = "ferry_async_task_extract_data", ret = "int", result = "integer",
+      params = { { type = "struct ArrowAsyncTask*", name = "task", role = "pointer" }, { type = "struct ArrowDeviceArray*", name = "out", role = "pointer" } } },
+    { name = "ferry_async_sender_create", ret = "int", result = "integer",
+      params = { { type = "struct ArrowAsyncDeviceStreamHandler*", name = "handler", role = "pointer" }, { type = "ArrowDeviceType", name = "device_type", role = "integer" }, { type = "const char*", name = "additional_metadata", role = "string" }, { type = "struct FerryAsyncSender**", name = "out", role = "out_pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_async_sender_send_schema", ret = "int", result = "integer",
+      params = { { type = "struct FerryAsyncSender*", name = "sender", role = "pointer" }, { type = "struct ArrowSchema*", name = "schema", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_async_sender_wait_demand", ret = "int", result = "integer",
+      params = { { type = "struct FerryAsyncSender*", name = "sender", role = "pointer" }, { type = "int64_t", name = "timeout_ms", role = "integer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_async_sender_send", ret = "int", result = "integer",
+      params = { { type = "struct FerryAsyncSender*", name = "sender", role = "pointer" }, { type = "struct ArrowDeviceArray*", name = "array", role = "pointer" }, { type = "const char*", name = "metadata", role = "string" }, { type = "int64_t", name = "timeout_ms", role = "integer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_async_sender_finish", ret = "int", result = "integer",
+      params = { { type = "struct FerryAsyncSender*", name = "sender", role = "pointer" }, { type = "int", name = "code", role = "integer" }, { type = "const char*", name = "message", role = "string" } } },
+    { name = "ferry_async_sender_is_cancelled", ret = "int", result = "integer",
+      params = { { type = "const struct FerryAsyncSender*", name = "sender", role = "pointer" } } },
+    { name = "ferry_async_handler_fail", ret = "void", result = "void",
+      params = { { type = "struct ArrowAsyncDeviceStreamHandler*", name = "handler", role = "pointer" }, { type = "int", name = "code", role = "integer" }, { type = "const char*", name = "message", role = "string" } } },
+    { name = "ferry_async_export_stream", ret = "int", result = "integer",
+      params = { { type = "struct ArrowDeviceArrayStream*", name = "stream", role = "pointer" }, { type = "struct ArrowAsyncDeviceStreamHandler*", name = "handler", role = "pointer" }, { type = "int32_t", name = "flags", role = "integer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_async_export_stream_run", ret = "int", result = "integer",
+      params = { { type = "struct ArrowDeviceArrayStream*", name = "stream", role = "pointer" }, { type = "struct ArrowAsyncDeviceStreamHandler*", name = "handler", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_async_consumer_create", ret = "int", result = "integer",
+      params = { { type = "int64_t", name = "window", role = "integer" }, { type = "int32_t", name = "validate_level", role = "integer" }, { type = "struct ArrowAsyncDeviceStreamHandler*", name = "handler_out", role = "pointer" }, { type = "struct FerryAsyncConsumer**", name = "out", role = "out_pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_async_consumer_get_schema", ret = "int", result = "integer",
+      params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" }, { type = "struct ArrowSchema*", name = "out", role = "pointer" }, { type = "int64_t", name = "timeout_ms", role = "integer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_async_consumer_next", ret = "int", result = "integer",
+      params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" }, { type = "struct ArrowDeviceArray*", name = "out", role = "pointer" }, { type = "int64_t", name = "timeout_ms", role = "integer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_async_consumer_device_type", ret = "ArrowDeviceType", result = "integer",
+      params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" } } },
+    { name = "ferry_async_consumer_fd", ret = "int", result = "integer",
+      params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" } } },
+    { name = "ferry_async_consumer_set_notify", ret = "void", result = "void",
+      params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" }, { type = "FerryAsyncNotifyFn", name = "fn", role = "function" }, { type = "void*", name = "user_data", role = "pointer" } } },
+    { name = "ferry_async_consumer_set_on_violation", ret = "void", result = "void",
+      params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" }, { type = "FerryFindingFn", name = "fn", role = "function" }, { type = "void*", name = "user_data", role = "pointer" } } },
+    { name = "ferry_async_consumer_violations", ret = "int64_t", result = "integer",
+      params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" } } },
+    { name = "ferry_async_consumer_wait_released", ret = "int", result = "integer",
+      params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" }, { type = "int64_t", name = "timeout_ms", role = "integer" } } },
+    { name = "ferry_async_consumer_cancel", ret = "void", result = "void",
+      params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" } } },
+    { name = "ferry_async_consumer_free", ret = "void", result = "void",
+      params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" } } },
+    { name = "ferry_async_consumer_to_stream", ret = "int", result = "integer",
+      params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" }, { type = "int64_t", name = "timeout_ms", role = "integer" }, { type = "struct ArrowDeviceArrayStream*", name = "out", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
   },
   excluded = {
     ferry_error_init = "the error buffer is hidden: messages are results",

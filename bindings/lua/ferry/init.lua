@@ -2,7 +2,7 @@
 -- (on the C module `ferry_core`) and LuaJIT (on the FFI), with one API.
 --
 --   local ferry = require("ferry")
---   local arr = ferry.import_array(schema_ptr, array_ptr)   -- validates, takes ownership
+--   local arr = ferry.import(array_ptr, schema_ptr)          -- validates, takes ownership
 --   print(arr:length(), arr:null_count(), arr:value(0))      -- bounds-checked reads
 --   arr:release()
 --   for batch in stream:batches() do ... end
@@ -71,6 +71,33 @@ end
 
 local function raise(where, code, message)
   error(ferry.error(where, code, message), 3)
+end
+
+-- The leak report (docs/bindings.md, "Closing and leaks"): with
+-- FERRY_LEAK_REPORT set (non-empty, not "0": the core's rule, read once
+-- here) every import object is registered with ferry_leak_track until it is
+-- closed, so that libferry's report at exit names those never closed
+-- ("ferry: leak: lua: ..."). Collected without close() counts as never
+-- closed: the collector is a safety net, not the plan. Off, nothing is
+-- called and no field is added.
+local LEAK_REPORT
+do
+  local value = os.getenv("FERRY_LEAK_REPORT")
+  LEAK_REPORT = value ~= nil and value ~= "" and value ~= "0"
+end
+local LEAK_RUNTIME = "lua"
+
+local function leak_track(object, description)
+  local token = raw.ferry_leak_track(LEAK_RUNTIME, description .. " (" .. backend.name .. ")")
+  if token ~= 0 then object._leak = token end
+end
+
+local function leak_untrack(object)
+  local token = object._leak
+  if token then
+    object._leak = nil
+    raw.ferry_leak_untrack(token)
+  end
 end
 
 local function check(where, code, message)
@@ -261,7 +288,7 @@ local raw_schema_release = raw.ferry_schema_release
 
 --- ferry.array_slots() -> { schema = ArrowSchema*, array = ArrowDeviceArray* }:
 --- released structs owned by Lua, for a producer (another runtime, or
---- DeviceArray:export) to fill and ferry.import_array to take from. Freed
+--- DeviceArray:export) to fill and ferry.import to take from. Freed
 --- (released first when still live) when collected or by slots:free().
 local ArraySlots = {}
 ArraySlots.__index = ArraySlots
@@ -311,6 +338,20 @@ local function unref_schema(schema)
     schema._released = true
     raw_schema_release(schema._ptr)
     schema_pool.give(schema._owner, schema._ptr)
+    schema._owner = nil
+  end
+end
+
+-- The same from a finaliser (Lua 5.4 __gc of an object holding it): the
+-- schema's handle may have been finalized in this same collection already
+-- (finalizers run in the reverse order of their marking), its struct freed,
+-- so the struct is never touched here; when this was the last holder, the
+-- handle's own finaliser releases and frees it.
+local function unref_schema_collected(schema)
+  local users = schema._users - 1
+  schema._users = users
+  if users == 0 then
+    schema._released = true
     schema._owner = nil
   end
 end
@@ -382,7 +423,14 @@ end
 
 -- Schemas the caller owns also release when collected (and on 5.4 by
 -- `local s <close>`); views and shared schemas have no finaliser to pay.
-local OwnedSchema = { __index = Schema, __gc = Schema.release, __close = Schema.release }
+-- (Collected: the handle is not given back to the pool, where a struct its
+-- own finaliser frees in this same collection would be taken again.)
+local OwnedSchema = { __index = Schema, __close = Schema.release, __gc = function(self)
+  if self._mine then
+    self._mine = false
+    unref_schema_collected(self)
+  end
+end }
 local function owned_schema()
   local owner, ptr = schema_pool.take()
   local schema = shared_schema(owner, ptr, 1)
@@ -419,6 +467,9 @@ local FIXED = {
 }
 local KIND_OF_FORMAT = {
   u = "b32", z = "b32", U = "b64", Z = "b64", ["+l"] = "l32", ["+L"] = "l64", ["+s"] = "struct",
+  -- the other layouts the validator accepts (readers below, "layouts")
+  n = "null", e = "f16", tiD = "interval_dt", tin = "interval_mdn", ["+m"] = "l32",
+  ["+vl"] = "lv32", ["+vL"] = "lv64", ["+r"] = "ree", vu = "view", vz = "view",
 }
 for format, kind in pairs(FIXED) do KIND_OF_FORMAT[format] = kind end
 local IS_FIXED = { i8 = true, u8 = true, i16 = true, u16 = true, i32 = true, u32 = true,
@@ -430,6 +481,11 @@ local function kind_of(format, has_dictionary)
   local kind = KIND_OF_FORMAT[format]
   if kind then return kind end
   if format:match("^ts[smun]:") then return "i64" end -- timestamps
+  if format:match("^w:") then return "fsb" end         -- fixed-size binary
+  if format:match("^d:") then return "decimal" end
+  if format:match("^%+w:") then return "fsl" end       -- fixed-size list
+  if format:match("^%+us:") then return "sparse" end   -- unions
+  if format:match("^%+ud:") then return "dense" end
   return "none"
 end
 
@@ -482,6 +538,11 @@ end
 -- the validator (FULL) comes first when it finds the problem too.
 local function read_failed(self, where, code, message)
   if code ~= EINVAL then raise(where, code, message) end
+  -- A declaration no address space can back: FULL validation would read
+  -- every byte it declares (UTF-8, offsets), past the real buffer.
+  if message:find("than a process can address", 1, true) or message:find("2^51", 1, true) then
+    raise(where, code, message)
+  end
   local root = self._root or self
   local vcode, vmessage = backend.validate(schema_of(root), root._ptr, VALIDATE_FULL)
   if vcode ~= 0 and vmessage then message = vmessage .. " (" .. message .. ")" end
@@ -519,6 +580,10 @@ function Array:format()
   return format
 end
 
+-- The largest buffer a reader reads (the backends' rule: see
+-- src/lferry_support.c, "What a reader refuses to read").
+local MAX_BUFFER_BYTES = 2 ^ 48
+
 local function check_index(where, what, i, n)
   if type(i) ~= "number" or i < 0 or i >= n or i % 1 ~= 0 then
     raise(where, errno.ERANGE, string.format("%s %s is out of range (0..%d)", what, tostring(i), n - 1))
@@ -552,6 +617,11 @@ function Array:buffer_bytes(i)
   if not root._host_ok then host_ready(self, "ferry.Array.buffer_bytes") end
   local address, size = self:buffer(i)
   if address == nil then return nil end
+  if backend.to_integer(size) > MAX_BUFFER_BYTES then
+    raise("ferry.Array.buffer_bytes", EINVAL, string.format(
+      "buffer %d needs %.0f bytes by its declaration, more than a process can address (2^48)", i,
+      backend.to_integer(size)))
+  end
   return backend.read_bytes(address, 0, size)
 end
 
@@ -676,7 +746,9 @@ function Array:list_range(i)
 end
 
 local function read_list(self, i, large)
-  if not self:is_valid(i) then return nil end
+  local ok, valid, message = backend.is_valid(self._arr, i)
+  if not ok then return read_failed(self, "ferry.Array.value", valid, message) end
+  if not valid then return nil end
   local first, last = list_range(self, i, large, "ferry.Array.value")
   local child, out = cached_child(self, 0), {}
   for j = first, last - 1 do out[#out + 1] = child:value(j) end
@@ -700,6 +772,272 @@ function Array:index(i)
   local ok, v, message = read_value(self._arr, kind, i)
   if ok then return v end
   return read_failed(self, "ferry.Array.index", v, message)
+end
+
+-- ---- layouts beyond the fixed-width, variable-size, list, struct and
+-- dictionary ones: every other layout the validator accepts. Each reads
+-- only inside what the array declares: the index and validity checks of the
+-- backend (is_valid: ERANGE, the 2^51 rule), buffers at the size the core
+-- computes from the declaration (refused past 2^48 bytes), and every
+-- position a buffer holds (offsets, type ids, run ends, views) checked
+-- against what it points into before it is followed.
+
+local where_value = "ferry.Array.value"
+
+-- Buffer b: its address and size by the declaration (ferry_array_buffer_size).
+local function host_buffer(self, b)
+  local address, size = self:buffer(b)
+  size = backend.to_integer(size)
+  if size > MAX_BUFFER_BYTES then
+    return read_failed(self, where_value, EINVAL, string.format(
+      "buffer %d needs %.0f bytes by its declaration, more than a process can address (2^48)",
+      b, size))
+  end
+  if address == nil and size > 0 then
+    return read_failed(self, where_value, EINVAL, string.format(
+      "buffer %d is NULL in an array of length %s", b, tostring(self:length())))
+  end
+  return address, size
+end
+
+-- The physical slot of element i after the backend's checks, nil when null.
+local function valid_slot(self, i)
+  local ok, valid, message = backend.is_valid(self._arr, i)
+  if not ok then return read_failed(self, where_value, valid, message) end
+  if not valid then return nil end
+  return i + backend.to_integer(self:offset())
+end
+
+-- The slot of element i of a layout without a validity bitmap (unions,
+-- run-end encoded): the index checks alone.
+local function plain_slot(self, i)
+  local n = backend.to_integer(self:length())
+  local offset = backend.to_integer(self:offset())
+  if n + offset > 2 ^ 51 then
+    return read_failed(self, where_value, EINVAL, string.format(
+      "length %.0f or offset %.0f is too large: a reader takes at most 2^51 elements", n, offset))
+  end
+  check_index(where_value, "index", i, n)
+  return i + offset
+end
+
+-- Parameters parsed from a format once ("w:16" -> 16, "d:9,2,64" -> ...).
+local format_params = {}
+
+local function half_to_number(h)
+  local sign = h >= 0x8000 and -1 or 1
+  local exponent, fraction = math.floor(h / 1024) % 32, h % 1024
+  if exponent == 0 then return sign * fraction * 2 ^ -24 end
+  if exponent == 31 then return fraction == 0 and sign * math.huge or 0 / 0 end
+  return sign * (1 + fraction / 1024) * 2 ^ (exponent - 15)
+end
+
+-- A little-endian two's complement integer of any width (the bytes of a
+-- decimal) as decimal text with `scale` digits after the point.
+local function decimal_text(bytes, scale)
+  local n, limbs = #bytes, {}
+  for k = 1, n do limbs[k] = bytes:byte(k) end
+  local negative = limbs[n] >= 128
+  if negative then
+    local carry = 1
+    for k = 1, n do
+      local v = 255 - limbs[k] + carry
+      limbs[k], carry = v % 256, math.floor(v / 256)
+    end
+  end
+  local digits = {}
+  repeat
+    local remainder, more = 0, false
+    for k = n, 1, -1 do
+      local current = remainder * 256 + limbs[k]
+      local q = math.floor(current / 10)
+      limbs[k], remainder = q, current - q * 10
+      if q ~= 0 then more = true end
+    end
+    digits[#digits + 1] = string.char(48 + remainder)
+  until not more
+  local text = string.reverse(table.concat(digits))
+  if scale > 0 then
+    if #text <= scale then text = string.rep("0", scale - #text + 1) .. text end
+    text = text:sub(1, #text - scale) .. "." .. text:sub(#text - scale + 1)
+  elseif scale < 0 then
+    text = text .. string.rep("0", -scale)
+  end
+  return negative and "-" .. text or text
+end
+
+-- Child positions [first, first + count) of element i must lie in the child.
+local function check_child_range(self, child, i, first, count)
+  local n = backend.to_integer(child:length())
+  if first < 0 or count < 0 or first + count > n then
+    return read_failed(self, where_value, EINVAL, string.format(
+      "element %d: child positions %.0f..%.0f are outside the child (length %.0f)", i, first,
+      first + count, n))
+  end
+end
+
+local function child_values(child, first, count)
+  local out = {}
+  for j = first, first + count - 1 do out[#out + 1] = child:value(j) end
+  return out
+end
+
+local layout_readers = {
+  null = function(self, i)
+    local ok, _, message = backend.is_valid(self._arr, i)
+    if not ok then return read_failed(self, where_value, _, message) end
+    return nil
+  end,
+  f16 = function(self, i)
+    local ok, v, message = read_value(self._arr, "u16", i)
+    if not ok then return read_failed(self, where_value, v, message) end
+    if v == nil then return nil end
+    return half_to_number(v)
+  end,
+  fsb = function(self, i) -- w:N: N bytes per element
+    local slot = valid_slot(self, i)
+    if slot == nil then return nil end
+    local format = self:format()
+    local width = format_params[format]
+    if not width then
+      width = tonumber(format:match("^w:(%d+)$"))
+      format_params[format] = width
+    end
+    local p = host_buffer(self, 1) -- (offset + length) * N bytes: slot is inside
+    if width == 0 then return "" end
+    return backend.read_bytes(p, slot * width, width)
+  end,
+  decimal = function(self, i) -- d:P,S[,B]: decimal text, e.g. "-12.34"
+    local slot = valid_slot(self, i)
+    if slot == nil then return nil end
+    local format = self:format()
+    local params = format_params[format]
+    if not params then
+      local _, scale, bits = format:match("^d:(%d+),(%-?%d+),?(%d*)$")
+      params = { scale = tonumber(scale), bytes = (tonumber(bits) or 128) / 8 }
+      format_params[format] = params
+    end
+    local p = host_buffer(self, 1)
+    return decimal_text(backend.read_bytes(p, slot * params.bytes, params.bytes), params.scale)
+  end,
+  interval_dt = function(self, i) -- { days, milliseconds }
+    local slot = valid_slot(self, i)
+    if slot == nil then return nil end
+    local p = host_buffer(self, 1)
+    return { days = backend.read(p, "i32", 2 * slot), milliseconds = backend.read(p, "i32", 2 * slot + 1) }
+  end,
+  interval_mdn = function(self, i) -- { months, days, nanoseconds }
+    local slot = valid_slot(self, i)
+    if slot == nil then return nil end
+    local p = host_buffer(self, 1)
+    return { months = backend.read(p, "i32", 4 * slot), days = backend.read(p, "i32", 4 * slot + 1),
+             nanoseconds = backend.read(p, "i64", 2 * slot + 1) }
+  end,
+  fsl = function(self, i) -- +w:N: a list of N child values
+    local slot = valid_slot(self, i)
+    if slot == nil then return nil end
+    local format = self:format()
+    local n = format_params[format]
+    if not n then
+      n = tonumber(format:match("^%+w:(%d+)$"))
+      format_params[format] = n
+    end
+    local child = cached_child(self, 0)
+    check_child_range(self, child, i, slot * n, n)
+    return child_values(child, slot * n, n)
+  end,
+  ree = function(self, i) -- +r: the value of the run holding logical element offset + i
+    local position = plain_slot(self, i)
+    local run_ends, values = cached_child(self, 0), cached_child(self, 1)
+    local lo, hi = 0, backend.to_integer(run_ends:length()) - 1
+    if hi < 0 then return read_failed(self, where_value, EINVAL, "run-end encoded: no runs") end
+    while lo < hi do -- the first run whose end is past `position`
+      local mid = math.floor((lo + hi) / 2)
+      if backend.to_integer(run_ends:value(mid)) > position then hi = mid else lo = mid + 1 end
+    end
+    local run_end = backend.to_integer(run_ends:value(lo))
+    local previous = lo > 0 and backend.to_integer(run_ends:value(lo - 1)) or 0
+    if run_end <= position or previous > position then
+      return read_failed(self, where_value, EINVAL, string.format(
+        "run-end encoded: element %d (position %.0f) is in no run (run ends not increasing, or " ..
+        "shorter than the array)", i, position))
+    end
+    check_child_range(self, values, i, lo, 1)
+    return values:value(lo)
+  end,
+  view = function(self, i) -- utf8/binary views: 16-byte views, inline or in a variadic buffer
+    local slot = valid_slot(self, i)
+    if slot == nil then return nil end
+    local views = host_buffer(self, 1)
+    local length = backend.read(views, "i32", 4 * slot)
+    if length < 0 then
+      return read_failed(self, where_value, EINVAL, string.format("view %d has a negative length %d", i, length))
+    end
+    if length <= 12 then return backend.read_bytes(views, 16 * slot + 4, length) end
+    local index, offset = backend.read(views, "i32", 4 * slot + 2), backend.read(views, "i32", 4 * slot + 3)
+    local n_data = backend.to_integer(self:n_buffers()) - 3
+    if index < 0 or index >= n_data or offset < 0 then
+      return read_failed(self, where_value, EINVAL, string.format(
+        "view %d points at buffer %d offset %d (there are %d data buffers)", i, index, offset, n_data))
+    end
+    local data, size = host_buffer(self, 2 + index)
+    if offset + length > size then
+      return read_failed(self, where_value, EINVAL, string.format(
+        "view %d: bytes %d..%d are past the end of data buffer %d (%.0f bytes)", i, offset,
+        offset + length, index, size))
+    end
+    return backend.read_bytes(data, offset, length)
+  end,
+}
+
+-- list views: offsets (buffer 1) and sizes (buffer 2) of 32 or 64 bits
+local function read_list_view(self, i, kind)
+  local slot = valid_slot(self, i)
+  if slot == nil then return nil end
+  local offsets, sizes = host_buffer(self, 1), host_buffer(self, 2)
+  local first = backend.to_integer(backend.read(offsets, kind, slot))
+  local count = backend.to_integer(backend.read(sizes, kind, slot))
+  local child = cached_child(self, 0)
+  check_child_range(self, child, i, first, count)
+  return child_values(child, first, count)
+end
+layout_readers.lv32 = function(self, i) return read_list_view(self, i, "i32") end
+layout_readers.lv64 = function(self, i) return read_list_view(self, i, "i64") end
+
+-- unions: type ids (buffer 0, int8) name the child by the format's codes
+local function union_child(self, i)
+  local slot = plain_slot(self, i)
+  local format = self:format()
+  local codes = format_params[format]
+  if not codes then
+    codes = {}
+    local c = 0
+    for code in format:sub(5):gmatch("[^,]+") do
+      codes[tonumber(code)] = c
+      c = c + 1
+    end
+    format_params[format] = codes
+  end
+  local type_ids = host_buffer(self, 0)
+  local type_id = backend.read(type_ids, "i8", slot)
+  local c = codes[type_id]
+  if c == nil then
+    return read_failed(self, where_value, EINVAL, string.format(
+      "element %d has type id %d, which is not in the union's type codes (%s)", i, type_id, format))
+  end
+  return cached_child(self, c), slot
+end
+layout_readers.sparse = function(self, i)
+  local child, slot = union_child(self, i)
+  check_child_range(self, child, i, slot, 1)
+  return child:value(slot)
+end
+layout_readers.dense = function(self, i)
+  local child, slot = union_child(self, i)
+  local offsets = host_buffer(self, 1)
+  local offset = backend.read(offsets, "i32", slot)
+  check_child_range(self, child, i, offset, 1)
+  return child:value(offset)
 end
 
 readers = {
@@ -735,15 +1073,26 @@ readers = {
     raise("ferry.Array.value", ENOTSUP, "no reader for format " .. tostring(self:format()))
   end,
 }
+for kind, reader in pairs(layout_readers) do readers[kind] = reader end
 
 function Array:int32(i) return self:value(i) end
 function Array:int64(i) return self:value(i) end
 function Array:double(i) return self:value(i) end
 function Array:utf8(i) return self:value(i) end
 
---- to_table(): every element as a Lua list (nil holes for nulls) and n.
+-- The most elements to_table() materialises (docs/bindings.md, "Reading
+-- values"): a longer array is refused by name instead of filling memory.
+local TO_TABLE_MAX = 2 ^ 31
+
+--- to_table(): every element as a Lua list (nil holes for nulls) and n;
+--- E2BIG for more than 2^31 elements (read those with value(i)).
 function Array:to_table()
   local n, out = self:length(), {}
+  if backend.to_integer(n) > TO_TABLE_MAX then
+    raise("ferry.Array.to_table", errno.E2BIG, string.format(
+      "%.0f elements are more than to_table() materialises (2^31); read them with value(i)",
+      backend.to_integer(n)))
+  end
   for i = 0, n - 1 do out[i + 1] = self:value(i) end
   return out, n
 end
@@ -801,6 +1150,7 @@ function DeviceArray:release()
   if self._released then return end
   self._released = true
   self._host_ok = false
+  if LEAK_REPORT then leak_untrack(self) end
   local owner = self._owner
   if owner then
     self._owner = nil
@@ -821,6 +1171,8 @@ function DeviceArray:release()
     unref_schema(shared)
   end
 end
+--- close(): the same as release() (docs/bindings.md spells it close()).
+DeviceArray.close = DeviceArray.release
 DeviceArray.__close = DeviceArray.release
 -- No __gc on the table: its handle (userdata on 5.4, cdata on LuaJIT) frees
 -- and thereby releases the structs when collected; a table finaliser would
@@ -851,23 +1203,26 @@ local function share_schema(self)
   return shared
 end
 
+-- opts.validate: nil, true or "default" (the default), "full", or the
+-- explicit opt-out "none" (or false).
 local function validation_level(validate)
   if validate == nil or validate == true or validate == "default" then return VALIDATE_DEFAULT end
   if validate == "full" then return VALIDATE_FULL end
-  if validate == false then return -1 end
-  raise("ferry.import_array", EINVAL, "validate must be true, false, \"default\" or \"full\", got " ..
-        tostring(validate))
+  if validate == "none" or validate == false then return -1 end
+  raise("ferry.import", EINVAL, "validate must be \"default\", \"full\" or \"none\" " ..
+        "(or true, false), got " .. tostring(validate))
 end
 
 local import = backend.import
 
---- ferry.import_array(schema_ptr, device_array_ptr, opts) -> DeviceArray:
---- takes ownership of C structs a producer filled (moves them; the sources
---- end up released) and validates them (opts.validate: "default" (the
---- default), "full", or false). A pair that fails validation is released
---- (ownership was taken) and the validator's message raised; a NULL or
---- released struct raises EINVAL and nothing is taken.
-function ferry.import_array(schema_in, array_in, opts)
+--- ferry.import(device_array_ptr, schema_ptr, opts) -> DeviceArray: takes
+--- ownership of C structs a producer filled (moves them; the sources end up
+--- released) and validates them (opts.validate: "default" (the default),
+--- "full", or "none"). The array comes first, then the schema, as in
+--- pyarrow and arrow-rs (docs/bindings.md). A pair that fails validation is
+--- released (ownership was taken) and the validator's message raised; a
+--- NULL or released struct raises EINVAL and nothing is taken.
+function ferry.import(array_in, schema_in, opts)
   local level = VALIDATE_DEFAULT
   if opts ~= nil then level = validation_level(opts.validate) end
   local arr = new_device_array(false, false)
@@ -875,13 +1230,18 @@ function ferry.import_array(schema_in, array_in, opts)
     import(schema_in, array_in, arr._sptr, arr._ptr, level)
   if code ~= 0 then
     arr:release() -- both structs are released: back to the pool
-    raise("ferry.import_array", code, message)
+    raise("ferry.import", code, message)
   end
   arr._kind = not has_dictionary and KIND_OF_FORMAT[format] or kind_of(format, has_dictionary)
   if device_type == CPU and not pending then
     arr._host_ok = true -- nothing to wait for, nothing to copy
   else
     arr._device_type, arr._device_id = device_type, device_id
+  end
+  if LEAK_REPORT then
+    leak_track(arr, string.format("DeviceArray from ferry.import (format '%s', length %s, %s) never closed",
+                                  tostring(format), tostring(arr:length()),
+                                  raw.ferry_device_type_name(device_type)))
   end
   return arr
 end
@@ -922,21 +1282,23 @@ Importer.__index = Importer
 ferry.Importer = Importer
 
 --- ferry.importer(opts) -> Importer: the lean consumer path. Each
---- importer:import(schema_ptr, array_ptr) does what ferry.import_array does
+--- importer:import(array_ptr, schema_ptr) does what ferry.import does
 --- but into one DeviceArray that the importer keeps: nothing is allocated
 --- per array. The object it returns stays valid until the next import (which
 --- releases the previous array if the caller did not) or importer:close();
---- do not keep it. opts.validate as for ferry.import_array.
+--- do not keep it. opts.validate as for ferry.import.
 function ferry.importer(opts)
   local level = VALIDATE_DEFAULT
   if opts ~= nil then level = validation_level(opts.validate) end
   local arr = new_reused_array(false, false, false)
   arr._released = true
-  return setmetatable({ _array = arr, _level = level }, Importer)
+  local importer = setmetatable({ _array = arr, _level = level }, Importer)
+  if LEAK_REPORT then leak_track(importer, "Importer from ferry.importer never closed") end
+  return importer
 end
 
---- import(schema_ptr, device_array_ptr) -> the importer's DeviceArray, filled.
-function Importer:import(schema_in, array_in)
+--- import(device_array_ptr, schema_ptr) -> the importer's DeviceArray, filled.
+function Importer:import(array_in, schema_in)
   local arr = self._array
   if not arr then raise("ferry.Importer.import", EINVAL, "the importer is closed") end
   if not arr._released then arr:release() end
@@ -952,6 +1314,7 @@ end
 
 --- close(): releases the current array (if any) and frees the importer's structs.
 function Importer:close()
+  if LEAK_REPORT then leak_untrack(self) end
   local arr = self._array
   if arr then
     self._array = nil
@@ -960,7 +1323,14 @@ function Importer:close()
   end
 end
 Importer.__close = Importer.close
-Importer.__gc = Importer.close
+-- Collected without close() (still reported): the reused array's pair
+-- handle is collected with it and its own finaliser releases and frees the
+-- structs; releasing here would hand that handle back to the pool while it
+-- is being freed.
+Importer.__gc = function(self)
+  self._leak = nil
+  self._array = nil
+end
 
 function DeviceArray:device_type() return raw.ferry_device_type_name((device_info(live_root(self)))) end
 function DeviceArray:device_type_id() return (device_info(live_root(self))) end
@@ -994,10 +1364,10 @@ function DeviceArray:validate(full)
   return code == 0, message, findings
 end
 
---- export(schema_out, array_out): moves both into consumer-allocated
---- structs (schema_out may be nil to keep the schema); this object is then
---- released.
-function DeviceArray:export(schema_out, array_out)
+--- export(array_out, schema_out): moves both into consumer-allocated
+--- structs, the array first as in pyarrow's _export_to_c (schema_out may be
+--- nil to keep the schema); this object is then released.
+function DeviceArray:export(array_out, schema_out)
   live_root(self, "ferry.DeviceArray.export")
   if self._loop then
     raise("ferry.DeviceArray.export", EINVAL, "a batch of a reusing loop cannot be moved out")
@@ -1227,11 +1597,33 @@ local function stream_ptr(self, where)
   return self._ptr
 end
 
-local function new_stream(owner, ptr, opts)
+local function new_stream(owner, ptr, opts, made_by)
   local level = VALIDATE_DEFAULT
   if opts ~= nil then level = validation_level(opts.validate) end
-  return setmetatable({ _owner = owner, _ptr = ptr, _schema = false, _prepared = false,
-                        _level = level, _released = false }, DeviceStream)
+  local stream = setmetatable({ _owner = owner, _ptr = ptr, _schema = false, _prepared = false,
+                                _level = level, _released = false, _error = false,
+                                _ended = false }, DeviceStream)
+  if LEAK_REPORT then
+    leak_track(stream, string.format("DeviceStream from %s (on %s) never closed", made_by,
+               raw.ferry_device_type_name(raw.ferry_array_stream_device_type(ptr))))
+  end
+  return stream
+end
+
+-- After an error the stream is finished (docs/bindings.md, "After an error,
+-- the same error"): the producer's get_next and get_schema are never called
+-- again, and every later read raises this same ferry.Error (code, message,
+-- and where it first failed). A batch refused by validation counts: the
+-- producer's state after it is unknown. The end of the stream is kept too.
+local function stream_failed(self, where, code, message)
+  local err = ferry.error(where, code, message)
+  self._error = err
+  error(err, 3)
+end
+
+local function check_stream_error(self)
+  local err = self._error
+  if err then error(err, 3) end
 end
 
 --- ferry.import_stream(ptr, opts) -> DeviceStream: takes ownership of a
@@ -1244,7 +1636,7 @@ function ferry.import_stream(stream_in, opts)
     backend.handle_free(owner)
     raise("ferry.import_stream", code, "the stream is released or NULL")
   end
-  return new_stream(owner, ptr, opts)
+  return new_stream(owner, ptr, opts, "ferry.import_stream")
 end
 
 function DeviceStream:pointer() return stream_ptr(self) end
@@ -1255,11 +1647,12 @@ end
 -- get_schema into a new shared Schema with one holder, or raise.
 local function fetch_schema(self, where)
   local ptr = stream_ptr(self, where)
+  check_stream_error(self)
   local schema = owned_schema()
   local code, message = raw.ferry_array_stream_get_schema(ptr, schema._ptr)
   if code ~= 0 then
     schema:release()
-    raise(where, code, message)
+    stream_failed(self, where, code, message)
   end
   return schema
 end
@@ -1279,7 +1672,7 @@ local function batch_schema(self)
     local prepared, code, message = backend.prepare(schema._ptr)
     if not prepared then
       unref_schema(schema)
-      raise("ferry.get_schema", code, message)
+      stream_failed(self, "ferry.get_schema", code, message)
     end
     self._prepared = prepared
   end
@@ -1299,6 +1692,8 @@ local validate_batch = backend.validate_batch
 -- consumer-stream handoff of ferry_array_stream_get_next_on; validates it.
 local function pull(self, on, consumer_stream)
   local ptr = stream_ptr(self, "ferry.get_next")
+  if self._error then error(self._error, 2) end
+  if self._ended then return nil end
   local schema = self._schema or batch_schema(self)
   local arr = new_device_array(false, schema._kind)
   local code, message
@@ -1314,7 +1709,8 @@ local function pull(self, on, consumer_stream)
   end
   if code ~= 0 or released then
     arr:release()
-    if code ~= 0 then raise("ferry.get_next", code, message) end
+    if code ~= 0 then stream_failed(self, "ferry.get_next", code, message) end
+    self._ended = true
     return nil
   end
   if device_type == CPU and not pending then
@@ -1324,6 +1720,10 @@ local function pull(self, on, consumer_stream)
   end
   schema._users = schema._users + 1
   arr._shared = schema
+  if LEAK_REPORT then
+    leak_track(arr, string.format("DeviceArray of a stream batch (format '%s', length %s) never closed",
+                                  tostring(schema:format()), tostring(arr:length())))
+  end
   return arr
 end
 
@@ -1361,17 +1761,29 @@ function DeviceStream:batches(opts)
     if opts.consumer_stream ~= nil then on, consumer_stream = true, opts.consumer_stream end
     if opts.host_wait then on = true end
   end
+  stream_ptr(self, "ferry.get_next")
+  check_stream_error(self)
   if not (opts and opts.reuse) then
     return pull_step, { stream = self, on = on, consumer = consumer_stream }, nil
   end
-  stream_ptr(self, "ferry.get_next")
+  if self._ended then return function() return nil end, nil, nil end
   local schema = batch_schema(self)
   schema._users = schema._users + 1
   local arr = new_reused_array(schema, schema._kind, true)
   local closer = setmetatable({ batch = arr }, LoopCloser)
+  -- finish(code, message) ends the loop; finish() on every step after it
+  -- raises the stream's error again (the loop never pulls after an error).
   local function finish(code, message)
+    if code == nil then
+      check_stream_error(self)
+      return
+    end
     dispose_reused(arr)
-    if code ~= 0 then raise("ferry.get_next", code, message) end
+    if code ~= 0 then
+      if self._released then raise("ferry.get_next", code, message) end
+      stream_failed(self, "ferry.get_next", code, message)
+    end
+    self._ended = true
   end
   local f, s = backend.batch_iterator(self._owner, arr._owner, arr, finish, consumer_stream,
                                       on and 1 or 0, self._prepared or nil)
@@ -1383,6 +1795,7 @@ end
 function DeviceStream:release()
   if self._released then return end
   self._released = true
+  if LEAK_REPORT then leak_untrack(self) end
   -- Batches may outlive the stream and share its schema: the last holder
   -- releases it.
   local schema = self._schema
@@ -1395,8 +1808,21 @@ function DeviceStream:release()
   backend.handle_free(self._owner)
   self._owner = nil
 end
+--- close(): the same as release().
+DeviceStream.close = DeviceStream.release
 DeviceStream.__close = DeviceStream.release
-DeviceStream.__gc = DeviceStream.release
+-- Collected without close() (Lua 5.4; LuaJIT's handle finalisers do the
+-- same): released, without touching the shared schema's struct (see
+-- unref_schema_collected), and still reported (leak report on).
+DeviceStream.__gc = function(self)
+  self._leak = nil
+  local schema = self._schema
+  if schema and not self._released then
+    self._schema = false
+    unref_schema_collected(schema)
+  end
+  self:release()
+end
 
 --- export(out): moves the stream into a consumer-allocated struct.
 function DeviceStream:export(out)
@@ -1829,9 +2255,10 @@ function ferry.array(spec)
   return arr
 end
 
---- export_array(spec, schema_out, array_out, opts): fills consumer-allocated
---- structs from Lua values in one go (opts defaults to spec: device=...).
-function ferry.export_array(spec, schema_out, array_out, opts)
+--- export_array(spec, array_out, schema_out, opts): fills consumer-allocated
+--- structs (the array first) from Lua values in one go (opts defaults to
+--- spec: device=...).
+function ferry.export_array(spec, array_out, schema_out, opts)
   local node = to_node(spec)
   ferry.export_schema_to(node, schema_out)
   local ok, err = pcall(ferry.export_array_to, node, array_out, opts or spec)
@@ -1876,7 +2303,7 @@ function ferry.export_stream_to(out, schema, producer, opts)
       return -- end of stream: array_out stays released
     end
     if getmetatable(item) == DeviceArray then
-      item:export(nil, array_out)
+      item:export(array_out)
     else
       export_array_to(item, array_out, spec_opts)
     end
@@ -1893,7 +2320,7 @@ function ferry.stream(schema, producer, opts)
     backend.handle_free(owner)
     error(err, 2)
   end
-  return new_stream(owner, ptr, opts)
+  return new_stream(owner, ptr, opts, "ferry.stream")
 end
 
 --- ferry.stream_from_arrays(list_of_specs, opts): a stream over fixed batches
@@ -1904,6 +2331,397 @@ function ferry.stream_from_arrays(specs, opts)
     i = i + 1
     return specs[i]
   end, opts)
+end
+
+-- ---- async device streams (the Async Device Stream Interface) ------------------------
+
+-- The core does the protocol (docs/bindings.md, "Async device streams"): a
+-- FerryAsyncConsumer queues what a producer pushes, on the producer's
+-- threads, in C; a FerryAsyncSender serializes a producer's calls. Lua only
+-- takes batches from the queue and feeds the sender, always on the Lua
+-- thread, so no callback ever enters Lua. Where Lua would wait, a coroutine
+-- that can yield yields instead (coroutine.yield(object)), so one Lua
+-- thread can run a consumer and a producer, or an event loop can wait on
+-- the consumer's fd(); elsewhere the wait blocks in C.
+local ETIMEDOUT = errno.ETIMEDOUT
+local isyieldable = coroutine.isyieldable or function() return false end
+
+-- Handlers this module allocated and handed to producers that have not
+-- released them yet: their memory must outlive the consumer object, so it
+-- is freed by a later sweep once the producer released it.
+local pending_handlers = {}
+local function sweep_handlers()
+  for handler in pairs(pending_handlers) do
+    if raw.ferry_async_handler_is_released(handler) == 1 then
+      pending_handlers[handler] = nil
+      raw.ferry_async_handler_free(handler)
+    end
+  end
+end
+
+-- Frees what a consumer holds in C (once): the core consumer (which cancels
+-- a running stream; its memory goes when the producer releases) and, when
+-- released already, the handler (else it waits in pending_handlers).
+local function free_consumer_state(state)
+  if state.freed then return end
+  state.freed = true
+  raw.ferry_async_consumer_free(state.consumer)
+  if raw.ferry_async_handler_is_released(state.handler) == 1 then
+    raw.ferry_async_handler_free(state.handler)
+  else
+    pending_handlers[state.handler] = true
+  end
+end
+
+local AsyncConsumer = {}
+AsyncConsumer.__index = AsyncConsumer
+ferry.AsyncConsumer = AsyncConsumer
+
+--- ferry.async_consumer(opts) -> AsyncConsumer: a consumer of an async
+--- device stream. Hand consumer:handler() (a struct
+--- ArrowAsyncDeviceStreamHandler*) to any producer, in any runtime; its
+--- callbacks may come from any thread and are queued in C. opts.window: at
+--- most this many batches requested ahead (default 4); opts.validate as for
+--- ferry.import (every batch is validated against the stream's schema).
+function ferry.async_consumer(opts)
+  opts = opts or {}
+  local window = opts.window or 4
+  if type(window) ~= "number" or window < 1 or window % 1 ~= 0 then
+    raise("ferry.async_consumer", EINVAL, "window must be an integer >= 1, got " .. tostring(window))
+  end
+  local level = validation_level(opts.validate)
+  sweep_handlers()
+  local handler = raw.ferry_async_handler_new()
+  if handler == nil then raise("ferry.async_consumer", ENOMEM, "cannot allocate a handler") end
+  local code, consumer, message = raw.ferry_async_consumer_create(window, level, handler)
+  if code ~= 0 then
+    raw.ferry_async_handler_free(handler)
+    raise("ferry.async_consumer", code, message)
+  end
+  local state = { consumer = consumer, handler = handler, freed = false }
+  local self = setmetatable({ _state = state, _schema = false, _error = false, _ended = false,
+                              _closed = false }, AsyncConsumer)
+  -- LuaJIT has no __gc on tables: an anchor frees the C side when collected
+  -- (its finaliser holds only `state`, never the object).
+  self._anchor = backend.gc_anchor(handler, function() free_consumer_state(state) end) or false
+  if LEAK_REPORT then leak_track(self, "AsyncConsumer from ferry.async_consumer never closed") end
+  return self
+end
+
+local function live_consumer(self, where)
+  if self._closed then raise(where, EINVAL, "async consumer already closed") end
+  return self._state.consumer
+end
+
+--- handler() -> the struct ArrowAsyncDeviceStreamHandler* to hand to a
+--- producer (it stays valid until that producer releases it, even after
+--- close()).
+function AsyncConsumer:handler()
+  live_consumer(self, "ferry.AsyncConsumer.handler")
+  return self._state.handler
+end
+
+--- fd() -> a file descriptor readable exactly while poll() has something
+--- (a batch, the end, an error) to return: for event loops (poll it only;
+--- never read or close it). -1 when the platform gives none.
+function AsyncConsumer:fd() return raw.ferry_async_consumer_fd(live_consumer(self, "ferry.AsyncConsumer.fd")) end
+
+--- cancel(): asks the producer to stop (idempotent); later reads raise ECANCELED.
+function AsyncConsumer:cancel() raw.ferry_async_consumer_cancel(live_consumer(self, "ferry.AsyncConsumer.cancel")) end
+
+-- As stream_failed: the first error is kept and raised on every later read.
+local function consumer_failed(self, code, message)
+  local err = ferry.error("ferry.AsyncConsumer.next", code, message)
+  self._error = err
+  error(err, 3)
+end
+
+--- poll(timeout_ms) -> DeviceArray, false when nothing arrived within
+--- timeout_ms (default 0: do not wait; negative: wait as long as it takes),
+--- or nil at the end of the stream. A failure (the producer's on_error, a
+--- batch refused by validation, a protocol violation, cancel) raises, and
+--- the same error is raised on every later call.
+function AsyncConsumer:poll(timeout_ms)
+  local consumer = live_consumer(self, "ferry.AsyncConsumer.next")
+  if self._error then error(self._error, 2) end
+  if self._ended then return nil end
+  timeout_ms = timeout_ms or 0
+  local schema = self._schema
+  if not schema then
+    schema = owned_schema()
+    local code, message = raw.ferry_async_consumer_get_schema(consumer, schema._ptr, timeout_ms)
+    if code ~= 0 then
+      schema:release()
+      if code == ETIMEDOUT then return false end
+      consumer_failed(self, code, message)
+    end
+    schema._mine = false -- held by the consumer and its batches
+    setmetatable(schema, Schema)
+    schema._kind = kind_of(schema:format(), raw.ferry_schema_dictionary(schema._ptr) ~= nil)
+    self._schema = schema
+  end
+  local arr = new_device_array(false, schema._kind)
+  local code, message = raw.ferry_async_consumer_next(consumer, arr._ptr, timeout_ms)
+  if code ~= 0 or raw.ferry_device_array_is_released(arr._ptr) == 1 then
+    arr:release()
+    if code == ETIMEDOUT then return false end
+    if code ~= 0 then consumer_failed(self, code, message) end
+    self._ended = true
+    return nil
+  end
+  -- validated by the core consumer, at the level it was made with
+  local device_type = raw.ferry_device_array_device_type(arr._ptr)
+  if device_type == CPU and raw.ferry_device_array_sync_event(arr._ptr) == nil then
+    arr._host_ok = true
+  else
+    arr._device_type, arr._device_id = device_type, raw.ferry_device_array_device_id(arr._ptr)
+  end
+  schema._users = schema._users + 1
+  arr._shared = schema
+  if LEAK_REPORT then
+    leak_track(arr, string.format("DeviceArray of an async batch (format '%s', length %s) never closed",
+                                  tostring(schema:format()), tostring(arr:length())))
+  end
+  return arr
+end
+
+--- next() -> DeviceArray, or nil at the end. When none is ready: inside a
+--- coroutine that can yield, yields (coroutine.yield(consumer)) and tries
+--- again when resumed; elsewhere blocks in C until one comes.
+function AsyncConsumer:next()
+  while true do
+    if not isyieldable() then return self:poll(-1) end
+    local arr = self:poll(0)
+    if arr ~= false then return arr end
+    coroutine.yield(self)
+  end
+end
+
+--- batches() -> iterator for `for batch in consumer:batches() do ... end`
+--- (next() per step: coroutine-friendly as next()).
+function AsyncConsumer:batches()
+  live_consumer(self, "ferry.AsyncConsumer.next")
+  return AsyncConsumer.next, self, nil
+end
+
+--- wait_released(timeout_ms) -> true once the producer has released the
+--- handler (its last call), false when it has not within timeout_ms
+--- (negative: wait as long as it takes).
+function AsyncConsumer:wait_released(timeout_ms)
+  local consumer = live_consumer(self, "ferry.AsyncConsumer.wait_released")
+  return raw.ferry_async_consumer_wait_released(consumer, timeout_ms or -1) == 0
+end
+
+--- schema() -> a view of the stream's schema once it came (nil before).
+function AsyncConsumer:schema()
+  live_consumer(self, "ferry.AsyncConsumer.schema")
+  local schema = self._schema
+  if not schema then return nil end
+  return schema_view(schema._ptr, schema)
+end
+
+--- close(): gives the consumer up (cancelling a running stream); batches
+--- already taken stay valid. Idempotent; later calls raise "already closed".
+function AsyncConsumer:close()
+  if self._closed then return end
+  self._closed = true
+  if LEAK_REPORT then leak_untrack(self) end
+  local anchor = self._anchor
+  if anchor then backend.gc_anchor_drop(anchor) end
+  free_consumer_state(self._state)
+  local schema = self._schema
+  self._schema = false
+  if schema then unref_schema(schema) end
+end
+AsyncConsumer.release = AsyncConsumer.close
+AsyncConsumer.__close = AsyncConsumer.close
+AsyncConsumer.__gc = function(self) -- 5.4 (LuaJIT: the anchor); still reported as a leak
+  self._leak = nil
+  local schema = self._schema
+  if schema and not self._closed then -- as DeviceStream.__gc
+    self._schema = false
+    unref_schema_collected(schema)
+  end
+  self:close()
+end
+
+-- ---- the producer side ----
+
+local AsyncExporter = {}
+AsyncExporter.__index = AsyncExporter
+ferry.AsyncExporter = AsyncExporter
+
+-- Ends a sender once: the end marker (code 0) or on_error(code, message), then
+-- the handler's release.
+local function finish_sender(state, code, message)
+  if state.finished then return end
+  state.finished = true
+  raw.ferry_async_sender_finish(state.sender, code, message)
+  local pending = state.pending
+  if pending then
+    state.pending = false
+    backend.handle_free(pending.owner)
+  end
+end
+
+--- ferry.async_exporter(handler_ptr, schema, producer, opts) -> AsyncExporter:
+--- pushes batches to a consumer's struct ArrowAsyncDeviceStreamHandler*
+--- (another runtime's, or ferry.async_consumer():handler()), at the pace the
+--- consumer requests. `schema` is a spec or node; `producer` is a function
+--- called for each batch, or a coroutine resumed for each (yielding it),
+--- returning a spec, node or DeviceArray, nil at the end, or nil, message[,
+--- code] to fail the stream (a raised error fails it with EIO); opts as for
+--- ferry.export_stream_to (device=...). The handler is the exporter's from
+--- here on: it is released when the stream ends, fails or is cancelled, and
+--- when the exporter is closed or collected first (on_error ECANCELED).
+function ferry.async_exporter(handler, schema, producer, opts)
+  local where = "ferry.async_exporter"
+  if handler == nil then raise(where, EINVAL, "handler must not be nil") end
+  opts = opts or {}
+  if type(producer) == "thread" then
+    local co = producer
+    producer = function()
+      if coroutine.status(co) == "dead" then return nil end
+      local ok, item, message, code = coroutine.resume(co)
+      if not ok then error(item, 0) end
+      return item, message, code
+    end
+  elseif type(producer) ~= "function" then
+    raise(where, EINVAL, "producer must be a function or a coroutine")
+  end
+  local device, cpu = resolve_device(opts)
+  local code, sender, message = raw.ferry_async_sender_create(handler, cpu and CPU or device.type, nil)
+  if code ~= 0 then raise(where, code, message) end -- the core failed and released the handler
+  local state = { sender = sender, finished = false, pending = false }
+  local self = setmetatable({ _state = state, _producer = producer, _result = false,
+                              _opts = { device = opts.device, device_id = opts.device_id,
+                                        stream = opts.stream, sync = opts.sync } }, AsyncExporter)
+  self._anchor = backend.gc_anchor(sender, function()
+    finish_sender(state, errno.ECANCELED, "the Lua exporter was collected before the end")
+  end) or false
+  -- the schema, at once (the consumer requests batches from inside on_schema)
+  local owner, ptr = backend.handle("schema")
+  local ok, err = pcall(ferry.export_schema_to, schema, ptr)
+  if not ok then
+    backend.handle_free(owner)
+    finish_sender(state, EINVAL, tostring(type(err) == "table" and err.message or err))
+    error(err, 2)
+  end
+  code, message = raw.ferry_async_sender_send_schema(sender, ptr)
+  backend.handle_free(owner)
+  if code ~= 0 then
+    self._result = ferry.error(where, code, message)
+    finish_sender(state, 0, nil) -- refused or cancelled: the core sends nothing more
+  end
+  return self
+end
+
+-- The next batch of the producer, exported into a pair the exporter holds
+-- (state.pending) until the sender takes it; false at the end (the stream
+-- is finished here, with the producer's error if it failed).
+local function produce(self)
+  local state = self._state
+  local ok, item, message, code = pcall(self._producer)
+  if not ok then
+    local text = type(item) == "table" and item.message or tostring(item)
+    finish_sender(state, type(item) == "table" and item.code or errno.EIO, text)
+    self._result = ferry.error("ferry.AsyncExporter.producer", errno.EIO, text)
+    return false
+  end
+  if item == nil then
+    if message ~= nil then
+      finish_sender(state, code or errno.EIO, tostring(message))
+      self._result = ferry.error("ferry.AsyncExporter.producer", code or errno.EIO, tostring(message))
+    else
+      finish_sender(state, 0, nil)
+    end
+    return false
+  end
+  local owner, ptr = backend.handle("pair")
+  local exported, err
+  if getmetatable(item) == DeviceArray then
+    exported, err = pcall(item.export, item, ptr)
+  else
+    exported, err = pcall(ferry.export_array_to, item, ptr, self._opts)
+  end
+  if not exported then
+    backend.handle_free(owner)
+    local text = type(err) == "table" and err.message or tostring(err)
+    local failed = type(err) == "table" and err.code or errno.EIO
+    finish_sender(state, failed, text)
+    self._result = ferry.error("ferry.AsyncExporter.producer", failed, text)
+    return false
+  end
+  state.pending = { owner = owner, ptr = ptr }
+  return true
+end
+
+--- pump(timeout_ms) -> true once the stream is over (ended, failed or
+--- cancelled: see result()), false while the consumer has not asked for
+--- more within timeout_ms (default 0; negative: wait). Calls the producer
+--- only for batches the consumer requested.
+function AsyncExporter:pump(timeout_ms)
+  local state = self._state
+  timeout_ms = timeout_ms or 0
+  while not state.finished do
+    local code, message = raw.ferry_async_sender_wait_demand(state.sender, timeout_ms)
+    if code == ETIMEDOUT then return false end
+    if code ~= 0 then -- cancelled, refused, or a request(n <= 0): stop
+      self._result = ferry.error("ferry.AsyncExporter", code, message)
+      finish_sender(state, 0, nil)
+      break
+    end
+    if not state.pending and not produce(self) then break end
+    local pending = state.pending
+    code, message = raw.ferry_async_sender_send(state.sender, pending.ptr, nil, timeout_ms)
+    if code == ETIMEDOUT then return false end -- still ours: sent on the next pump
+    state.pending = false
+    backend.handle_free(pending.owner) -- moved out (or released by ferry on a refusal)
+    if code ~= 0 then
+      self._result = ferry.error("ferry.AsyncExporter", code, message)
+      finish_sender(state, 0, nil)
+    end
+  end
+  local anchor = self._anchor
+  if anchor then
+    self._anchor = false
+    backend.gc_anchor_drop(anchor)
+  end
+  return true
+end
+
+--- run() -> self: pumps to the end. Inside a coroutine that can yield, it
+--- yields (coroutine.yield(exporter)) whenever the consumer has not asked
+--- for more; elsewhere it blocks in C until it does.
+function AsyncExporter:run()
+  while not self:pump(isyieldable() and 0 or -1) do coroutine.yield(self) end
+  return self
+end
+
+--- result() -> nil while running or after a clean end, else the ferry.Error
+--- that ended it (the producer's failure, or the consumer's cancel/refusal:
+--- ECANCELED, ...).
+function AsyncExporter:result() return self._result or nil end
+
+--- done() -> true once the stream is over.
+function AsyncExporter:done() return self._state.finished end
+
+--- close(): ends the stream now if it is still running (on_error ECANCELED).
+function AsyncExporter:close()
+  finish_sender(self._state, errno.ECANCELED, "the Lua exporter was closed before the end")
+  local anchor = self._anchor
+  if anchor then
+    self._anchor = false
+    backend.gc_anchor_drop(anchor)
+  end
+end
+AsyncExporter.__close = AsyncExporter.close
+AsyncExporter.__gc = AsyncExporter.close
+
+--- ferry.export_async(handler_ptr, schema, producer, opts) -> AsyncExporter:
+--- ferry.async_exporter(...):run() (blocks, or yields in a coroutine).
+function ferry.export_async(handler, schema, producer, opts)
+  return ferry.async_exporter(handler, schema, producer, opts):run()
 end
 
 -- DeviceArray inherits Array's methods: copy them in, so that a method call

@@ -1,5 +1,5 @@
 -- The Lua participant of ferry's cross-language tests: parses case strings
--- (/work/shared/cases.md), produces arrays and streams from the value
+-- (docs/cases.md), produces arrays and streams from the value
 -- formula, and checks what other runtimes produce. Called by the C shim
 -- ferry_it_lua.c; every function raises a ferry.Error (code + message) or a
 -- plain error on failure and returns nothing on success. Lua 5.4 only (the
@@ -48,6 +48,13 @@ function M.parse(spec)
     elseif key == "seed" then case.seed = parse_count(key, value, 4294967295)
     elseif key == "offset" then case.offset = parse_count(key, value, 1 << 31)
     elseif key == "batches" then case.batches = parse_count(key, value, 1 << 20)
+    elseif key == "window" then -- async only: the checking consumer's (accepted, unused here)
+      case.window = parse_count(key, value, 1 << 31)
+      if case.window < 1 then
+        fail(EINVAL, "window=0 in case \"%s\": a consumer must request at least 1 batch", spec)
+      end
+    elseif key == "cancel" then -- async only, as window
+      case.cancel = parse_count(key, value, 1 << 31)
     elseif key == "device" then
       if not DEVICES[value] then fail(EINVAL, "unknown device '%s' in case '%s'", value, spec) end
       case.device = value
@@ -56,9 +63,18 @@ function M.parse(spec)
         case.fail = value
       else
         local n = value:match("^get_next@(.*)$")
-        if not n then fail(EINVAL, "unknown failure '%s' in case '%s'", value, spec) end
-        case.fail, case.fail_at = "get_next", parse_count("fail=get_next@", n, 1 << 31)
-        if case.fail_at < 1 then fail(EINVAL, "fail=get_next@N counts from 1, got %s", n) end
+        local consumer = value:match("^consumer@(.*)$")
+        if consumer then
+          -- async only: the checking consumer refuses task N (the producer's stream is unchanged)
+          case.consumer_fail_at = parse_count("fail=consumer@", consumer, 1 << 31)
+          if case.consumer_fail_at < 1 then
+            fail(EINVAL, "fail=consumer@N counts from 1, got %s", consumer)
+          end
+        else
+          if not n then fail(EINVAL, "unknown failure '%s' in case '%s'", value, spec) end
+          case.fail, case.fail_at = "get_next", parse_count("fail=get_next@", n, 1 << 31)
+          if case.fail_at < 1 then fail(EINVAL, "fail=get_next@N counts from 1, got %s", n) end
+        end
       end
     else
       fail(EINVAL, "unknown key '%s' in case '%s'", key, spec)
@@ -212,7 +228,7 @@ function M.export_array(spec, schema_out, array_out)
   if case.fail == "export" then fail(EIO, "injected failure at export") end
   ensure_device(case)
   local node = M.node(case, case.seed)
-  ferry.export_array(node, schema_out, array_out, device_options(case))
+  ferry.export_array(node, array_out, schema_out, device_options(case))
 end
 
 function M.export_stream(spec, out)
@@ -364,7 +380,7 @@ end
 
 function M.check_array(spec, schema_in, array_in)
   -- Take ownership first: the checker releases on success and failure alike.
-  local arr = ferry.import_array(schema_in, array_in)
+  local arr = ferry.import(array_in, schema_in)
   local ok, err = pcall(function()
     local case = M.parse(spec)
     check_schema(case, arr:schema(), "schema")

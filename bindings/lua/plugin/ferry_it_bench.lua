@@ -4,7 +4,7 @@
 -- string made once per length is the exported buffer (zero-copy: the export
 -- anchors the string, and the consumer's release only drops that reference);
 -- ferry.export_array and ferry.export_stream_to with an iterator function to
--- produce; ferry.import_array and `for batch in stream:batches()` to consume.
+-- produce; ferry.import and `for batch in stream:batches()` to consume.
 -- Every function raises a ferry.Error (code + message) on failure.
 local ferry = require("ferry")
 
@@ -46,11 +46,11 @@ end
 function M.noop(x) return x + 1 end
 
 function M.export_array(length, schema_out, array_out)
-  ferry.export_array(node_of(length), schema_out, array_out)
+  ferry.export_array(node_of(length), array_out, schema_out)
 end
 
 function M.consume_array(schema, array)
-  read_first_and_release(ferry.import_array(schema, array))
+  read_first_and_release(ferry.import(array, schema))
 end
 
 function M.export_stream(length, batches, out)

@@ -6,18 +6,29 @@
  * The state is created lazily on the first entry and lives for the process.
  * Every entry point and every Lua callback holds the runtime's recursive
  * lock, so hosts may call from any thread and re-entrantly. No Lua error
- * leaves this file: each becomes an errno code plus a per-thread message. */
+ * leaves this file: each becomes an errno code plus a per-thread message.
+ *
+ * Async device streams (the end of this file) come from the generic layer
+ * of the test plugins (core/harness/async/ferry_it_async.h) over the
+ * synchronous entry points, made safe for a single-threaded Lua state: the
+ * producer runs in the layer's eager mode (the Lua stream is read on the
+ * calling thread, then pushed from ferry's thread without entering Lua), and
+ * the checker, which the layer runs on a thread of its own, runs its Lua
+ * code on a coroutine of its own and releases the lock while it blocks
+ * waiting for the producer (see there why both are needed). */
 #include <errno.h>
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ferry/ferry.h"
 #include "ferry/ferry_it.h"
+#include "ferry_it_async.h"
 #include "ferry_it_bench.h"
 #include "lferry_support.h"
 
@@ -358,4 +369,170 @@ int ferry_it_bench_consume_stream(struct ArrowDeviceArrayStream* stream) {
   }
   ferry_array_stream_release(stream);
   return code;
+}
+
+/* ---- async device streams (ferry_it.h; shared/cases.md, "Async device streams") ---- */
+
+/* The generic layer keeps its own per-thread message: copied into this
+ * plugin's, so that ferry_it_last_error answers for these calls too. */
+static int async_outcome(int rc) {
+  if (rc) set_last_error(ferry_it_async_last_error());
+  return rc;
+}
+
+/* Starts pushing the case's stream to `handler` (borrowed until released).
+ * Eager: the Lua stream is read to its end (or its injected failure) here,
+ * on the calling thread, under the state's lock like any entry; ferry's
+ * producer thread then pushes what was read without entering Lua (the
+ * batches' release hooks never run Lua). */
+int ferry_it_export_async(const char* case_spec, struct ArrowAsyncDeviceStreamHandler* handler) {
+  set_last_error("");
+  return async_outcome(ferry_it_async_export_generic(case_spec, handler, ferry_it_export_stream,
+                                                     ferry_it_last_error, 1));
+}
+
+/* The checker reads a stream over the handler's queue whose get_schema and
+ * get_next block until the producer delivers. Holding the Lua lock there
+ * would deadlock a Lua -> Lua pair (the host calls ferry_it_export_async,
+ * which needs the lock to read the Lua producer, while the checker waits
+ * for its batches) and stall every other entry. So the checker's blocking
+ * calls release the lock (every hold this thread has) and retake it before
+ * returning to Lua. That is only sound because the checker's Lua frames are
+ * on a coroutine of its own (call_entry_on_coroutine): whatever another
+ * thread runs on the state meanwhile stacks on the main thread or the
+ * callback thread, never on top of the suspended frames. */
+struct unlocking_stream {
+  struct ArrowDeviceArrayStream inner;
+};
+
+/* Checker calls blocked in the producer's stream right now, lock released
+ * (spec: plugin/async_lock_test.c waits for one before it starts a producer
+ * that needs the lock). */
+static atomic_int checker_waits;
+
+/* Test hook, not an entry point of ferry_it.h: how many async checkers are
+ * waiting for their producer with the Lua lock released. */
+__attribute__((visibility("default"))) int ferry_it_lua_checker_waits(void) {
+  return atomic_load(&checker_waits);
+}
+
+static int unlocking_get_schema(struct ArrowDeviceArrayStream* self, struct ArrowSchema* out) {
+  struct unlocking_stream* u = (struct unlocking_stream*)self->private_data;
+  int holds = lferry_runtime_release_all(runtime);
+  atomic_fetch_add(&checker_waits, 1);
+  int rc = u->inner.get_schema(&u->inner, out);
+  atomic_fetch_sub(&checker_waits, 1);
+  lferry_runtime_reacquire(runtime, holds);
+  return rc;
+}
+
+static int unlocking_get_next(struct ArrowDeviceArrayStream* self, struct ArrowDeviceArray* out) {
+  struct unlocking_stream* u = (struct unlocking_stream*)self->private_data;
+  int holds = lferry_runtime_release_all(runtime);
+  atomic_fetch_add(&checker_waits, 1);
+  int rc = u->inner.get_next(&u->inner, out);
+  atomic_fetch_sub(&checker_waits, 1);
+  lferry_runtime_reacquire(runtime, holds);
+  return rc;
+}
+
+static const char* unlocking_get_last_error(struct ArrowDeviceArrayStream* self) {
+  struct unlocking_stream* u = (struct unlocking_stream*)self->private_data;
+  return u->inner.get_last_error ? u->inner.get_last_error(&u->inner) : NULL;
+}
+
+/* Does not block (the layer's queue stream returns at once), so it keeps
+ * the lock: it may run from a collection on any thread's Lua frames. */
+static void unlocking_release(struct ArrowDeviceArrayStream* self) {
+  struct unlocking_stream* u = (struct unlocking_stream*)self->private_data;
+  if (u->inner.release) u->inner.release(&u->inner);
+  free(u);
+  self->private_data = NULL;
+  self->release = NULL;
+}
+
+static int new_coroutine_protected(lua_State* L) {
+  lua_State** out = (lua_State**)lua_touserdata(L, 1);
+  int* ref = (int*)lua_touserdata(L, 2);
+  *out = lua_newthread(L);
+  *ref = luaL_ref(L, LUA_REGISTRYINDEX); /* anchors the coroutine */
+  return 0;
+}
+
+/* call_entry, on a new coroutine of the state instead of its main thread. */
+static int call_entry_on_coroutine(const char* function, const char* case_spec, void* first) {
+  set_last_error("");
+  int code = ensure_state();
+  if (code) return code;
+  struct entry_call call = {function, case_spec, first, NULL, 0, ""};
+  lua_State* co = NULL;
+  int ref = LUA_NOREF;
+  lferry_runtime_lock(runtime);
+  int top = lua_gettop(state);
+  lua_pushcfunction(state, new_coroutine_protected);
+  lua_pushlightuserdata(state, &co);
+  lua_pushlightuserdata(state, &ref);
+  int status = lua_pcall(state, 2, 0, 0);
+  lua_settop(state, top);
+  if (status != LUA_OK || !co) {
+    call.code = ENOMEM;
+    snprintf(call.message, sizeof(call.message), "cannot make a Lua coroutine for the checker");
+  } else {
+    lua_pushcfunction(co, entry_protected);
+    lua_pushlightuserdata(co, &call);
+    if (lua_pcall(co, 1, 0, 0) != LUA_OK) {
+      call.code = ENOMEM;
+      snprintf(call.message, sizeof(call.message), "Lua failure: %s",
+               lua_type(co, -1) == LUA_TSTRING ? lua_tostring(co, -1) : "(no message)");
+    }
+    lua_settop(co, 0);
+    luaL_unref(state, LUA_REGISTRYINDEX, ref);
+  }
+  lferry_runtime_unlock(runtime);
+  if (call.code) set_last_error(call.message);
+  return call.code;
+}
+
+/* The layer's check_stream (called on its checker thread): the Lua checker
+ * over the unlocking view of `stream`, which it takes (released either way). */
+static int async_check_stream(const char* case_spec, struct ArrowDeviceArrayStream* stream) {
+  if (!case_spec || !stream) {
+    if (stream) ferry_array_stream_release(stream);
+    set_last_error("case string and stream must not be NULL");
+    return EINVAL;
+  }
+  struct unlocking_stream* u = (struct unlocking_stream*)calloc(1, sizeof(*u));
+  if (!u) {
+    ferry_array_stream_release(stream);
+    set_last_error("out of memory wrapping the checker's stream");
+    return ENOMEM;
+  }
+  u->inner = *stream;
+  stream->release = NULL; /* moved */
+  struct ArrowDeviceArrayStream wrapped;
+  memset(&wrapped, 0, sizeof(wrapped));
+  wrapped.device_type = u->inner.device_type;
+  wrapped.get_schema = unlocking_get_schema;
+  wrapped.get_next = unlocking_get_next;
+  wrapped.get_last_error = unlocking_get_last_error;
+  wrapped.release = unlocking_release;
+  wrapped.private_data = u;
+  int code = call_entry_on_coroutine("check_stream", case_spec, &wrapped);
+  if (wrapped.release) wrapped.release(&wrapped); /* what the Lua side did not take */
+  return code;
+}
+
+/* Fills *handler_out with a checking consumer of the case; the ticket is
+ * the generic layer's until ferry_it_async_result. */
+int ferry_it_check_async(const char* case_spec, struct ArrowAsyncDeviceStreamHandler* handler_out,
+                         void** ticket_out) {
+  set_last_error("");
+  return async_outcome(ferry_it_async_check_generic(case_spec, handler_out, ticket_out,
+                                                    async_check_stream, ferry_it_last_error));
+}
+
+/* The verdict of a ticket (consumed unless ETIMEDOUT). */
+int ferry_it_async_result(void* ticket, int64_t timeout_ms) {
+  set_last_error("");
+  return async_outcome(ferry_it_async_result_generic(ticket, timeout_ms));
 }

@@ -159,9 +159,9 @@ describe("arrays (" .. ferry.backend .. ")", function()
   it("exports into C structs and imports them back", function()
     local arr = ferry.array{ type = "int16", values = { 7, nil, 9 }, length = 3 }
     local schema_c, array_c = raw.ferry_schema_new(), raw.ferry_device_array_new()
-    arr:export(schema_c, array_c)
+    arr:export(array_c, schema_c)
     assert.are.equal(0, raw.ferry_device_array_is_released(array_c))
-    local back = ferry.import_array(schema_c, array_c)
+    local back = ferry.import(array_c, schema_c)
     assert.are.equal(1, raw.ferry_device_array_is_released(array_c))
     assert.are.equal(9, back:value(2))
     back:release()
@@ -205,5 +205,104 @@ describe("arrays (" .. ferry.backend .. ")", function()
     assert.are.equal(7, arr:value(2))
     arr:release()
     assert.are.equal(before, device:live_allocations())
+  end)
+
+  -- Issue 20, item 4/13: value() covers every layout the validator accepts
+  -- (the same on both backends: these readers are shared Lua over the
+  -- backends' checked helpers).
+  local function expect_error(err, where, code, text)
+    assert.are.equal(ferry.Error, getmetatable(err), tostring(err))
+    assert.are.equal(where, err.where, tostring(err))
+    assert.are.equal(code, err.code, tostring(err))
+    if text then assert.truthy(err.message:find(text, 1, true), err.message) end
+  end
+  local i32 = function(values) return { kind = "i32", values = values } end
+  local function ints(name, values)
+    return { format = "i", name = name, length = #values, buffers = { false, i32(values) } }
+  end
+  local function strings(name, offsets, data)
+    return { format = "u", name = name, length = #offsets - 1, buffers = { false, i32(offsets), data } }
+  end
+  local function plain(v) -- int64 cdata (LuaJIT) as a number, tables recursively
+    if type(v) == "table" then
+      local out = {}
+      for k, x in pairs(v) do out[k] = plain(x) end
+      return out
+    end
+    if type(v) == "cdata" then return tonumber(v) end
+    return v
+  end
+  local layouts = {
+    { "null", { format = "n", length = 3, buffers = {} }, { nil, nil, nil }, 3 },
+    { "float16", { format = "e", length = 4, buffers = { false, { kind = "u16", values = { 0x3C00, 0xC000, 0x3555, 0x7C00 } } } },
+      { 1, -2, 0.333251953125, math.huge } },
+    { "fixed_size_binary", { format = "w:3", length = 2, buffers = { false, "abcdef" } }, { "abc", "def" } },
+    { "decimal128", { format = "d:5,2", length = 2, buffers = { false, { kind = "i64", values = { 12345, 0, -1, -1 } } } },
+      { "123.45", "-0.01" } },
+    { "decimal64", { format = "d:18,3,64", length = 2, buffers = { false, { kind = "i64", values = { 7, -123456 } } } },
+      { "0.007", "-123.456" } },
+    { "decimal32", { format = "d:9,0,32", length = 1, buffers = { false, i32({ -42 }) } }, { "-42" } },
+    { "decimal256", { format = "d:40,1,256", length = 1, buffers = { false, { kind = "i64", values = { 0, 1, 0, 0 } } } },
+      { "1844674407370955161.6" } },
+    { "interval_day_time", { format = "tiD", length = 1, buffers = { false, i32({ 3, 500 }) } },
+      { { days = 3, milliseconds = 500 } } },
+    { "interval_month_day_nano", { format = "tin", length = 1, buffers = { false, i32({ 1, 2, 7, 0 }) } },
+      { { months = 1, days = 2, nanoseconds = 7 } } },
+    { "fixed_size_list", { format = "+w:2", length = 2, buffers = { false }, children = { ints("item", { 1, 2, 3, 4 }) } },
+      { { 1, 2 }, { 3, 4 } } },
+    { "list_view", { format = "+vl", length = 2, buffers = { false, i32({ 2, 0 }), i32({ 2, 1 }) },
+                     children = { ints("item", { 1, 2, 3, 4 }) } }, { { 3, 4 }, { 1 } } },
+    { "large_list_view", { format = "+vL", length = 1, buffers = { false, { kind = "i64", values = { 1 } }, { kind = "i64", values = { 3 } } },
+                           children = { ints("item", { 1, 2, 3, 4 }) } }, { { 2, 3, 4 } } },
+    { "map", { format = "+m", length = 1, buffers = { false, i32({ 0, 2 }) }, children = {
+        { format = "+s", name = "entries", flags = 0, length = 2, buffers = { false }, children = {
+          strings("key", { 0, 1, 2 }, "ab"), ints("value", { 5, 6 }) } } } },
+      { { { key = "a", value = 5 }, { key = "b", value = 6 } } } },
+    { "run_end_encoded", { format = "+r", length = 5, buffers = {}, children = {
+        ints("run_ends", { 2, 5 }), strings("values", { 0, 1, 3 }, "xyz") } },
+      { "x", "x", "yz", "yz", "yz" } },
+    { "sparse_union", { format = "+us:3,7", length = 3, buffers = { { kind = "i8", values = { 3, 7, 3 } } }, children = {
+        ints("a", { 1, 2, 3 }), strings("b", { 0, 1, 2, 3 }, "pqr") } }, { 1, "q", 3 } },
+    { "dense_union", { format = "+ud:0,1", length = 3, buffers = { { kind = "i8", values = { 0, 1, 0 } }, i32({ 0, 0, 1 }) },
+        children = { ints("a", { 10, 20 }), strings("b", { 0, 2 }, "hi") } }, { 10, "hi", 20 } },
+    { "utf8_view", { format = "vu", length = 2, buffers = { false, i32({ 3, 0x00636261, 0, 0, 14, 0x6c6c6568, 0, 0 }),
+                     "hello world!!!", { kind = "i64", values = { 14 } } } }, { "abc", "hello world!!!" } },
+  }
+  for _, case in ipairs(layouts) do
+    it("reads " .. case[1] .. " with value() and to_table()", function()
+      local slots = ferry.array_slots()
+      ferry.export_array(case[2], slots.array, slots.schema)
+      local arr = ferry.import(slots.array, slots.schema, { validate = "full" })
+      local got, n = arr:to_table()
+      assert.are.equal(case[4] or #case[3], n)
+      assert.are.same(case[3], plain(got))
+      expect_error(select(2, pcall(arr.value, arr, n)), "ferry.Array.value", ferry.errno.ERANGE)
+      arr:release()
+    end)
+  end
+
+  it("refuses positions a layout's buffers hold that point outside what they index", function()
+    local bad = {
+      { { format = "+ud:0,1", length = 1, buffers = { { kind = "i8", values = { 1 } }, i32({ 5 }) },
+          children = { ints("a", { 10 }), strings("b", { 0, 2 }, "hi") } },
+        "element 0: child positions 5..6 are outside the child (length 1)" },
+      { { format = "+us:0,1", length = 1, buffers = { { kind = "i8", values = { 9 } } },
+          children = { ints("a", { 10 }), ints("b", { 2 }) } },
+        "element 0 has type id 9, which is not in the union's type codes (+us:0,1)" },
+      { { format = "+r", length = 3, buffers = {}, children = { ints("run_ends", { 2 }), ints("values", { 1 }) } },
+        "is in no run" },
+      { { format = "vu", length = 1, buffers = { false, i32({ 20, 0, 0, 4 }), "hello world", { kind = "i64", values = { 11 } } } },
+        "view 0: bytes 4..24 are past the end of data buffer 0 (11 bytes)" },
+      { { format = "+vl", length = 1, buffers = { false, i32({ 3 }), i32({ 2 }) }, children = { ints("item", { 1, 2, 3 }) } },
+        "element 0: child positions 3..5 are outside the child (length 3)" },
+    }
+    for _, case in ipairs(bad) do
+      local slots = ferry.array_slots()
+      ferry.export_array(case[1], slots.array, slots.schema)
+      local arr = ferry.import(slots.array, slots.schema, { validate = "none" })
+      local index = case[1].format == "+r" and 2 or 0
+      expect_error(select(2, pcall(arr.value, arr, index)), "ferry.Array.value", ferry.errno.EINVAL, case[2])
+      arr:release()
+    end
   end)
 end)

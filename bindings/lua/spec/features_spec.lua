@@ -28,9 +28,9 @@ describe("features (" .. ferry.backend .. ")", function()
     local slots = ferry.array_slots()
     local s, a = slots.schema, slots.array
     local bytes = "\1\0\0\0\2\0\0\0"
-    ferry.export_array({ format = "i", name = "x", length = 2, buffers = { false, bytes, n = 2 } }, s, a)
+    ferry.export_array({ format = "i", name = "x", length = 2, buffers = { false, bytes, n = 2 } }, a, s)
     assert.are.equal(before + 1, ferry.live_allocations()) -- the string is anchored
-    local arr = ferry.import_array(s, a)
+    local arr = ferry.import(a, s)
     local k = backend.keeper_new()
     assert.are.equal(backend.address(backend.keeper_string(k, bytes)),
                      backend.address(arr:buffer_address(1))) -- the string's own bytes
@@ -45,8 +45,8 @@ describe("features (" .. ferry.backend .. ")", function()
     local produced = ferry.array{ type = "int32", values = { 5, nil, 7 }, length = 3 }
     local slots = ferry.array_slots()
     local s, a = slots.schema, slots.array
-    produced:export(s, a)
-    local arr = ferry.import_array(s, a) -- takes ownership, validates
+    produced:export(a, s)
+    local arr = ferry.import(a, s) -- takes ownership, validates
     assert.is_true(backend.is_released(a))
     assert.are.same({ 5, nil, 7 }, (arr:to_table()))
     assert.are.equal(1, arr:null_count())
@@ -229,5 +229,71 @@ describe("features (" .. ferry.backend .. ")", function()
       d.device:free(memory)
       assert.are.equal(before, d.device:live_allocations())
     end
+  end)
+  -- A Lua producer pushes through the async interface: an exporter over a
+  -- producer function, driven in a coroutine, into a consumer's handler.
+  it("feature_export_async", function()
+    local consumer = ferry.async_consumer{ window = 2 }
+    local i = 0
+    local exporter = ferry.async_exporter(consumer:handler(), { type = "int32" }, function()
+      i = i + 1
+      if i <= 3 then return { type = "int32", values = { i } } end
+    end)
+    local got = {}
+    local producer = coroutine.create(function() exporter:run() end)
+    local reader = coroutine.create(function()
+      for batch in consumer:batches() do
+        got[#got + 1] = batch:value(0)
+        batch:close()
+      end
+    end)
+    for _ = 1, 1000 do
+      if coroutine.status(producer) == "dead" and coroutine.status(reader) == "dead" then break end
+      for _, co in ipairs({ producer, reader }) do
+        if coroutine.status(co) ~= "dead" then assert(coroutine.resume(co)) end
+      end
+    end
+    assert.are.same({ 1, 2, 3 }, got)
+    assert.is_nil(exporter:result())
+    assert.is_true(consumer:wait_released(-1))
+    consumer:close()
+  end)
+
+  -- A Lua consumer of an async producer: poll() takes a batch without
+  -- waiting (false when none is ready; fd() is that readiness for event
+  -- loops); the other batches arrive through
+  -- a coroutine-friendly iterator (a Lua producer here, as a coroutine of the
+  -- same thread; spec/async_spec.lua has producers on ferry's own threads).
+  it("feature_import_async", function()
+    local consumer = ferry.async_consumer{ window = 1 }
+    local values = { { "a" }, { "b", "c" } }
+    local i = 0
+    local exporter = ferry.async_exporter(consumer:handler(), { type = "utf8" }, function()
+      i = i + 1
+      if values[i] then return { type = "utf8", values = values[i] } end
+    end)
+    assert.is_true(consumer:fd() >= 0)
+    assert.is_false(consumer:poll())
+    local producer = coroutine.create(function() exporter:run() end)
+    assert(coroutine.resume(producer)) -- sends the schema and the first batch
+    local first = consumer:poll() -- ready now: poll takes it without waiting
+    assert.are.equal("a", first:value(0))
+    first:close()
+    local got = { "a" }
+    local reader = coroutine.create(function()
+      for batch in consumer:batches() do
+        for j = 0, batch:length() - 1 do got[#got + 1] = batch:value(j) end
+        batch:close()
+      end
+    end)
+    for _ = 1, 1000 do
+      if coroutine.status(producer) == "dead" and coroutine.status(reader) == "dead" then break end
+      for _, co in ipairs({ reader, producer }) do
+        if coroutine.status(co) ~= "dead" then assert(coroutine.resume(co)) end
+      end
+    end
+    assert.are.same({ "a", "b", "c" }, got)
+    assert.is_true(consumer:wait_released(1000))
+    consumer:close()
   end)
 end)

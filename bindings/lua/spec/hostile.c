@@ -10,8 +10,10 @@
  * released, lferry_hostile_double_releases() roots released twice, so a test
  * can see that the consumer released everything exactly once. */
 #include <errno.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +43,8 @@ struct block {
   int32_t values[8];
   uint8_t validity[8];
   char data[16];
+  uint8_t bits[64];          /* the 64-byte buffer of "bool_huge" */
+  int64_t large_offsets[4];  /* the offsets of "large_utf8_huge" */
   int released; /* root released: a second release is counted */
   void* device_memory;     /* sim memory of the "sim_too_short" case */
   struct FerryDevice* device;
@@ -212,6 +216,28 @@ static int build(const char* name, struct ArrowSchema* schema, struct ArrowDevic
       ab->buffers[1][1] = ab->offsets;
       ab->buffers[1][2] = ab->data;
     }
+  } else if (strcmp(name, "bool_huge") == 0) {
+    /* bool of length 2^62 over 64 bytes: passes validation (CPU buffers
+     * carry no size), a reader must refuse it (issue 20, item 4). */
+    schema_node(sb, 0, "b", "flag", 0);
+    a = array_node(ab, 0, INT64_C(1) << 62, 0, 0, 2, 0);
+    memset(ab->bits, 0x55, sizeof(ab->bits));
+    ab->buffers[0][1] = ab->bits;
+  } else if (strcmp(name, "int64_huge") == 0) {
+    /* int64 of length 2^46 over 32 bytes: 2^49 bytes by its declaration,
+     * more than a process can address, though its bitmap would fit. */
+    schema_node(sb, 0, "l", "x", 0);
+    a = array_node(ab, 0, INT64_C(1) << 46, 0, 0, 2, 0);
+    ab->buffers[0][1] = ab->values;
+  } else if (strcmp(name, "large_utf8_huge") == 0) {
+    /* large_utf8 ["ab", <2^60 bytes>] over 5 bytes of data */
+    schema_node(sb, 0, "U", "s", 0);
+    a = array_node(ab, 0, 2, 0, 0, 3, 0);
+    ab->large_offsets[0] = 0;
+    ab->large_offsets[1] = 2;
+    ab->large_offsets[2] = INT64_C(1) << 60;
+    ab->buffers[0][1] = ab->large_offsets;
+    ab->buffers[0][2] = ab->data;
   } else if (strcmp(name, "sim_too_short") == 0) {
     /* int32 of length 100 on the sim device over 8 bytes: the sim backend
      * knows allocation sizes (what no consumer of CPU memory can check). */
@@ -257,9 +283,29 @@ static int stream_get_schema(void* user_data, struct ArrowSchema* out, struct Fe
   return rc;
 }
 
+/* get_next calls made on a stream after it had failed (a consumer must make none). */
+static atomic_long calls_after_failure;
+
+HOSTILE_EXPORT int64_t lferry_hostile_calls_after_failure(void) {
+  return atomic_load(&calls_after_failure);
+}
+
 static int stream_get_next(void* user_data, struct ArrowDeviceArray* out, struct FerryError* error) {
   struct hostile_stream* s = (struct hostile_stream*)user_data;
   int call = s->calls++;
+  if (strcmp(s->batch, "fail_then_good") == 0) {
+    /* fails once after the good batches, then would go on yielding good
+     * ones: a consumer that calls again after the error sees a batch. */
+    if (call > s->good) atomic_fetch_add(&calls_after_failure, 1);
+    if (call == s->good) {
+      if (error) snprintf(error->message, sizeof(error->message), "injected failure at get_next %d", call + 1);
+      return EIO;
+    }
+    struct ArrowSchema scratch;
+    int rc = build(s->schema, &scratch, out);
+    if (rc == 0) scratch.release(&scratch);
+    return rc;
+  }
   if (call > s->good || (call == s->good && !s->batch[0])) return 0; /* end: out stays released */
   struct ArrowSchema scratch;
   int rc = build(call < s->good ? s->schema : s->batch, &scratch, out);
@@ -289,6 +335,19 @@ HOSTILE_EXPORT int lferry_hostile_stream(const char* schema, const char* batch, 
   return rc;
 }
 
+/* 1 when `fd` is readable within `timeout_ms` (negative: wait as long as it
+ * takes), 0 when not, -1 on a poll error: the event loop of the async
+ * consumer's tests. */
+HOSTILE_EXPORT int lferry_hostile_fd_readable(int fd, int timeout_ms) {
+  struct pollfd p = {.fd = fd, .events = POLLIN, .revents = 0};
+  int rc;
+  do {
+    rc = poll(&p, 1, timeout_ms);
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) return -1;
+  return rc > 0 && (p.revents & POLLIN) ? 1 : 0;
+}
+
 #ifdef LFERRY_HOSTILE_LUA54
 #include <lauxlib.h>
 #include <lua.h>
@@ -314,6 +373,17 @@ static int l_stream(lua_State* L) {
   return 1;
 }
 
+static int l_calls_after_failure(lua_State* L) {
+  lua_pushinteger(L, lferry_hostile_calls_after_failure());
+  return 1;
+}
+
+static int l_fd_readable(lua_State* L) {
+  lua_pushinteger(L, lferry_hostile_fd_readable((int)luaL_checkinteger(L, 1),
+                                                (int)luaL_checkinteger(L, 2)));
+  return 1;
+}
+
 static int l_live(lua_State* L) {
   lua_pushinteger(L, lferry_hostile_live());
   return 1;
@@ -328,6 +398,8 @@ HOSTILE_EXPORT int luaopen_lferry_hostile54(lua_State* L) {
   static const luaL_Reg functions[] = {{"array", l_array},
                                        {"stream", l_stream},
                                        {"live", l_live},
+                                       {"calls_after_failure", l_calls_after_failure},
+                                       {"fd_readable", l_fd_readable},
                                        {"double_releases", l_double_releases},
                                        {NULL, NULL}};
   luaL_newlib(L, functions);

@@ -1,6 +1,6 @@
 -- Hostile producers through the public import paths (issue 15): arrays and
 -- streams that lie about themselves in one way each (spec/hostile.c), handed
--- to ferry.import_array / ferry.import_stream and read the ways a user reads
+-- to ferry.import / ferry.import_stream and read the ways a user reads
 -- them (value, to_table, next, next_on, batches{ reuse = true }). Each must
 -- come back as a ferry.Error carrying the validator's finding, with no crash,
 -- every producer node released exactly once (counted by the helper), nothing
@@ -19,6 +19,7 @@ if ferry.backend == "luajit" then
                               struct ArrowDeviceArrayStream* out);
     int64_t lferry_hostile_live(void);
     int64_t lferry_hostile_double_releases(void);
+    int64_t lferry_hostile_calls_after_failure(void);
   ]])
   local lib = ffi.load(build .. "/lua/test/liblferry_hostile.so")
   hostile = {
@@ -26,6 +27,7 @@ if ferry.backend == "luajit" then
     stream = function(schema, batch, good, out) return lib.lferry_hostile_stream(schema, batch, good, out) end,
     live = function() return tonumber(lib.lferry_hostile_live()) end,
     double_releases = function() return tonumber(lib.lferry_hostile_double_releases()) end,
+    calls_after_failure = function() return tonumber(lib.lferry_hostile_calls_after_failure()) end,
   }
 else
   package.cpath = build .. "/lua/test/?.so;" .. package.cpath
@@ -36,7 +38,7 @@ end
 local function import(name, level)
   local slots = ferry.array_slots()
   assert.are.equal(0, hostile.array(name, slots.schema, slots.array))
-  local ok, result = pcall(ferry.import_array, slots.schema, slots.array, { validate = level })
+  local ok, result = pcall(ferry.import, slots.array, slots.schema, { validate = level })
   slots:free()
   return ok, result
 end
@@ -94,9 +96,38 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
     it("refuses " .. name .. " at import with the validator's finding", function()
       local ok, err = import(name)
       assert.is_false(ok)
-      expect_error(err, "ferry.import_array", EINVAL, unpack(texts))
+      expect_error(err, "ferry.import", EINVAL, unpack(texts))
     end)
   end
+
+  -- Issue 20, item 8: ferry.import validates by default (DEFAULT level);
+  -- {validate = "none"} is the named opt-out (false too), and the readers
+  -- still refuse what they meet.
+  it("validates at import by default, with \"none\" as the explicit opt-out", function()
+    for _, opts in ipairs({ false, {}, { validate = "default" }, { validate = true } }) do
+      local slots = ferry.array_slots()
+      assert.are.equal(0, hostile.array("n_buffers", slots.schema, slots.array))
+      local ok, err = pcall(ferry.import, slots.array, slots.schema, opts or nil)
+      slots:free()
+      assert.is_false(ok)
+      expect_error(err, "ferry.import", EINVAL, "needs 2 buffers, found n_buffers = 1")
+    end
+    for _, level in ipairs({ "none", false }) do
+      local ok, arr = import("n_buffers", level)
+      assert.is_true(ok, tostring(arr))
+      expect_error(select(2, pcall(arr.value, arr, 0)), "ferry.Array.value", EINVAL,
+                   "a fixed-width array has 2 buffers, not 1")
+      arr:release()
+    end
+    local refused, why = import("good_int32", "nonsense") -- nothing taken: the slots free it
+    assert.is_false(refused)
+    expect_error(why, "ferry.import", EINVAL, "validate must be \"default\", \"full\" or \"none\"")
+    local stream = hostile_stream("good_int32", "n_buffers", 0, { validate = "none" })
+    local batch = stream:next() -- not validated: taken as it is
+    expect_error(select(2, pcall(batch.value, batch, 0)), "ferry.Array.value", EINVAL, "2 buffers, not 1")
+    batch:release()
+    stream:release()
+  end)
 
   -- Content only FULL validation reads: refused at import with validate =
   -- "full"; by default the accessor that meets the lie refuses it, with the
@@ -111,7 +142,7 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
     it("refuses " .. name .. " at a FULL import, and when read", function()
       local ok, err = import(name, "full")
       assert.is_false(ok)
-      expect_error(err, "ferry.import_array", EINVAL, case[2], case[3])
+      expect_error(err, "ferry.import", EINVAL, case[2], case[3])
       local imported, arr = import(name)
       assert.is_true(imported, tostring(arr))
       local read, read_err = pcall(arr.value, arr, case[1])
@@ -125,7 +156,7 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
   it("reads invalid UTF-8 as bytes by default and refuses it at a FULL import", function()
     local ok, err = import("bad_utf8", "full")
     assert.is_false(ok)
-    expect_error(err, "ferry.import_array", EINVAL, "utf8: root", "not valid UTF-8")
+    expect_error(err, "ferry.import", EINVAL, "utf8: root", "not valid UTF-8")
     local imported, arr = import("bad_utf8")
     assert.is_true(imported)
     assert.are.equal("\255b", arr:value(0))
@@ -151,6 +182,39 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
     assert.are.equal(16, #arr:buffer_bytes(1))
     arr:release()
     expect_error(select(2, pcall(arr.value, arr, 0)), "ferry.Array.value", EINVAL, "already released")
+  end)
+
+  -- Issue 20, item 4: lengths no buffer of a process can back pass
+  -- validation on the CPU (no sizes travel), so every reader refuses them
+  -- before reading, the same way on both backends.
+  it("refuses lengths no address space can back (bool 2^62 over 64 bytes, ...)", function()
+    local ok, arr = import("bool_huge")
+    assert.is_true(ok, tostring(arr))
+    for _, i in ipairs({ 0, 2 ^ 40, 2 ^ 61 }) do
+      expect_error(select(2, pcall(arr.value, arr, i)), "ferry.Array.value", EINVAL,
+                   "length 4611686018427387904 or offset 0 is negative or too large",
+                   "at most 2^51 elements")
+      expect_error(select(2, pcall(arr.is_valid, arr, i)), "ferry.Array.is_valid", EINVAL, "2^51")
+    end
+    expect_error(select(2, pcall(arr.to_table, arr)), "ferry.Array.to_table", ferry.errno.E2BIG,
+                 "4611686018427387904 elements are more than to_table() materialises (2^31)")
+    arr:release()
+
+    ok, arr = import("int64_huge")
+    assert.is_true(ok, tostring(arr))
+    expect_error(select(2, pcall(arr.value, arr, 2 ^ 40)), "ferry.Array.value", EINVAL,
+                 "buffer 1 of length 70368744177664 at offset 0 needs 562949953421312 bytes, " ..
+                 "more than a process can address (2^48)")
+    arr:release()
+
+    ok, arr = import("large_utf8_huge", false)
+    assert.is_true(ok, tostring(arr))
+    for i = 0, 1 do -- element 0 lies inside, but the data buffer as declared cannot exist
+      expect_error(select(2, pcall(arr.value, arr, i)), "ferry.Array.value", EINVAL,
+                   "buffer 2 (data) of length 2 at offset 0 needs 1152921504606846976 bytes by " ..
+                   "its last offset, more than a process can address (2^48)")
+    end
+    arr:release()
   end)
 
   it("bounds-checks strings and their offsets", function()
@@ -199,6 +263,81 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
       stream:release()
     end)
 
+    -- Issue 20, item 9: after an error the producer's get_next is never
+    -- called again (this one would yield a batch), and every later read
+    -- raises the same error, whichever way the stream is read.
+    local function expect_failed_again(stream, err)
+      local function same(e)
+        assert.are.equal(err, e, "not the same error: " .. tostring(e))
+        assert.are.equal(ferry.errno.EIO, e.code)
+        assert.are.equal("injected failure at get_next 3", e.message)
+      end
+      for _ = 1, 3 do
+        same(select(2, pcall(stream.next, stream)))
+        same(select(2, pcall(stream.next_on, stream, nil)))
+        same(select(2, pcall(function() for _ in stream:batches() do end end)))
+        same(select(2, pcall(function() for _ in stream:batches{ reuse = true } do end end)))
+      end
+    end
+
+    it("never calls get_next again after an error and repeats it (next)", function()
+      local before = hostile.calls_after_failure()
+      local stream = hostile_stream("good_int32", "fail_then_good", 2)
+      stream:next():release()
+      stream:next():release()
+      local ok, err = pcall(stream.next, stream)
+      assert.is_false(ok)
+      expect_error(err, "ferry.get_next", ferry.errno.EIO, "injected failure at get_next 3")
+      expect_failed_again(stream, err)
+      assert.are.equal(before, hostile.calls_after_failure())
+      stream:release()
+    end)
+
+    it("never calls get_next again after an error in a reusing loop, even if the loop goes on", function()
+      local before = hostile.calls_after_failure()
+      local stream = hostile_stream("good_int32", "fail_then_good", 2)
+      local f, s, c, closer = stream:batches{ reuse = true }
+      local seen = 0
+      local ok, err = pcall(function()
+        for batch in f, s, c do seen = seen + batch:value(0) end
+      end)
+      assert.is_false(ok)
+      assert.are.equal(20, seen)
+      expect_error(err, "ferry.get_next", ferry.errno.EIO, "injected failure at get_next 3")
+      -- the same iterator, called again by hand, raises again and does not pull
+      for _ = 1, 2 do
+        local again_ok, again = pcall(f, s, nil)
+        assert.is_false(again_ok)
+        assert.are.equal(err, again)
+      end
+      if closer then getmetatable(closer).__close(closer) end
+      expect_failed_again(stream, err)
+      assert.are.equal(before, hostile.calls_after_failure())
+      stream:release()
+    end)
+
+    it("keeps a failed get_schema for every later read", function()
+      local stream = hostile_stream("bad_format", "", 1)
+      local ok, err = pcall(stream.next, stream)
+      assert.is_false(ok)
+      for _ = 1, 2 do
+        assert.are.equal(err, select(2, pcall(stream.next, stream)))
+        assert.are.equal(err, select(2, pcall(stream.get_schema, stream)))
+        assert.are.equal(err, select(2, pcall(function() for _ in stream:batches{ reuse = true } do end end)))
+      end
+      stream:release()
+    end)
+
+    it("keeps the end of the stream: nil again, get_next not called", function()
+      local stream = hostile_stream("good_int32", "", 1)
+      stream:next():release()
+      assert.is_nil(stream:next())
+      assert.is_nil(stream:next())
+      for _ in stream:batches{ reuse = true } do error("a batch after the end") end
+      for _ in stream:batches() do error("a batch after the end") end
+      stream:release()
+    end)
+
     it("refuses a malformed schema before any batch", function()
       local stream = hostile_stream("bad_format", "", 1)
       local ok, err = pcall(stream.next, stream)
@@ -244,7 +383,7 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
         else
           assert(require("lferry_hostile54").array(name, sp, ap) == 0)
         end
-        local ok, arr = pcall(ferry.import_array, sp, ap, { validate = "full" })
+        local ok, arr = pcall(ferry.import, ap, sp, { validate = "full" })
         if not ok then refused = refused + 1 else arr:release() end
       end
       io.stdout:write("refused ", refused, "\n")

@@ -90,7 +90,7 @@ describe("plugin cases (lua5.4)", function()
       if not all_set then bits[case.offset + 3] = false end -- element 2
       node.buffers[1] = { kind = "bits", values = bits, n = case.offset + case.length }
       local slots = ferry.array_slots()
-      ferry.export_array(node, slots.schema, slots.array)
+      ferry.export_array(node, slots.array, slots.schema)
       local ok, err = pcall(it_cases.check_array, spec, slots.schema, slots.array)
       if all_set then
         assert.is_true(ok, tostring(err))

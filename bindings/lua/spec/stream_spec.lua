@@ -177,4 +177,79 @@ describe("streams (" .. ferry.backend .. ")", function()
     assert.are.same({ "a", "b" }, seen)
     stream:release()
   end)
+
+  -- Issue 20, items 6/7: a Lua state is single-threaded (README, Threads),
+  -- so what can interleave with a stream's reads is Lua code of the same
+  -- thread: a coroutine, the loop's own body. Each use after close is a
+  -- named error; the producer is released once (live_allocations, after_each).
+  local function expect_closed(where, ok, err)
+    assert.is_false(ok)
+    assert.are.equal(ferry.Error, getmetatable(err), tostring(err))
+    assert.are.equal(where, err.where)
+    assert.are.equal(ferry.errno.EINVAL, err.code)
+    assert.are.equal("stream already released", err.message)
+  end
+
+  for _, reuse in ipairs({ false, true }) do
+    it("refuses the next step of a coroutine's loop after the stream was closed (reuse = " ..
+       tostring(reuse) .. ")", function()
+      local stream = counter_stream(5)
+      local reader = coroutine.create(function()
+        for batch in stream:batches{ reuse = reuse } do
+          local v = batch:value(1)
+          if not reuse then batch:release() end
+          coroutine.yield(v)
+        end
+        return "ended"
+      end)
+      assert.are.same({ true, 10 }, { coroutine.resume(reader) })
+      assert.are.same({ true, 20 }, { coroutine.resume(reader) })
+      stream:close()
+      stream:close() -- idempotent
+      local ok, err = coroutine.resume(reader)
+      expect_closed("ferry.get_next", ok, err)
+      assert.are.equal("dead", coroutine.status(reader))
+    end)
+  end
+
+  it("refuses the next step after the loop body closed the stream, and keeps the batch readable", function()
+    local stream = counter_stream(3)
+    local kept
+    local ok, err = pcall(function()
+      for batch in stream:batches() do
+        kept = batch
+        stream:close()
+      end
+    end)
+    expect_closed("ferry.get_next", ok, err)
+    assert.are.equal(10, kept:value(1)) -- a batch may outlive its stream
+    kept:close()
+    local reused = counter_stream(3)
+    ok, err = pcall(function()
+      for _ in reused:batches{ reuse = true } do reused:close() end
+    end)
+    expect_closed("ferry.get_next", ok, err)
+  end)
+
+  it("names every use after close", function()
+    local stream = counter_stream(2)
+    stream:next():release()
+    stream:release()
+    stream:release()
+    stream:close()
+    expect_closed("ferry.get_next", pcall(stream.next, stream))
+    expect_closed("ferry.get_next", pcall(stream.next_on, stream, nil))
+    expect_closed("ferry.get_schema", pcall(stream.get_schema, stream))
+    expect_closed("ferry.get_schema", pcall(stream.schema, stream))
+    expect_closed("ferry.get_next", pcall(stream.batches, stream))
+    expect_closed("ferry.get_next", pcall(function() for _ in stream:batches() do end end))
+    expect_closed("ferry.get_next", pcall(stream.batches, stream, { reuse = true }))
+    expect_closed("ferry.DeviceStream.export", pcall(stream.export, stream, ferry.stream_slot().stream))
+    local arr = ferry.array{ type = "int32", values = { 1 } }
+    arr:close()
+    arr:close()
+    local ok, err = pcall(arr.value, arr, 0)
+    assert.is_false(ok)
+    assert.are.equal("array already released", err.message)
+  end)
 end)

@@ -156,8 +156,40 @@ static void runtime_drop(struct lferry_runtime* rt) {
   }
 }
 
-void lferry_runtime_lock(struct lferry_runtime* rt) { pthread_mutex_lock(&rt->lock); }
-void lferry_runtime_unlock(struct lferry_runtime* rt) { pthread_mutex_unlock(&rt->lock); }
+/* How many holds this thread has on the lock of `held_runtime` (one runtime
+ * tracked per thread: a thread holding a second runtime's lock inside the
+ * first is not tracked for it, and release_all then releases nothing of
+ * that one, which is safe). Only the holding thread touches its own. */
+static _Thread_local struct lferry_runtime* held_runtime;
+static _Thread_local int held_count;
+
+void lferry_runtime_lock(struct lferry_runtime* rt) {
+  pthread_mutex_lock(&rt->lock);
+  if (held_runtime == rt) {
+    held_count++;
+  } else if (held_runtime == NULL) {
+    held_runtime = rt;
+    held_count = 1;
+  }
+}
+
+void lferry_runtime_unlock(struct lferry_runtime* rt) {
+  if (held_runtime == rt && --held_count == 0) held_runtime = NULL;
+  pthread_mutex_unlock(&rt->lock);
+}
+
+int lferry_runtime_release_all(struct lferry_runtime* rt) {
+  if (held_runtime != rt) return 0;
+  int holds = held_count;
+  held_runtime = NULL;
+  held_count = 0;
+  for (int i = 0; i < holds; i++) pthread_mutex_unlock(&rt->lock);
+  return holds;
+}
+
+void lferry_runtime_reacquire(struct lferry_runtime* rt, int holds) {
+  for (int i = 0; i < holds; i++) lferry_runtime_lock(rt);
+}
 
 /* Queues a registry reference for unref (any thread, never touches Lua). If
  * the queue cannot grow the reference is leaked, which is harmless. */
@@ -582,6 +614,33 @@ static void push_element(lua_State* L, int kind, const void* p, int64_t i) {
   }
 }
 
+/* What a reader refuses to read, on both backends (ferry/backend/luajit.lua
+ * applies the same rule with the same messages). The C interface carries no
+ * buffer sizes, so a CPU producer can declare a length its buffers do not
+ * have (docs/validation.md); no consumer can catch every such lie, but one
+ * whose declaration needs more bytes than a process can address at all
+ * (2^48: the user address space of x86-64 and AArch64 with 48-bit
+ * addresses, 256 TiB) is refused before any byte is read, so a bool array
+ * claiming 2^62 elements over 64 bytes is an error, not a read 2^37 bytes
+ * away. LFERRY_MAX_SLOTS is the most elements (offset included) whose
+ * validity bitmap fits in that; it also keeps every index exact in a LuaJIT
+ * number (2^53). */
+#define LFERRY_MAX_BUFFER_BYTES (INT64_C(1) << 48)
+#define LFERRY_MAX_SLOTS (LFERRY_MAX_BUFFER_BYTES * 8)
+
+/* 0 when `count` elements of `width` bytes fit in LFERRY_MAX_BUFFER_BYTES;
+ * else a failure pushed (3 values) naming buffer `b`. count <= 2^51 and
+ * width <= 8 (the callers') cannot overflow. */
+static int check_buffer_bytes(lua_State* L, const struct ArrowArray* a, int b, int64_t count,
+                              int64_t width) {
+  if (count * width <= LFERRY_MAX_BUFFER_BYTES) return 0;
+  push_failure(L, EINVAL,
+               "buffer %d of length %" PRId64 " at offset %" PRId64 " needs %" PRId64
+               " bytes, more than a process can address (2^48)",
+               b, a->length, a->offset, count * width);
+  return -1;
+}
+
 /* The physical slot of logical element i (the argument at `index`), after
  * checking i against the array's length and the integers the slot
  * arithmetic relies on. Returns -1 with a failure pushed (3 values) when
@@ -597,8 +656,11 @@ static int64_t physical_index(lua_State* L, const struct ArrowArray* a, int inde
     push_failure(L, EINVAL, "the array is released");
     return -1;
   }
-  if (a->length < 0 || a->offset < 0 || a->length > INT64_MAX - a->offset - 1) {
-    push_failure(L, EINVAL, "length %" PRId64 " or offset %" PRId64 " is negative or too large",
+  if (a->length < 0 || a->offset < 0 || a->length > LFERRY_MAX_SLOTS - a->offset) {
+    push_failure(L, EINVAL,
+                 "length %" PRId64 " or offset %" PRId64
+                 " is negative or too large: a reader takes at most 2^51 elements (offset "
+                 "included), a bitmap of the largest buffer a process can address (2^48 bytes)",
                  a->length, a->offset);
     return -1;
   }
@@ -627,6 +689,9 @@ int lferry_helper_value(lua_State* L) {
   int64_t slot = physical_index(L, a, 3);
   if (slot < 0) return 3;
   if (a->n_buffers < 2) return push_failure(L, EINVAL, "a fixed-width array has 2 buffers, not %" PRId64, a->n_buffers);
+  /* bits: the bitmap fits by physical_index's limit */
+  if (kind != K_BITS && check_buffer_bytes(L, a, 1, a->offset + a->length, element_widths[kind] / 8) != 0)
+    return 3;
   lua_pushboolean(L, 1);
   if (is_null_at(a, slot)) {
     lua_pushnil(L);
@@ -647,6 +712,7 @@ static int read_offsets(lua_State* L, const struct ArrowArray* a, int large, int
     push_failure(L, EINVAL, "buffer 1 (offsets) is NULL in an array of length %" PRId64, a->length);
     return -1;
   }
+  if (check_buffer_bytes(L, a, 1, a->offset + a->length + 1, large ? 8 : 4) != 0) return -1;
   *first = large ? ((const int64_t*)offsets)[slot] : ((const int32_t*)offsets)[slot];
   *last = large ? ((const int64_t*)offsets)[slot + 1] : ((const int32_t*)offsets)[slot + 1];
   if (*first < 0 || *first > *last || *last > limit) {
@@ -673,9 +739,15 @@ int lferry_helper_bytes(lua_State* L) {
   }
   const void* offsets = buffer_at(a, 1);
   if (!offsets) return push_failure(L, EINVAL, "buffer 1 (offsets) is NULL in an array of length %" PRId64, a->length);
+  if (check_buffer_bytes(L, a, 1, a->offset + a->length + 1, large ? 8 : 4) != 0) return 3;
   /* The data buffer's size by declaration: the last offset of the array. */
   int64_t end = a->offset + a->length;
   int64_t size = large ? ((const int64_t*)offsets)[end] : ((const int32_t*)offsets)[end];
+  if (size > LFERRY_MAX_BUFFER_BYTES)
+    return push_failure(L, EINVAL,
+                        "buffer 2 (data) of length %" PRId64 " at offset %" PRId64 " needs %" PRId64
+                        " bytes by its last offset, more than a process can address (2^48)",
+                        a->length, a->offset, size);
   int64_t first = 0, last = 0;
   if (read_offsets(L, a, large, slot, size, &first, &last) != 0) return 3;
   const char* data = (const char*)buffer_at(a, 2);
@@ -1195,6 +1267,10 @@ static int batch_finish(lua_State* L, int code, const char* message) {
  * the object, or nil at the end. */
 static int batch_step(lua_State* L) {
   if (lua_toboolean(L, lua_upvalueindex(BATCH_DONE))) {
+    /* finish() raises the stream's error again, if it failed: the loop
+     * never pulls after an error or the end. */
+    lua_pushvalue(L, lua_upvalueindex(BATCH_FINISH));
+    lua_call(L, 0, 0);
     lua_pushnil(L);
     return 1;
   }

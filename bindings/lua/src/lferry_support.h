@@ -66,6 +66,14 @@ LFERRY_INTERNAL struct lferry_runtime* lferry_runtime_get(lua_State* L);
  *  callbacks from any thread safe. */
 LFERRY_INTERNAL void lferry_runtime_lock(struct lferry_runtime* runtime);
 LFERRY_INTERNAL void lferry_runtime_unlock(struct lferry_runtime* runtime);
+/** Releases every hold the calling thread has on the runtime's lock and
+ *  returns how many there were (0 when it holds none), for a C call that
+ *  blocks on another thread which may need the Lua state meanwhile. Only for
+ *  a thread whose Lua frames are all on a coroutine of its own (the plugin's
+ *  async checker): another thread may run Lua on the state before
+ *  lferry_runtime_reacquire(runtime, holds) takes them back. */
+LFERRY_INTERNAL int lferry_runtime_release_all(struct lferry_runtime* runtime);
+LFERRY_INTERNAL void lferry_runtime_reacquire(struct lferry_runtime* runtime, int holds);
 
 /** Buffers, device memory and Lua references currently owned by exports
  *  made through this module (process-wide), plus live Lua-backed streams. */

@@ -1,6 +1,6 @@
 """The Python participant of ferry's cross-language tests.
 
-Produces and checks every case of /work/shared/cases.md (grammar and value
+Produces and checks every case of docs/cases.md (grammar and value
 formula) through the ferry package's ordinary API: arrays are built with
 DeviceArray.from_buffers over host bytes or device Buffers (copied on a
 device stream, exported with the recorded event), streams with
@@ -106,8 +106,15 @@ def parse(spec: str) -> Case:
                 case.fail = (value, 0)
             elif value.startswith("get_next@"):
                 case.fail = ("get_next", _number("fail=get_next@", value[9:], 1, 1 << 31))
+            elif value.startswith("consumer@"):
+                # async streams only: the checking consumer refuses task N; the
+                # producer (and every synchronous entry point) ignores it
+                _number("fail=consumer@", value[9:], 1, 1 << 62)
             else:
                 raise invalid(f"unknown failure {value!r} in case {spec!r}")
+        elif key in ("window", "cancel"):
+            # async streams only (the checking consumer's); accepted, checked, ignored here
+            _number(key, value, 1 if key == "window" else 0, 1 << 62)
         else:
             raise invalid(f"unknown key {key!r} in case {spec!r}")
     return case
@@ -332,12 +339,12 @@ def export_array(spec: str, schema_address: int, array_address: int) -> None:
     if case.fail is not None and case.fail[0] == "export":
         raise FerryError(errno.EIO, "injected failure at export")
     arr = make_array(case)
-    arr.export_to_c(schema_address, array_address, move=True)
+    arr.export_to_c(array_address, schema_address, move=True)
     arr.close()
 
 
 def check_array(spec: str, schema_address: int, array_address: int) -> None:
-    arr = DeviceArray.from_c(schema_address, array_address)  # owns them from here on
+    arr = DeviceArray.from_c(array_address, schema_address)  # owns them from here on
     with arr:
         check_array_object(parse(spec), arr)
 
@@ -470,11 +477,11 @@ def _bench_check_first(arr: DeviceArray) -> None:
 
 
 def bench_export_array(length: int, schema_address: int, array_address: int) -> None:
-    _bench_array(length).export_to_c(schema_address, array_address, move=True)
+    _bench_array(length).export_to_c(array_address, schema_address, move=True)
 
 
 def bench_consume_array(schema_address: int, array_address: int) -> None:
-    with DeviceArray.from_c(schema_address, array_address) as arr:
+    with DeviceArray.from_c(array_address, schema_address) as arr:
         _bench_check_first(arr)
 
 

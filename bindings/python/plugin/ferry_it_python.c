@@ -240,6 +240,53 @@ int64_t ferry_it_live_allocations(void) {
 /* The last failure's message on this thread (owned by the plugin). */
 const char* ferry_it_last_error(void) { return g_last_error; }
 
+/* ---- async device streams (ferry_it.h; core/harness/async/ferry_it_async.h) --------- */
+
+/* The three async entry points come from the generic layer over the stream
+ * entry points above: the core's async producer pushes the Python stream
+ * from a thread ferry starts, and the checking consumer hands the batches,
+ * as a stream, to check_stream on a thread of that layer. Python runs on
+ * those foreign threads through the entries above (PyGILState_Ensure), and a
+ * Python consumer blocked in get_next has released the GIL (ferry's stream
+ * iteration does), so producer and consumer threads never wait on each
+ * other's GIL. A failure's message is copied into this plugin's per-thread
+ * last error. Built only with the generic layer (FERRY_IT_HAVE_ASYNC). */
+#ifdef FERRY_IT_HAVE_ASYNC
+#include "ferry_it_async.h"
+
+int ferry_it_export_async(const char* case_spec, struct ArrowAsyncDeviceStreamHandler* handler) {
+  set_last_error("");
+  int rc = ferry_it_async_export_generic(case_spec, handler, ferry_it_export_stream,
+                                         ferry_it_last_error, 0);
+  if (rc != 0) set_last_error(ferry_it_async_last_error());
+  return rc;
+}
+
+int ferry_it_check_async(const char* case_spec, struct ArrowAsyncDeviceStreamHandler* handler,
+                         void** ticket) {
+  set_last_error("");
+  int rc = ferry_it_async_check_generic(case_spec, handler, ticket, ferry_it_check_stream,
+                                        ferry_it_last_error);
+  if (rc != 0) set_last_error(ferry_it_async_last_error());
+  return rc;
+}
+
+int ferry_it_async_result(void* ticket, int64_t timeout_ms) {
+  set_last_error("");
+  /* Waiting may be long: a Python thread calling this (a Python host) must
+   * not hold the GIL the producer and checker threads need. */
+  int rc;
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    Py_BEGIN_ALLOW_THREADS rc = ferry_it_async_result_generic(ticket, timeout_ms);
+    Py_END_ALLOW_THREADS
+  } else {
+    rc = ferry_it_async_result_generic(ticket, timeout_ms);
+  }
+  if (rc != 0) set_last_error(ferry_it_async_last_error());
+  return rc;
+}
+#endif
+
 /* ---- benchmark entry points (ferry_it_bench.h) ------------------------------------ */
 
 /* The benchmark's Python state (the one schema of every export) is made by

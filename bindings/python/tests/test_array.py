@@ -140,13 +140,13 @@ def test_import_refuses_released_or_broken_structs():
     from ferry.raw import ffi, lib
     schema, array = lib.ferry_schema_new(), lib.ferry_device_array_new()
     with pytest.raises(ValueError, match="released"):
-        DeviceArray.from_c(int(ffi.cast("uintptr_t", schema)), int(ffi.cast("uintptr_t", array)))
+        DeviceArray.from_c(int(ffi.cast("uintptr_t", array)), int(ffi.cast("uintptr_t", schema)))
     good = ferry.array([1, 2], "int32")
-    good.export_to_c(int(ffi.cast("uintptr_t", schema)), int(ffi.cast("uintptr_t", array)))
+    good.export_to_c(int(ffi.cast("uintptr_t", array)), int(ffi.cast("uintptr_t", schema)))
     schema.format = ffi.new("char[]", b"u")  # a utf8 array needs 3 buffers
     keep = schema.format
     with pytest.raises(ferry.InvalidArgumentError) as caught:
-        DeviceArray.from_c(int(ffi.cast("uintptr_t", schema)), int(ffi.cast("uintptr_t", array)))
+        DeviceArray.from_c(int(ffi.cast("uintptr_t", array)), int(ffi.cast("uintptr_t", schema)))
     assert caught.value.code == errno.EINVAL and "buffer" in caught.value.message
     del keep
     good.close()

@@ -225,11 +225,12 @@ def test_validation_is_what_validate_false_skips():
 
 def c_export(array, move=False):
     """Exports `array` into fresh C structs (schema, device array); returns
-    their integer addresses and the cffi owners that keep them."""
+    their integer addresses (array first, as from_c takes them) and the cffi
+    owners that keep them."""
     ffi = ferry.raw.ffi
     schema, device_array = ffi.new("struct ArrowSchema*"), ffi.new("struct ArrowDeviceArray*")
-    array.export_to_c(int(ffi.cast("uintptr_t", schema)), int(ffi.cast("uintptr_t", device_array)), move=move)
-    return (int(ffi.cast("uintptr_t", schema)), int(ffi.cast("uintptr_t", device_array))), (schema, device_array)
+    array.export_to_c(int(ffi.cast("uintptr_t", device_array)), int(ffi.cast("uintptr_t", schema)), move=move)
+    return (int(ffi.cast("uintptr_t", device_array)), int(ffi.cast("uintptr_t", schema))), (schema, device_array)
 
 
 def test_from_c_and_export_to_c_round_trip_and_keywords():
@@ -241,7 +242,7 @@ def test_from_c_and_export_to_c_round_trip_and_keywords():
     assert keep[1].array.release == ferry.raw.ffi.NULL  # moved in, so left released
     with pytest.raises(TypeError, match="unexpected keyword argument 'check'"):
         DeviceArray.from_c(*addresses, check=False)
-    with pytest.raises(TypeError, match="2 positional arguments"):
+    with pytest.raises(TypeError, match="needs array_address and schema_address"):
         DeviceArray.from_c(addresses[0])
     with pytest.raises(ValueError, match="released"):
         DeviceArray.from_c(*addresses)  # already moved out
@@ -338,9 +339,9 @@ def test_addresses_may_be_any_integer_type():
     """from_c and export_to_c take what int() took before they moved into C
     (a NumPy integer), and refuse what is no integer at all."""
     source = ferry.array([3, 4], "int16")
-    (schema, array), keep = c_export(source)
-    with DeviceArray.from_c(np.uint64(schema), np.int64(array)) as arr:
+    (array, schema), keep = c_export(source)
+    with DeviceArray.from_c(np.uint64(array), np.int64(schema)) as arr:
         assert arr.to_pylist() == [3, 4]
     with pytest.raises(TypeError):
-        DeviceArray.from_c(float(schema), array)
+        DeviceArray.from_c(float(array), schema)
     source.close()

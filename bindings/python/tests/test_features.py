@@ -44,7 +44,7 @@ def test_feature_export_array():
     arr = ferry.DeviceArray.from_buffers(ferry.Schema.from_format("i"), 4, [None, values])
     schema, out = lib.ferry_schema_new(), lib.ferry_device_array_new()
     try:
-        arr.export_to_c(address(schema), address(out))
+        arr.export_to_c(address(out), address(schema))
         arr.close()
         assert address(out.array.buffers[1]) == values.ctypes.data  # zero-copy
         assert ferry._native.live_refs() > refs  # the export holds the NumPy memory
@@ -61,8 +61,8 @@ def test_feature_import_array():
     with sim_array([7, 8, 9], stream) as produced:
         schema, out = lib.ferry_schema_new(), lib.ferry_device_array_new()
         try:
-            produced.export_to_c(address(schema), address(out))
-            with ferry.DeviceArray.from_c(address(schema), address(out)) as arr:  # validated
+            produced.export_to_c(address(out), address(schema))
+            with ferry.DeviceArray.from_c(address(out), address(schema)) as arr:  # validated
                 assert out.array.release == ffi.NULL  # moved in
                 assert arr.sync_event is not None
                 assert first_byte(arr) == POISON  # not waited on yet
@@ -234,3 +234,76 @@ def test_feature_devices():
     assert sim.live_allocations == before + 1
     buffer.close()
     assert sim.live_allocations == before
+
+
+def test_feature_export_async():
+    """A Python stream pushed to the core's async consumer (C), from a thread
+    ferry starts, and an async generator pushed from the event loop."""
+    import asyncio
+
+    def c_consumer():
+        handler = lib.ferry_async_handler_new()
+        out = ffi.new("struct FerryAsyncConsumer**")
+        assert lib.ferry_async_consumer_create(2, 0, handler, out, ffi.NULL) == 0
+        return handler, out[0]
+
+    def drain(consumer):
+        sums = []
+        while True:
+            batch = lib.ferry_device_array_new()
+            assert lib.ferry_async_consumer_next(consumer, batch, 10000, ffi.NULL) == 0
+            if batch.array.release == ffi.NULL:
+                lib.ferry_device_array_free(batch)
+                return sums
+            values = ffi.cast("int32_t*", batch.array.buffers[1])
+            sums.append(sum(values[i] for i in range(batch.array.length)))
+            lib.ferry_device_array_free(batch)  # releases it
+
+    def finish(handler, consumer):
+        assert lib.ferry_async_consumer_wait_released(consumer, 10000) == 0
+        lib.ferry_async_consumer_free(consumer)
+        lib.ferry_async_handler_free(handler)
+
+    handler, consumer = c_consumer()
+    ferry.export_async(three_batches(), address(handler))
+    assert drain(consumer) == [1, 3, 6]
+    finish(handler, consumer)
+
+    async def batches():
+        for k in (1, 2, 3):
+            yield ferry.array(list(range(1, k + 1)), "int32")
+
+    handler, consumer = c_consumer()
+
+    async def produce_and_read():
+        task = asyncio.create_task(ferry.export_async_from(ferry.Schema.from_format("i"), batches(),
+                                                           address(handler)))
+        sums = await asyncio.get_running_loop().run_in_executor(None, drain, consumer)
+        await task
+        return sums
+
+    assert asyncio.run(produce_and_read()) == [1, 3, 6]
+    finish(handler, consumer)
+
+
+def test_feature_import_async():
+    """The core's async producer (C, pushing a stream from its own thread)
+    read with `async for` on asyncio and with plain iteration."""
+    import asyncio
+
+    def push(consumer):
+        raw = lib.ferry_array_stream_new()
+        three_batches().export_to_c(address(raw))
+        assert lib.ferry_async_export_stream(raw, ffi.cast("struct ArrowAsyncDeviceStreamHandler*",
+                                                           consumer.handler_address), 0, ffi.NULL) == 0
+        lib.ferry_array_stream_free(raw)
+
+    async def read():
+        async with ferry.AsyncDeviceStream(window=2) as consumer:
+            push(consumer)
+            return [sum(batch.to_pylist()) async for batch in consumer]
+
+    assert asyncio.run(read()) == [1, 3, 6]
+    with ferry.AsyncDeviceStream(window=1) as consumer:
+        push(consumer)
+        assert [sum(batch.to_pylist()) for batch in consumer] == [1, 3, 6]

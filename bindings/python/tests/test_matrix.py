@@ -23,6 +23,7 @@ process that loaded the JVM or Go ends with os._exit (conftest.py), as
 runtimes.def's QUICK_EXIT asks.
 """
 import ctypes
+from pathlib import Path
 import os
 import re
 
@@ -31,7 +32,7 @@ import pytest
 from conftest import BUILD, ROOT
 
 MATRIX_LIB = BUILD / "it" / "libferry_it_matrix.so"
-CASES_FILE = ROOT / "tests" / "integration" / "cases.txt"
+CASES_FILE = Path(os.environ.get("FERRY_IT_CASES_FILE", ROOT / "tests" / "integration" / "cases.txt"))
 RUNTIMES_DEF = ROOT / "core" / "harness" / "runtimes.def"
 
 

@@ -72,7 +72,7 @@ ONE_LIBRARY = """
     rc = plugin.ferry_it_export_array(b"int32:device=sim:nulls=3:seed=7", ctypes.c_void_p(int(ffi.cast("uintptr_t", schema))),
                                       ctypes.c_void_p(int(ffi.cast("uintptr_t", array))))
     assert rc == 0
-    arr = ferry.DeviceArray.from_c(int(ffi.cast("uintptr_t", schema)), int(ffi.cast("uintptr_t", array)))
+    arr = ferry.DeviceArray.from_c(int(ffi.cast("uintptr_t", array)), int(ffi.cast("uintptr_t", schema)))
     import ferry_it
     ferry_it.check_array_object(ferry_it.parse("int32:device=sim:nulls=3:seed=7"), arr)
     print(arr.device.name, arr.sync_event is not None)

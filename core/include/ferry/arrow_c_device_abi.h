@@ -1,9 +1,11 @@
-/* The Arrow C Data, C Stream, C Device Data and C Device Stream interfaces.
+/* The Arrow C Data, C Stream, C Device Data, C Device Stream and Async Device
+ * Stream interfaces.
  *
  * These definitions are copied verbatim from the Apache Arrow specification
  * (https://arrow.apache.org/docs/format/CDataInterface.html,
  *  https://arrow.apache.org/docs/format/CStreamInterface.html,
- *  https://arrow.apache.org/docs/format/CDeviceDataInterface.html), which
+ *  https://arrow.apache.org/docs/format/CDeviceDataInterface.html; the async
+ *  structs as Arrow's own headers lay them out, see below), which
  * publishes them under the Apache License 2.0. Each block keeps its canonical
  * include guard exactly as-is, so this header coexists with Arrow's,
  * nanoarrow's or any other project's copy in one translation unit.
@@ -178,6 +180,51 @@ struct ArrowDeviceArrayStream {
 };
 
 #endif  // ARROW_C_DEVICE_STREAM_INTERFACE
+
+// The Async Device Stream Interface (experimental in the specification). The
+// layout is Arrow C++'s cpp/src/arrow/c/abi.h and arrow-go's arrow/cdata/abi.h,
+// which every implementation compiles: ArrowAsyncProducer has NO release
+// member (the published page shows one), extract_data takes an
+// ArrowAsyncTask*, and request takes int64_t.
+#ifndef ARROW_C_ASYNC_STREAM_INTERFACE
+#define ARROW_C_ASYNC_STREAM_INTERFACE
+
+// A batch the producer has ready; extract_data is called exactly once, moves
+// the batch into `out` (or only cleans up when `out` is NULL).
+struct ArrowAsyncTask {
+  int (*extract_data)(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out);
+
+  void* private_data;
+};
+
+// Owned by the producer; the consumer's means of back-pressure and cancel.
+struct ArrowAsyncProducer {
+  ArrowDeviceType device_type;
+
+  void (*request)(struct ArrowAsyncProducer* self, int64_t n);
+  void (*cancel)(struct ArrowAsyncProducer* self);
+
+  const char* additional_metadata;
+  void* private_data;
+};
+
+// Allocated and filled by the consumer, driven by the producer.
+struct ArrowAsyncDeviceStreamHandler {
+  int (*on_schema)(struct ArrowAsyncDeviceStreamHandler* self,
+                   struct ArrowSchema* stream_schema);
+  int (*on_next_task)(struct ArrowAsyncDeviceStreamHandler* self,
+                      struct ArrowAsyncTask* task, const char* metadata);
+  void (*on_error)(struct ArrowAsyncDeviceStreamHandler* self, int code,
+                   const char* message, const char* metadata);
+
+  void (*release)(struct ArrowAsyncDeviceStreamHandler* self);
+
+  struct ArrowAsyncProducer* producer;
+
+  void* private_data;
+};
+
+#endif  // ARROW_C_ASYNC_STREAM_INTERFACE
 
 // clang-format on
 

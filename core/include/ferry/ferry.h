@@ -238,6 +238,30 @@ typedef void (*FerryReleaseHook)(void* user_data);
  *  exact when no other thread is exporting or releasing at that moment). */
 FERRY_EXPORT int64_t ferry_live_exports(void);
 
+/* Leak report. With the environment variable FERRY_LEAK_REPORT set to a
+ * non-empty value other than "0" (read once, at first use), libferry prints
+ * to stderr when it is unloaded (at process exit) one line per export of the
+ * producer helpers never released ("ferry: leak: core: export never
+ * released: ..."), one line per object still tracked ("ferry: leak:
+ * <runtime>: <description>") and a summary line ("ferry: leak report:
+ * nothing live" when clean). Off, both functions below do nothing and the
+ * export paths pay one cached branch. Thread-safe. */
+
+/** Registers a live object of a binding (an import not closed yet) for the
+ *  leak report; ferry copies `runtime` and `description` (both borrowed, NULL
+ *  read as "") and owns the copies until ferry_leak_untrack. Returns a token
+ *  > 0, or 0 (nothing registered) when the report is off or out of memory. */
+FERRY_EXPORT int64_t ferry_leak_track(const char* runtime, const char* description);
+/** Forgets the object of `token` and frees ferry's copies; 0 and unknown
+ *  tokens are accepted and ignored. */
+FERRY_EXPORT void ferry_leak_untrack(int64_t token);
+/** Prints the report now instead of at unload, for runtimes whose exit skips
+ *  C destructors (a Go program's exit); the report is printed once per
+ *  process, so unload then prints nothing. Returns the number of live
+ *  exports and objects it named (0 when off, clean or already printed);
+ *  owns nothing. */
+FERRY_EXPORT int64_t ferry_leak_report(void);
+
 /** Fills `out` (which must be released or zeroed) with a schema that owns
  *  copies of `format` and `name` (name may be NULL) and `n_children` zeroed
  *  child schemas, reachable through ferry_schema_child, which the caller must
@@ -589,6 +613,278 @@ FERRY_EXPORT int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
 FERRY_EXPORT int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor,
                                                 struct ArrowSchema* schema_out,
                                                 struct ArrowDeviceArray* array_out,
+                                                struct FerryError* error);
+
+/* ------------------------------------------------------------------------ */
+/* Async device streams (ArrowAsyncDeviceStreamHandler; docs/async.md)       */
+/* ------------------------------------------------------------------------ */
+
+/* Raw accessors and callers of the three async structs, for bindings that
+ * hold them by address. The callers check for NULL and released structs and
+ * return EINVAL (or do nothing, for void ones) instead of crashing. */
+
+/** A zeroed (released) handler on the heap, or NULL when out of memory; the
+ *  caller owns it and frees it with ferry_async_handler_free once the
+ *  producer it was handed to has released it. */
+FERRY_EXPORT struct ArrowAsyncDeviceStreamHandler* ferry_async_handler_new(void);
+/** Frees a handler from ferry_async_handler_new (NULL is accepted), calling
+ *  its release first when it is still live (only correct when no producer
+ *  holds it any more). */
+FERRY_EXPORT void ferry_async_handler_free(struct ArrowAsyncDeviceStreamHandler* handler);
+/** 1 when `handler` is NULL or released (release is NULL); borrows it. */
+FERRY_EXPORT int ferry_async_handler_is_released(
+    const struct ArrowAsyncDeviceStreamHandler* handler);
+/** The producer the handler was given (NULL before the producer set it, or
+ *  for NULL); borrowed from the producer until it releases the handler. */
+FERRY_EXPORT struct ArrowAsyncProducer* ferry_async_handler_producer(
+    const struct ArrowAsyncDeviceStreamHandler* handler);
+/** Calls on_schema: `schema` is handed to the consumer, which owns it after
+ *  the call whatever it returns (a schema it left live is released here).
+ *  Returns the consumer's code, or EINVAL (schema untouched) for a NULL or
+ *  released handler or schema. */
+FERRY_EXPORT int ferry_async_handler_on_schema(struct ArrowAsyncDeviceStreamHandler* handler,
+                                               struct ArrowSchema* schema);
+/** Calls on_next_task with `task` (NULL: the end of the stream) and
+ *  `metadata` (both borrowed for the call); returns the consumer's code, or
+ *  EINVAL for a NULL or released handler. */
+FERRY_EXPORT int ferry_async_handler_on_next_task(
+    struct ArrowAsyncDeviceStreamHandler* handler, struct ArrowAsyncTask* task,
+    const char* metadata);
+/** Calls on_error (message and metadata borrowed for the call, may be
+ *  NULL); does nothing for a NULL or released handler. */
+FERRY_EXPORT void ferry_async_handler_on_error(struct ArrowAsyncDeviceStreamHandler* handler,
+                                               int code, const char* message,
+                                               const char* metadata);
+/** Calls release if the handler is live and leaves it released; the caller
+ *  keeps the struct's memory. */
+FERRY_EXPORT void ferry_async_handler_release(struct ArrowAsyncDeviceStreamHandler* handler);
+
+/** The producer's device type (0 for NULL). Borrows `producer`. */
+FERRY_EXPORT ArrowDeviceType ferry_async_producer_device_type(
+    const struct ArrowAsyncProducer* producer);
+/** Calls request(n) (nothing for NULL); borrows `producer`. */
+FERRY_EXPORT void ferry_async_producer_request(struct ArrowAsyncProducer* producer,
+                                               int64_t n);
+/** Calls cancel (nothing for NULL); borrows `producer`. */
+FERRY_EXPORT void ferry_async_producer_cancel(struct ArrowAsyncProducer* producer);
+/** The producer's additional metadata, binary-encoded like schema metadata
+ *  (NULL when absent); borrowed from the producer. */
+FERRY_EXPORT const char* ferry_async_producer_additional_metadata(
+    const struct ArrowAsyncProducer* producer);
+
+/** A zeroed (released) task on the heap, or NULL when out of memory; the
+ *  caller owns it and frees it with ferry_async_task_free. */
+FERRY_EXPORT struct ArrowAsyncTask* ferry_async_task_new(void);
+/** Frees a task from ferry_async_task_new (NULL is accepted); a task not yet
+ *  extracted is first extracted with NULL, so the producer cleans up. */
+FERRY_EXPORT void ferry_async_task_free(struct ArrowAsyncTask* task);
+/** 1 when `task` is NULL or already extracted (extract_data is NULL). */
+FERRY_EXPORT int ferry_async_task_is_released(const struct ArrowAsyncTask* task);
+/** Copies the task `src` (the one on_next_task lends) into `dst` (released
+ *  beforehand) and marks `src` extracted: the right to extract passes to
+ *  `dst`. EINVAL (nothing changed) for a released `src` or a live `dst`. */
+FERRY_EXPORT int ferry_async_task_move(struct ArrowAsyncTask* src, struct ArrowAsyncTask* dst);
+/** Calls extract_data once: the task is marked extracted before the call
+ *  (a second call is EINVAL), the batch is moved into `out` (released
+ *  beforehand; owned by the caller on success), or with `out` NULL the
+ *  producer only cleans up. Returns the producer's code; on failure `out` is
+ *  left released. */
+FERRY_EXPORT int ferry_async_task_extract_data(struct ArrowAsyncTask* task,
+                                               struct ArrowDeviceArray* out);
+
+/* Producer side: one state machine for every producer in every binding.
+ *
+ * A FerryAsyncSender drives a consumer's handler: create it, send the schema,
+ * send batches (each waits for the consumer's demand), then finish it
+ * exactly once. It enforces the specification's rules: handler calls are
+ * serialized (a lock is held across each callback; request and cancel never
+ * take it, so the consumer may call them from inside its callbacks), never
+ * more tasks than requested, request never calls back, cancel is idempotent
+ * and thread-safe, request(n <= 0) stops the stream with on_error(EINVAL),
+ * no on_error after cancel or after the consumer refused something, and
+ * the handler's release is the last call, made exactly once. ferry keeps the
+ * ArrowAsyncProducer and every task's state alive until each task handed
+ * out has been extracted AND the handler is released (arrow-go calls
+ * request and extract_data after the release), then frees everything. Each
+ * sender function may be called from any thread. */
+struct FerryAsyncSender;
+
+/** Makes a sender for `handler` (borrowed until ferry releases it) whose
+ *  producer has `device_type` and a copy of `additional_metadata` (binary
+ *  schema-metadata encoding, borrowed; may be NULL), sets
+ *  handler->producer, and returns it through `*out`: the caller must end it
+ *  with ferry_async_sender_finish. On failure (EINVAL: NULL or released
+ *  handler, malformed metadata; ENOMEM) a live handler has been given
+ *  on_error and released, so the handler is released in every outcome. */
+FERRY_EXPORT int ferry_async_sender_create(struct ArrowAsyncDeviceStreamHandler* handler,
+                                           ArrowDeviceType device_type,
+                                           const char* additional_metadata,
+                                           struct FerryAsyncSender** out,
+                                           struct FerryError* error);
+/** Calls on_schema once with `schema`, which is moved in (consumed) in every
+ *  outcome except EINVAL for a NULL or released schema or a second call.
+ *  Returns the consumer's code when on_schema refuses (the stream is then
+ *  stopped), ECANCELED when the stream was already stopped. */
+FERRY_EXPORT int ferry_async_sender_send_schema(struct FerryAsyncSender* sender,
+                                                struct ArrowSchema* schema,
+                                                struct FerryError* error);
+/** Waits until the consumer has requested a batch not yet sent: 0;
+ *  ETIMEDOUT after `timeout_ms` (0 polls, negative waits forever);
+ *  ECANCELED once the consumer cancelled or refused something; EINVAL once
+ *  the consumer called request(n <= 0). After any non-zero result other
+ *  than ETIMEDOUT the producer should stop and finish. Borrows `sender`. */
+FERRY_EXPORT int ferry_async_sender_wait_demand(struct FerryAsyncSender* sender,
+                                                int64_t timeout_ms,
+                                                struct FerryError* error);
+/** Waits for demand as ferry_async_sender_wait_demand, then calls
+ *  on_next_task once with a task whose extract_data moves `array` out
+ *  exactly once (or releases it when handed NULL), passing `metadata`
+ *  (borrowed for the call; may be NULL). `array` (of the sender's device
+ *  type) is moved in on success and when the consumer refuses the task (its
+ *  code is returned, ferry releases the array, the stream is stopped); on
+ *  ETIMEDOUT, ECANCELED or EINVAL it is untouched and still the caller's. */
+FERRY_EXPORT int ferry_async_sender_send(struct FerryAsyncSender* sender,
+                                         struct ArrowDeviceArray* array,
+                                         const char* metadata, int64_t timeout_ms,
+                                         struct FerryError* error);
+/** Ends the stream and gives up `sender` (the caller must not use it
+ *  again): with `code` 0 the end marker on_next_task(NULL, NULL), else
+ *  on_error(code, message (borrowed; NULL accepted), NULL); neither after a
+ *  cancel or a refusal, and a consumer's request(n <= 0) turns into
+ *  on_error(EINVAL, ...). Then handler->release, exactly once and last.
+ *  Returns FERRY_OK, or the consumer's code when it refused the end marker. */
+FERRY_EXPORT int ferry_async_sender_finish(struct FerryAsyncSender* sender, int code,
+                                           const char* message);
+/** 1 once the stream is stopped by the consumer (cancel, a refused
+ *  on_schema or task, a request(n <= 0)); the producer should then finish.
+ *  Borrows `sender`. */
+FERRY_EXPORT int ferry_async_sender_is_cancelled(const struct FerryAsyncSender* sender);
+
+/** For a producer that cannot start: gives `handler` a producer (so the
+ *  call is legal), calls on_error(code, message (borrowed), NULL), then
+ *  release. Does nothing for a NULL or released handler. */
+FERRY_EXPORT void ferry_async_handler_fail(struct ArrowAsyncDeviceStreamHandler* handler,
+                                           int code, const char* message);
+
+/** Flags of ferry_async_export_stream (none yet: pass 0). */
+#define FERRY_ASYNC_EXPORT_DEFAULT 0
+
+/** Pull to push: drives `handler` (borrowed until ferry releases it) from
+ *  `stream` (moved in) on a detached thread ferry starts: get_schema, then
+ *  one get_next per batch the consumer requests, then the end marker; a
+ *  get_schema or get_next failure becomes on_error(code, the stream's
+ *  message); a cancel stops it without on_error. The stream is released
+ *  before the handler, and ferry releases both in every outcome (when the
+ *  thread cannot start: on_error(code) and an error returned here). */
+FERRY_EXPORT int ferry_async_export_stream(struct ArrowDeviceArrayStream* stream,
+                                           struct ArrowAsyncDeviceStreamHandler* handler,
+                                           int32_t flags, struct FerryError* error);
+/** The same on the calling thread, returning when the handler is released:
+ *  FERRY_OK at the end of the stream, ECANCELED when the consumer cancelled
+ *  or refused, else the error the consumer was given (in `error`). `stream`
+ *  is moved in and both are released in every outcome. */
+FERRY_EXPORT int ferry_async_export_stream_run(struct ArrowDeviceArrayStream* stream,
+                                               struct ArrowAsyncDeviceStreamHandler* handler,
+                                               struct FerryError* error);
+
+/* Consumer side: a handler that queues batches for a blocking reader.
+ *
+ * ferry_async_consumer_create fills a handler the caller hands to any
+ * producer. From inside on_schema it requests `window` batches, then one
+ * more for each batch the reader takes, so at most `window` batches wait in
+ * its queue. Each task is extracted on arrival (on the producer's thread);
+ * each batch is validated against the stream's schema when the reader takes
+ * it. A producer that breaks the protocol (a task before on_schema, no
+ * producer set, more tasks than requested, overlapping handler calls, calls
+ * after release, a second release, an extract_data that fails or fills a
+ * malformed array, on_error with a NULL message) is a violation: it is
+ * counted, reported to the violation callback, and the reader gets EPROTO
+ * naming it (docs/async.md lists the rules); the consumer never crashes or
+ * hangs on it. Reader functions may be called from any thread, even at once
+ * (each batch goes to one caller). */
+struct FerryAsyncConsumer;
+
+/** Validation level that skips validation (FERRY_VALIDATE_DEFAULT and
+ *  FERRY_VALIDATE_FULL are the others). */
+#define FERRY_VALIDATE_NONE -1
+
+/** A readiness callback: ferry calls it with `user_data` (no ferry lock
+ *  held, from whichever thread made the consumer ready) whenever
+ *  get_schema or next may have stopped blocking. It must not throw, panic
+ *  or raise across this C frame. */
+typedef void (*FerryAsyncNotifyFn)(void* user_data);
+
+/** Makes a consumer that keeps at most `window` (>= 1) batches queued and
+ *  validates them at `validate_level` (FERRY_VALIDATE_NONE/DEFAULT/FULL), and
+ *  fills `handler_out` (caller memory, released or zeroed beforehand, which
+ *  must stay valid until the producer releases it). The caller owns `*out`
+ *  until ferry_async_consumer_free or ferry_async_consumer_to_stream. */
+FERRY_EXPORT int ferry_async_consumer_create(
+    int64_t window, int32_t validate_level,
+    struct ArrowAsyncDeviceStreamHandler* handler_out, struct FerryAsyncConsumer** out,
+    struct FerryError* error);
+/** Waits up to `timeout_ms` (negative: forever) for the stream's schema and
+ *  writes a deep copy into `out` (released beforehand; the caller owns it),
+ *  so it may be called any number of times. ETIMEDOUT, or the producer's
+ *  error (code and message) when it failed before its schema. */
+FERRY_EXPORT int ferry_async_consumer_get_schema(struct FerryAsyncConsumer* consumer,
+                                                 struct ArrowSchema* out,
+                                                 int64_t timeout_ms,
+                                                 struct FerryError* error);
+/** Waits up to `timeout_ms` (negative: forever, 0: poll) for the next batch
+ *  and moves it into `out` (released beforehand; the caller owns it). At the
+ *  end of the stream returns 0 with `out` released. The batch keeps its
+ *  sync_event: wait on it (ferry_device_array_wait) before reading device
+ *  memory. ETIMEDOUT; ECANCELED after ferry_async_consumer_cancel; the
+ *  producer's code and message after its on_error; EINVAL for a batch that
+ *  fails validation; EPROTO for a protocol violation. Every error is
+ *  repeated on every later call; `out` is left released on failure. */
+FERRY_EXPORT int ferry_async_consumer_next(struct FerryAsyncConsumer* consumer,
+                                           struct ArrowDeviceArray* out,
+                                           int64_t timeout_ms, struct FerryError* error);
+/** The producer's device type once on_schema came (0 before). Borrows. */
+FERRY_EXPORT ArrowDeviceType ferry_async_consumer_device_type(
+    struct FerryAsyncConsumer* consumer);
+/** A file descriptor, owned by the consumer (closed by
+ *  ferry_async_consumer_free), that is readable exactly while get_schema or
+ *  next would not block, for poll/epoll/asyncio; -1 when it cannot be made.
+ *  Only poll it: never read, write or close it. */
+FERRY_EXPORT int ferry_async_consumer_fd(struct FerryAsyncConsumer* consumer);
+/** Sets (or with NULL clears) the readiness callback; `user_data` stays the
+ *  caller's. ferry_async_consumer_free waits for a callback in flight on
+ *  another thread, so `user_data` may be freed once it returns. */
+FERRY_EXPORT void ferry_async_consumer_set_notify(struct FerryAsyncConsumer* consumer,
+                                                  FerryAsyncNotifyFn fn, void* user_data);
+/** Sets the callback told of each protocol violation (rule, where, what:
+ *  e.g. "task_before_schema"), from the producer's thread with the
+ *  consumer's lock held (it must not call ferry_async_consumer_*); set it
+ *  before handing the handler to a producer. `user_data` stays the
+ *  caller's. */
+FERRY_EXPORT void ferry_async_consumer_set_on_violation(struct FerryAsyncConsumer* consumer,
+                                                        FerryFindingFn fn,
+                                                        void* user_data);
+/** Number of protocol violations seen so far. Borrows. */
+FERRY_EXPORT int64_t ferry_async_consumer_violations(struct FerryAsyncConsumer* consumer);
+/** Waits up to `timeout_ms` (negative: forever) for the producer's release
+ *  of the handler: FERRY_OK or ETIMEDOUT. Borrows. */
+FERRY_EXPORT int ferry_async_consumer_wait_released(struct FerryAsyncConsumer* consumer,
+                                                    int64_t timeout_ms);
+/** Asks the producer to stop (idempotent, thread-safe); queued batches are
+ *  released and next returns ECANCELED from now on. Borrows. */
+FERRY_EXPORT void ferry_async_consumer_cancel(struct FerryAsyncConsumer* consumer);
+/** Gives up the consumer (NULL accepted): cancels it if the stream is still
+ *  running and releases queued batches; its memory is returned once the
+ *  producer has released the handler too, even if that comes later. */
+FERRY_EXPORT void ferry_async_consumer_free(struct FerryAsyncConsumer* consumer);
+/** Waits up to `timeout_ms` (negative: forever) for the schema, then fills
+ *  `out` (released beforehand) with a device stream over the consumer, of
+ *  the producer's device type, whose get_next blocks; releasing the stream
+ *  frees the consumer. The consumer is moved in on success; on failure
+ *  (ETIMEDOUT, or the producer's error before its schema) it stays the
+ *  caller's. */
+FERRY_EXPORT int ferry_async_consumer_to_stream(struct FerryAsyncConsumer* consumer,
+                                                int64_t timeout_ms,
+                                                struct ArrowDeviceArrayStream* out,
                                                 struct FerryError* error);
 
 #ifdef __cplusplus

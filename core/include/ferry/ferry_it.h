@@ -1,8 +1,10 @@
 /* ferry_it.h: the plugin contract of `ferry check --plugin` and of ferry's
- * cross-language tests: six C entry points a test plugin exports.
+ * cross-language tests: six C entry points a test plugin exports, and three
+ * more for async device streams (optional for a host: a plugin without them
+ * is reported as lacking async support and its async pairs are not run).
  *
  * A plugin is a shared library that produces and checks the cases of the
- * case grammar (shared/cases.md: "int32:length=100:nulls=3:device=sim") in
+ * case grammar (docs/cases.md: "int32:length=100:nulls=3:device=sim") in
  * one runtime. `ferry check --plugin LIB.so --case CASE` checks a plugin's
  * exports; ferry's own tests load one plugin per runtime
  * (build/plugins/libferry_it_<runtime>.so) into one process and drive the
@@ -72,6 +74,39 @@ FERRY_IT_EXPORT int64_t ferry_it_live_allocations(void);
  *  of an entry point on this thread. */
 FERRY_IT_EXPORT const char* ferry_it_last_error(void);
 
+/* ---- async device streams (docs/cases.md, "Async device streams") -------- */
+
+struct ArrowAsyncDeviceStreamHandler;
+
+/** Starts producing the case `case_spec` into the consumer's `handler`
+ *  (borrowed until the producer calls `handler->release`): sets
+ *  `handler->producer` (device type of the case), calls on_schema, one
+ *  on_next_task per requested batch, the end marker, then release, from any
+ *  thread the plugin chooses. Returns 0 when production started. In every
+ *  outcome, a non-zero return included, the producer releases the handler
+ *  exactly once and last (fail=export: on_error(EIO, "injected failure at
+ *  export", NULL), release, then EIO with that message). */
+FERRY_IT_EXPORT int ferry_it_export_async(const char* case_spec,
+                                          struct ArrowAsyncDeviceStreamHandler* handler);
+
+/** Fills `*handler_out` (caller-owned memory that must stay valid until the
+ *  ticket is consumed by ferry_it_async_result) with a checking consumer of
+ *  the case and stores a ticket in `*ticket_out`; the caller hands the
+ *  handler to a producer, then collects the verdict with
+ *  ferry_it_async_result. On a non-zero return nothing was allocated,
+ *  `*ticket_out` is NULL and the handler must not be used. */
+FERRY_IT_EXPORT int ferry_it_check_async(
+    const char* case_spec, struct ArrowAsyncDeviceStreamHandler* handler_out,
+    void** ticket_out);
+
+/** Waits up to `timeout_ms` (>= 0) for the producer's release of the
+ *  ticket's handler and the end of the check, then returns the verdict (0,
+ *  or an errno code with the message in ferry_it_last_error) and frees the
+ *  ticket. Returns ETIMEDOUT, keeping the ticket (call again, or leave it:
+ *  a hung producer's ticket is never freed), when the release has not come
+ *  yet. Never waits longer than `timeout_ms`. */
+FERRY_IT_EXPORT int ferry_it_async_result(void* ticket, int64_t timeout_ms);
+
 /** Signatures of the entry points, for hosts that load plugins with dlsym. */
 typedef int (*ferry_it_export_array_fn)(const char*, struct ArrowSchema*,
                                         struct ArrowDeviceArray*);
@@ -81,6 +116,11 @@ typedef int (*ferry_it_export_stream_fn)(const char*, struct ArrowDeviceArrayStr
 typedef int (*ferry_it_check_stream_fn)(const char*, struct ArrowDeviceArrayStream*);
 typedef int64_t (*ferry_it_live_allocations_fn)(void);
 typedef const char* (*ferry_it_last_error_fn)(void);
+typedef int (*ferry_it_export_async_fn)(const char*,
+                                        struct ArrowAsyncDeviceStreamHandler*);
+typedef int (*ferry_it_check_async_fn)(const char*, struct ArrowAsyncDeviceStreamHandler*,
+                                       void**);
+typedef int (*ferry_it_async_result_fn)(void*, int64_t);
 
 #ifdef __cplusplus
 }

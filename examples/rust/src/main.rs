@@ -12,14 +12,15 @@ use arrow_schema::{DataType, Field};
 use ferry_arrow::arrow::{ArrowArrayExt, ArrowStreamExt};
 use ferry_arrow::{
     sys, ArrayBuilder, Buffer, Device, DeviceArray, DeviceArrayStream, DeviceType, Result, Schema,
+    Validation,
 };
 
 /// The producer: exports `values` (None = null) without copying them into
 /// the consumer's structs; the vectors are freed when the consumer releases.
 fn produce(
     values: &[Option<i32>],
-    schema_out: *mut sys::ArrowSchema,
     array_out: *mut sys::ArrowDeviceArray,
+    schema_out: *mut sys::ArrowSchema,
 ) -> Result<()> {
     let valid: Vec<bool> = values.iter().map(Option::is_some).collect();
     let (validity, null_count) = ferry_arrow::validity_bitmap(&valid);
@@ -32,8 +33,8 @@ fn produce(
     let schema = Schema::builder("i").name("n").nullable(true).build()?;
     // SAFETY: the out-structs are released and ours to fill.
     unsafe {
-        schema.export_to(schema_out)?;
-        array.export_to(array_out)
+        array.export_to(array_out)?;
+        schema.export_to(schema_out)
     }
 }
 
@@ -41,15 +42,16 @@ fn produce(
 /// brings the array to the host if it lives on a device, and reads it
 /// through the checked accessors.
 fn consume(
-    schema: *mut sys::ArrowSchema,
     array: *mut sys::ArrowDeviceArray,
+    schema: *mut sys::ArrowSchema,
 ) -> Result<(Vec<Option<i32>>, String)> {
-    // SAFETY: both point to structs a producer filled.
-    let schema = unsafe { Schema::from_raw(schema)? };
-    let array = unsafe { DeviceArray::from_raw(array)? };
+    // SAFETY: both point to structs a producer filled. Both are taken (and
+    // released on any failure), and the array is validated against the
+    // schema (DEFAULT level) before anything reads it.
+    let (array, schema) = unsafe { DeviceArray::import(array, schema, Validation::Default)? };
     let came_from = format!("{}:{}", array.device_type(), array.device_id());
     let array = array.to_host(&schema)?; // no copy when already on the CPU
-    let host = array.host(&schema)?; // waits, validates, bounds-checks
+    let host = array.host(&schema)?; // waits; every read is bounds-checked
     let mut values = Vec::with_capacity(host.len());
     for i in 0..host.len() {
         values.push(if host.is_valid(i)? {
@@ -73,8 +75,8 @@ fn show(values: &[Option<i32>]) -> String {
 fn hand_over(values: &[Option<i32>]) -> Result<Vec<Option<i32>>> {
     let mut schema = sys::ArrowSchema::default();
     let mut array = sys::ArrowDeviceArray::default();
-    produce(values, &mut schema, &mut array)?;
-    Ok(consume(&mut schema, &mut array)?.0)
+    produce(values, &mut array, &mut schema)?;
+    Ok(consume(&mut array, &mut schema)?.0)
 }
 
 /// A GPU when one works, else the simulated device (always there).
@@ -97,16 +99,16 @@ fn device_round_trip(values: &[Option<i32>]) -> Result<String> {
     let (device, note) = pick_device()?;
     let mut schema = sys::ArrowSchema::default();
     let mut array = sys::ArrowDeviceArray::default();
-    produce(values, &mut schema, &mut array)?;
+    produce(values, &mut array, &mut schema)?;
     // Stand in for a GPU producer: move the exported column onto the device.
-    let cpu_schema = unsafe { Schema::from_raw(&mut schema)? };
-    let cpu_array = unsafe { DeviceArray::from_raw(&mut array)? };
+    let (cpu_array, cpu_schema) =
+        unsafe { DeviceArray::import(&mut array, &mut schema, Validation::Default)? };
     let on_device = cpu_array.move_to(&cpu_schema, device.device_type(), device.id())?;
     unsafe {
         cpu_schema.export_to(&mut schema)?;
         on_device.export_to(&mut array)?;
     }
-    let (back, came_from) = consume(&mut schema, &mut array)?;
+    let (back, came_from) = consume(&mut array, &mut schema)?;
     Ok(format!("device: {came_from}{note} -> host {}", show(&back)))
 }
 
@@ -114,7 +116,7 @@ fn device_round_trip(values: &[Option<i32>]) -> Result<String> {
 /// back (validated first).
 fn arrow_round_trip(values: &[Option<i32>]) -> Result<String> {
     let input = Int32Array::from(values.to_vec());
-    let (schema, array) = DeviceArray::from_arrow(&input)?;
+    let (array, schema) = DeviceArray::from_arrow(&input)?;
     let output = array.to_arrow(&schema)?;
     let output = output
         .as_any()

@@ -1,4 +1,4 @@
-/* The value formula of /work/shared/cases.md, computed, never tabulated:
+/* The value formula of docs/cases.md, computed, never tabulated:
  *
  *   u(i) = (seed * 2654435761 + i * 40503) mod 2^32
  *

@@ -1,4 +1,4 @@
-/* The six C entry points of ferry_it.h for the C runtime: each parses the
+/* The nine C entry points of ferry_it.h for the C runtime: each parses the
  * case, does its work through the other files of this plugin, and turns any
  * failure into an errno code plus this thread's last-error message. */
 #include <errno.h>
@@ -9,6 +9,7 @@
 #include "case_export.h"
 #include "case_spec.h"
 #include "ferry/ferry_it.h"
+#include "ferry_it_async.h"
 #include "plugin_state.h"
 #include "stream_check.h"
 #include "stream_export.h"
@@ -132,3 +133,29 @@ int ferry_it_check_stream(const char* case_spec, struct ArrowDeviceArrayStream* 
 int64_t ferry_it_live_allocations(void) { return it_live_allocations(); }
 
 const char* ferry_it_last_error(void) { return it_last_error(); }
+
+/* ---- async device streams: the generic layer over the entry points above ---- */
+
+/* The generic layer keeps its own per-thread message: copied into this
+ * plugin's, so that ferry_it_last_error answers for these calls too. */
+static int async_outcome(int rc) {
+  return rc == 0 ? 0 : it_set_last_error(rc, ferry_it_async_last_error());
+}
+
+int ferry_it_export_async(const char* case_spec,
+                          struct ArrowAsyncDeviceStreamHandler* handler) {
+  /* C is thread-safe: ferry's producer thread pulls from the stream. */
+  return async_outcome(ferry_it_async_export_generic(
+      case_spec, handler, ferry_it_export_stream, ferry_it_last_error, 0));
+}
+
+int ferry_it_check_async(const char* case_spec,
+                         struct ArrowAsyncDeviceStreamHandler* handler_out,
+                         void** ticket_out) {
+  return async_outcome(ferry_it_async_check_generic(
+      case_spec, handler_out, ticket_out, ferry_it_check_stream, ferry_it_last_error));
+}
+
+int ferry_it_async_result(void* ticket, int64_t timeout_ms) {
+  return async_outcome(ferry_it_async_result_generic(ticket, timeout_ms));
+}

@@ -66,4 +66,22 @@ int it_handoff_stream(const struct it_runtime_set* all, const struct it_plugin* 
                       const struct it_plugin* consumer, const struct it_case_entry* entry,
                       int tamper, struct it_handoff_stats* stats, char* message, size_t size);
 
+/* Default bound of an async handoff: the consumer's verdict must come
+ * within this many milliseconds, else the pair is reported as hung. */
+#define IT_ASYNC_TIMEOUT_MS 10000
+
+/* Runs one async handoff (async_handoff.c): the consumer's checking handler
+ * (ferry_it_check_async), wrapped by the host's watch, goes to the
+ * producer's ferry_it_export_async; the verdict (ferry_it_async_result) is
+ * awaited at most `timeout_ms`. Asserts: the verdict, fail=export's code and
+ * message, the handler released exactly once and nothing called after the
+ * release, every allocation ledger back at its baseline. A "reject" entry
+ * must be refused with on_error and release. Both plugins must have the
+ * async entry points (it_plugin_has_async). Returns 1, or 0 with the first
+ * problem in `message` ("HUNG: ..." for a pair that timed out: its handler
+ * and ticket are left allocated, and the run goes on). */
+int it_handoff_async(const struct it_runtime_set* all, const struct it_plugin* producer,
+                     const struct it_plugin* consumer, const struct it_case_entry* entry,
+                     int64_t timeout_ms, char* message, size_t size);
+
 #endif  // FERRY_IT_HOST_HANDOFF_H

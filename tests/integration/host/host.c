@@ -13,13 +13,22 @@
  * the VM runtime's plugin gave its SIGSEGV handler SA_ONSTACK, a call into
  * each FAST_CALLS runtime (runtimes.def) stays under a microsecond on the main
  * thread and on a thread the runtime never saw (the cost is printed for every
- * runtime), and every runtime's live allocations are back at zero at the end. Prints one line per failure, "FAIL producer->consumer
- * array|stream CASE: message", a producer x consumer table, and ends with
- * "N passed, N failed".
+ * runtime), and every runtime's live allocations are back at zero at the end. Prints one
+ * line per failure, "FAIL producer->consumer array|stream CASE: message", a producer x
+ * consumer table, and ends with "N passed, N failed".
+ *
+ * Async device streams: every ordered pair whose two plugins export the
+ * async entry points also runs the async case list (it_handoff_async), each
+ * handoff bounded by --async-timeout-ms (default IT_ASYNC_TIMEOUT_MS): a hung
+ * pair is one FAIL line and the run goes on. A runtime lacking them is
+ * reported by a "SKIPPED async: NAME lacks SYMBOL" line and its async pairs
+ * are not run. "FAIL producer->consumer async CASE: message".
  *
  * Without --cases/--case the default list tests/integration/cases.txt is
- * used. A runtime whose plugin is not built is reported as SKIPPED and its
- * pairs are not counted; --require makes a missing runtime a failure. With
+ * used; without --cases/--case/--async-cases/--async-case the default async
+ * list tests/integration/cases_async.txt too (--no-async: none). A runtime whose plugin
+ * is not built is reported as SKIPPED and its pairs are not counted; --require makes a
+ * missing runtime a failure. With
  * --asan (the process runs under AddressSanitizer) the runtimes that cannot
  * run under it are skipped, loudly (runtimes.def). --go-first loads the
  * runtimes needing SA_ONSTACK (Go) before the VM (the JVM). */
@@ -40,6 +49,9 @@
 #ifndef FERRY_IT_DEFAULT_CASES
 #define FERRY_IT_DEFAULT_CASES "tests/integration/cases.txt"
 #endif
+#ifndef FERRY_IT_DEFAULT_ASYNC_CASES
+#define FERRY_IT_DEFAULT_ASYNC_CASES "tests/integration/cases_async.txt"
+#endif
 
 /* A call into a runtime and back, averaged, must stay under this. */
 #define ENTRY_CALL_LIMIT_NS 1000.0
@@ -51,6 +63,8 @@ struct options {
   char plugin_path[IT_MAX_RUNTIMES][3072]; /* --plugin NAME=PATH, by runtime index */
   int arrays;
   int streams;
+  int async;
+  int64_t async_timeout_ms;
   int asan;
   int tamper;
   int verbose;
@@ -60,18 +74,21 @@ struct options {
 static int64_t g_passed, g_failed;
 
 static void usage(void) {
-  fprintf(stderr,
-          "usage: ferry_it_host [matrix] [--plugins LIST] [--plugin-dir DIR] "
-          "[--plugin NAME=PATH]...\n"
-          "                     [--cases FILE]... [--case CASE]... "
-          "[--arrays-only|--streams-only]\n"
-          "                     [--require LIST] [--asan] [--no-tamper] [--go-first] "
-          "[--verbose]\n"
-          "       ferry_it_host conformance PLUGIN.so [--case CASE]... [--area AREA]... "
-          "[--verbose]\n"
-          "                     [--reference C_PLUGIN.so]\n"
-          "runtimes: %s\n",
-          it_runtime_names());
+  fprintf(
+      stderr,
+      "usage: ferry_it_host [matrix] [--plugins LIST] [--plugin-dir DIR] "
+      "[--plugin NAME=PATH]...\n"
+      "                     [--cases FILE]... [--case CASE]... "
+      "[--arrays-only|--streams-only]\n"
+      "                     [--require LIST] [--asan] [--no-tamper] [--go-first] "
+      "[--verbose]\n"
+      "                     [--async-cases FILE]... [--async-case CASE]... [--no-async] "
+      "[--async-timeout-ms MS]\n"
+      "       ferry_it_host conformance PLUGIN.so [--case CASE]... [--area AREA]... "
+      "[--verbose]\n"
+      "                     [--reference C_PLUGIN.so]\n"
+      "runtimes: %s\n",
+      it_runtime_names());
 }
 
 /* One check outside the matrix: counted, and a FAIL line when it fails. */
@@ -127,13 +144,17 @@ static double seconds_since(const struct timespec* start) {
 }
 
 /* Returns 0, 2 on a usage error. */
-static int parse_options(int argc, char** argv, struct options* opt, struct it_case_list* cases) {
+static int parse_options(int argc, char** argv, struct options* opt,
+                         struct it_case_list* cases, struct it_case_list* async_cases) {
   memset(opt, 0, sizeof *opt);
   opt->arrays = 1;
   opt->streams = 1;
+  opt->async = 1;
+  opt->async_timeout_ms = IT_ASYNC_TIMEOUT_MS;
   opt->tamper = 1;
   default_plugin_dir(opt->plugin_dir, sizeof opt->plugin_dir);
   int cases_given = 0;
+  int async_given = 0;
   char why[1024];
   for (int i = 0; i < argc; i++) {
     const char* a = argv[i];
@@ -176,6 +197,31 @@ static int parse_options(int argc, char** argv, struct options* opt, struct it_c
       }
       cases_given = 1;
       i++;
+    } else if (strcmp(a, "--async-cases") == 0 && value) {
+      if (it_case_list_add_file(async_cases, value, why, sizeof why) != 0) {
+        fprintf(stderr, "ferry_it_host: %s\n", why);
+        return 2;
+      }
+      async_given = 1;
+      i++;
+    } else if (strcmp(a, "--async-case") == 0 && value) {
+      if (it_case_list_add_line(async_cases, value, why, sizeof why) != 0) {
+        fprintf(stderr, "ferry_it_host: --async-case %s\n", why);
+        return 2;
+      }
+      async_given = 1;
+      i++;
+    } else if (strcmp(a, "--no-async") == 0) {
+      opt->async = 0;
+    } else if (strcmp(a, "--async-timeout-ms") == 0 && value) {
+      char* end = NULL;
+      long long ms = strtoll(value, &end, 10);
+      if (end == value || *end != '\0' || ms <= 0) {
+        fprintf(stderr, "ferry_it_host: --async-timeout-ms wants a positive number\n");
+        return 2;
+      }
+      opt->async_timeout_ms = ms;
+      i++;
     } else if (strcmp(a, "--arrays-only") == 0) {
       opt->streams = 0;
     } else if (strcmp(a, "--streams-only") == 0) {
@@ -194,7 +240,23 @@ static int parse_options(int argc, char** argv, struct options* opt, struct it_c
     }
   }
   if (!list_valid(opt->plugins) || !list_valid(opt->require)) return 2;
-  if (!cases_given) {
+  if (!cases_given && !async_given && opt->async) {
+    const char* root = getenv("FERRY_ROOT");
+    char path[4096];
+    if (root != NULL && root[0] != '\0') {
+      snprintf(path, sizeof path, "%s/tests/integration/cases_async.txt", root);
+    } else {
+      snprintf(path, sizeof path, "%s", FERRY_IT_DEFAULT_ASYNC_CASES);
+    }
+    if (it_case_list_add_file(async_cases, path, why, sizeof why) != 0) {
+      fprintf(stderr, "ferry_it_host: %s\n", why);
+      return 2;
+    }
+  }
+  if (!opt->async || !opt->streams) async_cases->n = 0;
+  if (!cases_given && async_given) {
+    /* Only async cases were asked for. */
+  } else if (!cases_given) {
     const char* root = getenv("FERRY_ROOT");
     char path[4096];
     if (root != NULL && root[0] != '\0') {
@@ -314,8 +376,10 @@ static void check_entry_calls(const struct it_runtime_set* set) {
 static int matrix_main(int argc, char** argv) {
   struct options opt;
   struct it_case_list cases;
+  struct it_case_list async_cases;
   memset(&cases, 0, sizeof cases);
-  int rc = parse_options(argc, argv, &opt, &cases);
+  memset(&async_cases, 0, sizeof async_cases);
+  int rc = parse_options(argc, argv, &opt, &cases, &async_cases);
   if (rc != 0) return rc;
   /* Line-buffered: a crash or LeakSanitizer's exit loses no finished line. */
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -332,6 +396,21 @@ static int matrix_main(int argc, char** argv) {
     return 1;
   }
   check_entry_calls(&set);
+  /* Which runtimes take part in the async pairs. */
+  int has_async[IT_MAX_RUNTIMES];
+  char async_skipped[256] = "";
+  for (int i = 0; i < set.n; i++) {
+    const char* missing = NULL;
+    has_async[i] = it_plugin_has_async(set.loaded[i], &missing);
+    if (!has_async[i] && async_cases.n > 0) {
+      printf("SKIPPED async: %s lacks %s (its async pairs are not run)\n",
+             set.loaded[i]->name, missing);
+      size_t used = strlen(async_skipped);
+      snprintf(async_skipped + used, sizeof async_skipped - used, "%s%s", used ? " " : "",
+               set.loaded[i]->name);
+    }
+  }
+  int64_t async_passed = 0, async_failed = 0, async_hung = 0;
 
   struct it_handoff_stats stats;
   memset(&stats, 0, sizeof stats);
@@ -381,6 +460,28 @@ static int matrix_main(int argc, char** argv) {
           fflush(stdout);
         }
       }
+      for (int64_t k = 0; has_async[pi] && has_async[ci] && k < async_cases.n; k++) {
+        const struct it_case_entry* entry = &async_cases.entries[k];
+        char message[2048] = "";
+        int ok = it_handoff_async(&set, p, c, entry, opt.async_timeout_ms, message,
+                                  sizeof message);
+        const char* label = entry->reject_word[0] ? "reject " : "";
+        if (ok) {
+          g_passed++;
+          async_passed++;
+          cell_passed[pi][ci]++;
+          if (opt.verbose)
+            printf("ok %s->%s async %s%s\n", p->name, c->name, label, entry->spec);
+        } else {
+          g_failed++;
+          async_failed++;
+          cell_failed[pi][ci]++;
+          if (strncmp(message, "HUNG", 4) == 0) async_hung++;
+          printf("FAIL %s->%s async %s%s: %s\n", p->name, c->name, label, entry->spec,
+                 message);
+        }
+        fflush(stdout);
+      }
       if (opt.verbose) {
         printf("pair %s->%s done in %.2f s\n", p->name, c->name, seconds_since(&pair_start));
       }
@@ -415,11 +516,18 @@ static int matrix_main(int argc, char** argv) {
          (long long)stats.structs_tracked);
   printf("%lld cases x %d runtimes (%d pairs) in %.1f s\n", (long long)cases.n, set.n,
          set.n * set.n, seconds_since(&start));
+  if (async_cases.n > 0) {
+    printf("async: %lld cases; %lld passed, %lld failed (%lld hung)%s%s\n",
+           (long long)async_cases.n, (long long)async_passed, (long long)async_failed,
+           (long long)async_hung, async_skipped[0] ? "; SKIPPED async runtimes: " : "",
+           async_skipped);
+  }
   if (skipped[0] != '\0') {
     printf("SKIPPED runtimes (pairs not run, not counted): %s\n", skipped);
   }
   printf("%lld passed, %lld failed\n", (long long)g_passed, (long long)g_failed);
   it_case_list_free(&cases);
+  it_case_list_free(&async_cases);
   fflush(stdout);
   int code = g_failed == 0 && g_passed > 0 ? 0 : 1;
   /* A JVM or a Go runtime must not meet exit handlers (runtimes.def). */

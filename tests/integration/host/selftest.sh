@@ -60,6 +60,34 @@ expect leak_export "leak: ferry_it_live_allocations() of rust"
 expect wrong_message "expected a message with \"injected failure at export\""
 expect stop_early "batches crossed, the case has"
 expect swallow_failure "fail=get_next@2: no get_next call failed"
+# Async pairs: a hung producer is one bounded FAIL line and the run goes on;
+# a double release of the handler and a leak are named.
+async_cases=(--case int32 --async-case "int32:window=2" --async-case "int32:batches=4:cancel=1"
+             --async-case "int32:fail=export" --async-timeout-ms 300)
+expect_async() {
+  local mode="$1" finding="$2" out rc
+  out="$(FERRY_IT_MISBEHAVE="$mode" "$host" --plugins c,rust --plugin "rust=$bad" \
+         "${async_cases[@]}" 2>&1)"
+  rc=$?
+  if [ "$rc" -ne 0 ] && grep -E '^FAIL rust->(c|rust) async' <<<"$out" | grep -F "$finding" >/dev/null &&
+     grep -E '^async: 3 cases' <<<"$out" >/dev/null; then
+    pass "self-test $mode"
+  else
+    fail "self-test $mode"
+    echo "FAIL self-test $mode: expected an async failure with \"$finding\" (exit $rc); got:"
+    grep -E '^FAIL|passed|^async' <<<"$out" | head -n 5 | sed 's/^/   /'
+  fi
+}
+if out="$("$host" --plugins c,rust --plugin "rust=$bad" "${async_cases[@]}" 2>&1)" &&
+   grep -E '^async: 3 cases; 12 passed, 0 failed' <<<"$out" >/dev/null; then
+  pass "self-test clean async"
+else
+  fail "self-test clean async"
+  grep -E '^FAIL|passed|^async' <<<"$out" | head -n 5 | sed 's/^/   /'
+fi
+expect_async async_hang "HUNG: no verdict from the consumer after 300 ms"
+expect_async async_double_release "released the handler 2 times, expected once"
+expect_async async_leak "leak: ferry_it_live_allocations() of rust"
 # A missing required runtime is a failure, not a skip.
 if out="$("$host" --plugins c,go --plugin-dir /nonexistent --require c,go --case int32 2>&1)"; then
   fail "self-test require: a missing required runtime passed"

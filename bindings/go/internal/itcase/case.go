@@ -1,5 +1,5 @@
 // Package itcase implements the cross-language test cases of
-// ../shared/cases.md in Go: the case grammar, the value formula, a producer
+// docs/cases.md in Go: the case grammar, the value formula, a producer
 // of arrays and streams and a checker, all on the public ferry API. The Go
 // plugin (bindings/go/plugin) exports it through the ferry_it_* entry points.
 package itcase
@@ -68,6 +68,10 @@ type Case struct {
 	Batches    int64
 	Fail       Fail
 	FailAt     int64
+	// The async-only keys (window, cancel, fail=consumer@N): parsed and
+	// checked, then ignored here; the checking consumer of the generic
+	// async layer (plugin/async.c) acts on them.
+	Window, Cancel, ConsumerFailAt int64
 }
 
 // DeviceID is the device the case uses: -1 on the CPU, 0 otherwise.
@@ -124,6 +128,12 @@ func Parse(spec string) (*Case, error) {
 			err = c.parseDevice(value)
 		case "fail":
 			err = c.parseFail(value)
+		case "window":
+			if c.Window, err = number(key, value, 1<<31-1, spec); err == nil && c.Window == 0 {
+				err = invalid("window 0 in case %q: the window is at least 1", spec)
+			}
+		case "cancel":
+			c.Cancel, err = number(key, value, 1<<63-1, spec)
 		default:
 			return nil, invalid("unknown key %q in case %q", key, spec)
 		}
@@ -184,8 +194,17 @@ func (c *Case) parseFail(value string) error {
 			return invalid("fail=get_next@0 in case %q: N counts get_next calls from 1", c.Spec)
 		}
 		c.Fail, c.FailAt = FailGetNext, n
+	case strings.HasPrefix(value, "consumer@"):
+		n, err := number("fail=consumer@N", strings.TrimPrefix(value, "consumer@"), 1<<63-1, c.Spec)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return invalid("fail=consumer@0 in case %q: N counts tasks from 1", c.Spec)
+		}
+		c.ConsumerFailAt = n // the consumer's failure: nothing for a producer to inject
 	default:
-		return invalid("unknown fail mode %q in case %q (expected export, get_next@N or get_schema)", value, c.Spec)
+		return invalid("unknown fail mode %q in case %q (expected export, get_next@N, get_schema or consumer@N)", value, c.Spec)
 	}
 	return nil
 }

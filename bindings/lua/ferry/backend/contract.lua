@@ -67,6 +67,9 @@ return {
       doc = "ferry_device_array_release" },
     { name = "is_released", signature = "(array) -> boolean",
       doc = "true when the ArrowDeviceArray is released" },
+    -- batch_iterator: after finish(code, message) ended the loop, every
+    -- further step calls finish() with no argument (which raises the
+    -- stream's error again, if it failed) and never pulls again.
     { name = "batch_iterator", c = true,
       signature = "(stream_owner, array_owner, object, finish, consumer_stream, mode, " ..
                   "prepared_owner) -> f, s",

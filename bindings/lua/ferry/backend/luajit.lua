@@ -372,7 +372,10 @@ local function batch_finish(state, code, message)
 end
 
 local function batch_step(state)
-  if state.done then return nil end
+  if state.done then -- finish() raises the stream's error again, if it failed
+    state.finish()
+    return nil
+  end
   if handle_kinds[state.stream] == nil then return batch_finish(state, EINVAL, "stream already released") end
   local out = state.out
   if handle_kinds[state.owner] == nil then return batch_finish(state, EINVAL, "the loop's batch was freed") end
@@ -443,16 +446,44 @@ end
 local array_ptr_t = ffi.typeof("const struct ArrowArray*")
 local i32_ptr_t, i64_ptr_t = ffi.typeof("const int32_t*"), ffi.typeof("const int64_t*")
 
+-- An int64_t (cdata) or a number as the decimal integer it is (exact past 2^53).
+local function integer_text(v)
+  if type(v) == "number" then
+    if v == math.floor(v) and math.abs(v) < 2 ^ 63 then
+      return (tostring(ffi.new("int64_t", v)):gsub("LL$", ""))
+    end
+    return tostring(v)
+  end
+  return (tostring(ffi.cast("int64_t", v)):gsub("LL$", ""))
+end
+
 local function bit_at(p, i)
   return bit.band(bit.rshift(ffi.cast(bytes_ctype, p)[math.floor(i / 8)], i % 8), 1) == 1
+end
+
+-- What a reader refuses to read: the rule and messages of src/lferry_support.c
+-- (see there why): a declaration needing more than 2^48 bytes in a buffer,
+-- or more than 2^51 elements (offset included), is refused before any read.
+local MAX_BUFFER_BYTES = 2 ^ 48
+local MAX_SLOTS = MAX_BUFFER_BYTES * 8
+
+-- nil when `count` elements of `width` bytes fit, else false, code, message.
+local function check_buffer_bytes(a, b, count, width)
+  if count * width <= MAX_BUFFER_BYTES then return nil end
+  return false, EINVAL, string.format(
+    "buffer %d of length %s at offset %s needs %s bytes, more than a process can address (2^48)",
+    b, integer_text(a.length), integer_text(a.offset), integer_text(count * width))
 end
 
 -- The physical slot of logical element i, or nil, code, message.
 local function physical_index(a, i)
   if a.release == nil then return nil, EINVAL, "the array is released" end
   local length, offset = tonumber(a.length), tonumber(a.offset)
-  if length < 0 or offset < 0 or length + offset >= 2 ^ 53 then
-    return nil, EINVAL, string.format("length %d or offset %d is negative or too large", length, offset)
+  if length < 0 or offset < 0 or length > MAX_SLOTS - offset then
+    return nil, EINVAL, string.format(
+      "length %s or offset %s is negative or too large: a reader takes at most 2^51 elements " ..
+      "(offset included), a bitmap of the largest buffer a process can address (2^48 bytes)",
+      integer_text(a.length), integer_text(a.offset))
   end
   if type(i) ~= "number" or i % 1 ~= 0 then
     return nil, ERANGE, "index " .. tostring(i) .. " is not an integer"
@@ -481,6 +512,12 @@ function backend.value(array, kind, i)
   if a.n_buffers < 2 then
     return false, EINVAL, string.format("a fixed-width array has 2 buffers, not %d", tonumber(a.n_buffers))
   end
+  if kind ~= "bits" then -- bits: the bitmap fits by physical_index's limit
+    local width = element_widths[kind]
+    if not width then error("ferry: unknown element kind '" .. tostring(kind) .. "'", 2) end
+    local bad, code2, message2 = check_buffer_bytes(a, 1, tonumber(a.offset) + tonumber(a.length), width)
+    if bad == false then return false, code2, message2 end
+  end
   if is_null_at(a, slot) then return true, nil end
   local p = buffer_at(a, 1)
   if p == nil then
@@ -502,6 +539,9 @@ local function read_offsets(a, large, slot, limit)
     return nil, EINVAL, string.format("buffer 1 (offsets) is NULL in an array of length %d",
                                       tonumber(a.length))
   end
+  local bad, code, message = check_buffer_bytes(a, 1, tonumber(a.offset) + tonumber(a.length) + 1,
+                                                 large and 8 or 4)
+  if bad == false then return nil, code, message end
   local typed = ffi.cast(large and i64_ptr_t or i32_ptr_t, offsets)
   local first, last = tonumber(typed[slot]), tonumber(typed[slot + 1])
   if first < 0 or first > last or last > limit then
@@ -526,7 +566,15 @@ function backend.bytes(array, large, i)
     return false, EINVAL, string.format("buffer 1 (offsets) is NULL in an array of length %d",
                                         tonumber(a.length))
   end
+  local bad, code2, message2 = check_buffer_bytes(a, 1, tonumber(a.offset) + tonumber(a.length) + 1,
+                                                   large and 8 or 4)
+  if bad == false then return false, code2, message2 end
   local size = tonumber(ffi.cast(large and i64_ptr_t or i32_ptr_t, offsets)[a.offset + a.length])
+  if size > MAX_BUFFER_BYTES then
+    return false, EINVAL, string.format(
+      "buffer 2 (data) of length %s at offset %s needs %s bytes by its last offset, more than a " ..
+      "process can address (2^48)", integer_text(a.length), integer_text(a.offset), integer_text(size))
+  end
   local first, last, why = read_offsets(a, large, slot, size)
   if not first then return false, last, why end
   local data = buffer_at(a, 2)

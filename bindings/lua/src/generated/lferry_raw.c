@@ -461,6 +461,29 @@ static int raw_ferry_live_exports(lua_State* L) {
   return 1;
 }
 
+/* int64_t ferry_leak_track(const char* runtime, const char* description) */
+static int raw_ferry_leak_track(lua_State* L) {
+  const char* a1 = lferry_check_string(L, 1);
+  const char* a2 = lferry_check_string(L, 2);
+  int64_t r = ferry_leak_track(a1, a2);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* void ferry_leak_untrack(int64_t token) */
+static int raw_ferry_leak_untrack(lua_State* L) {
+  int64_t a1 = (int64_t)lferry_check_integer(L, 1);
+  ferry_leak_untrack(a1);
+  return 0;
+}
+
+/* int64_t ferry_leak_report() */
+static int raw_ferry_leak_report(lua_State* L) {
+  int64_t r = ferry_leak_report();
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
 /* int ferry_schema_init(struct ArrowSchema* out, const char* format, const char* name, int64_t flags, int64_t n_children, struct FerryError* error) */
 static int raw_ferry_schema_init(lua_State* L) {
   struct ArrowSchema* a1 = (struct ArrowSchema*)lferry_check_pointer(L, 1);
@@ -998,6 +1021,367 @@ static int raw_ferry_device_array_from_dlpack(lua_State* L) {
   return 2;
 }
 
+/* struct ArrowAsyncDeviceStreamHandler* ferry_async_handler_new() */
+static int raw_ferry_async_handler_new(lua_State* L) {
+  struct ArrowAsyncDeviceStreamHandler* r = ferry_async_handler_new();
+  lferry_push_pointer(L, (const void*)r);
+  return 1;
+}
+
+/* void ferry_async_handler_free(struct ArrowAsyncDeviceStreamHandler* handler) */
+static int raw_ferry_async_handler_free(lua_State* L) {
+  struct ArrowAsyncDeviceStreamHandler* a1 = (struct ArrowAsyncDeviceStreamHandler*)lferry_check_pointer(L, 1);
+  ferry_async_handler_free(a1);
+  return 0;
+}
+
+/* int ferry_async_handler_is_released(const struct ArrowAsyncDeviceStreamHandler* handler) */
+static int raw_ferry_async_handler_is_released(lua_State* L) {
+  const struct ArrowAsyncDeviceStreamHandler* a1 = (const struct ArrowAsyncDeviceStreamHandler*)lferry_check_pointer(L, 1);
+  int r = ferry_async_handler_is_released(a1);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* struct ArrowAsyncProducer* ferry_async_handler_producer(const struct ArrowAsyncDeviceStreamHandler* handler) */
+static int raw_ferry_async_handler_producer(lua_State* L) {
+  const struct ArrowAsyncDeviceStreamHandler* a1 = (const struct ArrowAsyncDeviceStreamHandler*)lferry_check_pointer(L, 1);
+  struct ArrowAsyncProducer* r = ferry_async_handler_producer(a1);
+  lferry_push_pointer(L, (const void*)r);
+  return 1;
+}
+
+/* int ferry_async_handler_on_schema(struct ArrowAsyncDeviceStreamHandler* handler, struct ArrowSchema* schema) */
+static int raw_ferry_async_handler_on_schema(lua_State* L) {
+  struct ArrowAsyncDeviceStreamHandler* a1 = (struct ArrowAsyncDeviceStreamHandler*)lferry_check_pointer(L, 1);
+  struct ArrowSchema* a2 = (struct ArrowSchema*)lferry_check_pointer(L, 2);
+  int r = ferry_async_handler_on_schema(a1, a2);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* int ferry_async_handler_on_next_task(struct ArrowAsyncDeviceStreamHandler* handler, struct ArrowAsyncTask* task, const char* metadata) */
+static int raw_ferry_async_handler_on_next_task(lua_State* L) {
+  struct ArrowAsyncDeviceStreamHandler* a1 = (struct ArrowAsyncDeviceStreamHandler*)lferry_check_pointer(L, 1);
+  struct ArrowAsyncTask* a2 = (struct ArrowAsyncTask*)lferry_check_pointer(L, 2);
+  const char* a3 = lferry_check_string(L, 3);
+  int r = ferry_async_handler_on_next_task(a1, a2, a3);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* void ferry_async_handler_on_error(struct ArrowAsyncDeviceStreamHandler* handler, int code, const char* message, const char* metadata) */
+static int raw_ferry_async_handler_on_error(lua_State* L) {
+  struct ArrowAsyncDeviceStreamHandler* a1 = (struct ArrowAsyncDeviceStreamHandler*)lferry_check_pointer(L, 1);
+  int a2 = (int)lferry_check_int32(L, 2);
+  const char* a3 = lferry_check_string(L, 3);
+  const char* a4 = lferry_check_string(L, 4);
+  ferry_async_handler_on_error(a1, a2, a3, a4);
+  return 0;
+}
+
+/* void ferry_async_handler_release(struct ArrowAsyncDeviceStreamHandler* handler) */
+static int raw_ferry_async_handler_release(lua_State* L) {
+  struct ArrowAsyncDeviceStreamHandler* a1 = (struct ArrowAsyncDeviceStreamHandler*)lferry_check_pointer(L, 1);
+  ferry_async_handler_release(a1);
+  return 0;
+}
+
+/* ArrowDeviceType ferry_async_producer_device_type(const struct ArrowAsyncProducer* producer) */
+static int raw_ferry_async_producer_device_type(lua_State* L) {
+  const struct ArrowAsyncProducer* a1 = (const struct ArrowAsyncProducer*)lferry_check_pointer(L, 1);
+  ArrowDeviceType r = ferry_async_producer_device_type(a1);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* void ferry_async_producer_request(struct ArrowAsyncProducer* producer, int64_t n) */
+static int raw_ferry_async_producer_request(lua_State* L) {
+  struct ArrowAsyncProducer* a1 = (struct ArrowAsyncProducer*)lferry_check_pointer(L, 1);
+  int64_t a2 = (int64_t)lferry_check_integer(L, 2);
+  ferry_async_producer_request(a1, a2);
+  return 0;
+}
+
+/* void ferry_async_producer_cancel(struct ArrowAsyncProducer* producer) */
+static int raw_ferry_async_producer_cancel(lua_State* L) {
+  struct ArrowAsyncProducer* a1 = (struct ArrowAsyncProducer*)lferry_check_pointer(L, 1);
+  ferry_async_producer_cancel(a1);
+  return 0;
+}
+
+/* const char* ferry_async_producer_additional_metadata(const struct ArrowAsyncProducer* producer) */
+static int raw_ferry_async_producer_additional_metadata(lua_State* L) {
+  const struct ArrowAsyncProducer* a1 = (const struct ArrowAsyncProducer*)lferry_check_pointer(L, 1);
+  const char* r = ferry_async_producer_additional_metadata(a1);
+  lferry_push_string(L, r);
+  return 1;
+}
+
+/* struct ArrowAsyncTask* ferry_async_task_new() */
+static int raw_ferry_async_task_new(lua_State* L) {
+  struct ArrowAsyncTask* r = ferry_async_task_new();
+  lferry_push_pointer(L, (const void*)r);
+  return 1;
+}
+
+/* void ferry_async_task_free(struct ArrowAsyncTask* task) */
+static int raw_ferry_async_task_free(lua_State* L) {
+  struct ArrowAsyncTask* a1 = (struct ArrowAsyncTask*)lferry_check_pointer(L, 1);
+  ferry_async_task_free(a1);
+  return 0;
+}
+
+/* int ferry_async_task_is_released(const struct ArrowAsyncTask* task) */
+static int raw_ferry_async_task_is_released(lua_State* L) {
+  const struct ArrowAsyncTask* a1 = (const struct ArrowAsyncTask*)lferry_check_pointer(L, 1);
+  int r = ferry_async_task_is_released(a1);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* int ferry_async_task_move(struct ArrowAsyncTask* src, struct ArrowAsyncTask* dst) */
+static int raw_ferry_async_task_move(lua_State* L) {
+  struct ArrowAsyncTask* a1 = (struct ArrowAsyncTask*)lferry_check_pointer(L, 1);
+  struct ArrowAsyncTask* a2 = (struct ArrowAsyncTask*)lferry_check_pointer(L, 2);
+  int r = ferry_async_task_move(a1, a2);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* int ferry_async_task_extract_data(struct ArrowAsyncTask* task, struct ArrowDeviceArray* out) */
+static int raw_ferry_async_task_extract_data(lua_State* L) {
+  struct ArrowAsyncTask* a1 = (struct ArrowAsyncTask*)lferry_check_pointer(L, 1);
+  struct ArrowDeviceArray* a2 = (struct ArrowDeviceArray*)lferry_check_pointer(L, 2);
+  int r = ferry_async_task_extract_data(a1, a2);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* int ferry_async_sender_create(struct ArrowAsyncDeviceStreamHandler* handler, ArrowDeviceType device_type, const char* additional_metadata, struct FerryAsyncSender** out, struct FerryError* error) */
+static int raw_ferry_async_sender_create(lua_State* L) {
+  struct ArrowAsyncDeviceStreamHandler* a1 = (struct ArrowAsyncDeviceStreamHandler*)lferry_check_pointer(L, 1);
+  ArrowDeviceType a2 = (ArrowDeviceType)lferry_check_int32(L, 2);
+  const char* a3 = lferry_check_string(L, 3);
+  struct FerryAsyncSender* a4 = NULL;
+  struct FerryError a5;
+  a5.message[0] = '\0';
+  int r = ferry_async_sender_create(a1, a2, a3, &a4, &a5);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_pointer(L, (const void*)a4);
+  lferry_push_message(L, &a5);
+  return 3;
+}
+
+/* int ferry_async_sender_send_schema(struct FerryAsyncSender* sender, struct ArrowSchema* schema, struct FerryError* error) */
+static int raw_ferry_async_sender_send_schema(lua_State* L) {
+  struct FerryAsyncSender* a1 = (struct FerryAsyncSender*)lferry_check_pointer(L, 1);
+  struct ArrowSchema* a2 = (struct ArrowSchema*)lferry_check_pointer(L, 2);
+  struct FerryError a3;
+  a3.message[0] = '\0';
+  int r = ferry_async_sender_send_schema(a1, a2, &a3);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a3);
+  return 2;
+}
+
+/* int ferry_async_sender_wait_demand(struct FerryAsyncSender* sender, int64_t timeout_ms, struct FerryError* error) */
+static int raw_ferry_async_sender_wait_demand(lua_State* L) {
+  struct FerryAsyncSender* a1 = (struct FerryAsyncSender*)lferry_check_pointer(L, 1);
+  int64_t a2 = (int64_t)lferry_check_integer(L, 2);
+  struct FerryError a3;
+  a3.message[0] = '\0';
+  int r = ferry_async_sender_wait_demand(a1, a2, &a3);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a3);
+  return 2;
+}
+
+/* int ferry_async_sender_send(struct FerryAsyncSender* sender, struct ArrowDeviceArray* array, const char* metadata, int64_t timeout_ms, struct FerryError* error) */
+static int raw_ferry_async_sender_send(lua_State* L) {
+  struct FerryAsyncSender* a1 = (struct FerryAsyncSender*)lferry_check_pointer(L, 1);
+  struct ArrowDeviceArray* a2 = (struct ArrowDeviceArray*)lferry_check_pointer(L, 2);
+  const char* a3 = lferry_check_string(L, 3);
+  int64_t a4 = (int64_t)lferry_check_integer(L, 4);
+  struct FerryError a5;
+  a5.message[0] = '\0';
+  int r = ferry_async_sender_send(a1, a2, a3, a4, &a5);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a5);
+  return 2;
+}
+
+/* int ferry_async_sender_finish(struct FerryAsyncSender* sender, int code, const char* message) */
+static int raw_ferry_async_sender_finish(lua_State* L) {
+  struct FerryAsyncSender* a1 = (struct FerryAsyncSender*)lferry_check_pointer(L, 1);
+  int a2 = (int)lferry_check_int32(L, 2);
+  const char* a3 = lferry_check_string(L, 3);
+  int r = ferry_async_sender_finish(a1, a2, a3);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* int ferry_async_sender_is_cancelled(const struct FerryAsyncSender* sender) */
+static int raw_ferry_async_sender_is_cancelled(lua_State* L) {
+  const struct FerryAsyncSender* a1 = (const struct FerryAsyncSender*)lferry_check_pointer(L, 1);
+  int r = ferry_async_sender_is_cancelled(a1);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* void ferry_async_handler_fail(struct ArrowAsyncDeviceStreamHandler* handler, int code, const char* message) */
+static int raw_ferry_async_handler_fail(lua_State* L) {
+  struct ArrowAsyncDeviceStreamHandler* a1 = (struct ArrowAsyncDeviceStreamHandler*)lferry_check_pointer(L, 1);
+  int a2 = (int)lferry_check_int32(L, 2);
+  const char* a3 = lferry_check_string(L, 3);
+  ferry_async_handler_fail(a1, a2, a3);
+  return 0;
+}
+
+/* int ferry_async_export_stream(struct ArrowDeviceArrayStream* stream, struct ArrowAsyncDeviceStreamHandler* handler, int32_t flags, struct FerryError* error) */
+static int raw_ferry_async_export_stream(lua_State* L) {
+  struct ArrowDeviceArrayStream* a1 = (struct ArrowDeviceArrayStream*)lferry_check_pointer(L, 1);
+  struct ArrowAsyncDeviceStreamHandler* a2 = (struct ArrowAsyncDeviceStreamHandler*)lferry_check_pointer(L, 2);
+  int32_t a3 = (int32_t)lferry_check_int32(L, 3);
+  struct FerryError a4;
+  a4.message[0] = '\0';
+  int r = ferry_async_export_stream(a1, a2, a3, &a4);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a4);
+  return 2;
+}
+
+/* int ferry_async_export_stream_run(struct ArrowDeviceArrayStream* stream, struct ArrowAsyncDeviceStreamHandler* handler, struct FerryError* error) */
+static int raw_ferry_async_export_stream_run(lua_State* L) {
+  struct ArrowDeviceArrayStream* a1 = (struct ArrowDeviceArrayStream*)lferry_check_pointer(L, 1);
+  struct ArrowAsyncDeviceStreamHandler* a2 = (struct ArrowAsyncDeviceStreamHandler*)lferry_check_pointer(L, 2);
+  struct FerryError a3;
+  a3.message[0] = '\0';
+  int r = ferry_async_export_stream_run(a1, a2, &a3);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a3);
+  return 2;
+}
+
+/* int ferry_async_consumer_create(int64_t window, int32_t validate_level, struct ArrowAsyncDeviceStreamHandler* handler_out, struct FerryAsyncConsumer** out, struct FerryError* error) */
+static int raw_ferry_async_consumer_create(lua_State* L) {
+  int64_t a1 = (int64_t)lferry_check_integer(L, 1);
+  int32_t a2 = (int32_t)lferry_check_int32(L, 2);
+  struct ArrowAsyncDeviceStreamHandler* a3 = (struct ArrowAsyncDeviceStreamHandler*)lferry_check_pointer(L, 3);
+  struct FerryAsyncConsumer* a4 = NULL;
+  struct FerryError a5;
+  a5.message[0] = '\0';
+  int r = ferry_async_consumer_create(a1, a2, a3, &a4, &a5);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_pointer(L, (const void*)a4);
+  lferry_push_message(L, &a5);
+  return 3;
+}
+
+/* int ferry_async_consumer_get_schema(struct FerryAsyncConsumer* consumer, struct ArrowSchema* out, int64_t timeout_ms, struct FerryError* error) */
+static int raw_ferry_async_consumer_get_schema(lua_State* L) {
+  struct FerryAsyncConsumer* a1 = (struct FerryAsyncConsumer*)lferry_check_pointer(L, 1);
+  struct ArrowSchema* a2 = (struct ArrowSchema*)lferry_check_pointer(L, 2);
+  int64_t a3 = (int64_t)lferry_check_integer(L, 3);
+  struct FerryError a4;
+  a4.message[0] = '\0';
+  int r = ferry_async_consumer_get_schema(a1, a2, a3, &a4);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a4);
+  return 2;
+}
+
+/* int ferry_async_consumer_next(struct FerryAsyncConsumer* consumer, struct ArrowDeviceArray* out, int64_t timeout_ms, struct FerryError* error) */
+static int raw_ferry_async_consumer_next(lua_State* L) {
+  struct FerryAsyncConsumer* a1 = (struct FerryAsyncConsumer*)lferry_check_pointer(L, 1);
+  struct ArrowDeviceArray* a2 = (struct ArrowDeviceArray*)lferry_check_pointer(L, 2);
+  int64_t a3 = (int64_t)lferry_check_integer(L, 3);
+  struct FerryError a4;
+  a4.message[0] = '\0';
+  int r = ferry_async_consumer_next(a1, a2, a3, &a4);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a4);
+  return 2;
+}
+
+/* ArrowDeviceType ferry_async_consumer_device_type(struct FerryAsyncConsumer* consumer) */
+static int raw_ferry_async_consumer_device_type(lua_State* L) {
+  struct FerryAsyncConsumer* a1 = (struct FerryAsyncConsumer*)lferry_check_pointer(L, 1);
+  ArrowDeviceType r = ferry_async_consumer_device_type(a1);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* int ferry_async_consumer_fd(struct FerryAsyncConsumer* consumer) */
+static int raw_ferry_async_consumer_fd(lua_State* L) {
+  struct FerryAsyncConsumer* a1 = (struct FerryAsyncConsumer*)lferry_check_pointer(L, 1);
+  int r = ferry_async_consumer_fd(a1);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* void ferry_async_consumer_set_notify(struct FerryAsyncConsumer* consumer, FerryAsyncNotifyFn fn, void* user_data) */
+static int raw_ferry_async_consumer_set_notify(lua_State* L) {
+  struct FerryAsyncConsumer* a1 = (struct FerryAsyncConsumer*)lferry_check_pointer(L, 1);
+  FerryAsyncNotifyFn a2 = (FerryAsyncNotifyFn)lferry_check_function(L, 2);
+  void* a3 = (void*)lferry_check_pointer(L, 3);
+  ferry_async_consumer_set_notify(a1, a2, a3);
+  return 0;
+}
+
+/* void ferry_async_consumer_set_on_violation(struct FerryAsyncConsumer* consumer, FerryFindingFn fn, void* user_data) */
+static int raw_ferry_async_consumer_set_on_violation(lua_State* L) {
+  struct FerryAsyncConsumer* a1 = (struct FerryAsyncConsumer*)lferry_check_pointer(L, 1);
+  FerryFindingFn a2 = (FerryFindingFn)lferry_check_function(L, 2);
+  void* a3 = (void*)lferry_check_pointer(L, 3);
+  ferry_async_consumer_set_on_violation(a1, a2, a3);
+  return 0;
+}
+
+/* int64_t ferry_async_consumer_violations(struct FerryAsyncConsumer* consumer) */
+static int raw_ferry_async_consumer_violations(lua_State* L) {
+  struct FerryAsyncConsumer* a1 = (struct FerryAsyncConsumer*)lferry_check_pointer(L, 1);
+  int64_t r = ferry_async_consumer_violations(a1);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* int ferry_async_consumer_wait_released(struct FerryAsyncConsumer* consumer, int64_t timeout_ms) */
+static int raw_ferry_async_consumer_wait_released(lua_State* L) {
+  struct FerryAsyncConsumer* a1 = (struct FerryAsyncConsumer*)lferry_check_pointer(L, 1);
+  int64_t a2 = (int64_t)lferry_check_integer(L, 2);
+  int r = ferry_async_consumer_wait_released(a1, a2);
+  lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
+/* void ferry_async_consumer_cancel(struct FerryAsyncConsumer* consumer) */
+static int raw_ferry_async_consumer_cancel(lua_State* L) {
+  struct FerryAsyncConsumer* a1 = (struct FerryAsyncConsumer*)lferry_check_pointer(L, 1);
+  ferry_async_consumer_cancel(a1);
+  return 0;
+}
+
+/* void ferry_async_consumer_free(struct FerryAsyncConsumer* consumer) */
+static int raw_ferry_async_consumer_free(lua_State* L) {
+  struct FerryAsyncConsumer* a1 = (struct FerryAsyncConsumer*)lferry_check_pointer(L, 1);
+  ferry_async_consumer_free(a1);
+  return 0;
+}
+
+/* int ferry_async_consumer_to_stream(struct FerryAsyncConsumer* consumer, int64_t timeout_ms, struct ArrowDeviceArrayStream* out, struct FerryError* error) */
+static int raw_ferry_async_consumer_to_stream(lua_State* L) {
+  struct FerryAsyncConsumer* a1 = (struct FerryAsyncConsumer*)lferry_check_pointer(L, 1);
+  int64_t a2 = (int64_t)lferry_check_integer(L, 2);
+  struct ArrowDeviceArrayStream* a3 = (struct ArrowDeviceArrayStream*)lferry_check_pointer(L, 3);
+  struct FerryError a4;
+  a4.message[0] = '\0';
+  int r = ferry_async_consumer_to_stream(a1, a2, a3, &a4);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a4);
+  return 2;
+}
+
 static const luaL_Reg raw_functions[] = {
     {"ferry_errno_name", raw_ferry_errno_name},
     {"ferry_version", raw_ferry_version},
@@ -1053,6 +1437,9 @@ static const luaL_Reg raw_functions[] = {
     {"ferry_array_stream_get_next", raw_ferry_array_stream_get_next},
     {"ferry_array_stream_get_last_error", raw_ferry_array_stream_get_last_error},
     {"ferry_live_exports", raw_ferry_live_exports},
+    {"ferry_leak_track", raw_ferry_leak_track},
+    {"ferry_leak_untrack", raw_ferry_leak_untrack},
+    {"ferry_leak_report", raw_ferry_leak_report},
     {"ferry_schema_init", raw_ferry_schema_init},
     {"ferry_schema_add_metadata", raw_ferry_schema_add_metadata},
     {"ferry_schema_allocate_dictionary", raw_ferry_schema_allocate_dictionary},
@@ -1096,6 +1483,44 @@ static const luaL_Reg raw_functions[] = {
     {"ferry_device_array_move_to_device", raw_ferry_device_array_move_to_device},
     {"ferry_device_array_to_dlpack", raw_ferry_device_array_to_dlpack},
     {"ferry_device_array_from_dlpack", raw_ferry_device_array_from_dlpack},
+    {"ferry_async_handler_new", raw_ferry_async_handler_new},
+    {"ferry_async_handler_free", raw_ferry_async_handler_free},
+    {"ferry_async_handler_is_released", raw_ferry_async_handler_is_released},
+    {"ferry_async_handler_producer", raw_ferry_async_handler_producer},
+    {"ferry_async_handler_on_schema", raw_ferry_async_handler_on_schema},
+    {"ferry_async_handler_on_next_task", raw_ferry_async_handler_on_next_task},
+    {"ferry_async_handler_on_error", raw_ferry_async_handler_on_error},
+    {"ferry_async_handler_release", raw_ferry_async_handler_release},
+    {"ferry_async_producer_device_type", raw_ferry_async_producer_device_type},
+    {"ferry_async_producer_request", raw_ferry_async_producer_request},
+    {"ferry_async_producer_cancel", raw_ferry_async_producer_cancel},
+    {"ferry_async_producer_additional_metadata", raw_ferry_async_producer_additional_metadata},
+    {"ferry_async_task_new", raw_ferry_async_task_new},
+    {"ferry_async_task_free", raw_ferry_async_task_free},
+    {"ferry_async_task_is_released", raw_ferry_async_task_is_released},
+    {"ferry_async_task_move", raw_ferry_async_task_move},
+    {"ferry_async_task_extract_data", raw_ferry_async_task_extract_data},
+    {"ferry_async_sender_create", raw_ferry_async_sender_create},
+    {"ferry_async_sender_send_schema", raw_ferry_async_sender_send_schema},
+    {"ferry_async_sender_wait_demand", raw_ferry_async_sender_wait_demand},
+    {"ferry_async_sender_send", raw_ferry_async_sender_send},
+    {"ferry_async_sender_finish", raw_ferry_async_sender_finish},
+    {"ferry_async_sender_is_cancelled", raw_ferry_async_sender_is_cancelled},
+    {"ferry_async_handler_fail", raw_ferry_async_handler_fail},
+    {"ferry_async_export_stream", raw_ferry_async_export_stream},
+    {"ferry_async_export_stream_run", raw_ferry_async_export_stream_run},
+    {"ferry_async_consumer_create", raw_ferry_async_consumer_create},
+    {"ferry_async_consumer_get_schema", raw_ferry_async_consumer_get_schema},
+    {"ferry_async_consumer_next", raw_ferry_async_consumer_next},
+    {"ferry_async_consumer_device_type", raw_ferry_async_consumer_device_type},
+    {"ferry_async_consumer_fd", raw_ferry_async_consumer_fd},
+    {"ferry_async_consumer_set_notify", raw_ferry_async_consumer_set_notify},
+    {"ferry_async_consumer_set_on_violation", raw_ferry_async_consumer_set_on_violation},
+    {"ferry_async_consumer_violations", raw_ferry_async_consumer_violations},
+    {"ferry_async_consumer_wait_released", raw_ferry_async_consumer_wait_released},
+    {"ferry_async_consumer_cancel", raw_ferry_async_consumer_cancel},
+    {"ferry_async_consumer_free", raw_ferry_async_consumer_free},
+    {"ferry_async_consumer_to_stream", raw_ferry_async_consumer_to_stream},
     {NULL, NULL}};
 
 void lferry_raw_register(lua_State* L) {
@@ -1146,6 +1571,8 @@ void lferry_raw_register(lua_State* L) {
   lua_setfield(L, -2, "DLPACK_MINOR_VERSION");
   lua_pushinteger(L, (lua_Integer)(FERRY_ABI_VERSION));
   lua_setfield(L, -2, "FERRY_ABI_VERSION");
+  lua_pushinteger(L, (lua_Integer)(FERRY_ASYNC_EXPORT_DEFAULT));
+  lua_setfield(L, -2, "FERRY_ASYNC_EXPORT_DEFAULT");
   lua_pushinteger(L, (lua_Integer)(FERRY_ERROR_MESSAGE_SIZE));
   lua_setfield(L, -2, "FERRY_ERROR_MESSAGE_SIZE");
   lua_pushinteger(L, (lua_Integer)(FERRY_OK));
@@ -1162,6 +1589,8 @@ void lferry_raw_register(lua_State* L) {
   lua_setfield(L, -2, "FERRY_VALIDATE_DEFAULT");
   lua_pushinteger(L, (lua_Integer)(FERRY_VALIDATE_FULL));
   lua_setfield(L, -2, "FERRY_VALIDATE_FULL");
+  lua_pushinteger(L, (lua_Integer)(FERRY_VALIDATE_NONE));
+  lua_setfield(L, -2, "FERRY_VALIDATE_NONE");
   lua_pushinteger(L, (lua_Integer)(FERRY_VERSION_MAJOR));
   lua_setfield(L, -2, "FERRY_VERSION_MAJOR");
   lua_pushinteger(L, (lua_Integer)(FERRY_VERSION_MINOR));

@@ -20,9 +20,11 @@ the process uses, and why: ferry.library_info().
 from __future__ import annotations
 
 from . import _loader
+from ._async import AsyncDeviceStream, export_async, export_async_from
 from ._array import ArrayView, DeviceArray, Schema, SchemaView, array, schema
 from ._device import Buffer, Device, Event, Stream, backends, device, devices
 from ._errors import (
+    ClosedError,
     DeviceIOError,
     DeviceUnavailableError,
     ExportError,
@@ -37,10 +39,10 @@ from .raw import lib as _lib
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArrayView", "Buffer", "Device", "DeviceArray", "DeviceArrayStream", "DeviceIOError",
+    "ArrayView", "AsyncDeviceStream", "Buffer", "ClosedError", "Device", "DeviceArray", "DeviceArrayStream", "DeviceIOError",
     "DeviceUnavailableError", "Event", "ExportError", "FerryError", "InvalidArgumentError",
     "OutOfMemoryError", "Schema", "SchemaView", "Stream", "array", "backends", "device",
-    "device_array", "device_stream", "devices", "from_cuda_array_interface", "from_dlpack",
+    "device_array", "device_stream", "devices", "export_async", "export_async_from", "from_cuda_array_interface", "from_dlpack",
     "library_info", "live_exports", "schema", "set_sim_strict", "sim_is_strict",
 ]
 

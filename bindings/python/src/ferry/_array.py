@@ -30,6 +30,14 @@ if sys.byteorder != "little":  # pragma: no cover - ferry's buffers are native-e
     raise ImportError("ferry's Python package reads buffers as little-endian")
 
 
+def _pinned(ctype: str, pin: Any, address: int) -> Any:
+    """A cffi pointer of `ctype` at `address` that keeps `pin` (a
+    ferry._native.Pin: one reference to the structs) alive for as long as the
+    pointer lives, so a reader's pointer stays valid while another thread
+    closes the object it came from."""
+    return ffi.gc(ffi.cast(ctype, address), lambda _raw: pin)
+
+
 def _cast_code(fmt: str) -> Optional[str]:
     if fmt in _CAST:
         return _CAST[fmt]
@@ -77,8 +85,12 @@ class Schema(_native.SchemaBase):
         is left released)."""
         return _native.import_schema(Schema, int(address))
 
+    def _keeper(self) -> Tuple[Any, Any]:
+        return self, self._pin()
+
     def _ptr(self) -> Any:
-        return ffi.cast("struct ArrowSchema*", self._address)
+        pin = self._pin()  # ClosedError once closed
+        return _pinned("struct ArrowSchema*", pin, pin._schema_address)
 
     @property
     def format(self) -> str:
@@ -104,7 +116,7 @@ class Schema(_native.SchemaBase):
     def child(self, i: int) -> "SchemaView":
         if not 0 <= i < self.n_children:
             raise IndexError(f"child {i} of a schema with {self.n_children} children")
-        return SchemaView(self, self._ptr().children[i])
+        return SchemaView(self._keeper(), self._ptr().children[i])
 
     @property
     def children(self) -> List["SchemaView"]:
@@ -113,7 +125,7 @@ class Schema(_native.SchemaBase):
     @property
     def dictionary(self) -> Optional["SchemaView"]:
         d = self._ptr().dictionary
-        return None if d == ffi.NULL else SchemaView(self, d)
+        return None if d == ffi.NULL else SchemaView(self._keeper(), d)
 
     @property
     def metadata(self) -> dict:
@@ -136,17 +148,22 @@ class Schema(_native.SchemaBase):
 
 
 class SchemaView:
-    """A child or dictionary of a Schema (borrowed; keeps the schema alive)."""
+    """A child or dictionary of a Schema (borrowed): usable until the Schema
+    is closed (then ClosedError); it pins the schema's structs, so a read
+    that began before another thread's close() finishes on valid memory."""
 
-    __slots__ = ("_owner", "_raw")
+    __slots__ = ("_owner", "_pin", "_raw")
 
-    def __init__(self, owner: Any, raw: Any) -> None:
-        self._owner = owner
+    def __init__(self, keeper: Tuple[Any, Any], raw: Any) -> None:
+        self._owner, self._pin = keeper  # the Schema, a ferry._native.Pin of it
         self._raw = raw
+
+    def _keeper(self) -> Tuple[Any, Any]:
+        return self._owner, self._pin
 
     def _ptr(self) -> Any:
         if self._owner.closed:
-            raise ValueError("the schema is closed")
+            raise _native.ClosedError("the schema is closed")
         return self._raw
 
     format = Schema.format
@@ -258,51 +275,136 @@ class _ArrayReader:
         buffer; the view keeps the array's data alive. Host memory only: for
         device memory use to_host() first (the sim device's memory is host
         memory, but read it only after wait()). DeviceArray's own is in C."""
-        return self._keeper()._buffer_of(int(ffi.cast("uintptr_t", self._schema_ptr())),
+        return self._keeper()[1]._buffer_of(int(ffi.cast("uintptr_t", self._schema_ptr())),
                                          int(ffi.cast("uintptr_t", self._array_ptr())), i)
 
     def is_valid(self) -> List[bool]:
-        """Validity of each element (all True without a validity bitmap)."""
-        length, offset = len(self), self.offset
-        if self.format == "n":
-            return [False] * length
-        bitmap = self.buffer(0) if self.n_buffers > 0 and not self.format.startswith("+u") else None
-        if bitmap is None:
-            return [True] * length
-        return [bool((bitmap[(i + offset) >> 3] >> ((i + offset) & 7)) & 1) for i in range(length)]
+        """Validity of each element (all True without a validity bitmap).
+        Refuses more than MAX_PYLIST_LENGTH elements (see to_pylist)."""
+        length = len(self)
+        _check_range(self, 0, length)
+        return _validity(self, self.offset, self.offset + length)
 
     def to_pylist(self) -> List[Any]:
-        """The values as Python objects (None for nulls): numbers, bool, str
-        (utf8), bytes (binary), lists, dicts (structs), dictionary values.
-        Host memory only (see buffer())."""
-        return _values(self, 0, len(self))
+        """The values as Python objects (None for nulls), as pyarrow's
+        to_pylist gives them: numbers (float16 too), bool, str (utf8 and
+        utf8 views), bytes (binary, binary views, fixed-size binary),
+        decimal.Decimal (decimal32/64/128/256), lists (list, large_list,
+        fixed_size_list, list_view, large_list_view), dicts (structs), lists
+        of (key, value) tuples (maps), the member's value (sparse and dense
+        unions), dictionary values, run-end encoded values expanded, and
+        intervals (months: int; day_time: (days, milliseconds);
+        month_day_nano: (months, days, nanoseconds)). Temporal types are
+        their integer storage. Host memory only (see buffer()).
+
+        An array (or a child range) longer than MAX_PYLIST_LENGTH elements
+        is refused with InvalidArgumentError instead of being read: the C
+        interface carries no CPU buffer sizes, so a length no buffer can
+        back (a bool array claiming 2^62 elements over 64 bytes) would
+        otherwise be read past its memory. Below that limit the reader
+        trusts the sizes the layout declares, as every consumer must."""
+        length = len(self)
+        return _values(self, 0, length)
 
     def __len__(self) -> int:
         return int(self._array_ptr().length)
 
 
+# The most elements a reader that materialises an array (to_pylist,
+# is_valid) reads; docs/bindings.md, section 2.
+MAX_PYLIST_LENGTH = 2 ** 31
+
+
+def _too_long(what: str, n: int) -> _errors.FerryError:
+    return _errors.InvalidArgumentError(
+        _EINVAL, f"{what} of {n} elements is more than to_pylist reads (MAX_PYLIST_LENGTH = 2^31): "
+                 "no buffer of a real array is that large, or read it with buffer()")
+
+
+def _check_range(node: Any, start: int, stop: int) -> None:
+    """Refuses a range outside [0, len(node)] or longer than the limit."""
+    length, offset = len(node), node.offset
+    if length < 0 or offset < 0:
+        raise _errors.InvalidArgumentError(_EINVAL, f"length {length} or offset {offset} is negative")
+    if not 0 <= start <= stop <= length:
+        raise _errors.InvalidArgumentError(
+            _EINVAL, f"elements [{start}, {stop}) of a {node.format!r} array of length {length} "
+                     "(an offset, size or run end points outside the child)")
+    if stop - start > MAX_PYLIST_LENGTH or offset + stop > 2 ** 62:
+        raise _too_long(f"a {node.format!r} array of length {length} (offset {offset})", stop - start)
+
+
+def _validity(node: Any, lo: int, hi: int) -> List[bool]:
+    """Validity of physical slots [lo, hi) of `node`."""
+    fmt = node.format
+    if fmt == "n":
+        return [False] * (hi - lo)
+    if node.n_buffers == 0 or fmt.startswith("+u") or fmt == "+r":
+        return [True] * (hi - lo)
+    bitmap = node.buffer(0)
+    if bitmap is None or hi == lo:
+        return [True] * (hi - lo)
+    return [bool((bitmap[i >> 3] >> (i & 7)) & 1) for i in range(lo, hi)]
+
+
+def _signed(raw: bytes) -> int:
+    return int.from_bytes(raw, "little", signed=True)
+
+
+def _decimal(unscaled: int, scale: int) -> Any:
+    """The exact decimal.Decimal of unscaled * 10^-scale (no context rounding)."""
+    import decimal
+    digits = tuple(int(d) for d in str(abs(unscaled)))
+    return decimal.Decimal((1 if unscaled < 0 else 0, digits, -scale))
+
+
+def _half_float(bits: int) -> float:
+    """IEEE 754 binary16 to float by hand (memoryview cannot cast 'e'
+    before CPython 3.12)."""
+    sign = -1.0 if bits & 0x8000 else 1.0
+    exponent = (bits >> 10) & 0x1F
+    fraction = bits & 0x3FF
+    if exponent == 0:
+        return sign * fraction * 2.0 ** -24
+    if exponent == 31:
+        return sign * float("inf") if fraction == 0 else float("nan")
+    return sign * (1 + fraction / 1024) * 2.0 ** (exponent - 15)
+
+
 def _values(node: _ArrayReader, start: int, stop: int) -> List[Any]:
     """Values of logical elements [start, stop) of `node`."""
+    _check_range(node, start, stop)
     fmt = node.format
     offset = node.offset
-    valid = node.is_valid()[start:stop] if node.null_count != 0 else None
-    code = _cast_code(fmt)
     lo, hi = start + offset, stop + offset
+    n = stop - start
     if fmt == "n":
-        return [None] * (stop - start)
+        return [None] * n
+    if n == 0:
+        return []
+    valid = _validity(node, lo, hi) if node.null_count != 0 else None
+    code = _cast_code(fmt)
     if node.dictionary is not None:
-        indices = node.buffer(1).cast(code)[lo:hi].tolist() if stop > start else []
-        dictionary = node.dictionary.to_pylist()
-        values = [dictionary[k] for k in indices]
+        indices = node.buffer(1).cast(code)[lo:hi].tolist()
+        dictionary = node.dictionary
+        size = len(dictionary)
+        for k, ok in zip(indices, valid or [True] * n):
+            if ok and not 0 <= k < size:  # a null's index may be anything
+                raise _errors.InvalidArgumentError(
+                    _EINVAL, f"dictionary index {k} is outside the dictionary of length {size}")
+        words = _values(dictionary, 0, size)
+        values = [words[k] if 0 <= k < size else None for k in indices]
+    elif fmt == "e":
+        raw = node.buffer(1)
+        values = [_half_float(h) for h in raw[lo * 2:hi * 2].cast("H").tolist()]
     elif code is not None:
-        data = node.buffer(1)
-        values = data.cast(code)[lo:hi].tolist() if stop > start else []
+        values = node.buffer(1).cast(code)[lo:hi].tolist()
     elif fmt == "b":
         data = node.buffer(1)
         values = [bool((data[i >> 3] >> (i & 7)) & 1) for i in range(lo, hi)]
     elif fmt in ("u", "z", "U", "Z"):
-        offsets = node.buffer(1).cast("i" if fmt in ("u", "z") else "q") if stop > start else []
-        data = node.buffer(2) if stop > start else b""
+        offsets = node.buffer(1).cast("i" if fmt in ("u", "z") else "q")
+        data = node.buffer(2)
         raw = [bytes(data[offsets[i]:offsets[i + 1]]) for i in range(lo, hi)]
         values = [r.decode("utf-8") for r in raw] if fmt in ("u", "U") else raw
     elif fmt in ("vu", "vz"):
@@ -315,23 +417,86 @@ def _values(node: _ArrayReader, start: int, stop: int) -> List[Any]:
             if length <= 12:
                 raw.append(bytes(views[i * 16 + 4:i * 16 + 4 + length]))
             else:
-                index, start = _struct.unpack_from("<ii", views, i * 16 + 8)
-                raw.append(bytes(node.buffer(2 + index)[start:start + length]))
+                index, begin = _struct.unpack_from("<ii", views, i * 16 + 8)
+                if not 0 <= index < node.n_buffers - 3:
+                    raise _errors.InvalidArgumentError(
+                        _EINVAL, f"view {i} names variadic buffer {index} of {node.n_buffers - 3}")
+                part = node.buffer(2 + index)
+                if begin < 0 or begin + length > len(part):
+                    raise _errors.InvalidArgumentError(
+                        _EINVAL, f"view {i} reads bytes [{begin}, {begin + length}) of a "
+                                 f"{len(part)}-byte buffer")
+                raw.append(bytes(part[begin:begin + length]))
         values = [r.decode("utf-8") for r in raw] if fmt == "vu" else raw
     elif fmt.startswith("w:"):
         width = int(fmt[2:])
         data = node.buffer(1)
         values = [bytes(data[i * width:(i + 1) * width]) for i in range(lo, hi)]
-    elif fmt in ("+l", "+L"):
-        offsets = node.buffer(1).cast("i" if fmt == "+l" else "q") if stop > start else []
+    elif fmt.startswith("d:"):
+        parts = fmt[2:].split(",")
+        scale = int(parts[1])
+        width = int(parts[2]) // 8 if len(parts) > 2 else 16
+        data = node.buffer(1)
+        values = [_decimal(_signed(bytes(data[i * width:(i + 1) * width])), scale) for i in range(lo, hi)]
+    elif fmt in ("tiM",):
+        values = node.buffer(1).cast("i")[lo:hi].tolist()
+    elif fmt == "tiD":
+        pairs = node.buffer(1).cast("i")[2 * lo:2 * hi].tolist()
+        values = [(pairs[2 * k], pairs[2 * k + 1]) for k in range(n)]
+    elif fmt == "tin":
+        data = node.buffer(1)
+        values = [_struct.unpack_from("<iiq", data, 16 * i) for i in range(lo, hi)]
+    elif fmt in ("+l", "+L", "+m"):
+        offsets = node.buffer(1).cast("i" if fmt != "+L" else "q")
         child = node.child(0)
         values = [_values(child, offsets[i], offsets[i + 1]) for i in range(lo, hi)]
+        if fmt == "+m":  # entries: struct<key, value>, as pyarrow's (key, value) tuples
+            values = [[tuple(entry.values()) for entry in row] for row in values]
+    elif fmt in ("+vl", "+vL"):
+        cast = "i" if fmt == "+vl" else "q"
+        offsets, sizes = node.buffer(1).cast(cast), node.buffer(2).cast(cast)
+        child = node.child(0)
+        values = []
+        for i in range(lo, hi):
+            if sizes[i] < 0:
+                raise _errors.InvalidArgumentError(_EINVAL, f"list view {i} has size {sizes[i]}")
+            values.append(_values(child, offsets[i], offsets[i] + sizes[i]))
+    elif fmt.startswith("+w:"):
+        size = int(fmt[3:])
+        child = node.child(0)
+        flat = _values(child, lo * size, hi * size)
+        values = [flat[k * size:(k + 1) * size] for k in range(n)]
     elif fmt == "+s":
         children_schemas = node._schema_ptr().children
         names = [str(k) if children_schemas[k].name == ffi.NULL else ffi.string(children_schemas[k].name).decode()
                  for k in range(node.n_children)]
         columns = [_values(c, lo, hi) for c in node.children]
-        values = [dict(zip(names, row)) for row in zip(*columns)] if columns else [{}] * (stop - start)
+        values = [dict(zip(names, row)) for row in zip(*columns)] if columns else [{}] * n
+    elif fmt.startswith("+us:") or fmt.startswith("+ud:"):
+        type_codes = [int(c) for c in fmt[4:].split(",")] if len(fmt) > 4 else []
+        children = node.children
+        type_ids = node.buffer(0).cast("b")[lo:hi].tolist()
+        dense = fmt.startswith("+ud:")
+        member_offsets = node.buffer(1).cast("i")[lo:hi].tolist() if dense else None
+        values = []
+        for k, type_id in enumerate(type_ids):
+            if type_id not in type_codes:
+                raise _errors.InvalidArgumentError(
+                    _EINVAL, f"union slot {lo + k} has type id {type_id}, not one of {type_codes}")
+            child = children[type_codes.index(type_id)]
+            j = member_offsets[k] if dense else lo + k
+            values.append(_values(child, j, j + 1)[0])
+    elif fmt == "+r":
+        run_ends_node, values_node = node.child(0), node.child(1)
+        run_ends = _values(run_ends_node, 0, len(run_ends_node))
+        import bisect
+        runs = [bisect.bisect_right(run_ends, i) for i in range(lo, hi)]
+        if runs[-1] >= min(len(run_ends), len(values_node)):
+            raise _errors.InvalidArgumentError(
+                _EINVAL, f"slot {hi - 1} is past the last run end {run_ends[-1] if run_ends else 0}")
+        first = runs[0]
+        run_values = _values(values_node, first, runs[-1] + 1)
+        values = [run_values[j - first] for j in runs]
     else:
         raise NotImplementedError(f"to_pylist does not read format {fmt!r} yet")
     if valid is not None:
@@ -340,29 +505,36 @@ def _values(node: _ArrayReader, start: int, stop: int) -> List[Any]:
 
 
 class ArrayView(_ArrayReader):
-    """A child or dictionary of a DeviceArray: borrowed, read-only, and it
-    keeps the array's data alive."""
+    """A child or dictionary of a DeviceArray: borrowed and read-only, usable
+    until the DeviceArray is closed (then ClosedError). It pins the array's
+    structs and data (one reference), so a read that began before another
+    thread's close() finishes on valid memory."""
 
-    __slots__ = ("_owner", "_schema", "_array", "_dev")
+    __slots__ = ("_owner", "_pin", "_schema", "_array", "_dev")
 
-    def __init__(self, owner: Any, schema_raw: Any, array_raw: Any, dev: Device) -> None:
-        self._owner = owner
+    def __init__(self, keeper: Tuple[Any, Any], schema_raw: Any, array_raw: Any, dev: Device) -> None:
+        self._owner, self._pin = keeper  # the DeviceArray, a ferry._native.Pin of it
         self._schema = schema_raw
         self._array = array_raw
         self._dev = dev
 
-    def _keeper(self) -> Any:
-        return self._owner
+    def _keeper(self) -> Tuple[Any, Any]:
+        return self._owner, self._pin
 
     def _schema_ptr(self) -> Any:
         if self._owner.closed:
-            raise ValueError("the array is closed")
+            raise _native.ClosedError("the array is closed")
         return self._schema
 
     def _array_ptr(self) -> Any:
         if self._owner.closed:
-            raise ValueError("the array is closed")
+            raise _native.ClosedError("the array is closed")
         return self._array
+
+    def buffer(self, i: int) -> Optional[memoryview]:
+        a = self._array_ptr()  # ClosedError once the array is closed
+        return self._pin._buffer_of(int(ffi.cast("uintptr_t", self._schema)),
+                                    int(ffi.cast("uintptr_t", a)), i)
 
     def _device(self) -> Device:
         return self._dev
@@ -394,17 +566,23 @@ class DeviceArray(_native.ArrayBase, _ArrayReader):
 
     # ---- construction -----------------------------------------------------------
 
-    # from_c(schema_address, array_address, *, validate=True): takes
-    # ownership of an ArrowSchema and an ArrowDeviceArray at two addresses
-    # (moved in; the sources are left released). With validate, the
-    # structure is checked first (ferry_validate_device_array). In C, like
-    # from_capsules: the everyday consumer's first call.
+    # from_c(array_address, schema_address, *, validate=True): takes
+    # ownership of an ArrowDeviceArray and an ArrowSchema at two addresses
+    # (moved in; the sources are left released), the array first as in
+    # pyarrow's Array._import_from_c(array_ptr, schema_ptr). With validate
+    # (the default), the structure is checked first
+    # (ferry_validate_device_array at FERRY_VALIDATE_DEFAULT); validate=False
+    # is the caller's promise. In C, like from_capsules: the everyday
+    # consumer's first call.
     from_c = staticmethod(_native.from_c)
 
     # from_capsules(schema_capsule, array_capsule, *, validate=True): takes
     # the structs out of an "arrow_schema" capsule and an "arrow_device_array"
-    # (or CPU "arrow_array") capsule. In C: the whole call is a few hundred
-    # instructions, and a Python frame around it would be a third of them.
+    # (or CPU "arrow_array") capsule: the order of the pair that
+    # __arrow_c_device_array__ returns and of pyarrow's
+    # Array._import_from_c_device_capsule(schema_capsule, array_capsule).
+    # In C: the whole call is a few hundred instructions, and a Python frame
+    # around it would be a third of them.
     from_capsules = staticmethod(_native.from_capsules)
 
     # from_buffers(schema, length, buffers, *, null_count=0, offset=0,
@@ -416,22 +594,41 @@ class DeviceArray(_native.ArrayBase, _ArrayReader):
 
     # ---- C-level access ---------------------------------------------------------
 
-    def _keeper(self) -> Any:
-        return self
+    # Every reader of the structs holds a pin (ferry._native.Pin, one
+    # reference) while it uses their addresses: close() in another thread
+    # then only drops this object's reference, and the reader finishes on
+    # memory that stays valid; a reader that starts after close() gets
+    # ferry.ClosedError.
+
+    def _keeper(self) -> Tuple[Any, Any]:
+        return self, self._pin()
+
+    def _root(self) -> ArrayView:
+        """A view of the whole array that pins it (readers use one view)."""
+        pin = self._pin()
+        return ArrayView((self, pin), ffi.cast("struct ArrowSchema*", pin._schema_address),
+                         ffi.cast("struct ArrowArray*", pin._array_address), self.device)
 
     def _schema_ptr(self) -> Any:
-        return ffi.cast("struct ArrowSchema*", self._schema_address)
+        pin = self._pin()
+        return _pinned("struct ArrowSchema*", pin, pin._schema_address)
 
     def _array_ptr(self) -> Any:
-        return ffi.cast("struct ArrowArray*", self._array_address)
+        pin = self._pin()
+        return _pinned("struct ArrowArray*", pin, pin._array_address)
 
     def _device_array_ptr(self) -> Any:
-        return ffi.cast("struct ArrowDeviceArray*", self._array_address)
+        pin = self._pin()
+        return _pinned("struct ArrowDeviceArray*", pin, pin._array_address)
 
     def _device(self) -> Device:
         return self.device
 
-    # export_to_c(schema_address, array_address, *, move=False): in C (ArrayBase).
+    def is_valid(self) -> List[bool]:
+        return self._root().is_valid()
+
+    # export_to_c(array_address, schema_address=None, *, move=False): in C
+    # (ArrayBase), the array first as in pyarrow's _export_to_c.
 
     # ---- properties -------------------------------------------------------------
 
@@ -518,7 +715,8 @@ class DeviceArray(_native.ArrayBase, _ArrayReader):
         if self._device_type != _device.DEVICE_CPU:
             with self.copy_to("cpu") as host:
                 return host.to_pylist()
-        return _values(self, 0, len(self))
+        root = self._root()
+        return _values(root, 0, len(root))
 
     def validate(self, *, full: bool = False) -> None:
         """Checks the array against its schema (structure; with full, also

@@ -9,6 +9,9 @@ struct ArrowArrayStream { int (* get_schema)(struct ArrowArrayStream*, struct Ar
 typedef int32_t ArrowDeviceType;
 struct ArrowDeviceArray { struct ArrowArray array; int64_t device_id; ArrowDeviceType device_type; void* sync_event; int64_t reserved[3]; };
 struct ArrowDeviceArrayStream { ArrowDeviceType device_type; int (* get_schema)(struct ArrowDeviceArrayStream*, struct ArrowSchema*); int (* get_next)(struct ArrowDeviceArrayStream*, struct ArrowDeviceArray*); const char* (* get_last_error)(struct ArrowDeviceArrayStream*); void (* release)(struct ArrowDeviceArrayStream*); void* private_data; };
+struct ArrowAsyncTask { int (* extract_data)(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out); void* private_data; };
+struct ArrowAsyncProducer { ArrowDeviceType device_type; void (* request)(struct ArrowAsyncProducer* self, int64_t n); void (* cancel)(struct ArrowAsyncProducer* self); const char* additional_metadata; void* private_data; };
+struct ArrowAsyncDeviceStreamHandler { int (* on_schema)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowSchema* stream_schema); int (* on_next_task)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowAsyncTask* task, const char* metadata); void (* on_error)(struct ArrowAsyncDeviceStreamHandler* self, int code, const char* message, const char* metadata); void (* release)(struct ArrowAsyncDeviceStreamHandler* self); struct ArrowAsyncProducer* producer; void* private_data; };
 struct FerryError { char message[1024]; };
 void ferry_error_init(struct FerryError* error);
 const char* ferry_error_message(const struct FerryError* error);
@@ -70,6 +73,9 @@ int ferry_array_stream_get_next(struct ArrowDeviceArrayStream* stream, struct Ar
 const char* ferry_array_stream_get_last_error(struct ArrowDeviceArrayStream* stream);
 typedef void (* FerryReleaseHook)(void* user_data);
 int64_t ferry_live_exports(void);
+int64_t ferry_leak_track(const char* runtime, const char* description);
+void ferry_leak_untrack(int64_t token);
+int64_t ferry_leak_report(void);
 int ferry_schema_init(struct ArrowSchema* out, const char* format, const char* name, int64_t flags, int64_t n_children, struct FerryError* error);
 int ferry_schema_add_metadata(struct ArrowSchema* schema, const char* key, const char* value, struct FerryError* error);
 int ferry_schema_allocate_dictionary(struct ArrowSchema* schema, struct ArrowSchema** dictionary_out, struct FerryError* error);
@@ -119,6 +125,47 @@ int ferry_device_array_move_to_device(const struct ArrowSchema* schema, struct A
 struct DLManagedTensorVersioned;
 int ferry_device_array_to_dlpack(const struct ArrowSchema* schema, struct ArrowDeviceArray* array, void* consumer_stream, struct DLManagedTensorVersioned** out, struct FerryError* error);
 int ferry_device_array_from_dlpack(struct DLManagedTensorVersioned* tensor, struct ArrowSchema* schema_out, struct ArrowDeviceArray* array_out, struct FerryError* error);
+struct ArrowAsyncDeviceStreamHandler* ferry_async_handler_new(void);
+void ferry_async_handler_free(struct ArrowAsyncDeviceStreamHandler* handler);
+int ferry_async_handler_is_released(const struct ArrowAsyncDeviceStreamHandler* handler);
+struct ArrowAsyncProducer* ferry_async_handler_producer(const struct ArrowAsyncDeviceStreamHandler* handler);
+int ferry_async_handler_on_schema(struct ArrowAsyncDeviceStreamHandler* handler, struct ArrowSchema* schema);
+int ferry_async_handler_on_next_task(struct ArrowAsyncDeviceStreamHandler* handler, struct ArrowAsyncTask* task, const char* metadata);
+void ferry_async_handler_on_error(struct ArrowAsyncDeviceStreamHandler* handler, int code, const char* message, const char* metadata);
+void ferry_async_handler_release(struct ArrowAsyncDeviceStreamHandler* handler);
+ArrowDeviceType ferry_async_producer_device_type(const struct ArrowAsyncProducer* producer);
+void ferry_async_producer_request(struct ArrowAsyncProducer* producer, int64_t n);
+void ferry_async_producer_cancel(struct ArrowAsyncProducer* producer);
+const char* ferry_async_producer_additional_metadata(const struct ArrowAsyncProducer* producer);
+struct ArrowAsyncTask* ferry_async_task_new(void);
+void ferry_async_task_free(struct ArrowAsyncTask* task);
+int ferry_async_task_is_released(const struct ArrowAsyncTask* task);
+int ferry_async_task_move(struct ArrowAsyncTask* src, struct ArrowAsyncTask* dst);
+int ferry_async_task_extract_data(struct ArrowAsyncTask* task, struct ArrowDeviceArray* out);
+struct FerryAsyncSender;
+int ferry_async_sender_create(struct ArrowAsyncDeviceStreamHandler* handler, ArrowDeviceType device_type, const char* additional_metadata, struct FerryAsyncSender** out, struct FerryError* error);
+int ferry_async_sender_send_schema(struct FerryAsyncSender* sender, struct ArrowSchema* schema, struct FerryError* error);
+int ferry_async_sender_wait_demand(struct FerryAsyncSender* sender, int64_t timeout_ms, struct FerryError* error);
+int ferry_async_sender_send(struct FerryAsyncSender* sender, struct ArrowDeviceArray* array, const char* metadata, int64_t timeout_ms, struct FerryError* error);
+int ferry_async_sender_finish(struct FerryAsyncSender* sender, int code, const char* message);
+int ferry_async_sender_is_cancelled(const struct FerryAsyncSender* sender);
+void ferry_async_handler_fail(struct ArrowAsyncDeviceStreamHandler* handler, int code, const char* message);
+int ferry_async_export_stream(struct ArrowDeviceArrayStream* stream, struct ArrowAsyncDeviceStreamHandler* handler, int32_t flags, struct FerryError* error);
+int ferry_async_export_stream_run(struct ArrowDeviceArrayStream* stream, struct ArrowAsyncDeviceStreamHandler* handler, struct FerryError* error);
+struct FerryAsyncConsumer;
+typedef void (* FerryAsyncNotifyFn)(void* user_data);
+int ferry_async_consumer_create(int64_t window, int32_t validate_level, struct ArrowAsyncDeviceStreamHandler* handler_out, struct FerryAsyncConsumer** out, struct FerryError* error);
+int ferry_async_consumer_get_schema(struct FerryAsyncConsumer* consumer, struct ArrowSchema* out, int64_t timeout_ms, struct FerryError* error);
+int ferry_async_consumer_next(struct FerryAsyncConsumer* consumer, struct ArrowDeviceArray* out, int64_t timeout_ms, struct FerryError* error);
+ArrowDeviceType ferry_async_consumer_device_type(struct FerryAsyncConsumer* consumer);
+int ferry_async_consumer_fd(struct FerryAsyncConsumer* consumer);
+void ferry_async_consumer_set_notify(struct FerryAsyncConsumer* consumer, FerryAsyncNotifyFn fn, void* user_data);
+void ferry_async_consumer_set_on_violation(struct FerryAsyncConsumer* consumer, FerryFindingFn fn, void* user_data);
+int64_t ferry_async_consumer_violations(struct FerryAsyncConsumer* consumer);
+int ferry_async_consumer_wait_released(struct FerryAsyncConsumer* consumer, int64_t timeout_ms);
+void ferry_async_consumer_cancel(struct FerryAsyncConsumer* consumer);
+void ferry_async_consumer_free(struct FerryAsyncConsumer* consumer);
+int ferry_async_consumer_to_stream(struct FerryAsyncConsumer* consumer, int64_t timeout_ms, struct ArrowDeviceArrayStream* out, struct FerryError* error);
 typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
 typedef enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLOpenCL = 4, kDLVulkan = 7, kDLMetal = 8, kDLVPI = 9, kDLROCM = 10, kDLROCMHost = 11, kDLExtDev = 12, kDLCUDAManaged = 13, kDLOneAPI = 14, kDLWebGPU = 15, kDLHexagon = 16, kDLMAIA = 17, kDLTrn = 18, } DLDeviceType;
 typedef struct { DLDeviceType device_type; int32_t device_id; } DLDevice;
@@ -153,6 +200,7 @@ CONSTANTS = {
     "DLPACK_MAJOR_VERSION": 1,
     "DLPACK_MINOR_VERSION": 1,
     "FERRY_ABI_VERSION": 1,
+    "FERRY_ASYNC_EXPORT_DEFAULT": 0,
     "FERRY_ERROR_MESSAGE_SIZE": 1024,
     "FERRY_OK": 0,
     "FERRY_SIM_DEVICE_COUNT": 4,
@@ -161,6 +209,7 @@ CONSTANTS = {
     "FERRY_SYNC_SYNCHRONIZE": 1,
     "FERRY_VALIDATE_DEFAULT": 0,
     "FERRY_VALIDATE_FULL": 1,
+    "FERRY_VALIDATE_NONE": -1,
     "FERRY_VERSION_MAJOR": 0,
     "FERRY_VERSION_MINOR": 1,
     "FERRY_VERSION_PATCH": 0,
@@ -226,6 +275,9 @@ FUNCTIONS = (
     "ferry_array_stream_get_next",
     "ferry_array_stream_get_last_error",
     "ferry_live_exports",
+    "ferry_leak_track",
+    "ferry_leak_untrack",
+    "ferry_leak_report",
     "ferry_schema_init",
     "ferry_schema_add_metadata",
     "ferry_schema_allocate_dictionary",
@@ -269,4 +321,42 @@ FUNCTIONS = (
     "ferry_device_array_move_to_device",
     "ferry_device_array_to_dlpack",
     "ferry_device_array_from_dlpack",
+    "ferry_async_handler_new",
+    "ferry_async_handler_free",
+    "ferry_async_handler_is_released",
+    "ferry_async_handler_producer",
+    "ferry_async_handler_on_schema",
+    "ferry_async_handler_on_next_task",
+    "ferry_async_handler_on_error",
+    "ferry_async_handler_release",
+    "ferry_async_producer_device_type",
+    "ferry_async_producer_request",
+    "ferry_async_producer_cancel",
+    "ferry_async_producer_additional_metadata",
+    "ferry_async_task_new",
+    "ferry_async_task_free",
+    "ferry_async_task_is_released",
+    "ferry_async_task_move",
+    "ferry_async_task_extract_data",
+    "ferry_async_sender_create",
+    "ferry_async_sender_send_schema",
+    "ferry_async_sender_wait_demand",
+    "ferry_async_sender_send",
+    "ferry_async_sender_finish",
+    "ferry_async_sender_is_cancelled",
+    "ferry_async_handler_fail",
+    "ferry_async_export_stream",
+    "ferry_async_export_stream_run",
+    "ferry_async_consumer_create",
+    "ferry_async_consumer_get_schema",
+    "ferry_async_consumer_next",
+    "ferry_async_consumer_device_type",
+    "ferry_async_consumer_fd",
+    "ferry_async_consumer_set_notify",
+    "ferry_async_consumer_set_on_violation",
+    "ferry_async_consumer_violations",
+    "ferry_async_consumer_wait_released",
+    "ferry_async_consumer_cancel",
+    "ferry_async_consumer_free",
+    "ferry_async_consumer_to_stream",
 )

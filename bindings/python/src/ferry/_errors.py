@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import errno as _errno
 
+from . import _native
+
+# ClosedError (a ValueError): the object was closed (released, moved or
+# handed on), here or by another thread, before the call could use it.
+# Raised by the C half, hence defined there.
+ClosedError = _native.ClosedError
+
 
 class FerryError(Exception):
     """A ferry operation failed.

@@ -2,7 +2,7 @@
 Array Interface (their exports live on DeviceArray and DeviceArrayStream)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from . import _device, _errors, _native
 from ._array import DeviceArray, capsule_pointer
@@ -14,7 +14,7 @@ _DLPACK_VERSION = (CONSTANTS["DLPACK_MAJOR_VERSION"], CONSTANTS["DLPACK_MINOR_VE
 _EINVAL = 22
 
 
-def device_array(obj: Any, *, validate: bool = True) -> DeviceArray:
+def device_array(obj: Any, *, validate: Union[bool, str] = True) -> DeviceArray:
     """A DeviceArray from any producer, without copying:
 
     - __arrow_c_device_array__ (pyarrow, nanoarrow, cuDF, ferry): the sync
@@ -23,8 +23,10 @@ def device_array(obj: Any, *, validate: bool = True) -> DeviceArray:
     - __dlpack__ (NumPy, PyTorch, CuPy, JAX): see from_dlpack;
     - __cuda_array_interface__ (Numba, CuPy): see from_cuda_array_interface.
 
-    With validate (the default) the structure is checked first and a broken
-    producer is refused with InvalidArgumentError naming what is wrong."""
+    With validate (the default: DEFAULT; "full" also checks every offset
+    and UTF-8 byte) the structure is checked first and a broken producer is
+    refused with InvalidArgumentError naming what is wrong; validate=False
+    (or "none") is the caller's promise."""
     if isinstance(obj, DeviceArray):
         return obj
     kind = type(obj)
@@ -42,20 +44,21 @@ def device_array(obj: Any, *, validate: bool = True) -> DeviceArray:
                     "__dlpack__, __cuda_array_interface__")
 
 
-def device_stream(obj: Any) -> DeviceArrayStream:
+def device_stream(obj: Any, *, validate: Union[bool, str] = True) -> DeviceArrayStream:
     """A DeviceArrayStream from anything with __arrow_c_device_stream__
     (batches keep their sync events, batch by batch) or __arrow_c_stream__
     (CPU batches: pyarrow, nanoarrow, Polars, DuckDB), or from such a
-    PyCapsule. The stream is consumed once."""
+    PyCapsule. The stream is consumed once. Its schema and every batch are
+    validated (DEFAULT) unless validate=False (the caller's promise)."""
     if isinstance(obj, DeviceArrayStream):
         return obj
     kind = type(obj)
     if hasattr(kind, "__arrow_c_device_stream__"):
-        return DeviceArrayStream.from_capsule(obj.__arrow_c_device_stream__())
+        return DeviceArrayStream.from_capsule(obj.__arrow_c_device_stream__(), validate=validate)
     if hasattr(kind, "__arrow_c_stream__"):
-        return DeviceArrayStream.from_capsule(obj.__arrow_c_stream__())
+        return DeviceArrayStream.from_capsule(obj.__arrow_c_stream__(), validate=validate)
     if type(obj).__name__ == "PyCapsule":
-        return DeviceArrayStream.from_capsule(obj)
+        return DeviceArrayStream.from_capsule(obj, validate=validate)
     raise TypeError(f"{kind.__name__} has neither __arrow_c_device_stream__ nor __arrow_c_stream__")
 
 

@@ -25,6 +25,7 @@
 #include <Python.h>
 #include <structmember.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -66,6 +67,12 @@
 FP_FUNCTIONS(FP_DECLARE)
 #undef FP_DECLARE
 
+/* The leak report's registry (optional: a libferry older than the report
+ * lacks them, and then nothing is tracked). */
+static __typeof__(ferry_leak_track)* fp_ferry_leak_track;
+static __typeof__(ferry_leak_untrack)* fp_ferry_leak_untrack;
+static int g_leak_report; /* FERRY_LEAK_REPORT is on (read at load) */
+
 /* Whether the interpreter is shutting down (public from Python 3.13 on). */
 #if PY_VERSION_HEX >= 0x030D0000
 #define FP_FINALIZING() Py_IsFinalizing()
@@ -76,6 +83,7 @@ FP_FUNCTIONS(FP_DECLARE)
 static void* g_library;            /* dlopen handle of the shared libferry */
 static PyObject* g_error_factory;  /* ferry._errors.from_code(code, message, buffer) */
 static atomic_llong g_live_refs;   /* Python references held by C (release hooks) */
+static PyObject* g_closed_error;   /* ferry.ClosedError (a ValueError) */
 
 /* ---- errors ----------------------------------------------------------------------- */
 
@@ -460,6 +468,57 @@ static PyObject* schema_capsule_from_holder(SchemaHolder* s) {
   return capsule;
 }
 
+/* ---- Pin: a reader's reference ---------------------------------------------------- */
+
+/* What a reader holds while it reads through raw pointers (the Python
+ * readers of _array.py go through cffi): one reference to an array's holder
+ * (which keeps its schema holder) or to a schema holder. close() on the
+ * owning object only drops that object's reference, so a pinned tree stays
+ * valid until the pin goes away, whatever another thread closes meanwhile:
+ * a reader either finishes or, when it asks for a pin after close(), gets
+ * ferry.ClosedError. */
+typedef struct {
+  PyObject_HEAD Holder* holder; /* an array's pin, or NULL */
+  SchemaHolder* schema;         /* a schema's pin (NULL for an array's) */
+} Pin;
+
+static PyTypeObject PinType;
+
+/* A new pin holding one more reference (under the GIL). */
+static PyObject* pin_new(Holder* holder, SchemaHolder* schema) {
+  Pin* pin = PyObject_New(Pin, &PinType);
+  if (pin == NULL) return NULL;
+  pin->holder = NULL;
+  pin->schema = NULL;
+  if (holder != NULL) {
+    holder_incref(holder);
+    pin->holder = holder;
+  } else {
+    schema_holder_incref(schema);
+    pin->schema = schema;
+  }
+  return (PyObject*)pin;
+}
+
+
+static void Pin_dealloc(Pin* self) {
+  holder_decref_gil(self->holder);
+  schema_holder_decref(self->schema);
+  PyObject_Free(self);
+}
+
+static PyObject* Pin_schema_address(Pin* self, void* unused) {
+  return PyLong_FromVoidPtr(self->holder != NULL ? &self->holder->schema->schema
+                                                 : &self->schema->schema);
+}
+
+static PyObject* Pin_array_address(Pin* self, void* unused) {
+  if (self->holder == NULL) Py_RETURN_NONE;
+  return PyLong_FromVoidPtr(&self->holder->array);
+}
+
+static PyObject* Pin_closed(Pin* self, void* unused) { Py_RETURN_FALSE; }
+
 /* ---- SchemaBase: the C half of ferry.Schema --------------------------------------- */
 
 typedef struct {
@@ -470,7 +529,7 @@ static PyTypeObject SchemaBaseType;
 
 static int schema_open(SchemaBase* self) {
   if (self->holder == NULL) {
-    PyErr_SetString(PyExc_ValueError, "the schema is closed");
+    PyErr_SetString(g_closed_error, "the schema is closed");
     return -1;
   }
   return 0;
@@ -498,6 +557,12 @@ static PyObject* SchemaBase_address(SchemaBase* self, void* unused) {
   return PyLong_FromVoidPtr(&self->holder->schema);
 }
 
+/* _pin(): a reference for a reader (see Pin); ClosedError once closed. */
+static PyObject* SchemaBase_pin(SchemaBase* self, PyObject* unused) {
+  if (schema_open(self) != 0) return NULL;
+  return pin_new(NULL, self->holder);
+}
+
 static PyObject* SchemaBase_closed(SchemaBase* self, void* unused) {
   return PyBool_FromLong(self->holder == NULL);
 }
@@ -522,6 +587,8 @@ static PyMethodDef SchemaBase_methods[] = {
     {"__arrow_c_schema__", (PyCFunction)SchemaBase_arrow_c_schema, METH_NOARGS,
      "Exports the schema as an \"arrow_schema\" PyCapsule (the schema stays usable)."},
     {"_close", (PyCFunction)SchemaBase_close, METH_NOARGS, "Drops this object's reference."},
+    {"_pin", (PyCFunction)SchemaBase_pin, METH_NOARGS,
+     "A reference that keeps the schema alive while a reader uses its address."},
     {"_export_into", (PyCFunction)SchemaBase_export_into, METH_O,
      "Shares the schema into the released ArrowSchema at an address."},
     {NULL, NULL, 0, NULL}};
@@ -555,19 +622,59 @@ static PyObject* schema_object(PyTypeObject* cls, SchemaHolder* holder) {
 
 typedef struct {
   PyObject_HEAD Holder* holder; /* NULL once closed or moved out */
+  int64_t leak_token;           /* the leak report's registration, or 0 */
 } ArrayBase;
 
 static PyTypeObject ArrayBaseType;
 
+/* The leak report (FERRY_LEAK_REPORT=1): every DeviceArray and stream object
+ * that owns something is registered while it does, so the core's report at
+ * exit names those never closed. Off, nothing is formatted or called. */
+static int64_t leak_track(const char* description) {
+  if (!g_leak_report || fp_ferry_leak_track == NULL) return 0;
+  return fp_ferry_leak_track("python", description);
+}
+
+static void leak_untrack(int64_t* token) {
+  if (*token != 0 && fp_ferry_leak_untrack != NULL) fp_ferry_leak_untrack(*token);
+  *token = 0;
+}
+
+/* The finalizer's untrack: an object still open when the interpreter shuts
+ * down was never closed by the program, so it stays in the report (its
+ * memory is released all the same); one collected earlier was only
+ * forgotten, and the collector's release is the safety net. */
+static void leak_untrack_at_dealloc(int64_t* token) {
+  if (*token != 0 && FP_FINALIZING()) {
+    *token = 0;
+    return;
+  }
+  leak_untrack(token);
+}
+
+static void array_leak_track(ArrayBase* self) {
+  if (!g_leak_report) return;
+  const struct ArrowDeviceArray* a = &self->holder->array;
+  const char* format = self->holder->schema->schema.format;
+  char description[160];
+  snprintf(description, sizeof(description),
+           "ferry.DeviceArray (format \"%.40s\", length %lld, device type %d, id %lld) never "
+           "closed",
+           format ? format : "?", (long long)a->array.length, (int)a->device_type,
+           (long long)a->device_id);
+  self->leak_token = leak_track(description);
+}
+
 static int array_open(ArrayBase* self) {
   if (self->holder == NULL) {
-    PyErr_SetString(PyExc_ValueError, "the array is closed (released or moved)");
+    PyErr_SetString(g_closed_error, "the array is closed (released or moved)");
     return -1;
   }
   return 0;
 }
 
 static void ArrayBase_dealloc(ArrayBase* self) {
+  leak_untrack_at_dealloc(&self->leak_token);
   holder_decref_gil(self->holder);
   self->holder = NULL;
   Py_TYPE(self)->tp_free((PyObject*)self);
@@ -576,12 +683,19 @@ static void ArrayBase_dealloc(ArrayBase* self) {
 static PyObject* ArrayBase_close(ArrayBase* self, PyObject* unused) {
   Holder* h = self->holder;
   self->holder = NULL;
+  leak_untrack(&self->leak_token);
   if (h != NULL) {
     /* Release callbacks may block (a foreign runtime's, a device's). */
     Py_BEGIN_ALLOW_THREADS holder_decref(h);
     Py_END_ALLOW_THREADS
   }
   Py_RETURN_NONE;
+}
+
+/* _pin(): a reference for a reader (see Pin); ClosedError once closed. */
+static PyObject* ArrayBase_pin(ArrayBase* self, PyObject* unused) {
+  if (array_open(self) != 0) return NULL;
+  return pin_new(self->holder, NULL);
 }
 
 static PyObject* ArrayBase_closed(ArrayBase* self, void* unused) {
@@ -767,6 +881,8 @@ static PyObject* array_export(ArrayBase* self, PyObject* schema_addr, PyObject* 
     PyErr_SetString(PyExc_ValueError, "the destination structs must be released beforehand");
     return NULL;
   }
+  /* The addresses' __index__ may have run Python, and another thread closed the array. */
+  if (array_open(self) != 0) return NULL;
   Holder* h = self->holder;
   if (schema_out != NULL && shared_schema_fill(h->schema, &h->schema->schema, schema_out) != 0)
     return PyErr_NoMemory();
@@ -775,6 +891,7 @@ static PyObject* array_export(ArrayBase* self, PyObject* schema_addr, PyObject* 
     *array_out = h->array;
     h->array.array.release = NULL;
     self->holder = NULL;
+    leak_untrack(&self->leak_token);
     holder_decref(h);
   } else if (shared_device_array_fill(h, array_out) != 0) {
     if (schema_out != NULL) schema_out->release(schema_out);
@@ -790,31 +907,52 @@ static PyObject* ArrayBase_export_into(ArrayBase* self, PyObject* args) {
   return array_export(self, schema_addr, array_addr, move);
 }
 
-/* export_to_c(schema_address, array_address, *, move=False): the public
- * spelling of _export_into, called straight into C (a Python frame around it
- * would cost more than the export). */
+/* export_to_c(array_address, schema_address=None, *, move=False): the
+ * public spelling of _export_into, array first as in pyarrow's
+ * Array._export_to_c(out_ptr, out_schema_ptr=0), called straight into C (a
+ * Python frame around it would cost more than the export). */
 static PyObject* g_str_move;
+static PyObject* g_str_array_address;
+static PyObject* g_str_schema_address;
+static int keyword_is(PyObject* key, PyObject* name);
 
 static PyObject* ArrayBase_export_to_c(ArrayBase* self, PyObject* const* args, Py_ssize_t nargs,
                                        PyObject* kwnames) {
-  if (nargs != 2) {
+  if (nargs > 2) {
     PyErr_Format(PyExc_TypeError,
-                 "export_to_c() takes 2 positional arguments (schema_address, array_address), "
-                 "%zd given",
+                 "export_to_c() takes at most 2 positional arguments (array_address, "
+                 "schema_address), %zd given",
                  nargs);
     return NULL;
   }
+  PyObject* given[2] = {NULL, NULL}; /* array, schema */
+  for (Py_ssize_t i = 0; i < nargs; i++) given[i] = args[i];
   int move = 0;
   for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames); i++) {
     PyObject* key = PyTuple_GET_ITEM(kwnames, i);
-    if (key != g_str_move && PyUnicode_Compare(key, g_str_move) != 0) {
+    PyObject* value = args[nargs + i];
+    int slot = keyword_is(key, g_str_array_address)    ? 0
+               : keyword_is(key, g_str_schema_address) ? 1
+                                                       : -1;
+    if (slot >= 0) {
+      if (given[slot] != NULL) {
+        PyErr_Format(PyExc_TypeError, "export_to_c() got multiple values for argument %R", key);
+        return NULL;
+      }
+      given[slot] = value;
+    } else if (keyword_is(key, g_str_move)) {
+      move = PyObject_IsTrue(value);
+      if (move < 0) return NULL;
+    } else {
       PyErr_Format(PyExc_TypeError, "export_to_c() got an unexpected keyword argument %R", key);
       return NULL;
     }
-    move = PyObject_IsTrue(args[nargs + i]);
-    if (move < 0) return NULL;
   }
-  return array_export(self, args[0], args[1], move);
+  if (given[0] == NULL) {
+    PyErr_SetString(PyExc_TypeError, "export_to_c() needs array_address");
+    return NULL;
+  }
+  return array_export(self, given[1] != NULL ? given[1] : Py_None, given[0], move);
 }
 
 static PyObject* ArrayBase_enter(ArrayBase* self, PyObject* unused) {
@@ -892,6 +1030,18 @@ static PyObject* node_buffer(Holder* h, const struct ArrowSchema* schema,
   int code = fp_ferry_array_buffer_size(schema, array, h->array.device_type, h->array.device_id,
                                         i, &size, &error);
   if (code != FERRY_OK) return raise_error(code, &error, 0);
+  /* The C interface carries no CPU buffer sizes: a length no memory can back
+   * (a bool array of 2^62 elements declares 2^59 bytes) is refused rather
+   * than handed out as a view that reads past the real buffer. 2^47 bytes is
+   * the user address space of x86-64 and of 48-bit AArch64. */
+  if (size > ((int64_t)1 << 47)) {
+    char message[200];
+    snprintf(message, sizeof(message),
+             "buffer %zd declares %lld bytes (length %lld, offset %lld), more than a process can "
+             "address (2^47 bytes)",
+             i, (long long)size, (long long)array->length, (long long)array->offset);
+    return raise_code(EINVAL, message, 0);
+  }
   BufferOwner* owner = PyObject_New(BufferOwner, &BufferOwnerType);
   if (owner == NULL) return NULL;
   holder_incref(h);
@@ -907,6 +1057,8 @@ static PyObject* ArrayBase_buffer(ArrayBase* self, PyObject* index) {
   if (array_open(self) != 0) return NULL;
   Py_ssize_t i = PyNumber_AsSsize_t(index, PyExc_IndexError);
   if (i == -1 && PyErr_Occurred()) return NULL;
+  /* __index__ may have run Python, and another thread closed the array. */
+  if (array_open(self) != 0) return NULL;
   Holder* h = self->holder;
   return node_buffer(h, &h->schema->schema, &h->array.array, i);
 }
@@ -927,6 +1079,48 @@ static PyObject* ArrayBase_buffer_of(ArrayBase* self, PyObject* args) {
   }
   return node_buffer(self->holder, schema, array, i);
 }
+
+/* Pin._buffer_of(schema_address, array_address, i): buffer i of a node of
+ * the pinned array (ferry.ArrayView.buffer); the view keeps the data alive. */
+static PyObject* Pin_buffer_of(Pin* self, PyObject* args) {
+  PyObject *schema_addr, *array_addr;
+  Py_ssize_t i;
+  if (!PyArg_ParseTuple(args, "OOn", &schema_addr, &array_addr, &i)) return NULL;
+  if (self->holder == NULL) {
+    PyErr_SetString(PyExc_TypeError, "a schema has no buffers");
+    return NULL;
+  }
+  const struct ArrowSchema* schema = (const struct ArrowSchema*)PyLong_AsVoidPtr(schema_addr);
+  const struct ArrowArray* array = (const struct ArrowArray*)PyLong_AsVoidPtr(array_addr);
+  if (PyErr_Occurred()) return NULL;
+  if (schema == NULL || array == NULL) {
+    PyErr_SetString(PyExc_ValueError, "_buffer_of needs two node addresses");
+    return NULL;
+  }
+  return node_buffer(self->holder, schema, array, i);
+}
+
+static PyMethodDef Pin_methods[] = {
+    {"_buffer_of", (PyCFunction)Pin_buffer_of, METH_VARARGS,
+     "_buffer_of(schema_address, array_address, i): buffer i of a node of the pinned array."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef Pin_getset[] = {
+    {"_schema_address", (getter)Pin_schema_address, NULL, "Address of the ArrowSchema.", NULL},
+    {"_array_address", (getter)Pin_array_address, NULL,
+     "Address of the ArrowDeviceArray (None for a schema's pin).", NULL},
+    {"closed", (getter)Pin_closed, NULL, "Always False: a pin keeps what it pins.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject PinType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ferry._native.Pin",
+    .tp_basicsize = sizeof(Pin),
+    .tp_dealloc = (destructor)Pin_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A reader's reference to an array's or a schema's structs (see _pin()).",
+    .tp_methods = Pin_methods,
+    .tp_getset = Pin_getset,
+};
 
 /* ---- DLPack export ------------------------------------------------------------------ */
 
@@ -1131,6 +1325,9 @@ static PyObject* ArrayBase_dlpack(ArrayBase* self, PyObject* const* args, Py_ssi
   void* consumer_stream;
   int no_sync;
   if (dlpack_stream(device_type, stream_obj, &consumer_stream, &no_sync) != 0) return NULL;
+  /* The stream's __index__ may have run Python, and another thread closed the array. */
+  if (array_open(self) != 0) return NULL;
+  h = self->holder;
 
   struct ArrowDeviceArray view;
   root_view_fill(h, &view);
@@ -1204,8 +1401,9 @@ static PyMethodDef ArrayBase_methods[] = {
     {"__exit__", (PyCFunction)ArrayBase_exit, METH_VARARGS, "Closes the array."},
     {"export_to_c", (PyCFunction)(void (*)(void))ArrayBase_export_to_c,
      METH_FASTCALL | METH_KEYWORDS,
-     "export_to_c(schema_address, array_address, *, move=False)\n--\n\n"
-     "Fills a consumer's released ArrowSchema (None: skip it) and ArrowDeviceArray. With "
+     "export_to_c(array_address, schema_address=None, *, move=False)\n--\n\n"
+     "Fills a consumer's released ArrowDeviceArray and ArrowSchema (None: skip it), the "
+     "array first as in pyarrow's _export_to_c. With "
      "move, and when nothing else shares the data, the original structs are handed over and "
      "this array is closed; otherwise the export shares the buffers and the array stays "
      "usable."},
@@ -1220,6 +1418,9 @@ static PyMethodDef ArrayBase_methods[] = {
      "_export_into(schema_address, array_address, move): fills consumer structs."},
     {"_schema_object", (PyCFunction)ArrayBase_schema_object, METH_O,
      "A new Schema (of the given class) sharing this array's schema."},
+    {"_pin", (PyCFunction)ArrayBase_pin, METH_NOARGS,
+     "A reference that keeps the array's structs and data alive while a reader uses their "
+     "addresses, whatever close() does meanwhile; ClosedError once closed."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef ArrayBase_getset[] = {
@@ -1263,6 +1464,8 @@ static PyObject* array_object(PyTypeObject* cls, Holder* h) {
     return NULL;
   }
   obj->holder = h;
+  obj->leak_token = 0;
+  array_leak_track(obj);
   return (PyObject*)obj;
 }
 
@@ -1270,12 +1473,40 @@ static PyObject* array_object(PyTypeObject* cls, Holder* h) {
  * specification asks producers to zero them, but pyarrow 26 leaves them
  * uninitialised), so an importer that owns the moved struct zeroes them
  * first rather than refusing the data or passing garbage on. */
-static int validate_holder(Holder* h) {
+/* The `validate` argument of the imports: True or "default" (the
+ * default), "full", False or "none". 0 with *level set (a FERRY_VALIDATE_*
+ * level), or -1 with TypeError/ValueError set. */
+static int validate_level(PyObject* value, int* level) {
+  if (PyUnicode_Check(value)) {
+    const char* text = PyUnicode_AsUTF8(value);
+    if (text == NULL) return -1;
+    if (strcmp(text, "default") == 0) *level = FERRY_VALIDATE_DEFAULT;
+    else if (strcmp(text, "full") == 0) *level = FERRY_VALIDATE_FULL;
+    else if (strcmp(text, "none") == 0) *level = FERRY_VALIDATE_NONE;
+    else {
+      PyErr_Format(PyExc_ValueError,
+                   "validate must be True, False, \"default\", \"full\" or \"none\", not %R",
+                   value);
+      return -1;
+    }
+    return 0;
+  }
+  int truth = PyObject_IsTrue(value);
+  if (truth < 0) return -1;
+  *level = truth ? FERRY_VALIDATE_DEFAULT : FERRY_VALIDATE_NONE;
+  return 0;
+}
+
+static int validate_holder_at(Holder* h, int level);
+
+static int validate_holder(Holder* h) { return validate_holder_at(h, FERRY_VALIDATE_DEFAULT); }
+
+static int validate_holder_at(Holder* h, int level) {
   memset(h->array.reserved, 0, sizeof(h->array.reserved));
   struct FerryError error;
   error.message[0] = '\0';
-  int code = fp_ferry_validate_device_array(&h->schema->schema, &h->array, FERRY_VALIDATE_DEFAULT,
-                                            NULL, NULL, &error);
+  int code = fp_ferry_validate_device_array(&h->schema->schema, &h->array, level, NULL, NULL,
+                                            &error);
   if (code != FERRY_OK) {
     raise_error(code, &error, 0);
     return -1;
@@ -1286,18 +1517,23 @@ static int validate_holder(Holder* h) {
 /* validate_holder for an array whose schema holder many arrays share (a
  * stream's batches, from_buffers' arrays of one Schema): the same findings,
  * against the holder's prepared schema, made on first use. Under the GIL. */
-static int validate_shared_holder(Holder* h) {
+static int validate_shared_holder_code(Holder* h, int level, struct FerryError* error) {
   SchemaHolder* s = h->schema;
-  struct FerryError error;
-  error.message[0] = '\0';
-  if (s->prepared == NULL &&
-      fp_ferry_prepared_schema_create(&s->schema, NULL, NULL, &s->prepared, &error) != FERRY_OK) {
-    s->prepared = NULL;
-    return validate_holder(h); /* reports the schema's finding as an import does */
-  }
+  error->message[0] = '\0';
   memset(h->array.reserved, 0, sizeof(h->array.reserved));
-  int code = fp_ferry_validate_prepared(s->prepared, &h->array, FERRY_VALIDATE_DEFAULT, NULL, NULL,
-                                        &error);
+  if (s->prepared == NULL &&
+      fp_ferry_prepared_schema_create(&s->schema, NULL, NULL, &s->prepared, error) != FERRY_OK) {
+    s->prepared = NULL;
+    /* reports the schema's finding as an import does */
+    error->message[0] = '\0';
+    return fp_ferry_validate_device_array(&s->schema, &h->array, level, NULL, NULL, error);
+  }
+  return fp_ferry_validate_prepared(s->prepared, &h->array, level, NULL, NULL, error);
+}
+
+static int validate_shared_holder(Holder* h) {
+  struct FerryError error;
+  int code = validate_shared_holder_code(h, FERRY_VALIDATE_DEFAULT, &error);
   if (code != FERRY_OK) {
     raise_error(code, &error, 0);
     return -1;
@@ -1307,11 +1543,12 @@ static int validate_shared_holder(Holder* h) {
 
 /* ---- imports ---------------------------------------------------------------------- */
 
+
 /* Moves an "arrow_schema" and an "arrow_device_array" (or CPU
  * "arrow_array") capsule's structs into a new instance of `cls`; the
  * capsules are left consumed (released). */
 static PyObject* import_capsule_pair(PyTypeObject* cls, PyObject* schema_capsule,
-                                     PyObject* array_capsule, int validate) {
+                                     PyObject* array_capsule, int level) {
   struct ArrowSchema* schema =
       (struct ArrowSchema*)PyCapsule_GetPointer(schema_capsule, kSchemaCapsule);
   if (schema == NULL) {
@@ -1357,7 +1594,7 @@ static PyObject* import_capsule_pair(PyTypeObject* cls, PyObject* schema_capsule
     cpu_array->release = NULL;
   }
   memset(h->array.reserved, 0, sizeof(h->array.reserved));
-  if (validate && validate_holder(h) != 0) {
+  if (level != FERRY_VALIDATE_NONE && validate_holder_at(h, level) != 0) {
     holder_decref(h);
     return NULL;
   }
@@ -1371,9 +1608,10 @@ static PyObject* import_capsules(PyObject* module, PyObject* const* args, Py_ssi
     PyErr_Format(PyExc_TypeError, "import_capsules() takes 3 or 4 arguments (%zd given)", nargs);
     return NULL;
   }
-  int validate = nargs == 4 ? PyObject_IsTrue(args[3]) : 1;
-  if (validate < 0 || need_library() != 0 || check_array_class(args[0]) == NULL) return NULL;
-  return import_capsule_pair((PyTypeObject*)args[0], args[1], args[2], validate);
+  int level = FERRY_VALIDATE_DEFAULT;
+  if (nargs == 4 && validate_level(args[3], &level) != 0) return NULL;
+  if (need_library() != 0 || check_array_class(args[0]) == NULL) return NULL;
+  return import_capsule_pair((PyTypeObject*)args[0], args[1], args[2], level);
 }
 
 /* from_capsules(schema_capsule, array_capsule, *, validate=True): the
@@ -1382,45 +1620,45 @@ static PyObject* g_array_class; /* ferry.DeviceArray (bind_classes) */
 static PyObject* g_str_validate;
 
 /* Parses the arguments of `function(first, second, *, validate=True)` (a
- * vectorcall); 1 or 0 (validate), -1 with an exception set. Also checks that
- * the module is bound (libferry and ferry.DeviceArray). */
+ * vectorcall) into *level (see validate_level); 0, or -1 with an exception
+ * set. Also checks that the module is bound (libferry and ferry.DeviceArray). */
 static int two_args_and_validate(const char* function, const char* names, PyObject* const* args,
-                                 Py_ssize_t nargs, PyObject* kwnames) {
+                                 Py_ssize_t nargs, PyObject* kwnames, int* level) {
   if (nargs != 2) {
     PyErr_Format(PyExc_TypeError, "%s() takes 2 positional arguments (%s), %zd given", function,
                  names, nargs);
     return -1;
   }
-  int validate = 1;
+  *level = FERRY_VALIDATE_DEFAULT;
   for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames); i++) {
     PyObject* key = PyTuple_GET_ITEM(kwnames, i);
     if (key != g_str_validate && PyUnicode_Compare(key, g_str_validate) != 0) {
       PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument %R", function, key);
       return -1;
     }
-    validate = PyObject_IsTrue(args[nargs + i]);
-    if (validate < 0) return -1;
+    if (validate_level(args[nargs + i], level) != 0) return -1;
   }
   if (need_library() != 0) return -1;
   if (g_array_class == NULL) {
     PyErr_SetString(PyExc_RuntimeError, "ferry._native.bind_classes() was not called");
     return -1;
   }
-  return validate;
+  return 0;
 }
 
 static PyObject* from_capsules(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
                                PyObject* kwnames) {
-  int validate = two_args_and_validate("from_capsules", "schema_capsule, array_capsule", args,
-                                       nargs, kwnames);
-  if (validate < 0) return NULL;
-  return import_capsule_pair((PyTypeObject*)g_array_class, args[0], args[1], validate);
+  int level;
+  if (two_args_and_validate("from_capsules", "schema_capsule, array_capsule", args, nargs,
+                            kwnames, &level) != 0)
+    return NULL;
+  return import_capsule_pair((PyTypeObject*)g_array_class, args[0], args[1], level);
 }
 
 /* Moves the structs at two addresses (an ArrowSchema, an ArrowDeviceArray)
  * into a new instance of `cls`. */
 static PyObject* import_addresses(PyTypeObject* cls, PyObject* schema_addr, PyObject* array_addr,
-                                  int validate) {
+                                  int level) {
   struct ArrowSchema* schema = (struct ArrowSchema*)address_arg(schema_addr);
   if (schema == NULL && PyErr_Occurred()) return NULL;
   struct ArrowDeviceArray* array = (struct ArrowDeviceArray*)address_arg(array_addr);
@@ -1440,7 +1678,7 @@ static PyObject* import_addresses(PyTypeObject* cls, PyObject* schema_addr, PyOb
   h->array = *array;
   array->array.release = NULL;
   memset(h->array.reserved, 0, sizeof(h->array.reserved));
-  if (validate && validate_holder(h) != 0) {
+  if (level != FERRY_VALIDATE_NONE && validate_holder_at(h, level) != 0) {
     holder_decref(h);
     return NULL;
   }
@@ -1454,17 +1692,57 @@ static PyObject* import_raw(PyObject* module, PyObject* args) {
   int validate = 1;
   if (!PyArg_ParseTuple(args, "OOO|p", &cls, &schema_addr, &array_addr, &validate)) return NULL;
   if (need_library() != 0 || check_array_class(cls) == NULL) return NULL;
-  return import_addresses((PyTypeObject*)cls, schema_addr, array_addr, validate);
+  return import_addresses((PyTypeObject*)cls, schema_addr, array_addr,
+                          validate ? FERRY_VALIDATE_DEFAULT : FERRY_VALIDATE_NONE);
 }
 
-/* from_c(schema_address, array_address, *, validate=True): the same for
- * ferry.DeviceArray, called directly (DeviceArray.from_c). */
+/* from_c(array_address, schema_address, *, validate=True): the same for
+ * ferry.DeviceArray, called directly (DeviceArray.from_c). The array comes
+ * first, as in pyarrow's Array._import_from_c(array_ptr, schema_ptr);
+ * both addresses may be passed by keyword too. */
+
 static PyObject* from_c(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
                         PyObject* kwnames) {
-  int validate =
-      two_args_and_validate("from_c", "schema_address, array_address", args, nargs, kwnames);
-  if (validate < 0) return NULL;
-  return import_addresses((PyTypeObject*)g_array_class, args[0], args[1], validate);
+  PyObject* given[2] = {NULL, NULL}; /* array, schema */
+  int level = FERRY_VALIDATE_DEFAULT;
+  if (nargs > 2) {
+    PyErr_Format(PyExc_TypeError,
+                 "from_c() takes 2 positional arguments (array_address, schema_address), "
+                 "%zd given",
+                 nargs);
+    return NULL;
+  }
+  for (Py_ssize_t i = 0; i < nargs; i++) given[i] = args[i];
+  for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames); i++) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+    PyObject* value = args[nargs + i];
+    int slot = keyword_is(key, g_str_array_address)    ? 0
+               : keyword_is(key, g_str_schema_address) ? 1
+                                                       : -1;
+    if (slot >= 0) {
+      if (given[slot] != NULL) {
+        PyErr_Format(PyExc_TypeError, "from_c() got multiple values for argument %R", key);
+        return NULL;
+      }
+      given[slot] = value;
+    } else if (keyword_is(key, g_str_validate)) {
+      if (validate_level(value, &level) != 0) return NULL;
+    } else {
+      PyErr_Format(PyExc_TypeError, "from_c() got an unexpected keyword argument %R", key);
+      return NULL;
+    }
+  }
+  if (given[0] == NULL || given[1] == NULL) {
+    PyErr_SetString(PyExc_TypeError,
+                    "from_c() needs array_address and schema_address (the array first)");
+    return NULL;
+  }
+  if (need_library() != 0) return NULL;
+  if (g_array_class == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "ferry._native.bind_classes() was not called");
+    return NULL;
+  }
+  return import_addresses((PyTypeObject*)g_array_class, given[1], given[0], level);
 }
 
 /* import_batch(cls, schema_object, array_address, validate): a stream batch:
@@ -1660,10 +1938,10 @@ static PyObject* bind_from_buffers(PyObject* module, PyObject* args) {
 
 /* Validates a live schema and moves it into a new instance of `cls` (a
  * SchemaBase subclass); a refused schema is left where it was. */
-static PyObject* schema_take(PyTypeObject* cls, struct ArrowSchema* schema) {
+static PyObject* schema_take(PyTypeObject* cls, struct ArrowSchema* schema, int validate) {
   struct FerryError error;
   error.message[0] = '\0';
-  int code = fp_ferry_validate_schema(schema, NULL, NULL, &error);
+  int code = validate ? fp_ferry_validate_schema(schema, NULL, NULL, &error) : FERRY_OK;
   if (code != FERRY_OK) return raise_error(code, &error, 0);
   SchemaHolder* s = schema_holder_new();
   if (s == NULL) return PyErr_NoMemory();
@@ -1696,7 +1974,7 @@ static PyObject* import_schema(PyObject* module, PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "the schema is NULL or already consumed");
     return NULL;
   }
-  return schema_take((PyTypeObject*)cls, schema);
+  return schema_take((PyTypeObject*)cls, schema, 1);
 }
 
 /* ---- DLPack import ------------------------------------------------------------------ */
@@ -2214,12 +2492,7 @@ static void cpu_adapter_release(struct ArrowArrayStream* self) {
   self->release = NULL;
 }
 
-static PyObject* stream_capsule(PyObject* module, PyObject* args) {
-  PyObject* address;
-  int device = 1;
-  if (!PyArg_ParseTuple(args, "Op", &address, &device)) return NULL;
-  struct ArrowDeviceArrayStream* src = (struct ArrowDeviceArrayStream*)PyLong_AsVoidPtr(address);
-  if (PyErr_Occurred()) return NULL;
+static PyObject* capsule_from_stream(struct ArrowDeviceArrayStream* src, int device) {
   if (src == NULL || src->release == NULL) {
     PyErr_SetString(PyExc_ValueError, "the stream is NULL or released");
     return NULL;
@@ -2257,6 +2530,15 @@ static PyObject* stream_capsule(PyObject* module, PyObject* args) {
   out->release = cpu_adapter_release;
   out->private_data = adapter;
   return capsule;
+}
+
+static PyObject* stream_capsule(PyObject* module, PyObject* args) {
+  PyObject* address;
+  int device = 1;
+  if (!PyArg_ParseTuple(args, "Op", &address, &device)) return NULL;
+  struct ArrowDeviceArrayStream* src = (struct ArrowDeviceArrayStream*)PyLong_AsVoidPtr(address);
+  if (PyErr_Occurred()) return NULL;
+  return capsule_from_stream(src, device);
 }
 
 /* The other direction: a CPU ArrowArrayStream seen as a device stream. */
@@ -2297,15 +2579,41 @@ static void device_adapter_release(void* user_data) {
 /* A stream object owns one ArrowDeviceArrayStream (its own block, released
  * and freed by _free or when the object goes away). The producer's callbacks
  * may block or call back into Python from another thread, so every call
- * into the stream releases the GIL. */
+ * into the stream releases the GIL.
+ *
+ * Threads. The stream interface allows one call at a time and release last,
+ * so every call into the stream (get_schema, get_next, release, handing the
+ * stream on) runs inside stream_enter/stream_leave: a second caller from
+ * another thread waits (GIL released) until the first is done; a call from
+ * the thread already inside (a Python producer reading its own consumer)
+ * would wait forever and is refused with EDEADLK. close() waits for a call
+ * in flight, then releases, exactly once; a caller that was waiting behind
+ * it finds the stream closed (ClosedError).
+ *
+ * Errors. After a failed get_schema or get_next (or a batch refused by
+ * validation) the producer is never called again: every later read raises
+ * the same error (code and message). After the end, reads return None
+ * without calling the producer. */
 typedef struct {
   PyObject_HEAD struct ArrowDeviceArrayStream* raw; /* NULL once closed or handed on */
   PyObject* schema; /* the stream's Schema once get_schema ran (Python's _schema) */
+  pthread_mutex_t mutex; /* guards busy and busy_thread (never held across a call) */
+  pthread_cond_t idle;   /* signalled when busy drops */
+  int busy;              /* a thread is inside a call into the stream */
+  unsigned long busy_thread;
+  int validate;          /* FERRY_VALIDATE_* level of the schema and batches (_validate) */
+  int ended;             /* get_next reported the end */
+  int error_code;        /* the first failure, kept (0: none) */
+  char error_message[FERRY_ERROR_MESSAGE_SIZE];
+  int64_t leak_token;
 } StreamBase;
 
 static PyObject* StreamBase_new(PyTypeObject* cls, PyObject* args, PyObject* kwargs) {
   StreamBase* self = (StreamBase*)cls->tp_alloc(cls, 0);
   if (self == NULL) return NULL;
+  pthread_mutex_init(&self->mutex, NULL);
+  pthread_cond_init(&self->idle, NULL);
+  self->validate = FERRY_VALIDATE_DEFAULT;
   self->raw = (struct ArrowDeviceArrayStream*)malloc(sizeof(struct ArrowDeviceArrayStream));
   if (self->raw == NULL) {
     Py_DECREF(self);
@@ -2313,12 +2621,53 @@ static PyObject* StreamBase_new(PyTypeObject* cls, PyObject* args, PyObject* kwa
   }
   self->raw->release = NULL; /* every use fills it whole (a move or an init) */
   self->schema = NULL;
+  self->leak_token = leak_track("ferry.DeviceArrayStream never closed");
   return (PyObject*)self;
 }
 
-static void stream_free(StreamBase* self) {
+/* Waits (GIL released) until no other thread is inside a call into the
+ * stream, then marks this thread inside. 0, or -1 with EDEADLK raised for a
+ * call from the thread already inside. Under the GIL. */
+static int stream_enter(StreamBase* self) {
+  unsigned long me = PyThread_get_thread_ident();
+  /* Taken with the GIL held: whoever holds the mutex only flips flags. */
+  pthread_mutex_lock(&self->mutex);
+  if (self->busy && self->busy_thread == me) {
+    pthread_mutex_unlock(&self->mutex);
+    raise_code(EDEADLK,
+               "a call into this stream from the thread already inside one (its producer "
+               "reading or closing its own consumer) would wait for itself",
+               0);
+    return -1;
+  }
+  if (!self->busy) {
+    self->busy = 1;
+    self->busy_thread = me;
+    pthread_mutex_unlock(&self->mutex);
+    return 0;
+  }
+  pthread_mutex_unlock(&self->mutex);
+  Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->mutex);
+  while (self->busy) pthread_cond_wait(&self->idle, &self->mutex);
+  self->busy = 1;
+  self->busy_thread = me;
+  pthread_mutex_unlock(&self->mutex);
+  Py_END_ALLOW_THREADS return 0;
+}
+
+static void stream_leave(StreamBase* self) {
+  pthread_mutex_lock(&self->mutex);
+  self->busy = 0;
+  pthread_cond_broadcast(&self->idle);
+  pthread_mutex_unlock(&self->mutex);
+}
+
+/* Releases and frees the struct; the caller is inside (stream_enter) or
+ * the object is going away. */
+static void stream_free_inside(StreamBase* self) {
   struct ArrowDeviceArrayStream* raw = self->raw;
   self->raw = NULL;
+  leak_untrack(&self->leak_token);
   if (raw == NULL) return;
   if (raw->release != NULL) {
     Py_BEGIN_ALLOW_THREADS fp_ferry_array_stream_release(raw);
@@ -2327,22 +2676,57 @@ static void stream_free(StreamBase* self) {
   free(raw);
 }
 
+/* stream_free, waiting for a call in flight first; 0 or -1 (EDEADLK). */
+static int stream_free(StreamBase* self) {
+  if (self->raw == NULL) return 0;
+  if (stream_enter(self) != 0) return -1;
+  stream_free_inside(self);
+  stream_leave(self);
+  return 0;
+}
+
 static void StreamBase_dealloc(StreamBase* self) {
-  stream_free(self); /* the safety net when nobody closed it */
+  /* The safety net when nobody closed it; no call can be in flight (each
+   * holds a reference to the object). */
+  leak_untrack_at_dealloc(&self->leak_token);
+  stream_free_inside(self);
   Py_CLEAR(self->schema);
+  pthread_cond_destroy(&self->idle);
+  pthread_mutex_destroy(&self->mutex);
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
 static int stream_open(StreamBase* self) {
   if (self->raw == NULL) {
-    PyErr_SetString(PyExc_ValueError, "the stream is closed (released or handed on)");
+    PyErr_SetString(g_closed_error, "the stream is closed (released or handed on)");
     return -1;
   }
   return 0;
 }
 
+/* stream_enter, then the stream must be open: 0, or -1 with an exception
+ * (and nothing entered). */
+static int stream_enter_open(StreamBase* self) {
+  if (stream_open(self) != 0 || stream_enter(self) != 0) return -1;
+  if (stream_open(self) != 0) { /* closed by the call it waited for */
+    stream_leave(self);
+    return -1;
+  }
+  return 0;
+}
+
+/* Keeps the first failure; raises it (the same code and message each time). */
+static PyObject* stream_fail(StreamBase* self, int code, const char* message) {
+  if (self->error_code == 0) {
+    self->error_code = code;
+    snprintf(self->error_message, sizeof(self->error_message), "%s",
+             message && message[0] ? message : "(no message)");
+  }
+  return raise_code(self->error_code, self->error_message, 0);
+}
+
 static PyObject* StreamBase_free(StreamBase* self, PyObject* unused) {
-  stream_free(self);
+  if (stream_free(self) != 0) return NULL;
   Py_RETURN_NONE;
 }
 
@@ -2369,12 +2753,15 @@ static PyObject* StreamBase_take(StreamBase* self, PyObject* address) {
     PyErr_SetString(PyExc_ValueError, "the stream at that address is NULL or released");
     return NULL;
   }
+  if (stream_enter_open(self) != 0) return NULL;
   if (self->raw->release != NULL) {
+    stream_leave(self);
     PyErr_SetString(PyExc_ValueError, "this stream object already holds a stream");
     return NULL;
   }
   *self->raw = *src;
   src->release = NULL;
+  stream_leave(self);
   Py_RETURN_NONE;
 }
 
@@ -2388,19 +2775,39 @@ static PyObject* StreamBase_hand_to(StreamBase* self, PyObject* address) {
     PyErr_SetString(PyExc_ValueError, "the destination stream must be released beforehand");
     return NULL;
   }
+  if (stream_enter_open(self) != 0) return NULL;
   *dst = *self->raw;
   self->raw->release = NULL;
-  stream_free(self);
+  stream_free_inside(self);
+  stream_leave(self);
   Py_RETURN_NONE;
 }
 
+/* _capsule(device): moves the stream into a new "arrow_device_array_stream"
+ * capsule (device true) or, for a CPU stream, an "arrow_array_stream" one;
+ * this object is closed. */
+static PyObject* StreamBase_capsule(StreamBase* self, PyObject* device_obj) {
+  int device = PyObject_IsTrue(device_obj);
+  if (device < 0 || stream_enter_open(self) != 0) return NULL;
+  PyObject* capsule = capsule_from_stream(self->raw, device);
+  if (capsule != NULL) stream_free_inside(self); /* moved out: only the block */
+  stream_leave(self);
+  return capsule;
+}
+
 /* _get_schema(cls): calls get_schema (GIL released) and moves the schema,
- * validated, into a new instance of `cls` (a SchemaBase subclass). */
+ * validated unless the stream opted out, into a new instance of `cls` (a
+ * SchemaBase subclass). A failure is kept (see StreamBase). */
 static PyObject* StreamBase_get_schema(StreamBase* self, PyObject* cls) {
-  if (stream_open(self) != 0 || need_library() != 0) return NULL;
+  if (need_library() != 0) return NULL;
   if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &SchemaBaseType)) {
     PyErr_SetString(PyExc_TypeError, "expected a SchemaBase subclass");
     return NULL;
+  }
+  if (stream_enter_open(self) != 0) return NULL;
+  if (self->error_code != 0) {
+    stream_leave(self);
+    return raise_code(self->error_code, self->error_message, 0);
   }
   struct ArrowSchema schema;
   schema.release = NULL;
@@ -2410,27 +2817,55 @@ static PyObject* StreamBase_get_schema(StreamBase* self, PyObject* cls) {
   struct ArrowDeviceArrayStream* raw = self->raw;
   Py_BEGIN_ALLOW_THREADS code = fp_ferry_array_stream_get_schema(raw, &schema, &error);
   Py_END_ALLOW_THREADS
-  if (code != FERRY_OK) return raise_error(code, &error, 0);
-  PyObject* obj = schema_take((PyTypeObject*)cls, &schema);
-  if (schema.release != NULL) fp_ferry_schema_release(&schema); /* refused */
+  PyObject* obj;
+  if (code != FERRY_OK) {
+    obj = stream_fail(self, code, error.message);
+  } else {
+    if (self->validate != FERRY_VALIDATE_NONE)
+      code = fp_ferry_validate_schema(&schema, NULL, NULL, &error);
+    if (code != FERRY_OK) {
+      fp_ferry_schema_release(&schema);
+      obj = stream_fail(self, code, error.message);
+    } else {
+      obj = schema_take((PyTypeObject*)cls, &schema, 0);
+      if (schema.release != NULL) fp_ferry_schema_release(&schema); /* out of memory */
+    }
+  }
+  stream_leave(self);
   return obj;
 }
 
 /* _next_batch(cls, schema, consumer_stream): calls get_next (GIL released;
  * with a consumer stream handle, get_next_on) straight into a new holder
- * that shares `schema` (the stream's Schema), validates it (DEFAULT) and
- * returns a new instance of `cls`, or None at the end of the stream. */
+ * that shares `schema` (the stream's Schema), validates it (DEFAULT, unless
+ * the stream opted out) and returns a new instance of `cls`, or None at the
+ * end of the stream. Failures are kept (see StreamBase). */
 static PyObject* stream_next_batch(StreamBase* self, PyTypeObject* cls, PyObject* schema_obj,
                                    int on_stream, void* consumer) {
-  if (stream_open(self) != 0 || need_library() != 0) return NULL;
+  if (need_library() != 0) return NULL;
   if (!PyObject_TypeCheck(schema_obj, &SchemaBaseType)) {
     PyErr_SetString(PyExc_TypeError, "the stream's schema must be a ferry.Schema");
     return NULL;
   }
   SchemaBase* schema = (SchemaBase*)schema_obj;
-  if (schema_open(schema) != 0) return NULL;
+  if (schema_open(schema) != 0 || stream_enter_open(self) != 0) return NULL;
+  if (self->error_code != 0) {
+    stream_leave(self);
+    return raise_code(self->error_code, self->error_message, 0);
+  }
+  if (self->ended) {
+    stream_leave(self);
+    Py_RETURN_NONE;
+  }
+  if (schema_open(schema) != 0) { /* closed while this call waited its turn */
+    stream_leave(self);
+    return NULL;
+  }
   Holder* h = holder_new(schema->holder);
-  if (h == NULL) return PyErr_NoMemory();
+  if (h == NULL) {
+    stream_leave(self);
+    return PyErr_NoMemory();
+  }
   struct FerryError error;
   error.message[0] = '\0';
   int code;
@@ -2439,16 +2874,27 @@ static PyObject* stream_next_batch(StreamBase* self, PyTypeObject* cls, PyObject
       on_stream ? fp_ferry_array_stream_get_next_on(raw, &h->array, consumer, &error)
                 : fp_ferry_array_stream_get_next(raw, &h->array, &error);
   Py_END_ALLOW_THREADS
+  PyObject* result;
   if (code != FERRY_OK || h->array.array.release == NULL) {
     holder_decref_gil(h); /* released: nothing but the block */
-    if (code != FERRY_OK) return raise_error(code, &error, 0);
-    Py_RETURN_NONE; /* the end of the stream */
-  }
-  if (validate_shared_holder(h) != 0) {
+    if (code != FERRY_OK) {
+      result = stream_fail(self, code, error.message);
+    } else {
+      self->ended = 1; /* the end stays the end */
+      result = Py_None;
+      Py_INCREF(result);
+    }
+  } else if (self->validate != FERRY_VALIDATE_NONE &&
+             (code = validate_shared_holder_code(h, self->validate, &error)) != FERRY_OK) {
     holder_decref(h);
-    return NULL;
+    result = stream_fail(self, code, error.message);
+  } else {
+    if (self->validate == FERRY_VALIDATE_NONE)
+      memset(h->array.reserved, 0, sizeof(h->array.reserved));
+    result = array_object(cls, h);
   }
-  return array_object(cls, h);
+  stream_leave(self);
+  return result;
 }
 
 static PyObject* StreamBase_next_batch(StreamBase* self, PyObject* const* args, Py_ssize_t nargs) {
@@ -2493,11 +2939,14 @@ static PyObject* StreamBase_iternext(StreamBase* self) {
 
 static PyMethodDef StreamBase_methods[] = {
     {"_free", (PyCFunction)StreamBase_free, METH_NOARGS,
-     "Releases the stream (GIL released) and closes this object; idempotent."},
+     "Releases the stream (GIL released; after a call in flight) and closes this object; "
+     "idempotent."},
     {"_take", (PyCFunction)StreamBase_take, METH_O,
      "_take(address): moves the live stream at an address in."},
     {"_hand_to", (PyCFunction)StreamBase_hand_to, METH_O,
      "_hand_to(address): moves the stream into the released struct at an address."},
+    {"_capsule", (PyCFunction)StreamBase_capsule, METH_O,
+     "_capsule(device): moves the stream into a new PyCapsule; this object is closed."},
     {"_get_schema", (PyCFunction)StreamBase_get_schema, METH_O,
      "_get_schema(cls): the producer's schema as a new cls instance."},
     {"_next_batch", (PyCFunction)(void (*)(void))StreamBase_next_batch, METH_FASTCALL,
@@ -2515,6 +2964,8 @@ static PyGetSetDef StreamBase_getset[] = {
 static PyMemberDef StreamBase_members[] = {
     {"_schema", T_OBJECT, offsetof(StreamBase, schema), 0,
      "The stream's Schema once read (None before)."},
+    {"_validate", T_INT, offsetof(StreamBase, validate), 0,
+     "The validation level of the schema and every batch: -1 none, 0 DEFAULT, 1 FULL."},
     {NULL, 0, 0, 0, NULL}};
 
 static PyTypeObject StreamBaseType = {
@@ -2759,10 +3210,22 @@ static PyObject* load(PyObject* module, PyObject* args) {
   }
   FP_FUNCTIONS(FP_BIND)
 #undef FP_BIND
+  fp_ferry_leak_track = (__typeof__(ferry_leak_track)*)dlsym(handle, "ferry_leak_track");
+  fp_ferry_leak_untrack = (__typeof__(ferry_leak_untrack)*)dlsym(handle, "ferry_leak_untrack");
+  const char* report = getenv("FERRY_LEAK_REPORT"); /* the core's rule: set, not "" or "0" */
+  g_leak_report = report != NULL && report[0] != '\0' && strcmp(report, "0") != 0 &&
+                  fp_ferry_leak_track != NULL && fp_ferry_leak_untrack != NULL;
   g_library = handle; /* kept open for the life of the process */
   Py_INCREF(factory);
   Py_XSETREF(g_error_factory, factory);
   Py_RETURN_NONE;
+}
+
+/* validate_level(value): the FERRY_VALIDATE_* level of a `validate` argument. */
+static PyObject* validate_level_py(PyObject* module, PyObject* value) {
+  int level;
+  if (validate_level(value, &level) != 0) return NULL;
+  return PyLong_FromLong(level);
 }
 
 /* The address of a release hook that drops a reference made by new_ref. */
@@ -2780,7 +3243,7 @@ static PyMethodDef module_methods[] = {
      "CPU \"arrow_array\") capsule into a new ferry.DeviceArray; the capsules are left "
      "consumed. With validate, the structure is checked first."},
     {"from_c", (PyCFunction)(void (*)(void))from_c, METH_FASTCALL | METH_KEYWORDS,
-     "from_c(schema_address, array_address, *, validate=True)\n--\n\n"
+     "from_c(array_address, schema_address, *, validate=True)\n--\n\n"
      "Takes ownership of an ArrowSchema and an ArrowDeviceArray at two addresses (moved in; "
      "the sources are left released). With validate, the structure is checked first "
      "(ferry_validate_device_array)."},
@@ -2813,6 +3276,8 @@ static PyMethodDef module_methods[] = {
     {"new_ref", new_ref, METH_O, "Holds a reference for C; returns its address."},
     {"drop_ref", drop_ref, METH_O, "Drops a reference made by new_ref (by address)."},
     {"live_refs", live_refs, METH_NOARGS, "References C holds now."},
+    {"validate_level", validate_level_py, METH_O,
+     "validate_level(validate): -1 (none), 0 (DEFAULT) or 1 (FULL) for a validate argument."},
     {"release_hook_address", release_hook_address, METH_NOARGS,
      "Address of the FerryReleaseHook that drops a new_ref reference."},
     {NULL, NULL, 0, NULL}};
@@ -2824,6 +3289,7 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__native(void) {
   if (PyType_Ready(&SchemaBaseType) < 0 || PyType_Ready(&ArrayBaseType) < 0 ||
+      PyType_Ready(&PinType) < 0 ||
       PyType_Ready(&BufferOwnerType) < 0 || PyType_Ready(&StreamBaseType) < 0)
     return NULL;
   g_str_dlpack = PyUnicode_InternFromString("__dlpack__");
@@ -2835,6 +3301,9 @@ PyMODINIT_FUNC PyInit__native(void) {
   g_str_validate = PyUnicode_InternFromString("validate");
   g_str_move = PyUnicode_InternFromString("move");
   g_str_schema = PyUnicode_InternFromString("schema");
+  g_str_array_address = PyUnicode_InternFromString("array_address");
+  g_str_schema_address = PyUnicode_InternFromString("schema_address");
+  if (!g_str_array_address || !g_str_schema_address) return NULL;
   g_str_get_schema = PyUnicode_InternFromString("_ferry_get_schema");
   g_str_null_count = PyUnicode_InternFromString("null_count");
   g_str_offset = PyUnicode_InternFromString("offset");
@@ -2854,8 +3323,20 @@ PyMODINIT_FUNC PyInit__native(void) {
       !g_str_dl_device || !g_str_copy || !g_str_validate || !g_kwnames_max_version ||
       !g_max_version)
     return NULL;
+  g_closed_error = PyErr_NewExceptionWithDoc(
+      "ferry.ClosedError",
+      "The object was closed (released, moved or handed on), here or by another thread, "
+      "before this call could use it.",
+      PyExc_ValueError, NULL);
+  if (g_closed_error == NULL) return NULL;
   PyObject* m = PyModule_Create(&module_def);
   if (m == NULL) return NULL;
+  Py_INCREF(g_closed_error);
+  if (PyModule_AddObject(m, "ClosedError", g_closed_error) < 0) {
+    Py_DECREF(g_closed_error);
+    Py_DECREF(m);
+    return NULL;
+  }
   Py_INCREF(&SchemaBaseType);
   Py_INCREF(&ArrayBaseType);
   Py_INCREF(&StreamBaseType);

@@ -23,6 +23,22 @@ class DeviceArrayStream(_native.StreamBase):
     released; producer failures raise FerryError with the producer's code and
     get_last_error message.
 
+    Validation: the schema and every batch are checked (DEFAULT) unless the
+    stream was opened with validate=False (the caller's promise).
+
+    After an error (a failed get_schema or get_next, or a batch refused by
+    validation) the producer is never called again: every later read raises
+    the same error, with the same code and message. After the end, next()
+    returns None without calling the producer.
+
+    Threads: one call into the stream at a time. A second thread that reads,
+    iterates, closes or hands the stream on while a call is in flight waits
+    (GIL released) until it is done; close() thus waits for an in-flight
+    get_next and then releases the stream, exactly once, and a reader that
+    was waiting behind it gets ferry.ClosedError. A call from inside the
+    stream's own producer on the same thread would wait for itself and is
+    refused with FerryError EDEADLK.
+
     The struct itself lives in the C half (ferry._native.StreamBase: closed,
     device_type, and the calls into the stream, each with the GIL released);
     an object nobody closed releases its stream when it goes away.
@@ -36,19 +52,23 @@ class DeviceArrayStream(_native.StreamBase):
     # ---- construction -----------------------------------------------------------
 
     @classmethod
-    def from_c(cls, address: int) -> "DeviceArrayStream":
+    def from_c(cls, address: int, *, validate: Union[bool, str] = True) -> "DeviceArrayStream":
         """Takes ownership of the ArrowDeviceArrayStream at `address` (moved
-        in; the source is left released)."""
+        in; the source is left released). The schema and every batch are
+        validated at DEFAULT; validate="full" checks every offset and UTF-8
+        byte too, validate=False skips the checks (the caller's promise)."""
         stream = cls()
+        stream._validate = _native.validate_level(validate)
         stream._take(int(address))
         return stream
 
     @classmethod
-    def from_capsule(cls, capsule: Any) -> "DeviceArrayStream":
+    def from_capsule(cls, capsule: Any, *, validate: Union[bool, str] = True) -> "DeviceArrayStream":
         """Takes the stream out of an "arrow_device_array_stream" capsule, or
         of a CPU "arrow_array_stream" capsule (its batches become CPU device
-        arrays)."""
+        arrays). validate=False: see from_c."""
         stream = cls()
+        stream._validate = _native.validate_level(validate)
         _native.take_stream_capsule(capsule, stream._address)
         return stream
 
@@ -107,14 +127,14 @@ class DeviceArrayStream(_native.StreamBase):
         """Moves the stream into an "arrow_device_array_stream" PyCapsule
         (this object is closed afterwards). ferry does not cast: a requested
         schema must be None."""
-        return self._capsule(True, requested_schema, kwargs)
+        return self._to_capsule(True, requested_schema, kwargs)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """For CPU streams: moves the stream into an "arrow_array_stream"
         PyCapsule. A device stream is refused with BufferError."""
-        return self._capsule(False, requested_schema, {})
+        return self._to_capsule(False, requested_schema, {})
 
-    def _capsule(self, device: bool, requested_schema: Any, kwargs: dict) -> Any:
+    def _to_capsule(self, device: bool, requested_schema: Any, kwargs: dict) -> Any:
         unsupported = [name for name, value in kwargs.items() if value is not None]
         if unsupported:
             raise NotImplementedError(f"Received unsupported keyword argument(s): {unsupported}")
@@ -123,14 +143,13 @@ class DeviceArrayStream(_native.StreamBase):
         with self._lock:
             if self._schema is not None:
                 raise ValueError("the stream was partly read here; hand it on before reading it")
-            capsule = _native.stream_capsule(self._address, device)
-            self._free()
-            return capsule
+            return self._capsule(device)
 
     # ---- lifetime ---------------------------------------------------------------
 
     def close(self) -> None:
-        """Releases the stream now (idempotent); batches already taken stay valid."""
+        """Releases the stream now (idempotent; after a get_next in flight on
+        another thread); batches already taken stay valid."""
         with self._lock:
             self._free()
             if self._schema is not None:

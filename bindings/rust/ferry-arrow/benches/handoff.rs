@@ -263,13 +263,13 @@ impl ArrayProducer for EndlessInPlace {
 /// A Rust iterator of builders as a stream: the idiomatic path.
 fn builder_stream() -> DeviceArrayStream {
     let batches = std::iter::repeat_with(|| Ok(static_batch()));
-    DeviceArrayStream::from_iter(DeviceType::CPU, Schema::new("i", None).unwrap(), batches).unwrap()
+    DeviceArrayStream::from_iter(DeviceType::CPU, batches, Schema::new("i", None).unwrap()).unwrap()
 }
 
 /// A Rust iterator of finished arrays as a stream.
 fn array_stream() -> DeviceArrayStream {
     let batches = std::iter::repeat_with(|| static_batch().build());
-    DeviceArrayStream::from_iter(DeviceType::CPU, Schema::new("i", None).unwrap(), batches).unwrap()
+    DeviceArrayStream::from_iter(DeviceType::CPU, batches, Schema::new("i", None).unwrap()).unwrap()
 }
 
 type Case = (&'static str, Option<&'static str>, Box<dyn FnMut(u64) -> i64>);
@@ -463,7 +463,7 @@ fn cases() -> Vec<Case> {
                 let mut out = sys::ArrowDeviceArray::default();
                 unsafe {
                     c_produce(&mut out);
-                    acc += rust_consume(DeviceArray::from_raw(black_box(&mut out)).unwrap());
+                    acc += rust_consume(DeviceArray::from_raw_unchecked(black_box(&mut out)).unwrap());
                 }
             }
             acc
@@ -478,7 +478,7 @@ fn cases() -> Vec<Case> {
             for _ in 0..n {
                 let mut out = sys::ArrowDeviceArray::default();
                 unsafe { c_produce(&mut out) };
-                let array = unsafe { DeviceArray::from_raw(black_box(&mut out)) }.unwrap();
+                let array = unsafe { DeviceArray::from_raw(black_box(&mut out), &int32) }.unwrap();
                 let host = array.host(&int32).unwrap();
                 acc += host.len() as i64 + host.value::<i32>(0).unwrap() as i64;
             }
@@ -503,7 +503,7 @@ fn cases() -> Vec<Case> {
     cases.push(rust_pull_case("rust_to_rust_stream", builder_stream()));
     let mut raw = raw_stream();
     cases.push(rust_lend_case("c_to_rust_stream_ref", unsafe {
-        DeviceArrayStream::from_raw(&mut raw).unwrap()
+        DeviceArrayStream::from_raw_unchecked(&mut raw).unwrap()
     }));
     cases.push(rust_lend_case("rust_to_rust_stream_ref", builder_stream()));
     cases.push(rust_pull_case("rust_to_rust_stream_arrays", array_stream()));
@@ -527,11 +527,11 @@ const CASES: &[(&str, &str)] = &[
     ("rust_to_c_array_owned_into", "the same with build_into"),
     (
         "c_to_rust_array",
-        "C production, DeviceArray::from_raw + accessors + drop (the lean consumer path)",
+        "C production, DeviceArray::from_raw_unchecked + accessors + drop (the lean consumer path)",
     ),
     (
         "c_to_rust_array_host",
-        "C production, DeviceArray::from_raw + host() (wait, DEFAULT validation, buffer sizes) + value::<i32>(0) (the everyday path)",
+        "C production, DeviceArray::from_raw (DEFAULT validation) + host() (wait, buffer sizes) + value::<i32>(0) (the everyday path)",
     ),
     (
         "rust_to_c_stream",
@@ -551,15 +551,15 @@ const CASES: &[(&str, &str)] = &[
     ),
     (
         "c_to_rust_stream",
-        "the raw C stream consumed as a Rust Iterator (DeviceArray per batch, dropped)",
+        "the raw C stream (from_raw: each batch validated at DEFAULT against the prepared schema) consumed as a Rust Iterator (DeviceArray per batch, dropped)",
     ),
     (
         "rust_to_rust_stream",
-        "from_iter over ArrayBuilders consumed as a Rust Iterator",
+        "from_iter over ArrayBuilders consumed as a Rust Iterator (batches validated)",
     ),
     (
         "c_to_rust_stream_ref",
-        "the raw C stream read with DeviceArrayStream::next_ref (lent batch, no move)",
+        "the raw C stream (from_raw_unchecked) read with DeviceArrayStream::next_ref (lent batch, no move)",
     ),
     (
         "rust_to_rust_stream_ref",

@@ -9,6 +9,7 @@ use ferry_arrow_sys as sys;
 use crate::device::{Device, DeviceType, StreamHandle};
 use crate::error::{call, Error, Rejected, Result};
 use crate::host::HostArray;
+use crate::leak::LeakToken;
 use crate::schema::{Schema, SchemaView};
 use crate::stream::ArraySlot;
 use crate::words::move_device_array;
@@ -17,7 +18,7 @@ use crate::words::move_device_array;
 /// child or a dictionary), read through the core's `ferry_array_*`.
 ///
 /// ```
-/// let (_schema, array) = ferry_arrow::export_primitive(vec![1i32, 2, 3], None).unwrap();
+/// let (array, _schema) = ferry_arrow::export_primitive(vec![1i32, 2, 3], None).unwrap();
 /// let view: &ferry_arrow::ArrayView = array.array();
 /// assert_eq!(view.length(), 3);
 /// assert_eq!(view.n_buffers(), 2);
@@ -177,47 +178,196 @@ impl fmt::Debug for ArrayView {
     }
 }
 
+/// How an import is checked before it is handed out: the binding contract
+/// (docs/bindings.md) validates every import at [`Validation::Default`];
+/// [`Validation::None`] is the explicit opt-out for producers the caller
+/// vouches for.
+///
+/// ```
+/// assert_eq!(ferry_arrow::Validation::default(), ferry_arrow::Validation::Default);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Validation {
+    /// No check: the caller trusts the producer (the opt-out).
+    None,
+    /// The core's structural validation (`FERRY_VALIDATE_DEFAULT`: format,
+    /// buffer and child counts, device, reserved words; no buffer contents).
+    #[default]
+    Default,
+    /// Structure plus buffer contents (`FERRY_VALIDATE_FULL`: offsets,
+    /// UTF-8, null counts, dictionary indices).
+    Full,
+}
+
+impl Validation {
+    /// The core's level, `None` for no validation.
+    pub(crate) fn level(self) -> Option<i32> {
+        match self {
+            Validation::None => None,
+            Validation::Default => Some(sys::FERRY_VALIDATE_DEFAULT),
+            Validation::Full => Some(sys::FERRY_VALIDATE_FULL),
+        }
+    }
+}
+
 /// An owned `struct ArrowDeviceArray`: released exactly once, when dropped
 /// (or never, once moved out with [`DeviceArray::export_to`]). Not `Clone`,
 /// so it cannot be duplicated into a double release. Derefs to the embedded
 /// [`ArrayView`].
 ///
-/// `Send`: the Arrow specification lets a consumer release an array on any
-/// thread, and ferry's core is thread-safe. Not `Sync`: one array is used by
-/// one thread at a time, as the specification says.
+/// `Send` and `Sync`: the Arrow specification lets a consumer release an
+/// array on any thread, and every `&self` method only reads the array (or
+/// waits on its event, which the core and the GPU drivers allow from many
+/// threads at once), so many threads may read one array (share it in an
+/// `Arc`). Releasing needs ownership (`drop`, `release(self)`), which the
+/// borrow checker grants only once no thread reads it any more: release
+/// while reading cannot compile.
 ///
 /// ```
 /// use ferry_arrow::{DeviceArray, DeviceType};
-/// let (schema, array) = ferry_arrow::export_primitive(vec![10i64, 20], Some(&[true, false])).unwrap();
+/// let (array, schema) = ferry_arrow::export_primitive(vec![10i64, 20], Some(&[true, false])).unwrap();
 /// assert_eq!(array.device_type(), DeviceType::CPU);
 /// assert_eq!(array.length(), 2);
 /// assert_eq!(array.null_count(), 1);
 /// array.validate(&schema, true).unwrap();
 ///
-/// // Move it through a raw C struct and back (what a C consumer would see).
+/// // Move it through a raw C struct and back (what a C consumer would see):
+/// // the import validates it against its schema.
 /// let mut raw = ferry_arrow::sys::ArrowDeviceArray::default();
 /// unsafe { array.export_to(&mut raw).unwrap() };
-/// let back = unsafe { DeviceArray::from_raw(&mut raw).unwrap() };
+/// let back = unsafe { DeviceArray::from_raw(&mut raw, &schema).unwrap() };
 /// assert_eq!(back.length(), 2);
+///
+/// // Many threads read one array at once.
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| assert_eq!(back.host(&schema).unwrap().value::<i64>(0).unwrap(), 10));
+///     }
+/// });
+/// ```
+///
+/// Releasing an array while a thread still reads it does not compile:
+///
+/// ```compile_fail
+/// let (array, schema) = ferry_arrow::export_primitive(vec![1i32], None).unwrap();
+/// std::thread::scope(|s| {
+///     s.spawn(|| array.host(&schema).map(|h| h.len()));
+///     drop(array); // borrowed by the reader: error[E0505]
+/// });
 /// ```
 // 16-byte aligned so that the compiler's 16-byte moves of the value line up
 // with the 16-byte stores the crate fills it with (see words.rs).
 #[repr(C, align(16))]
 pub struct DeviceArray {
     raw: sys::ArrowDeviceArray,
+    /// The leak report's registration of an import (none when the report
+    /// is off, or for arrays the crate made itself: the core reports those).
+    leak: LeakToken,
 }
+
+// The C struct (128 bytes) and the leak token, 16-byte aligned: what a
+// move of a DeviceArray copies (README, "Fast paths").
+const _: () = assert!(std::mem::size_of::<DeviceArray>() == 144);
 
 // SAFETY: see the type's documentation.
 unsafe impl Send for DeviceArray {}
+unsafe impl Sync for DeviceArray {}
 
 impl DeviceArray {
-    /// Imports the array at `ptr` by move: the result owns it and `*ptr` is
-    /// left released. `EINVAL` for NULL or an already released array.
+    /// Imports the array at `ptr` by move and validates it against `schema`
+    /// at [`Validation::Default`] (the argument order of arrow-rs's
+    /// `from_ffi(array, &schema)`). Once `ptr` holds a live array the result
+    /// owns it and `*ptr` is left released, also on failure: an array that
+    /// fails validation is released and `EINVAL` names the finding ("the
+    /// array fails validation: ..."). `EINVAL` for NULL or an already
+    /// released array (nothing taken). `schema` is borrowed.
     ///
     /// # Safety
     /// `ptr` must be NULL or point to a valid `ArrowDeviceArray`.
     #[inline]
-    pub unsafe fn from_raw(ptr: *mut sys::ArrowDeviceArray) -> Result<DeviceArray> {
+    pub unsafe fn from_raw(ptr: *mut sys::ArrowDeviceArray, schema: &SchemaView) -> Result<DeviceArray> {
+        DeviceArray::from_raw_with(ptr, schema, Validation::Default)
+    }
+
+    /// [`from_raw`](Self::from_raw) at the level `validation` chooses
+    /// (`Validation::None` imports without a check, as
+    /// [`from_raw_unchecked`](Self::from_raw_unchecked)). Ownership as
+    /// `from_raw`.
+    ///
+    /// ```
+    /// use ferry_arrow::{DeviceArray, Validation};
+    /// let (array, schema) = ferry_arrow::export_utf8(&[Some("a"), Some("bc")]).unwrap();
+    /// let mut raw = ferry_arrow::sys::ArrowDeviceArray::default();
+    /// unsafe { array.export_to(&mut raw).unwrap() };
+    /// let back = unsafe { DeviceArray::from_raw_with(&mut raw, &schema, Validation::Full) }.unwrap();
+    /// assert_eq!(back.length(), 2);
+    /// ```
+    ///
+    /// # Safety
+    /// As [`from_raw`](Self::from_raw).
+    pub unsafe fn from_raw_with(
+        ptr: *mut sys::ArrowDeviceArray,
+        schema: &SchemaView,
+        validation: Validation,
+    ) -> Result<DeviceArray> {
+        let array = DeviceArray::from_raw_unchecked(ptr)?;
+        if let Some(level) = validation.level() {
+            // On a finding `array` is dropped here: released once.
+            array.validate_level(schema, level).map_err(validation_failed)?;
+        }
+        Ok(array)
+    }
+
+    /// Imports an array and its schema together, by move, and validates the
+    /// array against the schema at `validation` (the schema is checked with
+    /// it): the everyday import of what a C producer hands over as two
+    /// pointers (array first, as arrow-rs's `from_ffi`). Each pointer that
+    /// holds a live struct is taken whatever happens, so both are released
+    /// on any failure (the first error is returned: NULL, released, or the
+    /// validator's finding).
+    ///
+    /// ```
+    /// use ferry_arrow::{DeviceArray, Validation};
+    /// let (array, schema) = ferry_arrow::export_primitive(vec![1i32, 2], None).unwrap();
+    /// let (mut raw_array, mut raw_schema) = Default::default();
+    /// unsafe {
+    ///     array.export_to(&mut raw_array).unwrap();
+    ///     schema.export_to(&mut raw_schema).unwrap();
+    /// }
+    /// let (array, schema) = unsafe { DeviceArray::import(&mut raw_array, &mut raw_schema, Validation::Default) }.unwrap();
+    /// assert_eq!(array.host(&schema).unwrap().value::<i32>(1).unwrap(), 2);
+    /// ```
+    ///
+    /// # Safety
+    /// Each pointer must be NULL or point to a valid struct.
+    pub unsafe fn import(
+        array: *mut sys::ArrowDeviceArray,
+        schema: *mut sys::ArrowSchema,
+        validation: Validation,
+    ) -> Result<(DeviceArray, Schema)> {
+        // Both taken before anything can fail; the array's validation
+        // covers the schema (format, children, dictionary).
+        let array = DeviceArray::from_raw_unchecked(array);
+        let schema = Schema::from_raw_unchecked(schema);
+        let (array, schema) = (array?, schema?);
+        if let Some(level) = validation.level() {
+            array.validate_level(&schema, level).map_err(validation_failed)?;
+        }
+        Ok((array, schema))
+    }
+
+    /// Imports the array at `ptr` by move without validating it: the
+    /// explicit opt-out of the contract's validation, for producers the
+    /// caller vouches for (the lean path); the result owns the array and
+    /// `*ptr` is left released. `EINVAL` for NULL or an already released
+    /// array. Read it through [`host`](Self::host), whose accessors still
+    /// check every index against the array's declared sizes, or check it
+    /// later with [`validate`](Self::validate).
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or point to a valid `ArrowDeviceArray`.
+    #[inline]
+    pub unsafe fn from_raw_unchecked(ptr: *mut sys::ArrowDeviceArray) -> Result<DeviceArray> {
         if ptr.is_null() {
             return Err(Error::invalid("device array pointer is NULL"));
         }
@@ -230,7 +380,22 @@ impl DeviceArray {
         let mut array = DeviceArray::released();
         move_device_array(&mut array.raw, ptr);
         (*ptr).array.release = None;
+        array.track_import("DeviceArray::from_raw");
         Ok(array)
+    }
+
+    /// Registers this array, just imported by `how`, with the leak report.
+    #[inline]
+    pub(crate) fn track_import(&mut self, how: &'static str) {
+        let raw = &self.raw;
+        self.leak = LeakToken::track(|| {
+            format!(
+                "DeviceArray imported by {how} never dropped (device {}:{}, length {})",
+                DeviceType(raw.device_type),
+                raw.device_id,
+                raw.array.length
+            )
+        });
     }
 
     /// Moves the array into `out` (which must be released or zeroed); the
@@ -239,7 +404,7 @@ impl DeviceArray {
     /// # Safety
     /// `out` must point to a writable `ArrowDeviceArray`.
     #[inline]
-    pub unsafe fn export_to(self, out: *mut sys::ArrowDeviceArray) -> Result<()> {
+    pub unsafe fn export_to(mut self, out: *mut sys::ArrowDeviceArray) -> Result<()> {
         if out.is_null() {
             return Err(Error::invalid("output device array pointer is NULL"));
         }
@@ -255,6 +420,8 @@ impl DeviceArray {
         // forgotten, so nothing is released here. A plain copy: the crate
         // writes the arrays it makes in 16-byte words (see words.rs).
         ptr::copy_nonoverlapping(&self.raw, out, 1);
+        // The receiver answers for it from now on (in the leak report too).
+        self.leak.untrack();
         std::mem::forget(self);
         Ok(())
     }
@@ -284,7 +451,10 @@ impl DeviceArray {
     /// Takes ownership of a struct the crate has just filled.
     #[inline(always)]
     pub(crate) fn from_filled(raw: sys::ArrowDeviceArray) -> DeviceArray {
-        DeviceArray { raw }
+        DeviceArray {
+            raw,
+            leak: LeakToken::NONE,
+        }
     }
 
     /// A zeroed (released) array used as an out-parameter inside the crate.
@@ -292,6 +462,7 @@ impl DeviceArray {
     pub(crate) fn released() -> DeviceArray {
         DeviceArray {
             raw: sys::ArrowDeviceArray::default(),
+            leak: LeakToken::NONE,
         }
     }
 
@@ -379,6 +550,10 @@ impl DeviceArray {
         } else {
             sys::FERRY_VALIDATE_DEFAULT
         };
+        self.validate_level(schema, level)
+    }
+
+    fn validate_level(&self, schema: &SchemaView, level: i32) -> Result<()> {
         call(|err| unsafe {
             sys::ferry_validate_device_array(schema.as_ptr(), &self.raw, level, None, ptr::null_mut(), err)
         })
@@ -403,7 +578,7 @@ impl DeviceArray {
     ///
     /// ```
     /// use ferry_arrow::DeviceType;
-    /// let (schema, array) = ferry_arrow::export_primitive(vec![1i32, 2], None).unwrap();
+    /// let (array, schema) = ferry_arrow::export_primitive(vec![1i32, 2], None).unwrap();
     /// let on_sim = array.move_to(&schema, DeviceType::SIM, 0).unwrap();
     /// assert_eq!(on_sim.device_type(), DeviceType::SIM);
     /// let back = on_sim.move_to(&schema, DeviceType::CPU, -1).unwrap();
@@ -427,7 +602,12 @@ impl DeviceArray {
             )
         });
         match result {
-            Ok(()) => Ok(out),
+            Ok(()) => {
+                // The same import, now elsewhere (or a copy of it): the
+                // registration follows it.
+                out.leak = self.leak.take();
+                Ok(out)
+            }
             Err(error) => Err(Rejected::new(error, self)),
         }
     }
@@ -470,7 +650,7 @@ impl DeviceArray {
     /// [`to_host`](Self::to_host) first.
     ///
     /// ```
-    /// let (schema, array) = ferry_arrow::export_utf8(&[Some("a"), None, Some("xyz")]).unwrap();
+    /// let (array, schema) = ferry_arrow::export_utf8(&[Some("a"), None, Some("xyz")]).unwrap();
     /// let host = array.host(&schema).unwrap();
     /// assert_eq!(host.str(2).unwrap(), "xyz");
     /// assert!(!host.is_valid(1).unwrap());
@@ -499,6 +679,13 @@ impl Drop for DeviceArray {
     }
 }
 
+/// The import-time validation error: the validator's finding, named as
+/// every import path names it.
+#[cold]
+pub(crate) fn validation_failed(e: Error) -> Error {
+    Error::new(e.code(), format!("the array fails validation: {}", e.message()))
+}
+
 impl fmt::Debug for DeviceArray {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeviceArray")
@@ -510,10 +697,11 @@ impl fmt::Debug for DeviceArray {
     }
 }
 
-/// A schema and an array that belong together (what an export produces).
+/// An array and its schema (what an export produces), the array first as
+/// in arrow-rs's `to_ffi`.
 ///
 /// ```
-/// let (schema, array): ferry_arrow::SchemaAndArray = ferry_arrow::export_primitive(vec![1u32], None).unwrap();
+/// let (array, schema): ferry_arrow::ArrayAndSchema = ferry_arrow::export_primitive(vec![1u32], None).unwrap();
 /// array.validate(&schema, false).unwrap();
 /// ```
-pub type SchemaAndArray = (Schema, DeviceArray);
+pub type ArrayAndSchema = (DeviceArray, Schema);

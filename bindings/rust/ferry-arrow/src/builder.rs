@@ -747,11 +747,11 @@ pub fn validity_bitmap(valid: &[bool]) -> (Vec<u8>, i64) {
 /// with an unnamed schema; `validity` (one flag per value) adds a bitmap.
 ///
 /// ```
-/// let (schema, array) = ferry_arrow::export_primitive(vec![1.5f32, 2.5], None).unwrap();
+/// let (array, schema) = ferry_arrow::export_primitive(vec![1.5f32, 2.5], None).unwrap();
 /// assert_eq!(schema.format(), "f");
 /// assert_eq!(array.length(), 2);
 /// ```
-pub fn export_primitive<T: NativeType>(values: Vec<T>, validity: Option<&[bool]>) -> Result<(Schema, DeviceArray)> {
+pub fn export_primitive<T: NativeType>(values: Vec<T>, validity: Option<&[bool]>) -> Result<(DeviceArray, Schema)> {
     let length = values.len() as i64;
     let mut builder = ArrayBuilder::new(length);
     match validity {
@@ -770,19 +770,19 @@ pub fn export_primitive<T: NativeType>(values: Vec<T>, validity: Option<&[bool]>
     }
     let array = builder.buffer(Buffer::from_vec(values)).build()?;
     let schema = Schema::builder(T::FORMAT).name("").nullable(true).build()?;
-    Ok((schema, array))
+    Ok((array, schema))
 }
 
 /// Exports strings as a nullable utf8 CPU array (the offsets and data are
 /// built once, then handed over without a further copy).
 ///
 /// ```
-/// let (schema, array) = ferry_arrow::export_utf8(&[Some("a"), None, Some("xyz")]).unwrap();
+/// let (array, schema) = ferry_arrow::export_utf8(&[Some("a"), None, Some("xyz")]).unwrap();
 /// assert_eq!(schema.format(), "u");
 /// assert_eq!(array.null_count(), 1);
 /// array.validate(&schema, true).unwrap();
 /// ```
-pub fn export_utf8<S: AsRef<str>>(values: &[Option<S>]) -> Result<(Schema, DeviceArray)> {
+pub fn export_utf8<S: AsRef<str>>(values: &[Option<S>]) -> Result<(DeviceArray, Schema)> {
     let mut offsets = Vec::with_capacity(values.len() + 1);
     let mut data = Vec::new();
     offsets.push(0i32);
@@ -807,5 +807,5 @@ pub fn export_utf8<S: AsRef<str>>(values: &[Option<S>]) -> Result<(Schema, Devic
         .buffer(Buffer::from_vec(data))
         .build()?;
     let schema = Schema::builder("u").name("").nullable(true).build()?;
-    Ok((schema, array))
+    Ok((array, schema))
 }

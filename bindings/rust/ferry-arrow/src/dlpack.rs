@@ -19,7 +19,7 @@ use crate::schema::{Schema, SchemaView};
 ///
 /// ```
 /// use ferry_arrow::DeviceArray;
-/// let (schema, array) = ferry_arrow::export_primitive(vec![1.5f64, 2.5, 3.5], None).unwrap();
+/// let (array, schema) = ferry_arrow::export_primitive(vec![1.5f64, 2.5, 3.5], None).unwrap();
 /// let address = array.buffer(1);
 /// let tensor = array.to_dlpack(&schema).unwrap();
 /// assert_eq!(tensor.shape(), &[3]);
@@ -27,7 +27,7 @@ use crate::schema::{Schema, SchemaView};
 /// assert_eq!(tensor.data() as *const _, address); // the same memory
 /// assert!(tensor.is_read_only());
 /// // And back: a non-nullable float64 array over the same memory.
-/// let (schema, back) = DeviceArray::from_dlpack(tensor).unwrap();
+/// let (back, schema) = DeviceArray::from_dlpack(tensor).unwrap();
 /// assert_eq!(schema.format(), "g");
 /// assert_eq!(back.host(&schema).unwrap().values::<f64>().unwrap(), &[1.5, 2.5, 3.5]);
 /// ```
@@ -199,7 +199,8 @@ impl DeviceArray {
     /// floats as a non-nullable Arrow array on the tensor's device, without
     /// copying: the tensor's deleter runs when the array is released. On
     /// failure the tensor comes back untouched (its deleter not called).
-    pub fn from_dlpack(tensor: DlpackTensor) -> std::result::Result<(Schema, DeviceArray), Rejected<DlpackTensor>> {
+    /// Returns the array and its schema, the array first.
+    pub fn from_dlpack(tensor: DlpackTensor) -> std::result::Result<(DeviceArray, Schema), Rejected<DlpackTensor>> {
         let mut schema = Schema::new_released();
         let mut array = DeviceArray::released();
         let raw = tensor.raw.as_ptr();
@@ -210,7 +211,7 @@ impl DeviceArray {
             Ok(()) => {
                 // Moved in: the array's release calls the deleter.
                 std::mem::forget(tensor);
-                Ok((schema, array))
+                Ok((array, schema))
             }
             Err(error) => Err(Rejected::new(error, tensor)),
         }

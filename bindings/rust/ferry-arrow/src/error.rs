@@ -21,6 +21,13 @@ pub mod errno {
     pub const ENOSYS: i32 = 38;
     /// Operation not supported (backend missing).
     pub const ENOTSUP: i32 = 95;
+    /// Protocol error: an async producer broke the specification's rules.
+    pub const EPROTO: i32 = 71;
+    /// A wait ran out of time.
+    pub const ETIMEDOUT: i32 = 110;
+    /// The async stream was cancelled (by the consumer, or the producer
+    /// saw the consumer's cancel or refusal).
+    pub const ECANCELED: i32 = 125;
 }
 
 /// A failed ferry operation: the errno code and the message naming what went
@@ -150,7 +157,7 @@ impl std::error::Error for Error {}
 ///
 /// ```
 /// use ferry_arrow::DeviceType;
-/// let (schema, array) = ferry_arrow::export_primitive(vec![1i32], None).unwrap();
+/// let (array, schema) = ferry_arrow::export_primitive(vec![1i32], None).unwrap();
 /// // Device type 999 does not exist: the array comes back.
 /// let rejected = array.move_to(&schema, DeviceType(999), 0).unwrap_err();
 /// assert!(rejected.error().is_unavailable() || rejected.error().is_invalid_argument());
@@ -159,7 +166,7 @@ impl std::error::Error for Error {}
 /// ```
 pub struct Rejected<T> {
     // Boxed: an error path should not make every Result as large as the
-    // 128-byte DeviceArray it might carry.
+    // 144-byte DeviceArray it might carry.
     inner: Box<(Error, T)>,
 }
 

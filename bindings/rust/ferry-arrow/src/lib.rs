@@ -7,7 +7,17 @@
 //!
 //! - [`DeviceArray`], [`Schema`] and [`DeviceArrayStream`] own their C
 //!   structs and release them exactly once, on drop; none is `Clone`.
-//!   `from_raw` imports by move, `export_to` hands over by move.
+//!   `from_raw` imports by move and validates (the array against its
+//!   schema, the array first: `DeviceArray::from_raw(array, &schema)`;
+//!   each stream batch against the stream's prepared schema) at
+//!   [`Validation::Default`]; `from_raw_unchecked` is the explicit opt-out.
+//!   `export_to` hands over by move. Exports return `(array, schema)`.
+//! - Threads: arrays and schemas are `Send + Sync` (read from many threads;
+//!   release needs ownership); streams are `Send`, not `Sync` (`&mut self`
+//!   per read). After a stream error every later read returns that same
+//!   error and the producer is not called again.
+//! - `FERRY_LEAK_REPORT=1`: every live import is named in the core's report
+//!   at exit.
 //! - Reading: [`DeviceArray::host`] gives a [`HostArray`] whose accessors
 //!   (`values`, `value`, `is_valid`, `str`, `list_range`, `child`, ...)
 //!   check every index and byte against the array's declared sizes;
@@ -28,10 +38,16 @@
 //!   cross devices; [`DeviceArray::to_dlpack`] / [`from_dlpack`](DeviceArray::from_dlpack)
 //!   speak DLPack 1.x.
 //! - Hot paths fill the consumer's struct in place instead of moving a
-//!   128-byte [`DeviceArray`]: [`ArrayBuilder::build_into`], iterators of
+//!   144-byte [`DeviceArray`]: [`ArrayBuilder::build_into`], iterators of
 //!   [`ArrayBuilder`]s as streams, [`ArrayProducer::next_into`] with an
 //!   [`ArraySlot`], and [`DeviceArrayStream::next_ref`] on the consuming
 //!   side.
+//! - Async device streams (the specification's push interface):
+//!   [`AsyncDeviceStream`] hands a handler to any producer and reads its
+//!   batches as a blocking `Iterator` (and, feature `futures`, a
+//!   `futures::Stream`); [`DeviceArrayStream::export_async`] pushes any
+//!   stream (so any iterator) into any consumer's handler, and
+//!   `export_async_stream` (feature `futures`) any `futures::Stream`.
 //! - Errors are [`Error`] (errno code + message). No panic crosses a C
 //!   boundary: every callback ferry calls into Rust runs inside [`guard`].
 //! - arrow-rs: features `arrow-57` ... `arrow-60` (`arrow` = the newest, as
@@ -51,10 +67,11 @@
 //!     .unwrap();
 //! let schema = Schema::new("i", Some("x")).unwrap();
 //!
-//! // ...hand it to a consumer through the C struct (here, ourselves)...
+//! // ...hand it to a consumer through the C struct (here, ourselves),
+//! // which validates it against its schema on import...
 //! let mut c_struct = ferry_arrow::sys::ArrowDeviceArray::default();
 //! unsafe { array.export_to(&mut c_struct).unwrap() };
-//! let imported = unsafe { DeviceArray::from_raw(&mut c_struct).unwrap() };
+//! let imported = unsafe { DeviceArray::from_raw(&mut c_struct, &schema).unwrap() };
 //!
 //! // ...which reads the very same memory, checked.
 //! let host = imported.host(&schema).unwrap();
@@ -68,11 +85,13 @@
 pub use ferry_arrow_sys as sys;
 
 mod array;
+mod async_stream;
 mod builder;
 mod device;
 mod dlpack;
 mod error;
 mod host;
+mod leak;
 mod panic;
 mod schema;
 mod stream;
@@ -99,7 +118,10 @@ pub use arrow_rs::arrow60;
 #[cfg(feature = "arrow")]
 pub use arrow_rs::arrow60 as arrow;
 
-pub use array::{ArrayView, DeviceArray, SchemaAndArray};
+pub use array::{ArrayAndSchema, ArrayView, DeviceArray, Validation};
+#[cfg(feature = "futures")]
+pub use async_stream::export_async_stream;
+pub use async_stream::AsyncDeviceStream;
 pub use builder::{export_primitive, export_utf8, validity_bitmap, ArrayBuilder, Buffer, ExportPolicy, NativeType};
 pub use device::{Device, DeviceBuffer, DeviceStream, DeviceType, Event, EventHandle, StreamHandle};
 pub use dlpack::DlpackTensor;

@@ -8,6 +8,7 @@ use std::ptr;
 use ferry_arrow_sys as sys;
 
 use crate::error::{call, Error, Result};
+use crate::leak::LeakToken;
 
 /// `ARROW_FLAG_DICTIONARY_ORDERED`.
 pub const FLAG_DICTIONARY_ORDERED: i64 = sys::ARROW_FLAG_DICTIONARY_ORDERED as i64;
@@ -204,7 +205,8 @@ impl fmt::Debug for SchemaView {
 /// An owned `struct ArrowSchema`, released exactly once when dropped (the
 /// core's release leaves a released struct alone). Not `Clone`: use
 /// [`SchemaView::to_owned_schema`] for an independent deep copy. `Send` and
-/// `Sync`: a schema is immutable and its release may run on any thread.
+/// `Sync`: a schema is immutable and its release may run on any thread;
+/// release needs ownership, so it cannot overlap a reader.
 ///
 /// ```
 /// use ferry_arrow::Schema;
@@ -227,6 +229,8 @@ impl fmt::Debug for SchemaView {
 /// ```
 pub struct Schema {
     raw: sys::ArrowSchema,
+    /// The leak report's registration of an import.
+    leak: LeakToken,
 }
 
 // SAFETY: see the type's documentation; the Arrow specification allows
@@ -249,21 +253,43 @@ impl Schema {
         SchemaBuilder::new(format)
     }
 
-    /// Imports the schema at `ptr` by move: it becomes owned by the result
-    /// and `*ptr` is left released.
+    /// Imports the schema at `ptr` by move and validates it with the core
+    /// (the binding contract's default). Once `ptr` holds a live schema the
+    /// result owns it and `*ptr` is left released, also on failure: a schema
+    /// that fails validation is released and `EINVAL` names the finding
+    /// ("the schema fails validation: ..."). `EINVAL` for NULL or a released
+    /// schema (nothing taken).
     ///
     /// # Safety
     /// `ptr` must be NULL or point to a valid `ArrowSchema`.
     pub unsafe fn from_raw(ptr: *mut sys::ArrowSchema) -> Result<Schema> {
+        let schema = Schema::from_raw_unchecked(ptr)?;
+        // On a finding `schema` is dropped here: released once.
+        schema
+            .validate()
+            .map_err(|e| Error::new(e.code(), format!("the schema fails validation: {}", e.message())))?;
+        Ok(schema)
+    }
+
+    /// Imports the schema at `ptr` by move without validating it: the
+    /// explicit opt-out (an import with [`DeviceArray::from_raw`](crate::DeviceArray::from_raw)
+    /// validates the schema with the array anyway). Ownership as
+    /// [`from_raw`](Self::from_raw).
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or point to a valid `ArrowSchema`.
+    pub unsafe fn from_raw_unchecked(ptr: *mut sys::ArrowSchema) -> Result<Schema> {
         if ptr.is_null() {
             return Err(Error::invalid("schema pointer is NULL"));
         }
-        let mut schema = Schema {
-            raw: sys::ArrowSchema::default(),
-        };
+        let mut schema = Schema::new_released();
         if sys::ferry_schema_move(ptr, &mut schema.raw) != 0 {
             return Err(Error::invalid("cannot import a released schema"));
         }
+        schema.leak = LeakToken::track(|| {
+            let format = unsafe { SchemaView::from_ptr(&schema.raw) }.format().to_string();
+            format!("Schema imported by from_raw never dropped (format {format:?})")
+        });
         Ok(schema)
     }
 
@@ -281,6 +307,8 @@ impl Schema {
                 "output schema is not released; refusing to overwrite it",
             ));
         }
+        // The receiver answers for it from now on (in the leak report too).
+        self.leak.untrack();
         Ok(())
     }
 
@@ -288,6 +316,7 @@ impl Schema {
     pub(crate) fn new_released() -> Schema {
         Schema {
             raw: sys::ArrowSchema::default(),
+            leak: LeakToken::NONE,
         }
     }
 
@@ -404,9 +433,7 @@ impl SchemaBuilder {
             Some(n) => Some(CString::new(n.as_str()).map_err(|_| nul("name"))?),
             None => None,
         };
-        let mut schema = Schema {
-            raw: sys::ArrowSchema::default(),
-        };
+        let mut schema = Schema::new_released();
         call(|err| unsafe {
             sys::ferry_schema_init(
                 &mut schema.raw,

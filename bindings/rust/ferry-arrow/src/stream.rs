@@ -7,10 +7,11 @@ use std::os::raw::{c_int, c_void};
 
 use ferry_arrow_sys as sys;
 
-use crate::array::DeviceArray;
+use crate::array::{DeviceArray, Validation};
 use crate::builder::ArrayBuilder;
 use crate::device::{DeviceType, Event, StreamHandle};
 use crate::error::{call, write_error, Error, ErrorBuf, Result};
+use crate::leak::LeakToken;
 use crate::panic::{guard, guard_silent};
 use crate::schema::{opt_str, Schema};
 use crate::words::rewrite_wide;
@@ -32,7 +33,7 @@ use crate::words::rewrite_wide;
 ///             return Ok(None);
 ///         }
 ///         self.0 -= 1;
-///         Ok(Some(ferry_arrow::export_primitive(vec![self.0], None)?.1))
+///         Ok(Some(ferry_arrow::export_primitive(vec![self.0], None)?.0))
 ///     }
 /// }
 /// let stream = DeviceArrayStream::from_producer(DeviceType::CPU, Countdown(3)).unwrap();
@@ -41,7 +42,7 @@ use crate::words::rewrite_wide;
 ///
 /// A producer on the hot path also implements [`next_into`](Self::next_into)
 /// and builds each batch straight into the consumer's struct (no
-/// intermediate [`DeviceArray`], no 128-byte move):
+/// intermediate [`DeviceArray`], no 144-byte move):
 ///
 /// ```
 /// use ferry_arrow::{ArrayBuilder, ArrayProducer, ArraySlot, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Schema};
@@ -96,7 +97,7 @@ pub trait ArrayProducer: Send + 'static {
 /// // A stream straight from an iterator of builders: each batch is built
 /// // directly in the consumer's struct when it asks for it.
 /// let batches = (1..=3i64).map(|n| Ok(ArrayBuilder::new(n).buffer(Buffer::null()).buffer(Buffer::from_vec(vec![n; n as usize]))));
-/// let stream = DeviceArrayStream::from_iter(DeviceType::CPU, Schema::new("l", None).unwrap(), batches).unwrap();
+/// let stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, Schema::new("l", None).unwrap()).unwrap();
 /// assert_eq!(stream.map(|b| b.unwrap().length()).collect::<Vec<_>>(), vec![1, 2, 3]);
 /// ```
 pub trait ExportArray {
@@ -143,7 +144,7 @@ impl ExportArray for ArrayBuilder {
 /// assert!(slot.is_filled());
 /// // A second batch is refused (it would leak the first).
 /// assert!(slot.build(ArrayBuilder::new(0)).is_err());
-/// let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+/// let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
 /// assert_eq!(array.length(), 2);
 /// ```
 pub struct ArraySlot<'a> {
@@ -331,51 +332,183 @@ fn wrong_device(batch: DeviceType, stream: DeviceType) -> Error {
     ))
 }
 
+/// A schema prepared once by the core (`ferry_prepared_schema_create`) for
+/// validating every batch of a stream without walking the schema again.
+struct PreparedSchema(*mut sys::FerryPreparedSchema);
+
+// SAFETY: the core's prepared schema is immutable once made and may be used
+// from any thread (ferry.h); it is freed once, on drop.
+unsafe impl Send for PreparedSchema {}
+
+impl PreparedSchema {
+    fn new(schema: &Schema) -> Result<PreparedSchema> {
+        let mut out: *mut sys::FerryPreparedSchema = std::ptr::null_mut();
+        call(|err| unsafe {
+            sys::ferry_prepared_schema_create(schema.as_ptr(), None, std::ptr::null_mut(), &mut out, err)
+        })
+        .map_err(|e| {
+            Error::new(
+                e.code(),
+                format!("the stream's schema fails validation: {}", e.message()),
+            )
+        })?;
+        Ok(PreparedSchema(out))
+    }
+
+    #[inline]
+    fn validate(&self, batch: &DeviceArray, level: i32) -> Result<()> {
+        call(|err| unsafe {
+            sys::ferry_validate_prepared(self.0, batch.as_ptr(), level, None, std::ptr::null_mut(), err)
+        })
+        .map_err(crate::array::validation_failed)
+    }
+}
+
+impl Drop for PreparedSchema {
+    fn drop(&mut self) {
+        unsafe { sys::ferry_prepared_schema_free(self.0) };
+    }
+}
+
+/// Where a stream's reading stands.
+enum State {
+    /// Batches may follow.
+    Open,
+    /// The producer signalled the end: every later read is the end too,
+    /// without calling the producer again.
+    Ended,
+    /// A callback failed (or a batch was refused): the producer is never
+    /// called again, and every later read returns this same error.
+    Failed(Error),
+}
+
 /// An owned `struct ArrowDeviceArrayStream`, released exactly once when
 /// dropped. Iterating yields `Result<DeviceArray>` until the end of the
-/// stream or the first error (which is yielded once, then iteration stops).
+/// stream.
 ///
-/// `Send`: a stream may move between threads, but it is used by one thread
-/// at a time (not `Sync`), as the specification requires.
+/// **Validation.** Every batch is validated against the stream's schema at
+/// [`Validation::Default`] before it is handed out (the schema is prepared
+/// once, on the first batch or the first [`schema`](Self::schema) call, and
+/// the per-batch check walks only the batch). [`from_raw_unchecked`](Self::from_raw_unchecked)
+/// or [`set_validation`](Self::set_validation)`(Validation::None)` opts out.
+///
+/// **Errors.** After a failure (of `get_schema`, of `get_next`, or a batch
+/// refused by validation or for its device) the producer's callbacks are
+/// never called again, and every later read (`next`, [`next_array`](Self::next_array),
+/// [`next_ref`](Self::next_ref), [`next_on`](Self::next_on),
+/// [`schema`](Self::schema)) returns that same error, code and message. The
+/// iterator therefore keeps yielding `Some(Err(same))`: stop at the first
+/// error (`?`, `collect::<Result<Vec<_>>>()`, `map_while(Result::ok)`);
+/// adaptors that skip errors (`filter_map(Result::ok)`, `flatten`, `count`)
+/// never end on a failed stream. The end of the stream stays the end
+/// (`None`) and is never confused with an error.
+///
+/// **Threads.** `Send` but not `Sync`: a stream may move between threads,
+/// and every read takes `&mut self`, so one call at a time is enforced by
+/// the compiler, as the specification requires of its callbacks; release
+/// (drop) needs ownership, so it cannot overlap a read in flight.
 ///
 /// ```
 /// use ferry_arrow::{DeviceArrayStream, DeviceType, Schema};
-/// let batches = (0..3).map(|i| ferry_arrow::export_primitive(vec![i, i + 1], None).map(|(_, a)| a));
-/// let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, Schema::new("i", None).unwrap(), batches).unwrap();
+/// let batches = (0..3).map(|i| ferry_arrow::export_primitive(vec![i, i + 1], None).map(|(a, _)| a));
+/// let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, Schema::new("i", None).unwrap()).unwrap();
 /// assert_eq!(stream.schema().unwrap().format(), "i");
 /// let lengths: Vec<i64> = stream.map(|batch| batch.unwrap().length()).collect();
 /// assert_eq!(lengths, vec![2, 2, 2]);
 /// ```
+///
+/// Sharing one stream between threads does not compile:
+///
+/// ```compile_fail
+/// use ferry_arrow::{DeviceArrayStream, DeviceType, Schema};
+/// let stream = DeviceArrayStream::from_iter(DeviceType::CPU, std::iter::empty::<ferry_arrow::Result<ferry_arrow::DeviceArray>>(), Schema::new("i", None).unwrap()).unwrap();
+/// let shared = std::sync::Arc::new(stream);
+/// std::thread::spawn(move || drop(shared)); // DeviceArrayStream is not Sync
+/// ```
 pub struct DeviceArrayStream {
     raw: sys::ArrowDeviceArrayStream,
-    finished: bool,
+    state: State,
+    validation: Validation,
+    /// The schema batches are validated against (made on first use).
+    prepared: Option<PreparedSchema>,
     /// The batch lent out by [`next_ref`](Self::next_ref); released by
     /// the next call or on drop. Boxed on first use, so that streams that
     /// are only iterated stay small.
     current: Option<Box<DeviceArray>>,
+    /// The leak report's registration of an imported stream.
+    leak: LeakToken,
 }
 
 // SAFETY: see the type's documentation.
 unsafe impl Send for DeviceArrayStream {}
 
 impl DeviceArrayStream {
-    /// Imports the stream at `ptr` by move (`*ptr` is left released).
+    /// A released stream to fill (validating by default).
+    fn empty() -> DeviceArrayStream {
+        DeviceArrayStream {
+            raw: sys::ArrowDeviceArrayStream::default(),
+            state: State::Open,
+            validation: Validation::Default,
+            prepared: None,
+            current: None,
+            leak: LeakToken::NONE,
+        }
+    }
+
+    /// Imports the stream at `ptr` by move (`*ptr` is left released); its
+    /// batches are validated at [`Validation::Default`]. `EINVAL` for NULL
+    /// or a released stream (nothing taken).
     ///
     /// # Safety
     /// `ptr` must be NULL or point to a valid `ArrowDeviceArrayStream`.
     pub unsafe fn from_raw(ptr: *mut sys::ArrowDeviceArrayStream) -> Result<DeviceArrayStream> {
+        DeviceArrayStream::from_raw_with(ptr, Validation::Default)
+    }
+
+    /// [`from_raw`](Self::from_raw) with the batches validated at
+    /// `validation` (`Validation::None`: not at all). Ownership as `from_raw`.
+    ///
+    /// # Safety
+    /// As [`from_raw`](Self::from_raw).
+    pub unsafe fn from_raw_with(
+        ptr: *mut sys::ArrowDeviceArrayStream,
+        validation: Validation,
+    ) -> Result<DeviceArrayStream> {
         if ptr.is_null() {
             return Err(Error::invalid("stream pointer is NULL"));
         }
-        let mut stream = DeviceArrayStream {
-            raw: sys::ArrowDeviceArrayStream::default(),
-            finished: false,
-            current: None,
-        };
+        let mut stream = DeviceArrayStream::empty();
         if sys::ferry_array_stream_move(ptr, &mut stream.raw) != 0 {
             return Err(Error::invalid("cannot import a released stream"));
         }
+        stream.validation = validation;
+        let device_type = DeviceType(stream.raw.device_type);
+        stream.leak = LeakToken::track(|| {
+            format!("DeviceArrayStream imported by from_raw never dropped (device type {device_type})")
+        });
         Ok(stream)
+    }
+
+    /// Imports the stream at `ptr` by move without validating its batches:
+    /// the explicit opt-out, for producers the caller vouches for. Ownership
+    /// as [`from_raw`](Self::from_raw).
+    ///
+    /// # Safety
+    /// As [`from_raw`](Self::from_raw).
+    pub unsafe fn from_raw_unchecked(ptr: *mut sys::ArrowDeviceArrayStream) -> Result<DeviceArrayStream> {
+        DeviceArrayStream::from_raw_with(ptr, Validation::None)
+    }
+
+    /// Sets how the batches read from now on are validated (a stream starts
+    /// at [`Validation::Default`], or `None` from
+    /// [`from_raw_unchecked`](Self::from_raw_unchecked)).
+    pub fn set_validation(&mut self, validation: Validation) {
+        self.validation = validation;
+    }
+
+    /// How batches are validated.
+    pub fn validation(&self) -> Validation {
+        self.validation
     }
 
     /// Moves the stream into `out` (released or zeroed); the receiver owns it.
@@ -391,6 +524,8 @@ impl DeviceArrayStream {
                 "output stream is not released; refusing to overwrite it",
             ));
         }
+        // The receiver answers for it from now on (in the leak report too).
+        self.leak.untrack();
         Ok(())
     }
 
@@ -398,11 +533,7 @@ impl DeviceArrayStream {
     /// the consumer releases the stream.
     pub fn from_producer<P: ArrayProducer>(device_type: DeviceType, producer: P) -> Result<DeviceArrayStream> {
         let user_data = Box::into_raw(Box::new(producer)) as *mut c_void;
-        let mut stream = DeviceArrayStream {
-            raw: sys::ArrowDeviceArrayStream::default(),
-            finished: false,
-            current: None,
-        };
+        let mut stream = DeviceArrayStream::empty();
         let result = call(|err| unsafe {
             sys::ferry_array_stream_init(
                 &mut stream.raw,
@@ -422,12 +553,13 @@ impl DeviceArrayStream {
         Ok(stream)
     }
 
-    /// A stream of `device_type` yielding `schema` and then each batch of
-    /// `batches` (an `Err` batch fails that `get_next` call).
+    /// A stream of `device_type` yielding each batch of `batches` (an `Err`
+    /// batch fails that `get_next` call) under `schema` (batches first, then
+    /// the schema, as arrow-rs's `RecordBatchIterator::new`). Owns both.
     /// `batches` yields [`DeviceArray`]s or [`ArrayBuilder`]s (any
     /// [`ExportArray`]); builders are built in place in the consumer's
     /// struct, the cheapest way to stream Rust data.
-    pub fn from_iter<I, B>(device_type: DeviceType, schema: Schema, batches: I) -> Result<DeviceArrayStream>
+    pub fn from_iter<I, B>(device_type: DeviceType, batches: I, schema: Schema) -> Result<DeviceArrayStream>
     where
         I: IntoIterator<Item = Result<B>>,
         I::IntoIter: Send + 'static,
@@ -443,8 +575,9 @@ impl DeviceArrayStream {
     }
 
     /// A stream over arrays that already exist, through the core's
-    /// `ferry_array_stream_init_from_arrays` (no Rust callback on the way).
-    pub fn from_arrays(device_type: DeviceType, schema: Schema, arrays: Vec<DeviceArray>) -> Result<DeviceArrayStream> {
+    /// `ferry_array_stream_init_from_arrays` (no Rust callback on the way);
+    /// owns both (arrays first, then the schema).
+    pub fn from_arrays(device_type: DeviceType, arrays: Vec<DeviceArray>, schema: Schema) -> Result<DeviceArrayStream> {
         let mut schema = schema;
         let mut raw_arrays: Vec<sys::ArrowDeviceArray> = Vec::with_capacity(arrays.len());
         for array in arrays {
@@ -452,11 +585,7 @@ impl DeviceArrayStream {
             unsafe { array.export_to(&mut slot)? };
             raw_arrays.push(slot);
         }
-        let mut stream = DeviceArrayStream {
-            raw: sys::ArrowDeviceArrayStream::default(),
-            finished: false,
-            current: None,
-        };
+        let mut stream = DeviceArrayStream::empty();
         let result = call(|err| unsafe {
             sys::ferry_array_stream_init_from_arrays(
                 &mut stream.raw,
@@ -486,29 +615,124 @@ impl DeviceArrayStream {
         DeviceType(unsafe { sys::ferry_array_stream_device_type(&self.raw) })
     }
 
-    /// The stream's schema (a new owned schema per call).
+    /// The stream's schema (a new owned schema per call). After a failure
+    /// of the stream, that same error.
     pub fn schema(&mut self) -> Result<Schema> {
+        if let State::Failed(e) = &self.state {
+            return Err(e.clone());
+        }
         let mut schema = Schema::new_released();
-        call(|err| unsafe { sys::ferry_array_stream_get_schema(&mut self.raw, schema.as_mut_ptr(), err) })?;
+        let result = call(|err| unsafe { sys::ferry_array_stream_get_schema(&mut self.raw, schema.as_mut_ptr(), err) });
+        if let Err(e) = result {
+            return Err(self.fail(e));
+        }
+        // Prepared from this copy, so that the first batch does not ask the
+        // producer for its schema again. A schema the validator refuses is
+        // still returned (it is the producer's); the batches then fail.
+        if self.validation != Validation::None && self.prepared.is_none() {
+            if let Ok(prepared) = PreparedSchema::new(&schema) {
+                self.prepared = Some(prepared);
+            }
+        }
         Ok(schema)
     }
 
-    /// The next batch, `Ok(None)` at the end of the stream.
+    /// Records the stream's first failure (so that the producer is not
+    /// called again) and returns it.
+    #[cold]
+    fn fail(&mut self, e: Error) -> Error {
+        self.state = State::Failed(e.clone());
+        e
+    }
+
+    /// The stream's state before a read: `Some(result)` when the read must
+    /// not reach the producer (ended or failed).
+    #[inline(always)]
+    fn settled<T>(&self) -> Option<Result<Option<T>>> {
+        match &self.state {
+            State::Open => None,
+            State::Ended => Some(Ok(None)),
+            State::Failed(e) => Some(Err(e.clone())),
+        }
+    }
+
+    /// Checks a batch the producer has just handed over: its device type,
+    /// then its structure at the stream's validation level. `Err` leaves the
+    /// stream failed; the caller releases the batch.
+    #[inline]
+    fn check_batch(&mut self, batch: &DeviceArray) -> Result<()> {
+        if let Err(e) = check_batch_device(&self.raw, batch) {
+            return Err(self.fail(e));
+        }
+        if let Some(level) = self.validation.level() {
+            if self.prepared.is_none() {
+                let prepared = self.prepare();
+                match prepared {
+                    Ok(p) => self.prepared = Some(p),
+                    Err(e) => return Err(self.fail(e)),
+                }
+            }
+            if let Some(prepared) = &self.prepared {
+                if let Err(e) = prepared.validate(batch, level) {
+                    return Err(self.fail(e));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The prepared schema, asked of the producer.
+    #[cold]
+    fn prepare(&mut self) -> Result<PreparedSchema> {
+        let mut schema = Schema::new_released();
+        call(|err| unsafe { sys::ferry_array_stream_get_schema(&mut self.raw, schema.as_mut_ptr(), err) })?;
+        PreparedSchema::new(&schema)
+    }
+
+    /// Calls the producer's `get_next` into `out` (released). `Ok(true)`
+    /// for a batch, checked; `Ok(false)` at the end (the stream is then
+    /// ended). On error the stream is failed and `out` released.
+    #[inline]
+    fn fetch(&mut self, out: &mut DeviceArray, consumer_stream: Option<&StreamHandle>) -> Result<bool> {
+        let mut err = ErrorBuf::new();
+        let code = unsafe {
+            match consumer_stream {
+                None => sys::ferry_array_stream_get_next(&mut self.raw, out.raw_mut(), err.as_mut_ptr()),
+                Some(s) => {
+                    sys::ferry_array_stream_get_next_on(&mut self.raw, out.raw_mut(), s.as_ptr(), err.as_mut_ptr())
+                }
+            }
+        };
+        if code != 0 {
+            let e = err.check(code).unwrap_err();
+            return Err(self.fail(e));
+        }
+        if out.is_released() {
+            self.state = State::Ended;
+            return Ok(false);
+        }
+        if let Err(e) = self.check_batch(out) {
+            unsafe { sys::ferry_device_array_release(out.raw_mut()) };
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    /// The next batch, `Ok(None)` at the end of the stream (and on every
+    /// later call); after a failure, that same error on every call.
     #[inline]
     pub fn next_array(&mut self) -> Result<Option<DeviceArray>> {
-        let mut array = DeviceArray::released();
-        let mut err = ErrorBuf::new();
-        let code = unsafe { sys::ferry_array_stream_get_next(&mut self.raw, array.raw_mut(), err.as_mut_ptr()) };
-        if code != 0 {
-            return Err(err.check(code).unwrap_err());
+        if let Some(settled) = self.settled() {
+            return settled;
         }
-        if array.is_released() {
+        let mut array = DeviceArray::released();
+        if !self.fetch(&mut array, None)? {
             return Ok(None);
         }
-        check_batch_device(&self.raw, &array)?;
         // The producer has just written the struct and the value is about
         // to be moved: re-store it so those moves forward (see words.rs).
         unsafe { rewrite_wide(array.raw_mut(), 8) };
+        array.track_import("DeviceArrayStream (a batch)");
         Ok(Some(array))
     }
 
@@ -531,7 +755,7 @@ impl DeviceArrayStream {
     ///         .buffer(Buffer::from_device(memory))
     ///         .build_async(&producer, ExportPolicy::RecordEvent)
     /// });
-    /// let mut stream = DeviceArrayStream::from_iter(DeviceType::SIM, Schema::new("i", None).unwrap(), batches).unwrap();
+    /// let mut stream = DeviceArrayStream::from_iter(DeviceType::SIM, batches, Schema::new("i", None).unwrap()).unwrap();
     /// let consumer = sim.create_stream().unwrap();
     /// let mut n = 0;
     /// while let Some(batch) = stream.next_on(&consumer).unwrap() {
@@ -542,14 +766,14 @@ impl DeviceArrayStream {
     /// assert_eq!(n, 2);
     /// ```
     pub fn next_on(&mut self, consumer_stream: &StreamHandle) -> Result<Option<DeviceArray>> {
+        if let Some(settled) = self.settled() {
+            return settled;
+        }
         let mut array = DeviceArray::released();
-        call(|err| unsafe {
-            sys::ferry_array_stream_get_next_on(&mut self.raw, array.raw_mut(), consumer_stream.as_ptr(), err)
-        })?;
-        if array.is_released() {
+        if !self.fetch(&mut array, Some(consumer_stream))? {
             return Ok(None);
         }
-        check_batch_device(&self.raw, &array)?;
+        array.track_import("DeviceArrayStream::next_on (a batch)");
         Ok(Some(array))
     }
 
@@ -562,8 +786,8 @@ impl DeviceArrayStream {
     ///
     /// ```
     /// use ferry_arrow::{DeviceArrayStream, DeviceType, Schema};
-    /// let batches = (1..=3).map(|n| ferry_arrow::export_primitive(vec![7i32; n], None).map(|(_, a)| a));
-    /// let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, Schema::new("i", None).unwrap(), batches).unwrap();
+    /// let batches = (1..=3).map(|n| ferry_arrow::export_primitive(vec![7i32; n], None).map(|(a, _)| a));
+    /// let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, Schema::new("i", None).unwrap()).unwrap();
     /// let mut total = 0;
     /// while let Some(batch) = stream.next_ref().unwrap() {
     ///     total += batch.length();
@@ -572,23 +796,23 @@ impl DeviceArrayStream {
     /// ```
     #[inline]
     pub fn next_ref(&mut self) -> Result<Option<&DeviceArray>> {
-        let current = self.current.get_or_insert_with(|| Box::new(DeviceArray::released()));
-        if !current.is_released() {
-            unsafe { sys::ferry_device_array_release(current.raw_mut()) };
+        if let Some(current) = &mut self.current {
+            if !current.is_released() {
+                unsafe { sys::ferry_device_array_release(current.raw_mut()) };
+            }
         }
-        let mut err = ErrorBuf::new();
-        let code = unsafe { sys::ferry_array_stream_get_next(&mut self.raw, current.raw_mut(), err.as_mut_ptr()) };
-        if code != 0 {
-            return Err(err.check(code).unwrap_err());
+        if let Some(settled) = self.settled() {
+            return settled;
         }
-        if current.is_released() {
-            return Ok(None);
+        // Taken out for the call (fetch borrows the whole stream), put back
+        // after: a box, so no 144-byte move.
+        let mut current = self.current.take().unwrap_or_else(|| Box::new(DeviceArray::released()));
+        let result = self.fetch(&mut current, None);
+        let current = &**self.current.insert(current);
+        match result? {
+            true => Ok(Some(current)),
+            false => Ok(None),
         }
-        if let Err(e) = check_batch_device(&self.raw, current) {
-            unsafe { sys::ferry_device_array_release(current.raw_mut()) };
-            return Err(e);
-        }
-        Ok(Some(&**current))
     }
 
     /// The producer's last error message, if any (valid after a failure).
@@ -602,20 +826,9 @@ impl Iterator for DeviceArrayStream {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.finished {
-            return None;
-        }
-        match self.next_array() {
-            Ok(Some(array)) => Some(Ok(array)),
-            Ok(None) => {
-                self.finished = true;
-                None
-            }
-            Err(e) => {
-                self.finished = true;
-                Some(Err(e))
-            }
-        }
+        // See the type's documentation: the end stays the end (None) and a
+        // failure is reported again, the same, on every later call.
+        self.next_array().transpose()
     }
 }
 
@@ -629,7 +842,15 @@ impl fmt::Debug for DeviceArrayStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeviceArrayStream")
             .field("device_type", &self.device_type())
-            .field("finished", &self.finished)
+            .field(
+                "state",
+                &match &self.state {
+                    State::Open => "open",
+                    State::Ended => "ended",
+                    State::Failed(_) => "failed",
+                },
+            )
+            .field("validation", &self.validation)
             .finish()
     }
 }

@@ -59,7 +59,8 @@ fn drop_of_an_imported_array_releases_exactly_once() {
     assert_eq!(Arc::strong_count(&shared), 2);
     let mut raw = sys::ArrowDeviceArray::default();
     unsafe { array.export_to(&mut raw).unwrap() };
-    let imported = unsafe { DeviceArray::from_raw(&mut raw).unwrap() };
+    let schema = Schema::new("l", None).unwrap();
+    let imported = unsafe { DeviceArray::from_raw(&mut raw, &schema).unwrap() };
     // The source struct is released by the move: releasing it does nothing.
     unsafe { sys::ferry_device_array_release(&mut raw) };
     assert_eq!(Arc::strong_count(&shared), 2);
@@ -84,11 +85,14 @@ fn boxed_slices_and_static_buffers_export() {
 
 #[test]
 fn import_rejects_null_and_released_structs() {
-    let err = unsafe { DeviceArray::from_raw(std::ptr::null_mut()) }.unwrap_err();
+    let schema = Schema::new("i", None).unwrap();
+    let err = unsafe { DeviceArray::from_raw(std::ptr::null_mut(), &schema) }.unwrap_err();
     assert!(err.is_invalid_argument());
     assert!(err.message().contains("NULL"), "{err}");
     let mut released = sys::ArrowDeviceArray::default();
-    let err = unsafe { DeviceArray::from_raw(&mut released) }.unwrap_err();
+    let err = unsafe { DeviceArray::from_raw(&mut released, &schema) }.unwrap_err();
+    assert!(err.message().contains("released"), "{err}");
+    let err = unsafe { DeviceArray::from_raw_unchecked(&mut released) }.unwrap_err();
     assert!(err.message().contains("released"), "{err}");
 }
 
@@ -175,7 +179,7 @@ fn bad_input_gets_a_clear_error() {
 
 #[test]
 fn validation_finds_a_wrong_buffer_count() {
-    let (_, array) = ferry_arrow::export_primitive(vec![1i32, 2, 3], None).unwrap();
+    let (array, _) = ferry_arrow::export_primitive(vec![1i32, 2, 3], None).unwrap();
     let wrong = Schema::new("u", None).unwrap(); // utf8 needs 3 buffers
     let err = array.validate(&wrong, false).unwrap_err();
     assert!(err.is_invalid_argument(), "{err}");
@@ -183,7 +187,7 @@ fn validation_finds_a_wrong_buffer_count() {
 
 #[test]
 fn device_type_and_event_of_a_cpu_export() {
-    let (schema, array) = ferry_arrow::export_primitive(vec![1u16, 2], Some(&[false, true])).unwrap();
+    let (array, schema) = ferry_arrow::export_primitive(vec![1u16, 2], Some(&[false, true])).unwrap();
     assert_eq!(array.device_type(), DeviceType::CPU);
     assert_eq!(array.device_id(), -1);
     assert!(array.sync_event().is_null());
@@ -198,7 +202,7 @@ fn device_type_and_event_of_a_cpu_export() {
 
 #[test]
 fn arrays_move_to_other_threads() {
-    let (schema, array) = ferry_arrow::export_utf8(&[Some("a"), Some("b")]).unwrap();
+    let (array, schema) = ferry_arrow::export_utf8(&[Some("a"), Some("b")]).unwrap();
     let length = std::thread::spawn(move || {
         array.validate(&schema, true).unwrap();
         array.length()

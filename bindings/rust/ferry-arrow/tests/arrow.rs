@@ -1,6 +1,7 @@
 //! The arrow-rs conversions, run once per enabled arrow-rs release (features
-//! `arrow-57` ... `arrow-60`; test.sh enables all of them): the same cases
-//! (arrow/cases.rs) against each release's module of ferry_arrow.
+//! `arrow-57` ... `arrow-60`; test.sh enables the two ends of the supported
+//! range, 57 and 60): the same cases (arrow/cases.rs) against each release's
+//! module of ferry_arrow.
 
 /// The cases against one release: `$m` is ferry_arrow's module for it.
 macro_rules! arrow_release_tests {

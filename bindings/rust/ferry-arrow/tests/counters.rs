@@ -8,12 +8,12 @@ fn every_export_is_released_and_every_device_allocation_freed() {
     let sim = Device::sim(0).unwrap();
     let allocations = sim.live_allocations();
     {
-        let (schema, array) = ferry_arrow::export_utf8(&[Some("a"), None]).unwrap();
+        let (array, schema) = ferry_arrow::export_utf8(&[Some("a"), None]).unwrap();
         let copy = schema.to_owned_schema().unwrap();
         let stream = DeviceArrayStream::from_iter(
             DeviceType::CPU,
+            (0..3).map(|i| ferry_arrow::export_primitive(vec![i], None).map(|(a, _)| a)),
             Schema::new("i", None).unwrap(),
-            (0..3).map(|i| ferry_arrow::export_primitive(vec![i], None).map(|(_, a)| a)),
         )
         .unwrap();
         assert!(ferry_arrow::live_exports() > exports);

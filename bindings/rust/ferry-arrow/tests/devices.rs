@@ -132,19 +132,19 @@ fn device_buffer_copies_check_sizes() {
 #[test]
 fn dlpack_refusals_hand_the_input_back() {
     // Nulls have no DLPack form: the array comes back untouched.
-    let (schema, array) = ferry_arrow::export_primitive(vec![1i32, 2], Some(&[true, false])).unwrap();
+    let (array, schema) = ferry_arrow::export_primitive(vec![1i32, 2], Some(&[true, false])).unwrap();
     let rejected = array.to_dlpack(&schema).unwrap_err();
     assert!(rejected.error().is_invalid_argument(), "{}", rejected.error());
     let array = rejected.into_value();
     assert_eq!(array.null_count(), 1);
     assert!(unsafe { ferry_arrow::DlpackTensor::from_raw(std::ptr::null_mut()) }.is_err());
     // A sim tensor round trip keeps the device and the memory.
-    let (schema, array) = ferry_arrow::export_primitive(vec![9i64, 8], None).unwrap();
+    let (array, schema) = ferry_arrow::export_primitive(vec![9i64, 8], None).unwrap();
     let on_sim = array.move_to(&schema, DeviceType::SIM, 1).unwrap();
     let address = on_sim.buffer(1);
     let tensor = on_sim.to_dlpack(&schema).unwrap();
     assert_eq!(tensor.device(), (DeviceType::SIM, 1));
-    let (schema, back) = DeviceArray::from_dlpack(tensor).unwrap();
+    let (back, schema) = DeviceArray::from_dlpack(tensor).unwrap();
     assert_eq!((back.device_type(), back.buffer(1)), (DeviceType::SIM, address));
     assert_eq!(back.host(&schema).unwrap().values::<i64>().unwrap(), &[9, 8]);
 }

@@ -77,10 +77,12 @@ fn feature_export_array() {
 fn feature_import_array() {
     let mut raw = sys::ArrowDeviceArray::default();
     unsafe { sim_int32(&[7, 8, 9]).export_to(&mut raw).unwrap() };
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    let schema = int32_schema();
+    // Validated on import (DEFAULT: structure only, so nothing is read and
+    // nothing waits yet).
+    let array = unsafe { DeviceArray::from_raw(&mut raw, &schema) }.unwrap();
     assert!(raw.array.release.is_none(), "moved in");
     assert_eq!(first_byte(&array), poison(), "not waited on yet");
-    let schema = int32_schema();
     array.validate(&schema, false).unwrap();
     array.wait().unwrap();
     assert_eq!(array.host(&schema).unwrap().values::<i32>().unwrap(), &[7, 8, 9]);
@@ -92,7 +94,7 @@ fn three_batches() -> DeviceArrayStream {
             .buffer(Buffer::null())
             .buffer(Buffer::from_vec((1..=n).collect::<Vec<i32>>())))
     });
-    DeviceArrayStream::from_iter(DeviceType::CPU, int32_schema(), batches).unwrap()
+    DeviceArrayStream::from_iter(DeviceType::CPU, batches, int32_schema()).unwrap()
 }
 
 #[test]
@@ -144,7 +146,7 @@ fn feature_to_host() {
 
 #[test]
 fn feature_copy_to_device() {
-    let (schema, array) = ferry_arrow::export_primitive(vec![1i32, 2, 3], None).unwrap();
+    let (array, schema) = ferry_arrow::export_primitive(vec![1i32, 2, 3], None).unwrap();
     let on_sim = array.copy_to(&schema, DeviceType::SIM, 2).unwrap();
     assert_eq!((on_sim.device_type(), on_sim.device_id()), (DeviceType::SIM, 2));
     assert_ne!(on_sim.buffer(1), array.buffer(1), "a copy");
@@ -159,7 +161,7 @@ fn feature_copy_to_device() {
 
 #[test]
 fn feature_move_to_device() {
-    let (schema, array) = ferry_arrow::export_primitive(vec![9i64, 8], None).unwrap();
+    let (array, schema) = ferry_arrow::export_primitive(vec![9i64, 8], None).unwrap();
     let address = array.buffer(1);
     let same = array.move_to(&schema, DeviceType::CPU, -1).unwrap();
     assert_eq!(same.buffer(1), address, "the same device: no copy");
@@ -181,7 +183,7 @@ fn feature_consumer_stream_array() {
 
 #[test]
 fn feature_consumer_stream_batch() {
-    let stream = DeviceArrayStream::from_arrays(DeviceType::SIM, int32_schema(), vec![sim_int32(&[6, 7])]).unwrap();
+    let stream = DeviceArrayStream::from_arrays(DeviceType::SIM, vec![sim_int32(&[6, 7])], int32_schema()).unwrap();
     let mut stream = stream;
     let consumer = Device::sim(0).unwrap().create_stream().unwrap();
     let batch = stream.next_on(&consumer).unwrap().expect("one batch");
@@ -250,7 +252,7 @@ fn feature_wrap_native_event() {
 
 #[test]
 fn feature_dlpack_export() {
-    let (schema, array) = ferry_arrow::export_primitive(vec![1.5f64, 2.5], None).unwrap();
+    let (array, schema) = ferry_arrow::export_primitive(vec![1.5f64, 2.5], None).unwrap();
     let address = array.buffer(1);
     let tensor = array.to_dlpack(&schema).unwrap();
     assert_eq!(tensor.data() as *const std::os::raw::c_void, address, "zero-copy");
@@ -261,10 +263,10 @@ fn feature_dlpack_export() {
 
 #[test]
 fn feature_dlpack_import() {
-    let (schema, array) = ferry_arrow::export_primitive(vec![3i32, 4, 5], None).unwrap();
+    let (array, schema) = ferry_arrow::export_primitive(vec![3i32, 4, 5], None).unwrap();
     let tensor = array.to_dlpack(&schema).unwrap(); // any DLPack 1.x producer's tensor
     let data = tensor.data();
-    let (schema, back) = DeviceArray::from_dlpack(tensor).unwrap();
+    let (back, schema) = DeviceArray::from_dlpack(tensor).unwrap();
     assert_eq!(schema.format(), "i");
     assert_eq!(back.buffer(1), data as *const std::os::raw::c_void);
     assert_eq!(back.host(&schema).unwrap().values::<i32>().unwrap(), &[3, 4, 5]);
@@ -277,7 +279,7 @@ fn feature_arrow_array_interop() {
     #[allow(unused_imports)]
     use ferry_arrow::arrow::{ArrowArrayExt, ArrowSchemaExt};
     let input = Int32Array::from(vec![Some(1), None, Some(3)]);
-    let (schema, array) = DeviceArray::from_arrow(&input).unwrap();
+    let (array, schema) = DeviceArray::from_arrow(&input).unwrap();
     assert_eq!(
         array.buffer(1),
         input.values().as_ptr() as *const std::os::raw::c_void,
@@ -337,4 +339,80 @@ fn feature_devices() {
     assert_eq!(sim.live_allocations(), before + 1);
     drop(memory);
     assert_eq!(sim.live_allocations(), before);
+}
+
+#[test]
+fn feature_export_async() {
+    // Sim batches with pending events, pushed from a ferry thread into an
+    // async consumer; the stream's producer is released once at the end.
+    let released = Arc::new(AtomicUsize::new(0));
+    let guard = Dropped(released.clone());
+    let batches = (0..3).map(move |i| {
+        let _keep = &guard;
+        Ok(sim_int32(&[i, i + 1]))
+    });
+    let stream = DeviceArrayStream::from_iter(DeviceType::SIM, batches, int32_schema()).unwrap();
+    let mut consumer = ferry_arrow::AsyncDeviceStream::new(2).unwrap();
+    unsafe { stream.export_async(consumer.handler()) }.unwrap();
+    let schema = consumer.schema().unwrap();
+    let mut firsts = Vec::new();
+    for batch in consumer.by_ref() {
+        let batch = batch.unwrap();
+        assert_eq!(batch.device_type(), DeviceType::SIM);
+        firsts.push(batch.host(&schema).unwrap().value::<i32>(0).unwrap()); // host() waits
+    }
+    assert_eq!(firsts, vec![0, 1, 2]);
+    assert!(consumer.wait_released(Some(std::time::Duration::from_secs(10))));
+    assert_eq!(released.load(Ordering::SeqCst), 1);
+
+    // The same on the calling thread, with the consumer read on another.
+    let mut consumer = ferry_arrow::AsyncDeviceStream::new(1).unwrap();
+    let handler = consumer.handler() as usize;
+    let reader = std::thread::spawn(move || consumer.map(|b| b.unwrap().length()).sum::<i64>());
+    let stream =
+        DeviceArrayStream::from_iter(DeviceType::SIM, (0..4).map(|i| Ok(sim_int32(&[i]))), int32_schema()).unwrap();
+    unsafe { stream.export_async_run(handler as *mut sys::ArrowAsyncDeviceStreamHandler) }.unwrap();
+    assert_eq!(reader.join().unwrap(), 4);
+}
+
+#[test]
+fn feature_import_async() {
+    // A producer in C terms (any runtime's `int f(handler*)`): here the
+    // core's pull-to-push driver over a stream that went through the C
+    // struct.
+    let stream = DeviceArrayStream::from_iter(
+        DeviceType::CPU,
+        (0..5).map(|i| ferry_arrow::export_primitive(vec![i; 2], None).map(|(a, _)| a)),
+        int32_schema(),
+    )
+    .unwrap();
+    let mut raw = sys::ArrowDeviceArrayStream::default();
+    unsafe { stream.export_to(&mut raw).unwrap() };
+    let mut consumer = ferry_arrow::AsyncDeviceStream::new(3).unwrap();
+    let rc = unsafe {
+        sys::ferry_async_export_stream(
+            &mut raw,
+            consumer.handler(),
+            sys::FERRY_ASYNC_EXPORT_DEFAULT,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(rc, 0);
+    let schema = consumer
+        .schema_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(schema.format(), "i");
+    let first = consumer
+        .next_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.host(&schema).unwrap().values::<i32>().unwrap(), &[0, 0]);
+    let rest: Vec<i32> = consumer
+        .by_ref()
+        .map(|b| b.unwrap().host(&schema).unwrap().value::<i32>(1).unwrap())
+        .collect();
+    assert_eq!(rest, vec![1, 2, 3, 4]);
+    assert!(consumer.next().is_none(), "the end stays the end");
+    assert_eq!(consumer.violations(), 0);
+    assert!(consumer.readiness_fd().is_some());
 }

@@ -108,7 +108,7 @@ fn moves_between_devices_and_copies_leave_the_source() {
         let same = array.move_to(&schema, t, 0).unwrap();
         assert_eq!(same.buffer(1), address, "{t}: a move to its own device copies nothing");
         // Across: CPU -> device -> the other GPU -> CPU.
-        let (_, cpu) = ferry_arrow::export_primitive(vec![4i32, 5, 6], None).unwrap();
+        let (cpu, _) = ferry_arrow::export_primitive(vec![4i32, 5, 6], None).unwrap();
         let on_device = cpu.move_to(&schema, t, 0).unwrap();
         assert_eq!(on_device.device_type(), t);
         let other = if t == DeviceType::CUDA {
@@ -149,7 +149,7 @@ fn stream_batches_are_handed_to_a_consumer_stream() {
         let Some(device) = emulated(t) else { continue };
         let producer = Arc::new(device.create_stream().unwrap());
         let batches = (0..3).map(move |b| Ok(device_int32(device, &producer, &[b, b * 10])));
-        let mut stream = DeviceArrayStream::from_iter(t, int32(), batches).unwrap();
+        let mut stream = DeviceArrayStream::from_iter(t, batches, int32()).unwrap();
         let consumer = device.create_stream().unwrap();
         let schema = int32();
         let mut seen = Vec::new();
@@ -242,7 +242,7 @@ fn dlpack_round_trips_on_the_device() {
         assert_eq!(tensor.data() as *const _, address, "{t}: the same device memory");
         // Through a raw pointer, as a foreign consumer would hold it.
         let tensor = unsafe { DlpackTensor::from_raw(tensor.into_raw()) }.unwrap();
-        let (schema, back) = DeviceArray::from_dlpack(tensor).unwrap();
+        let (back, schema) = DeviceArray::from_dlpack(tensor).unwrap();
         // The order lives on the consumer stream (a tensor has no event):
         // the host reads after it.
         consumer.synchronize().unwrap();

@@ -211,10 +211,10 @@ fn layouts_without_a_validity_bitmap_say_so() {
 
 #[test]
 fn cpu_and_sim_arrays_are_read_in_place() {
-    let (schema, array) = ferry_arrow::export_primitive(vec![1i32], None).unwrap();
+    let (array, schema) = ferry_arrow::export_primitive(vec![1i32], None).unwrap();
     let mut raw = ferry_arrow::sys::ArrowDeviceArray::default();
     unsafe { array.export_to(&mut raw).unwrap() };
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { DeviceArray::from_raw(&mut raw, &schema) }.unwrap();
     assert_eq!(array.host(&schema).unwrap().value::<i32>(0).unwrap(), 1);
     // A sim array is readable where it lies (after the wait host() does).
     let sim = array.move_to(&schema, ferry_arrow::DeviceType::SIM, 2).unwrap();

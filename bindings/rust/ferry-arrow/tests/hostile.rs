@@ -13,7 +13,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
-use ferry_arrow::{errno, sys, DeviceArray, DeviceArrayStream, DeviceType, Error, HostArray, Schema};
+use ferry_arrow::{errno, sys, DeviceArray, DeviceArrayStream, DeviceType, Error, HostArray, Schema, Validation};
 
 #[cfg(feature = "arrow")]
 use ferry_arrow::arrow::{ArrowArrayExt, ArrowSchemaViewExt, ArrowStreamExt};
@@ -239,7 +239,9 @@ fn read_all(h: &HostArray<'_>) -> ferry_arrow::Result<()> {
 /// refuses with the finding. The array is released on the way out
 /// (callers check that LIVE is back to 0).
 fn refused_everywhere(name: &str, schema: Schema, mut raw: sys::ArrowDeviceArray, needle: &str) {
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    // Imported unchecked (the opt-out) so that the readers behind the
+    // import meet the lie too.
+    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     assert_mentions(array.validate(&schema, false), needle, &format!("{name}: validate"));
     let read = array.host(&schema).and_then(|h| read_all(&h));
     assert!(read.is_err(), "{name}: host() read it all without an error");
@@ -253,16 +255,36 @@ fn refused_everywhere(name: &str, schema: Schema, mut raw: sys::ArrowDeviceArray
         );
         assert_mentions(Err::<(), _>(err), needle, &format!("{name}: to_arrow"));
     }
+    #[cfg(not(feature = "arrow"))]
+    refused_on_import(name, &schema, array, needle);
+}
+
+/// The default import (`from_raw`, validated at DEFAULT) refuses `array`
+/// once handed back to C: it takes the struct, releases it once, and names
+/// the finding.
+#[allow(dead_code)]
+fn refused_on_import(name: &str, schema: &Schema, array: DeviceArray, needle: &str) {
+    let mut raw = sys::ArrowDeviceArray::default();
+    unsafe { array.export_to(&mut raw) }.unwrap();
+    let err = unsafe { DeviceArray::from_raw(&mut raw, schema) }.unwrap_err();
+    assert!(raw.array.release.is_none(), "{name}: from_raw took the array");
+    assert!(
+        err.message().starts_with("the array fails validation: "),
+        "{name}: from_raw: {err}"
+    );
+    assert_mentions(Err::<(), _>(err), needle, &format!("{name}: from_raw"));
 }
 
 /// A lie about what nobody reads (null count, reserved words): `validate`
 /// and `to_arrow` report it; the values themselves read fine.
 fn reported_not_in_the_way(name: &str, schema: Schema, mut raw: sys::ArrowDeviceArray, needle: &str) {
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     assert_mentions(array.validate(&schema, false), needle, &format!("{name}: validate"));
     read_all(&array.host(&schema).unwrap()).unwrap();
     #[cfg(feature = "arrow")]
     assert_mentions(array.to_arrow(&schema), needle, &format!("{name}: to_arrow"));
+    #[cfg(not(feature = "arrow"))]
+    refused_on_import(name, &schema, array, needle);
 }
 
 #[test]
@@ -407,7 +429,7 @@ fn structural_lies_are_refused_on_every_path() {
 fn a_length_whose_byte_size_overflows_is_refused() {
     let _s = serial();
     let mut raw = device_array(node(1 << 62, vec![Buf::Null, i32s(&[1, 2])]), DeviceType::CPU);
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     let int32 = schema("i");
     let host = array.host(&int32).unwrap();
     assert_mentions(host.value::<i32>(0), "overflows", "value(0) of 2^62 int32");
@@ -445,7 +467,7 @@ fn a_cycle_of_children_ends_in_a_finding() {
         DeviceType::CPU,
     );
     let mut raw = raw;
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     assert!(array.validate(&schema, true).is_err());
     assert!(array.host(&schema).and_then(|h| read_all(&h)).is_err());
     drop(array);
@@ -484,7 +506,7 @@ fn content_lies_are_caught_before_anything_reads_them() {
     let s = schema("u");
     // Decreasing offsets.
     let mut raw = utf8(&[0, 4, 2, 6], b"abcdef");
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     assert_mentions(array.validate(&s, true), "offset", "decreasing offsets: validate");
     let host = array.host(&s).unwrap();
     assert_eq!(host.str(0).unwrap(), "abcd");
@@ -497,7 +519,7 @@ fn content_lies_are_caught_before_anything_reads_them() {
 
     // Bytes that are not UTF-8.
     let mut raw = utf8(&[0, 2, 4], b"ab\xff\xfe");
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     assert_mentions(array.validate(&s, true), "utf-8", "bad UTF-8: validate");
     let host = array.host(&s).unwrap();
     assert_eq!(host.bytes(1).unwrap(), b"\xff\xfe");
@@ -518,7 +540,7 @@ fn content_lies_are_caught_before_anything_reads_them() {
         DeviceType::CPU,
     );
     let mut raw = raw;
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     assert_mentions(
         array.validate(&dict_schema, true),
         "dictionary",
@@ -549,7 +571,7 @@ fn content_lies_are_caught_before_anything_reads_them() {
         DeviceType::CPU,
     );
     let mut raw = raw;
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     assert!(
         array.validate(&list_schema, true).is_err(),
         "list offsets past the child"
@@ -570,7 +592,7 @@ fn content_lies_are_caught_before_anything_reads_them() {
 #[test]
 fn accessors_check_types_and_indices() {
     let _s = serial();
-    let (schema, array) = ferry_arrow::export_primitive(vec![1i32, 2, 3, 4], Some(&[true, true, false, true])).unwrap();
+    let (array, schema) = ferry_arrow::export_primitive(vec![1i32, 2, 3, 4], Some(&[true, true, false, true])).unwrap();
     let host = array.host(&schema).unwrap();
     assert_mentions(host.values::<i64>(), "cannot read", "wrong type");
     assert_mentions(host.value::<i32>(4), "out of range", "index 4 of 4");
@@ -589,7 +611,7 @@ fn accessors_check_types_and_indices() {
         },
         DeviceType::CPU,
     );
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     // The buffer is declared by length + offset = 5 values (20 bytes); the
     // real one has 12: what no CPU consumer can see (README).
     let host = array.host(&schema).unwrap();
@@ -626,7 +648,8 @@ fn raw_schema(format: &[u8], name: &[u8]) -> Schema {
         ..Default::default()
     };
     LIVE.fetch_add(1, Ordering::SeqCst);
-    unsafe { Schema::from_raw(&mut raw) }.unwrap()
+    // Unchecked: the tests hand deliberately bad schemas to the readers.
+    unsafe { Schema::from_raw_unchecked(&mut raw) }.unwrap()
 }
 
 #[test]
@@ -635,7 +658,7 @@ fn hostile_schemas_are_refused() {
     let bad_format = raw_schema(b"zz", b"x");
     assert_mentions(bad_format.validate(), "format", "format zz");
     let mut raw = device_array(node(1, vec![bytes(&[1]), i32s(&[1])]), DeviceType::CPU);
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     let host = array.host(&bad_format).unwrap();
     assert_mentions(host.is_valid(0), "format", "is_valid under format zz");
     assert_mentions(host.value::<i32>(0), "cannot read", "value under format zz");
@@ -711,7 +734,9 @@ unsafe extern "C" fn stream_get_next(
         )
     };
     match private.behaviour {
-        Behaviour::BadBatch => {
+        // A bad schema's stream still hands out a batch (that a validating
+        // consumer refuses against the schema).
+        Behaviour::BadBatch | Behaviour::BadSchema => {
             *out = strukt(DeviceType::CPU);
             0
         }
@@ -739,6 +764,10 @@ unsafe extern "C" fn stream_release(stream: *mut sys::ArrowDeviceArrayStream) {
 }
 
 fn hostile_stream(behaviour: Behaviour) -> DeviceArrayStream {
+    hostile_stream_with(behaviour, Validation::None)
+}
+
+fn hostile_stream_with(behaviour: Behaviour, validation: Validation) -> DeviceArrayStream {
     LIVE.fetch_add(1, Ordering::SeqCst);
     let mut raw = sys::ArrowDeviceArrayStream {
         device_type: DeviceType::CPU.raw(),
@@ -748,7 +777,7 @@ fn hostile_stream(behaviour: Behaviour) -> DeviceArrayStream {
         release: Some(stream_release),
         private_data: Box::into_raw(Box::new(StreamPrivate { behaviour })) as *mut c_void,
     };
-    unsafe { DeviceArrayStream::from_raw(&mut raw) }.unwrap()
+    unsafe { DeviceArrayStream::from_raw_with(&mut raw, validation) }.unwrap()
 }
 
 #[test]
@@ -793,6 +822,25 @@ fn hostile_streams_come_back_as_errors() {
     let batch = s.next_array().unwrap().unwrap();
     assert_mentions(batch.validate(&schema, true), "offset", "a stream's bad batch");
     drop((batch, schema, s));
+
+    // Validated imports (the default; FULL here): the bad schema or batch
+    // fails the stream with the validator's finding, the refused batch is
+    // released, and every later read gives the same error.
+    let mut s = hostile_stream_with(Behaviour::BadSchema, Validation::Default);
+    let err = s.next_array().unwrap_err();
+    assert!(
+        err.message().starts_with("the stream's schema fails validation: "),
+        "{err}"
+    );
+    assert_mentions(Err::<(), _>(err.clone()), "format", "a stream's bad schema, validated");
+    assert_eq!(s.next_array().unwrap_err(), err);
+    drop(s);
+    let mut s = hostile_stream_with(Behaviour::BadBatch, Validation::Full);
+    let err = s.next_array().unwrap_err();
+    assert!(err.message().starts_with("the array fails validation: "), "{err}");
+    assert_mentions(Err::<(), _>(err.clone()), "offset", "a stream's bad batch, validated");
+    assert_eq!(s.next_ref().unwrap_err(), err);
+    drop(s);
     assert_eq!(
         LIVE.load(Ordering::SeqCst),
         0,
@@ -818,7 +866,8 @@ fn hostile_streams_through_the_arrow_reader() {
         text.contains("the array fails validation") && text.contains("offset"),
         "{text}"
     );
-    assert!(reader.next().is_none());
+    let again = reader.next().unwrap().unwrap_err().to_string();
+    assert_eq!(again, text, "the same error on every later call");
     drop(reader);
 
     let mut reader = hostile_stream(Behaviour::Fails(errno::EIO))

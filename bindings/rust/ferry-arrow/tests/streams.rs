@@ -10,7 +10,7 @@ use ferry_arrow::{
 };
 
 fn batch(values: Vec<i32>) -> ferry_arrow::Result<DeviceArray> {
-    ferry_arrow::export_primitive(values, None).map(|(_, a)| a)
+    ferry_arrow::export_primitive(values, None).map(|(a, _)| a)
 }
 
 fn int_schema() -> Schema {
@@ -32,7 +32,7 @@ fn iterator_round_trip_through_the_c_struct() {
         let _keep = &guard;
         batch(vec![i; i as usize + 1])
     });
-    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
 
     // Through the C struct, as a foreign consumer would receive it.
     let mut raw = sys::ArrowDeviceArrayStream::default();
@@ -63,13 +63,129 @@ fn an_error_batch_travels_as_code_and_last_error() {
         Err(Error::new(errno::ENOMEM, "no room for batch 2")),
         batch(vec![3]),
     ];
-    let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
     assert!(stream.next().unwrap().is_ok());
     let err = stream.next().unwrap().unwrap_err();
     assert_eq!(err.code(), errno::ENOMEM);
     assert_eq!(err.message(), "no room for batch 2");
     assert_eq!(stream.last_error().as_deref(), Some("no room for batch 2"));
-    assert!(stream.next().is_none(), "iteration stops after an error");
+    // The producer would yield batch 3 if asked again: it is not asked, and
+    // every later read reports the same error (the binding contract).
+    for _ in 0..3 {
+        assert_eq!(stream.next().unwrap().unwrap_err(), err, "the same error again");
+    }
+    assert_eq!(stream.next_array().unwrap_err(), err);
+    assert_eq!(stream.next_ref().unwrap_err(), err);
+    assert_eq!(stream.schema().unwrap_err(), err, "get_schema is not called either");
+    // `?`-style consumers stop at the first error.
+    assert_eq!(stream.collect::<ferry_arrow::Result<Vec<_>>>().unwrap_err(), err);
+}
+
+/// A producer that fails at call `fail_at` and would yield batches again
+/// afterwards; counts every get_next call.
+struct FailsThenRecovers {
+    fail_at: usize,
+    calls: Arc<AtomicUsize>,
+}
+impl ArrayProducer for FailsThenRecovers {
+    fn schema(&mut self) -> ferry_arrow::Result<Schema> {
+        Ok(int_schema())
+    }
+    fn next(&mut self) -> ferry_arrow::Result<Option<DeviceArray>> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        if call == self.fail_at {
+            return Err(Error::io(format!("call {call} failed")));
+        }
+        batch(vec![call as i32]).map(Some)
+    }
+}
+
+#[test]
+fn after_a_stream_error_get_next_is_never_called_again() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let producer = FailsThenRecovers {
+        fail_at: 2,
+        calls: calls.clone(),
+    };
+    // Through the C struct, as a stream from any runtime arrives.
+    let mut raw = sys::ArrowDeviceArrayStream::default();
+    unsafe {
+        DeviceArrayStream::from_producer(DeviceType::CPU, producer)
+            .unwrap()
+            .export_to(&mut raw)
+            .unwrap()
+    };
+    let mut stream = unsafe { DeviceArrayStream::from_raw(&mut raw) }.unwrap();
+    assert_eq!(stream.next().unwrap().unwrap().length(), 1);
+    let err = stream.next().unwrap().unwrap_err();
+    assert_eq!((err.code(), err.message()), (errno::EIO, "call 2 failed"));
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let consumer = ferry_arrow::Device::sim(0).unwrap().create_stream().unwrap();
+    for _ in 0..4 {
+        assert_eq!(stream.next().unwrap().unwrap_err(), err);
+        assert_eq!(stream.next_array().unwrap_err(), err);
+        assert_eq!(stream.next_ref().unwrap_err(), err);
+        assert_eq!(stream.next_on(&consumer).unwrap_err(), err);
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "get_next was not called after the error"
+    );
+    assert!(format!("{stream:?}").contains("failed"));
+}
+
+#[test]
+fn a_batch_refused_by_validation_fails_the_stream_the_same_way() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    // Batch 2 is a utf8 array whose offsets decrease: FULL validation
+    // refuses it (DEFAULT, which reads no buffer, would not).
+    let batches = (0..3).map(move |i| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let offsets = if i == 1 { vec![0i32, 2, 1] } else { vec![0i32, 1, 2] };
+        Ok(ArrayBuilder::new(2)
+            .buffer(Buffer::null())
+            .buffer(Buffer::from_vec(offsets))
+            .buffer(Buffer::from_vec(b"ab".to_vec())))
+    });
+    let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, Schema::new("u", None).unwrap()).unwrap();
+    assert_eq!(stream.validation(), ferry_arrow::Validation::Default);
+    stream.set_validation(ferry_arrow::Validation::Full);
+    assert!(stream.next().unwrap().is_ok());
+    let err = stream.next().unwrap().unwrap_err();
+    assert!(err.is_invalid_argument(), "{err}");
+    assert!(err.message().starts_with("the array fails validation: "), "{err}");
+    assert_eq!(stream.next_array().unwrap_err(), err);
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "not asked again after the refusal");
+}
+
+#[test]
+fn streams_validate_their_batches_by_default_and_can_opt_out() {
+    // A batch with one buffer too few for int32: DEFAULT validation
+    // refuses it against the prepared schema.
+    let make = || {
+        let batches = vec![Ok(ArrayBuilder::new(1).buffer(Buffer::from_vec(vec![1i32])))];
+        let stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
+        let mut raw = sys::ArrowDeviceArrayStream::default();
+        unsafe { stream.export_to(&mut raw).unwrap() };
+        raw
+    };
+    let mut raw = make();
+    let mut checked = unsafe { DeviceArrayStream::from_raw(&mut raw) }.unwrap();
+    let err = checked.next_array().unwrap_err();
+    assert!(
+        err.message().starts_with("the array fails validation: ") && err.message().contains("buffer"),
+        "{err}"
+    );
+    let mut raw = make();
+    let mut unchecked = unsafe { DeviceArrayStream::from_raw_unchecked(&mut raw) }.unwrap();
+    assert_eq!(unchecked.validation(), ferry_arrow::Validation::None);
+    let batch = unchecked.next_array().unwrap().unwrap();
+    assert!(
+        batch.validate(&int_schema(), false).is_err(),
+        "handed out unvalidated, as asked"
+    );
 }
 
 struct Panicky {
@@ -108,19 +224,35 @@ fn panics_in_producers_become_eio_and_never_unwind_into_c() {
     let err = stream.schema().unwrap_err();
     assert_eq!(err.code(), errno::EIO);
     assert!(err.message().contains("schema exploded"), "{err}");
+    // The stream has failed: the same error, and no call reaches `next`.
+    assert_eq!(stream.next_array().unwrap_err(), err);
+    drop(stream);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+
+    // A panic in `next`, on a stream that does not validate (validation
+    // would ask for the schema, which panics).
+    let mut stream = DeviceArrayStream::from_producer(
+        DeviceType::CPU,
+        Panicky {
+            calls: 0,
+            drops: drops.clone(),
+        },
+    )
+    .unwrap();
+    stream.set_validation(ferry_arrow::Validation::None);
     assert!(stream.next_array().unwrap().is_some());
     let err = stream.next_array().unwrap_err();
     assert_eq!(err.code(), errno::EIO);
     assert!(err.message().contains("batch 2 exploded"), "{err}");
     assert!(stream.last_error().unwrap().contains("batch 2 exploded"));
     drop(stream);
-    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
 }
 
 #[test]
 fn streams_from_existing_arrays() {
     let arrays = vec![batch(vec![1, 2]).unwrap(), batch(vec![3]).unwrap()];
-    let stream = DeviceArrayStream::from_arrays(DeviceType::CPU, int_schema(), arrays).unwrap();
+    let stream = DeviceArrayStream::from_arrays(DeviceType::CPU, arrays, int_schema()).unwrap();
     let total: i64 = stream.map(|b| b.unwrap().length()).sum();
     assert_eq!(total, 3);
 }
@@ -128,7 +260,7 @@ fn streams_from_existing_arrays() {
 #[test]
 fn a_batch_on_the_wrong_device_is_refused_by_the_core() {
     // The stream says sim, the batch is CPU: the core checks every batch.
-    let mut stream = DeviceArrayStream::from_iter(DeviceType::SIM, int_schema(), vec![batch(vec![1])]).unwrap();
+    let mut stream = DeviceArrayStream::from_iter(DeviceType::SIM, vec![batch(vec![1])], int_schema()).unwrap();
     let err = stream.next_array().unwrap_err();
     assert_ne!(err.code(), 0);
     assert!(!err.message().is_empty());
@@ -136,7 +268,7 @@ fn a_batch_on_the_wrong_device_is_refused_by_the_core() {
 
 #[test]
 fn a_stream_moves_to_another_thread() {
-    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), (0..3).map(|i| batch(vec![i]))).unwrap();
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, (0..3).map(|i| batch(vec![i])), int_schema()).unwrap();
     let lengths: Vec<i64> = std::thread::spawn(move || stream.map(|b| b.unwrap().length()).collect())
         .join()
         .unwrap();
@@ -172,7 +304,7 @@ fn an_iterator_of_builders_is_built_in_the_consumers_struct() {
             .buffer(Buffer::null())
             .buffer(Buffer::from_owner(Owned((0..n).collect(), d.clone()))))
     });
-    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
     // Through the C struct, pulled with raw calls as a C consumer would.
     let mut raw = sys::ArrowDeviceArrayStream::default();
     unsafe { stream.export_to(&mut raw).unwrap() };
@@ -202,17 +334,20 @@ fn an_iterator_of_builders_is_built_in_the_consumers_struct() {
 }
 
 #[test]
-fn an_error_item_among_builders_fails_that_call_only() {
+fn an_error_item_among_builders_fails_the_stream() {
     let batches = vec![
         Ok(ArrayBuilder::new(0).buffer(Buffer::null()).buffer(Buffer::null())),
         Err(Error::new(errno::ENOMEM, "builder 2 failed")),
         Ok(ArrayBuilder::new(-1)),
     ];
-    let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
     assert_eq!(stream.next_array().unwrap().unwrap().length(), 0);
     let err = stream.next_array().unwrap_err();
     assert_eq!((err.code(), err.message()), (errno::ENOMEM, "builder 2 failed"));
+    assert_eq!(stream.next_array().unwrap_err(), err, "the stream stays failed");
     // A builder that fails to build travels as its own error.
+    let batches = vec![Ok(ArrayBuilder::new(-1))];
+    let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
     let err = stream.next_array().unwrap_err();
     assert!(err.is_invalid_argument() && err.message().contains("negative"), "{err}");
 }
@@ -361,7 +496,7 @@ fn a_slot_refuses_null_and_live_structs() {
     )
     .unwrap();
     assert!(slot.is_filled());
-    let array = unsafe { DeviceArray::from_raw(&mut raw) }.unwrap();
+    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     assert_eq!(array.device_type(), DeviceType::CPU);
 }
 
@@ -374,7 +509,7 @@ fn next_ref_lends_each_batch_and_releases_it_exactly_once() {
             .buffer(Buffer::null())
             .buffer(Buffer::from_owner(Owned((0..n).collect(), d.clone()))))
     });
-    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
     // Through the C struct, as a foreign producer's stream would arrive.
     let mut raw = sys::ArrowDeviceArrayStream::default();
     unsafe { stream.export_to(&mut raw).unwrap() };
@@ -419,7 +554,7 @@ fn dropping_the_stream_releases_the_lent_batch() {
 #[test]
 fn next_ref_reports_producer_errors() {
     let batches = vec![batch(vec![1]), Err(Error::new(errno::ENOMEM, "no room"))];
-    let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, int_schema(), batches).unwrap();
+    let mut stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
     assert!(stream.next_ref().unwrap().is_some());
     let err = stream.next_ref().unwrap_err();
     assert_eq!((err.code(), err.message()), (errno::ENOMEM, "no room"));

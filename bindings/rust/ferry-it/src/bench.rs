@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use ferry_arrow::{
     errno, ArrayBuilder, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Error, Result, Schema, SchemaView,
+    Validation,
 };
 use ferry_arrow_sys as sys;
 
@@ -134,10 +135,9 @@ pub unsafe extern "C" fn ferry_it_bench_consume_array(
     array: *mut sys::ArrowDeviceArray,
 ) -> c_int {
     entry(|| {
-        // Take ownership of both before anything can fail.
-        let schema = Schema::from_raw(schema);
-        let array = DeviceArray::from_raw(array);
-        let (schema, array) = (schema?, array?);
+        // Takes both (released on any failure) and validates at DEFAULT,
+        // the everyday import.
+        let (array, schema) = DeviceArray::import(array, schema, Validation::Default)?;
         read_first(&schema, &array)
     })
 }
@@ -161,7 +161,7 @@ pub unsafe extern "C" fn ferry_it_bench_export_stream(
         }
         let values = cached(length)?;
         let iter = (0..batches).map(move |_| Ok(int32_array(length, values.clone())));
-        DeviceArrayStream::from_iter(DeviceType::CPU, int32_schema()?, iter)?.export_to(out)
+        DeviceArrayStream::from_iter(DeviceType::CPU, iter, int32_schema()?)?.export_to(out)
     })
 }
 

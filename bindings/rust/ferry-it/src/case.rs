@@ -1,4 +1,4 @@
-//! The case grammar of shared/cases.md:
+//! The case grammar of docs/cases.md:
 //! `TYPE ( ":" KEY "=" VALUE )*`, parsed with errors that name the offending
 //! part.
 use ferry_arrow::{Device, DeviceType, Error, Result};
@@ -80,6 +80,9 @@ pub enum Fail {
     GetSchema,
     /// The N-th call of get_next (1-based).
     GetNext(u64),
+    /// Async streams only: the checking consumer refuses the N-th task
+    /// (1-based); the synchronous entry points accept and ignore it.
+    Consumer(u64),
 }
 
 /// Largest length + offset a case may ask for.
@@ -98,6 +101,12 @@ pub struct Case {
     pub device_word: String,
     pub batches: i64,
     pub fail: Fail,
+    /// Async streams only (accepted and ignored here: the generic async
+    /// layer reads them from the case string itself): the checking
+    /// consumer's request window (>= 1) and the batch count after which it
+    /// cancels (0: never).
+    pub window: i64,
+    pub cancel: i64,
 }
 
 fn parse_int(spec: &str, key: &str, value: &str) -> Result<i64> {
@@ -135,6 +144,8 @@ impl Case {
             device_word: "cpu".into(),
             batches: 3,
             fail: Fail::Nothing,
+            window: 1,
+            cancel: 0,
         };
         let mut seen: Vec<&str> = Vec::new();
         for part in parts {
@@ -151,6 +162,15 @@ impl Case {
                 "nulls" => case.nulls = parse_int(spec, key, value)?,
                 "offset" => case.offset = parse_int(spec, key, value)?,
                 "batches" => case.batches = parse_int(spec, key, value)?,
+                "window" => {
+                    case.window = parse_int(spec, key, value)?;
+                    if case.window == 0 {
+                        return Err(Error::invalid(format!(
+                            "window=0 in case {spec:?}: a consumer must request at least 1 batch"
+                        )));
+                    }
+                }
+                "cancel" => case.cancel = parse_int(spec, key, value)?,
                 "seed" => {
                     let n = parse_int(spec, key, value)?;
                     case.seed = u32::try_from(n).map_err(|_| {
@@ -187,9 +207,18 @@ impl Case {
                             }
                             Fail::GetNext(n as u64)
                         }
+                        v if v.starts_with("consumer@") => {
+                            let n = parse_int(spec, "fail=consumer@", &v["consumer@".len()..])?;
+                            if n == 0 {
+                                return Err(Error::invalid(format!(
+                                    "case {spec:?}: fail=consumer@N counts from 1, got 0"
+                                )));
+                            }
+                            Fail::Consumer(n as u64)
+                        }
                         other => {
                             return Err(Error::invalid(format!(
-                                "case {spec:?}: unknown failure {other:?} (export, get_schema, get_next@N)"
+                                "case {spec:?}: unknown failure {other:?} (export, get_schema, get_next@N, consumer@N)"
                             )))
                         }
                     }

@@ -1,4 +1,4 @@
-//! Checking a case: every property shared/cases.md lists, computed from the
+//! Checking a case: every property docs/cases.md lists, computed from the
 //! formula, never from a table. Values are read only after the producer's
 //! sync event has been waited on.
 use ferry_arrow::{ArrayView, DeviceArray, DeviceType, Error, HostArray, Result, SchemaView};
@@ -264,7 +264,7 @@ pub fn check_array_contents(case: &Case, host: &HostArray<'_>) -> Result<()> {
 /// validation) and contents. Borrows the array: it is released where the
 /// producer's get_next wrote it (the conformance suite's release watch
 /// follows structs by address), by the caller.
-pub fn check_device_array(case: &Case, schema: &SchemaView, array: &DeviceArray) -> Result<()> {
+pub fn check_device_array(case: &Case, array: &DeviceArray, schema: &SchemaView) -> Result<()> {
     ensure!(
         array.device_type() == case.device_type,
         "array: device type is {}, expected {} ({})",

@@ -1,4 +1,4 @@
-//! The value formula of shared/cases.md, on wrapping unsigned 32-bit
+//! The value formula of docs/cases.md, on wrapping unsigned 32-bit
 //! arithmetic: u(i) = seed * 2654435761 + i * 40503 (mod 2^32).
 
 /// u(i) for `seed` and logical (or child) index `i`.

@@ -1,6 +1,6 @@
 //! ferry's cross-language test plugin in Rust, `libferry_it_rust.so`.
 //!
-//! It exports the entry points of shared/cases.md, producing and checking
+//! It exports the entry points of docs/cases.md, producing and checking
 //! any case string from the grammar and the value formula alone:
 //!
 //! ```text
@@ -10,7 +10,13 @@
 //! int ferry_it_check_stream(const char*, struct ArrowDeviceArrayStream*);
 //! int64_t ferry_it_live_allocations(void);
 //! const char* ferry_it_last_error(void);
+//! int ferry_it_export_async(const char*, struct ArrowAsyncDeviceStreamHandler*);
+//! int ferry_it_check_async(const char*, struct ArrowAsyncDeviceStreamHandler*, void**);
+//! int ferry_it_async_result(void*, int64_t);
 //! ```
+//!
+//! The async three (src/async_entry.rs) run over the harness's generic C
+//! layer, linked by build.rs, with this plugin's stream entry points.
 //!
 //! Every entry point runs inside `ferry_arrow::guard`, so a panic becomes `EIO`
 //! plus a message; the message of the last failure on the calling thread is
@@ -20,9 +26,13 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};
 
-use ferry_arrow::{errno, ArrayProducer, DeviceArray, DeviceArrayStream, Error, Result, Schema};
+use ferry_arrow::{errno, ArrayProducer, DeviceArray, DeviceArrayStream, Error, Result, Schema, Validation};
 use ferry_arrow_sys as sys;
 
+#[cfg(ferry_it_async)]
+mod async_entry;
+#[cfg(ferry_it_async)]
+pub use async_entry::{ferry_it_async_result, ferry_it_check_async, ferry_it_export_async};
 pub mod bench;
 pub mod case;
 pub mod check;
@@ -110,14 +120,16 @@ pub unsafe extern "C" fn ferry_it_check_array(
     array: *mut sys::ArrowDeviceArray,
 ) -> c_int {
     entry(|| {
-        // Take ownership before anything can fail.
-        let schema = Schema::from_raw(schema);
-        let array = DeviceArray::from_raw(array);
+        // Take ownership of both before anything can fail. No validation
+        // on import (the explicit opt-out): the checker runs the core's
+        // FULL validation itself, after checking the device and waiting on
+        // the sync event, and names its findings as a checker does.
+        let imported = DeviceArray::import(array, schema, Validation::None);
         let case = Case::parse(case_str(case_spec)?)?;
         case.require_device()?;
-        let (schema, array) = (schema?, array?);
+        let (array, schema) = imported?;
         check::check_schema(case.ty, &schema)?;
-        check::check_device_array(&case, &schema, &array)
+        check::check_device_array(&case, &array, &schema)
     })
 }
 
@@ -206,7 +218,10 @@ pub unsafe extern "C" fn ferry_it_check_stream(
     stream: *mut sys::ArrowDeviceArrayStream,
 ) -> c_int {
     entry(|| {
-        let stream = DeviceArrayStream::from_raw(stream);
+        // Unchecked import (the explicit opt-out), as in
+        // ferry_it_check_array: the checker validates each batch (FULL)
+        // itself, after the device check and the wait.
+        let stream = DeviceArrayStream::from_raw_unchecked(stream);
         let case = Case::parse(case_str(case_spec)?)?;
         case.require_device()?;
         let mut stream = stream?;
@@ -234,7 +249,7 @@ pub unsafe extern "C" fn ferry_it_check_stream(
             }
             let b = call - 1;
             match next? {
-                Some(array) if b < case.batches => check::check_device_array(&case.batch(b), &schema, &array)
+                Some(array) if b < case.batches => check::check_device_array(&case.batch(b), &array, &schema)
                     .map_err(|e| Error::new(e.code(), format!("batch {b}: {}", e.message())))?,
                 Some(_) => {
                     return Err(Error::invalid(format!(

@@ -1,4 +1,4 @@
-//! The Rust plugin against itself: every type and key of shared/cases.md,
+//! The Rust plugin against itself: every type and key of docs/cases.md,
 //! checkers that catch wrong data, failure injection, allocation counters.
 mod common;
 
@@ -194,14 +194,15 @@ fn a_sim_array_read_before_waiting_shows_poison() {
     let mut schema = sys::ArrowSchema::default();
     let mut raw = sys::ArrowDeviceArray::default();
     assert_eq!(unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut raw) }, 0);
-    let array = unsafe { ferry_arrow::DeviceArray::from_raw(&mut raw) }.unwrap();
+    let schema = unsafe { ferry_arrow::Schema::from_raw(&mut schema) }.unwrap();
+    // Validated on import (DEFAULT reads no buffer, so nothing waits yet).
+    let array = unsafe { ferry_arrow::DeviceArray::from_raw(&mut raw, &schema) }.unwrap();
     assert!(!array.sync_event().is_null());
     let early = unsafe { array.buffer_slice::<u8>(1, 32) }.unwrap().to_vec();
     assert!(early.iter().all(|b| *b == sys::FERRY_SIM_POISON_BYTE as u8));
     array.wait().unwrap();
     let values = unsafe { array.buffer_slice::<i32>(1, 8) }.unwrap();
     assert_eq!(values[0], ferry_it_rust::formula::int32(1, 0));
-    unsafe { sys::ferry_schema_release(&mut schema) };
 }
 
 #[test]

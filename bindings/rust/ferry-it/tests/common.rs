@@ -1,5 +1,5 @@
 //! Helpers shared by the plugin's integration tests: a plugin is a set of the
-//! six entry points of shared/cases.md, in-process (the Rust one) or
+//! six entry points of docs/cases.md, in-process (the Rust one) or
 //! dlopen'ed (the C one).
 #![allow(dead_code)]
 use std::ffi::{CStr, CString};

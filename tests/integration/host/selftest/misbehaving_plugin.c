@@ -1,7 +1,7 @@
 /* A test plugin that misbehaves on purpose, so that the host's self-test
  * can show that every assertion of ferry_it_host fails when it should.
  *
- * It forwards the six entry points to the real C plugin (the path in
+ * It forwards the nine entry points to the real C plugin (the path in
  * FERRY_IT_WRAPPED_PLUGIN) and breaks one rule chosen by FERRY_IT_MISBEHAVE:
  *   double_release   the checker calls the array's release a second time
  *   keep_array       the checker returns 0 without releasing the array
@@ -13,6 +13,10 @@
  *   stop_early       the stream checker releases the stream after one batch
  *   swallow_failure  the stream checker hides the injected get_next failure
  *                    by releasing the stream and claiming success at once
+ *   async_hang       ferry_it_export_async returns 0 and never calls the
+ *                    handler (the host must report a hung pair, bounded)
+ *   async_double_release  the async producer releases the handler twice
+ *   async_leak       every async export leaves one allocation counted as live
  * and behaves in a way the specification allows, which the host must accept:
  *   move_and_hold    its streams give every batch the same private_data (the
  *                    stream's own), and its stream checker reads one batch
@@ -326,4 +330,81 @@ FERRY_IT_EXPORT int ferry_it_check_stream(const char* case_spec,
     return 0;
   }
   return check(case_spec, stream);
+}
+
+/* ---- async: forwarded, or broken as FERRY_IT_MISBEHAVE says ---------------------- */
+
+/* async_double_release: sits between the wrapped producer and the host's
+ * handler and releases the host's handler twice. */
+struct twice {
+  struct ArrowAsyncDeviceStreamHandler outer;
+  struct ArrowAsyncDeviceStreamHandler* inner;
+};
+
+static struct ArrowAsyncDeviceStreamHandler* twice_inner(
+    struct ArrowAsyncDeviceStreamHandler* self) {
+  struct twice* t = (struct twice*)self->private_data;
+  t->inner->producer = self->producer;
+  return t->inner;
+}
+
+static int twice_on_schema(struct ArrowAsyncDeviceStreamHandler* self,
+                           struct ArrowSchema* schema) {
+  struct ArrowAsyncDeviceStreamHandler* inner = twice_inner(self);
+  return inner->on_schema(inner, schema);
+}
+
+static int twice_on_next_task(struct ArrowAsyncDeviceStreamHandler* self,
+                              struct ArrowAsyncTask* task, const char* metadata) {
+  struct ArrowAsyncDeviceStreamHandler* inner = twice_inner(self);
+  return inner->on_next_task(inner, task, metadata);
+}
+
+static void twice_on_error(struct ArrowAsyncDeviceStreamHandler* self, int code,
+                           const char* message, const char* metadata) {
+  struct ArrowAsyncDeviceStreamHandler* inner = twice_inner(self);
+  inner->on_error(inner, code, message, metadata);
+}
+
+static void twice_release(struct ArrowAsyncDeviceStreamHandler* self) {
+  struct twice* t = (struct twice*)self->private_data;
+  struct ArrowAsyncDeviceStreamHandler* inner = twice_inner(self);
+  inner->release(inner);
+  inner->release(inner); /* the misbehaviour */
+  free(t);
+}
+
+FERRY_IT_EXPORT int ferry_it_export_async(const char* case_spec,
+                                          struct ArrowAsyncDeviceStreamHandler* handler) {
+  g_message[0] = '\0';
+  ferry_it_export_async_fn export_async =
+      (ferry_it_export_async_fn)wrapped("ferry_it_export_async");
+  if (is("async_hang")) return 0; /* production "started": nothing ever comes */
+  if (is("async_double_release")) {
+    struct twice* t = calloc(1, sizeof *t);
+    if (t == NULL) abort();
+    t->inner = handler;
+    t->outer.on_schema = twice_on_schema;
+    t->outer.on_next_task = twice_on_next_task;
+    t->outer.on_error = twice_on_error;
+    t->outer.release = twice_release;
+    t->outer.private_data = t;
+    return export_async(case_spec, &t->outer);
+  }
+  int rc = export_async(case_spec, handler);
+  if (is("async_leak") && rc == 0) atomic_fetch_add(&g_extra_live, 1);
+  return rc;
+}
+
+FERRY_IT_EXPORT int ferry_it_check_async(
+    const char* case_spec, struct ArrowAsyncDeviceStreamHandler* handler_out,
+    void** ticket_out) {
+  g_message[0] = '\0';
+  return ((ferry_it_check_async_fn)wrapped("ferry_it_check_async"))(
+      case_spec, handler_out, ticket_out);
+}
+
+FERRY_IT_EXPORT int ferry_it_async_result(void* ticket, int64_t timeout_ms) {
+  g_message[0] = '\0';
+  return ((ferry_it_async_result_fn)wrapped("ferry_it_async_result"))(ticket, timeout_ms);
 }

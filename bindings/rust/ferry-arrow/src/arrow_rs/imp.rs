@@ -111,11 +111,11 @@ impl ArrowSchemaViewExt for SchemaView {
 pub trait ArrowArrayExt: Sized {
     /// Exports an arrow array as a CPU device array and its schema, without
     /// copying: the buffers stay arrow's, kept alive until the consumer's
-    /// release.
-    fn from_arrow(array: &dyn Array) -> Result<(Schema, Self)>;
+    /// release. The array comes first, as in arrow-rs's `to_ffi`.
+    fn from_arrow(array: &dyn Array) -> Result<(Self, Schema)>;
     /// Exports a record batch as a struct array ("+s") and its schema,
     /// without copying.
-    fn from_record_batch(batch: &RecordBatch) -> Result<(Schema, Self)>;
+    fn from_record_batch(batch: &RecordBatch) -> Result<(Self, Schema)>;
     /// Imports into arrow by move, zero-copy on the CPU. First the
     /// structure is validated against `schema`; an array on another device
     /// is brought to the host ([`DeviceArray::to_host`]: a move where the
@@ -130,7 +130,7 @@ pub trait ArrowArrayExt: Sized {
 }
 
 impl ArrowArrayExt for DeviceArray {
-    fn from_arrow(array: &dyn Array) -> Result<(Schema, DeviceArray)> {
+    fn from_arrow(array: &dyn Array) -> Result<(DeviceArray, Schema)> {
         let (ffi_array, ffi_schema) =
             guard_quiet("arrow cannot export the array", || {
                 to_ffi(&array.to_data()).map_err(|e| arrow_err("arrow cannot export the array", e))
@@ -156,20 +156,20 @@ impl ArrowArrayExt for DeviceArray {
             unsafe { sys::ferry_array_release(&mut raw) };
             return Err(e);
         }
-        Ok((schema, out))
+        Ok((out, schema))
     }
 
-    fn from_record_batch(batch: &RecordBatch) -> Result<(Schema, DeviceArray)> {
+    fn from_record_batch(batch: &RecordBatch) -> Result<(DeviceArray, Schema)> {
         let array = StructArray::from(batch.clone());
-        let (_, device_array) = DeviceArray::from_arrow(&array)?;
+        let (device_array, _) = DeviceArray::from_arrow(&array)?;
         // The schema of the batch (its metadata included), not only of the
         // struct array.
         let schema = Schema::from_arrow_schema(batch.schema().as_ref())?;
-        Ok((schema, device_array))
+        Ok((device_array, schema))
     }
 
     fn to_arrow(self, schema: &SchemaView) -> Result<ArrayRef> {
-        let refused = |e: Error| Error::new(e.code(), format!("the array fails validation: {}", e.message()));
+        let refused = crate::array::validation_failed;
         let mut array = if self.device_type() == DeviceType::CPU {
             self
         } else {
@@ -224,14 +224,18 @@ fn record_batch(array: ArrayRef, schema: SchemaRef) -> Result<RecordBatch> {
 /// A ferry stream of struct batches read as an arrow-rs
 /// `RecordBatchReader` (from [`ArrowStreamExt::into_arrow_reader`]). Each
 /// batch is imported as [`ArrowArrayExt::to_arrow`] does (validated, brought
-/// to the host); a failure is yielded once, as an
-/// `ArrowError::ExternalError` holding the ferry [`Error`], and ends the
-/// iteration. The stream is released when the reader is dropped.
+/// to the host). A failure (the stream's or a batch's import) comes as an
+/// `ArrowError::ExternalError` holding the ferry [`Error`]; after it the
+/// producer is never called again and every later `next` returns that same
+/// error (the binding contract, as [`DeviceArrayStream`] does): stop at the
+/// first error (`?`, `collect::<Result<Vec<_>, _>>()`). The end stays the
+/// end. The stream is released when the reader is dropped.
 pub struct ArrowReader {
     stream: DeviceArrayStream,
     ferry_schema: Schema,
     schema: SchemaRef,
-    done: bool,
+    /// The first failure, reported again on every later call.
+    failed: Option<Error>,
 }
 
 impl ArrowReader {
@@ -250,17 +254,16 @@ impl Iterator for ArrowReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
+        if let Some(e) = &self.failed {
+            return Some(Err(to_arrow_error(e.clone())));
         }
+        // The end is kept by the stream (it does not call the producer
+        // again either).
         match self.next_batch() {
             Ok(Some(batch)) => Some(Ok(batch)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
+            Ok(None) => None,
             Err(e) => {
-                self.done = true;
+                self.failed = Some(e.clone());
                 Some(Err(to_arrow_error(e)))
             }
         }
@@ -277,7 +280,7 @@ impl fmt::Debug for ArrowReader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ArrowReader")
             .field("schema", &self.schema)
-            .field("done", &self.done)
+            .field("failed", &self.failed)
             .finish()
     }
 }
@@ -299,7 +302,7 @@ where
         match self.reader.next() {
             None => Ok(None),
             Some(Err(e)) => Err(Error::io(format!("the arrow reader failed: {e}"))),
-            Some(Ok(batch)) => DeviceArray::from_record_batch(&batch).map(|(_, array)| Some(array)),
+            Some(Ok(batch)) => DeviceArray::from_record_batch(&batch).map(|(array, _)| Some(array)),
         }
     }
 }
@@ -329,7 +332,7 @@ impl ArrowStreamExt for DeviceArrayStream {
             stream: self,
             ferry_schema,
             schema,
-            done: false,
+            failed: None,
         })
     }
 }

@@ -16,7 +16,7 @@ use ferry_arrow::{errno, sys, ArrayBuilder, Buffer, Device, DeviceArray, DeviceA
 
 /// arrow -> ferry -> raw C struct (as a foreign consumer) -> ferry -> arrow.
 fn round_trip(input: ArrayRef) -> ArrayRef {
-    let (schema, array) = DeviceArray::from_arrow(input.as_ref()).unwrap();
+    let (array, schema) = DeviceArray::from_arrow(input.as_ref()).unwrap();
     array.validate(&schema, true).unwrap();
     let mut raw_schema = sys::ArrowSchema::default();
     let mut raw_array = sys::ArrowDeviceArray::default();
@@ -24,7 +24,7 @@ fn round_trip(input: ArrayRef) -> ArrayRef {
         schema.export_to(&mut raw_schema).unwrap();
         array.export_to(&mut raw_array).unwrap();
         let schema = Schema::from_raw(&mut raw_schema).unwrap();
-        let array = DeviceArray::from_raw(&mut raw_array).unwrap();
+        let array = DeviceArray::from_raw(&mut raw_array, &schema).unwrap();
         array.to_arrow(&schema).unwrap()
     }
 }
@@ -91,7 +91,7 @@ fn conversion_is_zero_copy() {
     let input = Int32Array::from((0..1000).collect::<Vec<i32>>());
     let address = input.values().as_ptr();
     let input: ArrayRef = Arc::new(input);
-    let (_schema, array) = DeviceArray::from_arrow(&input).unwrap();
+    let (array, _schema) = DeviceArray::from_arrow(&input).unwrap();
     assert_eq!(array.buffer(1) as *const i32, address, "export shares arrow's buffer");
     let output = round_trip(input);
     let output = output.as_any().downcast_ref::<Int32Array>().unwrap();
@@ -100,14 +100,14 @@ fn conversion_is_zero_copy() {
 
 #[test]
 fn ferry_made_arrays_import_into_arrow() {
-    let (schema, array) = ferry_arrow::export_primitive(vec![5i32, 6, 7], Some(&[true, false, true])).unwrap();
+    let (array, schema) = ferry_arrow::export_primitive(vec![5i32, 6, 7], Some(&[true, false, true])).unwrap();
     let arrow = array.to_arrow(&schema).unwrap();
     assert_eq!(
         &arrow,
         &(Arc::new(Int32Array::from(vec![Some(5), None, Some(7)])) as ArrayRef)
     );
 
-    let (schema, array) = ferry_arrow::export_utf8(&[Some("a"), None]).unwrap();
+    let (array, schema) = ferry_arrow::export_utf8(&[Some("a"), None]).unwrap();
     let arrow = array.to_arrow(&schema).unwrap();
     assert_eq!(
         &arrow,
@@ -170,7 +170,7 @@ fn batch(values: &[i32], names: &[Option<&str>]) -> RecordBatch {
 #[test]
 fn record_batches_round_trip_with_their_metadata() {
     let input = batch(&[1, 2, 3], &[Some("a"), None, Some("c")]);
-    let (schema, array) = DeviceArray::from_record_batch(&input).unwrap();
+    let (array, schema) = DeviceArray::from_record_batch(&input).unwrap();
     assert_eq!(schema.format(), "+s");
     assert_eq!(schema.metadata_value("origin").unwrap(), Some(&b"test"[..]));
     let output = array.to_record_batch(&schema).unwrap();
@@ -180,7 +180,7 @@ fn record_batches_round_trip_with_their_metadata() {
 
 #[test]
 fn a_struct_with_null_rows_is_no_record_batch_and_says_so() {
-    let (schema, array) = DeviceArray::from_arrow(&StructArray::new(
+    let (array, schema) = DeviceArray::from_arrow(&StructArray::new(
         vec![Field::new("a", DataType::Int32, true)].into(),
         vec![Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef],
         Some(vec![true, false].into()),
@@ -232,15 +232,20 @@ fn reader_errors_travel_both_ways() {
         }
         other => panic!("expected an ExternalError, got {other:?}"),
     }
-    assert!(arrow_reader.next().is_none(), "a failure ends the reader");
+    // Every later call reports the same error; the producer is not asked.
+    for _ in 0..3 {
+        let again = arrow_reader.next().unwrap().unwrap_err();
+        assert!(again.to_string().contains("disk on fire"), "{again}");
+    }
+    assert!(arrow_reader.collect::<Result<Vec<_>, ArrowError>>().is_err());
 }
 
 #[test]
 fn a_stream_of_non_struct_batches_is_no_reader() {
     let stream = DeviceArrayStream::from_iter(
         DeviceType::CPU,
-        Schema::new("i", None).unwrap(),
         std::iter::empty::<ferry_arrow::Result<DeviceArray>>(),
+        Schema::new("i", None).unwrap(),
     )
     .unwrap();
     let err = stream.into_arrow_reader().unwrap_err();
@@ -262,7 +267,7 @@ fn sim_batches_reach_the_reader_on_the_host() {
             .keep_alive(stream.clone())
             .build_async(&stream, ExportPolicy::RecordEvent)
     });
-    let ferry_stream = DeviceArrayStream::from_iter(DeviceType::SIM, schema, batches).unwrap();
+    let ferry_stream = DeviceArrayStream::from_iter(DeviceType::SIM, batches, schema).unwrap();
     let firsts: Vec<i32> = ferry_stream
         .into_arrow_reader()
         .unwrap()

@@ -1122,6 +1122,54 @@ SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferr
 }
 
 
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1leak_1track(JNIEnv *jenv, jclass jcls, jstring jarg1, jstring jarg2) {
+  jlong jresult = 0 ;
+  char *arg1 = (char *) 0 ;
+  char *arg2 = (char *) 0 ;
+  int64_t result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = 0;
+  if (jarg1) {
+    arg1 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg1, 0);
+    if (!arg1) return 0;
+  }
+  arg2 = 0;
+  if (jarg2) {
+    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    if (!arg2) return 0;
+  }
+  result = (int64_t)ferry_leak_track((char const *)arg1,(char const *)arg2);
+  jresult = (jlong)result; 
+  if (arg1) (*jenv)->ReleaseStringUTFChars(jenv, jarg1, (const char *)arg1);
+  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1leak_1untrack(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  int64_t arg1 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (int64_t)jarg1; 
+  ferry_leak_untrack(arg1);
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1leak_1report(JNIEnv *jenv, jclass jcls) {
+  jlong jresult = 0 ;
+  int64_t result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (int64_t)ferry_leak_report();
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
 SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1init(JNIEnv *jenv, jclass jcls, jlong jarg1, jstring jarg2, jstring jarg3, jlong jarg4, jlong jarg5) {
   jint jresult = 0 ;
   struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
@@ -2414,6 +2462,747 @@ SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry
   
   if (result != FERRY_OK) {
     ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp4), "ferry_device_array_from_dlpack");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1handler_1new(JNIEnv *jenv, jclass jcls) {
+  jlong jresult = 0 ;
+  struct ArrowAsyncDeviceStreamHandler *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (struct ArrowAsyncDeviceStreamHandler *)ferry_async_handler_new();
+  jresult = (jlong)(intptr_t)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1handler_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  struct ArrowAsyncDeviceStreamHandler *arg1 = (struct ArrowAsyncDeviceStreamHandler *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncDeviceStreamHandler *)(intptr_t)jarg1; 
+  ferry_async_handler_free(arg1);
+}
+
+
+SWIGEXPORT jboolean JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1handler_1is_1released(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  jboolean jresult = 0 ;
+  struct ArrowAsyncDeviceStreamHandler *arg1 = (struct ArrowAsyncDeviceStreamHandler *) 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncDeviceStreamHandler *)(intptr_t)jarg1; 
+  result = (int)ferry_async_handler_is_released((struct ArrowAsyncDeviceStreamHandler const *)arg1);
+  jresult = (jboolean)(result != 0); 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1handler_1producer(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  jlong jresult = 0 ;
+  struct ArrowAsyncDeviceStreamHandler *arg1 = (struct ArrowAsyncDeviceStreamHandler *) 0 ;
+  struct ArrowAsyncProducer *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncDeviceStreamHandler *)(intptr_t)jarg1; 
+  result = (struct ArrowAsyncProducer *)ferry_async_handler_producer((struct ArrowAsyncDeviceStreamHandler const *)arg1);
+  jresult = (jlong)(intptr_t)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1handler_1on_1schema(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  jint jresult = 0 ;
+  struct ArrowAsyncDeviceStreamHandler *arg1 = (struct ArrowAsyncDeviceStreamHandler *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncDeviceStreamHandler *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  result = (int)ferry_async_handler_on_schema(arg1,arg2);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1handler_1on_1next_1task(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jstring jarg3) {
+  jint jresult = 0 ;
+  struct ArrowAsyncDeviceStreamHandler *arg1 = (struct ArrowAsyncDeviceStreamHandler *) 0 ;
+  struct ArrowAsyncTask *arg2 = (struct ArrowAsyncTask *) 0 ;
+  char *arg3 = (char *) 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncDeviceStreamHandler *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowAsyncTask *)(intptr_t)jarg2; 
+  arg3 = 0;
+  if (jarg3) {
+    arg3 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg3, 0);
+    if (!arg3) return 0;
+  }
+  result = (int)ferry_async_handler_on_next_task(arg1,arg2,(char const *)arg3);
+  jresult = (jint)result; 
+  if (arg3) (*jenv)->ReleaseStringUTFChars(jenv, jarg3, (const char *)arg3);
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1handler_1on_1error(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jstring jarg3, jstring jarg4) {
+  struct ArrowAsyncDeviceStreamHandler *arg1 = (struct ArrowAsyncDeviceStreamHandler *) 0 ;
+  int arg2 ;
+  char *arg3 = (char *) 0 ;
+  char *arg4 = (char *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncDeviceStreamHandler *)(intptr_t)jarg1; 
+  arg2 = (int)jarg2; 
+  arg3 = 0;
+  if (jarg3) {
+    arg3 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg3, 0);
+    if (!arg3) return ;
+  }
+  arg4 = 0;
+  if (jarg4) {
+    arg4 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg4, 0);
+    if (!arg4) return ;
+  }
+  ferry_async_handler_on_error(arg1,arg2,(char const *)arg3,(char const *)arg4);
+  if (arg3) (*jenv)->ReleaseStringUTFChars(jenv, jarg3, (const char *)arg3);
+  if (arg4) (*jenv)->ReleaseStringUTFChars(jenv, jarg4, (const char *)arg4);
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1handler_1release(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  struct ArrowAsyncDeviceStreamHandler *arg1 = (struct ArrowAsyncDeviceStreamHandler *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncDeviceStreamHandler *)(intptr_t)jarg1; 
+  ferry_async_handler_release(arg1);
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1producer_1device_1type(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  jint jresult = 0 ;
+  struct ArrowAsyncProducer *arg1 = (struct ArrowAsyncProducer *) 0 ;
+  ArrowDeviceType result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncProducer *)(intptr_t)jarg1; 
+  result = (ArrowDeviceType)ferry_async_producer_device_type((struct ArrowAsyncProducer const *)arg1);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1producer_1request(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  struct ArrowAsyncProducer *arg1 = (struct ArrowAsyncProducer *) 0 ;
+  int64_t arg2 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncProducer *)(intptr_t)jarg1; 
+  arg2 = (int64_t)jarg2; 
+  ferry_async_producer_request(arg1,arg2);
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1producer_1cancel(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  struct ArrowAsyncProducer *arg1 = (struct ArrowAsyncProducer *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncProducer *)(intptr_t)jarg1; 
+  ferry_async_producer_cancel(arg1);
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1producer_1additional_1metadata(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  jlong jresult = 0 ;
+  struct ArrowAsyncProducer *arg1 = (struct ArrowAsyncProducer *) 0 ;
+  char *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncProducer *)(intptr_t)jarg1; 
+  result = (char *)ferry_async_producer_additional_metadata((struct ArrowAsyncProducer const *)arg1);
+  jresult = (jlong)(intptr_t)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1task_1new(JNIEnv *jenv, jclass jcls) {
+  jlong jresult = 0 ;
+  struct ArrowAsyncTask *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (struct ArrowAsyncTask *)ferry_async_task_new();
+  jresult = (jlong)(intptr_t)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1task_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  struct ArrowAsyncTask *arg1 = (struct ArrowAsyncTask *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncTask *)(intptr_t)jarg1; 
+  ferry_async_task_free(arg1);
+}
+
+
+SWIGEXPORT jboolean JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1task_1is_1released(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  jboolean jresult = 0 ;
+  struct ArrowAsyncTask *arg1 = (struct ArrowAsyncTask *) 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncTask *)(intptr_t)jarg1; 
+  result = (int)ferry_async_task_is_released((struct ArrowAsyncTask const *)arg1);
+  jresult = (jboolean)(result != 0); 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1task_1move(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  jint jresult = 0 ;
+  struct ArrowAsyncTask *arg1 = (struct ArrowAsyncTask *) 0 ;
+  struct ArrowAsyncTask *arg2 = (struct ArrowAsyncTask *) 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncTask *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowAsyncTask *)(intptr_t)jarg2; 
+  result = (int)ferry_async_task_move(arg1,arg2);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1task_1extract_1data(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  jint jresult = 0 ;
+  struct ArrowAsyncTask *arg1 = (struct ArrowAsyncTask *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncTask *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
+  result = (int)ferry_async_task_extract_data(arg1,arg2);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1sender_1create(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jstring jarg3, jlongArray jarg4) {
+  jint jresult = 0 ;
+  struct ArrowAsyncDeviceStreamHandler *arg1 = (struct ArrowAsyncDeviceStreamHandler *) 0 ;
+  ArrowDeviceType arg2 ;
+  char *arg3 = (char *) 0 ;
+  struct FerryAsyncSender **arg4 = (struct FerryAsyncSender **) 0 ;
+  struct FerryError *arg5 = (struct FerryError *) 0 ;
+  struct FerryAsyncSender *temp4 = 0 ;
+  struct FerryError temp5 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp5);
+  arg5 = &temp5;
+  
+  arg1 = (struct ArrowAsyncDeviceStreamHandler *)(intptr_t)jarg1; 
+  arg2 = (ArrowDeviceType)jarg2; 
+  arg3 = 0;
+  if (jarg3) {
+    arg3 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg3, 0);
+    if (!arg3) return 0;
+  }
+  
+  if (!jarg4 || (*jenv)->GetArrayLength(jenv, jarg4) < 1) {
+    ferry_jni_throw_illegal_argument(jenv, "out parameter must be an array of length >= 1");
+    return 0;
+  }
+  arg4 = &temp4;
+  
+  result = (int)ferry_async_sender_create(arg1,arg2,(char const *)arg3,arg4,arg5);
+  jresult = (jint)result; 
+  
+  {
+    jlong value = (jlong)(intptr_t)temp4;
+    (*jenv)->SetLongArrayRegion(jenv, jarg4, 0, 1, &value);
+  }
+  
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp5), "ferry_async_sender_create");
+    return 0;
+  }
+  
+  if (arg3) (*jenv)->ReleaseStringUTFChars(jenv, jarg3, (const char *)arg3);
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1sender_1send_1schema(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  jint jresult = 0 ;
+  struct FerryAsyncSender *arg1 = (struct FerryAsyncSender *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  struct FerryError *arg3 = (struct FerryError *) 0 ;
+  struct FerryError temp3 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp3);
+  arg3 = &temp3;
+  
+  arg1 = (struct FerryAsyncSender *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  result = (int)ferry_async_sender_send_schema(arg1,arg2,arg3);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp3), "ferry_async_sender_send_schema");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1sender_1wait_1demand(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  jint jresult = 0 ;
+  struct FerryAsyncSender *arg1 = (struct FerryAsyncSender *) 0 ;
+  int64_t arg2 ;
+  struct FerryError *arg3 = (struct FerryError *) 0 ;
+  struct FerryError temp3 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp3);
+  arg3 = &temp3;
+  
+  arg1 = (struct FerryAsyncSender *)(intptr_t)jarg1; 
+  arg2 = (int64_t)jarg2; 
+  result = (int)ferry_async_sender_wait_demand(arg1,arg2,arg3);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp3), "ferry_async_sender_wait_demand");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1sender_1send(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jstring jarg3, jlong jarg4) {
+  jint jresult = 0 ;
+  struct FerryAsyncSender *arg1 = (struct FerryAsyncSender *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  char *arg3 = (char *) 0 ;
+  int64_t arg4 ;
+  struct FerryError *arg5 = (struct FerryError *) 0 ;
+  struct FerryError temp5 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp5);
+  arg5 = &temp5;
+  
+  arg1 = (struct FerryAsyncSender *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
+  arg3 = 0;
+  if (jarg3) {
+    arg3 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg3, 0);
+    if (!arg3) return 0;
+  }
+  arg4 = (int64_t)jarg4; 
+  result = (int)ferry_async_sender_send(arg1,arg2,(char const *)arg3,arg4,arg5);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp5), "ferry_async_sender_send");
+    return 0;
+  }
+  
+  if (arg3) (*jenv)->ReleaseStringUTFChars(jenv, jarg3, (const char *)arg3);
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1sender_1finish(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jstring jarg3) {
+  jint jresult = 0 ;
+  struct FerryAsyncSender *arg1 = (struct FerryAsyncSender *) 0 ;
+  int arg2 ;
+  char *arg3 = (char *) 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct FerryAsyncSender *)(intptr_t)jarg1; 
+  arg2 = (int)jarg2; 
+  arg3 = 0;
+  if (jarg3) {
+    arg3 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg3, 0);
+    if (!arg3) return 0;
+  }
+  result = (int)ferry_async_sender_finish(arg1,arg2,(char const *)arg3);
+  jresult = (jint)result; 
+  if (arg3) (*jenv)->ReleaseStringUTFChars(jenv, jarg3, (const char *)arg3);
+  return jresult;
+}
+
+
+SWIGEXPORT jboolean JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1sender_1is_1cancelled(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  jboolean jresult = 0 ;
+  struct FerryAsyncSender *arg1 = (struct FerryAsyncSender *) 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct FerryAsyncSender *)(intptr_t)jarg1; 
+  result = (int)ferry_async_sender_is_cancelled((struct FerryAsyncSender const *)arg1);
+  jresult = (jboolean)(result != 0); 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1handler_1fail(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jstring jarg3) {
+  struct ArrowAsyncDeviceStreamHandler *arg1 = (struct ArrowAsyncDeviceStreamHandler *) 0 ;
+  int arg2 ;
+  char *arg3 = (char *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct ArrowAsyncDeviceStreamHandler *)(intptr_t)jarg1; 
+  arg2 = (int)jarg2; 
+  arg3 = 0;
+  if (jarg3) {
+    arg3 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg3, 0);
+    if (!arg3) return ;
+  }
+  ferry_async_handler_fail(arg1,arg2,(char const *)arg3);
+  if (arg3) (*jenv)->ReleaseStringUTFChars(jenv, jarg3, (const char *)arg3);
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1export_1stream(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3) {
+  jint jresult = 0 ;
+  struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
+  struct ArrowAsyncDeviceStreamHandler *arg2 = (struct ArrowAsyncDeviceStreamHandler *) 0 ;
+  int32_t arg3 ;
+  struct FerryError *arg4 = (struct FerryError *) 0 ;
+  struct FerryError temp4 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp4);
+  arg4 = &temp4;
+  
+  arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowAsyncDeviceStreamHandler *)(intptr_t)jarg2; 
+  arg3 = (int32_t)jarg3; 
+  result = (int)ferry_async_export_stream(arg1,arg2,arg3,arg4);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp4), "ferry_async_export_stream");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1export_1stream_1run(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  jint jresult = 0 ;
+  struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
+  struct ArrowAsyncDeviceStreamHandler *arg2 = (struct ArrowAsyncDeviceStreamHandler *) 0 ;
+  struct FerryError *arg3 = (struct FerryError *) 0 ;
+  struct FerryError temp3 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp3);
+  arg3 = &temp3;
+  
+  arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowAsyncDeviceStreamHandler *)(intptr_t)jarg2; 
+  result = (int)ferry_async_export_stream_run(arg1,arg2,arg3);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp3), "ferry_async_export_stream_run");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1consumer_1create(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jlong jarg3, jlongArray jarg4) {
+  jint jresult = 0 ;
+  int64_t arg1 ;
+  int32_t arg2 ;
+  struct ArrowAsyncDeviceStreamHandler *arg3 = (struct ArrowAsyncDeviceStreamHandler *) 0 ;
+  struct FerryAsyncConsumer **arg4 = (struct FerryAsyncConsumer **) 0 ;
+  struct FerryError *arg5 = (struct FerryError *) 0 ;
+  struct FerryAsyncConsumer *temp4 = 0 ;
+  struct FerryError temp5 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp5);
+  arg5 = &temp5;
+  
+  arg1 = (int64_t)jarg1; 
+  arg2 = (int32_t)jarg2; 
+  arg3 = (struct ArrowAsyncDeviceStreamHandler *)(intptr_t)jarg3; 
+  
+  if (!jarg4 || (*jenv)->GetArrayLength(jenv, jarg4) < 1) {
+    ferry_jni_throw_illegal_argument(jenv, "out parameter must be an array of length >= 1");
+    return 0;
+  }
+  arg4 = &temp4;
+  
+  result = (int)ferry_async_consumer_create(arg1,arg2,arg3,arg4,arg5);
+  jresult = (jint)result; 
+  
+  {
+    jlong value = (jlong)(intptr_t)temp4;
+    (*jenv)->SetLongArrayRegion(jenv, jarg4, 0, 1, &value);
+  }
+  
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp5), "ferry_async_consumer_create");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1consumer_1get_1schema(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+  jint jresult = 0 ;
+  struct FerryAsyncConsumer *arg1 = (struct FerryAsyncConsumer *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  int64_t arg3 ;
+  struct FerryError *arg4 = (struct FerryError *) 0 ;
+  struct FerryError temp4 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp4);
+  arg4 = &temp4;
+  
+  arg1 = (struct FerryAsyncConsumer *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  arg3 = (int64_t)jarg3; 
+  result = (int)ferry_async_consumer_get_schema(arg1,arg2,arg3,arg4);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp4), "ferry_async_consumer_get_schema");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1consumer_1next(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+  jint jresult = 0 ;
+  struct FerryAsyncConsumer *arg1 = (struct FerryAsyncConsumer *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  int64_t arg3 ;
+  struct FerryError *arg4 = (struct FerryError *) 0 ;
+  struct FerryError temp4 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp4);
+  arg4 = &temp4;
+  
+  arg1 = (struct FerryAsyncConsumer *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
+  arg3 = (int64_t)jarg3; 
+  result = (int)ferry_async_consumer_next(arg1,arg2,arg3,arg4);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp4), "ferry_async_consumer_next");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1consumer_1device_1type(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  jint jresult = 0 ;
+  struct FerryAsyncConsumer *arg1 = (struct FerryAsyncConsumer *) 0 ;
+  ArrowDeviceType result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct FerryAsyncConsumer *)(intptr_t)jarg1; 
+  result = (ArrowDeviceType)ferry_async_consumer_device_type(arg1);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1consumer_1fd(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  jint jresult = 0 ;
+  struct FerryAsyncConsumer *arg1 = (struct FerryAsyncConsumer *) 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct FerryAsyncConsumer *)(intptr_t)jarg1; 
+  result = (int)ferry_async_consumer_fd(arg1);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1consumer_1set_1notify(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+  struct FerryAsyncConsumer *arg1 = (struct FerryAsyncConsumer *) 0 ;
+  FerryAsyncNotifyFn arg2 = (FerryAsyncNotifyFn) 0 ;
+  void *arg3 = (void *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct FerryAsyncConsumer *)(intptr_t)jarg1; 
+  arg2 = (FerryAsyncNotifyFn)(intptr_t)jarg2; 
+  arg3 = (void *)(intptr_t)jarg3; 
+  ferry_async_consumer_set_notify(arg1,arg2,arg3);
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1consumer_1set_1on_1violation(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+  struct FerryAsyncConsumer *arg1 = (struct FerryAsyncConsumer *) 0 ;
+  FerryFindingFn arg2 = (FerryFindingFn) 0 ;
+  void *arg3 = (void *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct FerryAsyncConsumer *)(intptr_t)jarg1; 
+  arg2 = (FerryFindingFn)(intptr_t)jarg2; 
+  arg3 = (void *)(intptr_t)jarg3; 
+  ferry_async_consumer_set_on_violation(arg1,arg2,arg3);
+}
+
+
+SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1consumer_1violations(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  jlong jresult = 0 ;
+  struct FerryAsyncConsumer *arg1 = (struct FerryAsyncConsumer *) 0 ;
+  int64_t result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct FerryAsyncConsumer *)(intptr_t)jarg1; 
+  result = (int64_t)ferry_async_consumer_violations(arg1);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1consumer_1wait_1released(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  jint jresult = 0 ;
+  struct FerryAsyncConsumer *arg1 = (struct FerryAsyncConsumer *) 0 ;
+  int64_t arg2 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct FerryAsyncConsumer *)(intptr_t)jarg1; 
+  arg2 = (int64_t)jarg2; 
+  result = (int)ferry_async_consumer_wait_released(arg1,arg2);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1consumer_1cancel(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  struct FerryAsyncConsumer *arg1 = (struct FerryAsyncConsumer *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct FerryAsyncConsumer *)(intptr_t)jarg1; 
+  ferry_async_consumer_cancel(arg1);
+}
+
+
+SWIGEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1consumer_1free(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  struct FerryAsyncConsumer *arg1 = (struct FerryAsyncConsumer *) 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = (struct FerryAsyncConsumer *)(intptr_t)jarg1; 
+  ferry_async_consumer_free(arg1);
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1async_1consumer_1to_1stream(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+  jint jresult = 0 ;
+  struct FerryAsyncConsumer *arg1 = (struct FerryAsyncConsumer *) 0 ;
+  int64_t arg2 ;
+  struct ArrowDeviceArrayStream *arg3 = (struct ArrowDeviceArrayStream *) 0 ;
+  struct FerryError *arg4 = (struct FerryError *) 0 ;
+  struct FerryError temp4 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp4);
+  arg4 = &temp4;
+  
+  arg1 = (struct FerryAsyncConsumer *)(intptr_t)jarg1; 
+  arg2 = (int64_t)jarg2; 
+  arg3 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg3; 
+  result = (int)ferry_async_consumer_to_stream(arg1,arg2,arg3,arg4);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp4), "ferry_async_consumer_to_stream");
     return 0;
   }
   

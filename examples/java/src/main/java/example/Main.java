@@ -74,9 +74,9 @@ public final class Main {
     try (ArrowStructs handoff = ArrowStructs.allocate()) {
       // Producer: fill the consumer's structs; Java's buffers stay alive until
       // the consumer releases the array.
-      ArrayExporter.export(field, int32s(1, -1, 3, 4), handoff.schema(), handoff.array());
+      ArrayExporter.export(field, int32s(1, -1, 3, 4), handoff.array(), handoff.schema());
       // Consumer: take ownership (validated), wait on the producer's event, read.
-      try (DeviceArray array = DeviceArray.importFrom(handoff.schema(), handoff.array())) {
+      try (DeviceArray array = DeviceArray.importFrom(handoff.array(), handoff.schema())) {
         array.await();
         long sum = 0;
         ByteBuffer values = array.buffer(1);

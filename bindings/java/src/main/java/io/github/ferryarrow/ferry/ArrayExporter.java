@@ -69,10 +69,11 @@ public final class ArrayExporter {
     }
   }
 
-  /** Exports schema and array into the consumer's released structs; on failure
-   *  both are left released and no onRelease action runs. */
-  public static void export(FieldSpec field, ExportedBatch batch, long schemaOut,
-      long deviceArrayOut) {
+  /** Exports the array and its schema into the consumer's released structs (the
+   *  array first, then the schema, as Arrow Java's {@code Data.exportVector}); on
+   *  failure both are left released and no onRelease action runs. */
+  public static void export(FieldSpec field, ExportedBatch batch, long deviceArrayOut,
+      long schemaOut) {
     exportSchema(field, schemaOut);
     try {
       exportDeviceArray(batch, deviceArrayOut);
@@ -122,7 +123,7 @@ public final class ArrayExporter {
     long n = FerryNative.ferry_schema_n_children(src);
     FerryNative.ferry_schema_init(dst, FerryNative.ferry_schema_format(src),
         FerryNative.ferry_schema_name(src), FerryNative.ferry_schema_flags(src), n);
-    Schema view = new Schema(src, () -> { });
+    Schema view = new Schema(src, Schema.Owner.BORROWED);
     for (Map.Entry<String, String> e : view.metadata().entrySet()) {
       FerryNative.ferry_schema_add_metadata(dst, e.getKey(), e.getValue());
     }
@@ -257,8 +258,8 @@ public final class ArrayExporter {
     long array = FerryNative.ferry_device_array_new();
     try {
       if (array == 0) throw new OutOfMemoryError("ferry: cannot allocate ArrowDeviceArray");
-      export(field, batch, schema, array);
-      return DeviceArray.importFrom(schema, array);
+      export(field, batch, array, schema);
+      return DeviceArray.importFrom(array, schema);
     } finally {
       FerryNative.ferry_schema_free(schema);
       FerryNative.ferry_device_array_free(array);

@@ -20,13 +20,22 @@ import java.util.List;
  * Close is one JNI call. Buffers of host-readable memory are exposed as read-only,
  * bounds-checked direct ByteBuffers sized from the format, length and offset,
  * without copying; device memory is brought to the host with {@link #toHost()} or
- * {@link #copyTo}. Not thread-safe, like the underlying struct.
+ * {@link #copyTo}.
+ *
+ * <p><b>Threads.</b> Every read (accessors, value readers, child views, schema
+ * views, validation, copies) may run on many threads at once. {@link #close()}
+ * and the calls that move the array out ({@link #moveTo}, {@link #toHost()},
+ * {@link #exportTo}, {@link #exportArrowC}, {@link #toDlpack}) wait for the reads
+ * in flight to finish and keep new ones out; a read that starts after them throws
+ * IllegalStateException("DeviceArray is closed"). Only what a call hands out and
+ * the binding cannot watch, a {@link #buffer(int)} ByteBuffer or an address, must
+ * not be used after close.
  *
  * <p>What no consumer can check: on the CPU the interface carries no buffer sizes,
  * so a producer that declares a length longer than its buffer cannot be caught; the
  * sim and GPU devices know their allocations and validation refuses such buffers.
  */
-public final class DeviceArray implements AutoCloseable, Schema.Owner {
+public final class DeviceArray implements AutoCloseable {
   private final NativeHandle handle;
   private final SchemaOwner schema;
   /** The slot's chunk and the offset of its info there: what the import call
@@ -35,7 +44,7 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
   private final int info;
   private int hostAccessible = -1;
   /** The root view, made on first use (it caches the buffer views). */
-  private ArrayView root;
+  private volatile ArrayView root;
 
   /** Takes ownership of a filled slot and one hold on {@code schema}. */
   private DeviceArray(long slot, long slotAddress, SchemaOwner schema) {
@@ -43,6 +52,15 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
     this.slab = Slab.chunk(slot);
     this.info = Slab.offset(slot) + FerryNative.FERRY_JNI_SLOT_INFO_OFFSET;
     this.handle = new NativeHandle(this, slotAddress, schema, "DeviceArray");
+    if (NativeHandle.LEAK_REPORT) handle.trackLeak(this::leakDescription);
+  }
+
+  /** What the leak report says of this array when it is never closed. */
+  private String leakDescription() {
+    return "DeviceArray (format '" + FerryNative.ferry_schema_format(schema.address())
+        + "', length " + info(FerryNative.FERRY_JNI_INFO_LENGTH) + ", on "
+        + DeviceType.name((int) info(FerryNative.FERRY_JNI_INFO_DEVICE_TYPE))
+        + ") imported and never closed";
   }
 
   /** Wraps a filled slot and one hold on {@code schema} (already taken); on
@@ -77,8 +95,24 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
     return slab.getLong(info + 8 * k);
   }
 
+  /** Info {@code k}, read with the array held open (a slot is reused once closed). */
+  private long guardedInfo(int k) {
+    handle.enter();
+    try {
+      return info(k);
+    } finally {
+      handle.exit();
+    }
+  }
+
+  /** The guard that reads take (see the class comment); views and schemas use it. */
+  NativeHandle guard() {
+    return handle;
+  }
+
   /**
-   * Moves a producer's ArrowSchema and ArrowDeviceArray (at the given addresses)
+   * Moves a producer's ArrowDeviceArray and ArrowSchema (at the given addresses:
+   * the array first, then the schema, as Arrow Java's {@code Data.importVector})
    * into a new DeviceArray and validates it ({@link Validation#DEFAULT}: structure,
    * counts, devices; no buffer content). Takes ownership of the producer's
    * structs, which are left released: a validation finding releases the array
@@ -86,8 +120,8 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
    * structs are already released (FerryException EINVAL) or an address is 0
    * (IllegalArgumentException) nothing is moved.
    */
-  public static DeviceArray importFrom(long schemaAddress, long deviceArrayAddress) {
-    return importFrom(schemaAddress, deviceArrayAddress, Validation.DEFAULT);
+  public static DeviceArray importFrom(long deviceArrayAddress, long schemaAddress) {
+    return importFrom(deviceArrayAddress, schemaAddress, Validation.DEFAULT);
   }
 
   /**
@@ -97,7 +131,7 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
    * read what it points at), {@link Validation#FULL} also reads offsets, UTF-8 and
    * validity bits.
    */
-  public static DeviceArray importFrom(long schemaAddress, long deviceArrayAddress,
+  public static DeviceArray importFrom(long deviceArrayAddress, long schemaAddress,
       Validation validation) {
     long slot = FerryNative.ferry_jni_import_array(schemaAddress, deviceArrayAddress,
         validation.level());
@@ -108,11 +142,11 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
   }
 
   /**
-   * Moves a plain CPU ArrowSchema + ArrowArray (e.g. from Arrow Java's C data
-   * module) in, as a DeviceArray on the CPU (device id -1), validated as
-   * {@link #importFrom(long, long)} does.
+   * Moves a plain CPU ArrowArray + ArrowSchema (e.g. from Arrow Java's C data
+   * module; the array first) in, as a DeviceArray on the CPU (device id -1),
+   * validated as {@link #importFrom(long, long)} does.
    */
-  public static DeviceArray importArrowC(long arrowSchemaAddress, long arrowArrayAddress) {
+  public static DeviceArray importArrowC(long arrowArrayAddress, long arrowSchemaAddress) {
     if (arrowSchemaAddress == 0 || FerryNative.ferry_schema_is_released(arrowSchemaAddress)) {
       throw new FerryException(FerryException.EINVAL, "the ArrowSchema to import is released");
     }
@@ -121,7 +155,7 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
       // Moves the ArrowArray into the device array, leaving the source released.
       FerryNative.ferry_device_array_init(deviceArray, arrowArrayAddress, DeviceType.CPU, -1,
           0, 0, 0);
-      return importFrom(arrowSchemaAddress, deviceArray);
+      return importFrom(deviceArray, arrowSchemaAddress);
     } finally {
       FerryNative.ferry_device_array_free(deviceArray);
     }
@@ -137,7 +171,7 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
     return handle.checkedAddress();
   }
 
-  @Override
+  /** Throws IllegalStateException("DeviceArray is closed") once closed. */
   public void checkOpen() {
     handle.checkedAddress();
   }
@@ -148,7 +182,7 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
 
   public Schema schema() {
     checkOpen();
-    return new Schema(schema.address(), this);
+    return new Schema(schema.address(), handle);
   }
 
   /** The top-level array (its ArrowArray is the device array's first member). */
@@ -160,14 +194,12 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
 
   /** The ArrowDeviceType of the array's memory ({@link DeviceType}). */
   public int deviceType() {
-    checkOpen();
-    return (int) info(FerryNative.FERRY_JNI_INFO_DEVICE_TYPE);
+    return (int) guardedInfo(FerryNative.FERRY_JNI_INFO_DEVICE_TYPE);
   }
 
   /** The device id (-1 on the CPU). */
   public long deviceId() {
-    checkOpen();
-    return info(FerryNative.FERRY_JNI_INFO_DEVICE_ID);
+    return guardedInfo(FerryNative.FERRY_JNI_INFO_DEVICE_ID);
   }
 
   /** The device the array's memory lives on. */
@@ -177,8 +209,7 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
 
   /** The producer's sync event (a pointer to the native event), 0 when none. */
   public long syncEvent() {
-    checkOpen();
-    return info(FerryNative.FERRY_JNI_INFO_SYNC_EVENT);
+    return guardedInfo(FerryNative.FERRY_JNI_INFO_SYNC_EVENT);
   }
 
   /** True when the host may read this array's memory directly. */
@@ -203,38 +234,43 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
    * Enqueue the wait before closing the array: the event lives as long as the array.
    */
   public void waitOn(long consumerStream) {
-    FerryNative.ferry_device_array_wait(address(), consumerStream);
+    long a = handle.enter();
+    try {
+      FerryNative.ferry_device_array_wait(a, consumerStream);
+    } finally {
+      handle.exit();
+    }
   }
 
   public long length() {
-    checkOpen();
-    return info(FerryNative.FERRY_JNI_INFO_LENGTH);
+    return guardedInfo(FerryNative.FERRY_JNI_INFO_LENGTH);
   }
 
   public long nullCount() {
-    checkOpen();
-    return info(FerryNative.FERRY_JNI_INFO_NULL_COUNT);
+    return guardedInfo(FerryNative.FERRY_JNI_INFO_NULL_COUNT);
   }
 
   public long offset() {
-    checkOpen();
-    return info(FerryNative.FERRY_JNI_INFO_OFFSET);
+    return guardedInfo(FerryNative.FERRY_JNI_INFO_OFFSET);
   }
 
   public int bufferCount() {
-    checkOpen();
-    return Math.toIntExact(info(FerryNative.FERRY_JNI_INFO_N_BUFFERS));
+    return Math.toIntExact(guardedInfo(FerryNative.FERRY_JNI_INFO_N_BUFFERS));
   }
 
   /** Buffer {@code i}'s address on the array's device (0 when absent). */
   public long bufferAddress(int i) {
-    long a = address();
-    long n = info(FerryNative.FERRY_JNI_INFO_N_BUFFERS);
-    if (i < 0 || i >= n) throw new IndexOutOfBoundsException("buffer " + i + " of " + n);
-    if (i < FerryNative.FERRY_JNI_INFO_INLINE_BUFFERS) {
-      return info(FerryNative.FERRY_JNI_INFO_BUFFER0 + i);
+    long a = handle.enter();
+    try {
+      long n = info(FerryNative.FERRY_JNI_INFO_N_BUFFERS);
+      if (i < 0 || i >= n) throw new IndexOutOfBoundsException("buffer " + i + " of " + n);
+      if (i < FerryNative.FERRY_JNI_INFO_INLINE_BUFFERS) {
+        return info(FerryNative.FERRY_JNI_INFO_BUFFER0 + i);
+      }
+      return FerryNative.ferry_array_buffer(a, i);
+    } finally {
+      handle.exit();
     }
-    return FerryNative.ferry_array_buffer(a, i);
   }
 
   /** See {@link ArrayView#buffer(int)}. */
@@ -243,8 +279,7 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
   }
 
   public int childCount() {
-    checkOpen();
-    return Math.toIntExact(info(FerryNative.FERRY_JNI_INFO_N_CHILDREN));
+    return Math.toIntExact(guardedInfo(FerryNative.FERRY_JNI_INFO_N_CHILDREN));
   }
 
   public ArrayView child(int i) {
@@ -253,6 +288,78 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
 
   public ArrayView dictionary() {
     return root().dictionary();
+  }
+
+  // ---- value readers (host-accessible arrays; see ArrayView) ----------------
+
+  /** {@link ArrayView#isNull(long)} of the top-level array. */
+  public boolean isNull(long i) {
+    return root().isNull(i);
+  }
+
+  /** {@link ArrayView#isValid(long)} of the top-level array. */
+  public boolean isValid(long i) {
+    return root().isValid(i);
+  }
+
+  /** {@link ArrayView#getBoolean(long)} of the top-level array. */
+  public boolean getBoolean(long i) {
+    return root().getBoolean(i);
+  }
+
+  /** {@link ArrayView#getByte(long)} of the top-level array. */
+  public byte getByte(long i) {
+    return root().getByte(i);
+  }
+
+  /** {@link ArrayView#getShort(long)} of the top-level array. */
+  public short getShort(long i) {
+    return root().getShort(i);
+  }
+
+  /** {@link ArrayView#getInt(long)} of the top-level array. */
+  public int getInt(long i) {
+    return root().getInt(i);
+  }
+
+  /** {@link ArrayView#getLong(long)} of the top-level array. */
+  public long getLong(long i) {
+    return root().getLong(i);
+  }
+
+  /** {@link ArrayView#getFloat(long)} of the top-level array. */
+  public float getFloat(long i) {
+    return root().getFloat(i);
+  }
+
+  /** {@link ArrayView#getDouble(long)} of the top-level array. */
+  public double getDouble(long i) {
+    return root().getDouble(i);
+  }
+
+  /** {@link ArrayView#getBytes(long)} of the top-level array (a copy). */
+  public byte[] getBytes(long i) {
+    return root().getBytes(i);
+  }
+
+  /** {@link ArrayView#getString(long)} of the top-level array. */
+  public String getString(long i) {
+    return root().getString(i);
+  }
+
+  /** {@link ArrayView#getBigDecimal(long)} of the top-level array. */
+  public java.math.BigDecimal getBigDecimal(long i) {
+    return root().getBigDecimal(i);
+  }
+
+  /** {@link ArrayView#listStart(long)} of the top-level array. */
+  public long listStart(long i) {
+    return root().listStart(i);
+  }
+
+  /** {@link ArrayView#listEnd(long)} of the top-level array. */
+  public long listEnd(long i) {
+    return root().listEnd(i);
   }
 
   /** Validates the array against its schema (FULL also reads offsets, UTF-8 and
@@ -265,16 +372,25 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
    *  with the first finding. */
   public void validate(Validation validation) {
     if (validation == Validation.NONE) return;
-    FerryNative.ferry_validate_device_array(schema.address(), address(), validation.level(),
-        0, 0);
+    long a = handle.enter();
+    try {
+      FerryNative.ferry_validate_device_array(schema.address(), a, validation.level(), 0, 0);
+    } finally {
+      handle.exit();
+    }
   }
 
   /** Every finding of the validator at {@code validation} (empty when the array
    *  is valid), in the order found. */
   public List<Finding> findings(Validation validation) {
     if (validation == Validation.NONE) return List.of();
-    return Finding.parse(FerryNative.ferry_jni_validate_report(schema.address(), address(),
-        validation.level()));
+    long a = handle.enter();
+    try {
+      return Finding.parse(FerryNative.ferry_jni_validate_report(schema.address(), a,
+          validation.level()));
+    } finally {
+      handle.exit();
+    }
   }
 
   /**
@@ -297,20 +413,27 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
    * On failure this array is unchanged and still open.
    */
   public DeviceArray moveTo(int targetType, long targetId) {
-    long a = address();
     long out = newOrThrow(FerryNative.ferry_device_array_new(), "ArrowDeviceArray");
+    long a;
+    try {
+      a = handle.lockExclusive(); // waits for reads in flight
+    } catch (RuntimeException e) {
+      FerryNative.ferry_device_array_free(out);
+      throw e;
+    }
     try {
       FerryNative.ferry_device_array_move_to_device(schema.address(), a, targetType, targetId,
           out);
     } catch (RuntimeException e) {
+      handle.unlockExclusive();
       FerryNative.ferry_device_array_free(out);
       throw e;
     }
     // The result shares the schema; this array's struct is released (moved or
     // copied and released), so closing it only frees its slot and drops its hold.
-    DeviceArray moved = wrapHeap(out, schema.retain());
-    close();
-    return moved;
+    SchemaOwner held = schema.retain();
+    handle.closeExclusive();
+    return wrapHeap(out, held);
   }
 
   /** {@link #moveTo(int, long)} to {@code target}. */
@@ -327,40 +450,57 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
    *  the copy is a new DeviceArray the caller closes, and this one stays open. */
   public DeviceArray copyTo(int targetType, long targetId) {
     long out = newOrThrow(FerryNative.ferry_device_array_new(), "ArrowDeviceArray");
+    long a;
     try {
-      FerryNative.ferry_device_array_copy(schema.address(), address(), targetType, targetId, out);
+      a = handle.enter();
     } catch (RuntimeException e) {
       FerryNative.ferry_device_array_free(out);
       throw e;
     }
-    return wrapHeap(out, schema.retain());
+    SchemaOwner held;
+    try {
+      FerryNative.ferry_device_array_copy(schema.address(), a, targetType, targetId, out);
+      held = schema.retain(); // while this array's hold keeps the schema alive
+    } catch (RuntimeException e) {
+      FerryNative.ferry_device_array_free(out);
+      throw e;
+    } finally {
+      handle.exit();
+    }
+    return wrapHeap(out, held);
   }
 
   /**
-   * Moves the array out to a consumer's structs: the schema and device array at
-   * the given addresses (both released beforehand) receive ownership, and this
+   * Moves the array out to a consumer's structs: the device array and schema at
+   * the given addresses (the array first; both released beforehand) receive ownership, and this
    * object is closed without releasing the array. The schema is moved when this
    * array is its only holder, else deep-copied (stream batches share one).
    */
-  public void exportTo(long schemaOut, long deviceArrayOut) {
-    long a = address();
+  public void exportTo(long deviceArrayOut, long schemaOut) {
+    checkOpen();
     if (!FerryNative.ferry_schema_is_released(schemaOut)
         || !FerryNative.ferry_device_array_is_released(deviceArrayOut)) {
       throw new FerryException(FerryException.EINVAL, "export targets must be released");
     }
-    exportSchemaTo(schemaOut);
+    long a = handle.lockExclusive(); // waits for reads in flight
+    try {
+      exportSchemaTo(schemaOut);
+    } catch (RuntimeException | Error e) {
+      handle.unlockExclusive();
+      throw e;
+    }
     FerryNative.ferry_device_array_move(a, deviceArrayOut);
-    handle.close(); // frees the now released struct and drops the schema hold
+    handle.closeExclusive(); // frees the now released struct and drops the schema hold
   }
 
   /**
-   * Moves the array out as a plain CPU ArrowSchema + ArrowArray (for Arrow Java's
-   * C data module), which trusts offsets, UTF-8 and indices: the array is validated
+   * Moves the array out as a plain CPU ArrowArray + ArrowSchema (for Arrow Java's
+   * C data module; the array first), which trusts offsets, UTF-8 and indices: the array is validated
    * ({@link Validation#FULL}) first, and a finding is FerryException(EINVAL) "the
    * array fails validation: ..." with nothing moved. Waits on the sync event; CPU
    * arrays only (bring others over with {@link #toHost()}).
    */
-  public void exportArrowC(long arrowSchemaOut, long arrowArrayOut) {
+  public void exportArrowC(long arrowArrayOut, long arrowSchemaOut) {
     if (deviceType() != DeviceType.CPU) {
       throw new FerryException(FerryException.EINVAL, "only CPU arrays export as a plain "
           + "ArrowArray; this one is on " + DeviceType.name(deviceType())
@@ -372,17 +512,28 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
     } catch (FerryException e) {
       throw new FerryException(e.code(), "the array fails validation: " + e.getMessage());
     }
-    long a = address();
-    exportSchemaTo(arrowSchemaOut);
+    long a = handle.lockExclusive(); // waits for reads in flight
+    try {
+      exportSchemaTo(arrowSchemaOut);
+    } catch (RuntimeException | Error e) {
+      handle.unlockExclusive();
+      throw e;
+    }
     FerryNative.ferry_array_move(FerryNative.ferry_device_array_array(a), arrowArrayOut);
-    handle.close();
+    handle.closeExclusive();
   }
 
   /** Moves the device array alone out to the released struct at {@code deviceArrayOut}
    *  (a stream's get_next: the stream gave the schema); this object is closed. */
   void moveArrayTo(long deviceArrayOut) {
-    FerryNative.ferry_device_array_move(address(), deviceArrayOut);
-    handle.close();
+    long a = handle.lockExclusive();
+    try {
+      FerryNative.ferry_device_array_move(a, deviceArrayOut);
+    } catch (RuntimeException | Error e) {
+      handle.unlockExclusive();
+      throw e;
+    }
+    handle.closeExclusive();
   }
 
   private void exportSchemaTo(long schemaOut) {
@@ -403,10 +554,15 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
    * On failure nothing changes.
    */
   public long toDlpack(long consumerStream) {
-    long a = address();
     long[] out = new long[1];
-    FerryNative.ferry_device_array_to_dlpack(schema.address(), a, consumerStream, out);
-    handle.close(); // the struct was moved into the tensor: frees it and the schema hold
+    long a = handle.lockExclusive(); // waits for reads in flight
+    try {
+      FerryNative.ferry_device_array_to_dlpack(schema.address(), a, consumerStream, out);
+    } catch (RuntimeException | Error e) {
+      handle.unlockExclusive();
+      throw e;
+    }
+    handle.closeExclusive(); // the struct was moved into the tensor: frees it and the schema hold
     return out[0];
   }
 
@@ -441,7 +597,8 @@ public final class DeviceArray implements AutoCloseable, Schema.Owner {
     return schema.isSoleHolder();
   }
 
-  /** Releases the array (exactly once; later calls do nothing). */
+  /** Releases the array (exactly once; later calls do nothing), after the reads
+   *  in flight on other threads have finished. */
   @Override
   public void close() {
     handle.close();

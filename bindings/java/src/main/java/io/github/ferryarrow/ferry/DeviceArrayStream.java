@@ -5,6 +5,7 @@ import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * An ArrowDeviceArrayStream owned by Java: moved in from its producer, released
@@ -15,13 +16,48 @@ import java.util.NoSuchElementException;
  * {@link Validation} level, DEFAULT unless asked otherwise: a malformed batch is
  * released and comes back as FerryException(EINVAL) with the validator's message.
  * Errors of the producer arrive as FerryException with its code and
- * get_last_error message. Single-threaded, like the underlying stream.
+ * get_last_error message.
+ *
+ * <p><b>After an error</b> (the producer's get_next or get_schema failed, or a
+ * batch failed validation) the stream never calls the producer's get_next again:
+ * every later {@link #next()}, {@link #nextOn}, iteration step and cursor advance
+ * throws a FerryException with that same code and message. The end of the stream
+ * stays the end (null, again and again).
+ *
+ * <p><b>Threads.</b> The stream may be shared between threads; its calls are
+ * serialized: a second caller of {@link #next()} (or of any other method, a
+ * {@link Cursor}'s included) waits until the first returns, because the
+ * specification allows one callback at a time. {@link #close()} waits for a call
+ * in flight, then releases the stream exactly once, last; a call after it throws
+ * IllegalStateException("DeviceArrayStream is closed"). Each {@link #iterator()} is
+ * its own object and is not to be shared between threads.
  */
-public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceArray>,
-    Schema.Owner {
+public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceArray> {
   private final NativeHandle handle;
   private final SchemaCell schemaCell;
   private final Validation validation;
+  /** Serializes every call on the stream (see the class comment). */
+  private final ReentrantLock lock = new ReentrantLock();
+  /** The first error; guarded by {@link #lock}. Replayed by every later pull. */
+  private FerryException failure;
+  /** The schema views' owner: holds the stream's lock while they read. */
+  private final Schema.Owner schemaGuard = new Schema.Owner() {
+    @Override
+    public long enter() {
+      lock.lock();
+      try {
+        return handle.checkedAddress();
+      } catch (RuntimeException e) {
+        lock.unlock();
+        throw e;
+      }
+    }
+
+    @Override
+    public void exit() {
+      lock.unlock();
+    }
+  };
 
   /** The schema, fetched once; shared with batches, released with the stream
    *  (see SchemaOwner: the stream counts the batches it handed out). */
@@ -30,8 +66,8 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     /** The schema prepared for validating batches (0 until fetched, or when
      *  validation is NONE); freed with the stream. */
     long prepared;
-    /** Batches handed out; written by the stream's thread only (streams are
-     *  single-threaded), read when the stream is freed. */
+    /** Batches handed out; written under the stream's lock, read when the
+     *  stream is freed (after the last call). */
     long handedOut;
   }
 
@@ -44,6 +80,10 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
       if (cell.prepared != 0) FerryNative.ferry_prepared_schema_free(cell.prepared);
       if (cell.owner != null) cell.owner.endStreamHold(cell.handedOut);
     }, "DeviceArrayStream");
+    if (NativeHandle.LEAK_REPORT) {
+      handle.trackLeak(() -> "DeviceArrayStream (on " + DeviceType.name(
+          FerryNative.ferry_array_stream_device_type(address)) + ") imported and never closed");
+    }
   }
 
   /** Moves the producer's stream at {@code streamAddress} in (it is left released);
@@ -72,7 +112,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     return handle.checkedAddress();
   }
 
-  @Override
+  /** Throws IllegalStateException("DeviceArrayStream is closed") once closed. */
   public void checkOpen() {
     handle.checkedAddress();
   }
@@ -84,14 +124,45 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
 
   /** The stream's device type. */
   public int deviceType() {
-    return FerryNative.ferry_array_stream_device_type(address());
+    lock.lock();
+    try {
+      return FerryNative.ferry_array_stream_device_type(address());
+    } finally {
+      lock.unlock();
+    }
   }
 
-  /** The stream's schema (get_schema is called once). */
+  /** The stream's schema (get_schema is called once; its failure is the stream's
+   *  error, see the class comment). */
   public Schema schema() {
-    return new Schema(schemaOwner().address(), this);
+    lock.lock();
+    try {
+      checkFailure();
+      try {
+        return new Schema(schemaOwner().address(), schemaGuard);
+      } catch (FerryException e) {
+        throw fail(e);
+      }
+    } finally {
+      lock.unlock();
+    }
   }
 
+  /** Throws the stream's recorded error again (same code and message), if any.
+   *  Under the lock. */
+  private void checkFailure() {
+    FerryException f = failure;
+    if (f != null) throw new FerryException(f.code(), f.getMessage());
+  }
+
+  /** Records {@code e} as the stream's error (the first one stays); returns it.
+   *  Under the lock. */
+  private FerryException fail(FerryException e) {
+    if (failure == null && !handle.isClosed()) failure = e;
+    return e;
+  }
+
+  /** Under the lock. */
   private SchemaOwner schemaOwner() {
     long stream = address();
     if (schemaCell.owner == null) {
@@ -108,7 +179,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
   }
 
   /** The prepared schema batches are validated with (0 for NONE); a schema that
-   *  fails validation throws here, on every pull. */
+   *  fails validation throws here (the stream's error). Under the lock. */
   private long prepared() {
     if (validation == Validation.NONE) return 0;
     long p = schemaCell.prepared;
@@ -140,12 +211,25 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
   }
 
   private DeviceArray pull(int onStream, long consumerStream) {
-    SchemaOwner schema = schemaOwner();
-    long slot = FerryNative.ferry_jni_stream_next(address(), onStream, consumerStream,
-        prepared(), validation.level());
-    if (slot < 0) return null;
-    schemaCell.handedOut++; // the batch's hold on the schema (see SchemaOwner)
-    return DeviceArray.wrap(slot, schema);
+    lock.lock();
+    try {
+      long stream = address();
+      checkFailure();
+      long slot;
+      SchemaOwner schema;
+      try {
+        schema = schemaOwner();
+        slot = FerryNative.ferry_jni_stream_next(stream, onStream, consumerStream,
+            prepared(), validation.level());
+      } catch (FerryException e) {
+        throw fail(e);
+      }
+      if (slot < 0) return null;
+      schemaCell.handedOut++; // the batch's hold on the schema (see SchemaOwner)
+      return DeviceArray.wrap(slot, schema);
+    } finally {
+      lock.unlock();
+    }
   }
 
   /** Iterates the remaining batches; each must be closed by the caller. */
@@ -185,7 +269,9 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     return new Cursor(this);
   }
 
-  /** See {@link #cursor()}. Not thread-safe; close it before closing the stream. */
+  /** See {@link #cursor()}. Its advance and close take the stream's lock (one
+   *  call at a time); what it reports about the current batch is for the thread
+   *  that advanced it. Close it before closing the stream. */
   public static final class Cursor implements AutoCloseable {
     private final DeviceArrayStream stream;
     /** A slot: the reused struct, and what the last advance reported after it. */
@@ -199,7 +285,18 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
 
     private Cursor(DeviceArrayStream stream) {
       this.stream = stream;
-      this.prepared = stream.prepared();
+      stream.lock.lock();
+      try {
+        stream.checkOpen();
+        stream.checkFailure();
+        try {
+          this.prepared = stream.prepared();
+        } catch (FerryException e) {
+          throw stream.fail(e);
+        }
+      } finally {
+        stream.lock.unlock();
+      }
       this.level = stream.validation.level();
       long slot = FerryNative.ferry_jni_new_slot();
       long address;
@@ -219,14 +316,24 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
      *  addresses. A malformed batch is released and thrown (the cursor then holds
      *  none). */
     public boolean advance() {
-      long slot = batch.checkedAddress();
+      stream.lock.lock();
       try {
-        length = FerryNative.ferry_jni_cursor_advance(stream.address(), slot, prepared, level);
-      } catch (RuntimeException e) {
-        length = -1; // the failed batch was released: the cursor holds none
-        throw e;
+        long slot = batch.checkedAddress();
+        long s = stream.address();
+        stream.checkFailure();
+        try {
+          length = FerryNative.ferry_jni_cursor_advance(s, slot, prepared, level);
+        } catch (FerryException e) {
+          length = -1; // the failed batch was released: the cursor holds none
+          throw stream.fail(e);
+        } catch (RuntimeException e) {
+          length = -1;
+          throw e;
+        }
+        return length >= 0;
+      } finally {
+        stream.lock.unlock();
       }
-      return length >= 0;
     }
 
     /** Length of the current batch (-1 before the first advance and at the end). */
@@ -263,15 +370,25 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     /** Releases the current batch. */
     @Override
     public void close() {
-      batch.close();
+      stream.lock.lock();
+      try {
+        batch.close();
+      } finally {
+        stream.lock.unlock();
+      }
       Reference.reachabilityFence(this);
     }
   }
 
   /** Moves the stream out to a consumer's released struct; this object is closed. */
   public void exportTo(long streamOut) {
-    FerryNative.ferry_array_stream_move(address(), streamOut);
-    handle.close();
+    lock.lock();
+    try {
+      FerryNative.ferry_array_stream_move(address(), streamOut);
+      handle.close();
+    } finally {
+      lock.unlock();
+    }
   }
 
   /**
@@ -282,8 +399,13 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
    * object is closed; batches already taken stay valid.
    */
   public void exportToArrowStream(long arrowStreamOut) {
-    FerryNative.ferry_jni_stream_to_arrow(address(), arrowStreamOut);
-    handle.close();
+    lock.lock();
+    try {
+      FerryNative.ferry_jni_stream_to_arrow(address(), arrowStreamOut);
+      handle.close();
+    } finally {
+      lock.unlock();
+    }
   }
 
   /** Moves a plain ArrowArrayStream of CPU batches (e.g. from Arrow Java's
@@ -301,10 +423,16 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     return new DeviceArrayStream(stream, validation);
   }
 
-  /** Releases the stream (exactly once). Batches already taken stay valid. */
+  /** Releases the stream (exactly once), after waiting for a call in flight on
+   *  another thread. Batches already taken stay valid. */
   @Override
   public void close() {
-    handle.close();
+    lock.lock();
+    try {
+      handle.close();
+    } finally {
+      lock.unlock();
+    }
     Reference.reachabilityFence(this);
   }
 }

@@ -6,6 +6,7 @@ import java.lang.ref.Cleaner;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.LongConsumer;
+import io.github.ferryarrow.ferry.jni.FerryNative;
 
 /**
  * Owns one native address and frees it exactly once: on {@link #close()} or, as a
@@ -26,18 +27,26 @@ import java.util.function.LongConsumer;
  * and an array store instead. The price: a leaked owner is reported (and its
  * memory freed) one GC later than with an immediate registration.
  */
-public final class NativeHandle implements AutoCloseable {
+public final class NativeHandle implements AutoCloseable, Schema.Owner {
   private static final Cleaner CLEANER = Cleaner.create();
   private static final AtomicLong LEAKS = new AtomicLong();
   private static final System.Logger LOG = System.getLogger("io.github.ferryarrow.ferry");
   private static final VarHandle ADDRESS;
+  private static final VarHandle GUARD;
   private static final VarHandle NURSERY_OWNER;
+  /** The guard's bit set by {@link #lockExclusive()}: no new reader gets in. */
+  private static final int EXCLUSIVE = 1 << 30;
   private static volatile Consumer<String> leakListener;
+  /** FERRY_LEAK_REPORT set (non-empty, not "0"; the core's rule): imports register
+   *  with the core's leak report (ferry_leak_track), which names at exit what is
+   *  still open. Read once; off, no native call is made. */
+  static final boolean LEAK_REPORT = leakReportRequested();
 
   static {
     try {
       MethodHandles.Lookup lookup = MethodHandles.lookup();
       ADDRESS = lookup.findVarHandle(NativeHandle.class, "address", long.class);
+      GUARD = lookup.findVarHandle(NativeHandle.class, "guard", int.class);
       NURSERY_OWNER = lookup.findVarHandle(NativeHandle.class, "nurseryOwner", Object.class);
     } catch (ReflectiveOperationException e) {
       throw new ExceptionInInitializerError(e);
@@ -47,8 +56,15 @@ public final class NativeHandle implements AutoCloseable {
   /** The owned address; 0 once freed or given away. Swapped atomically, so the
    *  free action runs exactly once whoever (close, the Cleaner) gets there first. */
   private volatile long address;
+  /** Readers in flight ({@link #enter()}, low bits) and {@link #EXCLUSIVE}: a
+   *  close or a move out sets the bit, then waits (on this object's monitor)
+   *  until the readers have left, so nothing is freed under a reader. */
+  private volatile int guard;
   private final LongConsumer free;
   private final String what;
+  /** The core's leak-report token (0 when not tracked); dropped when the address
+   *  is taken (released, moved out or freed by the safety net). */
+  private volatile long leakToken;
   /** Set when the nursery registered this handle with the Cleaner. */
   private volatile Cleaner.Cleanable cleanable;
   /** The owner, held strongly while this handle is in the nursery (null after).
@@ -83,20 +99,129 @@ public final class NativeHandle implements AutoCloseable {
     return a;
   }
 
-  private long take() {
-    return (long) ADDRESS.getAndSet(this, 0L);
+  /**
+   * Starts a read of the owned memory: returns the address, which stays valid
+   * (not freed, not moved out) until the matching {@link #exit()}; throws
+   * IllegalStateException naming the object once it is closed or being closed.
+   * Many readers may be inside at once; close waits for them.
+   */
+  @Override
+  public long enter() {
+    for (;;) {
+      int g = guard;
+      if ((g & EXCLUSIVE) != 0) throw new IllegalStateException(what + " is closed");
+      if (GUARD.compareAndSet(this, g, g + 1)) break;
+    }
+    long a = address;
+    if (a == 0) { // given away by a path that does not take the guard (the Cleaner)
+      exit();
+      throw new IllegalStateException(what + " is closed");
+    }
+    return a;
   }
 
-  /** Frees now (a no-op the second time). */
+  /** Ends a read started by {@link #enter()}; the last reader out wakes a
+   *  waiting close. */
   @Override
-  public void close() {
+  public void exit() {
+    int g = (int) GUARD.getAndAdd(this, -1) - 1;
+    if (g == EXCLUSIVE) {
+      synchronized (this) {
+        notifyAll();
+      }
+    }
+  }
+
+  /**
+   * Takes the object for a close or a move out: refuses new readers, waits for
+   * those inside to leave and returns the address. Throws IllegalStateException
+   * when it is already closed or taken. Follow with {@link #closeExclusive()} or,
+   * when the move out failed and the object stays open, {@link #unlockExclusive()}.
+   */
+  long lockExclusive() {
+    if (!tryLockExclusive()) throw new IllegalStateException(what + " is closed");
+    long a = address;
+    if (a == 0) throw new IllegalStateException(what + " is closed");
+    return a;
+  }
+
+  private boolean tryLockExclusive() {
+    for (;;) {
+      int g = guard;
+      if ((g & EXCLUSIVE) != 0) return false;
+      if (GUARD.compareAndSet(this, g, g | EXCLUSIVE)) break;
+    }
+    if (guard != EXCLUSIVE) { // readers inside: wait for the last one's notify
+      boolean interrupted = false;
+      synchronized (this) {
+        while (guard != EXCLUSIVE) {
+          try {
+            wait();
+          } catch (InterruptedException e) {
+            interrupted = true; // a close must finish; the interrupt is kept
+          }
+        }
+      }
+      if (interrupted) Thread.currentThread().interrupt();
+    }
+    return true;
+  }
+
+  /** Reopens after {@link #lockExclusive()} (the move out failed). */
+  void unlockExclusive() {
+    GUARD.getAndAdd(this, -EXCLUSIVE);
+  }
+
+  /** Frees (or, after a move out, frees what is left) while holding the object
+   *  exclusively; it stays closed. */
+  void closeExclusive() {
     long a = take();
     if (a != 0) free.accept(a);
     dropRegistration();
   }
 
+  private long take() {
+    long a = (long) ADDRESS.getAndSet(this, 0L);
+    if (a != 0) {
+      long token = leakToken; // only the one taker gets here
+      if (token != 0) {
+        leakToken = 0;
+        FerryNative.ferry_leak_untrack(token);
+      }
+    }
+    return a;
+  }
+
+  private static boolean leakReportRequested() {
+    String v = System.getenv("FERRY_LEAK_REPORT");
+    return v != null && !v.isEmpty() && !v.equals("0");
+  }
+
+  /** Registers this open handle with the core's leak report (when FERRY_LEAK_REPORT
+   *  is set), described as {@code description}; untracked when the address is
+   *  taken. Call once, right after construction. */
+  void trackLeak(java.util.function.Supplier<String> description) {
+    if (!LEAK_REPORT || address == 0) return;
+    leakToken = FerryNative.ferry_leak_track("java", description.get());
+    // A close on another thread between the check and the store did not see the
+    // token: forget it here.
+    if (address == 0) {
+      long token = leakToken;
+      leakToken = 0;
+      if (token != 0) FerryNative.ferry_leak_untrack(token);
+    }
+  }
+
+  /** Frees now, after waiting for readers inside {@link #enter()} (a no-op the
+   *  second time, also while the first close still waits). */
+  @Override
+  public void close() {
+    if (tryLockExclusive()) closeExclusive();
+  }
+
   /** Gives the address away without freeing it (after a move out). */
   long detach() {
+    if (!tryLockExclusive()) return 0;
     long a = take();
     dropRegistration();
     return a;

@@ -13,7 +13,7 @@ import io.github.ferryarrow.ferry.jni.FerryNative;
  *
  * <p>Counting, and why it looks like this: a stream hands out a batch per
  * {@code next()}, and an atomic increment per batch (~7 ns) is a noticeable part
- * of a ~60 ns handoff. Streams are single-threaded, so the stream counts the
+ * of a ~60 ns handoff. A stream serializes its calls (its lock), so it counts the
  * batches it handed out with a plain field, and its own hold is worth
  * {@link #STREAM_HOLD}: while the stream is open the count cannot reach zero
  * whatever batches close; when it closes it converts its hold into the number of

@@ -40,7 +40,7 @@ class AccessorsTest {
     long schema = FerryNative.ferry_schema_new();
     long array = FerryNative.ferry_device_array_new();
     Testing.cProduceStatic(schema, array, 100);
-    try (DeviceArray a = DeviceArray.importFrom(schema, array)) {
+    try (DeviceArray a = DeviceArray.importFrom(array, schema)) {
       assertTrue(FerryNative.ferry_device_array_is_released(array), "source left released");
       assertEquals("i", a.schema().format());
       assertEquals("static", a.schema().name());

@@ -41,7 +41,7 @@ class ArrowInteropTest {
     try (ArrowArray array = ArrowArray.allocateNew(allocator);
         ArrowSchema schema = ArrowSchema.allocateNew(allocator)) {
       Data.exportVector(allocator, vector, null, array, schema);
-      return DeviceArray.importArrowC(schema.memoryAddress(), array.memoryAddress());
+      return DeviceArray.importArrowC(array.memoryAddress(), schema.memoryAddress());
     }
   }
 
@@ -49,7 +49,7 @@ class ArrowInteropTest {
   private FieldVector toArrow(DeviceArray array) {
     try (ArrowArray cArray = ArrowArray.allocateNew(allocator);
         ArrowSchema cSchema = ArrowSchema.allocateNew(allocator)) {
-      array.exportArrowC(cSchema.memoryAddress(), cArray.memoryAddress());
+      array.exportArrowC(cArray.memoryAddress(), cSchema.memoryAddress());
       return Data.importVector(allocator, cArray, cSchema, null);
     }
   }

@@ -57,7 +57,7 @@ class ExceptionTest {
     long array = FerryNative.ferry_device_array_new();
     try {
       FerryException e = assertThrows(FerryException.class,
-          () -> DeviceArray.importFrom(schema, array));
+          () -> DeviceArray.importFrom(array, schema));
       assertEquals(FerryException.EINVAL, e.code());
     } finally {
       FerryNative.ferry_schema_free(schema);

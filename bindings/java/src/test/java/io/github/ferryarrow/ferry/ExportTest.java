@@ -20,7 +20,7 @@ class ExportTest {
     long array = FerryNative.ferry_device_array_new();
     try {
       ArrayExporter.export(TestData.int32Field("pi"), ExportedBatch.of(5).buffers(null, values),
-          schema, array);
+          array, schema);
       // The C side sees the very same address.
       long cAddress = FerryNative.ferry_array_buffer(FerryNative.ferry_device_array_array(array), 1);
       assertEquals(javaAddress, cAddress);
@@ -90,7 +90,7 @@ class ExportTest {
           .children(ExportedBatch.of(1).buffers(null, ByteBuffer.allocate(4)))
           .onRelease(released::incrementAndGet);
       assertThrows(IllegalArgumentException.class,
-          () -> ArrayExporter.export(field, batch, schema, array));
+          () -> ArrayExporter.export(field, batch, array, schema));
       assertEquals(0, released.get());
       assertTrue(FerryNative.ferry_schema_is_released(schema));
       assertTrue(FerryNative.ferry_device_array_is_released(array));

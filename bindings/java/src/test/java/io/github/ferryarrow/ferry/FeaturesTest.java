@@ -64,7 +64,7 @@ class FeaturesTest {
     long before = ArrayExporter.liveExports();
     try {
       ArrayExporter.export(TestData.int32Field("x"), ExportedBatch.of(N).buffers(null, values),
-          schema, array);
+          array, schema);
       assertEquals(before + 1, ArrayExporter.liveExports(), "Java keeps the buffer alive");
       assertEquals(FerryNative.ferry_jni_direct_address(values),
           FerryNative.ferry_array_buffer(FerryNative.ferry_device_array_array(array), 1),
@@ -83,11 +83,14 @@ class FeaturesTest {
     long array = FerryNative.ferry_device_array_new();
     try {
       Testing.cProduceStatic(schema, array, 10);
-      try (DeviceArray a = DeviceArray.importFrom(schema, array)) {
+      try (DeviceArray a = DeviceArray.importFrom(array, schema)) {
         assertTrue(FerryNative.ferry_device_array_is_released(array), "moved in");
         a.await();
         assertEquals(10, a.length());
         assertEquals(7 * 9, a.buffer(1).getInt(4 * 9));
+        assertTrue(a.isValid(9));
+        assertEquals(7 * 9, a.getInt(9), "the checked value reader");
+        a.validate(Validation.FULL);
       }
     } finally {
       FerryNative.ferry_schema_free(schema);
@@ -351,5 +354,57 @@ class FeaturesTest {
     sim.deallocate(pointer);
     assertEquals(before, sim.liveAllocations());
     assertThrows(FerryException.class, () -> Device.resolve(DeviceType.SIM, 99));
+  }
+
+  @Test
+  void feature_export_async() {
+    // Java pushes; the core's own consumer (what a C program uses) reads.
+    AtomicInteger released = new AtomicInteger();
+    long handler = FerryNative.ferry_async_handler_new();
+    long[] consumer = new long[1];
+    FerryNative.ferry_async_consumer_create(2, FerryNative.FERRY_VALIDATE_DEFAULT, handler,
+        consumer);
+    try {
+      AsyncExporter.export(TestData.int32Field("a"), DeviceType.CPU,
+          List.of(TestData.int32Batch(N, released), TestData.int32Batch(2, released)).iterator(),
+          handler);
+      long array = FerryNative.ferry_device_array_new();
+      try {
+        FerryNative.ferry_async_consumer_next(consumer[0], array, 30_000);
+        assertEquals(N, FerryNative.ferry_array_length(FerryNative.ferry_device_array_array(array)));
+        FerryNative.ferry_device_array_release(array);
+        FerryNative.ferry_async_consumer_next(consumer[0], array, 30_000);
+        FerryNative.ferry_device_array_release(array);
+        FerryNative.ferry_async_consumer_next(consumer[0], array, 30_000);
+        assertTrue(FerryNative.ferry_device_array_is_released(array), "the end");
+      } finally {
+        FerryNative.ferry_device_array_free(array);
+      }
+      FerryNative.ferry_async_consumer_wait_released(consumer[0], 30_000);
+    } finally {
+      FerryNative.ferry_async_consumer_free(consumer[0]);
+      FerryNative.ferry_async_handler_free(handler);
+    }
+    assertEquals(2, released.get());
+  }
+
+  @Test
+  void feature_import_async() {
+    // A C-produced stream, pushed by the core from a thread of its own.
+    long stream = FerryNative.ferry_array_stream_new();
+    try (AsyncDeviceStream consumer = AsyncDeviceStream.create(2)) {
+      Testing.cStaticStream(stream, N);
+      FerryNative.ferry_async_export_stream(stream, consumer.handlerAddress(),
+          FerryNative.FERRY_ASYNC_EXPORT_DEFAULT);
+      for (int i = 0; i < 3; i++) {
+        try (DeviceArray batch = consumer.next(30_000)) {
+          assertEquals(N, batch.length());
+          assertEquals(7 * (N - 1), batch.getInt(N - 1));
+        }
+      }
+      consumer.cancel();
+    } finally {
+      FerryNative.ferry_array_stream_free(stream);
+    }
   }
 }

@@ -55,8 +55,8 @@ class HandoffTest {
     long schema = FerryNative.ferry_schema_new();
     long array = FerryNative.ferry_device_array_new();
     ArrayExporter.export(TestData.int32Field("many"), ExportedBatch.of(1).bufferAddresses(addresses),
-        schema, array);
-    try (DeviceArray a = DeviceArray.importFrom(schema, array, Validation.NONE)) {
+        array, schema);
+    try (DeviceArray a = DeviceArray.importFrom(array, schema, Validation.NONE)) {
       FerryNative.ferry_schema_free(schema);
       FerryNative.ferry_device_array_free(array);
       assertEquals(7, a.bufferCount());

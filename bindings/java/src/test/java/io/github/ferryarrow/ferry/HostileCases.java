@@ -107,7 +107,7 @@ final class HostileCases {
     if (!c.fullOnly()) {
       // The default import refuses it with the validator's finding.
       try (Structs s = new Structs(c.index())) {
-        RuntimeException e = thrown(() -> DeviceArray.importFrom(s.schema, s.array).close(),
+        RuntimeException e = thrown(() -> DeviceArray.importFrom(s.array, s.schema).close(),
             what + ": importFrom");
         checkMentions(e, c.needle(), what + ": importFrom");
       }
@@ -115,7 +115,7 @@ final class HostileCases {
       // Trusted (NONE): validation reports it, the accessors never read past
       // what the array declares, and Arrow Java never sees it.
       try (Structs s = new Structs(c.index());
-          DeviceArray a = DeviceArray.importFrom(s.schema, s.array, Validation.NONE)) {
+          DeviceArray a = DeviceArray.importFrom(s.array, s.schema, Validation.NONE)) {
         List<Finding> findings = a.findings(Validation.DEFAULT);
         check(!findings.isEmpty(), what + ": no finding");
         check(findings.stream().anyMatch(f -> f.toString().toLowerCase(Locale.ROOT)
@@ -135,7 +135,7 @@ final class HostileCases {
     } else {
       // A content lie: structure is fine, FULL finds it.
       try (Structs s = new Structs(c.index());
-          DeviceArray a = DeviceArray.importFrom(s.schema, s.array)) {
+          DeviceArray a = DeviceArray.importFrom(s.array, s.schema)) {
         checkMentions(thrown(() -> a.validate(Validation.FULL), what + ": validate(FULL)"),
             c.needle(), what + ": validate(FULL)");
         check(!a.findings(Validation.FULL).isEmpty(), what + ": no FULL finding");
@@ -147,7 +147,7 @@ final class HostileCases {
       }
       checkAllReleased(what + ": content lie");
       try (Structs s = new Structs(c.index())) {
-        checkMentions(thrown(() -> DeviceArray.importFrom(s.schema, s.array, Validation.FULL),
+        checkMentions(thrown(() -> DeviceArray.importFrom(s.array, s.schema, Validation.FULL),
             what + ": importFrom(FULL)"), c.needle(), what + ": importFrom(FULL)");
       }
       checkAllReleased(what + ": importFrom(FULL)");
@@ -159,7 +159,7 @@ final class HostileCases {
     try (Structs s = new Structs()) {
       DeviceArray a;
       try {
-        a = DeviceArray.importFrom(s.schema, s.array);
+        a = DeviceArray.importFrom(s.array, s.schema);
       } catch (FerryException e) {
         checkMentions(e, "overflow", "2^62 int32: importFrom");
         checkAllReleased("2^62 int32");

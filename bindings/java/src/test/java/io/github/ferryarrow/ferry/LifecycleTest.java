@@ -85,7 +85,7 @@ class LifecycleTest {
     long schema = FerryNative.ferry_schema_new();
     long array = FerryNative.ferry_device_array_new();
     try {
-      a.exportTo(schema, array);
+      a.exportTo(array, schema);
       assertTrue(a.isClosed());
       assertEquals(0, released.get(), "moving out does not release");
       assertEquals(5, FerryNative.ferry_array_length(FerryNative.ferry_device_array_array(array)));

@@ -233,7 +233,7 @@ public final class HandoffBench {
           long acc = 0;
           for (long i = 0; i < n; i++) {
             Testing.cProduceStatic(schema, array, 1024);
-            try (DeviceArray a = DeviceArray.importFrom(schema, array, validation)) {
+            try (DeviceArray a = DeviceArray.importFrom(array, schema, validation)) {
               acc += a.length() + a.bufferAddress(1);
             }
           }

@@ -48,7 +48,7 @@ public final class ArrowJava {
     try (ArrowSchema schema = ArrowSchema.allocateNew(allocator);
         ArrowArray out = ArrowArray.allocateNew(allocator)) {
       try {
-        host.exportArrowC(schema.memoryAddress(), out.memoryAddress());
+        host.exportArrowC(out.memoryAddress(), schema.memoryAddress());
       } catch (RuntimeException | Error e) {
         if (host != array) host.close();
         throw e;
@@ -82,7 +82,7 @@ public final class ArrowJava {
         ArrowArray array = ArrowArray.allocateNew(allocator)) {
       Data.exportVector(allocator, vector, dictionaries, array, schema);
       try {
-        return DeviceArray.importArrowC(schema.memoryAddress(), array.memoryAddress());
+        return DeviceArray.importArrowC(array.memoryAddress(), schema.memoryAddress());
       } finally {
         releaseIfLive(array);
         releaseIfLive(schema);

@@ -192,6 +192,18 @@ public class FerryNative implements FerryNativeConstants {
     return FerryNativeJNI.ferry_live_exports();
   }
 
+  public static long ferry_leak_track(String runtime, String description) {
+    return FerryNativeJNI.ferry_leak_track(runtime, description);
+  }
+
+  public static void ferry_leak_untrack(long token) {
+    FerryNativeJNI.ferry_leak_untrack(token);
+  }
+
+  public static long ferry_leak_report() {
+    return FerryNativeJNI.ferry_leak_report();
+  }
+
   public static int ferry_schema_init(long out, String format, String name, long flags, long n_children) {
     return FerryNativeJNI.ferry_schema_init(out, format, name, flags, n_children);
   }
@@ -360,6 +372,144 @@ public class FerryNative implements FerryNativeConstants {
 
   public static int ferry_device_array_from_dlpack(long tensor, long schema_out, long array_out) {
     return FerryNativeJNI.ferry_device_array_from_dlpack(tensor, schema_out, array_out);
+  }
+
+  public static long ferry_async_handler_new() { return FerryNativeJNI.ferry_async_handler_new(); }
+
+  public static void ferry_async_handler_free(long handler) {
+    FerryNativeJNI.ferry_async_handler_free(handler);
+  }
+
+  public static boolean ferry_async_handler_is_released(long handler) { return FerryNativeJNI.ferry_async_handler_is_released(handler); }
+
+  public static long ferry_async_handler_producer(long handler) { return FerryNativeJNI.ferry_async_handler_producer(handler); }
+
+  public static int ferry_async_handler_on_schema(long handler, long schema) {
+    return FerryNativeJNI.ferry_async_handler_on_schema(handler, schema);
+  }
+
+  public static int ferry_async_handler_on_next_task(long handler, long task, String metadata) {
+    return FerryNativeJNI.ferry_async_handler_on_next_task(handler, task, metadata);
+  }
+
+  public static void ferry_async_handler_on_error(long handler, int code, String message, String metadata) {
+    FerryNativeJNI.ferry_async_handler_on_error(handler, code, message, metadata);
+  }
+
+  public static void ferry_async_handler_release(long handler) {
+    FerryNativeJNI.ferry_async_handler_release(handler);
+  }
+
+  public static int ferry_async_producer_device_type(long producer) {
+    return FerryNativeJNI.ferry_async_producer_device_type(producer);
+  }
+
+  public static void ferry_async_producer_request(long producer, long n) {
+    FerryNativeJNI.ferry_async_producer_request(producer, n);
+  }
+
+  public static void ferry_async_producer_cancel(long producer) {
+    FerryNativeJNI.ferry_async_producer_cancel(producer);
+  }
+
+  public static long ferry_async_producer_additional_metadata(long producer) { return FerryNativeJNI.ferry_async_producer_additional_metadata(producer); }
+
+  public static long ferry_async_task_new() { return FerryNativeJNI.ferry_async_task_new(); }
+
+  public static void ferry_async_task_free(long task) {
+    FerryNativeJNI.ferry_async_task_free(task);
+  }
+
+  public static boolean ferry_async_task_is_released(long task) { return FerryNativeJNI.ferry_async_task_is_released(task); }
+
+  public static int ferry_async_task_move(long src, long dst) {
+    return FerryNativeJNI.ferry_async_task_move(src, dst);
+  }
+
+  public static int ferry_async_task_extract_data(long task, long out) {
+    return FerryNativeJNI.ferry_async_task_extract_data(task, out);
+  }
+
+  public static int ferry_async_sender_create(long handler, int device_type, String additional_metadata, long[] out) {
+    return FerryNativeJNI.ferry_async_sender_create(handler, device_type, additional_metadata, out);
+  }
+
+  public static int ferry_async_sender_send_schema(long sender, long schema) {
+    return FerryNativeJNI.ferry_async_sender_send_schema(sender, schema);
+  }
+
+  public static int ferry_async_sender_wait_demand(long sender, long timeout_ms) {
+    return FerryNativeJNI.ferry_async_sender_wait_demand(sender, timeout_ms);
+  }
+
+  public static int ferry_async_sender_send(long sender, long array, String metadata, long timeout_ms) {
+    return FerryNativeJNI.ferry_async_sender_send(sender, array, metadata, timeout_ms);
+  }
+
+  public static int ferry_async_sender_finish(long sender, int code, String message) {
+    return FerryNativeJNI.ferry_async_sender_finish(sender, code, message);
+  }
+
+  public static boolean ferry_async_sender_is_cancelled(long sender) { return FerryNativeJNI.ferry_async_sender_is_cancelled(sender); }
+
+  public static void ferry_async_handler_fail(long handler, int code, String message) {
+    FerryNativeJNI.ferry_async_handler_fail(handler, code, message);
+  }
+
+  public static int ferry_async_export_stream(long stream, long handler, int flags) {
+    return FerryNativeJNI.ferry_async_export_stream(stream, handler, flags);
+  }
+
+  public static int ferry_async_export_stream_run(long stream, long handler) {
+    return FerryNativeJNI.ferry_async_export_stream_run(stream, handler);
+  }
+
+  public static int ferry_async_consumer_create(long window, int validate_level, long handler_out, long[] out) {
+    return FerryNativeJNI.ferry_async_consumer_create(window, validate_level, handler_out, out);
+  }
+
+  public static int ferry_async_consumer_get_schema(long consumer, long out, long timeout_ms) {
+    return FerryNativeJNI.ferry_async_consumer_get_schema(consumer, out, timeout_ms);
+  }
+
+  public static int ferry_async_consumer_next(long consumer, long out, long timeout_ms) {
+    return FerryNativeJNI.ferry_async_consumer_next(consumer, out, timeout_ms);
+  }
+
+  public static int ferry_async_consumer_device_type(long consumer) {
+    return FerryNativeJNI.ferry_async_consumer_device_type(consumer);
+  }
+
+  public static int ferry_async_consumer_fd(long consumer) {
+    return FerryNativeJNI.ferry_async_consumer_fd(consumer);
+  }
+
+  public static void ferry_async_consumer_set_notify(long consumer, long fn, long user_data) {
+    FerryNativeJNI.ferry_async_consumer_set_notify(consumer, fn, user_data);
+  }
+
+  public static void ferry_async_consumer_set_on_violation(long consumer, long fn, long user_data) {
+    FerryNativeJNI.ferry_async_consumer_set_on_violation(consumer, fn, user_data);
+  }
+
+  public static long ferry_async_consumer_violations(long consumer) {
+    return FerryNativeJNI.ferry_async_consumer_violations(consumer);
+  }
+
+  public static int ferry_async_consumer_wait_released(long consumer, long timeout_ms) {
+    return FerryNativeJNI.ferry_async_consumer_wait_released(consumer, timeout_ms);
+  }
+
+  public static void ferry_async_consumer_cancel(long consumer) {
+    FerryNativeJNI.ferry_async_consumer_cancel(consumer);
+  }
+
+  public static void ferry_async_consumer_free(long consumer) {
+    FerryNativeJNI.ferry_async_consumer_free(consumer);
+  }
+
+  public static int ferry_async_consumer_to_stream(long consumer, long timeout_ms, long out) {
+    return FerryNativeJNI.ferry_async_consumer_to_stream(consumer, timeout_ms, out);
   }
 
   public static long ferry_jni_import_array(long schema_source, long array_source, int level) {

@@ -103,7 +103,7 @@ public final class Bench {
   /** ferry_it_bench_export_array: fills the released schema and device array. */
   public static int exportArray(long length, long schemaOut, long arrayOut) {
     try {
-      ArrayExporter.export(INT32, batch(length, cachedValues(length)), schemaOut, arrayOut);
+      ArrayExporter.export(INT32, batch(length, cachedValues(length)), arrayOut, schemaOut);
       return 0;
     } catch (Throwable t) {
       return failed(t);
@@ -113,7 +113,7 @@ public final class Bench {
   /** ferry_it_bench_consume_array: takes ownership of both structs (the shim
    *  releases whatever was not moved in). */
   public static int consumeArray(long schema, long array) {
-    try (DeviceArray imported = DeviceArray.importFrom(schema, array)) {
+    try (DeviceArray imported = DeviceArray.importFrom(array, schema)) {
       readFirst(imported);
       return 0;
     } catch (Throwable t) {

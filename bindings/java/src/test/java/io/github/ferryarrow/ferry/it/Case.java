@@ -4,7 +4,7 @@ import io.github.ferryarrow.ferry.DeviceType;
 import io.github.ferryarrow.ferry.FerryException;
 
 /**
- * One parsed case string of the cross-language tests (shared/cases.md):
+ * One parsed case string of the cross-language tests (docs/cases.md):
  * {@code TYPE(:KEY=VALUE)*}. Parsing never throws anything but FerryException(EINVAL)
  * with a message naming the offending part.
  */
@@ -30,7 +30,9 @@ final class Case {
     }
   }
 
-  enum Fail { NONE, EXPORT, GET_NEXT, GET_SCHEMA }
+  /** CONSUMER (fail=consumer@N) is the async checking consumer's: the
+   *  synchronous entry points accept and ignore it, as window and cancel. */
+  enum Fail { NONE, EXPORT, GET_NEXT, GET_SCHEMA, CONSUMER }
 
   /** Length and offset are each, and together, at most this many slots. */
   static final long MAX_SLOTS = 1L << 28;
@@ -46,6 +48,9 @@ final class Case {
   long batches = 3;
   Fail fail = Fail.NONE;
   long failAt;
+  /** Async streams only (parsed and checked, used by the async checker). */
+  long window = 1;
+  long cancel;
 
   private Case(String spec) {
     this.spec = spec;
@@ -94,6 +99,16 @@ final class Case {
         case "fail":
           c.parseFail(value);
           break;
+        case "window":
+          c.window = number(key, value, Long.MAX_VALUE, spec);
+          if (c.window == 0) {
+            throw invalid("window=0 in case \"" + spec + "\": a consumer must request at "
+                + "least 1 batch");
+          }
+          break;
+        case "cancel":
+          c.cancel = number(key, value, Long.MAX_VALUE, spec);
+          break;
         default:
           throw invalid("unknown key \"" + key + "\" in case \"" + spec + "\"");
       }
@@ -106,8 +121,8 @@ final class Case {
   }
 
   private static boolean isKnownKey(String key) {
-    return java.util.List.of("length", "nulls", "seed", "offset", "device", "batches", "fail")
-        .contains(key);
+    return java.util.List.of("length", "nulls", "seed", "offset", "device", "batches", "fail",
+        "window", "cancel").contains(key);
   }
 
   /** A decimal number in [0, max]; no sign, no spaces. */
@@ -165,9 +180,16 @@ final class Case {
         throw invalid("fail=get_next@0 in case \"" + spec + "\": N counts get_next calls from 1");
       }
       fail = Fail.GET_NEXT;
+    } else if (value.startsWith("consumer@")) {
+      failAt = number("fail=consumer@N", value.substring("consumer@".length()), Long.MAX_VALUE,
+          spec);
+      if (failAt == 0) {
+        throw invalid("fail=consumer@0 in case \"" + spec + "\": N counts from 1");
+      }
+      fail = Fail.CONSUMER;
     } else {
       throw invalid("unknown fail mode \"" + value + "\" in case \"" + spec
-          + "\" (expected export, get_next@N or get_schema)");
+          + "\" (expected export, get_next@N, get_schema or consumer@N)");
     }
   }
 

@@ -10,7 +10,7 @@ import io.github.ferryarrow.ferry.FerryException;
 import io.github.ferryarrow.ferry.Schema;
 
 /**
- * Checks that an imported array holds exactly a case (shared/cases.md): schema,
+ * Checks that an imported array holds exactly a case (docs/cases.md): schema,
  * length, offset, exact null count, every validity bit, every non-null value,
  * children and dictionary, and the device. Device memory is brought to the host
  * with DeviceArray.toHost(), which waits on the producer's sync event first and

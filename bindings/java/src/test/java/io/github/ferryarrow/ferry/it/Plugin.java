@@ -29,8 +29,8 @@ public final class Plugin {
     return run(() -> {
       Case c = Case.parse(spec);
       if (c.fail == Case.Fail.EXPORT) throw injected("injected failure at export");
-      ArrayExporter.export(CaseProducer.field(c), CaseProducer.batch(c, c.seed), schemaOut,
-          arrayOut);
+      ArrayExporter.export(CaseProducer.field(c), CaseProducer.batch(c, c.seed), arrayOut,
+          schemaOut);
     });
   }
 
@@ -40,7 +40,7 @@ public final class Plugin {
       DeviceArray imported = null;
       try {
         Case c = Case.parse(spec);
-        imported = DeviceArray.importFrom(schema, array);
+        imported = DeviceArray.importFrom(array, schema);
         CaseChecker.checkArray(c, c.seed, imported, "");
       } finally {
         if (imported != null) imported.close();

@@ -60,7 +60,7 @@ class PluginTest {
     long array = FerryNative.ferry_device_array_new();
     try {
       ArrayExporter.export(CaseProducer.field(c), ExportedBatch.of(10).buffers(validity, values),
-          schema, array);
+          array, schema);
       return Plugin.checkArray("int32:length=10", schema, array);
     } finally {
       FerryNative.ferry_schema_free(schema);

@@ -1,6 +1,6 @@
 package io.github.ferryarrow.ferry.it;
 
-/** The value formula of shared/cases.md, on unsigned 32-bit integers held in longs. */
+/** The value formula of docs/cases.md, on unsigned 32-bit integers held in longs. */
 final class Values {
   private Values() {}
 
