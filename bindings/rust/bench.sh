@@ -35,6 +35,12 @@ command -v taskset >/dev/null && pin=(taskset -c 1)
 
 if [ "${FERRY_BENCH_WALL:-1}" != 0 ]; then
   "${pin[@]}" "$bin"
+  # The async device stream against the sync one, Rust -> Rust (not pinned:
+  # the producer is a thread of its own). FERRY_BENCH_ASYNC=0 skips it.
+  if [ "${FERRY_BENCH_ASYNC:-1}" != 0 ]; then
+    echo
+    cargo bench --quiet --locked --manifest-path "$HERE/Cargo.toml" -p ferry-arrow --bench async_handoff
+  fi
 fi
 
 [ "${FERRY_BENCH_CALLGRIND:-1}" = 0 ] && exit 0
