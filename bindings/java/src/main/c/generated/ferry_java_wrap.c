@@ -3210,6 +3210,190 @@ SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry
 }
 
 
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1export_1shared(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlong jarg4) {
+  jint jresult = 0 ;
+  struct ArrowArray *arg1 = (struct ArrowArray *) 0 ;
+  struct ArrowArray *arg2 = (struct ArrowArray *) 0 ;
+  FerryReleaseHook arg3 = (FerryReleaseHook) 0 ;
+  void *arg4 = (void *) 0 ;
+  struct FerryError *arg5 = (struct FerryError *) 0 ;
+  struct FerryError temp5 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp5);
+  arg5 = &temp5;
+  
+  arg1 = (struct ArrowArray *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowArray *)(intptr_t)jarg2; 
+  arg3 = (FerryReleaseHook)(intptr_t)jarg3; 
+  arg4 = (void *)(intptr_t)jarg4; 
+  result = (int)ferry_array_export_shared((struct ArrowArray const *)arg1,arg2,arg3,arg4,arg5);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp5), "ferry_array_export_shared");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1export_1shared(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlong jarg4) {
+  jint jresult = 0 ;
+  struct ArrowDeviceArray *arg1 = (struct ArrowDeviceArray *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  FerryReleaseHook arg3 = (FerryReleaseHook) 0 ;
+  void *arg4 = (void *) 0 ;
+  struct FerryError *arg5 = (struct FerryError *) 0 ;
+  struct FerryError temp5 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp5);
+  arg5 = &temp5;
+  
+  arg1 = (struct ArrowDeviceArray *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
+  arg3 = (FerryReleaseHook)(intptr_t)jarg3; 
+  arg4 = (void *)(intptr_t)jarg4; 
+  result = (int)ferry_device_array_export_shared((struct ArrowDeviceArray const *)arg1,arg2,arg3,arg4,arg5);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp5), "ferry_device_array_export_shared");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1export_1shared(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlong jarg4) {
+  jint jresult = 0 ;
+  struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  FerryReleaseHook arg3 = (FerryReleaseHook) 0 ;
+  void *arg4 = (void *) 0 ;
+  struct FerryError *arg5 = (struct FerryError *) 0 ;
+  struct FerryError temp5 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp5);
+  arg5 = &temp5;
+  
+  arg1 = (struct ArrowSchema *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  arg3 = (FerryReleaseHook)(intptr_t)jarg3; 
+  arg4 = (void *)(intptr_t)jarg4; 
+  result = (int)ferry_schema_export_shared((struct ArrowSchema const *)arg1,arg2,arg3,arg4,arg5);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp5), "ferry_schema_export_shared");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1copy(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  jint jresult = 0 ;
+  struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  struct FerryError *arg3 = (struct FerryError *) 0 ;
+  struct FerryError temp3 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp3);
+  arg3 = &temp3;
+  
+  arg1 = (struct ArrowSchema *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  result = (int)ferry_schema_copy((struct ArrowSchema const *)arg1,arg2,arg3);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp3), "ferry_schema_copy");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1to_1cpu_1stream(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jlong jarg3, jlong jarg4) {
+  jint jresult = 0 ;
+  struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
+  int arg2 ;
+  int64_t arg3 ;
+  struct ArrowArrayStream *arg4 = (struct ArrowArrayStream *) 0 ;
+  struct FerryError *arg5 = (struct FerryError *) 0 ;
+  struct FerryError temp5 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp5);
+  arg5 = &temp5;
+  
+  arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
+  arg2 = (int)jarg2; 
+  arg3 = (int64_t)jarg3; 
+  arg4 = (struct ArrowArrayStream *)(intptr_t)jarg4; 
+  result = (int)ferry_array_stream_to_cpu_stream(arg1,arg2,arg3,arg4,arg5);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp5), "ferry_array_stream_to_cpu_stream");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1from_1cpu_1stream(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2) {
+  jint jresult = 0 ;
+  struct ArrowArrayStream *arg1 = (struct ArrowArrayStream *) 0 ;
+  struct ArrowDeviceArrayStream *arg2 = (struct ArrowDeviceArrayStream *) 0 ;
+  struct FerryError *arg3 = (struct FerryError *) 0 ;
+  struct FerryError temp3 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp3);
+  arg3 = &temp3;
+  
+  arg1 = (struct ArrowArrayStream *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg2; 
+  result = (int)ferry_array_stream_from_cpu_stream(arg1,arg2,arg3);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp3), "ferry_array_stream_from_cpu_stream");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
 SWIGEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1jni_1import_1array(JNIEnv *jenv, jclass jcls, jlong jarg2, jlong jarg3, jint jarg4) {
   jlong jresult = 0 ;
   JNIEnv *arg1 = (JNIEnv *) 0 ;

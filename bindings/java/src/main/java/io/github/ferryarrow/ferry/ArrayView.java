@@ -377,16 +377,34 @@ public final class ArrayView {
     }
   }
 
-  /** Element {@code i} of a float32 array ({@code f}). */
+  /** Element {@code i} of a float32 array ({@code f}), or of a float16 array
+   *  ({@code e}) widened to float (exactly). */
   public float getFloat(long i) {
     enter();
     try {
       long p = physical(i);
-      if (!format().equals("f")) throw wrongFormat("getFloat", "float32 ('f') arrays");
+      String f = format();
+      if (f.equals("e")) return halfToFloat(fixed(p, 2).getShort());
+      if (!f.equals("f")) throw wrongFormat("getFloat", "float32 and float16 arrays");
       return fixed(p, 4).getFloat();
     } finally {
       exit();
     }
+  }
+
+  /** IEEE 754 binary16 bits to the float of the same value (every half is exact
+   *  as a float). */
+  static float halfToFloat(short half) {
+    int bits = half & 0xffff;
+    int sign = (bits >>> 15) << 31;
+    int exponent = (bits >>> 10) & 0x1f;
+    int mantissa = bits & 0x3ff;
+    if (exponent == 0) { // zero or subnormal: mantissa * 2^-24
+      float magnitude = mantissa * 0x1p-24f;
+      return sign != 0 ? -magnitude : magnitude;
+    }
+    if (exponent == 31) return Float.intBitsToFloat(sign | 0x7f800000 | (mantissa << 13));
+    return Float.intBitsToFloat(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
   }
 
   /** Element {@code i} of a float64 array ({@code g}). */
@@ -512,6 +530,112 @@ public final class ArrayView {
         bigEndian[width - 1 - k] = values.get(values.position() + k);
       }
       return new BigDecimal(new BigInteger(bigEndian), scale);
+    } finally {
+      exit();
+    }
+  }
+
+  /** The type ids a union's format declares ({@code +ud:I,J,...} / {@code +us:...}). */
+  private int[] unionTypeIds() {
+    String f = format();
+    if (!f.startsWith("+ud:") && !f.startsWith("+us:")) return null;
+    String list = f.substring(4);
+    if (list.isEmpty()) return new int[0];
+    String[] parts = list.split(",");
+    int[] ids = new int[parts.length];
+    for (int k = 0; k < parts.length; k++) ids[k] = Integer.parseInt(parts[k].trim());
+    return ids;
+  }
+
+  /** The type id of element {@code i} of a union ({@code +ud:...}, {@code +us:...}). */
+  public byte typeId(long i) {
+    enter();
+    try {
+      long p = physical(i);
+      if (unionTypeIds() == null) throw wrongFormat("typeId", "union arrays");
+      ByteBuffer ids = required(0, "type ids");
+      return ids.get(at(p));
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * Which child holds element {@code i} of a union: the position of its type id in
+   * the format's list (read {@link #child(int)} with it, at
+   * {@link #unionValueIndex(long)}). A type id the format does not declare is
+   * FerryException EINVAL.
+   */
+  public int unionChild(long i) {
+    enter();
+    try {
+      byte id = typeId(i);
+      int[] ids = unionTypeIds();
+      for (int k = 0; k < ids.length; k++) {
+        if (ids[k] == id) return k;
+      }
+      throw new FerryException(FerryException.EINVAL, "element " + i + " has type id " + id
+          + ", which the format '" + format() + "' does not declare");
+    } finally {
+      exit();
+    }
+  }
+
+  /** Where element {@code i} of a union sits in its child ({@link #unionChild}): the
+   *  dense union's offset, or the sparse union's own position; checked against the
+   *  child's length. */
+  public long unionValueIndex(long i) {
+    enter();
+    try {
+      long p = physical(i);
+      int child = unionChild(i);
+      long index = format().startsWith("+ud:") ? required(1, "offsets").getInt(at(4 * p)) : p;
+      long childLength = child(child).length();
+      if (index < 0 || index >= childLength) {
+        throw new FerryException(FerryException.EINVAL, "element " + i + " points at " + index
+            + " of child " + child + ", whose length is " + childLength);
+      }
+      return index;
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * Which run of a run-end encoded array ({@code +r}) holds element {@code i}: the
+   * index into both children (run ends, values), found by binary search over the run
+   * ends (int16, int32 or int64). A run-ends child that ends before element i is
+   * FerryException EINVAL.
+   */
+  public long runIndex(long i) {
+    enter();
+    try {
+      long p = physical(i);
+      if (!format().equals("+r")) throw wrongFormat("runIndex", "run-end encoded arrays");
+      ArrayView ends = child(0);
+      String endFormat = ends.format();
+      long lo = 0;
+      long hi = ends.length(); // the answer is in [lo, hi)
+      while (lo < hi) {
+        long mid = (lo + hi) >>> 1;
+        long end = switch (endFormat) {
+          case "s" -> ends.getShort(mid);
+          case "i" -> ends.getInt(mid);
+          case "l" -> ends.getLong(mid);
+          default -> throw new FerryException(FerryException.EINVAL,
+              "run ends of format '" + endFormat + "' (int16, int32 or int64 expected)");
+        };
+        if (end > p) {
+          hi = mid;
+        } else {
+          lo = mid + 1;
+        }
+      }
+      if (lo >= ends.length()) {
+        throw new FerryException(FerryException.EINVAL, "element " + i + " (physical " + p
+            + ") lies past the last run end");
+      }
+      return lo;
     } finally {
       exit();
     }

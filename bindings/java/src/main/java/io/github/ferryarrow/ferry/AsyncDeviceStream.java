@@ -79,7 +79,7 @@ public final class AsyncDeviceStream implements AutoCloseable, Iterable<DeviceAr
   }
 
   /**
-   * A consumer keeping at most {@code window} (>= 1) batches queued, validating
+   * A consumer keeping at most {@code window} (at least 1) batches queued, validating
    * each at {@code validation} ({@link Validation#NONE} trusts the producer). The
    * caller owns it: close it.
    */

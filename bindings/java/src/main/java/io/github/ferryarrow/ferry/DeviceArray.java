@@ -352,6 +352,26 @@ public final class DeviceArray implements AutoCloseable {
     return root().getBigDecimal(i);
   }
 
+  /** {@link ArrayView#typeId(long)} of the top-level array. */
+  public byte typeId(long i) {
+    return root().typeId(i);
+  }
+
+  /** {@link ArrayView#unionChild(long)} of the top-level array. */
+  public int unionChild(long i) {
+    return root().unionChild(i);
+  }
+
+  /** {@link ArrayView#unionValueIndex(long)} of the top-level array. */
+  public long unionValueIndex(long i) {
+    return root().unionValueIndex(i);
+  }
+
+  /** {@link ArrayView#runIndex(long)} of the top-level array. */
+  public long runIndex(long i) {
+    return root().runIndex(i);
+  }
+
   /** {@link ArrayView#listStart(long)} of the top-level array. */
   public long listStart(long i) {
     return root().listStart(i);

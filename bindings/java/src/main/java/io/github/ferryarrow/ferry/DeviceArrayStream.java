@@ -44,7 +44,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
   private final Schema.Owner schemaGuard = new Schema.Owner() {
     @Override
     public long enter() {
-      lock.lock();
+      lockCall();
       try {
         return handle.checkedAddress();
       } catch (RuntimeException e) {
@@ -124,7 +124,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
 
   /** The stream's device type. */
   public int deviceType() {
-    lock.lock();
+    lockCall();
     try {
       return FerryNative.ferry_array_stream_device_type(address());
     } finally {
@@ -133,11 +133,13 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
   }
 
   /** The stream's schema (get_schema is called once; its failure is the stream's
-   *  error, see the class comment). */
+   *  error, see the class comment; once fetched, it stays readable after a later
+   *  error, until close). */
   public Schema schema() {
-    lock.lock();
+    lockCall();
     try {
-      checkFailure();
+      checkOpen();
+      if (schemaCell.owner == null) checkFailure(); // a schema already fetched stays readable
       try {
         return new Schema(schemaOwner().address(), schemaGuard);
       } catch (FerryException e) {
@@ -146,6 +148,18 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     } finally {
       lock.unlock();
     }
+  }
+
+  /** Takes the stream's lock for one call. A call from inside a call of the same
+   *  stream on the same thread (a producer callback re-entering its consumer, e.g.
+   *  closing it from get_next) is refused: it would release or pull the stream
+   *  under the call in flight. */
+  private void lockCall() {
+    if (lock.isHeldByCurrentThread()) {
+      throw new IllegalStateException("DeviceArrayStream: a call from inside one of its own "
+          + "calls (a producer callback re-entering its consumer) is refused");
+    }
+    lock.lock();
   }
 
   /** Throws the stream's recorded error again (same code and message), if any.
@@ -211,7 +225,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
   }
 
   private DeviceArray pull(int onStream, long consumerStream) {
-    lock.lock();
+    lockCall();
     try {
       long stream = address();
       checkFailure();
@@ -285,7 +299,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
 
     private Cursor(DeviceArrayStream stream) {
       this.stream = stream;
-      stream.lock.lock();
+      stream.lockCall();
       try {
         stream.checkOpen();
         stream.checkFailure();
@@ -316,7 +330,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
      *  addresses. A malformed batch is released and thrown (the cursor then holds
      *  none). */
     public boolean advance() {
-      stream.lock.lock();
+      stream.lockCall();
       try {
         long slot = batch.checkedAddress();
         long s = stream.address();
@@ -370,7 +384,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     /** Releases the current batch. */
     @Override
     public void close() {
-      stream.lock.lock();
+      stream.lockCall();
       try {
         batch.close();
       } finally {
@@ -382,7 +396,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
 
   /** Moves the stream out to a consumer's released struct; this object is closed. */
   public void exportTo(long streamOut) {
-    lock.lock();
+    lockCall();
     try {
       FerryNative.ferry_array_stream_move(address(), streamOut);
       handle.close();
@@ -399,7 +413,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
    * object is closed; batches already taken stay valid.
    */
   public void exportToArrowStream(long arrowStreamOut) {
-    lock.lock();
+    lockCall();
     try {
       FerryNative.ferry_jni_stream_to_arrow(address(), arrowStreamOut);
       handle.close();
@@ -427,7 +441,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
    *  another thread. Batches already taken stay valid. */
   @Override
   public void close() {
-    lock.lock();
+    lockCall();
     try {
       handle.close();
     } finally {

@@ -359,6 +359,34 @@ class ConcurrencyTest {
   }
 
   @Test
+  void aProducerClosingItsConsumerFromGetNextIsRefused() {
+    // The producer's get_next runs on the consumer's thread, inside next(): a close
+    // from there would release the stream under the call in flight.
+    AtomicInteger released = new AtomicInteger();
+    DeviceArrayStream[] consumer = new DeviceArrayStream[1];
+    Iterator<ExportedBatch> reentrant = new Iterator<>() {
+      @Override
+      public boolean hasNext() {
+        return true;
+      }
+
+      @Override
+      public ExportedBatch next() {
+        consumer[0].close();
+        return TestData.int32Batch(1, released);
+      }
+    };
+    try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("n"), DeviceType.CPU,
+        reentrant)) {
+      consumer[0] = s;
+      FerryException e = assertThrows(FerryException.class, s::next);
+      assertTrue(e.getMessage().contains("re-entering its consumer"), e.getMessage());
+      assertFalse(s.isClosed());
+    }
+    assertEquals(0, released.get());
+  }
+
+  @Test
   void closeWaitsForAReaderAndRefusesNewOnes() throws InterruptedException {
     // A reader inside a value read holds the array open: close waits, then
     // releases; the reader's read completes with the right value.

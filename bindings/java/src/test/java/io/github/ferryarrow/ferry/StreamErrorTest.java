@@ -51,6 +51,7 @@ class StreamErrorTest {
       assertSameError(assertThrows(FerryException.class, () -> s.iterator().hasNext()));
       assertSameError(assertThrows(FerryException.class, s::cursor));
       assertEquals(2, producer.calls.get(), "get_next was not called after the error");
+      assertEquals("n", s.schema().name(), "the schema fetched before stays readable");
     }
     assertEquals(1, producer.released.get());
   }

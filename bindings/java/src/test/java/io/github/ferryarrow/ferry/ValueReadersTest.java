@@ -226,6 +226,73 @@ class ValueReadersTest {
   }
 
   @Test
+  void float16WidenedExactly() {
+    ByteBuffer halves = direct(12);
+    short[] bits = {0x3C00, (short) 0xC000, 0x3800, 0x0001, 0x7C00, 0x7E00};
+    for (int k = 0; k < bits.length; k++) halves.putShort(2 * k, bits[k]);
+    try (DeviceArray a = of("e", ExportedBatch.of(6).buffers(null, halves))) {
+      assertEquals(1.0f, a.getFloat(0));
+      assertEquals(-2.0f, a.getFloat(1));
+      assertEquals(0.5f, a.getFloat(2));
+      assertEquals(0x1p-24f, a.getFloat(3));
+      assertEquals(Float.POSITIVE_INFINITY, a.getFloat(4));
+      assertTrue(Float.isNaN(a.getFloat(5)));
+      assertEquals((short) 0xC000, a.getShort(1), "the raw bits");
+    }
+  }
+
+  @Test
+  void unionsThroughTheirChildren() {
+    // Dense +ud:3,7 over [int32 [10, 20], utf8 ["x"]]: elements 10, "x", 20.
+    FieldSpec dense = FieldSpec.of("+ud:3,7", "d")
+        .withChildren(FieldSpec.of("i", "n"), FieldSpec.of("u", "s"));
+    ExportedBatch denseBatch = ExportedBatch.of(3)
+        .buffers(TestData.bytes((byte) 3, (byte) 7, (byte) 3), offsets32(0, 0, 1))
+        .children(ExportedBatch.of(2).buffers(null, TestData.int32s(10, 20)),
+            ExportedBatch.of(1).buffers(null, offsets32(0, 1), TestData.bytes((byte) 'x')));
+    try (DeviceArray a = ArrayExporter.toDeviceArray(dense, denseBatch)) {
+      assertEquals(7, a.typeId(1));
+      assertEquals(0, a.unionChild(0));
+      assertEquals(1, a.unionChild(1));
+      assertEquals(10, a.child(0).getInt(a.unionValueIndex(0)));
+      assertEquals("x", a.child(1).getString(a.unionValueIndex(1)));
+      assertEquals(20, a.child(0).getInt(a.unionValueIndex(2)));
+      assertFalse(a.isNull(0), "unions have no validity bitmap");
+    }
+    // Sparse +us:0,1 with offset 1 over children of length 4.
+    FieldSpec sparse = FieldSpec.of("+us:0,1", "s")
+        .withChildren(FieldSpec.of("i", "n"), FieldSpec.of("u", "s"));
+    ExportedBatch sparseBatch = ExportedBatch.of(3).offset(1)
+        .buffers(TestData.bytes((byte) 9, (byte) 0, (byte) 1, (byte) 0))
+        .children(ExportedBatch.of(4).buffers(null, TestData.int32s(0, 1, 2, 3)),
+            ExportedBatch.of(4).buffers(null, offsets32(0, 1, 2, 3, 4),
+                TestData.bytes("abcd".getBytes())));
+    try (DeviceArray a = ArrayExporter.toDeviceArray(sparse, sparseBatch)) {
+      assertEquals(1, a.child(0).getInt(a.unionValueIndex(0)));
+      assertEquals("c", a.child(1).getString(a.unionValueIndex(1)));
+      assertEquals(3, a.child(0).getInt(a.unionValueIndex(2)));
+      assertThrows(IndexOutOfBoundsException.class, () -> a.typeId(3));
+    }
+  }
+
+  @Test
+  void runEndEncodedThroughItsRuns() {
+    // Runs ends [2, 5] of values ["a", "b"]: a a b b b; offset 1 -> a b b b.
+    FieldSpec ree = FieldSpec.of("+r", "r").withChildren(
+        FieldSpec.of("i", "run_ends").withNullable(false), FieldSpec.of("u", "values"));
+    ExportedBatch batch = ExportedBatch.of(4).offset(1).buffers()
+        .children(ExportedBatch.of(2).buffers(null, TestData.int32s(2, 5)),
+            ExportedBatch.of(2).buffers(null, offsets32(0, 1, 2), TestData.bytes("ab".getBytes())));
+    try (DeviceArray a = ArrayExporter.toDeviceArray(ree, batch)) {
+      ArrayView values = a.child(1);
+      assertEquals("a", values.getString(a.runIndex(0)));
+      for (int i = 1; i < 4; i++) assertEquals("b", values.getString(a.runIndex(i)));
+      assertThrows(IndexOutOfBoundsException.class, () -> a.runIndex(4));
+      assertThrows(FerryException.class, () -> a.getInt(0));
+    }
+  }
+
+  @Test
   void dictionaryIndicesAndReadsAfterClose() {
     FieldSpec field = FieldSpec.of("i", "d").withDictionary(FieldSpec.of("u", "values"));
     ExportedBatch batch = ExportedBatch.of(2).buffers(null, TestData.int32s(1, 0))

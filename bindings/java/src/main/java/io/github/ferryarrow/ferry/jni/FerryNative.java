@@ -512,6 +512,30 @@ public class FerryNative implements FerryNativeConstants {
     return FerryNativeJNI.ferry_async_consumer_to_stream(consumer, timeout_ms, out);
   }
 
+  public static int ferry_array_export_shared(long src, long out, long release_hook, long user_data) {
+    return FerryNativeJNI.ferry_array_export_shared(src, out, release_hook, user_data);
+  }
+
+  public static int ferry_device_array_export_shared(long src, long out, long release_hook, long user_data) {
+    return FerryNativeJNI.ferry_device_array_export_shared(src, out, release_hook, user_data);
+  }
+
+  public static int ferry_schema_export_shared(long src, long out, long release_hook, long user_data) {
+    return FerryNativeJNI.ferry_schema_export_shared(src, out, release_hook, user_data);
+  }
+
+  public static int ferry_schema_copy(long src, long out) {
+    return FerryNativeJNI.ferry_schema_copy(src, out);
+  }
+
+  public static int ferry_array_stream_to_cpu_stream(long src, int validate, long flags, long out) {
+    return FerryNativeJNI.ferry_array_stream_to_cpu_stream(src, validate, flags, out);
+  }
+
+  public static int ferry_array_stream_from_cpu_stream(long src, long out) {
+    return FerryNativeJNI.ferry_array_stream_from_cpu_stream(src, out);
+  }
+
   public static long ferry_jni_import_array(long schema_source, long array_source, int level) {
     return FerryNativeJNI.ferry_jni_import_array(schema_source, array_source, level);
   }

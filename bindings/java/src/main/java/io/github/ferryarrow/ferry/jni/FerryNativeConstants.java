@@ -42,6 +42,8 @@ public interface FerryNativeConstants {
   public final static int FERRY_SIM_DEVICE_COUNT = 4;
   public final static int FERRY_ASYNC_EXPORT_DEFAULT = 0;
   public final static int FERRY_VALIDATE_NONE = -1;
+  public final static int FERRY_CPU_STREAM_COPY_TO_HOST = 1;
+  public final static int FERRY_CPU_STREAM_RECORD_BATCHES = 2;
   public final static int FERRY_JNI_SLOT_SIZE = 256;
   public final static int FERRY_JNI_SLOT_INFO_OFFSET = 128;
   public final static int FERRY_JNI_SLOTS_PER_CHUNK = 1024;
