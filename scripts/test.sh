@@ -139,10 +139,16 @@ step artefacts "$ROOT/scripts/check_artefacts.sh"
 # --- what users see ----------------------------------------------------------------
 # No tracked file names a path of some machine.
 step machine-paths "$ROOT/scripts/check_paths.sh"
+# docs/bindings.md's table against each binding's source, READMEs link it.
+step bindings-contract "$ROOT/scripts/check_bindings.sh"
 # docs/features.md against each binding's features test file.
 step features "$ROOT/scripts/check_features.sh"
 # Each language's example project, built outside the tree as its README says.
 step new-user --locks tree-java,tree-python "$ROOT/scripts/new_user_test.sh"
+# Every package a release uploads, checked as its registry would and installed
+# from an empty folder (./dev.sh release; --check: one CPython's wheel). It
+# writes the Python package's sdist metadata into bindings/python.
+step release --locks tree-python "$ROOT/scripts/release.sh" --check
 # docs/cases.md conformance of every runtime's plugin, one plugin per process.
 step conformance "$ROOT/tests/conformance/run.sh"
 step gpu-bundle "$ROOT/scripts/gpu_bundle.sh" --test
