@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when a tracked file names a path of some machine (a home or work
-# directory such as /work/..., /home/<user>/..., /root/..., /Users/...):
+# directory: the work, home, root or Users folders at the top of a tree):
 # documentation and code refer to files by their place in the repository,
 # never by where one checkout happened to live. Ends with "N passed, N failed".
 set -uo pipefail

@@ -65,7 +65,7 @@ struct FerryAsyncConsumer {
   int cancelled; /* the reader cancelled */
   int reader_gone;
   int producer_calls;  /* calls into the producer in flight */
-  int release_waiting; /* the handler's release waits for them */
+  int release_waiting; /* callbacks waiting for them (release, the end) */
 
   int error_kind;
   int error_code;
@@ -245,6 +245,34 @@ static void ferry_async_call_counted(struct FerryAsyncConsumer* c,
   /* Only a release waiting for this call needs waking. */
   if (--c->producer_calls == 0 && c->release_waiting) pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
+}
+
+/* Waits (lock held, released while waiting) until no request or cancel of
+ * this consumer is running on another thread. The end marker and on_error
+ * wait too, not only release: arrow-go's producer frees its
+ * ArrowAsyncProducer as soon as its last callback returns, before it
+ * releases the handler, so a request still in flight then would touch freed
+ * memory. A callback arriving from inside our own request does not wait (it
+ * would wait for itself). */
+static void ferry_async_wait_producer_calls_locked(struct FerryAsyncConsumer* c) {
+  if (ferry_async_tl_calling == c) return;
+  c->release_waiting++;
+  while (c->producer_calls > 0) pthread_cond_wait(&c->cond, &c->lock);
+  c->release_waiting--;
+}
+
+/* The same for the end marker and on_error, bounded (one second): a
+ * producer whose request waits for the very thread now delivering its last
+ * callback would otherwise never return. */
+static void ferry_async_wait_producer_calls_bounded_locked(struct FerryAsyncConsumer* c) {
+  if (ferry_async_tl_calling == c || c->producer_calls == 0) return;
+  struct timespec deadline;
+  ferry__async_deadline(1000, &deadline);
+  c->release_waiting++;
+  while (c->producer_calls > 0) {
+    if (ferry__async_wait(&c->cond, &c->lock, &deadline) == ETIMEDOUT) break;
+  }
+  c->release_waiting--;
 }
 
 /* Calls request(n) or cancel on the producer with no lock held; nothing
@@ -439,8 +467,9 @@ static int ferry_async_on_next_task(struct ArrowAsyncDeviceStreamHandler* self,
                                  "on_next_task was called after the end marker");
     rc = EINVAL;
   } else if (rc == 0 && task == NULL) {
-    c->ended = 1;
+    c->ended = 1; /* from now on no request is started */
     ferry_async_changed_locked(c);
+    ferry_async_wait_producer_calls_bounded_locked(c);
   } else if (rc == 0 && c->received >= c->requested) {
     char what[200];
     snprintf(what, sizeof(what),
@@ -528,8 +557,9 @@ static void ferry_async_on_error(struct ArrowAsyncDeviceStreamHandler* self, int
   } else {
     ferry_async_set_error_locked(c, FERRY_ERR_PRODUCER, code, "%s", message);
   }
-  c->ended = 1; /* nothing but release may follow */
+  c->ended = 1; /* nothing but release may follow; no request is started */
   ferry_async_changed_locked(c);
+  ferry_async_wait_producer_calls_bounded_locked(c);
   pthread_mutex_unlock(&c->lock);
   (void)metadata;
   ferry_async_notify(c);
@@ -556,9 +586,7 @@ static void ferry_async_do_release(struct FerryAsyncConsumer* c) {
   } else {
     /* The producer's struct is valid only until release: let a request or
      * cancel in flight on another thread return first. */
-    c->release_waiting = 1;
-    while (c->producer_calls > 0) pthread_cond_wait(&c->cond, &c->lock);
-    c->release_waiting = 0;
+    ferry_async_wait_producer_calls_locked(c);
   }
   if (!c->ended && !c->refused && !c->cancelled && !c->reader_gone &&
       c->error_kind == FERRY_ERR_NONE) {

@@ -729,8 +729,10 @@ func (d *DeviceArray) consumedInto(out *C.struct_ArrowDeviceArray, batchSchema *
 	if d.batchOf != nil {
 		return newLeftover("a stream batch's ToHost/MoveToDevice", out, batchSchema)
 	}
+	// Disarmed before the fields change: a collection arming d reads them.
+	d.guard.disarm()
 	schema, leak := d.schema, d.leak
-	d.schema, d.leak = nil, 0 // carried over, not untracked by handOver
+	d.schema, d.leak = nil, 0               // carried over, not untracked by handOver
 	C.ferry_device_array_free(d.handOver()) // released already: only freed
 	return newTrackedDeviceArray(out, schema, leak)
 }

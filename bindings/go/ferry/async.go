@@ -232,7 +232,8 @@ type AsyncBatch struct {
 // message carries an error (on_error with its code, EIO for a plain Go
 // error, and message), or ctx is done (on_error ECANCELED). It blocks until
 // the handler is released and returns nil at the end, ECANCELED when the
-// consumer cancelled or refused, else the error the consumer was given.
+// consumer cancelled or refused, else the error the consumer was given. A
+// consumer's cancel is seen at the next batch or at the channel's close.
 // Batches not sent (after a cancel, say) are released; the channel is not
 // drained. The core's sender enforces the protocol: serialized callbacks,
 // never more tasks than requested, release last and exactly once, the
@@ -277,6 +278,9 @@ func ExportAsync(ctx context.Context, handler unsafe.Pointer, schema *Schema, de
 			continue
 		}
 		err = sendAsync(ctx, sender, m.Batch, deviceType)
+	}
+	if err == nil && C.ferry_async_sender_is_cancelled(sender) != 0 {
+		err = &Error{Code: syscall.ECANCELED, Message: "ExportAsync: the consumer cancelled the stream"}
 	}
 	code, message := C.int(0), ""
 	if err != nil {

@@ -19,8 +19,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 	"github.com/ferryarrow/ferry/bindings/go/ferry"
 	"github.com/ferryarrow/ferry/bindings/go/ferryarrow"
 	"github.com/ferryarrow/ferry/bindings/go/internal/chelper"
@@ -570,7 +570,9 @@ func TestFeature_export_async(t *testing.T) {
 	defer c.Close()
 	ch := make(chan ferry.AsyncBatch)
 	done := make(chan error, 1)
-	go func() { done <- ferry.ExportAsync(context.Background(), c.Handler(), int32Schema(t), ferry.DeviceCPU, ch) }()
+	go func() {
+		done <- ferry.ExportAsync(context.Background(), c.Handler(), int32Schema(t), ferry.DeviceCPU, ch)
+	}()
 	go func() { // pushed from the producer's own goroutine
 		for k := int32(0); k < 3; k++ {
 			ch <- ferry.AsyncBatch{Batch: int32Batch(t, k)}
@@ -603,25 +605,20 @@ func TestFeature_export_async(t *testing.T) {
 
 func TestFeature_import_async(t *testing.T) {
 	settled(t)
-	schema, recs := records(t, memory.NewGoAllocator(), 3)
+	schema, recs := records(t, mallocator.NewMallocator(), 3) // C memory: see TestAsyncFromArrowGo
 	c, err := ferry.NewAsyncConsumer(2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	stream := make(chan cdata.RecordMessage, len(recs))
-	for _, r := range recs {
-		stream <- cdata.RecordMessage{Record: r} // arrow-go releases what it sends
-	}
-	close(stream)
-	done := make(chan error, 1)
-	go func() { // arrow-go's producer
-		done <- cdata.ExportAsyncRecordBatchStream(schema, stream, (*cdata.CArrowAsyncDeviceStreamHandler)(c.Handler()))
-	}()
+	readAll, done := arrowGoProducer(schema, recs, c.Handler()) // arrow-go's producer (async_test.go)
 	var got []int64
 	for b, err := range c.All(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(got) == len(recs)-1 {
+			close(readAll)
 		}
 		h, err := b.Host()
 		if err != nil {
@@ -643,5 +640,8 @@ func TestFeature_import_async(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	for _, r := range recs {
+		r.Release()
 	}
 }

@@ -24,6 +24,7 @@ func FreeRawStream(p unsafe.Pointer) {
 func RawDeviceArrayIsReleased(p unsafe.Pointer) bool {
 	return C.ferry_device_array_is_released((*C.struct_ArrowDeviceArray)(p)) != 0
 }
+
 // NewRawAsyncHandler is a released struct ArrowAsyncDeviceStreamHandler in
 // C memory, for a consumer that fills one (arrow-go's
 // cdata.CreateAsyncDeviceStreamHandler); free it with FreeRawAsyncHandler

@@ -43,15 +43,15 @@ type DeviceArrayStream struct {
 	level    ValidateLevel   // each batch's validation (ValidateNone: none)
 	prepared *PreparedSchema // the schema batches are validated against
 	ownPrep  bool            // prepared was made here (freed with the stream)
-	c      *C.struct_ArrowDeviceArrayStream
-	batchC *C.struct_ArrowDeviceArray
-	errC   *C.struct_FerryError // C memory: no allocation per Next
-	batch  DeviceArray
-	schema *Schema
-	err    error
-	done   bool
-	guard  leakGuard // see guard.go
-	leak   int64     // the core's leak-report token (FERRY_LEAK_REPORT), 0 when untracked
+	c        *C.struct_ArrowDeviceArrayStream
+	batchC   *C.struct_ArrowDeviceArray
+	errC     *C.struct_FerryError // C memory: no allocation per Next
+	batch    DeviceArray
+	schema   *Schema
+	err      error
+	done     bool
+	guard    leakGuard // see guard.go
+	leak     int64     // the core's leak-report token (FERRY_LEAK_REPORT), 0 when untracked
 }
 
 type streamMemory struct {
@@ -167,7 +167,8 @@ func (s *DeviceArrayStream) Move() (*DeviceArrayStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.leak = 0 // t holds it now
+	s.guard.disarm() // before s.leak changes: a collection arming s reads it
+	s.leak = 0       // t holds it now
 	C.ferry_array_stream_move(s.c, t.c)
 	t.schema, s.schema = s.schema, nil
 	t.level, t.prepared, t.ownPrep = s.level, s.prepared, s.ownPrep

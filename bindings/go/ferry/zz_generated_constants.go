@@ -63,6 +63,12 @@ const (
 	AsyncExportDefault int32 = 0 // FERRY_ASYNC_EXPORT_DEFAULT
 )
 
+// Flags of ferry_array_stream_to_cpu_stream.
+const (
+	CPUStreamCopyToHost    int64 = 1 // FERRY_CPU_STREAM_COPY_TO_HOST
+	CPUStreamRecordBatches int64 = 2 // FERRY_CPU_STREAM_RECORD_BATCHES
+)
+
 // The ABI version these bindings were generated from.
 const (
 	ABIVersion int32 = 1 // FERRY_ABI_VERSION
@@ -149,6 +155,10 @@ var (
 	_ = [1]int{}[C.FERRY_SYNC_SYNCHRONIZE-SyncSynchronize]
 	_ = [1]int{}[AsyncExportDefault-C.FERRY_ASYNC_EXPORT_DEFAULT]
 	_ = [1]int{}[C.FERRY_ASYNC_EXPORT_DEFAULT-AsyncExportDefault]
+	_ = [1]int{}[CPUStreamCopyToHost-C.FERRY_CPU_STREAM_COPY_TO_HOST]
+	_ = [1]int{}[C.FERRY_CPU_STREAM_COPY_TO_HOST-CPUStreamCopyToHost]
+	_ = [1]int{}[CPUStreamRecordBatches-C.FERRY_CPU_STREAM_RECORD_BATCHES]
+	_ = [1]int{}[C.FERRY_CPU_STREAM_RECORD_BATCHES-CPUStreamRecordBatches]
 	_ = [1]int{}[ABIVersion-C.FERRY_ABI_VERSION]
 	_ = [1]int{}[C.FERRY_ABI_VERSION-ABIVersion]
 	_ = [1]int{}[VersionMajor-C.FERRY_VERSION_MAJOR]
