@@ -339,9 +339,22 @@ struct timing_job {
   double ns;
 };
 
+/* The cost of one call: the best of ten runs of 20,000 calls, so that a
+ * loaded machine (other test steps run beside this one) preempting one run
+ * does not make the runtime look slow; a runtime that is slow on every run
+ * (golang/go#68587) still is. */
+static double best_entry_call_ns(const struct it_plugin* p) {
+  double best = -1;
+  for (int run = 0; run < 10; run++) {
+    double ns = entry_call_ns(p, 20000);
+    if (best < 0 || ns < best) best = ns;
+  }
+  return best;
+}
+
 static void* timing_thread(void* arg) {
   struct timing_job* job = (struct timing_job*)arg;
-  job->ns = entry_call_ns(job->plugin, 200000);
+  job->ns = best_entry_call_ns(job->plugin);
   return NULL;
 }
 
@@ -351,7 +364,7 @@ static void* timing_thread(void* arg) {
 static void check_entry_calls(const struct it_runtime_set* set) {
   for (int i = 0; i < set->n; i++) {
     const struct it_plugin* p = set->loaded[i];
-    double main_ns = entry_call_ns(p, 200000);
+    double main_ns = best_entry_call_ns(p);
     struct timing_job job = {p, 0};
     pthread_t thread;
     if (pthread_create(&thread, NULL, timing_thread, &job) == 0) {
