@@ -942,8 +942,17 @@ void ferry_async_consumer_free(struct FerryAsyncConsumer* c) {
   atomic_store_explicit(&c->has_notify, 0, memory_order_release);
   c->on_violation = NULL;
   ferry_async_wait_notify_locked(c);
+  /* The schema and its prepared form serve the reader only: give them back
+   * now, not when the producer's reference goes (that may come later, on
+   * its thread), so the producer's exports are released when free returns. */
+  struct ArrowSchema schema = c->schema;
+  memset(&c->schema, 0, sizeof(c->schema));
+  struct FerryPreparedSchema* prepared = c->prepared;
+  c->prepared = NULL;
   pthread_mutex_unlock(&c->lock);
   ferry_async_release_arrays(dropped, n);
+  ferry_prepared_schema_free(prepared);
+  if (schema.release != NULL) ferry_schema_release(&schema);
   if (tell) ferry_async_call_producer(c, 1, 0);
   pthread_mutex_lock(&c->lock);
   int last = --c->refs == 0;

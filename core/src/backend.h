@@ -18,6 +18,7 @@
 
 struct FerryBackend;
 struct FerryPooledEvent;
+struct FerryGpuDriverApi;
 
 struct FerryDevice {
   ArrowDeviceType device_type;
@@ -109,6 +110,10 @@ struct FerryBackend {
    * parent initialized them (CUDA, HIP): the registry then refuses every
    * call there with a message saying so (device.c). */
   int unusable_after_fork;
+
+  /* GPU backends only (NULL otherwise): the driver's entry points, which
+   * the shared operations of gpu_driver.c call (gpu_driver.h). */
+  const struct FerryGpuDriverApi* driver_api;
 };
 
 /* One result code of a GPU driver (CUresult, hipError_t): the driver's own
@@ -129,7 +134,8 @@ int ferry__set_driver_error_v(struct FerryError* error, int code_errno,
                              const char* fmt, va_list args);
 
 /* The backends compiled into libferry, in the order ferry_backend_* lists
- * them. Defined in cpu.c, sim.c, cuda.c and hip.c. */
+ * them. Defined in cpu.c, sim.c, cuda.c and hip.c (the last two over
+ * gpu_driver.c). */
 extern const struct FerryBackend ferry__backend_cpu;
 extern const struct FerryBackend ferry__backend_sim;
 extern const struct FerryBackend ferry__backend_cuda;

@@ -1,6 +1,7 @@
-/* The CUDA backend (cuda, cuda_host, cuda_managed) over the CUDA driver API,
+/* The CUDA backend (cuda, cuda_host, cuda_managed): the CUDA driver API,
  * loaded at run time with dlopen so that the same libferry.so runs on
- * machines without an NVIDIA driver.
+ * machines without an NVIDIA driver, filling the table of entry points
+ * that gpu_driver.c implements every backend operation over.
  *
  * Loading: the probe opens $FERRY_CUDA_LIBRARY, or "libcuda.so.1" (the
  * driver's own soname; the toolkit's link-time stub is called libcuda.so),
@@ -15,39 +16,25 @@
  * thread's current context first (cuCtxGetCurrent): when it is already the
  * device's primary context (the usual case in a program using the CUDA
  * runtime) the call goes straight to the driver; otherwise it is bracketed
- * by cuCtxPushCurrent/cuCtxPopCurrent. Either way ferry neither needs nor
- * disturbs the caller's current context.
+ * by cuCtxPushCurrent/cuCtxPopCurrent (the table's enter and leave).
  *
  * Devices: cuda is device memory (cuMemAlloc), cuda_host pinned host memory
  * (cuMemAllocHost) and cuda_managed managed memory (cuMemAllocManaged); all
  * three share the driver's device ordinals, since pinned and managed memory
  * are allocated in the context of one device.
  *
- * Streams are created CU_STREAM_NON_BLOCKING: ferry's NULL stream is
- * "synchronous and unordered" (device.c), so a NULL-stream copy must not
- * wait for (or be ordered after) work queued on ferry's streams. A NULL-stream
- * copy is issued on the legacy default stream and synchronized before
- * returning; synchronizing the NULL stream waits for the whole context.
- *
- * Events: sync_event is a heap slot holding a CUevent (CUevent*), as the
- * Arrow specification says; events are created with CU_EVENT_DISABLE_TIMING
- * because ferry only orders work with them.
- *
  * Errors: a failing CUresult becomes ENOMEM (CUDA_ERROR_OUT_OF_MEMORY),
  * ENODEV (no device, stub library, device unavailable) or EIO (anything
- * else), with the message
- * "[entry point][CUDA_ERROR_NAME] description (what ferry was doing)". */
+ * else). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
 #include "cuda_driver_api.h"
-#include "internal.h"
+#include "gpu_driver.h"
 
 #define FERRY_CUDA_DEFAULT_LIBRARY "libcuda.so.1"
 
@@ -72,6 +59,9 @@ struct FerryCudaDevice {
   ferry_CUdevice device;
   ferry_CUcontext context;
 };
+
+/* The table this file fills, at its end (the messages above need it). */
+static const struct FerryGpuDriverApi kCudaApi;
 
 /* ---- error names ----------------------------------------------------------- */
 
@@ -150,23 +140,8 @@ static int cuda_errno(ferry_CUresult code) {
   }
 }
 
-/* Sets "[op][NAME] description (context)" and returns `code_errno`. */
-static int cuda_fail_with(struct FerryError* error, int code_errno, ferry_CUresult rc,
-                          const char* op, const char* fmt, ...) FERRY_PRINTF(5, 6);
-static int cuda_fail_with(struct FerryError* error, int code_errno, ferry_CUresult rc,
-                          const char* op, const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  int code =
-      ferry__set_driver_error_v(error, code_errno, kCudaErrorNames,
-                               sizeof(kCudaErrorNames) / sizeof(kCudaErrorNames[0]),
-                               "CUresult", rc, op, fmt, args);
-  va_end(args);
-  return code;
-}
-
 #define cuda_fail(error, rc, op, ...) \
-  cuda_fail_with((error), cuda_errno(rc), (rc), (op), __VA_ARGS__)
+  ferry__gpu_fail(&kCudaApi, (error), (rc), (op), __VA_ARGS__)
 
 /* ---- loading the driver --------------------------------------------------------- */
 
@@ -186,8 +161,9 @@ static int cuda_probe_failed(struct FerryError* error, ferry_CUresult rc,
   } else if (rc == FERRY_CUDA_ERROR_NO_DEVICE) {
     hint = "; the driver is installed but sees no NVIDIA GPU";
   }
-  int code = cuda_fail_with(error, ENODEV, rc, op,
-                            "cuda backend: driver loaded from %s%s", g_cuda.path, hint);
+  int code =
+      ferry__gpu_fail_with(&kCudaApi, error, ENODEV, rc, op,
+                           "cuda backend: driver loaded from %s%s", g_cuda.path, hint);
   cuda_unload();
   return code;
 }
@@ -205,28 +181,22 @@ static int cuda_probe(struct FerryError* error) {
     const char* why = dlerror();
     int code =
         ferry__set_error(error, ENODEV,
-                        "cuda backend: cannot load the CUDA driver library %s%s: %s "
-                        "(no NVIDIA driver installed?)",
-                        path, override != NULL ? " (FERRY_CUDA_LIBRARY)" : "",
-                        why != NULL ? why : "unknown dlopen error");
+                         "cuda backend: cannot load the CUDA driver library %s%s: %s "
+                         "(no NVIDIA driver installed?)",
+                         path, override != NULL ? " (FERRY_CUDA_LIBRARY)" : "",
+                         why != NULL ? why : "unknown dlopen error");
     cuda_unload();
     return code;
   }
 
-  const char* missing = NULL;
-#define FERRY_CUDA_RESOLVE(name, params)                    \
-  if (missing == NULL) {                                    \
-    *(void**)(&g_cuda.name) = dlsym(g_cuda.library, #name); \
-    if (g_cuda.name == NULL) missing = #name;               \
-  }
-  FERRY_CUDA_DRIVER_FUNCTIONS(FERRY_CUDA_RESOLVE)
-#undef FERRY_CUDA_RESOLVE
-  if (missing != NULL) {
-    int code =
-        ferry__set_error(error, ENOTSUP,
-                        "cuda backend: the CUDA driver library %s does not export %s "
-                        "(ferry needs a driver for CUDA 11 or newer)",
-                        path, missing);
+  const struct FerryGpuSymbol symbols[] = {
+#define FERRY_CUDA_SYMBOL(name, params) {#name, (void**)&g_cuda.name},
+      FERRY_CUDA_DRIVER_FUNCTIONS(FERRY_CUDA_SYMBOL)
+#undef FERRY_CUDA_SYMBOL
+  };
+  int code = ferry__gpu_resolve(&kCudaApi, g_cuda.library, path, symbols,
+                                sizeof(symbols) / sizeof(symbols[0]), error);
+  if (code != FERRY_OK) {
     cuda_unload();
     return code;
   }
@@ -238,11 +208,11 @@ static int cuda_probe(struct FerryError* error) {
   rc = g_cuda.cuDeviceGetCount(&g_cuda.device_count);
   if (rc != FERRY_CUDA_SUCCESS) return cuda_probe_failed(error, rc, "cuDeviceGetCount");
   if (g_cuda.device_count <= 0) {
-    int code = ferry__set_error(
-        error, ENODEV,
-        "[cuDeviceGetCount] cuda backend: the CUDA driver %d.%d (%s) "
-        "reports no device",
-        g_cuda.driver_version / 1000, (g_cuda.driver_version % 1000) / 10, path);
+    code = ferry__set_error(error, ENODEV,
+                            "[cuDeviceGetCount] cuda backend: the CUDA driver %d.%d (%s) "
+                            "reports no device",
+                            g_cuda.driver_version / 1000,
+                            (g_cuda.driver_version % 1000) / 10, path);
     cuda_unload();
     return code;
   }
@@ -257,7 +227,8 @@ static int cuda_device_count(ArrowDeviceType device_type, int64_t* count,
 
 static int cuda_device_init(struct FerryDevice* device, struct FerryError* error) {
   struct FerryCudaDevice* state = (struct FerryCudaDevice*)calloc(1, sizeof(*state));
-  if (state == NULL) return ferry__set_error(error, ENOMEM, "out of memory (cuda device)");
+  if (state == NULL)
+    return ferry__set_error(error, ENOMEM, "out of memory (cuda device)");
   ferry_CUresult rc = g_cuda.cuDeviceGet(&state->device, (int)device->device_id);
   if (rc != FERRY_CUDA_SUCCESS) {
     free(state);
@@ -316,9 +287,7 @@ static int cuda_enter(const struct FerryDevice* device, int* pushed,
   return FERRY_OK;
 }
 
-/* Restores the caller's context when cuda_enter pushed one. `code` is the
- * result of the bracketed work: a failing pop only matters when that work
- * succeeded. */
+/* Restores the caller's context when cuda_enter pushed one. */
 static int cuda_leave(const struct FerryDevice* device, int pushed, int code,
                       struct FerryError* error) {
   if (!pushed) return code;
@@ -332,407 +301,178 @@ static int cuda_leave(const struct FerryDevice* device, int pushed, int code,
   return code;
 }
 
-/* ---- memory ------------------------------------------------------------------------ */
+/* ---- the entry points as gpu_driver.c calls them --------------------------------- */
 
-/* Frees with the entry point that matches the device type (named in *op). */
-static ferry_CUresult cuda_free_in_context(struct FerryDevice* device, void* ptr,
-                                           const char** op) {
+static ferry_CUdeviceptr address_of(const void* pointer) {
+  return (ferry_CUdeviceptr)(uintptr_t)pointer;
+}
+
+static FerryGpuResult cuda_allocate(const struct FerryDevice* device, size_t bytes,
+                                    void** out, const char** op) {
+  if (device->device_type == ARROW_DEVICE_CUDA_HOST) {
+    *op = "cuMemAllocHost_v2";
+    return g_cuda.cuMemAllocHost_v2(out, bytes);
+  }
+  ferry_CUdeviceptr address = 0;
+  ferry_CUresult rc;
+  if (device->device_type == ARROW_DEVICE_CUDA_MANAGED) {
+    *op = "cuMemAllocManaged";
+    rc = g_cuda.cuMemAllocManaged(&address, bytes, FERRY_CU_MEM_ATTACH_GLOBAL);
+  } else {
+    *op = "cuMemAlloc_v2";
+    rc = g_cuda.cuMemAlloc_v2(&address, bytes);
+  }
+  *out = (void*)(uintptr_t)address;
+  return rc;
+}
+
+/* Frees with the entry point that matches the device type. */
+static FerryGpuResult cuda_deallocate(const struct FerryDevice* device, void* ptr,
+                                      const char** op) {
   if (device->device_type == ARROW_DEVICE_CUDA_HOST) {
     *op = "cuMemFreeHost";
     return g_cuda.cuMemFreeHost(ptr);
   }
   *op = "cuMemFree_v2";
-  return g_cuda.cuMemFree_v2((ferry_CUdeviceptr)(uintptr_t)ptr);
+  return g_cuda.cuMemFree_v2(address_of(ptr));
 }
 
-static int cuda_allocate(struct FerryDevice* device, int64_t size, void** out,
-                         struct FerryError* error) {
-  /* The driver refuses 0-byte allocations; ferry hands out a distinct,
-   * freeable pointer for them, as malloc(0) may. */
-  size_t bytes = size == 0 ? 1 : (size_t)size;
-  int pushed = 0;
-  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
-  ferry_CUresult rc;
-  const char* op;
-  void* pointer = NULL;
-  if (device->device_type == ARROW_DEVICE_CUDA_HOST) {
-    op = "cuMemAllocHost_v2";
-    rc = g_cuda.cuMemAllocHost_v2(&pointer, bytes);
-  } else {
-    ferry_CUdeviceptr address = 0;
-    if (device->device_type == ARROW_DEVICE_CUDA_MANAGED) {
-      op = "cuMemAllocManaged";
-      rc = g_cuda.cuMemAllocManaged(&address, bytes, FERRY_CU_MEM_ATTACH_GLOBAL);
-    } else {
-      op = "cuMemAlloc_v2";
-      rc = g_cuda.cuMemAlloc_v2(&address, bytes);
-    }
-    pointer = (void*)(uintptr_t)address;
-  }
-  int code = FERRY_OK;
-  if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, op, "allocating %" PRId64 " bytes on %s device %" PRId64,
-                     size, type_name(device), device->device_id);
-  }
-  int popped = cuda_leave(device, pushed, code, error);
-  if (popped != FERRY_OK && code == FERRY_OK) {
-    /* The allocation succeeded but the caller's context could not be
-     * restored: give the memory back rather than leak it. */
-    int again = 0;
-    if (cuda_enter(device, &again, NULL) == FERRY_OK) {
-      const char* free_op;
-      cuda_free_in_context(device, pointer, &free_op);
-      cuda_leave(device, again, FERRY_OK, NULL);
-    }
-    return popped;
-  }
-  if (popped == FERRY_OK) *out = pointer;
-  return popped;
-}
-
-static int cuda_deallocate(struct FerryDevice* device, void* ptr,
-                           struct FerryError* error) {
-  int pushed = 0;
-  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
-  const char* op;
-  ferry_CUresult rc = cuda_free_in_context(device, ptr, &op);
-  int code = FERRY_OK;
-  if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, op, "freeing %p on %s device %" PRId64, ptr,
-                     type_name(device), device->device_id);
-  }
-  return cuda_leave(device, pushed, code, error);
-}
-
-static int cuda_memcpy(struct FerryDevice* device, void* dst,
-                       struct FerryDevice* src_device, const void* src, int64_t size,
-                       enum FerryCopyKind kind, void* stream, struct FerryError* error) {
-  int pushed = 0;
-  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
+static FerryGpuResult cuda_copy(const struct FerryDevice* device, void* dst,
+                                const struct FerryDevice* src_device, const void* src,
+                                size_t size, enum FerryCopyKind kind, void* stream,
+                                const char** op) {
   ferry_CUstream s = (ferry_CUstream)stream;
-  ferry_CUdeviceptr dst_address = (ferry_CUdeviceptr)(uintptr_t)dst;
-  ferry_CUdeviceptr src_address = (ferry_CUdeviceptr)(uintptr_t)src;
-  ferry_CUresult rc;
-  const char* op;
   switch (kind) {
     case FERRY_COPY_HOST_TO_DEVICE:
-      op = "cuMemcpyHtoDAsync_v2";
-      rc = g_cuda.cuMemcpyHtoDAsync_v2(dst_address, src, (size_t)size, s);
-      break;
+      *op = "cuMemcpyHtoDAsync_v2";
+      return g_cuda.cuMemcpyHtoDAsync_v2(address_of(dst), src, size, s);
     case FERRY_COPY_DEVICE_TO_HOST:
-      op = "cuMemcpyDtoHAsync_v2";
-      rc = g_cuda.cuMemcpyDtoHAsync_v2(dst, src_address, (size_t)size, s);
-      break;
+      *op = "cuMemcpyDtoHAsync_v2";
+      return g_cuda.cuMemcpyDtoHAsync_v2(dst, address_of(src), size, s);
     default:
       if (src_device->device_id == device->device_id) {
-        op = "cuMemcpyDtoDAsync_v2";
-        rc = g_cuda.cuMemcpyDtoDAsync_v2(dst_address, src_address, (size_t)size, s);
-      } else {
-        /* Between two GPUs the driver routes through peer access or the
-         * host, whichever the pair supports. */
-        op = "cuMemcpyPeerAsync";
-        rc = g_cuda.cuMemcpyPeerAsync(dst_address, context_of(device), src_address,
-                                      context_of(src_device), (size_t)size, s);
+        *op = "cuMemcpyDtoDAsync_v2";
+        return g_cuda.cuMemcpyDtoDAsync_v2(address_of(dst), address_of(src), size, s);
       }
-      break;
-  }
-  if (rc == FERRY_CUDA_SUCCESS && stream == NULL) {
-    op = "cuStreamSynchronize";
-    rc = g_cuda.cuStreamSynchronize(NULL);
-  }
-  int code = FERRY_OK;
-  if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, op,
-                     "copying %" PRId64 " bytes %s %s device %" PRId64 " (%p -> %p)",
-                     size, kind == FERRY_COPY_DEVICE_TO_HOST ? "from" : "to",
-                     type_name(device), device->device_id, src, dst);
-  }
-  return cuda_leave(device, pushed, code, error);
-}
-
-/* ---- streams and events ----------------------------------------------------------- */
-
-static int cuda_stream_create(struct FerryDevice* device, void** stream_out,
-                              struct FerryError* error) {
-  int pushed = 0;
-  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
-  ferry_CUstream stream = NULL;
-  ferry_CUresult rc = g_cuda.cuStreamCreate(&stream, FERRY_CU_STREAM_NON_BLOCKING);
-  int code = FERRY_OK;
-  if (rc != FERRY_CUDA_SUCCESS) {
-    code =
-        cuda_fail(error, rc, "cuStreamCreate", "creating a stream on %s device %" PRId64,
-                  type_name(device), device->device_id);
-  }
-  code = cuda_leave(device, pushed, code, error);
-  if (code == FERRY_OK) {
-    *stream_out = stream;
-  } else if (rc == FERRY_CUDA_SUCCESS) {
-    int again = 0; /* only the pop failed: do not leak the stream */
-    if (cuda_enter(device, &again, NULL) == FERRY_OK) {
-      g_cuda.cuStreamDestroy_v2(stream);
-      cuda_leave(device, again, FERRY_OK, NULL);
-    }
-  }
-  return code;
-}
-
-static int cuda_stream_destroy(struct FerryDevice* device, void* stream,
-                               struct FerryError* error) {
-  int pushed = 0;
-  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
-  ferry_CUresult rc = g_cuda.cuStreamDestroy_v2((ferry_CUstream)stream);
-  int code = FERRY_OK;
-  if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, "cuStreamDestroy_v2",
-                     "destroying stream %p of %s device %" PRId64, stream,
-                     type_name(device), device->device_id);
-  }
-  return cuda_leave(device, pushed, code, error);
-}
-
-static int cuda_stream_synchronize(struct FerryDevice* device, void* stream,
-                                   struct FerryError* error) {
-  int pushed = 0;
-  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
-  ferry_CUresult rc;
-  const char* op;
-  if (stream == NULL) {
-    /* ferry's NULL stream means "all work of the device". */
-    op = "cuCtxSynchronize";
-    rc = g_cuda.cuCtxSynchronize();
-  } else {
-    op = "cuStreamSynchronize";
-    rc = g_cuda.cuStreamSynchronize((ferry_CUstream)stream);
-  }
-  int code = FERRY_OK;
-  if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, op, "synchronizing stream %p of %s device %" PRId64,
-                     stream, type_name(device), device->device_id);
-  }
-  return cuda_leave(device, pushed, code, error);
-}
-
-static int cuda_event_create(struct FerryDevice* device, void** sync_event_out,
-                             struct FerryError* error) {
-  ferry_CUevent* slot = (ferry_CUevent*)malloc(sizeof(ferry_CUevent));
-  if (slot == NULL)
-    return ferry__set_error(error, ENOMEM, "out of memory creating a CUDA event");
-  *slot = NULL;
-  int pushed = 0;
-  int code = cuda_enter(device, &pushed, error);
-  if (code != FERRY_OK) {
-    free(slot);
-    return code;
-  }
-  ferry_CUresult rc = g_cuda.cuEventCreate(slot, FERRY_CU_EVENT_DISABLE_TIMING);
-  if (rc != FERRY_CUDA_SUCCESS) {
-    code =
-        cuda_fail(error, rc, "cuEventCreate", "creating an event on %s device %" PRId64,
-                  type_name(device), device->device_id);
-  }
-  code = cuda_leave(device, pushed, code, error);
-  if (code != FERRY_OK) {
-    if (rc == FERRY_CUDA_SUCCESS) g_cuda.cuEventDestroy_v2(*slot);
-    free(slot);
-    return code;
-  }
-  *sync_event_out = slot;
-  return FERRY_OK;
-}
-
-/* On failure the slot (and the handle in it) stays the caller's, who may
- * try again; only a destroyed handle's slot is freed. */
-static int cuda_event_destroy(struct FerryDevice* device, void* sync_event,
-                              struct FerryError* error) {
-  ferry_CUevent* slot = (ferry_CUevent*)sync_event;
-  int pushed = 0;
-  int code = cuda_enter(device, &pushed, error);
-  int destroyed = 0;
-  if (code == FERRY_OK) {
-    ferry_CUresult rc = g_cuda.cuEventDestroy_v2(*slot);
-    destroyed = rc == FERRY_CUDA_SUCCESS;
-    if (!destroyed) {
-      code = cuda_fail(error, rc, "cuEventDestroy_v2",
-                       "destroying event %p of %s device %" PRId64, sync_event,
-                       type_name(device), device->device_id);
-    }
-    code = cuda_leave(device, pushed, code, error);
-  }
-  if (destroyed) free(slot);
-  return code;
-}
-
-static int cuda_event_record(struct FerryDevice* device, void* sync_event, void* stream,
-                             struct FerryError* error) {
-  int pushed = 0;
-  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
-  ferry_CUresult rc =
-      g_cuda.cuEventRecord(*(ferry_CUevent*)sync_event, (ferry_CUstream)stream);
-  int code = FERRY_OK;
-  if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, "cuEventRecord",
-                     "recording event %p on stream %p of %s device %" PRId64, sync_event,
-                     stream, type_name(device), device->device_id);
-  }
-  return cuda_leave(device, pushed, code, error);
-}
-
-static int cuda_event_synchronize(struct FerryDevice* device, void* sync_event,
-                                  struct FerryError* error) {
-  int pushed = 0;
-  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
-  ferry_CUresult rc = g_cuda.cuEventSynchronize(*(ferry_CUevent*)sync_event);
-  int code = FERRY_OK;
-  if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, "cuEventSynchronize",
-                     "waiting for event %p of %s device %" PRId64, sync_event,
-                     type_name(device), device->device_id);
-  }
-  return cuda_leave(device, pushed, code, error);
-}
-
-static int cuda_stream_wait_event(struct FerryDevice* device, void* stream,
-                                  void* sync_event, struct FerryError* error) {
-  if (stream == NULL) return cuda_event_synchronize(device, sync_event, error);
-  int pushed = 0;
-  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
-  ferry_CUresult rc =
-      g_cuda.cuStreamWaitEvent((ferry_CUstream)stream, *(ferry_CUevent*)sync_event, 0);
-  int code = FERRY_OK;
-  if (rc != FERRY_CUDA_SUCCESS) {
-    code = cuda_fail(error, rc, "cuStreamWaitEvent",
-                     "making stream %p of %s device %" PRId64 " wait for event %p",
-                     stream, type_name(device), device->device_id, sync_event);
-  }
-  return cuda_leave(device, pushed, code, error);
-}
-
-/* ---- residency
- * ------------------------------------------------------------------------- */
-
-/* What the driver says about one pointer. */
-struct FerryCudaPointerInfo {
-  unsigned int memory_type;
-  unsigned int is_managed;
-  int ordinal;
-  ferry_CUdeviceptr range_start;
-  size_t range_size;
-};
-
-static void describe_pointer(const struct FerryCudaPointerInfo* info, char* out,
-                             size_t size) {
-  if (info->is_managed) {
-    snprintf(out, size, "cuda_managed memory (of device %d)", info->ordinal);
-  } else if (info->memory_type == FERRY_CU_MEMORYTYPE_HOST) {
-    snprintf(out, size, "cuda_host (pinned host) memory");
-  } else if (info->memory_type == FERRY_CU_MEMORYTYPE_DEVICE) {
-    snprintf(out, size, "cuda device %d memory", info->ordinal);
-  } else {
-    snprintf(out, size, "CUDA memory of type %u", info->memory_type);
+      /* Between two GPUs the driver routes through peer access or the host,
+       * whichever the pair supports. */
+      *op = "cuMemcpyPeerAsync";
+      return g_cuda.cuMemcpyPeerAsync(address_of(dst), context_of(device),
+                                      address_of(src), context_of(src_device), size, s);
   }
 }
 
-/* Asks the driver about `ptr`. EFAULT with a message when the driver does
- * not know it (plain host memory, freed memory, another runtime's). */
-static int cuda_query_pointer(const struct FerryDevice* device, const void* ptr,
-                              struct FerryCudaPointerInfo* info,
-                              struct FerryError* error) {
-  int pushed = 0;
-  FERRY_RETURN_NOT_OK(cuda_enter(device, &pushed, error));
-  *info = (struct FerryCudaPointerInfo){0, 0, -1, 0, 0};
-  ferry_CUdeviceptr address = (ferry_CUdeviceptr)(uintptr_t)ptr;
+static FerryGpuResult cuda_stream_synchronize(void* stream) {
+  return g_cuda.cuStreamSynchronize((ferry_CUstream)stream);
+}
+static FerryGpuResult cuda_device_synchronize(void) { return g_cuda.cuCtxSynchronize(); }
+static FerryGpuResult cuda_stream_create(void** stream) {
+  ferry_CUstream created = NULL;
+  ferry_CUresult rc = g_cuda.cuStreamCreate(&created, FERRY_CU_STREAM_NON_BLOCKING);
+  *stream = created;
+  return rc;
+}
+static FerryGpuResult cuda_stream_destroy(void* stream) {
+  return g_cuda.cuStreamDestroy_v2((ferry_CUstream)stream);
+}
+static FerryGpuResult cuda_event_create(void** event) {
+  ferry_CUevent created = NULL;
+  ferry_CUresult rc = g_cuda.cuEventCreate(&created, FERRY_CU_EVENT_DISABLE_TIMING);
+  *event = created;
+  return rc;
+}
+static FerryGpuResult cuda_event_destroy(void* event) {
+  return g_cuda.cuEventDestroy_v2((ferry_CUevent)event);
+}
+static FerryGpuResult cuda_event_record(void* event, void* stream) {
+  return g_cuda.cuEventRecord((ferry_CUevent)event, (ferry_CUstream)stream);
+}
+static FerryGpuResult cuda_event_synchronize(void* event) {
+  return g_cuda.cuEventSynchronize((ferry_CUevent)event);
+}
+static FerryGpuResult cuda_stream_wait_event(void* stream, void* event) {
+  return g_cuda.cuStreamWaitEvent((ferry_CUstream)stream, (ferry_CUevent)event, 0);
+}
+
+/* Five attribute queries; the driver does not know the pointer when the
+ * first one fails with CUDA_ERROR_INVALID_VALUE. */
+static FerryGpuResult cuda_query_pointer(const struct FerryDevice* device,
+                                         const void* ptr, struct FerryGpuPointer* info,
+                                         const char** op, const char** what) {
+  unsigned int memory_type = 0, is_managed = 0;
+  ferry_CUdeviceptr range_start = 0;
   struct {
     ferry_CUpointer_attribute attribute;
     void* data;
     const char* what;
   } queries[] = {
-      {FERRY_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, &info->memory_type, "memory type"},
-      {FERRY_CU_POINTER_ATTRIBUTE_IS_MANAGED, &info->is_managed, "managed flag"},
+      {FERRY_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, &memory_type, "memory type"},
+      {FERRY_CU_POINTER_ATTRIBUTE_IS_MANAGED, &is_managed, "managed flag"},
       {FERRY_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, &info->ordinal, "device ordinal"},
-      {FERRY_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, &info->range_start,
-       "allocation start"},
-      {FERRY_CU_POINTER_ATTRIBUTE_RANGE_SIZE, &info->range_size, "allocation size"},
+      {FERRY_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, &range_start, "allocation start"},
+      {FERRY_CU_POINTER_ATTRIBUTE_RANGE_SIZE, &info->size, "allocation size"},
   };
-  int code = FERRY_OK;
-  for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]) && code == FERRY_OK; i++) {
-    ferry_CUresult rc =
-        g_cuda.cuPointerGetAttribute(queries[i].data, queries[i].attribute, address);
-    if (rc == FERRY_CUDA_ERROR_INVALID_VALUE && i == 0) {
-      code =
-          ferry__set_error(error, EFAULT,
-                          "pointer %p is not %s device %" PRId64
-                          " memory (the CUDA driver does not know it: plain host memory "
-                          "or freed)",
-                          ptr, type_name(device), device->device_id);
-    } else if (rc != FERRY_CUDA_SUCCESS) {
-      code = cuda_fail(error, rc, "cuPointerGetAttribute", "reading the %s of pointer %p",
-                       queries[i].what, ptr);
+  for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
+    ferry_CUresult rc = g_cuda.cuPointerGetAttribute(
+        queries[i].data, queries[i].attribute, address_of(ptr));
+    if (rc == FERRY_CUDA_ERROR_INVALID_VALUE && i == 0) return FERRY_CUDA_SUCCESS;
+    if (rc != FERRY_CUDA_SUCCESS) {
+      *op = "cuPointerGetAttribute";
+      *what = queries[i].what;
+      return rc;
     }
   }
-  return cuda_leave(device, pushed, code, error);
+  info->known = 1;
+  info->driver_type = memory_type;
+  info->memory = is_managed                                  ? FERRY_GPU_MEMORY_MANAGED
+                 : memory_type == FERRY_CU_MEMORYTYPE_HOST   ? FERRY_GPU_MEMORY_HOST
+                 : memory_type == FERRY_CU_MEMORYTYPE_DEVICE ? FERRY_GPU_MEMORY_DEVICE
+                                                             : FERRY_GPU_MEMORY_OTHER;
+  info->have_range = 1;
+  info->base = (uintptr_t)range_start;
+  return FERRY_CUDA_SUCCESS;
 }
 
-/* FERRY_OK when the memory `info` describes may be declared as `device`,
- * and [ptr, ptr + size) stays inside its allocation; EFAULT otherwise. */
-static int cuda_judge_pointer(const struct FerryDevice* device, const void* ptr,
-                              int64_t size, const struct FerryCudaPointerInfo* info,
-                              struct FerryError* error) {
-  int resident;
-  switch (device->device_type) {
-    case ARROW_DEVICE_CUDA_HOST:
-      resident = !info->is_managed && info->memory_type == FERRY_CU_MEMORYTYPE_HOST;
-      break;
-    case ARROW_DEVICE_CUDA_MANAGED:
-      /* Managed memory is reachable from every device: any ordinal will do. */
-      resident = info->is_managed != 0;
-      break;
-    default:
-      /* Managed memory is device memory too, and what RMM and cuDF export
-       * as ARROW_DEVICE_CUDA; it is reachable from every device. */
-      resident = info->is_managed != 0 ||
-                 (info->memory_type == FERRY_CU_MEMORYTYPE_DEVICE &&
-                  info->ordinal == (int)device->device_id);
-      break;
-  }
-  if (!resident) {
-    char found[128];
-    describe_pointer(info, found, sizeof(found));
-    return ferry__set_error(error, EFAULT,
-                           "pointer %p is not %s device %" PRId64 " memory (it is %s)",
-                           ptr, type_name(device), device->device_id, found);
-  }
-  /* The driver found ptr in the range, so the offset is below its size. */
-  uint64_t offset = (uint64_t)(uintptr_t)ptr - (uint64_t)info->range_start;
-  if ((uint64_t)size > (uint64_t)info->range_size - offset) {
-    return ferry__set_error(error, EFAULT,
-                           "range [%p, +%" PRId64
-                           ") runs past the end of its %zu-byte "
-                           "allocation on %s device %" PRId64 " at 0x%llx",
-                           ptr, size, info->range_size, type_name(device),
-                           device->device_id, (unsigned long long)info->range_start);
-  }
-  return FERRY_OK;
-}
-
-static int cuda_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
-                              struct FerryError* error) {
-  struct FerryCudaPointerInfo info;
-  int code = cuda_query_pointer(device, ptr, &info, error);
-  if (code == FERRY_OK) code = cuda_judge_pointer(device, ptr, size, &info, error);
-  if (code == EFAULT && size == 0) {
-    /* An empty buffer may point one past the end of its allocation (a slice
-     * at the end, a producer's end pointer): then the byte before it is the
-     * allocation's last, and that allocation must be resident. */
-    const char* last = (const char*)ptr - 1;
-    if (cuda_query_pointer(device, last, &info, NULL) == FERRY_OK &&
-        (uint64_t)info.range_start + info.range_size == (uint64_t)(uintptr_t)ptr &&
-        cuda_judge_pointer(device, last, 1, &info, NULL) == FERRY_OK) {
-      return FERRY_OK;
-    }
-  }
-  return code;
-}
+static const struct FerryGpuDriverApi kCudaApi = {
+    .backend = "cuda",
+    .driver_noun = "the CUDA driver",
+    .library_noun = "the CUDA driver library",
+    .minimum = "a driver for CUDA 11 or newer",
+    .memory_noun = "CUDA",
+    .managed_before = "cuda_managed memory (of device ",
+    .managed_after = ")",
+    .result_type = "CUresult",
+    .error_names = kCudaErrorNames,
+    .n_error_names = sizeof(kCudaErrorNames) / sizeof(kCudaErrorNames[0]),
+    .errno_of = cuda_errno,
+    .device_memory = ARROW_DEVICE_CUDA,
+    .host_memory = ARROW_DEVICE_CUDA_HOST,
+    .managed_memory = ARROW_DEVICE_CUDA_MANAGED,
+    .enter = cuda_enter,
+    .leave = cuda_leave,
+    .allocate = cuda_allocate,
+    .deallocate = cuda_deallocate,
+    .copy = cuda_copy,
+    .stream_synchronize = cuda_stream_synchronize,
+    .stream_synchronize_name = "cuStreamSynchronize",
+    .device_synchronize = cuda_device_synchronize,
+    .device_synchronize_name = "cuCtxSynchronize",
+    .stream_create = cuda_stream_create,
+    .stream_create_name = "cuStreamCreate",
+    .stream_destroy = cuda_stream_destroy,
+    .stream_destroy_name = "cuStreamDestroy_v2",
+    .event_create = cuda_event_create,
+    .event_create_name = "cuEventCreate",
+    .event_destroy = cuda_event_destroy,
+    .event_destroy_name = "cuEventDestroy_v2",
+    .event_record = cuda_event_record,
+    .event_record_name = "cuEventRecord",
+    .event_synchronize = cuda_event_synchronize,
+    .event_synchronize_name = "cuEventSynchronize",
+    .stream_wait_event = cuda_stream_wait_event,
+    .stream_wait_event_name = "cuStreamWaitEvent",
+    .query_pointer = cuda_query_pointer,
+};
 
 const struct FerryBackend ferry__backend_cuda = {
     .name = "cuda",
@@ -742,17 +482,5 @@ const struct FerryBackend ferry__backend_cuda = {
     .device_count = cuda_device_count,
     .device_init = cuda_device_init,
     .is_host_accessible = cuda_is_host_accessible,
-    .allocate = cuda_allocate,
-    .deallocate = cuda_deallocate,
-    .memcpy = cuda_memcpy,
-    .stream_create = cuda_stream_create,
-    .stream_destroy = cuda_stream_destroy,
-    .stream_synchronize = cuda_stream_synchronize,
-    .event_create = cuda_event_create,
-    .event_destroy = cuda_event_destroy,
-    .event_record = cuda_event_record,
-    .event_synchronize = cuda_event_synchronize,
-    .stream_wait_event = cuda_stream_wait_event,
-    .check_pointer = cuda_check_pointer,
-    .unusable_after_fork = 1,
+    FERRY_GPU_BACKEND_OPERATIONS(&kCudaApi),
 };

@@ -1,8 +1,8 @@
-/* The CUDA and ROCm backends (core/src/cuda.c, hip.c) and the GPU interchange
- * functions (move_to_device.c, stream_handoff.c, dlpack.c), run against the
- * driver emulations of tests/gpu/emu through FERRY_CUDA_LIBRARY and
- * FERRY_HIP_LIBRARY, so that every backend function, its error paths
- * included, runs without a GPU.
+/* The CUDA and ROCm backends (core/src/gpu_driver.c, over cuda.c and hip.c)
+ * and the GPU interchange functions (move_to_device.c, stream_handoff.c,
+ * dlpack.c), run against the driver emulations of tests/gpu/emu through
+ * FERRY_CUDA_LIBRARY and FERRY_HIP_LIBRARY, so that every backend function,
+ * its error paths included, runs without a GPU.
  *
  * The emulation libraries are found next to this binary (BUILD/test-emu/)
  * unless the variables are set. The emulation is asynchronous (one thread

@@ -1,9 +1,10 @@
 /* TEST FIXTURE, never shipped or linked into libferry: an emulation of the
  * subset of the CUDA driver API that ferry uses, built as a shared library
  * and loaded by ferry through FERRY_CUDA_LIBRARY, so every line of
- * core/src/cuda.c runs in CI without a GPU. Device memory cannot be read by
- * the host (a dereference crashes, as on a GPU); streams run on threads and
- * do their work only once someone waits for it (emu_core.h).
+ * core/src/cuda.c and gpu_driver.c runs in CI without a GPU. Device memory
+ * cannot be read by the host (a dereference crashes, as on a GPU); streams
+ * run on threads and do their work only once someone waits for it
+ * (emu_core.h, which holds everything the two emulations share).
  *
  * It is stricter than needed where that catches ferry's mistakes: calls
  * that need a context fail with CUDA_ERROR_INVALID_CONTEXT when none is
@@ -20,8 +21,18 @@
  *   FERRY_CUDA_EMU_FAIL=name:nth[:code],...  the nth call of `name` fails
  *                               (default code: CUDA_ERROR_OUT_OF_MEMORY for
  *                               allocations, CUDA_ERROR_UNKNOWN otherwise)
- * Tests reach the same controls through the cuda_emu_* functions below. */
+ * Tests reach the same controls through the cuda_emu_* functions (the
+ * common ones defined by emu_core.h, the CUDA-only ones below). */
 #include "../../../core/src/cuda_driver_api.h"
+
+#define EMU_PREFIX cuda_emu
+#define EMU_SUCCESS FERRY_CUDA_SUCCESS
+#define EMU_INVALID_VALUE FERRY_CUDA_ERROR_INVALID_VALUE
+#define EMU_INVALID_HANDLE FERRY_CUDA_ERROR_INVALID_HANDLE
+#define EMU_OUT_OF_MEMORY FERRY_CUDA_ERROR_OUT_OF_MEMORY
+#define EMU_NOT_READY FERRY_CUDA_ERROR_NOT_READY
+#define EMU_UNKNOWN FERRY_CUDA_ERROR_UNKNOWN
+#define EMU_NO_CURRENT FERRY_CUDA_ERROR_INVALID_CONTEXT
 #include "emu_core.h"
 
 typedef ferry_CUresult CUresult;
@@ -41,20 +52,13 @@ static int emu_initialized;
 static __thread struct EmuContext* tls_contexts[EMU_CONTEXT_STACK];
 static __thread int tls_depth;
 
-static unsigned default_failure_code(const char* name) {
-  return strstr(name, "Alloc") != NULL ? FERRY_CUDA_ERROR_OUT_OF_MEMORY
-                                       : FERRY_CUDA_ERROR_UNKNOWN;
-}
-
 __attribute__((constructor)) static void cuda_emu_load(void) {
   const char* mode = getenv("FERRY_CUDA_EMU_MODE");
   emu_stub_mode = mode != NULL && strcmp(mode, "stub") == 0;
   emu_no_device_mode = mode != NULL && strcmp(mode, "nodevice") == 0;
-  emu_device_count = emu_env_int("FERRY_CUDA_EMU_DEVICES", 2);
-  if (emu_device_count < 0) emu_device_count = 0;
-  if (emu_device_count > EMU_MAX_DEVICES) emu_device_count = EMU_MAX_DEVICES;
+  emu_device_count =
+      emu_load_environment("FERRY_CUDA_EMU_DEVICES", "FERRY_CUDA_EMU_FAIL");
   for (int i = 0; i < EMU_MAX_DEVICES; i++) emu_contexts[i].device = i;
-  emu_fail_from_env("FERRY_CUDA_EMU_FAIL", default_failure_code);
 }
 
 /* Every entry point starts here: stub mode, injected failures, cuInit. */
@@ -82,10 +86,9 @@ static struct EmuContext* context_from_handle(ferry_CUcontext handle) {
   return NULL;
 }
 
-/* Resolves a stream handle for work on `device`: NULL is the legacy stream. */
-static CUresult stream_for(ferry_CUstream handle, int device, struct EmuStream** out) {
-  return emu_stream_for(handle, device, out) == 0 ? FERRY_CUDA_SUCCESS
-                                                  : FERRY_CUDA_ERROR_INVALID_HANDLE;
+/* The device of the current context, -1 without one. */
+static int current_device(void) {
+  return tls_depth > 0 ? tls_contexts[tls_depth - 1]->device : -1;
 }
 
 /* ---- initialization, devices, contexts
@@ -188,11 +191,8 @@ EMU_EXPORT CUresult cuCtxSynchronize(void) {
 static CUresult allocate(enum EmuMemoryKind kind, size_t size, void** out) {
   CU_NEED_INIT();
   CU_NEED_CONTEXT(context);
-  if (out == NULL || size == 0) return FERRY_CUDA_ERROR_INVALID_VALUE;
-  void* block = emu_allocate(context->device, kind, size);
-  if (block == NULL) return FERRY_CUDA_ERROR_OUT_OF_MEMORY;
-  *out = block;
-  return FERRY_CUDA_SUCCESS;
+  if (size == 0) return FERRY_CUDA_ERROR_INVALID_VALUE;
+  return emu_allocate_rc(context->device, kind, size, out);
 }
 
 EMU_EXPORT CUresult cuMemAlloc_v2(ferry_CUdeviceptr* pointer, size_t size) {
@@ -235,8 +235,7 @@ EMU_EXPORT CUresult cuMemFreeHost(void* pointer) {
   CU_NEED_INIT();
   CU_NEED_CONTEXT(context);
   (void)context;
-  return emu_free(pointer, EMU_MEMORY_HOST) == 0 ? FERRY_CUDA_SUCCESS
-                                                 : FERRY_CUDA_ERROR_INVALID_VALUE;
+  return emu_free_rc(pointer, EMU_MEMORY_HOST);
 }
 
 /* ---- copies
@@ -246,14 +245,8 @@ static CUresult copy(void* dst, const void* src, size_t size, ferry_CUstream str
                      int dst_must_be_known, int src_must_be_known) {
   CU_NEED_INIT();
   CU_NEED_CONTEXT(context);
-  struct EmuStream* s = NULL;
-  CUresult rc = stream_for(stream, context->device, &s);
-  if (rc != FERRY_CUDA_SUCCESS) return rc;
-  switch (emu_copy(s, dst, src, size, dst_must_be_known, src_must_be_known)) {
-    case 0: return FERRY_CUDA_SUCCESS;
-    case -1: return FERRY_CUDA_ERROR_INVALID_VALUE;
-    default: return FERRY_CUDA_ERROR_OUT_OF_MEMORY;
-  }
+  return emu_copy_rc(context->device, stream, dst, src, size, dst_must_be_known,
+                     src_must_be_known);
 }
 
 EMU_EXPORT CUresult cuMemcpyHtoDAsync_v2(ferry_CUdeviceptr dst, const void* src,
@@ -285,13 +278,8 @@ EMU_EXPORT CUresult cuMemcpyPeerAsync(ferry_CUdeviceptr dst, ferry_CUcontext dst
   struct EmuContext* dst_c = context_from_handle(dst_context);
   struct EmuContext* src_c = context_from_handle(src_context);
   if (dst_c == NULL || src_c == NULL) return FERRY_CUDA_ERROR_INVALID_CONTEXT;
-  struct EmuAllocation d, s;
-  if (emu_lookup((void*)(uintptr_t)dst, &d) != 0 ||
-      emu_lookup((void*)(uintptr_t)src, &s) != 0 || d.device != dst_c->device ||
-      s.device != src_c->device) {
-    return FERRY_CUDA_ERROR_INVALID_VALUE; /* each pointer must be of its context */
-  }
-  return copy((void*)(uintptr_t)dst, (const void*)(uintptr_t)src, size, stream, 1, 1);
+  return emu_copy_peer_rc(current_device(), stream, (void*)(uintptr_t)dst, dst_c->device,
+                          (const void*)(uintptr_t)src, src_c->device, size);
 }
 #endif
 
@@ -302,125 +290,73 @@ EMU_EXPORT CUresult cuStreamCreate(ferry_CUstream* stream, unsigned int flags) {
   CU_ENTER("cuStreamCreate");
   CU_NEED_INIT();
   CU_NEED_CONTEXT(context);
-  if (stream == NULL || flags > 1u) return FERRY_CUDA_ERROR_INVALID_VALUE;
-  struct EmuStream* s = emu_stream_create(context->device);
-  if (s == NULL) return FERRY_CUDA_ERROR_OUT_OF_MEMORY;
-  *stream = (ferry_CUstream)(void*)s;
-  return FERRY_CUDA_SUCCESS;
+  void* created = NULL;
+  CUresult rc =
+      emu_stream_create_rc(context->device, stream != NULL ? &created : NULL, flags);
+  if (rc == FERRY_CUDA_SUCCESS) *stream = (ferry_CUstream)created;
+  return rc;
 }
 
 EMU_EXPORT CUresult cuStreamDestroy_v2(ferry_CUstream stream) {
   CU_ENTER("cuStreamDestroy_v2");
   CU_NEED_INIT();
-  return emu_stream_destroy(stream) == 0 ? FERRY_CUDA_SUCCESS
-                                         : FERRY_CUDA_ERROR_INVALID_HANDLE;
+  return emu_stream_destroy_rc(stream);
 }
 
-/* The stream behind a handle of any device (NULL: the legacy stream of the
- * current context), or an error. */
-static CUresult any_stream(ferry_CUstream handle, struct EmuStream** out) {
-  if (handle == NULL) {
-    CU_NEED_CONTEXT(context);
-    return stream_for(NULL, context->device, out);
-  }
-  pthread_mutex_lock(&emu_lock);
-  *out = emu_stream_lookup_locked(handle);
-  pthread_mutex_unlock(&emu_lock);
-  return *out != NULL ? FERRY_CUDA_SUCCESS : FERRY_CUDA_ERROR_INVALID_HANDLE;
-}
-
+/* A stream argument may be of any device; NULL is the legacy stream of the
+ * current context (CUDA_ERROR_INVALID_CONTEXT without one). */
 EMU_EXPORT CUresult cuStreamSynchronize(ferry_CUstream stream) {
   CU_ENTER("cuStreamSynchronize");
   CU_NEED_INIT();
-  struct EmuStream* s = NULL;
-  CUresult rc = any_stream(stream, &s);
-  if (rc == FERRY_CUDA_SUCCESS) emu_stream_synchronize(s);
-  return rc;
+  return emu_stream_synchronize_rc(stream, current_device());
 }
 
 EMU_EXPORT CUresult cuStreamQuery(ferry_CUstream stream) {
   CU_ENTER("cuStreamQuery");
   CU_NEED_INIT();
-  struct EmuStream* s = NULL;
-  CUresult rc = any_stream(stream, &s);
-  if (rc != FERRY_CUDA_SUCCESS) return rc;
-  return emu_stream_query(s) == 0 ? FERRY_CUDA_SUCCESS : FERRY_CUDA_ERROR_NOT_READY;
+  return emu_stream_query_rc(stream, current_device());
 }
 
 EMU_EXPORT CUresult cuEventCreate(ferry_CUevent* event, unsigned int flags) {
   CU_ENTER("cuEventCreate");
   CU_NEED_INIT();
   CU_NEED_CONTEXT(context);
-  if (event == NULL || (flags & ~7u) != 0) return FERRY_CUDA_ERROR_INVALID_VALUE;
-  struct EmuEvent* e = emu_event_create(context->device);
-  if (e == NULL) return FERRY_CUDA_ERROR_OUT_OF_MEMORY;
-  *event = (ferry_CUevent)(void*)e;
-  return FERRY_CUDA_SUCCESS;
+  void* created = NULL;
+  CUresult rc =
+      emu_event_create_rc(context->device, event != NULL ? &created : NULL, flags);
+  if (rc == FERRY_CUDA_SUCCESS) *event = (ferry_CUevent)created;
+  return rc;
 }
 
 EMU_EXPORT CUresult cuEventDestroy_v2(ferry_CUevent event) {
   CU_ENTER("cuEventDestroy_v2");
   CU_NEED_INIT();
-  return emu_event_destroy(event) == 0 ? FERRY_CUDA_SUCCESS
-                                       : FERRY_CUDA_ERROR_INVALID_HANDLE;
+  return emu_event_destroy_rc(event);
 }
 
 EMU_EXPORT CUresult cuEventRecord(ferry_CUevent event, ferry_CUstream stream) {
   CU_ENTER("cuEventRecord");
   CU_NEED_INIT();
-  struct EmuStream* s = NULL;
-  CUresult rc = any_stream(stream, &s);
-  if (rc != FERRY_CUDA_SUCCESS) return rc;
-  pthread_mutex_lock(&emu_lock);
-  struct EmuEvent* e = emu_event_lookup_locked(event);
-  if (e == NULL || e->device != s->device) {
-    rc = FERRY_CUDA_ERROR_INVALID_HANDLE; /* event and stream of one context */
-  } else {
-    emu_event_record_locked(e, s);
-  }
-  pthread_mutex_unlock(&emu_lock);
-  return rc;
+  return emu_event_record_rc(event, stream, current_device());
 }
 
 EMU_EXPORT CUresult cuEventQuery(ferry_CUevent event) {
   CU_ENTER("cuEventQuery");
   CU_NEED_INIT();
-  pthread_mutex_lock(&emu_lock);
-  struct EmuEvent* e = emu_event_lookup_locked(event);
-  CUresult rc = e == NULL                      ? FERRY_CUDA_ERROR_INVALID_HANDLE
-                : emu_event_query_locked(e) ? FERRY_CUDA_SUCCESS
-                                               : FERRY_CUDA_ERROR_NOT_READY;
-  pthread_mutex_unlock(&emu_lock);
-  return rc;
+  return emu_event_query_rc(event);
 }
 
 EMU_EXPORT CUresult cuEventSynchronize(ferry_CUevent event) {
   CU_ENTER("cuEventSynchronize");
   CU_NEED_INIT();
-  pthread_mutex_lock(&emu_lock);
-  struct EmuEvent* e = emu_event_lookup_locked(event);
-  if (e != NULL) emu_event_synchronize_locked(e);
-  pthread_mutex_unlock(&emu_lock);
-  return e != NULL ? FERRY_CUDA_SUCCESS : FERRY_CUDA_ERROR_INVALID_HANDLE;
+  return emu_event_synchronize_rc(event);
 }
 
 EMU_EXPORT CUresult cuStreamWaitEvent(ferry_CUstream stream, ferry_CUevent event,
                                       unsigned int flags) {
   CU_ENTER("cuStreamWaitEvent");
   CU_NEED_INIT();
-  if (flags != 0) return FERRY_CUDA_ERROR_INVALID_VALUE;
-  struct EmuStream* s = NULL;
-  CUresult rc = any_stream(stream, &s);
-  if (rc != FERRY_CUDA_SUCCESS) return rc;
-  pthread_mutex_lock(&emu_lock);
-  struct EmuEvent* e = emu_event_lookup_locked(event);
-  if (e == NULL) {
-    rc = FERRY_CUDA_ERROR_INVALID_HANDLE;
-  } else if (emu_stream_wait_event_locked(s, e) != 0) {
-    rc = FERRY_CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  pthread_mutex_unlock(&emu_lock);
-  return rc;
+  return emu_stream_wait_event_rc(stream, event, flags, current_device());
 }
 
 /* ---- pointer queries and error names
@@ -485,22 +421,10 @@ EMU_EXPORT CUresult cuGetErrorString(CUresult code, const char** text) {
   return FERRY_CUDA_SUCCESS;
 }
 
-/* ---- controls for tests (not part of the CUDA API)
- * ------------------------------------------------ */
+/* ---- controls for tests (not part of the CUDA API; the common ones are
+ * emu_core.h's cuda_emu_fail, cuda_emu_calls, ...) -------------------------------------
+ */
 
-EMU_EXPORT void cuda_emu_fail(const char* name, int64_t nth, unsigned code) {
-  emu_fail(name, nth, code);
-}
-EMU_EXPORT void cuda_emu_clear_failures(void) { emu_clear_failures(); }
-EMU_EXPORT int64_t cuda_emu_calls(const char* name) { return emu_calls(name); }
-EMU_EXPORT int cuda_emu_gate_close(void* stream) { return emu_gate_close(stream); }
-EMU_EXPORT void cuda_emu_gates_open(void) { emu_gates_open(); }
-EMU_EXPORT int64_t cuda_emu_stream_pending(void* stream) {
-  return emu_stream_pending(stream);
-}
-EMU_EXPORT int64_t cuda_emu_live_allocations(void) { return emu_live(0); }
-EMU_EXPORT int64_t cuda_emu_live_streams(void) { return emu_live(1); }
-EMU_EXPORT int64_t cuda_emu_live_events(void) { return emu_live(2); }
 EMU_EXPORT int cuda_emu_context_depth(void) { return tls_depth; }
 EMU_EXPORT int cuda_emu_primary_context_retains(int device) {
   if (device < 0 || device >= EMU_MAX_DEVICES) return -1;
@@ -508,23 +432,4 @@ EMU_EXPORT int cuda_emu_primary_context_retains(int device) {
   int retains = emu_contexts[device].retains;
   pthread_mutex_unlock(&emu_lock);
   return retains;
-}
-/* 1 when the event (a CUevent, not a CUevent*) has completed, 0 when
- * pending, -1 for an unknown handle. */
-EMU_EXPORT int cuda_emu_event_done(void* event) {
-  pthread_mutex_lock(&emu_lock);
-  struct EmuEvent* e = emu_event_lookup_locked(event);
-  int done = e == NULL ? -1 : emu_event_done_locked(e);
-  pthread_mutex_unlock(&emu_lock);
-  return done;
-}
-/* Pointer queries about `pointer`'s allocation report this memory type
- * and managed flag from now on (-1: the truth). */
-EMU_EXPORT int cuda_emu_override_report(const void* pointer, int type, int managed) {
-  return emu_override_report(pointer, type, managed);
-}
-/* The device and kind the emulation recorded for a pointer (-1: unknown). */
-EMU_EXPORT int cuda_emu_pointer_device(const void* pointer) {
-  struct EmuAllocation a;
-  return emu_lookup(pointer, &a) == 0 ? a.device : -1;
 }

@@ -43,7 +43,19 @@
  *   point fail with `code`; the environment can arm the same at load time.
  *
  * One mutex guards everything, with one condition variable broadcast on
- * every change of progress; copies run outside the lock. */
+ * every change of progress; copies run outside the lock.
+ *
+ * The front ends are thin: each says how its driver spells a few results
+ * and what its test controls are called, by defining before including this
+ * file
+ *   EMU_PREFIX          the test controls' prefix (cuda_emu: cuda_emu_fail, ...)
+ *   EMU_SUCCESS, EMU_INVALID_VALUE, EMU_INVALID_HANDLE, EMU_OUT_OF_MEMORY,
+ *   EMU_NOT_READY, EMU_UNKNOWN   the driver's result codes
+ *   EMU_NO_CURRENT      what a call needing a current device returns without one
+ * and implements each exported entry point over the emu_*_rc functions at
+ * the end of this file, which answer in those codes. What differs stays in
+ * the front ends: CUDA's contexts and stub mode, HIP's current device and
+ * its HIP 5/6 pointer attributes. */
 #ifndef FERRY_TESTS_GPU_EMU_CORE_H
 #define FERRY_TESTS_GPU_EMU_CORE_H
 
@@ -725,6 +737,223 @@ static int64_t emu_live(int what) {
 static int emu_env_int(const char* variable, int fallback) {
   const char* value = getenv(variable);
   return value != NULL && value[0] != '\0' ? atoi(value) : fallback;
+}
+
+/* ---- the entry points' common part, in the driver's result codes --------------------
+ */
+
+#if !defined(EMU_PREFIX) || !defined(EMU_SUCCESS) || !defined(EMU_INVALID_VALUE) || \
+    !defined(EMU_INVALID_HANDLE) || !defined(EMU_OUT_OF_MEMORY) ||                  \
+    !defined(EMU_NOT_READY) || !defined(EMU_UNKNOWN) || !defined(EMU_NO_CURRENT)
+#error "define EMU_PREFIX and the EMU_ result codes before including emu_core.h"
+#endif
+
+/* Reads the device count from `devices_variable` (default 2, at most
+ * EMU_MAX_DEVICES) and arms the failures `fail_variable` lists. */
+static unsigned emu_default_failure_code(const char* name) {
+  return strstr(name, "Alloc") != NULL || strstr(name, "alloc") != NULL
+             ? EMU_OUT_OF_MEMORY
+             : EMU_UNKNOWN;
+}
+
+static int emu_load_environment(const char* devices_variable, const char* fail_variable) {
+  int devices = emu_env_int(devices_variable, 2);
+  if (devices < 0) devices = 0;
+  if (devices > EMU_MAX_DEVICES) devices = EMU_MAX_DEVICES;
+  emu_fail_from_env(fail_variable, emu_default_failure_code);
+  return devices;
+}
+
+/* The stream a handle names for work on `device` (NULL: its NULL stream);
+ * a stream of another device is an invalid handle. */
+static unsigned emu_stream_rc(const void* handle, int device, struct EmuStream** out) {
+  return emu_stream_for(handle, device, out) == 0 ? EMU_SUCCESS : EMU_INVALID_HANDLE;
+}
+
+/* A stream of any device; NULL is the NULL stream of `device`, the current
+ * one (< 0: there is none). */
+static unsigned emu_any_stream_rc(const void* handle, int device,
+                                  struct EmuStream** out) {
+  if (handle == NULL) {
+    return device < 0 ? EMU_NO_CURRENT : emu_stream_rc(NULL, device, out);
+  }
+  pthread_mutex_lock(&emu_lock);
+  *out = emu_stream_lookup_locked(handle);
+  pthread_mutex_unlock(&emu_lock);
+  return *out != NULL ? EMU_SUCCESS : EMU_INVALID_HANDLE;
+}
+
+/* `size` > 0 (the front ends answer 0 bytes as their driver does). */
+static unsigned emu_allocate_rc(int device, enum EmuMemoryKind kind, size_t size,
+                                void** out) {
+  if (out == NULL) return EMU_INVALID_VALUE;
+  void* block = emu_allocate(device, kind, size);
+  if (block == NULL) return EMU_OUT_OF_MEMORY;
+  *out = block;
+  return EMU_SUCCESS;
+}
+
+static unsigned emu_free_rc(const void* pointer, enum EmuMemoryKind kind) {
+  return emu_free(pointer, kind) == 0 ? EMU_SUCCESS : EMU_INVALID_VALUE;
+}
+
+/* Queues a copy on a stream of `device` (emu_copy says what is checked). */
+static unsigned emu_copy_rc(int device, const void* stream, void* dst, const void* src,
+                            size_t size, int dst_must_be_known, int src_must_be_known) {
+  struct EmuStream* s = NULL;
+  unsigned rc = emu_stream_rc(stream, device, &s);
+  if (rc != EMU_SUCCESS) return rc;
+  switch (emu_copy(s, dst, src, size, dst_must_be_known, src_must_be_known)) {
+    case 0: return EMU_SUCCESS;
+    case -1: return EMU_INVALID_VALUE;
+    default: return EMU_OUT_OF_MEMORY;
+  }
+}
+
+/* A peer copy on a stream of the current device (< 0: none): each pointer
+ * must be memory of its device. Unused by the "old driver" builds, which
+ * leave the peer copy out. */
+__attribute__((unused)) static unsigned emu_copy_peer_rc(int current_device,
+                                                         const void* stream, void* dst,
+                                                         int dst_device, const void* src,
+                                                         int src_device, size_t size) {
+  struct EmuAllocation d, s;
+  if (emu_lookup(dst, &d) != 0 || emu_lookup(src, &s) != 0 || d.device != dst_device ||
+      s.device != src_device) {
+    return EMU_INVALID_VALUE;
+  }
+  if (current_device < 0) return EMU_NO_CURRENT;
+  return emu_copy_rc(current_device, stream, dst, src, size, 1, 1);
+}
+
+static unsigned emu_stream_create_rc(int device, void** out, unsigned flags) {
+  if (out == NULL || flags > 1u) return EMU_INVALID_VALUE;
+  struct EmuStream* s = emu_stream_create(device);
+  if (s == NULL) return EMU_OUT_OF_MEMORY;
+  *out = s;
+  return EMU_SUCCESS;
+}
+
+static unsigned emu_stream_destroy_rc(void* handle) {
+  return emu_stream_destroy(handle) == 0 ? EMU_SUCCESS : EMU_INVALID_HANDLE;
+}
+
+static unsigned emu_stream_synchronize_rc(const void* handle, int current_device) {
+  struct EmuStream* s = NULL;
+  unsigned rc = emu_any_stream_rc(handle, current_device, &s);
+  if (rc == EMU_SUCCESS) emu_stream_synchronize(s);
+  return rc;
+}
+
+static unsigned emu_stream_query_rc(const void* handle, int current_device) {
+  struct EmuStream* s = NULL;
+  unsigned rc = emu_any_stream_rc(handle, current_device, &s);
+  if (rc != EMU_SUCCESS) return rc;
+  return emu_stream_query(s) == 0 ? EMU_SUCCESS : EMU_NOT_READY;
+}
+
+static unsigned emu_event_create_rc(int device, void** out, unsigned flags) {
+  if (out == NULL || (flags & ~7u) != 0) return EMU_INVALID_VALUE;
+  struct EmuEvent* e = emu_event_create(device);
+  if (e == NULL) return EMU_OUT_OF_MEMORY;
+  *out = e;
+  return EMU_SUCCESS;
+}
+
+static unsigned emu_event_destroy_rc(void* handle) {
+  return emu_event_destroy(handle) == 0 ? EMU_SUCCESS : EMU_INVALID_HANDLE;
+}
+
+/* The event and the stream must be of one device. */
+static unsigned emu_event_record_rc(const void* event, const void* stream,
+                                    int current_device) {
+  struct EmuStream* s = NULL;
+  unsigned rc = emu_any_stream_rc(stream, current_device, &s);
+  if (rc != EMU_SUCCESS) return rc;
+  pthread_mutex_lock(&emu_lock);
+  struct EmuEvent* e = emu_event_lookup_locked(event);
+  if (e == NULL || e->device != s->device) {
+    rc = EMU_INVALID_HANDLE;
+  } else {
+    emu_event_record_locked(e, s);
+  }
+  pthread_mutex_unlock(&emu_lock);
+  return rc;
+}
+
+static unsigned emu_event_query_rc(const void* event) {
+  pthread_mutex_lock(&emu_lock);
+  struct EmuEvent* e = emu_event_lookup_locked(event);
+  unsigned rc = e == NULL                   ? EMU_INVALID_HANDLE
+                : emu_event_query_locked(e) ? EMU_SUCCESS
+                                            : EMU_NOT_READY;
+  pthread_mutex_unlock(&emu_lock);
+  return rc;
+}
+
+static unsigned emu_event_synchronize_rc(const void* event) {
+  pthread_mutex_lock(&emu_lock);
+  struct EmuEvent* e = emu_event_lookup_locked(event);
+  if (e != NULL) emu_event_synchronize_locked(e);
+  pthread_mutex_unlock(&emu_lock);
+  return e != NULL ? EMU_SUCCESS : EMU_INVALID_HANDLE;
+}
+
+static unsigned emu_stream_wait_event_rc(const void* stream, const void* event,
+                                         unsigned flags, int current_device) {
+  if (flags != 0) return EMU_INVALID_VALUE;
+  struct EmuStream* s = NULL;
+  unsigned rc = emu_any_stream_rc(stream, current_device, &s);
+  if (rc != EMU_SUCCESS) return rc;
+  pthread_mutex_lock(&emu_lock);
+  struct EmuEvent* e = emu_event_lookup_locked(event);
+  if (e == NULL) {
+    rc = EMU_INVALID_HANDLE;
+  } else if (emu_stream_wait_event_locked(s, e) != 0) {
+    rc = EMU_OUT_OF_MEMORY;
+  }
+  pthread_mutex_unlock(&emu_lock);
+  return rc;
+}
+
+/* ---- the test controls (not part of any driver API): <EMU_PREFIX>_fail, ...
+ * ------------ */
+
+#define EMU_CONTROL_NAME_(prefix, name) prefix##_##name
+#define EMU_CONTROL_NAME(prefix, name) EMU_CONTROL_NAME_(prefix, name)
+#define EMU_CONTROL(name) EMU_CONTROL_NAME(EMU_PREFIX, name)
+
+EMU_EXPORT void EMU_CONTROL(fail)(const char* name, int64_t nth, unsigned code) {
+  emu_fail(name, nth, code);
+}
+EMU_EXPORT void EMU_CONTROL(clear_failures)(void) { emu_clear_failures(); }
+EMU_EXPORT int64_t EMU_CONTROL(calls)(const char* name) { return emu_calls(name); }
+EMU_EXPORT int EMU_CONTROL(gate_close)(void* stream) { return emu_gate_close(stream); }
+EMU_EXPORT void EMU_CONTROL(gates_open)(void) { emu_gates_open(); }
+EMU_EXPORT int64_t EMU_CONTROL(stream_pending)(void* stream) {
+  return emu_stream_pending(stream);
+}
+EMU_EXPORT int64_t EMU_CONTROL(live_allocations)(void) { return emu_live(0); }
+EMU_EXPORT int64_t EMU_CONTROL(live_streams)(void) { return emu_live(1); }
+EMU_EXPORT int64_t EMU_CONTROL(live_events)(void) { return emu_live(2); }
+/* 1 when the event (a CUevent or hipEvent_t, not a pointer to one) has
+ * completed, 0 when pending, -1 for an unknown handle. */
+EMU_EXPORT int EMU_CONTROL(event_done)(void* event) {
+  pthread_mutex_lock(&emu_lock);
+  struct EmuEvent* e = emu_event_lookup_locked(event);
+  int done = e == NULL ? -1 : emu_event_done_locked(e);
+  pthread_mutex_unlock(&emu_lock);
+  return done;
+}
+/* Pointer queries about `pointer`'s allocation report this memory type
+ * and managed flag from now on (-1: the truth). */
+EMU_EXPORT int EMU_CONTROL(override_report)(const void* pointer, int type, int managed) {
+  return emu_override_report(pointer, type, managed);
+}
+/* The device the emulation recorded for a pointer (-1: unknown). */
+EMU_EXPORT int EMU_CONTROL(pointer_device)(const void* pointer) {
+  struct EmuAllocation a;
+  return emu_lookup(pointer, &a) == 0 ? a.device : -1;
 }
 
 #endif  // FERRY_TESTS_GPU_EMU_CORE_H

@@ -1,9 +1,10 @@
 /* TEST FIXTURE, never shipped or linked into libferry: an emulation of the
  * subset of the HIP runtime that ferry uses, built as a shared library and
- * loaded through FERRY_HIP_LIBRARY, so every line of core/src/hip.c runs in
- * CI without an AMD GPU. Device memory cannot be read by the host (a
- * dereference crashes, as on a GPU); streams run on threads and do their
- * work only once someone waits for it (emu_core.h).
+ * loaded through FERRY_HIP_LIBRARY, so every line of core/src/hip.c and
+ * gpu_driver.c runs in CI without an AMD GPU. Device memory cannot be read
+ * by the host (a dereference crashes, as on a GPU); streams run on threads
+ * and do their work only once someone waits for it (emu_core.h, which holds
+ * everything the two emulations share).
  *
  * Like the real runtime, each thread has a current device (0 at first) and
  * allocations belong to it. Stricter than the real runtime where that
@@ -25,6 +26,15 @@
  *                                    (default code hipErrorOutOfMemory for
  *                                    allocations, hipErrorUnknown otherwise) */
 #include "../../../core/src/hip_runtime_decls.h"
+
+#define EMU_PREFIX hip_emu
+#define EMU_SUCCESS FERRY_HIP_SUCCESS
+#define EMU_INVALID_VALUE FERRY_HIP_ERROR_INVALID_VALUE
+#define EMU_INVALID_HANDLE FERRY_HIP_ERROR_INVALID_HANDLE
+#define EMU_OUT_OF_MEMORY FERRY_HIP_ERROR_OUT_OF_MEMORY
+#define EMU_NOT_READY FERRY_HIP_ERROR_NOT_READY
+#define EMU_UNKNOWN FERRY_HIP_ERROR_UNKNOWN
+#define EMU_NO_CURRENT FERRY_HIP_ERROR_INVALID_DEVICE /* never: a thread always has one */
 #include "emu_core.h"
 
 typedef ferry_hipError_t hipError_t;
@@ -34,20 +44,11 @@ static int emu_no_device_mode;
 static int emu_runtime_version = 60200000;
 static __thread int tls_device;
 
-static unsigned default_failure_code(const char* name) {
-  return strstr(name, "alloc") != NULL || strstr(name, "Malloc") != NULL
-             ? FERRY_HIP_ERROR_OUT_OF_MEMORY
-             : FERRY_HIP_ERROR_UNKNOWN;
-}
-
 __attribute__((constructor)) static void hip_emu_load(void) {
   const char* mode = getenv("FERRY_HIP_EMU_MODE");
   emu_no_device_mode = mode != NULL && strcmp(mode, "nodevice") == 0;
-  emu_device_count = emu_env_int("FERRY_HIP_EMU_DEVICES", 2);
-  if (emu_device_count < 0) emu_device_count = 0;
-  if (emu_device_count > EMU_MAX_DEVICES) emu_device_count = EMU_MAX_DEVICES;
+  emu_device_count = emu_load_environment("FERRY_HIP_EMU_DEVICES", "FERRY_HIP_EMU_FAIL");
   emu_runtime_version = emu_env_int("FERRY_HIP_EMU_RUNTIME_VERSION", 60200000);
-  emu_fail_from_env("FERRY_HIP_EMU_FAIL", default_failure_code);
 }
 
 #define HIP_ENTER(name)                   \
@@ -62,21 +63,6 @@ __attribute__((constructor)) static void hip_emu_load(void) {
   } while (0)
 
 static int hip6(void) { return emu_runtime_version >= 60000000; }
-
-/* A stream of the current device; NULL is its null stream. */
-static hipError_t stream_for(ferry_hipStream_t handle, struct EmuStream** out) {
-  return emu_stream_for(handle, tls_device, out) == 0 ? FERRY_HIP_SUCCESS
-                                                      : FERRY_HIP_ERROR_INVALID_HANDLE;
-}
-
-/* A stream of any device; NULL is the current device's null stream. */
-static hipError_t any_stream(ferry_hipStream_t handle, struct EmuStream** out) {
-  if (handle == NULL) return stream_for(NULL, out);
-  pthread_mutex_lock(&emu_lock);
-  *out = emu_stream_lookup_locked(handle);
-  pthread_mutex_unlock(&emu_lock);
-  return *out != NULL ? FERRY_HIP_SUCCESS : FERRY_HIP_ERROR_INVALID_HANDLE;
-}
 
 /* ---- runtime and devices
  * ------------------------------------------------------------------ */
@@ -141,15 +127,11 @@ EMU_EXPORT hipError_t hipDeviceSynchronize(void) {
 
 static hipError_t allocate(enum EmuMemoryKind kind, size_t size, void** out) {
   HIP_NEED_DEVICE();
-  if (out == NULL) return FERRY_HIP_ERROR_INVALID_VALUE;
-  if (size == 0) {
+  if (out != NULL && size == 0) {
     *out = NULL; /* HIP returns success and NULL for 0 bytes */
     return FERRY_HIP_SUCCESS;
   }
-  void* block = emu_allocate(tls_device, kind, size);
-  if (block == NULL) return FERRY_HIP_ERROR_OUT_OF_MEMORY;
-  *out = block;
-  return FERRY_HIP_SUCCESS;
+  return emu_allocate_rc(tls_device, kind, size, out);
 }
 
 EMU_EXPORT hipError_t hipMalloc(void** pointer, size_t size) {
@@ -167,32 +149,18 @@ EMU_EXPORT hipError_t hipFree(void* pointer) {
   HIP_ENTER("hipFree");
   HIP_NEED_DEVICE();
   if (pointer == NULL) return FERRY_HIP_SUCCESS;
-  return emu_free(pointer, EMU_MEMORY_DEVICE) == 0 ? FERRY_HIP_SUCCESS
-                                                   : FERRY_HIP_ERROR_INVALID_VALUE;
+  return emu_free_rc(pointer, EMU_MEMORY_DEVICE);
 }
 
 EMU_EXPORT hipError_t hipHostFree(void* pointer) {
   HIP_ENTER("hipHostFree");
   HIP_NEED_DEVICE();
   if (pointer == NULL) return FERRY_HIP_SUCCESS;
-  return emu_free(pointer, EMU_MEMORY_HOST) == 0 ? FERRY_HIP_SUCCESS
-                                                 : FERRY_HIP_ERROR_INVALID_VALUE;
+  return emu_free_rc(pointer, EMU_MEMORY_HOST);
 }
 
 /* ---- copies
  * ---------------------------------------------------------------------------------- */
-
-static hipError_t copy(void* dst, const void* src, size_t size, ferry_hipStream_t stream,
-                       int dst_must_be_known, int src_must_be_known) {
-  struct EmuStream* s = NULL;
-  hipError_t rc = stream_for(stream, &s);
-  if (rc != FERRY_HIP_SUCCESS) return rc;
-  switch (emu_copy(s, dst, src, size, dst_must_be_known, src_must_be_known)) {
-    case 0: return FERRY_HIP_SUCCESS;
-    case -1: return FERRY_HIP_ERROR_INVALID_VALUE;
-    default: return FERRY_HIP_ERROR_OUT_OF_MEMORY;
-  }
-}
 
 EMU_EXPORT hipError_t hipMemcpyAsync(void* dst, const void* src, size_t size,
                                      ferry_hipMemcpyKind kind, ferry_hipStream_t stream) {
@@ -200,11 +168,11 @@ EMU_EXPORT hipError_t hipMemcpyAsync(void* dst, const void* src, size_t size,
   HIP_NEED_DEVICE();
   switch (kind) {
     case FERRY_HIP_MEMCPY_HOST_TO_DEVICE:
-      return copy(dst, src, size, stream, 1, 0);
+      return emu_copy_rc(tls_device, stream, dst, src, size, 1, 0);
     case FERRY_HIP_MEMCPY_DEVICE_TO_HOST:
-      return copy(dst, src, size, stream, 0, 1);
+      return emu_copy_rc(tls_device, stream, dst, src, size, 0, 1);
     case FERRY_HIP_MEMCPY_DEVICE_TO_DEVICE:
-      return copy(dst, src, size, stream, 1, 1);
+      return emu_copy_rc(tls_device, stream, dst, src, size, 1, 1);
     default:
       return FERRY_HIP_ERROR_INVALID_MEMCPY_DIRECTION;
   }
@@ -218,12 +186,7 @@ EMU_EXPORT hipError_t hipMemcpyPeerAsync(void* dst, int dst_device, const void* 
                                          ferry_hipStream_t stream) {
   HIP_ENTER("hipMemcpyPeerAsync");
   HIP_NEED_DEVICE();
-  struct EmuAllocation d, s;
-  if (emu_lookup(dst, &d) != 0 || emu_lookup(src, &s) != 0 || d.device != dst_device ||
-      s.device != src_device) {
-    return FERRY_HIP_ERROR_INVALID_VALUE;
-  }
-  return copy(dst, src, size, stream, 1, 1);
+  return emu_copy_peer_rc(tls_device, stream, dst, dst_device, src, src_device, size);
 }
 #endif
 
@@ -234,107 +197,67 @@ EMU_EXPORT hipError_t hipStreamCreateWithFlags(ferry_hipStream_t* stream,
                                                unsigned int flags) {
   HIP_ENTER("hipStreamCreateWithFlags");
   HIP_NEED_DEVICE();
-  if (stream == NULL || flags > 1u) return FERRY_HIP_ERROR_INVALID_VALUE;
-  struct EmuStream* s = emu_stream_create(tls_device);
-  if (s == NULL) return FERRY_HIP_ERROR_OUT_OF_MEMORY;
-  *stream = (ferry_hipStream_t)(void*)s;
-  return FERRY_HIP_SUCCESS;
+  void* created = NULL;
+  hipError_t rc =
+      emu_stream_create_rc(tls_device, stream != NULL ? &created : NULL, flags);
+  if (rc == FERRY_HIP_SUCCESS) *stream = (ferry_hipStream_t)created;
+  return rc;
 }
 
 EMU_EXPORT hipError_t hipStreamDestroy(ferry_hipStream_t stream) {
   HIP_ENTER("hipStreamDestroy");
   HIP_NEED_DEVICE();
-  return emu_stream_destroy(stream) == 0 ? FERRY_HIP_SUCCESS
-                                         : FERRY_HIP_ERROR_INVALID_HANDLE;
+  return emu_stream_destroy_rc(stream);
 }
 
+/* A stream argument may be of any device; NULL is the current device's
+ * null stream. */
 EMU_EXPORT hipError_t hipStreamSynchronize(ferry_hipStream_t stream) {
   HIP_ENTER("hipStreamSynchronize");
   HIP_NEED_DEVICE();
-  struct EmuStream* s = NULL;
-  hipError_t rc = any_stream(stream, &s);
-  if (rc == FERRY_HIP_SUCCESS) emu_stream_synchronize(s);
-  return rc;
+  return emu_stream_synchronize_rc(stream, tls_device);
 }
 
 EMU_EXPORT hipError_t hipStreamQuery(ferry_hipStream_t stream) {
   HIP_ENTER("hipStreamQuery");
-  struct EmuStream* s = NULL;
-  hipError_t rc = any_stream(stream, &s);
-  if (rc != FERRY_HIP_SUCCESS) return rc;
-  return emu_stream_query(s) == 0 ? FERRY_HIP_SUCCESS : FERRY_HIP_ERROR_NOT_READY;
+  return emu_stream_query_rc(stream, tls_device);
 }
 
 EMU_EXPORT hipError_t hipEventCreateWithFlags(ferry_hipEvent_t* event,
                                               unsigned int flags) {
   HIP_ENTER("hipEventCreateWithFlags");
   HIP_NEED_DEVICE();
-  if (event == NULL || (flags & ~7u) != 0) return FERRY_HIP_ERROR_INVALID_VALUE;
-  struct EmuEvent* e = emu_event_create(tls_device);
-  if (e == NULL) return FERRY_HIP_ERROR_OUT_OF_MEMORY;
-  *event = (ferry_hipEvent_t)(void*)e;
-  return FERRY_HIP_SUCCESS;
+  void* created = NULL;
+  hipError_t rc = emu_event_create_rc(tls_device, event != NULL ? &created : NULL, flags);
+  if (rc == FERRY_HIP_SUCCESS) *event = (ferry_hipEvent_t)created;
+  return rc;
 }
 
 EMU_EXPORT hipError_t hipEventDestroy(ferry_hipEvent_t event) {
   HIP_ENTER("hipEventDestroy");
-  return emu_event_destroy(event) == 0 ? FERRY_HIP_SUCCESS
-                                       : FERRY_HIP_ERROR_INVALID_HANDLE;
+  return emu_event_destroy_rc(event);
 }
 
 EMU_EXPORT hipError_t hipEventRecord(ferry_hipEvent_t event, ferry_hipStream_t stream) {
   HIP_ENTER("hipEventRecord");
   HIP_NEED_DEVICE();
-  struct EmuStream* s = NULL;
-  hipError_t rc = any_stream(stream, &s);
-  if (rc != FERRY_HIP_SUCCESS) return rc;
-  pthread_mutex_lock(&emu_lock);
-  struct EmuEvent* e = emu_event_lookup_locked(event);
-  if (e == NULL || e->device != s->device) {
-    rc = FERRY_HIP_ERROR_INVALID_HANDLE;
-  } else {
-    emu_event_record_locked(e, s);
-  }
-  pthread_mutex_unlock(&emu_lock);
-  return rc;
+  return emu_event_record_rc(event, stream, tls_device);
 }
 
 EMU_EXPORT hipError_t hipEventQuery(ferry_hipEvent_t event) {
   HIP_ENTER("hipEventQuery");
-  pthread_mutex_lock(&emu_lock);
-  struct EmuEvent* e = emu_event_lookup_locked(event);
-  hipError_t rc = e == NULL                      ? FERRY_HIP_ERROR_INVALID_HANDLE
-                  : emu_event_query_locked(e) ? FERRY_HIP_SUCCESS
-                                                 : FERRY_HIP_ERROR_NOT_READY;
-  pthread_mutex_unlock(&emu_lock);
-  return rc;
+  return emu_event_query_rc(event);
 }
 
 EMU_EXPORT hipError_t hipEventSynchronize(ferry_hipEvent_t event) {
   HIP_ENTER("hipEventSynchronize");
-  pthread_mutex_lock(&emu_lock);
-  struct EmuEvent* e = emu_event_lookup_locked(event);
-  if (e != NULL) emu_event_synchronize_locked(e);
-  pthread_mutex_unlock(&emu_lock);
-  return e != NULL ? FERRY_HIP_SUCCESS : FERRY_HIP_ERROR_INVALID_HANDLE;
+  return emu_event_synchronize_rc(event);
 }
 
 EMU_EXPORT hipError_t hipStreamWaitEvent(ferry_hipStream_t stream, ferry_hipEvent_t event,
                                          unsigned int flags) {
   HIP_ENTER("hipStreamWaitEvent");
-  if (flags != 0) return FERRY_HIP_ERROR_INVALID_VALUE;
-  struct EmuStream* s = NULL;
-  hipError_t rc = any_stream(stream, &s);
-  if (rc != FERRY_HIP_SUCCESS) return rc;
-  pthread_mutex_lock(&emu_lock);
-  struct EmuEvent* e = emu_event_lookup_locked(event);
-  if (e == NULL) {
-    rc = FERRY_HIP_ERROR_INVALID_HANDLE;
-  } else if (emu_stream_wait_event_locked(s, e) != 0) {
-    rc = FERRY_HIP_ERROR_OUT_OF_MEMORY;
-  }
-  pthread_mutex_unlock(&emu_lock);
-  return rc;
+  return emu_stream_wait_event_rc(stream, event, flags, tls_device);
 }
 
 /* ---- pointer queries and error names
@@ -381,34 +304,8 @@ EMU_EXPORT const char* hipGetErrorName(hipError_t code) {
   return code == FERRY_HIP_SUCCESS ? "hipSuccess" : "hipErrorEmulated";
 }
 
-/* ---- controls for tests (not part of the HIP API)
- * ------------------------------------------------------ */
+/* ---- controls for tests (not part of the HIP API; the common ones are
+ * emu_core.h's hip_emu_fail, hip_emu_calls, ...) --------------------------------------
+ */
 
-EMU_EXPORT void hip_emu_fail(const char* name, int64_t nth, unsigned code) {
-  emu_fail(name, nth, code);
-}
-EMU_EXPORT void hip_emu_clear_failures(void) { emu_clear_failures(); }
-EMU_EXPORT int64_t hip_emu_calls(const char* name) { return emu_calls(name); }
-EMU_EXPORT int hip_emu_gate_close(void* stream) { return emu_gate_close(stream); }
-EMU_EXPORT void hip_emu_gates_open(void) { emu_gates_open(); }
-EMU_EXPORT int64_t hip_emu_stream_pending(void* stream) {
-  return emu_stream_pending(stream);
-}
-EMU_EXPORT int64_t hip_emu_live_allocations(void) { return emu_live(0); }
-EMU_EXPORT int64_t hip_emu_live_streams(void) { return emu_live(1); }
-EMU_EXPORT int64_t hip_emu_live_events(void) { return emu_live(2); }
 EMU_EXPORT int hip_emu_current_device(void) { return tls_device; }
-EMU_EXPORT int hip_emu_event_done(void* event) {
-  pthread_mutex_lock(&emu_lock);
-  struct EmuEvent* e = emu_event_lookup_locked(event);
-  int done = e == NULL ? -1 : emu_event_done_locked(e);
-  pthread_mutex_unlock(&emu_lock);
-  return done;
-}
-EMU_EXPORT int hip_emu_override_report(const void* pointer, int type, int managed) {
-  return emu_override_report(pointer, type, managed);
-}
-EMU_EXPORT int hip_emu_pointer_device(const void* pointer) {
-  struct EmuAllocation a;
-  return emu_lookup(pointer, &a) == 0 ? a.device : -1;
-}
