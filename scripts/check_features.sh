@@ -19,7 +19,7 @@
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 TABLE="$ROOT/docs/features.md"
-IDS=(export_array import_array export_stream import_stream to_host copy_to_device
+IDS=(export_array import_array export_stream import_stream export_c_stream import_c_stream to_host copy_to_device
      move_to_device consumer_stream_array consumer_stream_batch wrap_native_stream
      wrap_native_event dlpack_export dlpack_import arrow_array_interop arrow_stream_bridge
      validate devices export_async import_async)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The Go binding's benchmarks (ferry/bench_test.go, ratio_bench_test.go; not
+# The Go binding's benchmarks (ferry/bench_test.go, ratio_bench_test.go, and the arrow-go peer table of ferryarrow/peer_bench_test.go; not
 # tests): go test -bench with the figures printed next to their floors
 # measured in the same run (RESULT lines and ratios against the 1.5x target),
 # then the interleaved ratios of BenchmarkRatios. Run by bindings/go/test.sh
 # (a smoke run: FERRY_GO_BENCH_SHORT=1) and scripts/bench.sh (the figures).
 #   FERRY_GO_BENCHTIME   -benchtime of the first part (default 300000x)
+#   FERRY_GO_BENCH_ONLY  peers: only the arrow-go peer table (BenchmarkPeers)
 #   FERRY_GO_BENCH_SHORT 1: go test -short, which BenchmarkRatios reads as 3
 #                        rounds of 2000 instead of 15 of 20000 (it runs; its
 #                        figures are rough)
@@ -17,8 +18,9 @@ short=()
 [ "${FERRY_GO_BENCH_SHORT:-0}" = 1 ] && short=(-short)
 cd "$HERE"
 out=""
+if [ "${FERRY_GO_BENCH_ONLY:-}" != peers ]; then
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
-out="$(go test "${short[@]}" -run '^$' -bench . -skip Ratios -benchmem -benchtime "$BENCHTIME" -count 1 ./ferry/ 2>&1)" || { echo "$out"; exit 1; }
+out="$(go test "${short[@]}" -run '^$' -bench . -skip 'Ratios|Peers' -benchmem -benchtime "$BENCHTIME" -count 1 ./ferry/ 2>&1)" || { echo "$out"; exit 1; }
 echo "$out" | grep '^Benchmark'
 echo "$out" | awk '
   /^Benchmark/ { name = $1; sub(/^Benchmark/, "", name); sub(/-[0-9]+$/, "", name); ns[name] = $3
@@ -72,3 +74,26 @@ echo "$out" | awk '
     printf "  consumer ns per op (medians): floor %s, lean %s, everyday %s\n",
            v["ns-consume-floor"], v["ns-consume-lean"], v["ns-consume-everyday"]
   }'
+fi
+# ferry against arrow-go's own C Data Interface (cdata), the paths a user of
+# arrow-go takes (ferryarrow/peer_bench_test.go): interleaved rounds in one
+# process, median of per-round ratios ferry / arrow-go with [min-max],
+# allocations per operation beside ns, and what each side does.
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min; a shared machine: the spread shows the noise)"
+out="$(go test "${short[@]}" -run '^$' -bench Peers -benchtime 1x -count 1 ./ferryarrow/ 2>&1)" || { echo "$out"; exit 1; }
+echo "$out" | awk '
+  /^PEER / { line = $0; sub(/^PEER /, "", line); n = split(line, f, " \\| "); key = f[1]; order[++rows] = key; label[key] = f[2]; same[key] = f[3] }
+  /^BenchmarkPeers/ { for (i = 3; i < NF; i += 2) v[$(i + 1)] = $i }
+  END {
+    print "ferry / arrow-go cdata, median of per-round ratios [min-max] (target <= 1.0x), ns and allocations per operation (per batch for streams):"
+    for (k = 1; k <= rows; k++) {
+      key = order[k]
+      r = v["x-" key]
+      printf "RESULT go peer/%s %s\n", key, r
+      printf "  %-9s %6.2fx [%.2f-%.2f] %s  ferry %.0f ns %.1f allocs, arrow-go %.0f ns %.1f allocs\n", key, r,
+             v["x-min-" key], v["x-max-" key], (r <= 1.0 ? "PASS" : "MISS"),
+             v["ns-ferry-" key], v["allocs-ferry-" key], v["ns-peer-" key], v["allocs-peer-" key]
+      printf "            %s\n            same work? %s\n", label[key], same[key]
+    }
+  }'
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"

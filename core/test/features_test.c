@@ -183,6 +183,53 @@ FERRY_TEST(feature_import_stream) {
   CHECK_EQ_INT(3, g_hooks);
 }
 
+/* The C stream interface (ArrowArrayStream, CPU data) in and out through the
+ * core's adapters: a device stream out as a plain stream, read with the plain
+ * stream's own callbacks; a plain stream in as a CPU device stream. */
+FERRY_TEST(feature_export_c_stream) {
+  g_hooks = 0;
+  struct ArrowDeviceArrayStream device = {0};
+  struct ArrowArrayStream plain = {0};
+  export_three(&device);
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_to_cpu_stream(&device, FERRY_VALIDATE_DEFAULT, 0,
+                                                          &plain, NULL));
+  int64_t batches = 0, total = 0;
+  for (;;) {
+    struct ArrowArray batch = {0};
+    CHECK_EQ_INT(0, plain.get_next(&plain, &batch));
+    if (batch.release == NULL) break; /* the end */
+    batches++;
+    total += batch.length;
+    batch.release(&batch);
+  }
+  CHECK_EQ_INT(3, batches);
+  CHECK_EQ_INT(1 + 2 + 3, total);
+  plain.release(&plain);
+  CHECK_EQ_INT(3, g_hooks);
+}
+
+FERRY_TEST(feature_import_c_stream) {
+  g_hooks = 0;
+  struct ArrowDeviceArrayStream device = {0}, back = {0};
+  struct ArrowArrayStream plain = {0};
+  export_three(&device);
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_to_cpu_stream(&device, FERRY_VALIDATE_NONE, 0,
+                                                          &plain, NULL));
+  CHECK_EQ_INT(FERRY_OK, ferry_array_stream_from_cpu_stream(&plain, &back, NULL));
+  CHECK_EQ_INT(ARROW_DEVICE_CPU, ferry_array_stream_device_type(&back));
+  int64_t sum = 0;
+  for (;;) {
+    struct ArrowDeviceArray batch = {0};
+    CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&back, &batch, NULL));
+    if (ferry_device_array_is_released(&batch)) break;
+    sum += sum_cpu(&batch);
+    ferry_device_array_release(&batch);
+  }
+  CHECK_EQ_INT(1 + 3 + 6, sum);
+  ferry_array_stream_release(&back);
+  CHECK_EQ_INT(3, g_hooks);
+}
+
 FERRY_TEST(feature_to_host) {
   struct ArrowSchema schema = {0};
   struct ArrowDeviceArray on_sim = {0}, host = {0};

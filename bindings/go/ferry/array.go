@@ -8,6 +8,7 @@ import "C"
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -40,6 +41,59 @@ type DeviceArray struct {
 	// (schema points here then): one Go object per import, and the
 	// array's guard covers both.
 	ownSchema Schema
+	// validated is the highest level the array is known to pass against its
+	// own schema (validatedCode), so a conversion does not validate again
+	// what its import already did; 0 when unknown. Reset at release.
+	validated atomic.Int32
+}
+
+// validatedCode stores a ValidateLevel in DeviceArray.validated: 0 means
+// not validated, so the zero DeviceArray needs no initialisation.
+func validatedCode(level ValidateLevel) int32 {
+	switch level {
+	case ValidateDefault:
+		return 1
+	case ValidateFull:
+		return 2
+	}
+	return 0
+}
+
+// markValidated records that d passed level against its own schema.
+func (d *DeviceArray) markValidated(level ValidateLevel) {
+	code := validatedCode(level)
+	for {
+		old := d.validated.Load()
+		if old >= code || d.validated.CompareAndSwap(old, code) {
+			return
+		}
+	}
+}
+
+// Validated returns the highest level d is known to pass against its own
+// schema: the level its import validated it at (ImportDeviceArray, Import
+// or ImportArray without ImportOptions.Prepared; a stream's batch, at its
+// stream's level), or a level a Validate call passed; ValidateNone when
+// none. Conversions (ferryarrow.ToArrow, ToRecord) skip a validation that
+// was already done. Reading it takes no lock (a stream's batch: call it
+// from the goroutine that reads the stream).
+func (d *DeviceArray) Validated() ValidateLevel {
+	if d == nil {
+		return ValidateNone
+	}
+	if s := d.batchOf; s != nil {
+		if s.ownPrep {
+			return s.level
+		}
+		return ValidateNone
+	}
+	switch d.validated.Load() {
+	case 1:
+		return ValidateDefault
+	case 2:
+		return ValidateFull
+	}
+	return ValidateNone
 }
 
 // newOwnedDeviceArray wraps a C-allocated device array owned by Go, with
@@ -150,6 +204,7 @@ func (d *DeviceArray) handOver() *C.struct_ArrowDeviceArray {
 	d.guard.disarm()
 	leakUntrack(d.leak)
 	d.leak = 0
+	d.validated.Store(0)
 	c := d.c
 	d.c = nil
 	d.schema.Release()
@@ -260,6 +315,10 @@ func (d *DeviceArray) Import(array unsafe.Pointer, schema unsafe.Pointer, opts .
 	if leakReportOn {
 		d.leak = leakTrack(describeArray("ImportDeviceArray", sc, c))
 	}
+	d.validated.Store(0)
+	if o.Prepared == nil && sc != nil {
+		d.markValidated(o.Validate)
+	}
 	// The fields are set before the guard is live again: a collection that
 	// finds d in the nursery arms it only from here on (guard.go).
 	d.guard.state.Store(guardNew)
@@ -279,10 +338,15 @@ func validateSource(where string, o ImportOptions, schema *C.struct_ArrowSchema,
 		return errorf(syscall.EINVAL, "%s: no schema to validate the array against "+
 			"(pass its schema, ImportOptions.Prepared, or ImportOptions{Validate: ValidateNone} to trust the producer)", where)
 	}
-	err := call(func(e *C.struct_FerryError) C.int {
-		return C.ferrygo_validate(pc, schema, src, C.int32_t(o.Validate), 0, e)
-	})
+	// One cgo call that never calls back into Go, its addresses as integers
+	// (C memory: nothing for cgo to check).
+	e := getErrorBuffer()
+	rc := C.ferrygo_validate_quiet(C.uintptr_t(uintptr(unsafe.Pointer(pc))), C.uintptr_t(uintptr(unsafe.Pointer(schema))),
+		C.uintptr_t(uintptr(unsafe.Pointer(src))), C.int32_t(o.Validate), e)
+	err := codeError(rc, e)
+	putErrorBuffer(e)
 	runtime.KeepAlive(o.Prepared)
+	runtime.KeepAlive(src) // ImportArray's view is Go memory, passed as an integer
 	return refused(where, err)
 }
 
@@ -354,7 +418,11 @@ func ImportArray(array unsafe.Pointer, schema unsafe.Pointer, onRelease func(), 
 		recycle(c)
 		return giveBack(err)
 	}
-	return newLeftover("ImportArray", c, s), nil
+	d := newLeftover("ImportArray", c, s)
+	if o.Prepared == nil && s != nil {
+		d.markValidated(o.Validate)
+	}
+	return d, nil
 }
 
 // Release releases the array (its producer frees its buffers) and any schema
@@ -386,6 +454,7 @@ func (d *DeviceArray) releaseLocked() {
 	d.guard.disarm()
 	leakUntrack(d.leak)
 	d.leak = 0
+	d.validated.Store(0)
 	c, s := d.c, d.schema
 	d.c, d.schema = nil, nil
 	if s != nil && s.owned && s.c != nil {
@@ -434,16 +503,20 @@ func (d *DeviceArray) move() (*DeviceArray, error) {
 	*c = *d.c // a move: copy, then mark the source released
 	d.c.array.release = nil
 	if d.batchOf != nil {
-		return newLeftover("a stream batch's Move", c, batchSchema), nil
+		out := newLeftover("a stream batch's Move", c, batchSchema)
+		out.markValidated(d.Validated())
+		return out, nil
 	}
 	// Disarmed before the schema leaves d: a collection must not arm d
 	// while its memory changes hands.
 	d.guard.disarm()
-	schema, leak := d.schema, d.leak
+	schema, leak, validated := d.schema, d.leak, d.validated.Swap(0)
 	d.schema, d.leak = nil, 0
 	recycle(d.c) // released by the move: kept for the next import
 	d.c = nil
-	return newTrackedDeviceArray(c, schema, leak), nil
+	out := newTrackedDeviceArray(c, schema, leak)
+	out.validated.Store(validated)
+	return out, nil
 }
 
 // ExportTo moves the array into the released ArrowDeviceArray at dst (a
@@ -544,6 +617,7 @@ func (d *DeviceArray) SetSchema(s *Schema) error {
 		return errorf(syscall.EINVAL, "DeviceArray.SetSchema: the array already has a schema")
 	}
 	d.schema = s
+	d.validated.Store(0) // nothing was validated against this schema yet
 	return nil
 }
 

@@ -165,6 +165,14 @@ type ArrayData struct {
 	// and destroy the producer's device stream). Both are optional.
 	Keep      []Buffer
 	OnRelease func()
+	// AfterRelease (optional) runs once, on a Go goroutine, some time after
+	// the consumer's release and never before it: at the binding's next
+	// export, after the next garbage collection, or at LiveAllocations. The
+	// release itself then stays in C (no call back into Go on the
+	// consumer's thread, which costs more than the rest of an export): for
+	// references that need Go to let go but not at that instant, such as
+	// arrow-go's Release of the data an export points at.
+	AfterRelease func()
 }
 
 // Field returns the schema description of the tree.
@@ -187,6 +195,9 @@ func (a *ArrayData) Free() {
 	}
 	if a.OnRelease != nil {
 		a.OnRelease()
+	}
+	if a.AfterRelease != nil {
+		a.AfterRelease()
 	}
 	for i := range a.Buffers {
 		a.Buffers[i].Free()
@@ -631,7 +642,7 @@ func (n *nodeBuffers) collect(a *ArrayData, queueTaken bool) {
 			}
 		}
 	}
-	if len(releases) == 0 && pinned.n == 0 {
+	if len(releases) == 0 && pinned.n == 0 && a.AfterRelease == nil {
 		return
 	}
 	if !queueTaken {
@@ -639,6 +650,7 @@ func (n *nodeBuffers) collect(a *ArrayData, queueTaken bool) {
 	}
 	state := pinState(&pinned)
 	state.releases = releases
+	state.after = a.AfterRelease
 	n.handle = state.handle()
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 	"github.com/ferryarrow/ferry/bindings/go/ferry"
@@ -437,7 +438,9 @@ func TestFeature_dlpack_import(t *testing.T) {
 func TestFeature_arrow_array_interop(t *testing.T) {
 	settled(t)
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
+	// Exports let go of arrow-go's data when Go next looks after the
+	// consumer's release (ArrayData.AfterRelease): look, then count.
+	defer func() { ferry.ReleaseDeferred(); mem.AssertSize(t, 0) }()
 	b := array.NewStringBuilder(mem)
 	b.AppendValues([]string{"go", "", "arrow"}, []bool{true, false, true})
 	src := b.NewArray()
@@ -467,7 +470,7 @@ func TestFeature_arrow_array_interop(t *testing.T) {
 func TestFeature_arrow_stream_bridge(t *testing.T) {
 	settled(t)
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
+	defer func() { ferry.ReleaseDeferred(); mem.AssertSize(t, 0) }() // see TestFeature_arrow_array_interop
 	schema, recs := recordBatches(mem, 3)
 	src, _ := array.NewRecordReader(schema, recs)
 	for _, r := range recs {
@@ -643,5 +646,137 @@ func TestFeature_import_async(t *testing.T) {
 	}
 	for _, r := range recs {
 		r.Release()
+	}
+}
+
+// TestFeature_import_c_stream: a plain ArrowArrayStream (the C stream
+// interface) made by arrow-go's cdata.ExportRecordReader is imported with
+// ImportCStream and read as a CPU device stream, each batch validated; a
+// released stream is refused.
+func TestFeature_import_c_stream(t *testing.T) {
+	settled(t)
+	// C memory: arrow-go's export stores buffer addresses in C memory
+	// unpinned (GOEXPERIMENT=cgocheck2 in test.sh).
+	schema, recs := recordBatches(mallocator.NewMallocator(), 3)
+	src, _ := array.NewRecordReader(schema, recs)
+	for _, r := range recs {
+		r.Release()
+	}
+	raw := ferry.NewRawCStream()
+	defer ferry.FreeRawCStream(raw)
+	cdata.ExportRecordReader(src, (*cdata.CArrowArrayStream)(raw))
+	s, err := ferry.ImportCStream(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if !ferry.RawCStreamIsReleased(raw) || s.DeviceType() != ferry.DeviceCPU {
+		t.Fatalf("the stream must be moved in as a CPU stream (%v)", s.DeviceType())
+	}
+	var got []int64
+	for s.Next() {
+		b := s.Batch()
+		if b.Validated() != ferry.ValidateDefault {
+			t.Fatalf("batch validated at %v", b.Validated())
+		}
+		h, err := b.Host()
+		if err != nil {
+			t.Fatal(err)
+		}
+		col, err := h.Child(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := int64(0); i < col.Len(); i++ {
+			v, err := ferry.Value[int64](col, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, v)
+		}
+	}
+	if s.Err() != nil || !slices.Equal(got, []int64{0, 0, 1, 1, 2, 2}) {
+		t.Fatalf("read %v, %v", got, s.Err())
+	}
+	if _, err := ferry.ImportCStream(raw); err == nil || !strings.Contains(err.Error(), "released") {
+		t.Fatalf("a released stream: %v", err)
+	}
+}
+
+// TestFeature_export_c_stream: a ferry stream is exported as a plain
+// ArrowArrayStream with ExportToCStream and read by arrow-go's
+// cdata.ImportCRecordReader (record batches of one column); a batch that
+// fails validation ends arrow-go's reader with the validator's finding.
+func TestFeature_export_c_stream(t *testing.T) {
+	settled(t)
+	field := ferry.Field{Format: "i", Name: "x"}
+	var arrays []*ferry.DeviceArray
+	for k := 0; k < 3; k++ {
+		buf, err := ferry.CopySlice([]int32{int32(k), int32(10 * k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := ferry.ExportArrayNoSchema(&ferry.ArrayData{Length: 2, Buffers: []ferry.Buffer{{}, buf}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arrays = append(arrays, a)
+	}
+	schema, err := field.Export()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ferry.NewStreamFromArrays(schema, ferry.DeviceCPU, arrays...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := ferry.NewRawCStream()
+	defer ferry.FreeRawCStream(raw)
+	if err := s.ExportToCStream(raw, ferry.CStreamOptions{RecordBatches: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.IsReleased() {
+		t.Fatal("ExportToCStream must consume the stream")
+	}
+	rdr, err := cdata.ImportCRecordReader((*cdata.CArrowArrayStream)(raw), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rdr.(array.RecordReader)
+	var got []int32
+	for r.Next() {
+		got = append(got, r.RecordBatch().Column(0).(*array.Int32).Int32Values()...)
+	}
+	err = r.Err()
+	r.Release()
+	if err != nil || !slices.Equal(got, []int32{0, 0, 1, 10, 2, 20}) {
+		t.Fatalf("arrow-go read %v, %v", got, err)
+	}
+
+	// A producer whose batch fails validation: arrow-go's reader ends with
+	// the finding.
+	bad := ferry.NewRawStream()
+	defer ferry.FreeRawStream(bad)
+	chelper.HostileStream(bad, chelper.StreamBadBatch, 0)
+	hs, err := ferry.ImportStream(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw2 := ferry.NewRawCStream()
+	defer ferry.FreeRawCStream(raw2)
+	// Decreasing offsets: a FULL finding, the level asked for here.
+	if err := hs.ExportToCStream(raw2, ferry.CStreamOptions{Validate: ferry.ValidateFull}); err != nil {
+		t.Fatal(err)
+	}
+	rdr, err = cdata.ImportCRecordReader((*cdata.CArrowArrayStream)(raw2), nil)
+	if err == nil {
+		r = rdr.(array.RecordReader)
+		for r.Next() {
+		}
+		err = r.Err()
+		r.Release()
+	}
+	if err == nil || !strings.Contains(err.Error(), "fails validation") {
+		t.Fatalf("a bad batch: %v", err)
 	}
 }

@@ -362,9 +362,10 @@ func utf8Array(offsets []int32, data string) unsafe.Pointer {
 }
 
 // Content lies (only FULL validation reads them): Validate(FULL) and
-// ToArrow refuse with the finding; Host checks structure only, and its
+// ToArrow with ValidateFull (the explicit choice) refuse with the finding; Host checks structure only, and its
 // accessors refuse the element the lie is in.
 func TestHostileContentLiesAreCaughtBeforeAnythingReadsThem(t *testing.T) {
+	full := ferryarrow.Options{Validate: ferry.ValidateFull} // the explicit choice: ToArrow's default is DEFAULT
 	utf8 := ferry.Field{Format: "u", Name: "s", Flags: ferry.FlagNullable}
 
 	a := importHostile(t, utf8Array([]int32{0, 4, 2, 6}, "abcdef"), utf8)
@@ -380,7 +381,7 @@ func TestHostileContentLiesAreCaughtBeforeAnythingReadsThem(t *testing.T) {
 	mentions(t, err, "decreasing", "decreasing offsets: String(1)")
 	_, err = h.String(3)
 	mentions(t, err, "out of range", "String past the end")
-	_, err = ferryarrow.ToArrow(a)
+	_, err = ferryarrow.ToArrow(a, full)
 	mentions(t, err, "offset", "decreasing offsets: ToArrow")
 	a.Release()
 
@@ -392,7 +393,7 @@ func TestHostileContentLiesAreCaughtBeforeAnythingReadsThem(t *testing.T) {
 	}
 	_, err = h.String(1)
 	mentions(t, err, "not UTF-8", "bad UTF-8: String")
-	_, err = ferryarrow.ToArrow(a)
+	_, err = ferryarrow.ToArrow(a, full)
 	mentions(t, err, "utf-8", "bad UTF-8: ToArrow")
 	a.Release()
 
@@ -410,7 +411,7 @@ func TestHostileContentLiesAreCaughtBeforeAnythingReadsThem(t *testing.T) {
 	}
 	_, err = d.String(5)
 	mentions(t, err, "out of range", "dictionary index: lookup")
-	_, err = ferryarrow.ToArrow(a)
+	_, err = ferryarrow.ToArrow(a, full)
 	mentions(t, err, "dictionary", "dictionary index: ToArrow")
 	a.Release()
 
@@ -427,7 +428,7 @@ func TestHostileContentLiesAreCaughtBeforeAnythingReadsThem(t *testing.T) {
 	}
 	_, _, err = h.ListRange(1)
 	mentions(t, err, "past the child", "list offsets: ListRange")
-	if _, err := ferryarrow.ToArrow(a); err == nil {
+	if _, err := ferryarrow.ToArrow(a, full); err == nil {
 		t.Fatal("ToArrow took list offsets past the child")
 	}
 	a.Release()
@@ -603,7 +604,10 @@ func TestHostileStreamsThroughTheArrowReader(t *testing.T) {
 		t.Fatalf("NewRecordReader over a released schema: %v", err)
 	}
 
-	r, err := ferryarrow.NewRecordReader(hostileStream(t, chelper.StreamBadBatch, 0))
+	// Decreasing offsets are a content lie: the reader refuses them at
+	// ValidateFull, the explicit choice (its default is ValidateDefault).
+	r, err := ferryarrow.NewRecordReader(hostileStream(t, chelper.StreamBadBatch, 0),
+		ferryarrow.Options{Validate: ferry.ValidateFull})
 	if err != nil {
 		t.Fatal(err)
 	}

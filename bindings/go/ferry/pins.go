@@ -40,11 +40,21 @@ type exportState struct {
 	pinner   runtime.Pinner
 	pins     []unsafe.Pointer // what pinner holds
 	releases []func()
+	after    func() // ArrayData.AfterRelease: run when Go takes the state back
 }
 
 func (s *exportState) giveBack() {
 	s.unpin()
 	for _, f := range s.releases {
+		f()
+	}
+	s.runAfter()
+}
+
+// runAfter runs the node's AfterRelease once; the state then only pins.
+func (s *exportState) runAfter() {
+	if f := s.after; f != nil {
+		s.after = nil
 		f()
 	}
 }
@@ -173,6 +183,7 @@ func releaseDeferred(h uintptr) {
 		return
 	}
 	pinStates.Add(-1)
+	s.runAfter()
 	keepSpare(s)
 }
 
@@ -192,4 +203,14 @@ func watchPins() {
 			watchPins()
 		}
 	}, struct{}{})
+}
+
+// ReleaseDeferred gives back now what consumers have released since Go last
+// looked: it unpins the Go memory of those exports and runs their
+// ArrayData.AfterRelease (ferryarrow's exports let go of arrow-go's data
+// there). Otherwise that happens at the next export, after the next garbage
+// collection, or at LiveAllocations; call it before checking an arrow-go
+// allocator's balance, or to free C memory promptly.
+func ReleaseDeferred() {
+	drainDeferred(true)
 }

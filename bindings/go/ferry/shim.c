@@ -399,6 +399,24 @@ int ferrygo_validate(const struct FerryPreparedSchema* prepared, const struct Ar
   return ferry_validate_device_array(schema, array, level, on_finding, (void*)go_handle, error);
 }
 
+int ferrygo_validate_cpu(uintptr_t schema, uintptr_t array, int32_t level,
+                         struct FerryError* error) {
+  struct ArrowDeviceArray view;
+  memset(&view, 0, sizeof view);
+  view.array = *(const struct ArrowArray*)array;
+  view.device_type = ARROW_DEVICE_CPU;
+  view.device_id = -1;
+  return ferry_validate_device_array((const struct ArrowSchema*)schema, &view, level, NULL, NULL,
+                                     error);
+}
+
+int ferrygo_validate_quiet(uintptr_t prepared, uintptr_t schema, uintptr_t array, int32_t level,
+                           struct FerryError* error) {
+  return ferrygo_validate((const struct FerryPreparedSchema*)prepared,
+                          (const struct ArrowSchema*)schema,
+                          (const struct ArrowDeviceArray*)array, level, 0, error);
+}
+
 int ferrygo_device_array_init(struct ArrowDeviceArray* out, struct ArrowArray* array,
                               ArrowDeviceType device_type, int64_t device_id,
                               void* sync_event, struct FerryError* error) {

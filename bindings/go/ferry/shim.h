@@ -97,6 +97,16 @@ int ferrygo_validate(const struct FerryPreparedSchema* prepared, const struct Ar
                      const struct ArrowDeviceArray* array, int32_t level, uintptr_t go_handle,
                      struct FerryError* error);
 
+/* ferry_validate_device_array of the plain ArrowArray `array` (the C data
+ * interface: CPU memory) in place, through a CPU device array view on the
+ * stack; both addresses travel as integers. */
+int ferrygo_validate_cpu(uintptr_t schema, uintptr_t array, int32_t level,
+                         struct FerryError* error);
+/* ferrygo_validate without findings handed to Go (so it never calls Go),
+ * the addresses as integers: the import paths' check. */
+int ferrygo_validate_quiet(uintptr_t prepared, uintptr_t schema, uintptr_t array, int32_t level,
+                           struct FerryError* error);
+
 /* Exports a leaf array (no children, no dictionary) in one call: into the
  * released `into` (a consumer's struct) or, when `into` is NULL, into a newly
  * allocated ArrowDeviceArray; fills its array as ferrygo_array_init does and sets

@@ -1,6 +1,10 @@
 package ferry
 
 /*
+#cgo noescape ferrygo_validate_cpu
+#cgo nocallback ferrygo_validate_cpu
+#cgo noescape ferrygo_validate_quiet
+#cgo nocallback ferrygo_validate_quiet
 #include "shim.h"
 */
 import "C"
@@ -8,7 +12,38 @@ import "C"
 import (
 	"runtime"
 	"syscall"
+	"unsafe"
 )
+
+// ValidateCArray validates the plain ArrowArray at array (the C data
+// interface: CPU memory, no device fields), described by the ArrowSchema at
+// schema, at level, in place: both stay the caller's (nothing is moved or
+// released). It returns nil, or EINVAL "the array fails validation: <the
+// first finding>". For a consumer that hands the structs on to another
+// library (ferryarrow.ImportCArray) after checking them.
+func ValidateCArray(array, schema unsafe.Pointer, level ValidateLevel) error {
+	a, s := (*C.struct_ArrowArray)(array), (*C.struct_ArrowSchema)(schema)
+	if a == nil || a.release == nil {
+		return errorf(syscall.EINVAL, "ValidateCArray: NULL or released array")
+	}
+	if s == nil || s.release == nil {
+		return errorf(syscall.EINVAL, "ValidateCArray: NULL or released schema")
+	}
+	if level == ValidateNone {
+		return nil
+	}
+	if level != ValidateDefault && level != ValidateFull {
+		return errorf(syscall.EINVAL, "ValidateCArray: unknown validation level %d", level)
+	}
+	e := getErrorBuffer()
+	rc := C.ferrygo_validate_cpu(C.uintptr_t(uintptr(schema)), C.uintptr_t(uintptr(array)), C.int32_t(level), e)
+	err := codeError(rc, e)
+	putErrorBuffer(e)
+	if err != nil {
+		return &Error{Code: codeOf(err), Message: "the array fails validation: " + messageOf(err)}
+	}
+	return nil
+}
 
 // Finding is one problem the validator found: Rule is a short stable
 // identifier ("format", "n_buffers", "device", "offsets", ...), Where a path
@@ -77,6 +112,9 @@ func (d *DeviceArray) validate(p *PreparedSchema, level ValidateLevel, collect b
 		return C.ferrygo_validate(pc, sc, d.c, C.int32_t(level), C.uintptr_t(h), e)
 	})
 	runtime.KeepAlive(p)
+	if err == nil && p == nil && d.batchOf == nil && (!collect || len(findings) == 0) {
+		d.markValidated(level)
+	}
 	return findings, err
 }
 

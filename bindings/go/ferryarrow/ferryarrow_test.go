@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 	"github.com/ferryarrow/ferry/bindings/go/ferry"
@@ -29,6 +30,7 @@ func allocators(t *testing.T) map[string]*memory.CheckedAllocator {
 		"mallocator":        memory.NewCheckedAllocator(mallocator.NewMallocator()),
 	}
 	t.Cleanup(func() {
+		ferry.ReleaseDeferred() // exports let go of arrow-go's data when Go next looks
 		for name, mem := range out {
 			if mem.CurrentAlloc() != 0 {
 				t.Errorf("%s: %d bytes not given back to arrow-go", name, mem.CurrentAlloc())
@@ -196,7 +198,9 @@ func TestArraysRoundTripWithEitherAllocator(t *testing.T) {
 func TestTheExportIsZeroCopy(t *testing.T) {
 	counters(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	// The export lets go of arrow-go's data when Go next looks after the
+	// consumer's release (ArrayData.AfterRelease): look now.
+	defer func() { ferry.ReleaseDeferred(); mem.AssertSize(t, 0) }()
 	b := array.NewInt32Builder(mem)
 	b.AppendValues([]int32{7, 8, 9}, nil)
 	src := b.NewArray().(*array.Int32)
@@ -330,15 +334,16 @@ func TestSlicedRecordCrosses(t *testing.T) {
 
 func TestToArrowRefusals(t *testing.T) {
 	counters(t)
-	// Decreasing utf8 offsets: arrow-go would take them; FULL validation
-	// does not, and the array stays the caller's.
+	// Decreasing utf8 offsets: arrow-go would take them, and so does the
+	// default (ValidateDefault: the structure); the explicit FULL does not,
+	// and the array stays the caller's.
 	offsets, _ := ferry.CopySlice([]int32{0, 4, 2, 6})
 	data, _ := ferry.CopySlice([]byte("abcdef"))
 	d, err := ferry.ExportArray(&ferry.ArrayData{Format: "u", Length: 3, Buffers: []ferry.Buffer{{}, offsets, data}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = ToArrow(d)
+	_, err = ToArrow(d, Options{Validate: ferry.ValidateFull})
 	var fe *ferry.Error
 	if !errors.As(err, &fe) || fe.Code != syscall.EINVAL ||
 		!strings.HasPrefix(fe.Message, "the array fails validation: ") || !strings.Contains(fe.Message, "offsets") {
@@ -419,7 +424,7 @@ func records(mem memory.Allocator, n int) (*arrow.Schema, []arrow.RecordBatch) {
 func TestRecordReadersBothWays(t *testing.T) {
 	counters(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	defer func() { ferry.ReleaseDeferred(); mem.AssertSize(t, 0) }() // exports let go when Go next looks
 	schema, recs := records(mem, 4)
 	src, err := array.NewRecordReader(schema, recs)
 	if err != nil {
@@ -459,7 +464,7 @@ func TestRecordReadersBothWays(t *testing.T) {
 func TestAnExportedReaderDrainedByCOnAnotherThread(t *testing.T) {
 	counters(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	defer func() { ferry.ReleaseDeferred(); mem.AssertSize(t, 0) }() // exports let go when Go next looks
 	schema, recs := records(mem, 5)
 	src, _ := array.NewRecordReader(schema, recs)
 	for _, r := range recs {
@@ -526,5 +531,70 @@ func TestNewRecordReaderRefusals(t *testing.T) {
 	}
 	if !s.IsReleased() {
 		t.Fatal("NewRecordReader owns the stream also when it fails")
+	}
+}
+
+// TestImportCArray: ferryarrow.ImportCArray takes what arrow-go's cdata
+// export made (the type parsed once, then from the cache: both give the
+// same field and values); a structural lie is refused at the default level
+// and a content lie at ValidateFull, each leaving both structs untouched.
+func TestImportCArray(t *testing.T) {
+	counters(t)
+	mem := memory.NewCheckedAllocator(mallocator.NewMallocator()) // cdata's export stores addresses in C memory
+	defer mem.AssertSize(t, 0)
+	b := array.NewStringBuilder(mem)
+	b.AppendValues([]string{"go", "", "ferry"}, []bool{true, false, true})
+	src := b.NewArray()
+	b.Release()
+	defer src.Release()
+	raw, rawSchema := ferry.NewRawDeviceArray(), ferry.NewRawSchema()
+	defer ferry.FreeRawDeviceArray(raw)
+	defer func() { ferry.FreeRawSchema(rawSchema) }() // the struct in use at the end
+	// The first round parses the schema, the second takes the type from the cache.
+	for round := 0; round < 2; round++ {
+		cdata.ExportArrowArray(src, (*cdata.CArrowArray)(raw), (*cdata.CArrowSchema)(rawSchema))
+		f, got, err := ImportCArray(raw, rawSchema)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if !ferry.RawSchemaIsReleased(rawSchema) || !ferry.RawDeviceArrayIsReleased(raw) {
+			t.Fatalf("round %d: both structs must be taken", round)
+		}
+		if f.Type.ID() != arrow.STRING || f.Name != "" || f.Nullable || !array.Equal(got, src) {
+			t.Fatalf("round %d: %v %v", round, f, got)
+		}
+		got.Release()
+	}
+
+	// A structural lie (an int32 with one buffer): refused at DEFAULT.
+	lie := chelper.HostileCPUArray(chelper.HostileNode(3, 0, 0, nil))
+	defer ferry.FreeRawDeviceArray(lie)
+	chelper.HostileSchema(rawSchema, "i", "x")
+	_, _, err := ImportCArray(lie, rawSchema)
+	if err == nil || !strings.Contains(err.Error(), "the array fails validation") {
+		t.Fatalf("a structural lie: %v", err)
+	}
+	if ferry.RawSchemaIsReleased(rawSchema) || ferry.RawDeviceArrayIsReleased(lie) {
+		t.Fatal("a refusal must leave both structs to the caller")
+	}
+	ferry.FreeRawSchema(rawSchema) // releases the hand-made schema
+	rawSchema = ferry.NewRawSchema()
+
+	// A content lie (decreasing utf8 offsets): passes DEFAULT, refused at FULL.
+	offsets, _ := ferry.CopySlice([]int32{0, 4, 2, 6})
+	data, _ := ferry.CopySlice([]byte("abcdef"))
+	d, err := ferry.ExportArray(&ferry.ArrayData{Format: "u", Length: 3, Buffers: []ferry.Buffer{{}, offsets, data}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ExportTo(raw, rawSchema); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = ImportCArray(raw, rawSchema, Options{Validate: ferry.ValidateFull})
+	if err == nil || !strings.Contains(err.Error(), "offset") {
+		t.Fatalf("a content lie at FULL: %v", err)
+	}
+	if ferry.RawSchemaIsReleased(rawSchema) || ferry.RawDeviceArrayIsReleased(raw) {
+		t.Fatal("a refusal must leave both structs to the caller")
 	}
 }

@@ -111,6 +111,31 @@ def test_feature_import_stream():
         lib.ferry_array_stream_free(raw)
 
 
+def test_feature_import_c_stream():
+    # A plain ArrowArrayStream (pyarrow's CPU stream capsule) in: its batches
+    # become CPU device arrays, validated by default.
+    table = pa.table({"n": pa.array([1, 2, 3], pa.int32())})
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=2))
+    with ferry.DeviceArrayStream.from_capsule(reader.__arrow_c_stream__()) as stream:
+        assert stream.schema.format == "+s"
+        lengths = []
+        for batch in stream:
+            with batch:
+                assert batch.device.is_cpu
+                lengths.append(len(batch))
+    assert lengths == [2, 1]
+
+
+def test_feature_export_c_stream():
+    # A ferry CPU stream out as a plain ArrowArrayStream, read by pyarrow.
+    schema = ferry.Schema.from_format("+s", children=[ferry.Schema.from_format("l", "n")])
+    batches = [ferry.device_array(pa.record_batch({"n": list(range(k))})) for k in (1, 2, 3)]
+    stream = ferry.DeviceArrayStream.from_batches(schema, batches)
+    reader = pa.RecordBatchReader.from_stream(stream)  # __arrow_c_stream__
+    assert [len(b) for b in reader] == [1, 2, 3]
+    assert stream.closed
+
+
 def test_feature_to_host():
     stream = ferry.device("sim:0").create_stream()
     with sim_array([4, 5], stream) as arr, arr.to_host() as host:

@@ -10,7 +10,12 @@
 //!    dependencies on a checkout.
 //!
 //! Nothing found fails the build with an error naming the fix (cargo hides
-//! the warnings of git dependencies, so a warning would go unseen).
+//! the warnings of git dependencies, so a warning would go unseen), unless
+//! the `bundled` feature is on: then the core is compiled from the C sources
+//! carried in the crate (`csrc/`, copied in by scripts/release.sh) or, in a
+//! checkout, from `../../../core`, and linked statically, as libz-sys does.
+//! A static copy has its own device registry and counters, so `bundled` is
+//! for processes where Rust is ferry's only user (README).
 //!
 //! The directory found is
 //! - passed to the build scripts of direct dependents as `DEP_FERRY_LIBDIR`;
@@ -93,9 +98,48 @@ fn not_found(reason: &str) -> ! {
          then tell cargo where it is, one of:\n\
          \x20   export PKG_CONFIG_PATH=<checkout>/build/lib/pkgconfig   (or <prefix>/lib/pkgconfig after cmake --install)\n\
          \x20   export FERRY_LIB_DIR=<directory holding libferry.so>\n\
-         An install to a prefix pkg-config already searches (/usr/local) needs neither."
+         An install to a prefix pkg-config already searches (/usr/local) needs neither.\n\
+         Or enable the `bundled` feature to compile the core into this crate (Rust-only processes)."
     );
     std::process::exit(1);
+}
+
+/// The C core's sources for `bundled`: the crate's own copy (a packaged
+/// crate), else the checkout this crate sits in.
+#[cfg(feature = "bundled")]
+fn core_sources() -> Option<PathBuf> {
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR")?);
+    [manifest.join("csrc"), manifest.join("../../../core")]
+        .into_iter()
+        .find(|dir| dir.join("include/ferry/ferry.h").is_file() && dir.join("src").is_dir())
+}
+
+/// Compiles the core into a static library in OUT_DIR and links it.
+#[cfg(feature = "bundled")]
+fn build_bundled() {
+    let Some(core) = core_sources() else {
+        not_found("`bundled` is on but the crate carries no C sources (csrc/)");
+    };
+    println!("cargo:rerun-if-changed={}", core.display());
+    let mut sources: Vec<PathBuf> = fs::read_dir(core.join("src"))
+        .expect("the core's src directory is readable")
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "c"))
+        .collect();
+    sources.sort();
+    cc::Build::new()
+        .files(&sources)
+        .include(core.join("include"))
+        .include(core.join("src"))
+        .define("_GNU_SOURCE", None)
+        .flag_if_supported("-std=gnu11")
+        .flag_if_supported("-fvisibility=hidden")
+        .warnings(false)
+        .compile("ferry_bundled");
+    for lib in ["pthread", "dl", "m"] {
+        println!("cargo:rustc-link-lib=dylib={lib}");
+    }
+    println!("cargo:bundled=1");
 }
 
 fn main() {
@@ -107,6 +151,9 @@ fn main() {
         Ok(Some(dir)) => dir,
         Ok(None) => match from_pkg_config().or_else(from_checkout) {
             Some(dir) => dir,
+            #[cfg(feature = "bundled")]
+            None => return build_bundled(),
+            #[cfg(not(feature = "bundled"))]
             None => not_found("FERRY_LIB_DIR is not set and `pkg-config ferry` finds no library"),
         },
         Err(reason) => not_found(&reason),

@@ -29,7 +29,10 @@
 //!   when the consumer releases the array.
 //! - [`DeviceArrayStream::from_iter`] / [`from_producer`](DeviceArrayStream::from_producer)
 //!   export any iterator as a stream; [`DeviceArrayStream`] is itself an
-//!   `Iterator<Item = Result<DeviceArray>>`.
+//!   `Iterator<Item = Result<DeviceArray>>`. Plain `ArrowArrayStream`s (the
+//!   C stream interface, CPU data) come in with
+//!   [`from_c_stream`](DeviceArrayStream::from_c_stream) and go out with
+//!   [`export_to_c_stream`](DeviceArrayStream::export_to_c_stream).
 //! - GPUs: [`Device`] allocates, copies, makes [`DeviceStream`]s and
 //!   [`Event`]s; [`StreamHandle`] / [`EventHandle`] wrap the user's own
 //!   CUDA/HIP stream or event; [`DeviceArray::wait_on`] and
@@ -129,7 +132,7 @@ pub use error::{errno, errno_name, write_error, Error, Rejected, Result};
 pub use host::HostArray;
 pub use panic::guard;
 pub use schema::{Schema, SchemaBuilder, SchemaView, FLAG_DICTIONARY_ORDERED, FLAG_MAP_KEYS_SORTED, FLAG_NULLABLE};
-pub use stream::{ArrayProducer, ArraySlot, DeviceArrayStream, ExportArray};
+pub use stream::{ArrayProducer, ArraySlot, CStreamFlags, DeviceArrayStream, ExportArray};
 
 /// Number of simulated devices (ids 0 .. `SIM_DEVICE_COUNT - 1`).
 pub const SIM_DEVICE_COUNT: i64 = sys::FERRY_SIM_DEVICE_COUNT as i64;

@@ -370,6 +370,30 @@ impl Drop for PreparedSchema {
     }
 }
 
+/// Options of [`DeviceArrayStream::export_to_c_stream_with`], or-ed with `|`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CStreamFlags(i64);
+
+impl CStreamFlags {
+    /// No option: a stream of another device than the CPU is refused.
+    pub const NONE: CStreamFlags = CStreamFlags(0);
+    /// Batches not on the CPU are brought to the host (moved where the host
+    /// can reach the memory, copied otherwise) instead of refused; needs a
+    /// validation level other than `None`.
+    pub const TO_HOST: CStreamFlags = CStreamFlags(sys::FERRY_CPU_STREAM_COPY_TO_HOST as i64);
+    /// A stream whose schema is not a struct ("+s") is presented as record
+    /// batches of one column (a struct named "" over the stream's field), as
+    /// arrow-rs's and Arrow Java's stream readers require.
+    pub const RECORD_BATCHES: CStreamFlags = CStreamFlags(sys::FERRY_CPU_STREAM_RECORD_BATCHES as i64);
+}
+
+impl std::ops::BitOr for CStreamFlags {
+    type Output = CStreamFlags;
+    fn bitor(self, other: CStreamFlags) -> CStreamFlags {
+        CStreamFlags(self.0 | other.0)
+    }
+}
+
 /// Where a stream's reading stands.
 enum State {
     /// Batches may follow.
@@ -437,6 +461,9 @@ pub struct DeviceArrayStream {
     current: Option<Box<DeviceArray>>,
     /// The leak report's registration of an imported stream.
     leak: LeakToken,
+    /// Made here (`from_producer`, `from_iter`, `from_arrays`): ferry's own
+    /// batches, not validated again when exported as a plain C stream.
+    produced_here: bool,
 }
 
 // SAFETY: see the type's documentation.
@@ -452,6 +479,7 @@ impl DeviceArrayStream {
             prepared: None,
             current: None,
             leak: LeakToken::NONE,
+            produced_here: false,
         }
     }
 
@@ -529,6 +557,120 @@ impl DeviceArrayStream {
         Ok(())
     }
 
+    /// Imports a plain `ArrowArrayStream` (the C stream interface: CPU data,
+    /// what DuckDB, ADBC drivers, Polars or arrow-rs's `FFI_ArrowArrayStream`
+    /// hand out) by move, through the core's adapter
+    /// (`ferry_array_stream_from_cpu_stream`): the result is a CPU stream
+    /// whose batches are validated at [`Validation::Default`] against the
+    /// schema prepared once, as [`from_raw`](Self::from_raw)'s are. On success
+    /// `*ptr` is left released and the result owns (and releases) it; on
+    /// failure nothing is taken. `EINVAL` for NULL or a released stream.
+    ///
+    /// ```
+    /// use ferry_arrow::{DeviceArrayStream, DeviceType, Schema};
+    /// let batches = (0..3).map(|i| ferry_arrow::export_primitive(vec![i; 4], None).map(|(a, _)| a));
+    /// let stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, Schema::new("i", None).unwrap()).unwrap();
+    /// let mut c = ferry_arrow::sys::ArrowArrayStream::default();
+    /// unsafe { stream.export_to_c_stream(&mut c).unwrap() };
+    /// let back = unsafe { DeviceArrayStream::from_c_stream(&mut c).unwrap() };
+    /// assert_eq!(back.map(|b| b.unwrap().length()).sum::<i64>(), 12);
+    /// ```
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or point to a valid `ArrowArrayStream`.
+    pub unsafe fn from_c_stream(ptr: *mut sys::ArrowArrayStream) -> Result<DeviceArrayStream> {
+        DeviceArrayStream::from_c_stream_with(ptr, Validation::Default)
+    }
+
+    /// [`from_c_stream`](Self::from_c_stream) with the batches validated at
+    /// `validation` (`Validation::None`: not at all, the named opt-out).
+    /// Ownership as `from_c_stream`.
+    ///
+    /// # Safety
+    /// As [`from_c_stream`](Self::from_c_stream).
+    pub unsafe fn from_c_stream_with(
+        ptr: *mut sys::ArrowArrayStream,
+        validation: Validation,
+    ) -> Result<DeviceArrayStream> {
+        if ptr.is_null() {
+            return Err(Error::invalid("stream pointer is NULL"));
+        }
+        if (*ptr).release.is_none() {
+            return Err(Error::invalid("cannot import a released stream"));
+        }
+        let mut stream = DeviceArrayStream::empty();
+        // On failure the adapter leaves `*ptr` untouched: still the caller's.
+        call(|err| sys::ferry_array_stream_from_cpu_stream(ptr, &mut stream.raw, err))?;
+        stream.validation = validation;
+        stream.leak = LeakToken::track(|| "DeviceArrayStream imported by from_c_stream never dropped".to_string());
+        Ok(stream)
+    }
+
+    /// Moves the stream into `out` (released or zeroed) as a plain
+    /// `ArrowArrayStream` (the C stream interface, for consumers without the
+    /// device interface: arrow-rs's `ArrowArrayStreamReader`, DuckDB,
+    /// pyarrow's `RecordBatchReader._import_from_c`), through the core's
+    /// adapter (`ferry_array_stream_to_cpu_stream`); the receiver owns it.
+    /// Batches are validated in the adapter at the stream's
+    /// [`validation`](Self::validation) level when the stream was imported
+    /// (so an imported stream passed on stays checked), not at all when it
+    /// was made here (`from_iter`, `from_producer`, `from_arrays`: ferry's
+    /// own batches). A stream of another device than the CPU is refused with
+    /// `EINVAL` (use [`export_to_c_stream_with`](Self::export_to_c_stream_with)
+    /// and [`CStreamFlags::TO_HOST`]). A stream that has already failed or
+    /// ended is refused (its producer must not be called again): the same
+    /// error, or `EINVAL`. On failure `out` is untouched and the stream is
+    /// released with `self`.
+    ///
+    /// # Safety
+    /// `out` must point to a writable `ArrowArrayStream`.
+    pub unsafe fn export_to_c_stream(self, out: *mut sys::ArrowArrayStream) -> Result<()> {
+        let validation = if self.produced_here {
+            Validation::None
+        } else {
+            self.validation
+        };
+        self.export_to_c_stream_with(out, validation, CStreamFlags::NONE)
+    }
+
+    /// [`export_to_c_stream`](Self::export_to_c_stream) with every batch
+    /// validated at `validation` in the adapter, and `flags`
+    /// ([`CStreamFlags::TO_HOST`]: batches on another device are moved or
+    /// copied to the host instead of refused, which needs validation;
+    /// [`CStreamFlags::RECORD_BATCHES`]: a non-struct stream is presented as
+    /// record batches of one column, as arrow-rs's and Arrow Java's readers
+    /// require). Ownership as `export_to_c_stream`.
+    ///
+    /// # Safety
+    /// As [`export_to_c_stream`](Self::export_to_c_stream).
+    pub unsafe fn export_to_c_stream_with(
+        mut self,
+        out: *mut sys::ArrowArrayStream,
+        validation: Validation,
+        flags: CStreamFlags,
+    ) -> Result<()> {
+        if out.is_null() {
+            return Err(Error::invalid("output stream pointer is NULL"));
+        }
+        if (*out).release.is_some() {
+            return Err(Error::invalid(
+                "output stream is not released; refusing to overwrite it",
+            ));
+        }
+        match &self.state {
+            State::Open => {}
+            State::Ended => return Err(Error::invalid("cannot export a stream that has already ended")),
+            State::Failed(e) => return Err(e.clone()),
+        }
+        let level = validation.level().unwrap_or(sys::FERRY_VALIDATE_NONE);
+        // On success the adapter has moved `self.raw` (left released, so the
+        // drop below releases nothing); on failure it is untouched and
+        // released by that drop.
+        call(|err| sys::ferry_array_stream_to_cpu_stream(&mut self.raw, level, flags.0, out, err))?;
+        self.leak.untrack();
+        Ok(())
+    }
+
     /// A stream of `device_type` driven by `producer`, which is dropped when
     /// the consumer releases the stream.
     pub fn from_producer<P: ArrayProducer>(device_type: DeviceType, producer: P) -> Result<DeviceArrayStream> {
@@ -550,6 +692,7 @@ impl DeviceArrayStream {
             drop(unsafe { Box::from_raw(user_data as *mut P) });
             return Err(e);
         }
+        stream.produced_here = true;
         Ok(stream)
     }
 
@@ -602,6 +745,7 @@ impl DeviceArrayStream {
                 unsafe { sys::ferry_device_array_release(slot) };
             }
         }
+        stream.produced_here = true;
         result.map(|()| stream)
     }
 

@@ -8,7 +8,7 @@ macro_rules! arrow_release_tests {
     ($feature:literal, $m:ident) => {
         #[cfg(feature = $feature)]
         mod $m {
-            use ferry_arrow::$m::{arrow_array, arrow_schema};
+            use ferry_arrow::$m::{arrow_array, arrow_buffer, arrow_schema};
             #[allow(unused_imports)]
             use ferry_arrow::$m::{ArrowArrayExt, ArrowReader, ArrowSchemaExt, ArrowSchemaViewExt, ArrowStreamExt};
             include!("arrow/cases.rs");

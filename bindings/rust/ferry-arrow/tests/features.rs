@@ -136,6 +136,52 @@ fn feature_import_stream() {
 }
 
 #[test]
+fn feature_import_c_stream() {
+    // A plain ArrowArrayStream (CPU batches, as DuckDB or arrow-rs hand
+    // out), read with raw C calls below to show it is one.
+    let mut raw = sys::ArrowArrayStream::default();
+    unsafe { three_batches().export_to_c_stream(&mut raw).unwrap() };
+    let mut stream = unsafe { DeviceArrayStream::from_c_stream(&mut raw) }.unwrap();
+    assert!(raw.release.is_none(), "moved in");
+    let schema = stream.schema().unwrap();
+    let mut sums = Vec::new();
+    for batch in stream {
+        let batch = batch.unwrap();
+        assert_eq!(batch.device_type(), DeviceType::CPU);
+        sums.push(
+            batch
+                .host(&schema)
+                .unwrap()
+                .values::<i32>()
+                .unwrap()
+                .iter()
+                .sum::<i32>(),
+        );
+    }
+    assert_eq!(sums, [1, 3, 6]);
+}
+
+#[test]
+fn feature_export_c_stream() {
+    let mut raw = sys::ArrowArrayStream::default();
+    unsafe {
+        three_batches().export_to_c_stream(&mut raw).unwrap();
+        let mut lengths = Vec::new();
+        loop {
+            let mut array = sys::ArrowArray::default();
+            assert_eq!((raw.get_next.unwrap())(&mut raw, &mut array), 0);
+            if array.release.is_none() {
+                break;
+            }
+            lengths.push(array.length);
+            (array.release.unwrap())(&mut array);
+        }
+        assert_eq!(lengths, [1, 2, 3]);
+        (raw.release.unwrap())(&mut raw);
+    }
+}
+
+#[test]
 fn feature_to_host() {
     let array = sim_int32(&[4, 5]);
     let host = array.to_host(&int32_schema()).unwrap();

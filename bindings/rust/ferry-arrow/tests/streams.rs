@@ -559,3 +559,174 @@ fn next_ref_reports_producer_errors() {
     let err = stream.next_ref().unwrap_err();
     assert_eq!((err.code(), err.message()), (errno::ENOMEM, "no room"));
 }
+
+// ---- Plain ArrowArrayStream (the C stream interface) in and out ----
+
+/// A plain C stream over `batches` (made by ferry's export, so that the
+/// test reads it with raw C calls too).
+fn c_stream(batches: Vec<ferry_arrow::Result<DeviceArray>>) -> sys::ArrowArrayStream {
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
+    let mut c = sys::ArrowArrayStream::default();
+    unsafe { stream.export_to_c_stream(&mut c).unwrap() };
+    assert!(c.release.is_some());
+    c
+}
+
+#[test]
+fn a_stream_exported_as_a_plain_c_stream_reads_with_raw_c_calls() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let guard = DropCount(drops.clone());
+    let batches = (0..3).map(move |i| {
+        let _keep = &guard;
+        batch(vec![i; 2])
+    });
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
+    let mut c = sys::ArrowArrayStream::default();
+    unsafe {
+        stream.export_to_c_stream(&mut c).unwrap();
+        let mut schema = sys::ArrowSchema::default();
+        assert_eq!((c.get_schema.unwrap())(&mut c, &mut schema), 0);
+        assert_eq!(std::ffi::CStr::from_ptr(schema.format).to_str().unwrap(), "i");
+        (schema.release.unwrap())(&mut schema);
+        let mut seen = Vec::new();
+        loop {
+            let mut a = sys::ArrowArray::default();
+            assert_eq!((c.get_next.unwrap())(&mut c, &mut a), 0);
+            if a.release.is_none() {
+                break;
+            }
+            seen.push(*(*a.buffers.add(1) as *const i32));
+            (a.release.unwrap())(&mut a);
+        }
+        assert_eq!(seen, vec![0, 1, 2]);
+        assert_eq!(drops.load(Ordering::SeqCst), 0, "the producer lives until the release");
+        (c.release.unwrap())(&mut c);
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "released once");
+}
+
+#[test]
+fn a_plain_c_stream_imports_and_validates_its_batches() {
+    let mut c = c_stream(vec![batch(vec![1, 2]), batch(vec![3])]);
+    let mut stream = unsafe { DeviceArrayStream::from_c_stream(&mut c) }.unwrap();
+    assert!(c.release.is_none(), "moved in: the caller's struct is left released");
+    assert_eq!(stream.device_type(), DeviceType::CPU);
+    assert_eq!(stream.validation(), ferry_arrow::Validation::Default);
+    let schema = stream.schema().unwrap();
+    let values: Vec<i32> = stream
+        .map(|b| {
+            let b = b.unwrap();
+            assert_eq!(b.device_type(), DeviceType::CPU);
+            b.host(&schema).unwrap().values::<i32>().unwrap().to_vec()
+        })
+        .flatten()
+        .collect();
+    assert_eq!(values, vec![1, 2, 3]);
+
+    // A batch with one buffer too few for int32 is refused at DEFAULT,
+    // unless the import opts out by name.
+    let bad = || {
+        vec![Ok(ArrayBuilder::new(1)
+            .buffer(Buffer::from_vec(vec![1i32]))
+            .build()
+            .unwrap())]
+    };
+    let mut c = c_stream(bad());
+    let mut stream = unsafe { DeviceArrayStream::from_c_stream(&mut c) }.unwrap();
+    let err = stream.next_array().unwrap_err();
+    assert!(err.message().starts_with("the array fails validation: "), "{err}");
+    assert_eq!(stream.next_array().unwrap_err(), err, "the same error again");
+    let mut c = c_stream(bad());
+    let mut stream = unsafe { DeviceArrayStream::from_c_stream_with(&mut c, ferry_arrow::Validation::None) }.unwrap();
+    assert_eq!(stream.next_array().unwrap().unwrap().length(), 1);
+}
+
+#[test]
+fn a_plain_c_stream_error_travels_and_is_sticky() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let producer = FailsThenRecovers {
+        fail_at: 2,
+        calls: calls.clone(),
+    };
+    let stream = DeviceArrayStream::from_producer(DeviceType::CPU, producer).unwrap();
+    let mut c = sys::ArrowArrayStream::default();
+    unsafe { stream.export_to_c_stream(&mut c).unwrap() };
+    let mut stream = unsafe { DeviceArrayStream::from_c_stream(&mut c) }.unwrap();
+    assert_eq!(stream.next().unwrap().unwrap().length(), 1);
+    let err = stream.next().unwrap().unwrap_err();
+    assert_eq!(err.code(), errno::EIO);
+    assert!(err.message().contains("call 2 failed"), "{err}");
+    for _ in 0..3 {
+        assert_eq!(stream.next_array().unwrap_err(), err);
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "get_next was not called after the error"
+    );
+}
+
+#[test]
+fn plain_c_stream_import_and_export_refuse_bad_arguments() {
+    // NULL and released inputs: EINVAL, nothing taken.
+    let err = unsafe { DeviceArrayStream::from_c_stream(std::ptr::null_mut()) }.unwrap_err();
+    assert!(err.is_invalid_argument());
+    let mut released = sys::ArrowArrayStream::default();
+    let err = unsafe { DeviceArrayStream::from_c_stream(&mut released) }.unwrap_err();
+    assert!(err.is_invalid_argument());
+
+    // A live output struct is not overwritten; NULL is refused.
+    let mut live = c_stream(vec![batch(vec![1])]);
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, vec![batch(vec![2])], int_schema()).unwrap();
+    let err = unsafe { stream.export_to_c_stream(&mut live) }.unwrap_err();
+    assert!(err.is_invalid_argument(), "{err}");
+    let back = unsafe { DeviceArrayStream::from_c_stream(&mut live) }.unwrap();
+    assert_eq!(back.count(), 1, "the live stream is untouched");
+    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, vec![batch(vec![2])], int_schema()).unwrap();
+    assert!(unsafe { stream.export_to_c_stream(std::ptr::null_mut()) }
+        .unwrap_err()
+        .is_invalid_argument());
+
+    // A stream of another device is refused without TO_HOST; with it the
+    // batches arrive on the host.
+    let sim = ferry_arrow::Device::sim(0).unwrap();
+    let sim_batches = |n: usize| {
+        let sim = sim.clone();
+        (0..n).map(move |_| {
+            let memory = sim.allocate(8)?;
+            ArrayBuilder::new(2)
+                .buffer(Buffer::null())
+                .buffer(Buffer::from_device(memory))
+                .build_on(DeviceType::SIM, 0, None)
+        })
+    };
+    let stream = DeviceArrayStream::from_iter(DeviceType::SIM, sim_batches(1), int_schema()).unwrap();
+    let mut c = sys::ArrowArrayStream::default();
+    let err = unsafe { stream.export_to_c_stream(&mut c) }.unwrap_err();
+    assert!(err.is_invalid_argument(), "{err}");
+    assert!(c.release.is_none());
+    let stream = DeviceArrayStream::from_iter(DeviceType::SIM, sim_batches(2), int_schema()).unwrap();
+    unsafe {
+        stream
+            .export_to_c_stream_with(
+                &mut c,
+                ferry_arrow::Validation::Default,
+                ferry_arrow::CStreamFlags::TO_HOST,
+            )
+            .unwrap()
+    };
+    let back = unsafe { DeviceArrayStream::from_c_stream(&mut c) }.unwrap();
+    let devices: Vec<DeviceType> = back.map(|b| b.unwrap().device_type()).collect();
+    assert_eq!(devices, vec![DeviceType::CPU, DeviceType::CPU]);
+
+    // A stream that has already failed is not exported (its producer must
+    // not be called again): the same error.
+    let mut failed = DeviceArrayStream::from_iter(
+        DeviceType::CPU,
+        vec![Err(Error::new(errno::ENOMEM, "gone"))] as Vec<ferry_arrow::Result<DeviceArray>>,
+        int_schema(),
+    )
+    .unwrap();
+    let err = failed.next_array().unwrap_err();
+    assert_eq!(unsafe { failed.export_to_c_stream(&mut c) }.unwrap_err(), err);
+}

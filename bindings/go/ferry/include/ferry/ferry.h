@@ -945,6 +945,52 @@ FERRY_EXPORT int ferry_device_array_to_dlpack_shared(const struct ArrowSchema* s
                                                      struct DLManagedTensorVersioned** out,
                                                      struct FerryError* error);
 
+/** One-call import: validates a producer's live `schema` and `array` in
+ *  place at `level` (FERRY_VALIDATE_DEFAULT or _FULL, as
+ *  ferry_validate_device_array, or FERRY_VALIDATE_NONE to skip), then moves
+ *  both into `schema_out` and `array_out` (released beforehand), which the
+ *  caller releases. On failure (the finding's code and message) nothing is
+ *  moved: both stay the caller's to release. */
+FERRY_EXPORT int ferry_device_array_import(struct ArrowSchema* schema,
+                                           struct ArrowDeviceArray* array, int level,
+                                           struct ArrowSchema* schema_out,
+                                           struct ArrowDeviceArray* array_out,
+                                           struct FerryError* error);
+/** ferry_device_array_import for a plain ArrowArray (the C data interface:
+ *  CPU data): `array_out` becomes a CPU device array (device id -1, no
+ *  event, reserved words zero), validated as such. */
+FERRY_EXPORT int ferry_array_import(struct ArrowSchema* schema, struct ArrowArray* array,
+                                    int level, struct ArrowSchema* schema_out,
+                                    struct ArrowDeviceArray* array_out, struct FerryError* error);
+
+/** Fills `out` (released beforehand) with a stream of `src`'s device type
+ *  that yields `src`'s batches unchanged but answers get_schema with
+ *  `schema` (a deep copy each time): for a consumer's requested schema that
+ *  reads the same data (the caller checks that). `src` and `schema` are
+ *  moved in on success (untouched on failure); releasing `out` releases
+ *  both. */
+FERRY_EXPORT int ferry_array_stream_with_schema(struct ArrowDeviceArrayStream* src,
+                                                struct ArrowSchema* schema,
+                                                struct ArrowDeviceArrayStream* out,
+                                                struct FerryError* error);
+
+/** A consumer's requested schema (the PyCapsule protocols' requested_schema)
+ *  answered without a copy: FERRY_OK when data described by `have` reads as
+ *  `want` unchanged (both valid schemas, borrowed): at every node the same
+ *  format or a layout alias (int32 as date32/time32 and back; int64 as
+ *  date64/time64/duration/timestamp and back; a timestamp under another
+ *  time zone, same unit; UTF-8 as binary, "u"/"U"/"vu" as "z"/"Z"/"vz", not
+ *  the reverse), the same number of children and dictionary presence, and
+ *  every field `want` marks non-nullable free of nulls: in `array` (the
+ *  data, borrowed) when given, else (a stream, judged before any batch)
+ *  non-nullable in `have` too. Otherwise ENOTSUP, the message naming the
+ *  first difference (e.g. format "l" cannot be read as "i" without a cast);
+ *  names, flags and metadata of `want` are the answer's to carry. */
+FERRY_EXPORT int ferry_schema_answers_request(const struct ArrowSchema* have,
+                                              const struct ArrowSchema* want,
+                                              const struct ArrowArray* array,
+                                              struct FerryError* error);
+
 /** ferry_array_stream_to_cpu_stream flag: batches not on the CPU are brought
  *  to the host (ferry_device_array_move_to_device: no copy for host-reachable
  *  memory, a copy otherwise) instead of being refused. Needs validation. */

@@ -6,16 +6,24 @@
 // size assertions below check it), so values move between them bitwise.
 
 use std::fmt;
-use std::ptr;
+use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
-use arrow_array::ffi::{from_ffi, to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use arrow_array::ffi::{from_ffi_and_data_type, FFI_ArrowArray, FFI_ArrowSchema};
+use arrow_array::types::{
+    ArrowPrimitiveType, Date32Type, Date64Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
+    UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
 use arrow_array::{make_array, Array, ArrayRef, RecordBatch, RecordBatchOptions, RecordBatchReader, StructArray};
-use arrow_schema::{ArrowError, DataType, Field, SchemaRef};
+use arrow_array::{BooleanArray, PrimitiveArray};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
+use arrow_schema::{ArrowError, DataType, Field, Fields, SchemaRef};
 
 use crate::panic::guard_quiet;
 use crate::sys;
-use crate::{ArrayProducer, DeviceArray, DeviceArrayStream, DeviceType, Error, Result, Schema, SchemaView};
+use crate::{
+    ArrayProducer, ArraySlot, DeviceArray, DeviceArrayStream, DeviceType, Error, Result, Schema, SchemaView, Validation,
+};
 
 const _: () = assert!(std::mem::size_of::<FFI_ArrowArray>() == std::mem::size_of::<sys::ArrowArray>());
 const _: () = assert!(std::mem::size_of::<FFI_ArrowSchema>() == std::mem::size_of::<sys::ArrowSchema>());
@@ -29,13 +37,82 @@ fn to_arrow_error(e: Error) -> ArrowError {
     ArrowError::ExternalError(Box::new(e))
 }
 
-/// Moves an FFI_ArrowSchema into a ferry `Schema`.
+/// Moves an FFI_ArrowSchema that arrow-rs's exporter has just made into a
+/// ferry `Schema`. Not validated: the schema comes from arrow-rs's own code
+/// (what it describes is valid arrow), not from a foreign producer, and
+/// every import of it (`from_raw`, `to_arrow`, a stream's prepared schema)
+/// validates it anyway.
 fn schema_from_ffi(ffi: FFI_ArrowSchema) -> Result<Schema> {
     let mut raw = sys::ArrowSchema::default();
     // SAFETY: identical layout; `ffi` is moved in and not dropped here.
     unsafe {
         ptr::write(&mut raw as *mut sys::ArrowSchema as *mut FFI_ArrowSchema, ffi);
-        Schema::from_raw(&mut raw)
+        Schema::from_raw_unchecked(&mut raw)
+    }
+}
+
+/// Moves arrow's export of an array (no schema) into the released device
+/// struct `out` as a CPU array: the array is written in place and upgraded
+/// by the core's `ferry_device_array_init`, so nothing is copied twice.
+///
+/// # Safety
+/// `out` must point to a released, writable `ArrowDeviceArray`.
+unsafe fn export_ffi_into(ffi_array: FFI_ArrowArray, out: *mut sys::ArrowDeviceArray) -> Result<()> {
+    let embedded = ptr::addr_of_mut!((*out).array);
+    ptr::write(embedded as *mut FFI_ArrowArray, ffi_array);
+    upgrade_in_place(out)
+}
+
+/// Makes the live array embedded in `out` a CPU device array (the core's
+/// in-place `ferry_device_array_init`); on failure the array is released.
+///
+/// # Safety
+/// `out` must point to an `ArrowDeviceArray` whose embedded array is live
+/// and whose device fields are ours to write.
+unsafe fn upgrade_in_place(out: *mut sys::ArrowDeviceArray) -> Result<()> {
+    let embedded = ptr::addr_of_mut!((*out).array);
+    let result = crate::error::call(|err| {
+        sys::ferry_device_array_init(
+            out,
+            embedded,
+            DeviceType::CPU.raw(),
+            -1,
+            ptr::null_mut(),
+            None,
+            ptr::null_mut(),
+            err,
+        )
+    });
+    if result.is_err() {
+        sys::ferry_array_release(embedded);
+    }
+    result
+}
+
+/// Whether arrow-rs reads buffer contents of this type without checking
+/// them in safe code (offsets, UTF-8, view lengths, dictionary keys, union
+/// type ids, run ends): such arrays must pass FULL validation before they
+/// become arrow arrays, whatever level was asked, or safe arrow code could
+/// read out of bounds. Fixed-width layouts (primitives, booleans, decimals,
+/// fixed-size binary and lists, structs of them) need only the structure.
+fn needs_contents_checked(schema: &SchemaView) -> bool {
+    if schema.dictionary().is_some() {
+        return true;
+    }
+    let f = schema.format_bytes();
+    let variable = matches!(
+        f,
+        b"z" | b"Z" | b"u" | b"U" | b"vz" | b"vu" | b"+l" | b"+L" | b"+vl" | b"+vL" | b"+m" | b"+r"
+    ) || f.starts_with(b"+u");
+    variable || schema.children().any(needs_contents_checked)
+}
+
+/// The level `to_arrow` runs for `schema` when `validation` was asked.
+fn arrow_level(schema: &SchemaView, validation: Validation) -> Validation {
+    match validation {
+        Validation::Full => Validation::Full,
+        _ if needs_contents_checked(schema) => Validation::Full,
+        other => other,
     }
 }
 
@@ -116,14 +193,34 @@ pub trait ArrowArrayExt: Sized {
     /// Exports a record batch as a struct array ("+s") and its schema,
     /// without copying.
     fn from_record_batch(batch: &RecordBatch) -> Result<(Self, Schema)>;
-    /// Imports into arrow by move, zero-copy on the CPU. First the
-    /// structure is validated against `schema`; an array on another device
-    /// is brought to the host ([`DeviceArray::to_host`]: a move where the
-    /// host can reach the memory, else a copy); then the core's FULL
-    /// validation runs, because arrow-rs trusts offsets, UTF-8 and
-    /// dictionary indices. A finding is an `EINVAL` error with the
-    /// validator's message; the array is released.
+    /// Imports into arrow by move, zero-copy on the CPU, validated once
+    /// against `schema` at [`Validation::Default`] (the structure: format,
+    /// buffer and child counts, device; no buffer read, tens of ns),
+    /// raised to [`Validation::Full`] for types whose contents arrow-rs
+    /// reads unchecked in safe code (offsets, UTF-8, views, dictionary
+    /// keys, union type ids, run ends, at any depth): those are checked
+    /// whatever was asked, so that no arrow array made here can be read out
+    /// of bounds. An array on another device is brought to the host
+    /// ([`DeviceArray::to_host`]: a move where the host can reach the
+    /// memory, else a copy) after its structure is checked. A finding is an
+    /// `EINVAL` error with the validator's message; the array is released.
+    /// Import with [`DeviceArray::from_raw_unchecked`] before this, or the
+    /// array is validated twice.
     fn to_arrow(self, schema: &SchemaView) -> Result<ArrayRef>;
+    /// [`to_arrow`](Self::to_arrow) at an explicit level:
+    /// [`Validation::Full`] also checks the contents of fixed-width arrays
+    /// (null counts against the validity bitmap), [`Validation::Default`]
+    /// is `to_arrow`. `Validation::None` is refused with `EINVAL`: the
+    /// unchecked import is the `unsafe` [`to_arrow_unchecked`](Self::to_arrow_unchecked).
+    fn to_arrow_with(self, schema: &SchemaView, validation: Validation) -> Result<ArrayRef>;
+    /// [`to_arrow`](Self::to_arrow) without any validation (the array must
+    /// be on the CPU, else `EINVAL`).
+    ///
+    /// # Safety
+    /// The array must be a valid array of `schema` whose buffers are as
+    /// long as its lengths and offsets say (the caller vouches for the
+    /// producer, as for arrow-rs's `from_ffi`).
+    unsafe fn to_arrow_unchecked(self, schema: &SchemaView) -> Result<ArrayRef>;
     /// [`to_arrow`](Self::to_arrow) of a struct array ("+s") without
     /// top-level nulls, as a record batch.
     fn to_record_batch(self, schema: &SchemaView) -> Result<RecordBatch>;
@@ -131,37 +228,29 @@ pub trait ArrowArrayExt: Sized {
 
 impl ArrowArrayExt for DeviceArray {
     fn from_arrow(array: &dyn Array) -> Result<(DeviceArray, Schema)> {
-        let (ffi_array, ffi_schema) =
-            guard_quiet("arrow cannot export the array", || {
-                to_ffi(&array.to_data()).map_err(|e| arrow_err("arrow cannot export the array", e))
-            })?;
+        let ffi_schema = guard_quiet("arrow cannot export the array", || {
+            FFI_ArrowSchema::try_from(array.data_type()).map_err(|e| arrow_err("arrow cannot export the array", e))
+        })?;
         let schema = schema_from_ffi(ffi_schema)?;
-        let mut raw = sys::ArrowArray::default();
-        // SAFETY: identical layout; `ffi_array` is moved in.
-        unsafe { ptr::write(&mut raw as *mut sys::ArrowArray as *mut FFI_ArrowArray, ffi_array) };
         let mut out = DeviceArray::released();
-        let result = crate::error::call(|err| unsafe {
-            sys::ferry_device_array_init(
-                out.raw_mut(),
-                &mut raw,
-                DeviceType::CPU.raw(),
-                -1,
-                ptr::null_mut(),
-                None,
-                ptr::null_mut(),
-                err,
-            )
-        });
-        if let Err(e) = result {
-            unsafe { sys::ferry_array_release(&mut raw) };
-            return Err(e);
+        if let Some(flat) = export_flat(array) {
+            // SAFETY: `out` is released and ours; `flat` is a live array.
+            unsafe {
+                let embedded = ptr::addr_of_mut!((*out.raw_mut()).array);
+                ptr::write(embedded, flat);
+                upgrade_in_place(out.raw_mut())?;
+            }
+            return Ok((out, schema));
         }
+        let data = array.to_data();
+        let ffi_array = guard_quiet("arrow cannot export the array", || Ok(FFI_ArrowArray::new(&data)))?;
+        // SAFETY: `out` is released and ours.
+        unsafe { export_ffi_into(ffi_array, out.raw_mut())? };
         Ok((out, schema))
     }
 
     fn from_record_batch(batch: &RecordBatch) -> Result<(DeviceArray, Schema)> {
-        let array = StructArray::from(batch.clone());
-        let (device_array, _) = DeviceArray::from_arrow(&array)?;
+        let device_array = export_batch(batch)?;
         // The schema of the batch (its metadata included), not only of the
         // struct array.
         let schema = Schema::from_arrow_schema(batch.schema().as_ref())?;
@@ -169,32 +258,26 @@ impl ArrowArrayExt for DeviceArray {
     }
 
     fn to_arrow(self, schema: &SchemaView) -> Result<ArrayRef> {
-        let refused = crate::array::validation_failed;
-        let mut array = if self.device_type() == DeviceType::CPU {
-            self
-        } else {
-            // The structure first: a move or copy trusts it.
-            self.validate(schema, false).map_err(refused)?;
-            self.to_host(schema)?
-        };
-        array.validate(schema, true).map_err(refused)?;
-        let mut moved = FFI_ArrowArray::empty();
-        // SAFETY: the embedded ArrowArray moves into arrow's struct through
-        // the core's move (which leaves ours released); the schema is only
-        // borrowed.
-        unsafe {
-            let embedded = sys::ferry_device_array_array(array.as_mut_ptr());
-            if sys::ferry_array_move(embedded, &mut moved as *mut FFI_ArrowArray as *mut sys::ArrowArray) != 0 {
-                return Err(Error::invalid("cannot import a released array into arrow"));
-            }
+        self.to_arrow_with(schema, Validation::Default)
+    }
+
+    fn to_arrow_with(self, schema: &SchemaView, validation: Validation) -> Result<ArrayRef> {
+        if validation == Validation::None {
+            return Err(Error::invalid(
+                "to_arrow_with(Validation::None) is refused: an unchecked import is the unsafe to_arrow_unchecked",
+            ));
         }
-        let ffi_schema = ffi_schema(schema);
-        // A panic inside arrow drops `moved`, which releases the array.
-        guard_quiet("arrow cannot import the array", || {
-            // SAFETY: a valid, validated, host-readable array and its schema.
-            let data = unsafe { from_ffi(moved, ffi_schema) }.map_err(|e| arrow_err("arrow cannot import the array", e))?;
-            Ok(make_array(data))
-        })
+        import_checked(self, schema, arrow_level(schema, validation))
+    }
+
+    unsafe fn to_arrow_unchecked(self, schema: &SchemaView) -> Result<ArrayRef> {
+        if self.device_type() != DeviceType::CPU {
+            return Err(Error::invalid(format!(
+                "to_arrow_unchecked takes CPU arrays only (this one is on device type {}): use to_arrow",
+                self.device_type()
+            )));
+        }
+        import_validated(self, schema)
     }
 
     fn to_record_batch(self, schema: &SchemaView) -> Result<RecordBatch> {
@@ -203,20 +286,408 @@ impl ArrowArrayExt for DeviceArray {
     }
 }
 
+/// A record batch exported as a struct array ("+s"), without a schema.
+fn export_batch(batch: &RecordBatch) -> Result<DeviceArray> {
+    let mut out = DeviceArray::released();
+    // SAFETY: `out` is released and ours.
+    unsafe {
+        match export_batch_flat(batch) {
+            Some(flat) => {
+                ptr::write(ptr::addr_of_mut!((*out.raw_mut()).array), flat);
+                upgrade_in_place(out.raw_mut())?
+            }
+            None => export_ffi_into(batch_ffi(batch.clone())?, out.raw_mut())?,
+        }
+    }
+    Ok(out)
+}
+
+/// arrow's export of a record batch as a struct array (what arrow-rs's own
+/// stream exporter hands out per batch).
+fn batch_ffi(batch: RecordBatch) -> Result<FFI_ArrowArray> {
+    guard_quiet("arrow cannot export the batch", || {
+        Ok(FFI_ArrowArray::new(&StructArray::from(batch).into_data()))
+    })
+}
+
+/// Validates `array` at `level` (brought to the host first when it is on
+/// another device, after a structural check: a move or copy trusts the
+/// structure), then imports it.
+fn import_checked(array: DeviceArray, schema: &SchemaView, level: Validation) -> Result<ArrayRef> {
+    let refused = crate::array::validation_failed;
+    let full = level == Validation::Full;
+    let array = if array.device_type() == DeviceType::CPU {
+        array.validate(schema, full).map_err(refused)?;
+        array
+    } else {
+        array.validate(schema, false).map_err(refused)?;
+        let array = array.to_host(schema)?;
+        if full {
+            array.validate(schema, true).map_err(refused)?;
+        }
+        array
+    };
+    import_validated(array, schema)
+}
+
+/// Moves a host-readable array, validated as its type needs, into arrow.
+fn import_validated(array: DeviceArray, schema: &SchemaView) -> Result<ArrayRef> {
+    let moved = take_ffi(array)?;
+    let ffi_schema = ffi_schema(schema);
+    // A panic inside arrow drops `moved`, which releases the array.
+    guard_quiet("arrow cannot import the array", || {
+        let data_type = DataType::try_from(ffi_schema).map_err(|e| arrow_err("arrow cannot import the array", e))?;
+        let owner = Arc::new(moved);
+        // SAFETY: a valid, validated, host-readable array of `data_type`.
+        if let Some(array) = unsafe { direct(c_array(&owner), &data_type, &owner) } {
+            return Ok(array);
+        }
+        let moved =
+            Arc::try_unwrap(owner).map_err(|_| Error::invalid("arrow cannot import the array: still shared"))?;
+        // SAFETY: as above.
+        let data = unsafe { from_ffi_and_data_type(moved, data_type) }
+            .map_err(|e| arrow_err("arrow cannot import the array", e))?;
+        Ok(make_array(data))
+    })
+}
+
+// ---- Direct export -------------------------------------------------------
+//
+// arrow-rs's FFI_ArrowArray::new starts from ArrayData (which `to_data`
+// builds for the purpose) and allocates the buffer list, the pointer list
+// and the private data apart. For the flat layouts (primitives, booleans)
+// ferry exports the array's own buffers with one allocation that holds
+// both the buffers (kept alive until the consumer's release) and their
+// pointers. Other layouts, and slices whose validity and values disagree
+// on the offset, go through FFI_ArrowArray::new.
+
+/// What a flat export keeps alive: the buffers and the pointer list the C
+/// struct points to.
+struct FlatExport {
+    _buffers: [Option<Buffer>; 2],
+    pointers: [*const std::os::raw::c_void; 2],
+}
+
+/// The release callback of a flat export: frees what it kept, once.
+unsafe extern "C" fn release_flat(array: *mut sys::ArrowArray) {
+    if array.is_null() || (*array).release.is_none() {
+        return;
+    }
+    // Dropping buffers (reference counts) cannot panic.
+    drop(Box::from_raw((*array).private_data as *mut FlatExport));
+    (*array).release = None;
+    (*array).private_data = ptr::null_mut();
+}
+
+/// The C array of validity `nulls` and `values`, both starting at bit
+/// (or element) `offset` of their buffers.
+fn flat_array(length: usize, offset: usize, nulls: Option<&NullBuffer>, values: Buffer) -> sys::ArrowArray {
+    let validity = nulls.map(|n| n.buffer().clone());
+    let pointers = [
+        validity
+            .as_ref()
+            .map_or(ptr::null(), |b| b.as_ptr() as *const std::os::raw::c_void),
+        values.as_ptr() as *const std::os::raw::c_void,
+    ];
+    let private = Box::into_raw(Box::new(FlatExport {
+        _buffers: [validity, Some(values)],
+        pointers,
+    }));
+    sys::ArrowArray {
+        length: length as i64,
+        null_count: nulls.map_or(0, |n| n.null_count()) as i64,
+        offset: offset as i64,
+        n_buffers: 2,
+        n_children: 0,
+        // SAFETY: the pointer list lives in the box until the release.
+        buffers: unsafe { ptr::addr_of_mut!((*private).pointers) } as *mut *const std::os::raw::c_void,
+        children: ptr::null_mut(),
+        dictionary: ptr::null_mut(),
+        release: Some(release_flat),
+        private_data: private as *mut std::os::raw::c_void,
+    }
+}
+
+fn flat_primitive<T: ArrowPrimitiveType>(array: &dyn Array) -> Option<sys::ArrowArray> {
+    let array = array.as_any().downcast_ref::<PrimitiveArray<T>>()?;
+    // The values are already sliced (offset 0); the validity must be too.
+    if array.nulls().is_some_and(|n| n.offset() != 0) {
+        return None;
+    }
+    Some(flat_array(
+        array.len(),
+        0,
+        array.nulls(),
+        array.values().inner().clone(),
+    ))
+}
+
+/// The flat export of `array`, or None where FFI_ArrowArray::new must do it.
+fn export_flat(array: &dyn Array) -> Option<sys::ArrowArray> {
+    match array.data_type() {
+        DataType::Int8 => flat_primitive::<Int8Type>(array),
+        DataType::Int16 => flat_primitive::<Int16Type>(array),
+        DataType::Int32 => flat_primitive::<Int32Type>(array),
+        DataType::Int64 => flat_primitive::<Int64Type>(array),
+        DataType::UInt8 => flat_primitive::<UInt8Type>(array),
+        DataType::UInt16 => flat_primitive::<UInt16Type>(array),
+        DataType::UInt32 => flat_primitive::<UInt32Type>(array),
+        DataType::UInt64 => flat_primitive::<UInt64Type>(array),
+        DataType::Float32 => flat_primitive::<Float32Type>(array),
+        DataType::Float64 => flat_primitive::<Float64Type>(array),
+        DataType::Date32 => flat_primitive::<Date32Type>(array),
+        DataType::Date64 => flat_primitive::<Date64Type>(array),
+        DataType::Boolean => {
+            let array = array.as_any().downcast_ref::<BooleanArray>()?;
+            let values = array.values();
+            let offset = values.offset();
+            if array.nulls().is_some_and(|n| n.offset() != offset) {
+                return None;
+            }
+            Some(flat_array(array.len(), offset, array.nulls(), values.inner().clone()))
+        }
+        _ => None,
+    }
+}
+
+/// What a record batch's flat export keeps: the children (each a flat
+/// export of its own, so that a consumer may move one out and release it
+/// apart, as the specification allows) and the lists the parent points to.
+struct BatchExport {
+    children: Box<[sys::ArrowArray]>,
+    child_pointers: Box<[*mut sys::ArrowArray]>,
+    buffers: [*const std::os::raw::c_void; 1],
+}
+
+/// The release callback of a batch export: releases the children still
+/// there (not moved out), then frees what it kept, once.
+unsafe extern "C" fn release_batch(array: *mut sys::ArrowArray) {
+    if array.is_null() || (*array).release.is_none() {
+        return;
+    }
+    let mut private = Box::from_raw((*array).private_data as *mut BatchExport);
+    for child in private.children.iter_mut() {
+        if let Some(release) = child.release {
+            release(child);
+        }
+    }
+    drop(private);
+    (*array).release = None;
+    (*array).private_data = ptr::null_mut();
+}
+
+/// A record batch as a struct array ("+s", no nulls) whose columns are all
+/// flat, or None where FFI_ArrowArray::new must do it.
+fn export_batch_flat(batch: &RecordBatch) -> Option<sys::ArrowArray> {
+    let mut children = Vec::with_capacity(batch.num_columns());
+    for column in batch.columns() {
+        match export_flat(column.as_ref()) {
+            Some(child) => children.push(child),
+            None => {
+                for mut child in children {
+                    // SAFETY: each is a live flat export of ours.
+                    unsafe { release_flat(&mut child) };
+                }
+                return None;
+            }
+        }
+    }
+    let mut children = children.into_boxed_slice();
+    let child_pointers: Box<[*mut sys::ArrowArray]> = children.iter_mut().map(|c| c as *mut sys::ArrowArray).collect();
+    let n_children = children.len() as i64;
+    let private = Box::into_raw(Box::new(BatchExport {
+        children,
+        child_pointers,
+        buffers: [ptr::null()],
+    }));
+    // SAFETY: `private` is ours until the release; the boxed slices do not
+    // move when the box does.
+    unsafe {
+        Some(sys::ArrowArray {
+            length: batch.num_rows() as i64,
+            null_count: 0,
+            offset: 0,
+            n_buffers: 1,
+            n_children,
+            buffers: (*private).buffers.as_mut_ptr(),
+            children: (*private).child_pointers.as_mut_ptr(),
+            dictionary: ptr::null_mut(),
+            release: Some(release_batch),
+            private_data: private as *mut std::os::raw::c_void,
+        })
+    }
+}
+
+// ---- Direct import -------------------------------------------------------
+//
+// arrow-rs's from_ffi goes through ArrayData (a builder, vectors of buffers
+// and children, a layout table, a realignment pass) and then make_array. For
+// the layouts whose buffers are plain values (primitives, booleans, structs
+// of them) ferry builds the arrow arrays straight from the C struct instead,
+// after its own validation: each buffer is a view of the C memory kept alive
+// by one shared owner (the C array, released when arrow drops the last
+// buffer), as from_ffi's are. Any other layout, a NULL or unaligned buffer,
+// or a shape arrow would refuse, answers None and the caller falls back to
+// from_ffi, which handles (or reports) it.
+
+/// The C struct inside arrow's FFI struct (identical layouts).
+fn c_array(owner: &Arc<FFI_ArrowArray>) -> &sys::ArrowArray {
+    // SAFETY: identical #[repr(C)] layouts; borrowed for as long as `owner`.
+    unsafe { &*(Arc::as_ptr(owner) as *const sys::ArrowArray) }
+}
+
+/// A view of `bytes` bytes of C memory at `ptr`, owned by `owner`; None
+/// for NULL or a pointer not aligned to `align`.
+///
+/// # Safety
+/// `ptr` must point to at least `bytes` readable bytes that live as long
+/// as `owner`.
+unsafe fn c_buffer(
+    ptr: *const std::os::raw::c_void,
+    bytes: usize,
+    align: usize,
+    owner: &Arc<FFI_ArrowArray>,
+) -> Option<Buffer> {
+    if ptr.is_null() || (ptr as usize) % align != 0 {
+        return None;
+    }
+    Some(Buffer::from_custom_allocation(
+        NonNull::new_unchecked(ptr as *mut u8),
+        bytes,
+        owner.clone(),
+    ))
+}
+
+/// The validity of `raw` (buffer 0): Some(None) when nothing is null.
+/// The producer's null count is taken as given, as from_ffi takes it (FULL
+/// validation checks it); -1 (unknown) is counted.
+unsafe fn c_nulls(raw: &sys::ArrowArray, owner: &Arc<FFI_ArrowArray>) -> Option<Option<NullBuffer>> {
+    if raw.null_count == 0 {
+        return Some(None);
+    }
+    let (offset, length) = (raw.offset as usize, raw.length as usize);
+    let bitmap = c_buffer(*raw.buffers, offset.checked_add(length)?.div_ceil(8), 1, owner)?;
+    let bits = BooleanBuffer::new(bitmap, offset, length);
+    Some(Some(if raw.null_count > 0 {
+        NullBuffer::new_unchecked(bits, raw.null_count as usize)
+    } else {
+        NullBuffer::new(bits)
+    }))
+}
+
+/// A primitive array of `T` over `raw`'s validity and values.
+unsafe fn c_primitive<T: ArrowPrimitiveType>(raw: &sys::ArrowArray, owner: &Arc<FFI_ArrowArray>) -> Option<ArrayRef> {
+    if raw.n_buffers != 2 {
+        return None;
+    }
+    let nulls = c_nulls(raw, owner)?;
+    let (offset, length) = (raw.offset as usize, raw.length as usize);
+    let size = std::mem::size_of::<T::Native>();
+    let values = c_buffer(
+        *raw.buffers.add(1),
+        offset.checked_add(length)?.checked_mul(size)?,
+        std::mem::align_of::<T::Native>(),
+        owner,
+    )?;
+    let values = ScalarBuffer::<T::Native>::new(values, offset, length);
+    Some(Arc::new(PrimitiveArray::<T>::try_new(values, nulls).ok()?))
+}
+
+/// The arrow array of `raw` (a validated, host-readable array of
+/// `data_type`, borrowed from `owner`), or None where from_ffi must do it.
+unsafe fn direct(raw: &sys::ArrowArray, data_type: &DataType, owner: &Arc<FFI_ArrowArray>) -> Option<ArrayRef> {
+    if raw.length < 0 || raw.offset < 0 || raw.length == 0 || !raw.dictionary.is_null() || raw.buffers.is_null() {
+        return None;
+    }
+    match data_type {
+        DataType::Int8 => c_primitive::<Int8Type>(raw, owner),
+        DataType::Int16 => c_primitive::<Int16Type>(raw, owner),
+        DataType::Int32 => c_primitive::<Int32Type>(raw, owner),
+        DataType::Int64 => c_primitive::<Int64Type>(raw, owner),
+        DataType::UInt8 => c_primitive::<UInt8Type>(raw, owner),
+        DataType::UInt16 => c_primitive::<UInt16Type>(raw, owner),
+        DataType::UInt32 => c_primitive::<UInt32Type>(raw, owner),
+        DataType::UInt64 => c_primitive::<UInt64Type>(raw, owner),
+        DataType::Float32 => c_primitive::<Float32Type>(raw, owner),
+        DataType::Float64 => c_primitive::<Float64Type>(raw, owner),
+        DataType::Date32 => c_primitive::<Date32Type>(raw, owner),
+        DataType::Date64 => c_primitive::<Date64Type>(raw, owner),
+        DataType::Boolean => {
+            if raw.n_buffers != 2 {
+                return None;
+            }
+            let nulls = c_nulls(raw, owner)?;
+            let (offset, length) = (raw.offset as usize, raw.length as usize);
+            let values = c_buffer(*raw.buffers.add(1), offset.checked_add(length)?.div_ceil(8), 1, owner)?;
+            Some(Arc::new(BooleanArray::new(
+                BooleanBuffer::new(values, offset, length),
+                nulls,
+            )))
+        }
+        DataType::Struct(fields) => Some(Arc::new(c_struct(raw, fields, owner)?)),
+        _ => None,
+    }
+}
+
+/// The struct array of `raw` (see [`direct`]), its children sliced by its
+/// offset as from_ffi slices them.
+unsafe fn c_struct(raw: &sys::ArrowArray, fields: &Fields, owner: &Arc<FFI_ArrowArray>) -> Option<StructArray> {
+    if raw.n_buffers != 1 || raw.n_children as usize != fields.len() || raw.children.is_null() {
+        return None;
+    }
+    let nulls = c_nulls(raw, owner)?;
+    let (offset, length) = (raw.offset as usize, raw.length as usize);
+    let mut columns = Vec::with_capacity(fields.len());
+    for (i, field) in fields.iter().enumerate() {
+        let child = *raw.children.add(i);
+        if child.is_null() {
+            return None;
+        }
+        let column = direct(&*child, field.data_type(), owner)?;
+        let column = match column.len() {
+            n if n == length && offset == 0 => column,
+            n if offset.checked_add(length).is_some_and(|end| n >= end) => column.slice(offset, length),
+            _ => return None,
+        };
+        columns.push(column);
+    }
+    StructArray::try_new(fields.clone(), columns, nulls).ok()
+}
+
+/// The embedded C array of `array`, moved into arrow's struct.
+fn take_ffi(mut array: DeviceArray) -> Result<FFI_ArrowArray> {
+    let mut moved = FFI_ArrowArray::empty();
+    // SAFETY: the embedded ArrowArray moves into arrow's struct through
+    // the core's move (which leaves ours released); the schema is only
+    // borrowed.
+    unsafe {
+        let embedded = sys::ferry_device_array_array(array.as_mut_ptr());
+        if sys::ferry_array_move(embedded, &mut moved as *mut FFI_ArrowArray as *mut sys::ArrowArray) != 0 {
+            return Err(Error::invalid("cannot import a released array into arrow"));
+        }
+    }
+    Ok(moved)
+}
+
 /// The record batch of an imported struct array, under `schema`.
 fn record_batch(array: ArrayRef, schema: SchemaRef) -> Result<RecordBatch> {
-    let rows = array.len();
     let structs = array
         .as_any()
         .downcast_ref::<StructArray>()
         .ok_or_else(|| Error::invalid("a record batch must be a struct array"))?;
+    struct_batch(structs.clone(), schema)
+}
+
+/// The record batch of a struct array without null rows, under `schema`.
+fn struct_batch(structs: StructArray, schema: SchemaRef) -> Result<RecordBatch> {
+    let rows = structs.len();
     if structs.null_count() > 0 {
         return Err(Error::invalid(format!(
             "a record batch cannot have null rows ({} of {rows} are null)",
             structs.null_count()
         )));
     }
-    let columns = structs.columns().to_vec();
+    let (_, columns, _) = structs.into_parts();
     let options = RecordBatchOptions::new().with_row_count(Some(rows));
     RecordBatch::try_new_with_options(schema, columns, &options).map_err(|e| arrow_err("invalid record batch", e))
 }
@@ -234,19 +705,49 @@ pub struct ArrowReader {
     stream: DeviceArrayStream,
     ferry_schema: Schema,
     schema: SchemaRef,
+    /// The struct type of the batches, made once (not parsed per batch).
+    data_type: DataType,
     /// The first failure, reported again on every later call.
     failed: Option<Error>,
 }
 
 impl ArrowReader {
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        match self.stream.next_array()? {
-            None => Ok(None),
-            Some(batch) => {
-                let array = batch.to_arrow(&self.ferry_schema)?;
-                record_batch(array, self.schema.clone()).map(Some)
+        let Some(batch) = self.stream.next_array()? else {
+            return Ok(None);
+        };
+        // The stream has validated the batch (against its schema, prepared
+        // once) at the level into_arrow_reader set.
+        let batch = if batch.device_type() == DeviceType::CPU {
+            batch
+        } else {
+            if self.stream.validation() == Validation::None {
+                // A move or copy trusts the structure.
+                batch
+                    .validate(&self.ferry_schema, false)
+                    .map_err(crate::array::validation_failed)?;
             }
-        }
+            batch.to_host(&self.ferry_schema)?
+        };
+        let moved = take_ffi(batch)?;
+        let data_type = &self.data_type;
+        let schema = &self.schema;
+        guard_quiet("arrow cannot import the batch", || {
+            let owner = Arc::new(moved);
+            if let DataType::Struct(fields) = data_type {
+                // SAFETY: a valid, validated, host-readable struct array of
+                // `data_type` (the stream's schema, as arrow reads it).
+                if let Some(structs) = unsafe { c_struct(c_array(&owner), fields, &owner) } {
+                    return struct_batch(structs, schema.clone()).map(Some);
+                }
+            }
+            let moved =
+                Arc::try_unwrap(owner).map_err(|_| Error::invalid("arrow cannot import the batch: still shared"))?;
+            // SAFETY: as above.
+            let data = unsafe { from_ffi_and_data_type(moved, data_type.clone()) }
+                .map_err(|e| arrow_err("arrow cannot import the batch", e))?;
+            struct_batch(StructArray::from(data), schema.clone()).map(Some)
+        })
     }
 }
 
@@ -299,10 +800,26 @@ where
         self.schema.to_owned_schema()
     }
     fn next(&mut self) -> Result<Option<DeviceArray>> {
+        DeviceArray::produce(|slot| self.next_into(slot))
+    }
+    fn next_into(&mut self, slot: &mut ArraySlot<'_>) -> Result<()> {
         match self.reader.next() {
-            None => Ok(None),
+            None => Ok(()),
             Some(Err(e)) => Err(Error::io(format!("the arrow reader failed: {e}"))),
-            Some(Ok(batch)) => DeviceArray::from_record_batch(&batch).map(|(array, _)| Some(array)),
+            // Only the array: the stream's schema was made once, in
+            // from_arrow_reader. Built in the consumer's struct.
+            // SAFETY: the slot is released and lent to us for this call.
+            Some(Ok(_)) if slot.is_filled() => Err(Error::invalid("the slot already holds a batch")),
+            Some(Ok(batch)) => unsafe {
+                let out = slot.as_mut_ptr();
+                match export_batch_flat(&batch) {
+                    Some(flat) => {
+                        ptr::write(ptr::addr_of_mut!((*out).array), flat);
+                        upgrade_in_place(out)
+                    }
+                    None => export_ffi_into(batch_ffi(batch)?, out),
+                }
+            },
         }
     }
 }
@@ -326,12 +843,17 @@ impl ArrowStreamExt for DeviceArrayStream {
     }
 
     fn into_arrow_reader(mut self) -> Result<ArrowReader> {
+        // The level first: schema() prepares the schema once for it.
         let ferry_schema = self.schema()?;
+        let level = arrow_level(&ferry_schema, self.validation());
+        self.set_validation(level);
         let schema = Arc::new(ferry_schema.to_arrow_schema()?);
+        let data_type = DataType::Struct(schema.fields().clone());
         Ok(ArrowReader {
             stream: self,
             ferry_schema,
             schema,
+            data_type,
             failed: None,
         })
     }

@@ -19,10 +19,14 @@
 //! Enable the feature of the arrow release your project uses; several may
 //! be enabled at once (each module is independent).
 //!
-//! Imports validate first: `to_arrow` runs the core's FULL validation
-//! (arrow-rs trusts offsets, UTF-8 and dictionary indices without checking
-//! them) and fails with the validator's finding; arrow-rs's own asserts are
-//! contained and reported as errors, with nothing printed.
+//! Imports validate first, once: `to_arrow` at DEFAULT (the structure),
+//! raised to FULL for types whose contents arrow-rs reads unchecked in safe
+//! code (offsets, UTF-8, views, dictionary keys, union type ids, run ends);
+//! `to_arrow_with(.., Validation::Full)` checks everything by choice. A
+//! finding is the validator's error; arrow-rs's own asserts are contained
+//! and reported as errors, with nothing printed. Flat layouts (primitives,
+//! booleans, structs of them) are built straight from the C struct and
+//! exported with one allocation; the rest goes through arrow-rs's `ffi`.
 //!
 //! [`DeviceArray`]: crate::DeviceArray
 //! [`Schema`]: crate::Schema
@@ -33,7 +37,7 @@
 /// (so that a user can name exactly the types ferry converts), and the
 /// conversions of `imp.rs`.
 macro_rules! arrow_release {
-    ($feature:literal, $module:ident, $arrow_array:ident, $arrow_schema:ident) => {
+    ($feature:literal, $module:ident, $arrow_array:ident, $arrow_schema:ident, $arrow_buffer:ident) => {
         #[cfg(feature = $feature)]
         #[doc = concat!("Conversions to and from arrow-rs ", $feature, " (feature `", $feature, "`).")]
         pub mod $module {
@@ -41,12 +45,15 @@ macro_rules! arrow_release {
             pub use $arrow_array as arrow_array;
             /// The arrow-rs crate this module converts to and from.
             pub use $arrow_schema as arrow_schema;
+            /// The arrow-rs buffer crate of this release (the buffers of the
+            /// arrays `to_arrow` builds).
+            pub use $arrow_buffer as arrow_buffer;
             include!("imp.rs");
         }
     };
 }
 
-arrow_release!("arrow-57", arrow57, arrow_array_57, arrow_schema_57);
-arrow_release!("arrow-58", arrow58, arrow_array_58, arrow_schema_58);
-arrow_release!("arrow-59", arrow59, arrow_array_59, arrow_schema_59);
-arrow_release!("arrow-60", arrow60, arrow_array_60, arrow_schema_60);
+arrow_release!("arrow-57", arrow57, arrow_array_57, arrow_schema_57, arrow_buffer_57);
+arrow_release!("arrow-58", arrow58, arrow_array_58, arrow_schema_58, arrow_buffer_58);
+arrow_release!("arrow-59", arrow59, arrow_array_59, arrow_schema_59, arrow_buffer_59);
+arrow_release!("arrow-60", arrow60, arrow_array_60, arrow_schema_60, arrow_buffer_60);

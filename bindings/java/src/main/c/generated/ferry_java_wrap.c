@@ -3334,6 +3334,183 @@ SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry
 }
 
 
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1to_1dlpack_1shared(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3, jlong jarg4, jlong jarg5, jlongArray jarg6) {
+  jint jresult = 0 ;
+  struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  void *arg3 = (void *) 0 ;
+  FerryReleaseHook arg4 = (FerryReleaseHook) 0 ;
+  void *arg5 = (void *) 0 ;
+  struct DLManagedTensorVersioned **arg6 = (struct DLManagedTensorVersioned **) 0 ;
+  struct FerryError *arg7 = (struct FerryError *) 0 ;
+  struct DLManagedTensorVersioned *temp6 = 0 ;
+  struct FerryError temp7 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp7);
+  arg7 = &temp7;
+  
+  arg1 = (struct ArrowSchema *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
+  arg3 = (void *)(intptr_t)jarg3; 
+  arg4 = (FerryReleaseHook)(intptr_t)jarg4; 
+  arg5 = (void *)(intptr_t)jarg5; 
+  
+  if (!jarg6 || (*jenv)->GetArrayLength(jenv, jarg6) < 1) {
+    ferry_jni_throw_illegal_argument(jenv, "out parameter must be an array of length >= 1");
+    return 0;
+  }
+  arg6 = &temp6;
+  
+  result = (int)ferry_device_array_to_dlpack_shared((struct ArrowSchema const *)arg1,(struct ArrowDeviceArray const *)arg2,arg3,arg4,arg5,arg6,arg7);
+  jresult = (jint)result; 
+  
+  {
+    jlong value = (jlong)(intptr_t)temp6;
+    (*jenv)->SetLongArrayRegion(jenv, jarg6, 0, 1, &value);
+  }
+  
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp7), "ferry_device_array_to_dlpack_shared");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1device_1array_1import(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5) {
+  jint jresult = 0 ;
+  struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArray *arg2 = (struct ArrowDeviceArray *) 0 ;
+  int arg3 ;
+  struct ArrowSchema *arg4 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArray *arg5 = (struct ArrowDeviceArray *) 0 ;
+  struct FerryError *arg6 = (struct FerryError *) 0 ;
+  struct FerryError temp6 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp6);
+  arg6 = &temp6;
+  
+  arg1 = (struct ArrowSchema *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowDeviceArray *)(intptr_t)jarg2; 
+  arg3 = (int)jarg3; 
+  arg4 = (struct ArrowSchema *)(intptr_t)jarg4; 
+  arg5 = (struct ArrowDeviceArray *)(intptr_t)jarg5; 
+  result = (int)ferry_device_array_import(arg1,arg2,arg3,arg4,arg5,arg6);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp6), "ferry_device_array_import");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1import(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jint jarg3, jlong jarg4, jlong jarg5) {
+  jint jresult = 0 ;
+  struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
+  struct ArrowArray *arg2 = (struct ArrowArray *) 0 ;
+  int arg3 ;
+  struct ArrowSchema *arg4 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArray *arg5 = (struct ArrowDeviceArray *) 0 ;
+  struct FerryError *arg6 = (struct FerryError *) 0 ;
+  struct FerryError temp6 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp6);
+  arg6 = &temp6;
+  
+  arg1 = (struct ArrowSchema *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowArray *)(intptr_t)jarg2; 
+  arg3 = (int)jarg3; 
+  arg4 = (struct ArrowSchema *)(intptr_t)jarg4; 
+  arg5 = (struct ArrowDeviceArray *)(intptr_t)jarg5; 
+  result = (int)ferry_array_import(arg1,arg2,arg3,arg4,arg5,arg6);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp6), "ferry_array_import");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1with_1schema(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+  jint jresult = 0 ;
+  struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  struct ArrowDeviceArrayStream *arg3 = (struct ArrowDeviceArrayStream *) 0 ;
+  struct FerryError *arg4 = (struct FerryError *) 0 ;
+  struct FerryError temp4 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp4);
+  arg4 = &temp4;
+  
+  arg1 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  arg3 = (struct ArrowDeviceArrayStream *)(intptr_t)jarg3; 
+  result = (int)ferry_array_stream_with_schema(arg1,arg2,arg3,arg4);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp4), "ferry_array_stream_with_schema");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1schema_1answers_1request(JNIEnv *jenv, jclass jcls, jlong jarg1, jlong jarg2, jlong jarg3) {
+  jint jresult = 0 ;
+  struct ArrowSchema *arg1 = (struct ArrowSchema *) 0 ;
+  struct ArrowSchema *arg2 = (struct ArrowSchema *) 0 ;
+  struct ArrowArray *arg3 = (struct ArrowArray *) 0 ;
+  struct FerryError *arg4 = (struct FerryError *) 0 ;
+  struct FerryError temp4 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  
+  ferry_error_init(&temp4);
+  arg4 = &temp4;
+  
+  arg1 = (struct ArrowSchema *)(intptr_t)jarg1; 
+  arg2 = (struct ArrowSchema *)(intptr_t)jarg2; 
+  arg3 = (struct ArrowArray *)(intptr_t)jarg3; 
+  result = (int)ferry_schema_answers_request((struct ArrowSchema const *)arg1,(struct ArrowSchema const *)arg2,(struct ArrowArray const *)arg3,arg4);
+  jresult = (jint)result; 
+  
+  if (result != FERRY_OK) {
+    ferry_jni_throw_ferry(jenv, result, ferry_error_message(&temp4), "ferry_schema_answers_request");
+    return 0;
+  }
+  
+  return jresult;
+}
+
+
 SWIGEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_FerryNativeJNI_ferry_1array_1stream_1to_1cpu_1stream(JNIEnv *jenv, jclass jcls, jlong jarg1, jint jarg2, jlong jarg3, jlong jarg4) {
   jint jresult = 0 ;
   struct ArrowDeviceArrayStream *arg1 = (struct ArrowDeviceArrayStream *) 0 ;

@@ -48,9 +48,16 @@ public final class DeviceArray implements AutoCloseable {
 
   /** Takes ownership of a filled slot and one hold on {@code schema}. */
   private DeviceArray(long slot, long slotAddress, SchemaOwner schema) {
+    this(Slab.chunk(slot), Slab.offset(slot) + FerryNative.FERRY_JNI_SLOT_INFO_OFFSET,
+        slotAddress, schema);
+  }
+
+  /** Takes ownership of the slot at {@code slotAddress} (its info at {@code info}
+   *  in {@code slab}) and one hold on {@code schema}. */
+  private DeviceArray(ByteBuffer slab, int info, long slotAddress, SchemaOwner schema) {
     this.schema = schema;
-    this.slab = Slab.chunk(slot);
-    this.info = Slab.offset(slot) + FerryNative.FERRY_JNI_SLOT_INFO_OFFSET;
+    this.slab = slab;
+    this.info = info;
     this.handle = new NativeHandle(this, slotAddress, schema, "DeviceArray");
     if (NativeHandle.LEAK_REPORT) handle.trackLeak(this::leakDescription);
   }
@@ -169,6 +176,25 @@ public final class DeviceArray implements AutoCloseable {
   /** The ArrowDeviceArray's address (borrowed; valid until close). */
   public long address() {
     return handle.checkedAddress();
+  }
+
+  /**
+   * Moves the array into a new DeviceArray object, without a native call or a copy
+   * (the same slot, schema and device), and closes this one: for code that hands
+   * the memory to another owner (a bridge whose vectors keep the array alive), so
+   * that a later {@code close()} of this object, by try-with-resources for
+   * instance, cannot release memory the new owner still reads. Waits for reads in
+   * flight; IllegalStateException when this array is closed. The caller owns the
+   * result.
+   */
+  public DeviceArray transfer() {
+    long a = handle.detach();
+    if (a == 0) throw new IllegalStateException("DeviceArray is closed");
+    // The schema hold travels with the slot (detach runs no free).
+    DeviceArray moved = new DeviceArray(slab, info, a, schema);
+    moved.hostAccessible = hostAccessible;
+    Reference.reachabilityFence(this);
+    return moved;
   }
 
   /** Throws IllegalStateException("DeviceArray is closed") once closed. */

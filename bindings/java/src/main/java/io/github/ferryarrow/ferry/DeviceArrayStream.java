@@ -107,6 +107,11 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     return new DeviceArrayStream(stream, validation);
   }
 
+  /** The level this stream validates its batches at (given to its import). */
+  public Validation validation() {
+    return validation;
+  }
+
   /** The ArrowDeviceArrayStream's address (borrowed; valid until close). */
   public long address() {
     return handle.checkedAddress();

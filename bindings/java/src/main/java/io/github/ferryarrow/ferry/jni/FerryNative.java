@@ -528,6 +528,26 @@ public class FerryNative implements FerryNativeConstants {
     return FerryNativeJNI.ferry_schema_copy(src, out);
   }
 
+  public static int ferry_device_array_to_dlpack_shared(long schema, long array, long consumer_stream, long release_hook, long user_data, long[] out) {
+    return FerryNativeJNI.ferry_device_array_to_dlpack_shared(schema, array, consumer_stream, release_hook, user_data, out);
+  }
+
+  public static int ferry_device_array_import(long schema, long array, int level, long schema_out, long array_out) {
+    return FerryNativeJNI.ferry_device_array_import(schema, array, level, schema_out, array_out);
+  }
+
+  public static int ferry_array_import(long schema, long array, int level, long schema_out, long array_out) {
+    return FerryNativeJNI.ferry_array_import(schema, array, level, schema_out, array_out);
+  }
+
+  public static int ferry_array_stream_with_schema(long src, long schema, long out) {
+    return FerryNativeJNI.ferry_array_stream_with_schema(src, schema, out);
+  }
+
+  public static int ferry_schema_answers_request(long have, long want, long array) {
+    return FerryNativeJNI.ferry_schema_answers_request(have, want, array);
+  }
+
   public static int ferry_array_stream_to_cpu_stream(long src, int validate, long flags, long out) {
     return FerryNativeJNI.ferry_array_stream_to_cpu_stream(src, validate, flags, out);
   }

@@ -158,6 +158,11 @@ public class FerryNativeJNI {
   public final static native int ferry_device_array_export_shared(long jarg1, long jarg2, long jarg3, long jarg4);
   public final static native int ferry_schema_export_shared(long jarg1, long jarg2, long jarg3, long jarg4);
   public final static native int ferry_schema_copy(long jarg1, long jarg2);
+  public final static native int ferry_device_array_to_dlpack_shared(long jarg1, long jarg2, long jarg3, long jarg4, long jarg5, long[] jarg6);
+  public final static native int ferry_device_array_import(long jarg1, long jarg2, int jarg3, long jarg4, long jarg5);
+  public final static native int ferry_array_import(long jarg1, long jarg2, int jarg3, long jarg4, long jarg5);
+  public final static native int ferry_array_stream_with_schema(long jarg1, long jarg2, long jarg3);
+  public final static native int ferry_schema_answers_request(long jarg1, long jarg2, long jarg3);
   public final static native int ferry_array_stream_to_cpu_stream(long jarg1, int jarg2, long jarg3, long jarg4);
   public final static native int ferry_array_stream_from_cpu_stream(long jarg1, long jarg2);
   public final static native long ferry_jni_import_array(long jarg2, long jarg3, int jarg4);

@@ -33,6 +33,25 @@ public final class Testing {
   /** n C-to-C static handoffs; elapsed ns. */
   public static native long cToCLoop(long n);
 
+  // ---- the peer benchmark's C side (src/test/c/ferry_jni_peer.c) ----
+
+  /** Fills a static int32 array of 1024 values with 103 nulls (an ArrowDeviceArray
+   *  on the CPU, whose first member is the plain ArrowArray) and its schema;
+   *  either address may be 0. */
+  public static native void peerArray(long schemaOut, long arrayOut);
+
+  /** A C consumer: reads an ArrowArray (or a device array's first member) and
+   *  its schema, releases both; -1 when either is released. */
+  public static native long peerConsume(long array, long schema);
+
+  /** Fills a stream of n record batches struct&lt;v: int32&gt; (the array above):
+   *  an ArrowDeviceArrayStream when device, else a plain ArrowArrayStream. */
+  public static native int peerStream(long streamOut, boolean device, long n);
+
+  /** A C consumer of a whole stream (schema, every batch, release); the number of
+   *  batches, -1 on an error. */
+  public static native long peerPull(long stream, boolean device);
+
   /** Raw Java-to-C JNI call: returns x + 1. */
   public static native long noop(long x);
 
