@@ -4,14 +4,15 @@
 #   ./dev.sh test   (every test)
 # Both install what is missing (quietly when present) and build first.
 # Other subcommands: check (the quick check, under 5 minutes), deps, build,
-# bench, fuzz, gpu-test, gpu-bundle, regen, clean.
+# bench, fuzz, gpu-test, gpu-bundle, regen, release (every package a release
+# uploads, into build/dist/, each checked as its registry would), clean.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export FERRY_ROOT="$ROOT"
 export FERRY_BUILD_DIR="${FERRY_BUILD_DIR:-$ROOT/build}"
 
 usage() {
-  sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -38,6 +39,9 @@ case "$cmd" in
   # One archive under build/ to run the GPU checks on a GPU machine (run.sh).
   gpu-bundle) bash "$ROOT/scripts/deps.sh" all && build_all && bash "$ROOT/scripts/gpu_bundle.sh" "$@" ;;
   regen) bash "$ROOT/generators/regen.sh" "$@" ;;
+  # The jar carries the JNI library the build makes (scripts/release.sh).
+  release) bash "$ROOT/scripts/deps.sh" all && bash "$ROOT/scripts/build.sh" &&
+    bash "$ROOT/scripts/release.sh" "$@" ;;
   clean) rm -rf "$FERRY_BUILD_DIR" ;;
   *) usage ;;
 esac

@@ -147,8 +147,10 @@ step features "$ROOT/scripts/check_features.sh"
 step new-user --locks tree-java,tree-python "$ROOT/scripts/new_user_test.sh"
 # Every package a release uploads, checked as its registry would and installed
 # from an empty folder (./dev.sh release; --check: one CPython's wheel). It
-# writes the Python package's sdist metadata into bindings/python.
-step release --locks tree-python "$ROOT/scripts/release.sh" --check
+# writes the Python package's sdist metadata into bindings/python, and its
+# cargo package shares the unpacked -sys crate in CARGO_HOME with the Rust
+# step's (each removes a stale one).
+step release --locks tree-python,tree-rust "$ROOT/scripts/release.sh" --check
 # docs/cases.md conformance of every runtime's plugin, one plugin per process.
 step conformance "$ROOT/tests/conformance/run.sh"
 step gpu-bundle "$ROOT/scripts/gpu_bundle.sh" --test

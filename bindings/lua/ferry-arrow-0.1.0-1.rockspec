@@ -28,10 +28,13 @@ Lua 5.4 (a C module over libferry) and LuaJIT (the FFI over libferry).]],
   maintainer = "the ferry developers",
   labels = { "arrow", "gpu", "cuda", "rocm", "dlpack", "ffi", "zero-copy" },
 }
--- Lua 5.4 or LuaJIT (5.1): ferry_core is the Lua 5.4 module; built for any
--- other Lua it only tells LuaJIT's FFI backend where libferry is.
+-- The Lua versions tested (bindings/lua/test.sh): 5.4 and LuaJIT, which
+-- LuaRocks sees as Lua 5.1 (so PUC Lua 5.1 is admitted too: LuaRocks cannot
+-- tell them apart). 5.2 and 5.3 were never tested and are refused.
+-- ferry_core is the Lua 5.4 module; built for LuaJIT it only tells the FFI
+-- backend where libferry is.
 dependencies = {
-  "lua >= 5.1",
+  "lua >= 5.1, < 5.5, ~= 5.2, ~= 5.3",
 }
 external_dependencies = {
   FERRY = {

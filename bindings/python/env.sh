@@ -22,9 +22,10 @@ ferry_python_venv() {
       python3 -m venv "$VENV" || { echo "python: cannot create $VENV" >&2; return 1; }
     fi
   fi
-  if ! "$PY" -c "import cffi, numpy, pyarrow, nanoarrow, polars, pytest, setuptools, wheel" 2>/dev/null; then
+  # setuptools 77: pyproject.toml's license metadata in its PEP 639 form.
+  if ! "$PY" -c "import cffi, numpy, pyarrow, nanoarrow, polars, pytest, setuptools, wheel, sys; sys.exit(int(setuptools.__version__.split('.')[0]) < 77)" 2>/dev/null; then
     echo "python: installing the test dependencies into $VENV (PyPI)"
-    "$PY" -m pip install -q --disable-pip-version-check ${FERRY_PYTHON_DEPS:-cffi numpy pyarrow nanoarrow polars pytest "setuptools>=61" wheel} ||
+    "$PY" -m pip install -q --disable-pip-version-check ${FERRY_PYTHON_DEPS:-cffi numpy pyarrow nanoarrow polars pytest "setuptools>=77" wheel} ||
       { echo "python: pip install failed" >&2; return 1; }
   fi
 }

@@ -73,10 +73,13 @@ static int device_type_is_shared(int32_t type) {
 /* ---- export
  * ------------------------------------------------------------------------------ */
 
-/* One allocation: the tensor, the array it owns, its shape and stride. */
+/* One allocation: the tensor, the array it owns (moved in) or the hook
+ * that gives a borrowed one back (shared), its shape and stride. */
 struct FerryDlpackExport {
   DLManagedTensorVersioned tensor;
-  struct ArrowDeviceArray array;
+  struct ArrowDeviceArray array; /* released when shared */
+  FerryReleaseHook hook;         /* shared: called once by the deleter */
+  void* user_data;
   int64_t shape[1];
   int64_t strides[1];
 };
@@ -84,15 +87,20 @@ struct FerryDlpackExport {
 static void release_exported_tensor(DLManagedTensorVersioned* self) {
   if (self == NULL) return;
   struct FerryDlpackExport* exported = (struct FerryDlpackExport*)self->manager_ctx;
-  ferry_device_array_release(&exported->array);
+  FerryReleaseHook hook = exported->hook;
+  void* user_data = exported->user_data;
+  if (exported->array.array.release != NULL) ferry_device_array_release(&exported->array);
   free(exported);
+  if (hook != NULL) hook(user_data);
 }
 
-/* Borrows `schema` and `consumer_stream`; moves `array` on success. */
-int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
-                                 struct ArrowDeviceArray* array, void* consumer_stream,
-                                 struct DLManagedTensorVersioned** out,
-                                 struct FerryError* error) {
+/* Borrows `schema` and `consumer_stream`; on success moves `array` into the
+ * tensor (`move`), or borrows it and keeps `hook` for the deleter. */
+static int ferry_dlpack_export(const struct ArrowSchema* schema,
+                               const struct ArrowDeviceArray* array, int move,
+                               FerryReleaseHook hook, void* user_data, void* consumer_stream,
+                               struct DLManagedTensorVersioned** out,
+                               struct FerryError* error) {
   if (schema == NULL || schema->release == NULL || schema->format == NULL) {
     return ferry__set_error(error, EINVAL,
                            "schema must be a live (not NULL, not released) schema with a "
@@ -173,6 +181,8 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
   DLManagedTensorVersioned* tensor = &exported->tensor;
   memset(tensor, 0, sizeof(*tensor));
   exported->array.array.release = NULL; /* the move below needs a released slot */
+  exported->hook = hook;
+  exported->user_data = user_data;
   tensor->version.major = DLPACK_MAJOR_VERSION;
   tensor->version.minor = DLPACK_MINOR_VERSION;
   tensor->manager_ctx = exported;
@@ -193,9 +203,26 @@ int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
   t->dtype.lanes = 1;
   t->shape = exported->shape;
   t->strides = exported->strides;
-  ferry_device_array_move(array, &exported->array);
+  if (move) ferry_device_array_move((struct ArrowDeviceArray*)array, &exported->array);
   *out = tensor;
   return FERRY_OK;
+}
+
+int ferry_device_array_to_dlpack(const struct ArrowSchema* schema,
+                                 struct ArrowDeviceArray* array, void* consumer_stream,
+                                 struct DLManagedTensorVersioned** out,
+                                 struct FerryError* error) {
+  return ferry_dlpack_export(schema, array, 1, NULL, NULL, consumer_stream, out, error);
+}
+
+/* Borrows `schema`, `array` and `consumer_stream`; the deleter calls `hook`. */
+int ferry_device_array_to_dlpack_shared(const struct ArrowSchema* schema,
+                                        const struct ArrowDeviceArray* array,
+                                        void* consumer_stream, FerryReleaseHook release_hook,
+                                        void* user_data, struct DLManagedTensorVersioned** out,
+                                        struct FerryError* error) {
+  return ferry_dlpack_export(schema, array, 0, release_hook, user_data, consumer_stream, out,
+                             error);
 }
 
 /* ---- import

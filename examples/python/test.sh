@@ -27,7 +27,7 @@ metadata="$(python3 -c 'import sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 print(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode())' "${wheel[0]}" 2>&1)"
 missing=""
-for field in "Name: ferry-arrow" "Version: " "Summary: " "License: Apache-2.0" "Project-URL: "; do
+for field in "Name: ferry-arrow" "Version: " "Summary: " "License-Expression: Apache-2.0" "License-File: LICENSE" "Project-URL: "; do
   grep -F -- "$field" <<<"$metadata" >/dev/null || missing="$missing [$field]"
 done
 if [ "${#wheel[@]}" -eq 1 ] && [ -f "${wheel[0]}" ] && [ -z "$missing" ]; then

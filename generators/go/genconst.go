@@ -49,6 +49,7 @@ var rules = []rule{
 	{"FERRY_VALIDATE_", "Validate", "ValidateLevel", "Validation levels of ferry_validate_device_array."},
 	{"FERRY_SYNC_", "Sync", "SyncPolicy", "How an asynchronous export treats the producer's device stream."},
 	{"FERRY_ASYNC_EXPORT_", "AsyncExport", "int32", "Flags of ferry_async_export_stream."},
+	{"FERRY_CPU_STREAM_", "CPUStream", "int64", "Flags of ferry_array_stream_to_cpu_stream."},
 	{"FERRY_ABI_VERSION", "ABIVersion", "int32", "The ABI version these bindings were generated from."},
 	{"FERRY_VERSION_STRING", "VersionString", "string", "The library version these bindings were generated from."},
 	{"FERRY_VERSION_", "Version", "int", "Version numbers these bindings were generated from."},

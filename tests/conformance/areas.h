@@ -4,7 +4,8 @@
  *   area_errors.c  3. bad case strings
  *   area_inject.c  4. injected failures
  *   area_check.c   5. the plugin's checkers on C reference data, correct and tampered
- *   area_thread.c  6. per-thread last error, exports on other threads */
+ *   area_thread.c  6. per-thread last error, exports on other threads
+ *   area_async.c   7. async device streams (ferry_it_export_async & co) */
 #ifndef FERRY_CONFORMANCE_AREAS_H
 #define FERRY_CONFORMANCE_AREAS_H
 
@@ -33,6 +34,11 @@ void run_tampering(struct suite* s);
 
 /* area "thread". */
 void run_threads(struct suite* s);
+
+/* area "async" (area_async.c): the async entry points both ways with the C
+ * reference, and the plugin's checking consumer against scripted producers
+ * that break one rule each. `device` (NULL: none) replaces device=sim. */
+void run_async(struct suite* s, const char* device);
 
 /* Shared by the areas: the raw stream callbacks with the checks every call
  * needs. Each returns the callback's code. */

@@ -16,7 +16,7 @@
  *
  * With --case, only the given cases run (every area a case applies to);
  * --area limits a default run to some of: export stream errors inject check
- * tamper thread. --device cuda|rocm runs the default lists with every sim
+ * tamper thread async. --device cuda|rocm runs the default lists with every sim
  * case on that device instead (a GPU, or ferry's driver emulations); the
  * areas tamper and thread, written for memory the host can change, do not
  * run then. */
@@ -42,12 +42,11 @@ struct options {
 };
 
 static void usage(void) {
-  fprintf(
-      stderr,
-      "usage: ferry_it_host conformance PLUGIN.so [--case CASE]... [--area AREA]...\n"
-      "                                  [--verbose] [--reference C_PLUGIN.so]\n"
-      "                                  [--device cuda|rocm]\n"
-      "areas: export stream errors inject check tamper thread\n");
+  fprintf(stderr,
+          "usage: ferry_it_host conformance PLUGIN.so [--case CASE]... [--area AREA]...\n"
+          "                                  [--verbose] [--reference C_PLUGIN.so]\n"
+          "                                  [--device cuda|rocm]\n"
+          "areas: export stream errors inject check tamper thread async\n");
 }
 
 static int parse_options(int argc, char** argv, struct options* o) {
@@ -367,6 +366,16 @@ int conformance_main(int argc, char** argv) {
     if (area_on(&o, "errors")) run_errors(&s);
     if (area_on(&o, "tamper")) run_tampering(&s);
     if (area_on(&o, "thread")) run_threads(&s);
+    if (area_on(&o, "async")) {
+      int available =
+          o.device == NULL ||
+          (strcmp(o.device, "cuda") == 0 ? s.cuda_available : s.rocm_available);
+      if (available) {
+        run_async(&s, o.device);
+      } else {
+        suite_skip(&s, "async", "(every async case)", "the device is not available");
+      }
+    }
   }
   struct timespec end;
   clock_gettime(CLOCK_MONOTONIC, &end);

@@ -22,7 +22,7 @@ HOST="$BUILD/bin/ferry_it_host"
 SAN="$BUILD/san-address-undefined"
 RUNTIMES="${FERRY_CONFORMANCE_RUNTIMES:-$(ferry_runtimes)}"
 REQUIRE=" ${FERRY_CONFORMANCE_REQUIRE:-$RUNTIMES} "
-AREAS="${FERRY_CONFORMANCE_AREAS:-export stream errors inject check tamper thread}"
+AREAS="${FERRY_CONFORMANCE_AREAS:-export stream errors inject check tamper thread async}"
 # With --case or --area on the command line: one process per plugin, as asked.
 for arg in "$@"; do
   if [ "$arg" = --case ] || [ "$arg" = --area ]; then AREAS=given; fi

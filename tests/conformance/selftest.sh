@@ -43,4 +43,6 @@ expect leak_export "ferry_it_live_allocations() of misbehaving is"
 expect wrong_message "expected exactly \"injected failure at export\""
 expect stop_early "check_stream accepted it"
 expect swallow_failure "check_stream accepted it (the expected get_next failure never comes)"
+expect async_lenient "the checking consumer accepted a producer that broke the rule"
+expect async_double_release "async consumer: release was called after the handler's release"
 finish

@@ -166,6 +166,17 @@ int ferry_async_consumer_wait_released(struct FerryAsyncConsumer* consumer, int6
 void ferry_async_consumer_cancel(struct FerryAsyncConsumer* consumer);
 void ferry_async_consumer_free(struct FerryAsyncConsumer* consumer);
 int ferry_async_consumer_to_stream(struct FerryAsyncConsumer* consumer, int64_t timeout_ms, struct ArrowDeviceArrayStream* out, struct FerryError* error);
+int ferry_array_export_shared(const struct ArrowArray* src, struct ArrowArray* out, FerryReleaseHook release_hook, void* user_data, struct FerryError* error);
+int ferry_device_array_export_shared(const struct ArrowDeviceArray* src, struct ArrowDeviceArray* out, FerryReleaseHook release_hook, void* user_data, struct FerryError* error);
+int ferry_schema_export_shared(const struct ArrowSchema* src, struct ArrowSchema* out, FerryReleaseHook release_hook, void* user_data, struct FerryError* error);
+int ferry_schema_copy(const struct ArrowSchema* src, struct ArrowSchema* out, struct FerryError* error);
+int ferry_device_array_to_dlpack_shared(const struct ArrowSchema* schema, const struct ArrowDeviceArray* array, void* consumer_stream, FerryReleaseHook release_hook, void* user_data, struct DLManagedTensorVersioned** out, struct FerryError* error);
+int ferry_device_array_import(struct ArrowSchema* schema, struct ArrowDeviceArray* array, int level, struct ArrowSchema* schema_out, struct ArrowDeviceArray* array_out, struct FerryError* error);
+int ferry_array_import(struct ArrowSchema* schema, struct ArrowArray* array, int level, struct ArrowSchema* schema_out, struct ArrowDeviceArray* array_out, struct FerryError* error);
+int ferry_array_stream_with_schema(struct ArrowDeviceArrayStream* src, struct ArrowSchema* schema, struct ArrowDeviceArrayStream* out, struct FerryError* error);
+int ferry_schema_answers_request(const struct ArrowSchema* have, const struct ArrowSchema* want, const struct ArrowArray* array, struct FerryError* error);
+int ferry_array_stream_to_cpu_stream(struct ArrowDeviceArrayStream* src, int validate, int64_t flags, struct ArrowArrayStream* out, struct FerryError* error);
+int ferry_array_stream_from_cpu_stream(struct ArrowArrayStream* src, struct ArrowDeviceArrayStream* out, struct FerryError* error);
 typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
 typedef enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLOpenCL = 4, kDLVulkan = 7, kDLMetal = 8, kDLVPI = 9, kDLROCM = 10, kDLROCMHost = 11, kDLExtDev = 12, kDLCUDAManaged = 13, kDLOneAPI = 14, kDLWebGPU = 15, kDLHexagon = 16, kDLMAIA = 17, kDLTrn = 18, } DLDeviceType;
 typedef struct { DLDeviceType device_type; int32_t device_id; } DLDevice;
@@ -200,6 +211,8 @@ typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_c
     DLPACK_MINOR_VERSION = 1,
     FERRY_ABI_VERSION = 1,
     FERRY_ASYNC_EXPORT_DEFAULT = 0,
+    FERRY_CPU_STREAM_COPY_TO_HOST = 1,
+    FERRY_CPU_STREAM_RECORD_BATCHES = 2,
     FERRY_ERROR_MESSAGE_SIZE = 1024,
     FERRY_OK = 0,
     FERRY_SIM_DEVICE_COUNT = 4,
@@ -524,6 +537,28 @@ typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_c
       params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" } } },
     { name = "ferry_async_consumer_to_stream", ret = "int", result = "integer",
       params = { { type = "struct FerryAsyncConsumer*", name = "consumer", role = "pointer" }, { type = "int64_t", name = "timeout_ms", role = "integer" }, { type = "struct ArrowDeviceArrayStream*", name = "out", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_array_export_shared", ret = "int", result = "integer",
+      params = { { type = "const struct ArrowArray*", name = "src", role = "pointer" }, { type = "struct ArrowArray*", name = "out", role = "pointer" }, { type = "FerryReleaseHook", name = "release_hook", role = "function" }, { type = "void*", name = "user_data", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_device_array_export_shared", ret = "int", result = "integer",
+      params = { { type = "const struct ArrowDeviceArray*", name = "src", role = "pointer" }, { type = "struct ArrowDeviceArray*", name = "out", role = "pointer" }, { type = "FerryReleaseHook", name = "release_hook", role = "function" }, { type = "void*", name = "user_data", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_schema_export_shared", ret = "int", result = "integer",
+      params = { { type = "const struct ArrowSchema*", name = "src", role = "pointer" }, { type = "struct ArrowSchema*", name = "out", role = "pointer" }, { type = "FerryReleaseHook", name = "release_hook", role = "function" }, { type = "void*", name = "user_data", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_schema_copy", ret = "int", result = "integer",
+      params = { { type = "const struct ArrowSchema*", name = "src", role = "pointer" }, { type = "struct ArrowSchema*", name = "out", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_device_array_to_dlpack_shared", ret = "int", result = "integer",
+      params = { { type = "const struct ArrowSchema*", name = "schema", role = "pointer" }, { type = "const struct ArrowDeviceArray*", name = "array", role = "pointer" }, { type = "void*", name = "consumer_stream", role = "pointer" }, { type = "FerryReleaseHook", name = "release_hook", role = "function" }, { type = "void*", name = "user_data", role = "pointer" }, { type = "struct DLManagedTensorVersioned**", name = "out", role = "out_pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_device_array_import", ret = "int", result = "integer",
+      params = { { type = "struct ArrowSchema*", name = "schema", role = "pointer" }, { type = "struct ArrowDeviceArray*", name = "array", role = "pointer" }, { type = "int", name = "level", role = "integer" }, { type = "struct ArrowSchema*", name = "schema_out", role = "pointer" }, { type = "struct ArrowDeviceArray*", name = "array_out", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_array_import", ret = "int", result = "integer",
+      params = { { type = "struct ArrowSchema*", name = "schema", role = "pointer" }, { type = "struct ArrowArray*", name = "array", role = "pointer" }, { type = "int", name = "level", role = "integer" }, { type = "struct ArrowSchema*", name = "schema_out", role = "pointer" }, { type = "struct ArrowDeviceArray*", name = "array_out", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_array_stream_with_schema", ret = "int", result = "integer",
+      params = { { type = "struct ArrowDeviceArrayStream*", name = "src", role = "pointer" }, { type = "struct ArrowSchema*", name = "schema", role = "pointer" }, { type = "struct ArrowDeviceArrayStream*", name = "out", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_schema_answers_request", ret = "int", result = "integer",
+      params = { { type = "const struct ArrowSchema*", name = "have", role = "pointer" }, { type = "const struct ArrowSchema*", name = "want", role = "pointer" }, { type = "const struct ArrowArray*", name = "array", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_array_stream_to_cpu_stream", ret = "int", result = "integer",
+      params = { { type = "struct ArrowDeviceArrayStream*", name = "src", role = "pointer" }, { type = "int", name = "validate", role = "integer" }, { type = "int64_t", name = "flags", role = "integer" }, { type = "struct ArrowArrayStream*", name = "out", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
+    { name = "ferry_array_stream_from_cpu_stream", ret = "int", result = "integer",
+      params = { { type = "struct ArrowArrayStream*", name = "src", role = "pointer" }, { type = "struct ArrowDeviceArrayStream*", name = "out", role = "pointer" }, { type = "struct FerryError*", name = "error", role = "error" } } },
   },
   excluded = {
     ferry_error_init = "the error buffer is hidden: messages are results",

@@ -9,9 +9,28 @@ the ratio ferry / peer for:
   2. from_dlpack of a NumPy array: ferry.from_dlpack vs numpy.from_dlpack;
   3. __dlpack__ of the same data: a ferry DeviceArray vs a NumPy array, with
      the keywords a from_dlpack consumer passes (max_version=(1, 1)).
+Then, against nanoarrow's Python package and pyarrow, the median of
+per-round ratios (each round times ferry and the peer back to back, in
+alternating order, so that a noisy neighbour slows both alike), with the
+spread (lowest and highest round) and the median ns of each side:
+  4. ferry.device_array(obj) vs nanoarrow.c_array(obj), obj a producer with
+     only __arrow_c_array__ (both call it once; ferry validates at DEFAULT,
+     nanoarrow does not, so a second line skips ferry's validation);
+  5. capsule export: DeviceArray.__arrow_c_array__ vs pyarrow's, the
+     capsules dropped (released) at once;
+  6. a stream of 1,000 int32 x 1024 batches made from Python and read to the
+     end through the C stream interface: DeviceArrayStream.from_batches vs
+     nanoarrow's CArrayStream.from_c_arrays, read by nanoarrow's consumer
+     (ferry's stream goes through the core's CPU adapter) and by ferry's
+     (nanoarrow's through the core's reverse adapter); ferry's batches are
+     fresh DeviceArrays each round (from_batches moves them out), made
+     before the clock starts.
 Target: every ratio at most 1.0. Usage: python interchange.py [--quick]
 """
+import os
+import statistics
 import sys
+import time
 import timeit
 
 import numpy as np
@@ -83,6 +102,113 @@ def main():
             worst = max(worst, ratio)
         print(f"{name:48} {ferry_ns:9.0f} {peer:>8} {peer_ns:9.0f} {ratio:6.2f}x")
     print(f"worst ratio {worst:.2f}x (target <= 1.00x)")
+    print()
+    peers()
+
+
+ROUNDS = 7 if QUICK else 25
+
+
+def median_ratio(ferry_fn, peer_fn, number, setup=None):
+    """Median of per-round ratios ferry / peer, the lowest and highest
+    round, and the median ns per call of each side. `setup` (optional)
+    makes the argument of ferry_fn for the round, outside the clock."""
+    ratios, ferry_ns, peer_ns = [], [], []
+    for r in range(ROUNDS):
+        arg = setup() if setup is not None else None
+        run_ferry = (lambda: ferry_fn(arg)) if setup is not None else ferry_fn
+        pair = [(run_ferry, ferry_ns), (peer_fn, peer_ns)]
+        if r % 2:
+            pair.reverse()
+        times = {}
+        for fn, sink in pair:
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times[id(sink)] = (time.perf_counter() - t0) / number * 1e9
+            sink.append(times[id(sink)])
+        ratios.append(times[id(ferry_ns)] / times[id(peer_ns)])
+    return statistics.median(ratios), min(ratios), max(ratios), statistics.median(ferry_ns), \
+        statistics.median(peer_ns)
+
+
+def peers():
+    import nanoarrow as na
+    from nanoarrow.c_array import c_array
+    from nanoarrow.c_array_stream import CArrayStream, c_array_stream
+
+    values = np.arange(1024, dtype=np.int32)
+    source = ferry.device_array(pa.array(values))
+    pa_source = pa.array(values)
+
+    class OnlyCArray:
+        """A producer with only __arrow_c_array__ (no device protocol)."""
+        __slots__ = ("inner",)
+
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __arrow_c_array__(self, requested_schema=None):
+            return self.inner.__arrow_c_array__(requested_schema)
+
+    obj = OnlyCArray(source)
+    n = 2000 if QUICK else 10000
+    rows = [
+        ("device_array(obj) vs c_array(obj)", "nanoarrow", "ferry validates (DEFAULT)",
+         median_ratio(lambda: ferry.device_array(obj), lambda: c_array(obj), n)),
+        ("  the same, validate=False", "nanoarrow", "same work",
+         median_ratio(lambda: ferry.device_array(obj, validate=False), lambda: c_array(obj), n)),
+        ("export __arrow_c_array__ capsules", "pyarrow", "same work",
+         median_ratio(source.__arrow_c_array__, pa_source.__arrow_c_array__, n)),
+    ]
+
+    batches = 1000
+    schema = source.schema
+    c_schema = na.c_schema(schema)
+    c_batch = c_array(source)
+
+    def fresh_batches():
+        export = source.__arrow_c_device_array__
+        return [ferry.DeviceArray.from_capsules(*export(), validate=False) for _ in range(batches)]
+
+    def ferry_to_nanoarrow(batch_list):
+        for _ in c_array_stream(ferry.DeviceArrayStream.from_batches(schema, batch_list)):
+            pass
+
+    def nanoarrow_to_nanoarrow():
+        for _ in CArrayStream.from_c_arrays([c_batch] * batches, c_schema):
+            pass
+
+    def ferry_to_ferry(batch_list):
+        with ferry.DeviceArrayStream.from_batches(schema, batch_list) as stream:
+            for batch in stream:
+                batch.close()
+
+    def nanoarrow_to_ferry():
+        with ferry.device_stream(CArrayStream.from_c_arrays([c_batch] * batches, c_schema)) as stream:
+            for batch in stream:
+                batch.close()
+
+    for name, ferry_fn, peer_fn in [
+            ("stream from_batches, read by nanoarrow", ferry_to_nanoarrow, nanoarrow_to_nanoarrow),
+            ("stream from_batches, read by ferry", ferry_to_ferry, nanoarrow_to_ferry)]:
+        ratio = median_ratio(ferry_fn, peer_fn, 1, setup=fresh_batches)
+        # Per batch, not per stream.
+        rows.append((name + " (per batch)", "nanoarrow", "same work (no validation)",
+                     ratio[:3] + (ratio[3] / batches, ratio[4] / batches)))
+
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"peers: nanoarrow {na.__version__}, pyarrow {pa.__version__}; median of {ROUNDS} "
+          f"per-round ratios (interleaved), spread = lowest..highest round; load after {load}")
+    print(f"{'operation':52} {'ferry ns':>9} {'peer':>9} {'peer ns':>9} {'ratio':>6} "
+          f"{'spread':>11}  work")
+    worst = 0.0
+    for name, peer, work, (ratio, low, high, ferry_ns, peer_ns) in rows:
+        if not name.startswith(" "):
+            worst = max(worst, ratio)
+        print(f"{name:52} {ferry_ns:9.0f} {peer:>9} {peer_ns:9.0f} {ratio:5.2f}x "
+              f"{low:5.2f}..{high:4.2f}  {work}")
+    print(f"worst peer ratio {worst:.2f}x (target <= 1.00x)")
 
 
 if __name__ == "__main__":

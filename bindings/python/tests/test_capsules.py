@@ -153,6 +153,89 @@ def test_requested_schema_and_future_keywords():
     arr.close()
 
 
+def test_requested_schema_is_honoured_where_the_data_answers_it_unchanged():
+    ints = ferry.device_array(pa.array([1, 2, None], pa.int64()))
+    # int64 read as timestamp (any zone), date64 or duration: the same bytes.
+    for wanted in [pa.timestamp("ms", "UTC"), pa.date64(), pa.duration("us")]:
+        got = pa.Array._import_from_c_capsule(*ints.__arrow_c_array__(wanted.__arrow_c_schema__()))
+        assert got.type == wanted
+        assert got.cast(pa.int64()).to_pylist() == [1, 2, None]
+    assert pa.array(ints, type=pa.timestamp("s")).to_pylist()[2] is None  # pyarrow asks this way
+    # The answer carries the requested names and outlives the request.
+    request = pa.field("when", pa.date64()).__arrow_c_schema__()
+    schema, array = ints.__arrow_c_device_array__(requested_schema=request)
+    del request
+    with DeviceArray.from_capsules(schema, array) as back:
+        assert back.schema.name == "when" and back.schema.format == "tdm"
+    texts = ferry.device_array(pa.array(["a", "é"]))
+    as_binary = pa.Array._import_from_c_capsule(*texts.__arrow_c_array__(pa.binary().__arrow_c_schema__()))
+    assert as_binary.to_pylist() == [b"a", "é".encode()]
+    nested = ferry.device_array(pa.array([{"a": 1, "b": "x"}], pa.struct([("a", pa.int64()), ("b", pa.string())])))
+    wanted = pa.struct([("p", pa.timestamp("s")), ("q", pa.binary())])
+    got = pa.Array._import_from_c_capsule(*nested.__arrow_c_array__(wanted.__arrow_c_schema__()))
+    assert got.type == wanted
+    for arr in (ints, texts, nested):
+        arr.close()
+
+
+def test_requested_schema_without_a_zero_copy_answer_is_refused_by_name():
+    ints = ferry.device_array(pa.array([1, None], pa.int64()))
+    with pytest.raises(NotImplementedError, match='does not cast.*"l" cannot be read as "i"'):
+        ints.__arrow_c_array__(pa.int32().__arrow_c_schema__())
+    with pytest.raises(NotImplementedError, match='"l" cannot be read as "L"'):
+        ints.__arrow_c_device_array__(pa.uint64().__arrow_c_schema__())
+    with pytest.raises(NotImplementedError, match='"x" is not nullable, but the array.s "l" has nulls'):
+        ints.__arrow_c_array__(pa.field("x", pa.int64(), nullable=False).__arrow_c_schema__())
+    with pytest.raises(NotImplementedError, match='"tss:" cannot be read as "tsm:"'):
+        ferry.device_array(pa.array([1], pa.timestamp("s"))).__arrow_c_array__(
+            pa.timestamp("ms").__arrow_c_schema__())
+    binary = ferry.device_array(pa.array([b"\xff"]))
+    with pytest.raises(NotImplementedError, match='"z" cannot be read as "u"'):  # UTF-8 needs a check
+        binary.__arrow_c_array__(pa.string().__arrow_c_schema__())
+    with pytest.raises(TypeError, match="requested_schema must be"):
+        ints.__arrow_c_array__(42)
+    for arr in (ints, binary):
+        arr.close()
+
+
+def _int64_stream(nullable=True):
+    values = pa.array([1, 2], pa.int64())
+    schema = ferry.schema(pa.field("n", pa.int64(), nullable=nullable))
+    return ferry.DeviceArrayStream.from_batches(schema, [ferry.device_array(values) for _ in range(2)])
+
+
+def test_stream_requested_schema_is_honoured_where_the_data_answers_it_unchanged():
+    stream = _int64_stream()
+    capsule = stream.__arrow_c_stream__(pa.field("when", pa.timestamp("s")).__arrow_c_schema__())
+    assert stream.closed
+    with ferry.device_stream(capsule) as back:
+        assert (back.schema.format, back.schema.name) == ("tss:", "when")
+        assert [b.to_pylist() for b in back] == [[1, 2], [1, 2]]
+    # pyarrow asks through requested_schema, on a stream of record batches.
+    batch = pa.record_batch({"a": pa.array([5, 6], pa.int64())})
+    records = ferry.DeviceArrayStream.from_batches(ferry.schema(batch.schema), [ferry.device_array(batch)])
+    wanted = pa.schema([("t", pa.timestamp("ms", "UTC"))])
+    table = pa.RecordBatchReader.from_stream(records, schema=wanted).read_all()
+    assert table.schema == wanted
+    assert table.column(0).cast(pa.int64()).to_pylist() == [5, 6]
+
+
+def test_stream_requested_schema_without_an_answer_is_refused_and_the_stream_stays():
+    stream = _int64_stream()
+    with pytest.raises(NotImplementedError, match='does not cast.*"l" cannot be read as "i"'):
+        stream.__arrow_c_device_stream__(pa.int32().__arrow_c_schema__())
+    with pytest.raises(NotImplementedError, match='"n" is not nullable, but the stream.s "l" is'):
+        stream.__arrow_c_stream__(pa.field("n", pa.int64(), nullable=False).__arrow_c_schema__())
+    with pytest.raises(TypeError, match="requested_schema must be"):
+        stream.__arrow_c_stream__(42)
+    assert not stream.closed
+    assert [b.to_pylist() for b in stream] == [[1, 2], [1, 2]]  # still readable, unchanged
+    strict = _int64_stream(nullable=False)
+    capsule = strict.__arrow_c_stream__(pa.field("n", pa.int64(), nullable=False).__arrow_c_schema__())
+    with ferry.device_stream(capsule) as back:
+        assert back.read_all()[0].to_pylist() == [1, 2]
+
+
 def test_a_consumed_capsule_cannot_be_imported_twice():
     arr = ferry.array([1], "int32")
     capsules = arr.__arrow_c_device_array__()

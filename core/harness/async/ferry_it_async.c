@@ -720,6 +720,13 @@ static void* checker_main(void* arg) {
     }
   }
   lock(t);
+  /* A runtime checker that stopped after its last batch without asking for
+   * the end: the request for that checked batch is still owed (the end
+   * marker may wait for demand). */
+  if (runtime_rc == 0 && t->delivered > 0 && !t->end_seen && !t->error_seen &&
+      !t->cancelled && !t->refused && t->requested - t->tasks <= 0) {
+    call_producer_locked(t, 1);
+  }
   /* The runtime stopped early (a failure): cancel so the producer ends. */
   if (runtime_rc != 0 && !t->cancelled && !t->end_seen && !t->error_seen && !t->refused) {
     t->cancelled = 1;

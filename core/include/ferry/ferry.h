@@ -887,6 +887,146 @@ FERRY_EXPORT int ferry_async_consumer_to_stream(struct FerryAsyncConsumer* consu
                                                 struct ArrowDeviceArrayStream* out,
                                                 struct FerryError* error);
 
+/* ------------------------------------------------------------------------ */
+/* Adapters: shared exports and plain (CPU) stream conversions               */
+/* ------------------------------------------------------------------------ */
+
+/* The C callbacks a binding would otherwise write itself. A shared export is
+ * a fresh struct tree over a producer's existing one (the same buffers and
+ * strings, nothing copied), so one object a binding holds can be exported to
+ * many consumers; every node of it can be moved and released on its own, and
+ * each export counts as one live export (ferry_live_exports, leak report). */
+
+/** Fills `out` (released beforehand) with a new tree mirroring `src` (a
+ *  valid array, borrowed: lengths, offsets, buffer pointers, children and
+ *  dictionary, recursively) without copying a buffer; once the consumer has
+ *  released every node of it, ferry calls `release_hook(user_data)` exactly
+ *  once (from the releasing thread), and the producer must keep `src` and
+ *  its buffers alive until then. On failure `out` stays released and the
+ *  hook is not called. */
+FERRY_EXPORT int ferry_array_export_shared(const struct ArrowArray* src, struct ArrowArray* out,
+                                           FerryReleaseHook release_hook, void* user_data,
+                                           struct FerryError* error);
+/** ferry_array_export_shared for a device array: `out` also gets `src`'s
+ *  device type, device id and sync_event (borrowed: the producer keeps the
+ *  event alive until the hook runs) and zeroed reserved fields. */
+FERRY_EXPORT int ferry_device_array_export_shared(const struct ArrowDeviceArray* src,
+                                                  struct ArrowDeviceArray* out,
+                                                  FerryReleaseHook release_hook, void* user_data,
+                                                  struct FerryError* error);
+/** ferry_array_export_shared for a schema: the new tree borrows `src`'s
+ *  format, name and metadata strings, so the producer keeps `src` alive
+ *  until `release_hook(user_data)` runs (exactly once, after the last node
+ *  is released). On failure `out` stays released and the hook is not
+ *  called. */
+FERRY_EXPORT int ferry_schema_export_shared(const struct ArrowSchema* src, struct ArrowSchema* out,
+                                            FerryReleaseHook release_hook, void* user_data,
+                                            struct FerryError* error);
+
+/** Fills `out` (released beforehand) with a deep copy of `src` (borrowed:
+ *  format, name, flags, metadata, children and dictionary, recursively) that
+ *  ferry owns and the caller releases; for a schema the caller cannot keep
+ *  (a consumer's requested schema). Too deep a nesting is EINVAL.
+ *  On failure `out` stays released. */
+FERRY_EXPORT int ferry_schema_copy(const struct ArrowSchema* src, struct ArrowSchema* out,
+                                   struct FerryError* error);
+
+/** ferry_device_array_to_dlpack without the move: `array` (and `schema`)
+ *  are borrowed, the tensor points at the array's data buffer, and when the
+ *  consumer calls `(*out)->deleter(*out)` ferry calls `release_hook(user_data)`
+ *  exactly once, so the producer keeps the buffers alive until then (one
+ *  array exported to many tensors). On failure the hook is not called. */
+FERRY_EXPORT int ferry_device_array_to_dlpack_shared(const struct ArrowSchema* schema,
+                                                     const struct ArrowDeviceArray* array,
+                                                     void* consumer_stream,
+                                                     FerryReleaseHook release_hook,
+                                                     void* user_data,
+                                                     struct DLManagedTensorVersioned** out,
+                                                     struct FerryError* error);
+
+/** One-call import: validates a producer's live `schema` and `array` in
+ *  place at `level` (FERRY_VALIDATE_DEFAULT or _FULL, as
+ *  ferry_validate_device_array, or FERRY_VALIDATE_NONE to skip), then moves
+ *  both into `schema_out` and `array_out` (released beforehand), which the
+ *  caller releases. On failure (the finding's code and message) nothing is
+ *  moved: both stay the caller's to release. */
+FERRY_EXPORT int ferry_device_array_import(struct ArrowSchema* schema,
+                                           struct ArrowDeviceArray* array, int level,
+                                           struct ArrowSchema* schema_out,
+                                           struct ArrowDeviceArray* array_out,
+                                           struct FerryError* error);
+/** ferry_device_array_import for a plain ArrowArray (the C data interface:
+ *  CPU data): `array_out` becomes a CPU device array (device id -1, no
+ *  event, reserved words zero), validated as such. */
+FERRY_EXPORT int ferry_array_import(struct ArrowSchema* schema, struct ArrowArray* array,
+                                    int level, struct ArrowSchema* schema_out,
+                                    struct ArrowDeviceArray* array_out, struct FerryError* error);
+
+/** Fills `out` (released beforehand) with a stream of `src`'s device type
+ *  that yields `src`'s batches unchanged but answers get_schema with
+ *  `schema` (a deep copy each time): for a consumer's requested schema that
+ *  reads the same data (the caller checks that). `src` and `schema` are
+ *  moved in on success (untouched on failure); releasing `out` releases
+ *  both. */
+FERRY_EXPORT int ferry_array_stream_with_schema(struct ArrowDeviceArrayStream* src,
+                                                struct ArrowSchema* schema,
+                                                struct ArrowDeviceArrayStream* out,
+                                                struct FerryError* error);
+
+/** A consumer's requested schema (the PyCapsule protocols' requested_schema)
+ *  answered without a copy: FERRY_OK when data described by `have` reads as
+ *  `want` unchanged (both valid schemas, borrowed): at every node the same
+ *  format or a layout alias (int32 as date32/time32 and back; int64 as
+ *  date64/time64/duration/timestamp and back; a timestamp under another
+ *  time zone, same unit; UTF-8 as binary, "u"/"U"/"vu" as "z"/"Z"/"vz", not
+ *  the reverse), the same number of children and dictionary presence, and
+ *  every field `want` marks non-nullable free of nulls: in `array` (the
+ *  data, borrowed) when given, else (a stream, judged before any batch)
+ *  non-nullable in `have` too. Otherwise ENOTSUP, the message naming the
+ *  first difference (e.g. format "l" cannot be read as "i" without a cast);
+ *  names, flags and metadata of `want` are the answer's to carry. */
+FERRY_EXPORT int ferry_schema_answers_request(const struct ArrowSchema* have,
+                                              const struct ArrowSchema* want,
+                                              const struct ArrowArray* array,
+                                              struct FerryError* error);
+
+/** ferry_array_stream_to_cpu_stream flag: batches not on the CPU are brought
+ *  to the host (ferry_device_array_move_to_device: no copy for host-reachable
+ *  memory, a copy otherwise) instead of being refused. Needs validation. */
+#define FERRY_CPU_STREAM_COPY_TO_HOST 1
+/** ferry_array_stream_to_cpu_stream flag: a stream whose schema is not a
+ *  struct ("+s") is presented as record batches of one column (a struct
+ *  named "" whose only child is the stream's field), as Arrow Java's and
+ *  arrow-rs's stream readers require. */
+#define FERRY_CPU_STREAM_RECORD_BATCHES 2
+
+/** Fills `out` (released beforehand) with a plain ArrowArrayStream (the C
+ *  stream interface: CPU data) over the device stream `src`, which is moved
+ *  in on success (untouched on failure); the consumer releases `out`, which
+ *  releases `src`. Each batch is validated at `validate` (FERRY_VALIDATE_NONE,
+ *  _DEFAULT or _FULL, against the schema prepared once; a finding fails
+ *  get_next with "the array fails validation: ..."), then, with
+ *  FERRY_CPU_STREAM_COPY_TO_HOST, brought to the host. Without that flag a
+ *  stream of another device type than the CPU is refused here with EINVAL.
+ *  `flags` is 0 or FERRY_CPU_STREAM_* or-ed. After a failure the adapter
+ *  never calls `src` again and returns the same code and message (through
+ *  get_last_error) on every later call; the end of the stream stays the
+ *  end. Single-threaded, as the C stream interface is. */
+FERRY_EXPORT int ferry_array_stream_to_cpu_stream(struct ArrowDeviceArrayStream* src,
+                                                  int validate, int64_t flags,
+                                                  struct ArrowArrayStream* out,
+                                                  struct FerryError* error);
+/** Fills `out` (released beforehand) with a CPU device stream (device id
+ *  -1, no events) over the plain ArrowArrayStream `src`, which is moved in
+ *  on success (untouched on failure); the consumer releases `out`, which
+ *  releases `src`. Failures carry `src`'s get_last_error message (or name
+ *  the operation and code), and `out` behaves as a stream made by
+ *  ferry_array_stream_init (sticky end, kept last error). Batches are not
+ *  validated here: the consumer validates what it imports. */
+FERRY_EXPORT int ferry_array_stream_from_cpu_stream(struct ArrowArrayStream* src,
+                                                    struct ArrowDeviceArrayStream* out,
+                                                    struct FerryError* error);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1382,6 +1382,159 @@ static int raw_ferry_async_consumer_to_stream(lua_State* L) {
   return 2;
 }
 
+/* int ferry_array_export_shared(const struct ArrowArray* src, struct ArrowArray* out, FerryReleaseHook release_hook, void* user_data, struct FerryError* error) */
+static int raw_ferry_array_export_shared(lua_State* L) {
+  const struct ArrowArray* a1 = (const struct ArrowArray*)lferry_check_pointer(L, 1);
+  struct ArrowArray* a2 = (struct ArrowArray*)lferry_check_pointer(L, 2);
+  FerryReleaseHook a3 = (FerryReleaseHook)lferry_check_function(L, 3);
+  void* a4 = (void*)lferry_check_pointer(L, 4);
+  struct FerryError a5;
+  a5.message[0] = '\0';
+  int r = ferry_array_export_shared(a1, a2, a3, a4, &a5);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a5);
+  return 2;
+}
+
+/* int ferry_device_array_export_shared(const struct ArrowDeviceArray* src, struct ArrowDeviceArray* out, FerryReleaseHook release_hook, void* user_data, struct FerryError* error) */
+static int raw_ferry_device_array_export_shared(lua_State* L) {
+  const struct ArrowDeviceArray* a1 = (const struct ArrowDeviceArray*)lferry_check_pointer(L, 1);
+  struct ArrowDeviceArray* a2 = (struct ArrowDeviceArray*)lferry_check_pointer(L, 2);
+  FerryReleaseHook a3 = (FerryReleaseHook)lferry_check_function(L, 3);
+  void* a4 = (void*)lferry_check_pointer(L, 4);
+  struct FerryError a5;
+  a5.message[0] = '\0';
+  int r = ferry_device_array_export_shared(a1, a2, a3, a4, &a5);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a5);
+  return 2;
+}
+
+/* int ferry_schema_export_shared(const struct ArrowSchema* src, struct ArrowSchema* out, FerryReleaseHook release_hook, void* user_data, struct FerryError* error) */
+static int raw_ferry_schema_export_shared(lua_State* L) {
+  const struct ArrowSchema* a1 = (const struct ArrowSchema*)lferry_check_pointer(L, 1);
+  struct ArrowSchema* a2 = (struct ArrowSchema*)lferry_check_pointer(L, 2);
+  FerryReleaseHook a3 = (FerryReleaseHook)lferry_check_function(L, 3);
+  void* a4 = (void*)lferry_check_pointer(L, 4);
+  struct FerryError a5;
+  a5.message[0] = '\0';
+  int r = ferry_schema_export_shared(a1, a2, a3, a4, &a5);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a5);
+  return 2;
+}
+
+/* int ferry_schema_copy(const struct ArrowSchema* src, struct ArrowSchema* out, struct FerryError* error) */
+static int raw_ferry_schema_copy(lua_State* L) {
+  const struct ArrowSchema* a1 = (const struct ArrowSchema*)lferry_check_pointer(L, 1);
+  struct ArrowSchema* a2 = (struct ArrowSchema*)lferry_check_pointer(L, 2);
+  struct FerryError a3;
+  a3.message[0] = '\0';
+  int r = ferry_schema_copy(a1, a2, &a3);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a3);
+  return 2;
+}
+
+/* int ferry_device_array_to_dlpack_shared(const struct ArrowSchema* schema, const struct ArrowDeviceArray* array, void* consumer_stream, FerryReleaseHook release_hook, void* user_data, struct DLManagedTensorVersioned** out, struct FerryError* error) */
+static int raw_ferry_device_array_to_dlpack_shared(lua_State* L) {
+  const struct ArrowSchema* a1 = (const struct ArrowSchema*)lferry_check_pointer(L, 1);
+  const struct ArrowDeviceArray* a2 = (const struct ArrowDeviceArray*)lferry_check_pointer(L, 2);
+  void* a3 = (void*)lferry_check_pointer(L, 3);
+  FerryReleaseHook a4 = (FerryReleaseHook)lferry_check_function(L, 4);
+  void* a5 = (void*)lferry_check_pointer(L, 5);
+  struct DLManagedTensorVersioned* a6 = NULL;
+  struct FerryError a7;
+  a7.message[0] = '\0';
+  int r = ferry_device_array_to_dlpack_shared(a1, a2, a3, a4, a5, &a6, &a7);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_pointer(L, (const void*)a6);
+  lferry_push_message(L, &a7);
+  return 3;
+}
+
+/* int ferry_device_array_import(struct ArrowSchema* schema, struct ArrowDeviceArray* array, int level, struct ArrowSchema* schema_out, struct ArrowDeviceArray* array_out, struct FerryError* error) */
+static int raw_ferry_device_array_import(lua_State* L) {
+  struct ArrowSchema* a1 = (struct ArrowSchema*)lferry_check_pointer(L, 1);
+  struct ArrowDeviceArray* a2 = (struct ArrowDeviceArray*)lferry_check_pointer(L, 2);
+  int a3 = (int)lferry_check_int32(L, 3);
+  struct ArrowSchema* a4 = (struct ArrowSchema*)lferry_check_pointer(L, 4);
+  struct ArrowDeviceArray* a5 = (struct ArrowDeviceArray*)lferry_check_pointer(L, 5);
+  struct FerryError a6;
+  a6.message[0] = '\0';
+  int r = ferry_device_array_import(a1, a2, a3, a4, a5, &a6);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a6);
+  return 2;
+}
+
+/* int ferry_array_import(struct ArrowSchema* schema, struct ArrowArray* array, int level, struct ArrowSchema* schema_out, struct ArrowDeviceArray* array_out, struct FerryError* error) */
+static int raw_ferry_array_import(lua_State* L) {
+  struct ArrowSchema* a1 = (struct ArrowSchema*)lferry_check_pointer(L, 1);
+  struct ArrowArray* a2 = (struct ArrowArray*)lferry_check_pointer(L, 2);
+  int a3 = (int)lferry_check_int32(L, 3);
+  struct ArrowSchema* a4 = (struct ArrowSchema*)lferry_check_pointer(L, 4);
+  struct ArrowDeviceArray* a5 = (struct ArrowDeviceArray*)lferry_check_pointer(L, 5);
+  struct FerryError a6;
+  a6.message[0] = '\0';
+  int r = ferry_array_import(a1, a2, a3, a4, a5, &a6);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a6);
+  return 2;
+}
+
+/* int ferry_array_stream_with_schema(struct ArrowDeviceArrayStream* src, struct ArrowSchema* schema, struct ArrowDeviceArrayStream* out, struct FerryError* error) */
+static int raw_ferry_array_stream_with_schema(lua_State* L) {
+  struct ArrowDeviceArrayStream* a1 = (struct ArrowDeviceArrayStream*)lferry_check_pointer(L, 1);
+  struct ArrowSchema* a2 = (struct ArrowSchema*)lferry_check_pointer(L, 2);
+  struct ArrowDeviceArrayStream* a3 = (struct ArrowDeviceArrayStream*)lferry_check_pointer(L, 3);
+  struct FerryError a4;
+  a4.message[0] = '\0';
+  int r = ferry_array_stream_with_schema(a1, a2, a3, &a4);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a4);
+  return 2;
+}
+
+/* int ferry_schema_answers_request(const struct ArrowSchema* have, const struct ArrowSchema* want, const struct ArrowArray* array, struct FerryError* error) */
+static int raw_ferry_schema_answers_request(lua_State* L) {
+  const struct ArrowSchema* a1 = (const struct ArrowSchema*)lferry_check_pointer(L, 1);
+  const struct ArrowSchema* a2 = (const struct ArrowSchema*)lferry_check_pointer(L, 2);
+  const struct ArrowArray* a3 = (const struct ArrowArray*)lferry_check_pointer(L, 3);
+  struct FerryError a4;
+  a4.message[0] = '\0';
+  int r = ferry_schema_answers_request(a1, a2, a3, &a4);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a4);
+  return 2;
+}
+
+/* int ferry_array_stream_to_cpu_stream(struct ArrowDeviceArrayStream* src, int validate, int64_t flags, struct ArrowArrayStream* out, struct FerryError* error) */
+static int raw_ferry_array_stream_to_cpu_stream(lua_State* L) {
+  struct ArrowDeviceArrayStream* a1 = (struct ArrowDeviceArrayStream*)lferry_check_pointer(L, 1);
+  int a2 = (int)lferry_check_int32(L, 2);
+  int64_t a3 = (int64_t)lferry_check_integer(L, 3);
+  struct ArrowArrayStream* a4 = (struct ArrowArrayStream*)lferry_check_pointer(L, 4);
+  struct FerryError a5;
+  a5.message[0] = '\0';
+  int r = ferry_array_stream_to_cpu_stream(a1, a2, a3, a4, &a5);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a5);
+  return 2;
+}
+
+/* int ferry_array_stream_from_cpu_stream(struct ArrowArrayStream* src, struct ArrowDeviceArrayStream* out, struct FerryError* error) */
+static int raw_ferry_array_stream_from_cpu_stream(lua_State* L) {
+  struct ArrowArrayStream* a1 = (struct ArrowArrayStream*)lferry_check_pointer(L, 1);
+  struct ArrowDeviceArrayStream* a2 = (struct ArrowDeviceArrayStream*)lferry_check_pointer(L, 2);
+  struct FerryError a3;
+  a3.message[0] = '\0';
+  int r = ferry_array_stream_from_cpu_stream(a1, a2, &a3);
+  lua_pushinteger(L, (lua_Integer)r);
+  lferry_push_message(L, &a3);
+  return 2;
+}
+
 static const luaL_Reg raw_functions[] = {
     {"ferry_errno_name", raw_ferry_errno_name},
     {"ferry_version", raw_ferry_version},
@@ -1521,6 +1674,17 @@ static const luaL_Reg raw_functions[] = {
     {"ferry_async_consumer_cancel", raw_ferry_async_consumer_cancel},
     {"ferry_async_consumer_free", raw_ferry_async_consumer_free},
     {"ferry_async_consumer_to_stream", raw_ferry_async_consumer_to_stream},
+    {"ferry_array_export_shared", raw_ferry_array_export_shared},
+    {"ferry_device_array_export_shared", raw_ferry_device_array_export_shared},
+    {"ferry_schema_export_shared", raw_ferry_schema_export_shared},
+    {"ferry_schema_copy", raw_ferry_schema_copy},
+    {"ferry_device_array_to_dlpack_shared", raw_ferry_device_array_to_dlpack_shared},
+    {"ferry_device_array_import", raw_ferry_device_array_import},
+    {"ferry_array_import", raw_ferry_array_import},
+    {"ferry_array_stream_with_schema", raw_ferry_array_stream_with_schema},
+    {"ferry_schema_answers_request", raw_ferry_schema_answers_request},
+    {"ferry_array_stream_to_cpu_stream", raw_ferry_array_stream_to_cpu_stream},
+    {"ferry_array_stream_from_cpu_stream", raw_ferry_array_stream_from_cpu_stream},
     {NULL, NULL}};
 
 void lferry_raw_register(lua_State* L) {
@@ -1573,6 +1737,10 @@ void lferry_raw_register(lua_State* L) {
   lua_setfield(L, -2, "FERRY_ABI_VERSION");
   lua_pushinteger(L, (lua_Integer)(FERRY_ASYNC_EXPORT_DEFAULT));
   lua_setfield(L, -2, "FERRY_ASYNC_EXPORT_DEFAULT");
+  lua_pushinteger(L, (lua_Integer)(FERRY_CPU_STREAM_COPY_TO_HOST));
+  lua_setfield(L, -2, "FERRY_CPU_STREAM_COPY_TO_HOST");
+  lua_pushinteger(L, (lua_Integer)(FERRY_CPU_STREAM_RECORD_BATCHES));
+  lua_setfield(L, -2, "FERRY_CPU_STREAM_RECORD_BATCHES");
   lua_pushinteger(L, (lua_Integer)(FERRY_ERROR_MESSAGE_SIZE));
   lua_setfield(L, -2, "FERRY_ERROR_MESSAGE_SIZE");
   lua_pushinteger(L, (lua_Integer)(FERRY_OK));

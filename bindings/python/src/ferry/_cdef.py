@@ -166,6 +166,17 @@ int ferry_async_consumer_wait_released(struct FerryAsyncConsumer* consumer, int6
 void ferry_async_consumer_cancel(struct FerryAsyncConsumer* consumer);
 void ferry_async_consumer_free(struct FerryAsyncConsumer* consumer);
 int ferry_async_consumer_to_stream(struct FerryAsyncConsumer* consumer, int64_t timeout_ms, struct ArrowDeviceArrayStream* out, struct FerryError* error);
+int ferry_array_export_shared(const struct ArrowArray* src, struct ArrowArray* out, FerryReleaseHook release_hook, void* user_data, struct FerryError* error);
+int ferry_device_array_export_shared(const struct ArrowDeviceArray* src, struct ArrowDeviceArray* out, FerryReleaseHook release_hook, void* user_data, struct FerryError* error);
+int ferry_schema_export_shared(const struct ArrowSchema* src, struct ArrowSchema* out, FerryReleaseHook release_hook, void* user_data, struct FerryError* error);
+int ferry_schema_copy(const struct ArrowSchema* src, struct ArrowSchema* out, struct FerryError* error);
+int ferry_device_array_to_dlpack_shared(const struct ArrowSchema* schema, const struct ArrowDeviceArray* array, void* consumer_stream, FerryReleaseHook release_hook, void* user_data, struct DLManagedTensorVersioned** out, struct FerryError* error);
+int ferry_device_array_import(struct ArrowSchema* schema, struct ArrowDeviceArray* array, int level, struct ArrowSchema* schema_out, struct ArrowDeviceArray* array_out, struct FerryError* error);
+int ferry_array_import(struct ArrowSchema* schema, struct ArrowArray* array, int level, struct ArrowSchema* schema_out, struct ArrowDeviceArray* array_out, struct FerryError* error);
+int ferry_array_stream_with_schema(struct ArrowDeviceArrayStream* src, struct ArrowSchema* schema, struct ArrowDeviceArrayStream* out, struct FerryError* error);
+int ferry_schema_answers_request(const struct ArrowSchema* have, const struct ArrowSchema* want, const struct ArrowArray* array, struct FerryError* error);
+int ferry_array_stream_to_cpu_stream(struct ArrowDeviceArrayStream* src, int validate, int64_t flags, struct ArrowArrayStream* out, struct FerryError* error);
+int ferry_array_stream_from_cpu_stream(struct ArrowArrayStream* src, struct ArrowDeviceArrayStream* out, struct FerryError* error);
 typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
 typedef enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLOpenCL = 4, kDLVulkan = 7, kDLMetal = 8, kDLVPI = 9, kDLROCM = 10, kDLROCMHost = 11, kDLExtDev = 12, kDLCUDAManaged = 13, kDLOneAPI = 14, kDLWebGPU = 15, kDLHexagon = 16, kDLMAIA = 17, kDLTrn = 18, } DLDeviceType;
 typedef struct { DLDeviceType device_type; int32_t device_id; } DLDevice;
@@ -201,6 +212,8 @@ CONSTANTS = {
     "DLPACK_MINOR_VERSION": 1,
     "FERRY_ABI_VERSION": 1,
     "FERRY_ASYNC_EXPORT_DEFAULT": 0,
+    "FERRY_CPU_STREAM_COPY_TO_HOST": 1,
+    "FERRY_CPU_STREAM_RECORD_BATCHES": 2,
     "FERRY_ERROR_MESSAGE_SIZE": 1024,
     "FERRY_OK": 0,
     "FERRY_SIM_DEVICE_COUNT": 4,
@@ -359,4 +372,15 @@ FUNCTIONS = (
     "ferry_async_consumer_cancel",
     "ferry_async_consumer_free",
     "ferry_async_consumer_to_stream",
+    "ferry_array_export_shared",
+    "ferry_device_array_export_shared",
+    "ferry_schema_export_shared",
+    "ferry_schema_copy",
+    "ferry_device_array_to_dlpack_shared",
+    "ferry_device_array_import",
+    "ferry_array_import",
+    "ferry_array_stream_with_schema",
+    "ferry_schema_answers_request",
+    "ferry_array_stream_to_cpu_stream",
+    "ferry_array_stream_from_cpu_stream",
 )

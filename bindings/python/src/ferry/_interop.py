@@ -14,19 +14,10 @@ _DLPACK_VERSION = (CONSTANTS["DLPACK_MAJOR_VERSION"], CONSTANTS["DLPACK_MINOR_VE
 _EINVAL = 22
 
 
-def device_array(obj: Any, *, validate: Union[bool, str] = True) -> DeviceArray:
-    """A DeviceArray from any producer, without copying:
-
-    - __arrow_c_device_array__ (pyarrow, nanoarrow, cuDF, ferry): the sync
-      event is kept and travels with the array;
-    - __arrow_c_array__ (CPU Arrow data);
-    - __dlpack__ (NumPy, PyTorch, CuPy, JAX): see from_dlpack;
-    - __cuda_array_interface__ (Numba, CuPy): see from_cuda_array_interface.
-
-    With validate (the default: DEFAULT; "full" also checks every offset
-    and UTF-8 byte) the structure is checked first and a broken producer is
-    refused with InvalidArgumentError naming what is wrong; validate=False
-    (or "none") is the caller's promise."""
+def _device_array(obj: Any, *, validate: Union[bool, str] = True) -> DeviceArray:
+    """The Python path of device_array (ferry._native.device_array, whose
+    docstring is the public one): the capsule protocols first, as in C, then
+    DLPack and the CUDA Array Interface."""
     if isinstance(obj, DeviceArray):
         return obj
     kind = type(obj)
@@ -219,3 +210,5 @@ def from_cuda_array_interface(obj: Any, *, device_id: Optional[int] = None) -> D
 
 _native.bind_classes(DeviceArray, _from_dlpack)
 from_dlpack = _native.from_dlpack  # the zero-copy CPU path in C, the rest in _from_dlpack
+_native.bind_device_array(_device_array)
+device_array = _native.device_array  # the capsule protocols in C, the rest in _device_array

@@ -41,7 +41,6 @@
   X(ferry_schema_release)               \
   X(ferry_device_array_release)         \
   X(ferry_array_stream_release)         \
-  X(ferry_device_array_to_dlpack)       \
   X(ferry_device_array_from_dlpack)     \
   X(ferry_device_array_init)            \
   X(ferry_array_init)                   \
@@ -61,7 +60,16 @@
   X(ferry_array_stream_init)            \
   X(ferry_array_stream_get_schema)      \
   X(ferry_array_stream_get_next)        \
-  X(ferry_array_stream_get_next_on)
+  X(ferry_array_stream_get_next_on)     \
+  X(ferry_array_export_shared)          \
+  X(ferry_device_array_export_shared)   \
+  X(ferry_schema_export_shared)         \
+  X(ferry_array_stream_to_cpu_stream)   \
+  X(ferry_array_stream_from_cpu_stream)  \
+  X(ferry_schema_copy)                  \
+  X(ferry_device_array_to_dlpack_shared) \
+  X(ferry_array_stream_with_schema)      \
+  X(ferry_schema_answers_request)
 
 #define FP_DECLARE(name) static __typeof__(name)* fp_##name;
 FP_FUNCTIONS(FP_DECLARE)
@@ -228,155 +236,64 @@ static void holder_decref_gil(Holder* h) {
 
 /* ---- shared exports: fresh struct trees over the same buffers --------------------- */
 
-/* One exported ArrowArray node: its buffer and child pointer arrays, the
- * child and dictionary structs it owns, and a reference to the holder. */
-typedef struct {
-  Holder* holder;
-  const void** buffers;
-  struct ArrowArray** children;
-  struct ArrowArray* child_structs;
-  struct ArrowArray* dictionary;
-} SharedArrayNode;
+/* The core builds each exported tree (ferry_*_export_shared: every node can
+ * be moved and released on its own, as the C data interface allows); each
+ * export holds one reference to the holder, which the core's release hook
+ * drops, on whatever thread the consumer releases it (no GIL needed). */
+static void holder_release_hook(void* user_data) { holder_decref((Holder*)user_data); }
 
-static void shared_array_release(struct ArrowArray* array) {
-  if (array == NULL || array->release == NULL) return;
-  SharedArrayNode* node = (SharedArrayNode*)array->private_data;
-  for (int64_t i = 0; i < array->n_children; i++) {
-    struct ArrowArray* child = &node->child_structs[i];
-    if (child->release != NULL) child->release(child);
-  }
-  if (node->dictionary != NULL && node->dictionary->release != NULL)
-    node->dictionary->release(node->dictionary);
-  holder_decref(node->holder);
-  free(node);
-  array->release = NULL;
+static void schema_holder_release_hook(void* user_data) {
+  schema_holder_decref((SchemaHolder*)user_data);
 }
 
-/* Fills `out` with a node over `src` (recursively); 0, or -1 when out of
- * memory (then `out` is left released and nothing is held). */
-static int shared_array_fill(Holder* holder, const struct ArrowArray* src,
-                             struct ArrowArray* out) {
-  size_t n_buffers = (size_t)(src->n_buffers > 0 ? src->n_buffers : 0);
-  size_t n_children = (size_t)(src->n_children > 0 ? src->n_children : 0);
-  size_t size = sizeof(SharedArrayNode) + n_buffers * sizeof(void*) +
-                n_children * (sizeof(struct ArrowArray*) + sizeof(struct ArrowArray)) +
-                (src->dictionary != NULL ? sizeof(struct ArrowArray) : 0);
-  /* One block: node | buffers | child pointers | child structs | dictionary. */
-  char* block = (char*)calloc(1, size);
-  if (block == NULL) return -1;
-  SharedArrayNode* node = (SharedArrayNode*)block;
-  char* cursor = block + sizeof(SharedArrayNode);
-  node->buffers = (const void**)cursor;
-  cursor += n_buffers * sizeof(void*);
-  node->children = (struct ArrowArray**)cursor;
-  cursor += n_children * sizeof(struct ArrowArray*);
-  node->child_structs = (struct ArrowArray*)cursor;
-  cursor += n_children * sizeof(struct ArrowArray);
-  node->dictionary = src->dictionary != NULL ? (struct ArrowArray*)cursor : NULL;
-  if (n_buffers) memcpy(node->buffers, src->buffers, n_buffers * sizeof(void*));
-  for (size_t i = 0; i < n_children; i++) {
-    if (shared_array_fill(holder, src->children[i], &node->child_structs[i]) != 0) {
-      for (size_t j = 0; j < i; j++) node->child_structs[j].release(&node->child_structs[j]);
-      free(block);
-      return -1;
-    }
-    node->children[i] = &node->child_structs[i];
+/* Raises the failure of a shared export (MemoryError when out of memory). */
+static int export_failed(int code, const struct FerryError* error) {
+  if (code == ENOMEM)
+    PyErr_NoMemory();
+  else
+    raise_error(code, error, 0);
+  return -1;
+}
+
+/* Fills released `out` with an export of the holder's ArrowArray; 0, or -1
+ * with an exception set (then `out` stays released). */
+static int shared_array_fill(Holder* h, struct ArrowArray* out) {
+  struct FerryError error;
+  error.message[0] = '\0';
+  holder_incref(h);
+  int code = fp_ferry_array_export_shared(&h->array.array, out, holder_release_hook, h, &error);
+  if (code != FERRY_OK) {
+    holder_decref(h); /* not the last: the caller holds one */
+    return export_failed(code, &error);
   }
-  if (node->dictionary != NULL &&
-      shared_array_fill(holder, src->dictionary, node->dictionary) != 0) {
-    for (size_t j = 0; j < n_children; j++) node->child_structs[j].release(&node->child_structs[j]);
-    free(block);
-    return -1;
-  }
-  holder_incref(holder);
-  node->holder = holder;
-  out->length = src->length;
-  out->null_count = src->null_count;
-  out->offset = src->offset;
-  out->n_buffers = src->n_buffers;
-  out->n_children = src->n_children;
-  out->buffers = n_buffers ? node->buffers : NULL;
-  out->children = n_children ? node->children : NULL;
-  out->dictionary = node->dictionary;
-  out->private_data = node;
-  out->release = shared_array_release;
   return 0;
 }
 
-/* A device array over the holder's array: same device and event (the event
+/* The same for the whole device array: same device and event (the event
  * stays valid while the holder lives, which this export guarantees). */
 static int shared_device_array_fill(Holder* h, struct ArrowDeviceArray* out) {
-  memset(out, 0, sizeof(*out));
-  if (shared_array_fill(h, &h->array.array, &out->array) != 0) return -1;
-  out->device_id = h->array.device_id;
-  out->device_type = h->array.device_type;
-  out->sync_event = h->array.sync_event;
+  struct FerryError error;
+  error.message[0] = '\0';
+  holder_incref(h);
+  int code = fp_ferry_device_array_export_shared(&h->array, out, holder_release_hook, h, &error);
+  if (code != FERRY_OK) {
+    holder_decref(h);
+    return export_failed(code, &error);
+  }
   return 0;
 }
 
-typedef struct {
-  SchemaHolder* holder;
-  struct ArrowSchema** children;
-  struct ArrowSchema* child_structs;
-  struct ArrowSchema* dictionary;
-} SharedSchemaNode;
-
-static void shared_schema_release(struct ArrowSchema* schema) {
-  if (schema == NULL || schema->release == NULL) return;
-  SharedSchemaNode* node = (SharedSchemaNode*)schema->private_data;
-  for (int64_t i = 0; i < schema->n_children; i++) {
-    struct ArrowSchema* child = &node->child_structs[i];
-    if (child->release != NULL) child->release(child);
+/* The same for a schema holder; strings are borrowed from its schema. */
+static int shared_schema_fill(SchemaHolder* s, struct ArrowSchema* out) {
+  struct FerryError error;
+  error.message[0] = '\0';
+  schema_holder_incref(s);
+  int code =
+      fp_ferry_schema_export_shared(&s->schema, out, schema_holder_release_hook, s, &error);
+  if (code != FERRY_OK) {
+    schema_holder_decref(s);
+    return export_failed(code, &error);
   }
-  if (node->dictionary != NULL && node->dictionary->release != NULL)
-    node->dictionary->release(node->dictionary);
-  schema_holder_decref(node->holder);
-  free(node);
-  schema->release = NULL;
-}
-
-/* Strings (format, name, metadata) are borrowed from the holder's schema,
- * which this node keeps alive. */
-static int shared_schema_fill(SchemaHolder* holder, const struct ArrowSchema* src,
-                              struct ArrowSchema* out) {
-  size_t n_children = (size_t)(src->n_children > 0 ? src->n_children : 0);
-  size_t size = sizeof(SharedSchemaNode) +
-                n_children * (sizeof(struct ArrowSchema*) + sizeof(struct ArrowSchema)) +
-                (src->dictionary != NULL ? sizeof(struct ArrowSchema) : 0);
-  char* block = (char*)calloc(1, size);
-  if (block == NULL) return -1;
-  SharedSchemaNode* node = (SharedSchemaNode*)block;
-  char* cursor = block + sizeof(SharedSchemaNode);
-  node->children = (struct ArrowSchema**)cursor;
-  cursor += n_children * sizeof(struct ArrowSchema*);
-  node->child_structs = (struct ArrowSchema*)cursor;
-  cursor += n_children * sizeof(struct ArrowSchema);
-  node->dictionary = src->dictionary != NULL ? (struct ArrowSchema*)cursor : NULL;
-  for (size_t i = 0; i < n_children; i++) {
-    if (shared_schema_fill(holder, src->children[i], &node->child_structs[i]) != 0) {
-      for (size_t j = 0; j < i; j++) node->child_structs[j].release(&node->child_structs[j]);
-      free(block);
-      return -1;
-    }
-    node->children[i] = &node->child_structs[i];
-  }
-  if (node->dictionary != NULL &&
-      shared_schema_fill(holder, src->dictionary, node->dictionary) != 0) {
-    for (size_t j = 0; j < n_children; j++) node->child_structs[j].release(&node->child_structs[j]);
-    free(block);
-    return -1;
-  }
-  schema_holder_incref(holder);
-  node->holder = holder;
-  out->format = src->format;
-  out->name = src->name;
-  out->metadata = src->metadata;
-  out->flags = src->flags;
-  out->n_children = src->n_children;
-  out->children = n_children ? node->children : NULL;
-  out->dictionary = node->dictionary;
-  out->private_data = node;
-  out->release = shared_schema_release;
   return 0;
 }
 
@@ -461,9 +378,9 @@ static PyObject* schema_capsule_from_holder(SchemaHolder* s) {
   PyObject* capsule =
       new_capsule(sizeof(struct ArrowSchema), kSchemaCapsule, schema_capsule_destructor, (void**)&out);
   if (capsule == NULL) return NULL;
-  if (shared_schema_fill(s, &s->schema, out) != 0) {
+  if (shared_schema_fill(s, out) != 0) {
     Py_DECREF(capsule);
-    return PyErr_NoMemory();
+    return NULL;
   }
   return capsule;
 }
@@ -579,7 +496,7 @@ static PyObject* SchemaBase_export_into(SchemaBase* self, PyObject* arg) {
     PyErr_SetString(PyExc_ValueError, "the destination schema is not released");
     return NULL;
   }
-  if (shared_schema_fill(self->holder, &self->holder->schema, out) != 0) return PyErr_NoMemory();
+  if (shared_schema_fill(self->holder, out) != 0) return NULL;
   Py_RETURN_NONE;
 }
 
@@ -762,33 +679,75 @@ static int check_no_kwargs_set(PyObject* kwargs) {
   return 0;
 }
 
-/* A requested schema is honoured when it is the array's own (same format
- * tree); ferry does not cast, so anything else is refused. */
-static int formats_equal(const struct ArrowSchema* a, const struct ArrowSchema* b) {
-  if (strcmp(a->format, b->format) != 0 || a->n_children != b->n_children) return 0;
-  for (int64_t i = 0; i < a->n_children; i++)
-    if (!formats_equal(a->children[i], b->children[i])) return 0;
-  if ((a->dictionary == NULL) != (b->dictionary == NULL)) return 0;
-  return a->dictionary == NULL || formats_equal(a->dictionary, b->dictionary);
-}
+/* requested_schema (the PyCapsule protocols): honoured when the data
+ * answers it without a copy (the core's ferry_schema_answers_request: the
+ * same formats or layout aliases, node by node, and no nulls under a field
+ * requested non-nullable), refused with NotImplementedError naming the
+ * first difference otherwise. The answer's schema is a copy of the
+ * requested one (its names, flags and metadata), which the consumer may
+ * release independently. */
 
-static int check_requested_schema(Holder* h, PyObject* requested) {
-  if (requested == NULL || requested == Py_None) return 0;
+/* The requested schema capsule's struct, checked and valid; NULL with an
+ * exception set otherwise. */
+static struct ArrowSchema* requested_schema_arg(PyObject* requested) {
   struct ArrowSchema* want = (struct ArrowSchema*)PyCapsule_GetPointer(requested, kSchemaCapsule);
   if (want == NULL) {
     PyErr_Clear();
     PyErr_SetString(PyExc_TypeError,
                     "requested_schema must be an \"arrow_schema\" PyCapsule or None");
-    return -1;
+    return NULL;
   }
-  if (want->release == NULL || !formats_equal(want, &h->schema->schema)) {
+  if (want->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the requested schema's capsule was already consumed");
+    return NULL;
+  }
+  struct FerryError error;
+  error.message[0] = '\0';
+  if (fp_ferry_validate_schema(want, NULL, NULL, &error) != FERRY_OK) {
+    PyErr_Format(PyExc_ValueError, "the requested schema is not valid: %s", error.message);
+    return NULL;
+  }
+  return want;
+}
+
+/* 0 with *answer NULL (no request: the array's own schema), 0 with *answer
+ * a new SchemaHolder to export instead, or -1 with an exception set. */
+static int check_requested_schema(Holder* h, PyObject* requested, SchemaHolder** answer) {
+  *answer = NULL;
+  if (requested == NULL || requested == Py_None) return 0;
+  struct ArrowSchema* want = requested_schema_arg(requested);
+  if (want == NULL) return -1;
+  struct FerryError error;
+  error.message[0] = '\0';
+  if (fp_ferry_schema_answers_request(&h->schema->schema, want, &h->array.array, &error) !=
+      FERRY_OK) {
     PyErr_Format(PyExc_NotImplementedError,
-                 "ferry does not cast: the requested schema differs from the array's "
-                 "(format \"%s\")",
-                 h->schema->schema.format);
+                 "ferry does not cast, and the array (format \"%s\") has no zero-copy "
+                 "answer to the requested schema: %s",
+                 h->schema->schema.format, error.message);
     return -1;
   }
+  SchemaHolder* s = schema_holder_new();
+  if (s == NULL) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  int code = fp_ferry_schema_copy(want, &s->schema, &error);
+  if (code != FERRY_OK) {
+    schema_holder_decref(s);
+    export_failed(code, &error);
+    return -1;
+  }
+  *answer = s;
   return 0;
+}
+
+/* The schema capsule of an export: the requested answer's, or the array's. */
+static PyObject* answer_schema_capsule(Holder* h, SchemaHolder* answer) {
+  if (answer == NULL) return schema_capsule_from_holder(h->schema);
+  PyObject* capsule = schema_capsule_from_holder(answer);
+  schema_holder_decref(answer); /* the capsule's export holds its own reference */
+  return capsule;
 }
 
 static PyObject* capsule_pair(PyObject* schema_capsule, PyObject* array_capsule) {
@@ -822,16 +781,17 @@ static PyObject* ArrayBase_arrow_c_device_array(ArrayBase* self, PyObject* args,
     }
   }
   Holder* h = self->holder;
-  if (check_requested_schema(h, requested) != 0) return NULL;
+  SchemaHolder* answer;
+  if (check_requested_schema(h, requested, &answer) != 0) return NULL;
   struct ArrowDeviceArray* out;
   PyObject* array_capsule = new_capsule(sizeof(struct ArrowDeviceArray), kDeviceArrayCapsule,
                                         device_array_capsule_destructor, (void**)&out);
-  if (array_capsule == NULL) return NULL;
-  if (shared_device_array_fill(h, out) != 0) {
-    Py_DECREF(array_capsule);
-    return PyErr_NoMemory();
+  if (array_capsule == NULL || shared_device_array_fill(h, out) != 0) {
+    Py_XDECREF(array_capsule);
+    schema_holder_decref(answer);
+    return NULL;
   }
-  return capsule_pair(schema_capsule_from_holder(h->schema), array_capsule);
+  return capsule_pair(answer_schema_capsule(h, answer), array_capsule);
 }
 
 static PyObject* ArrayBase_arrow_c_array(ArrayBase* self, PyObject* args, PyObject* kwargs) {
@@ -849,16 +809,17 @@ static PyObject* ArrayBase_arrow_c_array(ArrayBase* self, PyObject* args, PyObje
                  (int)h->array.device_type, (long long)h->array.device_id);
     return NULL;
   }
-  if (check_requested_schema(h, requested) != 0) return NULL;
+  SchemaHolder* answer;
+  if (check_requested_schema(h, requested, &answer) != 0) return NULL;
   struct ArrowArray* out;
   PyObject* array_capsule =
       new_capsule(sizeof(struct ArrowArray), kArrayCapsule, array_capsule_destructor, (void**)&out);
-  if (array_capsule == NULL) return NULL;
-  if (shared_array_fill(h, &h->array.array, out) != 0) {
-    Py_DECREF(array_capsule);
-    return PyErr_NoMemory();
+  if (array_capsule == NULL || shared_array_fill(h, out) != 0) {
+    Py_XDECREF(array_capsule);
+    schema_holder_decref(answer);
+    return NULL;
   }
-  return capsule_pair(schema_capsule_from_holder(h->schema), array_capsule);
+  return capsule_pair(answer_schema_capsule(h, answer), array_capsule);
 }
 
 /* Moves (sole owner) or shares the array into consumer-allocated structs at
@@ -884,8 +845,7 @@ static PyObject* array_export(ArrayBase* self, PyObject* schema_addr, PyObject* 
   /* The addresses' __index__ may have run Python, and another thread closed the array. */
   if (array_open(self) != 0) return NULL;
   Holder* h = self->holder;
-  if (schema_out != NULL && shared_schema_fill(h->schema, &h->schema->schema, schema_out) != 0)
-    return PyErr_NoMemory();
+  if (schema_out != NULL && shared_schema_fill(h->schema, schema_out) != 0) return NULL;
   if (move && atomic_load(&h->refs) == 1) {
     /* Sole owner: hand over the original structs, the producer's own. */
     *array_out = h->array;
@@ -895,7 +855,7 @@ static PyObject* array_export(ArrayBase* self, PyObject* schema_addr, PyObject* 
     holder_decref(h);
   } else if (shared_device_array_fill(h, array_out) != 0) {
     if (schema_out != NULL) schema_out->release(schema_out);
-    return PyErr_NoMemory();
+    return NULL;
   }
   Py_RETURN_NONE;
 }
@@ -1233,24 +1193,6 @@ static int dlpack_stream(int32_t device_type, PyObject* stream_obj, void** strea
   return 0;
 }
 
-/* A root-only view for DLPack exports, without allocating: the struct
- * borrows the holder's buffer (and child) pointer arrays and its release
- * drops one holder reference. Only the DLPack export uses it, which accepts
- * arrays without children or dictionary and never hands children out. */
-static void root_view_release(struct ArrowArray* array) {
-  if (array == NULL || array->release == NULL) return;
-  holder_decref((Holder*)array->private_data);
-  array->release = NULL;
-}
-
-static void root_view_fill(Holder* h, struct ArrowDeviceArray* out) {
-  *out = h->array;
-  holder_incref(h);
-  out->array.private_data = h;
-  out->array.release = root_view_release;
-  memset(out->reserved, 0, sizeof(out->reserved));
-}
-
 /* __dlpack__'s keyword names, interned: Python passes interned names, so
  * matching is a pointer compare (with a character compare as the fallback). */
 static PyObject* g_str_stream;
@@ -1329,24 +1271,27 @@ static PyObject* ArrayBase_dlpack(ArrayBase* self, PyObject* const* args, Py_ssi
   if (array_open(self) != 0) return NULL;
   h = self->holder;
 
-  struct ArrowDeviceArray view;
-  root_view_fill(h, &view);
+  /* The tensor borrows the holder's array and holds one reference to the
+   * holder, which its deleter drops (through the core's hook). `view` is a
+   * read-only copy of the struct, so that no_sync can drop the event. */
+  struct ArrowDeviceArray view = h->array;
   if (no_sync) view.sync_event = NULL; /* the consumer asked for no synchronization */
   DLManagedTensorVersioned* tensor = NULL;
   struct FerryError error;
   error.message[0] = '\0';
   int code;
+  holder_incref(h);
   if (view.sync_event == NULL) {
-    code = fp_ferry_device_array_to_dlpack(&h->schema->schema, &view, consumer_stream, &tensor,
-                                           &error);
+    code = fp_ferry_device_array_to_dlpack_shared(&h->schema->schema, &view, consumer_stream,
+                                                  holder_release_hook, h, &tensor, &error);
   } else {
     /* Waiting may block the host: let other threads run. */
-    Py_BEGIN_ALLOW_THREADS code = fp_ferry_device_array_to_dlpack(
-        &h->schema->schema, &view, consumer_stream, &tensor, &error);
+    Py_BEGIN_ALLOW_THREADS code = fp_ferry_device_array_to_dlpack_shared(
+        &h->schema->schema, &view, consumer_stream, holder_release_hook, h, &tensor, &error);
     Py_END_ALLOW_THREADS
   }
   if (code != FERRY_OK) {
-    view.array.release(&view.array);
+    holder_decref(h);
     return raise_error(code, &error, 1);
   }
   if (versioned) {
@@ -1380,12 +1325,15 @@ static PyMethodDef ArrayBase_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "__arrow_c_device_array__(requested_schema=None, **kwargs)\n--\n\n"
      "Exports the array as (\"arrow_schema\", \"arrow_device_array\") PyCapsules that share "
-     "its buffers; the array stays usable. The sync event travels with it."},
+     "its buffers; the array stays usable. The sync event travels with it. A "
+     "requested_schema is honoured where the data answers it unchanged (the same types, "
+     "int64 as a timestamp, UTF-8 as binary...); otherwise NotImplementedError names the "
+     "difference (ferry does not cast)."},
     {"__arrow_c_array__", (PyCFunction)(void (*)(void))ArrayBase_arrow_c_array,
      METH_VARARGS | METH_KEYWORDS,
      "__arrow_c_array__(requested_schema=None)\n--\n\n"
      "Exports CPU data as (\"arrow_schema\", \"arrow_array\") PyCapsules; device data is "
-     "refused with BufferError."},
+     "refused with BufferError. requested_schema: as for __arrow_c_device_array__."},
     {"__dlpack__", (PyCFunction)(void (*)(void))ArrayBase_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "Exports a fixed-width array without nulls as a DLPack capsule (see the array API "
@@ -2334,6 +2282,103 @@ static PyObject* from_dlpack(PyObject* module, PyObject* const* args, Py_ssize_t
   return PyObject_Vectorcall(g_from_dlpack_slow, args, nargs, kwnames);
 }
 
+/* ---- ferry.device_array: the protocol dispatch ------------------------------------- */
+
+/* device_array(obj, *, validate=True): the Arrow PyCapsule producers in C
+ * (the common entry: pyarrow, nanoarrow, Polars, ferry), every other kind in
+ * ferry._interop._device_array (DLPack, the CUDA Array Interface, the
+ * TypeError). The protocol methods are looked up on the type through its
+ * attribute cache (_PyType_Lookup, as CPython's own slot lookups do): a miss
+ * costs a probe instead of the AttributeError that hasattr() raises and
+ * clears, which made a producer with only __arrow_c_array__ slower than
+ * nanoarrow's entry. Same order and messages as the Python version. */
+static PyObject* g_device_array_slow;  /* ferry._interop._device_array */
+static PyObject* g_str_arrow_c_device_array;
+static PyObject* g_str_arrow_c_array;
+
+/* The two capsules of a protocol method's result, unpacked as Python's
+ * `a, b = result` would (the same errors); new references, or -1. */
+static int unpack_pair(PyObject* result, PyObject** first, PyObject** second) {
+  if (PyTuple_CheckExact(result) && PyTuple_GET_SIZE(result) == 2) {
+    *first = PyTuple_GET_ITEM(result, 0);
+    *second = PyTuple_GET_ITEM(result, 1);
+    Py_INCREF(*first);
+    Py_INCREF(*second);
+    return 0;
+  }
+  PyObject* iterator = PyObject_GetIter(result);
+  if (iterator == NULL) {
+    PyErr_Format(PyExc_TypeError, "cannot unpack non-iterable %.200s object",
+                 Py_TYPE(result)->tp_name);
+    return -1;
+  }
+  PyObject* items[3] = {NULL, NULL, NULL};
+  Py_ssize_t n = 0;
+  while (n < 3 && (items[n] = PyIter_Next(iterator)) != NULL) n++;
+  Py_DECREF(iterator);
+  if (PyErr_Occurred() || n != 2) {
+    for (Py_ssize_t i = 0; i < n; i++) Py_DECREF(items[i]);
+    if (PyErr_Occurred()) return -1;
+    if (n < 2)
+      PyErr_Format(PyExc_ValueError, "not enough values to unpack (expected 2, got %zd)", n);
+    else
+      PyErr_SetString(PyExc_ValueError, "too many values to unpack (expected 2)");
+    return -1;
+  }
+  *first = items[0];
+  *second = items[1];
+  return 0;
+}
+
+static PyObject* device_array_entry(PyObject* module, PyObject* const* args, Py_ssize_t nargs,
+                                    PyObject* kwnames) {
+  if (g_array_class == NULL || g_device_array_slow == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "ferry._native.bind_device_array() was not called");
+    return NULL;
+  }
+  PyObject* method = NULL;
+  int level = FERRY_VALIDATE_DEFAULT;
+  if (nargs == 1) {
+    PyObject* obj = args[0];
+    if (PyObject_TypeCheck(obj, (PyTypeObject*)g_array_class)) {
+      Py_INCREF(obj);
+      return obj;
+    }
+    PyTypeObject* kind = Py_TYPE(obj);
+    if (_PyType_Lookup(kind, g_str_arrow_c_device_array) != NULL)
+      method = g_str_arrow_c_device_array;
+    else if (_PyType_Lookup(kind, g_str_arrow_c_array) != NULL)
+      method = g_str_arrow_c_array;
+    /* Only `validate` is known here; anything else is the Python path's to refuse. */
+    Py_ssize_t n_kw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (method != NULL && n_kw == 1 && keyword_is(PyTuple_GET_ITEM(kwnames, 0), g_str_validate)) {
+      if (validate_level(args[1], &level) != 0) return NULL;
+    } else if (n_kw != 0) {
+      method = NULL;
+    }
+  }
+  if (method == NULL) return PyObject_Vectorcall(g_device_array_slow, args, nargs, kwnames);
+  if (need_library() != 0) return NULL;
+  PyObject* result = PyObject_CallMethodNoArgs(args[0], method);
+  if (result == NULL) return NULL;
+  PyObject *schema_capsule, *array_capsule;
+  int bad = unpack_pair(result, &schema_capsule, &array_capsule);
+  Py_DECREF(result);
+  if (bad) return NULL;
+  PyObject* array =
+      import_capsule_pair((PyTypeObject*)g_array_class, schema_capsule, array_capsule, level);
+  Py_DECREF(schema_capsule);
+  Py_DECREF(array_capsule);
+  return array;
+}
+
+/* bind_device_array(slow): the Python path of device_array. */
+static PyObject* bind_device_array(PyObject* module, PyObject* slow) {
+  Py_INCREF(slow);
+  Py_XSETREF(g_device_array_slow, slow);
+  Py_RETURN_NONE;
+}
+
 static PyObject* bind_classes(PyObject* module, PyObject* args) {
   PyObject *array_class, *slow;
   if (!PyArg_ParseTuple(args, "OO", &array_class, &slow)) return NULL;
@@ -2440,58 +2485,9 @@ static PyObject* import_memory(PyObject* module, PyObject* args) {
 
 /* stream_capsule(address, device): moves the ArrowDeviceArrayStream at
  * `address` into an "arrow_device_array_stream" capsule (device true) or,
- * for a CPU stream, into an "arrow_array_stream" capsule through an adapter
- * that unwraps each batch's ArrowArray. */
-typedef struct {
-  struct ArrowDeviceArrayStream inner;
-  char last_error[FERRY_ERROR_MESSAGE_SIZE];
-} CpuAdapter;
-
-static int cpu_adapter_get_schema(struct ArrowArrayStream* self, struct ArrowSchema* out) {
-  CpuAdapter* a = (CpuAdapter*)self->private_data;
-  int code = a->inner.get_schema(&a->inner, out);
-  if (code != 0) {
-    const char* message = a->inner.get_last_error ? a->inner.get_last_error(&a->inner) : NULL;
-    snprintf(a->last_error, sizeof(a->last_error), "%s", message ? message : "get_schema failed");
-  }
-  return code;
-}
-
-static int cpu_adapter_get_next(struct ArrowArrayStream* self, struct ArrowArray* out) {
-  CpuAdapter* a = (CpuAdapter*)self->private_data;
-  struct ArrowDeviceArray batch;
-  memset(&batch, 0, sizeof(batch));
-  int code = a->inner.get_next(&a->inner, &batch);
-  if (code != 0) {
-    const char* message = a->inner.get_last_error ? a->inner.get_last_error(&a->inner) : NULL;
-    snprintf(a->last_error, sizeof(a->last_error), "%s", message ? message : "get_next failed");
-    out->release = NULL;
-    return code;
-  }
-  if (batch.array.release != NULL && batch.device_type != ARROW_DEVICE_CPU) {
-    batch.array.release(&batch.array);
-    snprintf(a->last_error, sizeof(a->last_error),
-             "a batch lives on device type %d, not on the CPU", (int)batch.device_type);
-    out->release = NULL;
-    return EINVAL;
-  }
-  *out = batch.array; /* released batch: the end of the stream */
-  return 0;
-}
-
-static const char* cpu_adapter_get_last_error(struct ArrowArrayStream* self) {
-  CpuAdapter* a = (CpuAdapter*)self->private_data;
-  return a->last_error[0] ? a->last_error : NULL;
-}
-
-static void cpu_adapter_release(struct ArrowArrayStream* self) {
-  if (self == NULL || self->release == NULL) return;
-  CpuAdapter* a = (CpuAdapter*)self->private_data;
-  if (a->inner.release != NULL) a->inner.release(&a->inner);
-  free(a);
-  self->release = NULL;
-}
-
+ * for a CPU stream, into an "arrow_array_stream" capsule through the core's
+ * adapter (ferry_array_stream_to_cpu_stream), which unwraps each batch's
+ * ArrowArray. */
 static PyObject* capsule_from_stream(struct ArrowDeviceArrayStream* src, int device) {
   if (src == NULL || src->release == NULL) {
     PyErr_SetString(PyExc_ValueError, "the stream is NULL or released");
@@ -2517,18 +2513,14 @@ static PyObject* capsule_from_stream(struct ArrowDeviceArrayStream* src, int dev
   PyObject* capsule =
       new_capsule(sizeof(*out), kStreamCapsule, stream_capsule_destructor, (void**)&out);
   if (capsule == NULL) return NULL;
-  CpuAdapter* adapter = (CpuAdapter*)calloc(1, sizeof(CpuAdapter));
-  if (adapter == NULL) {
-    Py_DECREF(capsule);
-    return PyErr_NoMemory();
+  /* Batches are not validated here: the capsule's consumer imports them. */
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code = fp_ferry_array_stream_to_cpu_stream(src, FERRY_VALIDATE_NONE, 0, out, &error);
+  if (code != FERRY_OK) {
+    Py_DECREF(capsule); /* nothing was moved: `src` is still the caller's */
+    return code == ENOMEM ? PyErr_NoMemory() : raise_error(code, &error, 1);
   }
-  adapter->inner = *src;
-  src->release = NULL;
-  out->get_schema = cpu_adapter_get_schema;
-  out->get_next = cpu_adapter_get_next;
-  out->get_last_error = cpu_adapter_get_last_error;
-  out->release = cpu_adapter_release;
-  out->private_data = adapter;
   return capsule;
 }
 
@@ -2539,39 +2531,6 @@ static PyObject* stream_capsule(PyObject* module, PyObject* args) {
   struct ArrowDeviceArrayStream* src = (struct ArrowDeviceArrayStream*)PyLong_AsVoidPtr(address);
   if (PyErr_Occurred()) return NULL;
   return capsule_from_stream(src, device);
-}
-
-/* The other direction: a CPU ArrowArrayStream seen as a device stream. */
-static int device_adapter_get_schema(void* user_data, struct ArrowSchema* out,
-                                     struct FerryError* error) {
-  struct ArrowArrayStream* inner = (struct ArrowArrayStream*)user_data;
-  int code = inner->get_schema(inner, out);
-  if (code != 0) {
-    const char* message = inner->get_last_error ? inner->get_last_error(inner) : NULL;
-    snprintf(error->message, sizeof(error->message), "%s", message ? message : "get_schema failed");
-  }
-  return code;
-}
-
-static int device_adapter_get_next(void* user_data, struct ArrowDeviceArray* out,
-                                   struct FerryError* error) {
-  struct ArrowArrayStream* inner = (struct ArrowArrayStream*)user_data;
-  struct ArrowArray batch;
-  memset(&batch, 0, sizeof(batch));
-  int code = inner->get_next(inner, &batch);
-  if (code != 0) {
-    const char* message = inner->get_last_error ? inner->get_last_error(inner) : NULL;
-    snprintf(error->message, sizeof(error->message), "%s", message ? message : "get_next failed");
-    return code;
-  }
-  if (batch.release == NULL) return 0; /* end of stream: out stays released */
-  return fp_ferry_device_array_init(out, &batch, ARROW_DEVICE_CPU, -1, NULL, NULL, NULL, error);
-}
-
-static void device_adapter_release(void* user_data) {
-  struct ArrowArrayStream* inner = (struct ArrowArrayStream*)user_data;
-  if (inner->release != NULL) inner->release(inner);
-  free(inner);
 }
 
 /* ---- StreamBase: the C half of ferry.DeviceArrayStream ------------------------------ */
@@ -2795,6 +2754,69 @@ static PyObject* StreamBase_capsule(StreamBase* self, PyObject* device_obj) {
   return capsule;
 }
 
+/* _capsule_as(device, requested_schema): _capsule for a consumer's
+ * requested schema: the producer's schema is read (get_schema, GIL
+ * released) and, when the stream's data answers the request unchanged
+ * (ferry_schema_answers_request without data: a field requested
+ * non-nullable must be non-nullable in the stream's schema), the stream is
+ * handed on under a copy of the requested schema
+ * (ferry_array_stream_with_schema); otherwise NotImplementedError names the
+ * difference and the stream stays here, unread. */
+static PyObject* StreamBase_capsule_as(StreamBase* self, PyObject* args) {
+  PyObject *device_obj, *requested;
+  if (!PyArg_ParseTuple(args, "OO", &device_obj, &requested)) return NULL;
+  int device = PyObject_IsTrue(device_obj);
+  if (device < 0 || need_library() != 0) return NULL;
+  struct ArrowSchema* want = requested_schema_arg(requested);
+  if (want == NULL || stream_enter_open(self) != 0) return NULL;
+  if (self->error_code != 0) {
+    stream_leave(self);
+    return raise_code(self->error_code, self->error_message, 0);
+  }
+  if (!device && self->raw->device_type != ARROW_DEVICE_CPU) {
+    PyObject* refused = capsule_from_stream(self->raw, 0); /* raises the BufferError */
+    stream_leave(self);
+    return refused;
+  }
+  struct ArrowSchema have;
+  have.release = NULL;
+  struct FerryError error;
+  error.message[0] = '\0';
+  int code;
+  struct ArrowDeviceArrayStream* raw = self->raw;
+  Py_BEGIN_ALLOW_THREADS code = fp_ferry_array_stream_get_schema(raw, &have, &error);
+  Py_END_ALLOW_THREADS
+  PyObject* result = NULL;
+  if (code != FERRY_OK) {
+    result = stream_fail(self, code, error.message);
+  } else if (fp_ferry_schema_answers_request(&have, want, NULL, &error) != FERRY_OK) {
+    PyErr_Format(PyExc_NotImplementedError,
+                 "ferry does not cast, and the stream (format \"%s\") has no zero-copy "
+                 "answer to the requested schema: %s",
+                 have.format, error.message);
+  } else {
+    struct ArrowSchema copy;
+    copy.release = NULL;
+    struct ArrowDeviceArrayStream swapped;
+    swapped.release = NULL;
+    code = fp_ferry_schema_copy(want, &copy, &error);
+    if (code == FERRY_OK) {
+      code = fp_ferry_array_stream_with_schema(raw, &copy, &swapped, &error);
+      if (code != FERRY_OK) fp_ferry_schema_release(&copy);
+    }
+    if (code != FERRY_OK) {
+      export_failed(code, &error);
+    } else {
+      *raw = swapped; /* the producer's stream moved into `swapped` */
+      result = capsule_from_stream(raw, device);
+      if (result != NULL) stream_free_inside(self); /* moved out: only the block */
+    }
+  }
+  if (have.release != NULL) fp_ferry_schema_release(&have);
+  stream_leave(self);
+  return result;
+}
+
 /* _get_schema(cls): calls get_schema (GIL released) and moves the schema,
  * validated unless the stream opted out, into a new instance of `cls` (a
  * SchemaBase subclass). A failure is kept (see StreamBase). */
@@ -2947,6 +2969,9 @@ static PyMethodDef StreamBase_methods[] = {
      "_hand_to(address): moves the stream into the released struct at an address."},
     {"_capsule", (PyCFunction)StreamBase_capsule, METH_O,
      "_capsule(device): moves the stream into a new PyCapsule; this object is closed."},
+    {"_capsule_as", (PyCFunction)StreamBase_capsule_as, METH_VARARGS,
+     "_capsule_as(device, requested_schema): _capsule under a requested schema the data "
+     "answers unchanged."},
     {"_get_schema", (PyCFunction)StreamBase_get_schema, METH_O,
      "_get_schema(cls): the producer's schema as a new cls instance."},
     {"_next_batch", (PyCFunction)(void (*)(void))StreamBase_next_batch, METH_FASTCALL,
@@ -2983,8 +3008,9 @@ static PyTypeObject StreamBaseType = {
 };
 
 /* take_stream_capsule(capsule, address): moves an "arrow_device_array_stream"
- * capsule's stream, or a CPU "arrow_array_stream" behind an adapter, into
- * the released ArrowDeviceArrayStream at `address`. */
+ * capsule's stream, or a CPU "arrow_array_stream" behind the core's adapter
+ * (ferry_array_stream_from_cpu_stream), into the released
+ * ArrowDeviceArrayStream at `address`. */
 static PyObject* take_stream_capsule(PyObject* module, PyObject* args) {
   PyObject *capsule, *address;
   if (!PyArg_ParseTuple(args, "OO", &capsule, &address)) return NULL;
@@ -3018,20 +3044,11 @@ static PyObject* take_stream_capsule(PyObject* module, PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "the stream capsule was already consumed");
     return NULL;
   }
-  struct ArrowArrayStream* inner = (struct ArrowArrayStream*)malloc(sizeof(*inner));
-  if (inner == NULL) return PyErr_NoMemory();
-  *inner = *src;
-  src->release = NULL;
   struct FerryError error;
   error.message[0] = '\0';
-  int code = fp_ferry_array_stream_init(out, ARROW_DEVICE_CPU, device_adapter_get_schema,
-                                        device_adapter_get_next, device_adapter_release, inner,
-                                        &error);
-  if (code != FERRY_OK) {
-    *src = *inner; /* nothing was taken: give it back to the capsule */
-    free(inner);
-    return raise_error(code, &error, 0);
-  }
+  /* On failure nothing was taken: the capsule keeps its stream. */
+  int code = fp_ferry_array_stream_from_cpu_stream(src, out, &error);
+  if (code != FERRY_OK) return raise_error(code, &error, 0);
   Py_RETURN_NONE;
 }
 
@@ -3271,6 +3288,21 @@ static PyMethodDef module_methods[] = {
     {"from_dlpack", (PyCFunction)(void (*)(void))from_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "from_dlpack(x, /, *, device=None, copy=None, stream=None)\n--\n\n"
      "A ferry.DeviceArray from any DLPack producer (see ferry._interop._from_dlpack)."},
+    {"device_array", (PyCFunction)(void (*)(void))device_array_entry,
+     METH_FASTCALL | METH_KEYWORDS,
+     "device_array(obj, *, validate=True)\n--\n\n"
+     "A DeviceArray from any producer, without copying:\n\n"
+     "- __arrow_c_device_array__ (pyarrow, nanoarrow, cuDF, ferry): the sync\n"
+     "  event is kept and travels with the array;\n"
+     "- __arrow_c_array__ (CPU Arrow data);\n"
+     "- __dlpack__ (NumPy, PyTorch, CuPy, JAX): see from_dlpack;\n"
+     "- __cuda_array_interface__ (Numba, CuPy): see from_cuda_array_interface.\n\n"
+     "With validate (the default: DEFAULT; \"full\" also checks every offset\n"
+     "and UTF-8 byte) the structure is checked first and a broken producer is\n"
+     "refused with InvalidArgumentError naming what is wrong; validate=False\n"
+     "(or \"none\") is the caller's promise."},
+    {"bind_device_array", bind_device_array, METH_O,
+     "bind_device_array(slow): the Python path of device_array (every other protocol)."},
     {"bind_classes", bind_classes, METH_VARARGS,
      "bind_classes(DeviceArray, slow_from_dlpack): the classes the C paths create."},
     {"new_ref", new_ref, METH_O, "Holds a reference for C; returns its address."},
@@ -3299,6 +3331,8 @@ PyMODINIT_FUNC PyInit__native(void) {
   g_str_dl_device = PyUnicode_InternFromString("dl_device");
   g_str_copy = PyUnicode_InternFromString("copy");
   g_str_validate = PyUnicode_InternFromString("validate");
+  g_str_arrow_c_device_array = PyUnicode_InternFromString("__arrow_c_device_array__");
+  g_str_arrow_c_array = PyUnicode_InternFromString("__arrow_c_array__");
   g_str_move = PyUnicode_InternFromString("move");
   g_str_schema = PyUnicode_InternFromString("schema");
   g_str_array_address = PyUnicode_InternFromString("array_address");

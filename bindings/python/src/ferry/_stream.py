@@ -125,24 +125,28 @@ class DeviceArrayStream(_native.StreamBase):
 
     def __arrow_c_device_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
         """Moves the stream into an "arrow_device_array_stream" PyCapsule
-        (this object is closed afterwards). ferry does not cast: a requested
-        schema must be None."""
+        (this object is closed afterwards). ferry does not cast: a
+        requested_schema is honoured where the stream's data answers it
+        unchanged (as DeviceArray's; a field requested non-nullable must be
+        non-nullable in the stream's schema), else NotImplementedError names
+        the difference and the stream stays here, unread."""
         return self._to_capsule(True, requested_schema, kwargs)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """For CPU streams: moves the stream into an "arrow_array_stream"
-        PyCapsule. A device stream is refused with BufferError."""
+        PyCapsule. A device stream is refused with BufferError.
+        requested_schema: as for __arrow_c_device_stream__."""
         return self._to_capsule(False, requested_schema, {})
 
     def _to_capsule(self, device: bool, requested_schema: Any, kwargs: dict) -> Any:
         unsupported = [name for name, value in kwargs.items() if value is not None]
         if unsupported:
             raise NotImplementedError(f"Received unsupported keyword argument(s): {unsupported}")
-        if requested_schema is not None:
-            raise NotImplementedError("ferry does not cast streams: requested_schema must be None")
         with self._lock:
             if self._schema is not None:
                 raise ValueError("the stream was partly read here; hand it on before reading it")
+            if requested_schema is not None:
+                return self._capsule_as(device, requested_schema)
             return self._capsule(device)
 
     # ---- lifetime ---------------------------------------------------------------
