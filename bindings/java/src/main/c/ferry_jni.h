@@ -287,8 +287,9 @@ void ferry_jni_dlpack_delete(struct DLManagedTensorVersioned* tensor);
 
 /** Moves a plain ArrowArrayStream (CPU batches) into `out` (released
  *  beforehand) as an ArrowDeviceArrayStream of the CPU: each batch becomes a
- *  CPU device array without an event. `source` is left released on success
- *  and untouched on failure. */
+ *  CPU device array without an event; a failure carries the Arrow stream's
+ *  own message (ferry_array_stream_from_cpu_stream). `source` is left
+ *  released on success and untouched on failure. */
 int ferry_jni_stream_from_arrow(struct ArrowArrayStream* source,
                                 struct ArrowDeviceArrayStream* out, struct FerryError* error);
 
@@ -298,8 +299,9 @@ int ferry_jni_stream_from_arrow(struct ArrowArrayStream* source,
  *  validator's message), its event waited on, and, when the host cannot read
  *  its device, brought to the CPU (ferry_device_array_move_to_device). A
  *  stream of non-struct arrays becomes record batches of one column (Arrow
- *  streams carry record batches). `source` is left released on success and
- *  untouched on failure. */
+ *  streams carry record batches). The core's ferry_array_stream_to_cpu_stream
+ *  with both flags. `source` is left released on success and untouched on
+ *  failure. */
 int ferry_jni_stream_to_arrow(struct ArrowDeviceArrayStream* source,
                               struct ArrowArrayStream* out, struct FerryError* error);
 

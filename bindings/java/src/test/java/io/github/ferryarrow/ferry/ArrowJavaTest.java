@@ -2,6 +2,7 @@ package io.github.ferryarrow.ferry;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.ferryarrow.ferry.arrow.ArrowJava;
@@ -16,6 +17,8 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.arrow.c.ArrowArrayStream;
+import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
@@ -25,6 +28,9 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -135,6 +141,64 @@ class ArrowJavaTest {
         k++;
       }
       assertEquals(3, k);
+    }
+  }
+
+  /** A reader of {a: int32} whose first batch is [7, 8] and whose second load
+   *  throws IOException({@code message}). */
+  private ArrowReader readerFailingAtBatch2(String message) {
+    Schema schema = new Schema(List.of(Field.nullable("a", new ArrowType.Int(32, true))));
+    return new ArrowReader(allocator) {
+      private int loads;
+
+      @Override
+      public boolean loadNextBatch() throws IOException {
+        if (++loads == 2) throw new IOException(message);
+        IntVector a = (IntVector) getVectorSchemaRoot().getVector("a");
+        a.allocateNew(2);
+        a.set(0, 7);
+        a.set(1, 8);
+        getVectorSchemaRoot().setRowCount(2);
+        return true;
+      }
+
+      @Override
+      public long bytesRead() {
+        return 0;
+      }
+
+      @Override
+      protected void closeReadSource() {}
+
+      @Override
+      protected Schema readSchema() {
+        return schema;
+      }
+    };
+  }
+
+  /** A plain stream's failure reaches the ferry stream with the producer's own
+   *  message (the core's adapter passes it on word for word), and every later
+   *  read reports the same error. */
+  @Test
+  void anArrowStreamFailureKeepsItsOwnMessage() {
+    String message = "the test reader breaks at batch 2";
+    try (ArrowArrayStream out = ArrowArrayStream.allocateNew(allocator)) {
+      Data.exportArrayStream(allocator, readerFailingAtBatch2(message), out);
+      try (DeviceArrayStream stream =
+          DeviceArrayStream.importArrowStream(out.memoryAddress(), Validation.DEFAULT)) {
+        assertEquals(0, out.snapshot().release, "moved into the ferry stream");
+        try (DeviceArray batch = stream.next()) {
+          assertEquals(2, batch.length());
+          assertEquals(8, batch.child(0).buffer(1).getInt(4));
+        }
+        FerryException first = assertThrows(FerryException.class, stream::next);
+        assertTrue(first.getMessage().contains(message), first.getMessage());
+        assertFalse(first.getMessage().contains("the Arrow stream's"), first.getMessage());
+        FerryException again = assertThrows(FerryException.class, stream::next);
+        assertEquals(first.code(), again.code());
+        assertEquals(first.getMessage(), again.getMessage());
+      }
     }
   }
 
