@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "format.h"
 #include "internal.h"
 #include "node_table.h"
 
@@ -54,6 +55,41 @@ struct FerryCopyContext {
    * of a shared node would be exponential, and the source is unreleasable). */
   struct FerryNodeTable seen;
 };
+
+/* Bytes of the offsets buffer a copy of `src` must hold when buffer `i` is
+ * the offsets of a length-0 variable-size or list array (offset + 1
+ * entries; 0 for any other buffer, whose size ferry_array_buffer_size
+ * gives). List views address children per slot: nothing for them. */
+static int64_t empty_offsets_bytes(const struct ArrowSchema* schema,
+                                   const struct ArrowArray* src, int64_t i) {
+  if (src->length != 0 || src->offset < 0 || src->offset > (INT64_C(1) << 40)) return 0;
+  struct FerryFormat format;
+  struct FerryError ignored;
+  if (ferry__format_parse(schema->format, &format, &ignored) != FERRY_OK) return 0;
+  if (format.type == FERRY_TYPE_LIST_VIEW || format.type == FERRY_TYPE_LARGE_LIST_VIEW) return 0;
+  if (i >= format.n_fixed_buffers || format.roles[i] != FERRY_BUFFER_OFFSETS) return 0;
+  return (src->offset + 1) * format.offset_bytes;
+}
+
+/* Allocates `bytes` on `device` holding zeros (through a host buffer: the
+ * device may not be host-accessible); the caller owns `*out`. */
+static int write_zero_offsets(struct FerryDevice* device, int64_t bytes, void** out,
+                              struct FerryError* error) {
+  void* zeros = calloc(1, (size_t)bytes);
+  if (zeros == NULL) return ferry__set_error(error, ENOMEM, "out of memory for offsets");
+  struct FerryDevice* host = NULL;
+  int code = ferry_device_resolve(ARROW_DEVICE_CPU, -1, &host, error);
+  if (code == FERRY_OK) code = ferry_device_allocate(device, bytes, out, error);
+  if (code == FERRY_OK) {
+    code = ferry_device_memcpy(device, *out, host, zeros, bytes, NULL, error);
+    if (code != FERRY_OK) {
+      ferry_device_deallocate(device, *out, NULL);
+      *out = NULL;
+    }
+  }
+  free(zeros);
+  return code;
+}
 
 /* Prefixes the message already in ctx->error with the node's path. */
 static int copy_fail(struct FerryCopyContext* ctx, int code, const char* path,
@@ -185,6 +221,15 @@ static int copy_node(struct FerryCopyContext* ctx, const struct ArrowSchema* sch
       code = ferry__set_error(error, resident, "%s", residency.message);
       copy_fail(ctx, code, path, what);
       break;
+    }
+    int64_t offsets_bytes = empty_offsets_bytes(schema, src, i);
+    if (offsets_bytes > 0) {
+      /* A length-0 array's offsets are not read (the source may hold none:
+       * old IPC files, Arrow C++); the copy gets the entries every reader
+       * expects, offset + 1 zeros, so that it is valid for any consumer. */
+      code = write_zero_offsets(ctx->dst_device, offsets_bytes, &owned->buffers[i], error);
+      if (code != FERRY_OK) copy_fail(ctx, code, path, what);
+      continue;
     }
     code = ferry_device_allocate(ctx->dst_device, size, &owned->buffers[i], error);
     if (code == FERRY_OK) {
