@@ -207,6 +207,10 @@ static inline void* au_main(void* arg) {
     h->release(h);
     if (p->d.double_release) h->release(h);
     if (p->d.call_after_release) h->on_error(h, EIO, "an error after release", NULL);
+  } else {
+    /* Never released: the consumer may still call request or cancel, so the
+     * producer's memory stays (this fixture leaks it on purpose). */
+    return NULL;
   }
   au_unref(p);
   return NULL;
