@@ -32,7 +32,7 @@
 #define OVERLONG_2 (1 << 5)  /* C0 or C1 */
 #define TOO_LARGE_1000 (1 << 6) /* F5..FF followed by 80..8F */
 #define OVERLONG_4 (1 << 6)  /* F0 followed by 80..8F (shares the bit) */
-#define TWO_CONTS (1 << 7)   /* a continuation after a continuation */
+#define TWO_CONTS (-0x80)    /* a continuation after a continuation (bit 7, as a char) */
 #define CARRY (TOO_SHORT | TOO_LONG | TWO_CONTS) /* decided by high nibbles alone */
 
 /* Bytes [-n .. 32-n) of the stream: the last n bytes of `previous`, then
