@@ -59,6 +59,8 @@ struct au_producer {
 struct au_task {
   struct au_producer* p;
   struct ArrowDeviceArray array;
+  int handed_twice; /* the task_twice defect: this state is handed out twice */
+  int extracted;
 };
 
 static inline void au_unref(struct au_producer* p) {
@@ -74,6 +76,20 @@ static inline void au_unref(struct au_producer* p) {
 
 static inline int au_extract(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out) {
   struct au_task* task = (struct au_task*)self->private_data;
+  if (task->handed_twice) {
+    /* The task_twice defect: the state outlives its first extraction (a
+     * consumer holding the second copy may still call), and the second
+     * extraction is refused instead of moving the batch out again. */
+    if (task->extracted) return EINVAL;
+    task->extracted = 1;
+    if (out != NULL) {
+      *out = task->array;
+    } else {
+      task->array.array.release(&task->array.array);
+    }
+    memset(&task->array, 0, sizeof(task->array));
+    return 0; /* the state is leaked on purpose: this producer is broken */
+  }
   if (out != NULL) {
     *out = task->array;
   } else {
@@ -106,6 +122,9 @@ static inline int au_send_batch(struct au_producer* p, int64_t index) {
   int twice = p->d.task_twice && p->demand > 0 && !p->cancelled;
   if (twice) p->demand--;
   pthread_mutex_unlock(&p->mu);
+  /* Marked before the first hand-out: the consumer may extract that copy on
+   * its own thread before the second one is handed out. */
+  task->handed_twice = twice;
   struct ArrowAsyncTask handed = {au_extract, task};
   int rc = p->handler->on_next_task(p->handler, &handed, NULL);
   twice = twice && rc == 0;
