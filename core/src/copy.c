@@ -58,11 +58,14 @@ struct FerryCopyContext {
 
 /* Bytes of the offsets buffer a copy of `src` must hold when buffer `i` is
  * the offsets of a length-0 variable-size or list array (offset + 1
- * entries; 0 for any other buffer, whose size ferry_array_buffer_size
- * gives). List views address children per slot: nothing for them. */
+ * entries, for offsets below 2^16; 0 for any other buffer, whose size
+ * ferry_array_buffer_size gives). List views address children per slot:
+ * nothing for them. */
 static int64_t empty_offsets_bytes(const struct ArrowSchema* schema,
                                    const struct ArrowArray* src, int64_t i) {
-  if (src->length != 0 || src->offset < 0 || src->offset > (INT64_C(1) << 40)) return 0;
+  /* Up to 2^16 entries; beyond, the copy keeps the 0 bytes the source may
+   * have (accepted for length 0), never a large allocation for nothing. */
+  if (src->length != 0 || src->offset < 0 || src->offset >= (INT64_C(1) << 16)) return 0;
   struct FerryFormat format;
   struct FerryError ignored;
   if (ferry__format_parse(schema->format, &format, &ignored) != FERRY_OK) return 0;
