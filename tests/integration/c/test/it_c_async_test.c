@@ -288,7 +288,12 @@ FERRY_TEST(wrong_values_reach_the_runtime_checker) {
   script_init(&s, &h, "int32:batches=2:seed=9"); /* other values */
   CHECK_EQ_INT(0, script_schema(&s));
   for (int i = 0; i < 2; i++) {
-    CHECK(script_wait_demand(&s));
+    /* Once batch 0 failed its check the checker may cancel: only the first
+     * batch is sure to be wanted. */
+    if (!script_wait_demand(&s)) {
+      CHECK(i > 0);
+      break;
+    }
     script_batch(&s);
   }
   script_end(&s);
