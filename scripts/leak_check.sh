@@ -7,7 +7,7 @@ set -uo pipefail
 for t in "$BUILD"/tests/*_test; do
   [ -x "$t" ] || continue
   log="$(mktemp)"
-  if FERRY_BUILD_DIR="$BUILD" FERRY_SOURCE_DIR="$ROOT" valgrind --quiet --error-exitcode=99 \
+  if FERRY_BUILD_DIR="$BUILD" FERRY_SOURCE_DIR="$ROOT" FERRY_UNDER_VALGRIND=1 valgrind --quiet --error-exitcode=99 \
       --leak-check=full --errors-for-leak-kinds=definite,indirect \
       --show-leak-kinds=definite,indirect "$t" >"$log" 2>&1; then
     pass "$(basename "$t")"

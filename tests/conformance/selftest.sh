@@ -44,5 +44,10 @@ expect wrong_message "expected exactly \"injected failure at export\""
 expect stop_early "check_stream accepted it"
 expect swallow_failure "check_stream accepted it (the expected get_next failure never comes)"
 expect async_lenient "the checking consumer accepted a producer that broke the rule"
-expect async_double_release "async consumer: release was called after the handler's release"
+# async_double_release is not run: a release coming after the host took its
+# verdict (the ticket is freed then) is a race no consumer can judge without a
+# use after free; the C plugin's own test (it_c_async_test,
+# call_after_release_is_named) and `ferry check --async` (bad_async_double_release)
+# cover the rule where the order is certain.
+echo "SKIPPED self-test async_double_release: a second release racing the host's verdict cannot be judged safely (see the comment above)"
 finish

@@ -231,6 +231,14 @@ FERRY_TEST(scripted_good_producer_passes) {
 }
 
 FERRY_TEST(more_tasks_than_requested_is_named) {
+  /* The script outruns the checker's requests only when its three sends are
+   * not interleaved with the checker's thread; valgrind runs one thread at a
+   * time and interleaves them, so there the overrun may never happen. */
+  if (getenv("FERRY_UNDER_VALGRIND") != NULL) {
+    printf("SKIPPED more_tasks_than_requested_is_named: under valgrind the checker's thread "
+           "keeps up with the script (valgrind serializes threads)\n");
+    return;
+  }
   struct ArrowAsyncDeviceStreamHandler h;
   void* ticket = checker("int32:batches=3:window=1", &h);
   struct script s;
