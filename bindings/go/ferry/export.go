@@ -171,7 +171,8 @@ type ArrayData struct {
 	// release itself then stays in C (no call back into Go on the
 	// consumer's thread, which costs more than the rest of an export): for
 	// references that need Go to let go but not at that instant, such as
-	// arrow-go's Release of the data an export points at.
+	// arrow-go's Release of the data an export points at. It must not call
+	// ReleaseDeferred or LiveAllocations, which wait for it to finish.
 	AfterRelease func()
 }
 

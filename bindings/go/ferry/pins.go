@@ -10,6 +10,7 @@ import "C"
 import (
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -159,10 +160,26 @@ var (
 // deferredCount is the C counter of queued handles (ferrygo_deferred_count).
 var deferredCount = (*int64)(unsafe.Pointer(&C.ferrygo_deferred_count))
 
+// drainMu makes one drain at a time, so that a drain with always returns
+// only once every state taken so far has run its AfterRelease: the
+// collection sentinel's drain (on the cleanup goroutine) may have taken a
+// state that LiveAllocations, on the test's goroutine, would otherwise count
+// as still live.
+var drainMu sync.Mutex
+
 // drainDeferred gives back the states of released pins-only nodes; with
 // always, it asks C even when the counter says the queue is empty (a
-// release racing with the count).
+// release racing with the count) and waits for a drain under way; without,
+// it leaves the queue to a drain under way (an export need not wait).
 func drainDeferred(always bool) {
+	if !always {
+		if atomic.LoadInt64(deferredCount) == 0 || !drainMu.TryLock() {
+			return
+		}
+	} else {
+		drainMu.Lock()
+	}
+	defer drainMu.Unlock()
 	for always || atomic.LoadInt64(deferredCount) > 0 {
 		var taken [64]C.uintptr_t
 		n := int(C.ferrygo_take_deferred(&taken[0], C.int64_t(len(taken))))
