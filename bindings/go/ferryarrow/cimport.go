@@ -68,6 +68,12 @@ func ImportCArray(array, schema unsafe.Pointer, opts ...Options) (arrow.Field, a
 			if C.ferryarrow_validate_take_schema(C.uintptr_t(uintptr(schema)), C.uintptr_t(uintptr(array)), C.int32_t(o.Validate)) != 0 {
 				return arrow.Field{}, nil, ferry.ValidateCArray(array, schema, o.Validate) // the finding, worded
 			}
+			if p, ok := planFlat(dt, (*cArray)(array)); ok {
+				raw := takeRaw()
+				*(*cArray)(raw) = *(*cArray)(array) // a move: copy, then mark the source released
+				(*cArray)(array).release = nil
+				return f, wrapFlat(dt, raw, p), nil
+			}
 			var out arrow.Array
 			err := contained("ImportCArray", func() (err error) {
 				out, err = cdata.ImportCArrayWithType((*cdata.CArrowArray)(array), dt)

@@ -190,6 +190,16 @@ func ToArrow(a *ferry.DeviceArray, opts ...Options) (arrow.Array, error) {
 	if err != nil {
 		return nil, err
 	}
+	if v := (*cArray)(a.Ptr()); v != nil {
+		if p, ok := planFlat(dt, v); ok {
+			raw := takeRaw()
+			if err := a.ExportTo(raw, nil); err != nil {
+				giveRaw(raw)
+				return nil, err
+			}
+			return wrapFlat(dt, raw, p), nil
+		}
+	}
 	return importArray(a, func(raw *cdata.CArrowArray) (arrow.Array, error) {
 		return cdata.ImportCArrayWithType(raw, dt)
 	})

@@ -88,94 +88,86 @@ func BenchmarkPeers(b *testing.B) {
 		must(err)
 		return r
 	}
+	// each runs op(i) for i in [0, n): one timed block of a row's side.
+	each := func(op func(i int)) func(n int) {
+		return func(n int) {
+			for i := 0; i < n; i++ {
+				op(i)
+			}
+		}
+	}
+	peerImport := each(func(i int) {
+		_, a, err := cdata.ImportCArray((*cdata.CArrowArray)(inArr[i]), (*cdata.CArrowSchema)(inSchema[i]))
+		must(err)
+		a.Release()
+	})
+	// The consumer's release of outArr and outSchema, after each export.
+	releaseOut := func() {
+		cdata.ReleaseCArrowArray((*cdata.CArrowArray)(outArr))
+		cdata.ReleaseCArrowSchema((*cdata.CArrowSchema)(outSchema))
+	}
+	peerExport := each(func(int) {
+		cdata.ExportArrowArray(arr, (*cdata.CArrowArray)(outArr), (*cdata.CArrowSchema)(outSchema))
+		releaseOut()
+	})
+	// drain reads every record of r, releases it and checks there were batches.
+	drain := func(who string, r array.RecordReader) {
+		k := 0
+		for r.Next() {
+			k++
+		}
+		must(r.Err())
+		r.Release()
+		if k != batches {
+			b.Fatalf("%s bridge: %d batches", who, k)
+		}
+	}
 	rows := []row{
 		{key: "import", label: "import: ImportDeviceArray + ToArrow / cdata.ImportCArray",
 			same: "same input structs, same arrow.Array out; ferry validates (DEFAULT), arrow-go does not",
-			ferry: func(n int) {
-				for i := 0; i < n; i++ {
-					d, err := ferry.ImportDeviceArray(inArr[i], inSchema[i])
-					must(err)
-					a, err := ToArrow(d)
-					must(err)
-					a.Release()
-				}
-			},
-			peer: func(n int) {
-				for i := 0; i < n; i++ {
-					_, a, err := cdata.ImportCArray((*cdata.CArrowArray)(inArr[i]), (*cdata.CArrowSchema)(inSchema[i]))
-					must(err)
-					a.Release()
-				}
-			}},
+			ferry: each(func(i int) {
+				d, err := ferry.ImportDeviceArray(inArr[i], inSchema[i])
+				must(err)
+				a, err := ToArrow(d)
+				must(err)
+				a.Release()
+			}),
+			peer: peerImport},
 		{key: "import-c", label: "import: ferryarrow.ImportCArray / cdata.ImportCArray",
 			same: "same input structs, same arrow.Array out; ferry validates (DEFAULT) in place first, arrow-go does not",
-			ferry: func(n int) {
-				for i := 0; i < n; i++ {
-					_, a, err := ImportCArray(inArr[i], inSchema[i])
-					must(err)
-					a.Release()
-				}
-			},
-			peer: func(n int) {
-				for i := 0; i < n; i++ {
-					_, a, err := cdata.ImportCArray((*cdata.CArrowArray)(inArr[i]), (*cdata.CArrowSchema)(inSchema[i]))
-					must(err)
-					a.Release()
-				}
-			}},
+			ferry: each(func(i int) {
+				_, a, err := ImportCArray(inArr[i], inSchema[i])
+				must(err)
+				a.Release()
+			}),
+			peer: peerImport},
 		{key: "own-import", label: "ferry's own import: ImportDeviceArray + Release / cdata.ImportCArray + Release",
 			same: "same input structs; ferry validates (DEFAULT) and makes a ferry DeviceArray, arrow-go makes an arrow.Array (not the same object)",
-			ferry: func(n int) {
-				for i := 0; i < n; i++ {
-					d, err := ferry.ImportDeviceArray(inArr[i], inSchema[i])
-					must(err)
-					d.Release()
-				}
-			},
-			peer: func(n int) {
-				for i := 0; i < n; i++ {
-					_, a, err := cdata.ImportCArray((*cdata.CArrowArray)(inArr[i]), (*cdata.CArrowSchema)(inSchema[i]))
-					must(err)
-					a.Release()
-				}
-			}},
+			ferry: each(func(i int) {
+				d, err := ferry.ImportDeviceArray(inArr[i], inSchema[i])
+				must(err)
+				d.Release()
+			}),
+			peer: peerImport},
 		{key: "own-export", label: "ferry's own export: ExportArray(PinSlice) + ExportTo / cdata.ExportArrowArray",
 			same: "array and schema structs out, released by the consumer; ferry exports a pinned Go slice (no arrow.Array in), arrow-go its arrow.Array",
-			ferry: func(n int) {
-				for i := 0; i < n; i++ {
-					d, err := ferry.ExportArray(&ferry.ArrayData{Format: "i", Length: int64(len(goValues)), NullCount: 103,
-						Buffers: []ferry.Buffer{ferry.PinSlice(goValidity), ferry.PinSlice(goValues)}}, nil)
-					must(err)
-					must(d.ExportTo(outArr, outSchema))
-					cdata.ReleaseCArrowArray((*cdata.CArrowArray)(outArr))
-					cdata.ReleaseCArrowSchema((*cdata.CArrowSchema)(outSchema))
-				}
-			},
-			peer: func(n int) {
-				for i := 0; i < n; i++ {
-					cdata.ExportArrowArray(arr, (*cdata.CArrowArray)(outArr), (*cdata.CArrowSchema)(outSchema))
-					cdata.ReleaseCArrowArray((*cdata.CArrowArray)(outArr))
-					cdata.ReleaseCArrowSchema((*cdata.CArrowSchema)(outSchema))
-				}
-			}},
+			ferry: each(func(int) {
+				d, err := ferry.ExportArray(&ferry.ArrayData{Format: "i", Length: int64(len(goValues)), NullCount: 103,
+					Buffers: []ferry.Buffer{ferry.PinSlice(goValidity), ferry.PinSlice(goValues)}}, nil)
+				must(err)
+				must(d.ExportTo(outArr, outSchema))
+				releaseOut()
+			}),
+			peer: peerExport},
 		{key: "export", label: "export: FromArrow + ExportTo / cdata.ExportArrowArray",
 			same: "same arrow.Array in, array and schema structs out, released by the consumer; ferry validates (DEFAULT) and pins, arrow-go does neither",
-			ferry: func(n int) {
-				for i := 0; i < n; i++ {
-					d, err := FromArrow(arr)
-					must(err)
-					must(d.ExportTo(outArr, outSchema))
-					cdata.ReleaseCArrowArray((*cdata.CArrowArray)(outArr))
-					cdata.ReleaseCArrowSchema((*cdata.CArrowSchema)(outSchema))
-				}
-			},
-			peer: func(n int) {
-				for i := 0; i < n; i++ {
-					cdata.ExportArrowArray(arr, (*cdata.CArrowArray)(outArr), (*cdata.CArrowSchema)(outSchema))
-					cdata.ReleaseCArrowArray((*cdata.CArrowArray)(outArr))
-					cdata.ReleaseCArrowSchema((*cdata.CArrowSchema)(outSchema))
-				}
-			}},
+			ferry: each(func(int) {
+				d, err := FromArrow(arr)
+				must(err)
+				must(d.ExportTo(outArr, outSchema))
+				releaseOut()
+			}),
+			peer: peerExport},
 		{key: "bridge", per: batches,
 			label: "stream bridge: ExportRecordReader -> C -> NewRecordReader / cdata.ExportRecordReader -> ImportCRecordReader",
 			same:  "same RecordReader in, same records out, per batch; ferry validates each batch (DEFAULT, schema prepared once), arrow-go does not",
@@ -190,15 +182,7 @@ func BenchmarkPeers(b *testing.B) {
 					must(err)
 					r, err := NewRecordReader(in)
 					must(err)
-					k := 0
-					for r.Next() {
-						k++
-					}
-					must(r.Err())
-					r.Release()
-					if k != batches {
-						b.Fatalf("ferry bridge: %d batches", k)
-					}
+					drain("ferry", r)
 				}
 			},
 			peer: func(n int) {
@@ -208,16 +192,7 @@ func BenchmarkPeers(b *testing.B) {
 					cdata.ExportRecordReader(reader(), (*cdata.CArrowArrayStream)(raw))
 					ar, err := cdata.ImportCRecordReader((*cdata.CArrowArrayStream)(raw), nil)
 					must(err)
-					r := ar.(array.RecordReader)
-					k := 0
-					for r.Next() {
-						k++
-					}
-					must(r.Err())
-					r.Release()
-					if k != batches {
-						b.Fatalf("arrow-go bridge: %d batches", k)
-					}
+					drain("arrow-go", ar.(array.RecordReader))
 				}
 			}},
 		{key: "async", per: batches,

@@ -1,0 +1,147 @@
+package ferryarrow
+
+/*
+#include "ferry/ferry.h"
+*/
+import "C"
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// The direct import of flat layouts: a validated CPU leaf whose buffers are
+// a validity bitmap and fixed-width values, or a validity bitmap, offsets
+// and bytes (utf8, binary and their large forms), becomes arrow-go's array
+// by wrapping its buffers where they are. cdata's import does the same work
+// but first allocates a C struct, moves the array into it and releases it
+// through C at the end (three cgo calls where this takes one, at the
+// release), and parses the format string (a cached type here). Every other
+// layout goes through cdata.
+
+// flatOwner holds the moved array (an ArrowDeviceArray struct in C
+// memory, raw) while arrow-go buffers point into it: each buffer's Free
+// counts down and the last releases the array through its producer (one
+// cgo call) and keeps the emptied struct for the next conversion. The
+// buffers are immutable views, so arrow-go never asks it to allocate.
+type flatOwner struct {
+	raw  unsafe.Pointer
+	live atomic.Int32
+}
+
+func (*flatOwner) Allocate(int) []byte {
+	panic("ferryarrow: a buffer imported from C cannot allocate")
+}
+
+func (*flatOwner) Reallocate(int, []byte) []byte {
+	panic("ferryarrow: a buffer imported from C cannot grow")
+}
+
+func (o *flatOwner) Free([]byte) {
+	if o.live.Add(-1) == 0 {
+		C.ferry_device_array_release((*C.struct_ArrowDeviceArray)(o.raw))
+		giveRaw(o.raw)
+	}
+}
+
+// flatShape describes how a flat type's buffers are sized: bits per value
+// of buffer 1 (fixed width), or the width of the offsets in bytes (4 or 8)
+// of a binary layout whose bytes are buffer 2.
+type flatShape struct {
+	bits        int64
+	offsetBytes int64
+}
+
+// flatShapeOf returns dt's shape, or false when dt is not a flat layout the
+// direct import handles.
+func flatShapeOf(dt arrow.DataType) (flatShape, bool) {
+	switch dt.ID() {
+	case arrow.STRING, arrow.BINARY:
+		return flatShape{offsetBytes: 4}, true
+	case arrow.LARGE_STRING, arrow.LARGE_BINARY:
+		return flatShape{offsetBytes: 8}, true
+	case arrow.BOOL, arrow.INT8, arrow.UINT8, arrow.INT16, arrow.UINT16, arrow.INT32, arrow.UINT32,
+		arrow.INT64, arrow.UINT64, arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64, arrow.DATE32,
+		arrow.DATE64, arrow.TIME32, arrow.TIME64, arrow.TIMESTAMP, arrow.DURATION,
+		arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256, arrow.FIXED_SIZE_BINARY:
+		return flatShape{bits: int64(dt.(arrow.FixedWidthDataType).BitWidth())}, true
+	}
+	return flatShape{}, false
+}
+
+// maxFlatBytes bounds a buffer the direct import wraps (2^48 bytes, as the
+// other bindings' readers): a larger declaration goes to cdata, which
+// refuses it with its own message.
+const maxFlatBytes = int64(1) << 48
+
+// flatPlan is what the direct import needs to know of an array: how many
+// buffers it wraps and their sizes in bytes.
+type flatPlan struct {
+	n     int
+	sizes [3]int64
+}
+
+// planFlat returns the plan for the CPU array at v of type dt, or false
+// when dt is not a flat layout, a buffer it needs is NULL or the
+// declaration is out of bounds (cdata then decides). The array is
+// validated (DEFAULT at least), so offsets are in order.
+func planFlat(dt arrow.DataType, v *cArray) (p flatPlan, ok bool) {
+	s, ok := flatShapeOf(dt)
+	end := v.offset + v.length
+	if !ok || v.length <= 0 || v.offset < 0 || end > maxFlatBytes || v.buffers == nil {
+		return p, false
+	}
+	bufs := unsafe.Slice((*unsafe.Pointer)(v.buffers), v.nBuffers)
+	p.sizes[0] = (end + 7) / 8
+	if s.offsetBytes == 0 {
+		p.n, p.sizes[1] = 2, (end*s.bits+7)/8
+		return p, v.nBuffers == 2 && bufs[1] != nil
+	}
+	if v.nBuffers != 3 || bufs[1] == nil {
+		return p, false
+	}
+	var last int64
+	if s.offsetBytes == 4 {
+		last = int64(unsafe.Slice((*int32)(bufs[1]), end+1)[end])
+	} else {
+		last = unsafe.Slice((*int64)(bufs[1]), end+1)[end]
+	}
+	p.n, p.sizes[1], p.sizes[2] = 3, (end+1)*s.offsetBytes, last
+	return p, last >= 0 && last <= maxFlatBytes && (last == 0 || bufs[2] != nil)
+}
+
+// wrapFlat builds arrow-go's array of type dt over the array moved into raw
+// (an ArrowDeviceArray struct in C memory, planned by planFlat), whose
+// buffers then own raw.
+func wrapFlat(dt arrow.DataType, raw unsafe.Pointer, p flatPlan) arrow.Array {
+	v := (*cArray)(raw)
+	ptrs := unsafe.Slice((*unsafe.Pointer)(v.buffers), p.n)
+	owner := &flatOwner{raw: raw}
+	owner.live.Store(1) // held until every buffer is wrapped
+	buffers := make([]*memory.Buffer, p.n)
+	for i := range buffers {
+		switch {
+		case i == 0 && (v.nullCount == 0 || ptrs[0] == nil):
+			// no bitmap: every value is valid (arrow-go takes nil)
+		case p.sizes[i] == 0:
+			buffers[i] = memory.NewBufferBytes(nil)
+		default:
+			owner.live.Add(1)
+			buffers[i] = memory.NewBufferWithAllocator(unsafe.Slice((*byte)(ptrs[i]), p.sizes[i]), owner)
+		}
+	}
+	data := array.NewData(dt, int(v.length), buffers, nil, int(v.nullCount), int(v.offset))
+	for _, b := range buffers {
+		if b != nil {
+			b.Release() // the data holds them now
+		}
+	}
+	owner.Free(nil) // the hold taken above
+	out := array.MakeFromData(data)
+	data.Release()
+	return out
+}
