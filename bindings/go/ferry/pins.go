@@ -40,6 +40,11 @@ const deferredHandle = ^(^uintptr(0) >> 1)
 type exportState struct {
 	pinner   runtime.Pinner
 	pins     []unsafe.Pointer // what pinner holds
+	// key is pins as they were made, never written again: a spare is
+	// matched by it, so that pinState may compare a spare another
+	// goroutine is unpinning at that moment (it then fails to take it)
+	// without a data race on pins.
+	key []unsafe.Pointer
 	releases []func()
 	after    func() // ArrayData.AfterRelease: run when Go takes the state back
 }
@@ -116,7 +121,7 @@ var (
 func pinState(l *pinList) *exportState {
 	want := l.list()
 	for i := range spareStates {
-		if s := spareStates[i].Load(); s != nil && slices.Equal(s.pins, want) && spareStates[i].CompareAndSwap(s, nil) {
+		if s := spareStates[i].Load(); s != nil && slices.Equal(s.key, want) && spareStates[i].CompareAndSwap(s, nil) {
 			return s
 		}
 	}
@@ -125,6 +130,7 @@ func pinState(l *pinList) *exportState {
 		s.pinner.Pin(p)
 	}
 	s.pins = append(s.pins, want...)
+	s.key = s.pins
 	return s
 }
 
