@@ -34,9 +34,9 @@ java=bindings/java/src/main/java
 has "java: importFrom(array, schema)" "importFrom(long deviceArrayAddress, long schemaAddress)" "$java"
 has "java: Validation.FULL / NONE" "FULL" "$java/io/github/ferryarrow/ferry/Validation.java"
 has "java: Validation.NONE" "NONE" "$java/io/github/ferryarrow/ferry/Validation.java"
-has "lua: ferry.import(array, schema, opts)" "function ferry.import(array_in, schema_in, opts)" bindings/lua/ferry/init.lua
-has "lua: validate = \"full\"" 'validate == "full"' bindings/lua/ferry/init.lua
-has "lua: validate = \"none\"" '"none"' bindings/lua/ferry/init.lua
+has "lua: ferry.import(array, schema, opts)" "function ferry.import(array_in, schema_in, opts)" bindings/lua/ferry
+has "lua: validate = \"full\"" 'validate == "full"' bindings/lua/ferry
+has "lua: validate = \"none\"" '"none"' bindings/lua/ferry
 has "python: from_c(array_address, schema_address)" "def from_c(array_address: int, schema_address: int" bindings/python/src/ferry/_native.pyi
 has "python: validate=\"full\"" '"full"' bindings/python/src/ferry
 finish

@@ -112,7 +112,12 @@ setup(
     ext_modules=[
         Extension(
             "ferry._native",
-            sources=["src/ferry/_native.c"],
+            # _native.c is the module; the others, by concern, share _native.h
+            # (_exception.c is the test plugin's too).
+            sources=["src/ferry/" + name + ".c" for name in (
+                "_native", "_native_holders", "_native_arrays", "_native_imports",
+                "_native_dlpack", "_native_streams", "_exception")],
+            depends=["src/ferry/_native.h", "src/ferry/_exception.h"],
             include_dirs=[INCLUDE],
             define_macros=[("_GNU_SOURCE", None)],
             extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter",

@@ -51,16 +51,6 @@ static void set_last_error(const char* message) {
   snprintf(last_error, sizeof(last_error), "%s", message ? message : "");
 }
 
-/* Error values: ferry error tables {code=, message=} keep their code; any
- * other value becomes EIO with a traceback. */
-static int message_handler(lua_State* L) {
-  if (lua_istable(L, 1)) return 1;
-  const char* message = lua_tostring(L, 1);
-  if (!message) message = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-  luaL_traceback(L, L, message, 1);
-  return 1;
-}
-
 struct entry_call {
   const char* function;
   const char* case_spec;
@@ -91,7 +81,7 @@ static void describe(lua_State* L, int index, struct entry_call* call) {
 /* Runs under lua_pcall: even memory errors are contained. */
 static int entry_protected(lua_State* L) {
   struct entry_call* call = (struct entry_call*)lua_touserdata(L, 1);
-  lua_pushcfunction(L, message_handler);
+  lua_pushcfunction(L, lferry_message_handler);
   int handler = lua_gettop(L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, module_ref);
   lua_getfield(L, -1, call->function);
@@ -245,7 +235,7 @@ struct bench_call {
 
 static int bench_protected(lua_State* L) {
   struct bench_call* call = (struct bench_call*)lua_touserdata(L, 1);
-  lua_pushcfunction(L, message_handler);
+  lua_pushcfunction(L, lferry_message_handler);
   int handler = lua_gettop(L);
   if (bench_ref == LUA_NOREF) {
     lua_getglobal(L, "require");
@@ -395,15 +385,14 @@ int ferry_it_export_async(const char* case_spec, struct ArrowAsyncDeviceStreamHa
  * get_next block until the producer delivers. Holding the Lua lock there
  * would deadlock a Lua -> Lua pair (the host calls ferry_it_export_async,
  * which needs the lock to read the Lua producer, while the checker waits
- * for its batches) and stall every other entry. So the checker's blocking
- * calls release the lock (every hold this thread has) and retake it before
- * returning to Lua. That is only sound because the checker's Lua frames are
- * on a coroutine of its own (call_entry_on_coroutine): whatever another
- * thread runs on the state meanwhile stacks on the main thread or the
- * callback thread, never on top of the suspended frames. */
-struct unlocking_stream {
-  struct ArrowDeviceArrayStream inner;
-};
+ * for its batches) and stall every other entry. So the checker reads a
+ * stream made by the core (ferry_array_stream_init) whose producer functions
+ * release the lock (every hold this thread has) around the blocking call
+ * and retake it before returning to Lua. That is only sound because the
+ * checker's Lua frames are on a coroutine of its own
+ * (call_entry_on_coroutine): whatever another thread runs on the state
+ * meanwhile stacks on the main thread or the callback thread, never on top
+ * of the suspended frames. */
 
 /* Checker calls blocked in the producer's stream right now, lock released
  * (spec: plugin/async_lock_test.c waits for one before it starts a producer
@@ -416,39 +405,32 @@ __attribute__((visibility("default"))) int ferry_it_lua_checker_waits(void) {
   return atomic_load(&checker_waits);
 }
 
-static int unlocking_get_schema(struct ArrowDeviceArrayStream* self, struct ArrowSchema* out) {
-  struct unlocking_stream* u = (struct unlocking_stream*)self->private_data;
+static int unlocking_get_schema(void* user_data, struct ArrowSchema* out,
+                                struct FerryError* error) {
   int holds = lferry_runtime_release_all(runtime);
   atomic_fetch_add(&checker_waits, 1);
-  int rc = u->inner.get_schema(&u->inner, out);
+  int rc = ferry_array_stream_get_schema((struct ArrowDeviceArrayStream*)user_data, out, error);
   atomic_fetch_sub(&checker_waits, 1);
   lferry_runtime_reacquire(runtime, holds);
   return rc;
 }
 
-static int unlocking_get_next(struct ArrowDeviceArrayStream* self, struct ArrowDeviceArray* out) {
-  struct unlocking_stream* u = (struct unlocking_stream*)self->private_data;
+static int unlocking_get_next(void* user_data, struct ArrowDeviceArray* out,
+                              struct FerryError* error) {
   int holds = lferry_runtime_release_all(runtime);
   atomic_fetch_add(&checker_waits, 1);
-  int rc = u->inner.get_next(&u->inner, out);
+  int rc = ferry_array_stream_get_next((struct ArrowDeviceArrayStream*)user_data, out, error);
   atomic_fetch_sub(&checker_waits, 1);
   lferry_runtime_reacquire(runtime, holds);
   return rc;
-}
-
-static const char* unlocking_get_last_error(struct ArrowDeviceArrayStream* self) {
-  struct unlocking_stream* u = (struct unlocking_stream*)self->private_data;
-  return u->inner.get_last_error ? u->inner.get_last_error(&u->inner) : NULL;
 }
 
 /* Does not block (the layer's queue stream returns at once), so it keeps
  * the lock: it may run from a collection on any thread's Lua frames. */
-static void unlocking_release(struct ArrowDeviceArrayStream* self) {
-  struct unlocking_stream* u = (struct unlocking_stream*)self->private_data;
-  if (u->inner.release) u->inner.release(&u->inner);
-  free(u);
-  self->private_data = NULL;
-  self->release = NULL;
+static void unlocking_release(void* user_data) {
+  struct ArrowDeviceArrayStream* inner = (struct ArrowDeviceArrayStream*)user_data;
+  ferry_array_stream_release(inner);
+  free(inner);
 }
 
 static int new_coroutine_protected(lua_State* L) {
@@ -501,24 +483,27 @@ static int async_check_stream(const char* case_spec, struct ArrowDeviceArrayStre
     set_last_error("case string and stream must not be NULL");
     return EINVAL;
   }
-  struct unlocking_stream* u = (struct unlocking_stream*)calloc(1, sizeof(*u));
-  if (!u) {
-    ferry_array_stream_release(stream);
-    set_last_error("out of memory wrapping the checker's stream");
-    return ENOMEM;
-  }
-  u->inner = *stream;
-  stream->release = NULL; /* moved */
+  struct ArrowDeviceArrayStream* inner =
+      (struct ArrowDeviceArrayStream*)calloc(1, sizeof(*inner));
   struct ArrowDeviceArrayStream wrapped;
   memset(&wrapped, 0, sizeof(wrapped));
-  wrapped.device_type = u->inner.device_type;
-  wrapped.get_schema = unlocking_get_schema;
-  wrapped.get_next = unlocking_get_next;
-  wrapped.get_last_error = unlocking_get_last_error;
-  wrapped.release = unlocking_release;
-  wrapped.private_data = u;
+  struct FerryError error = {{0}};
+  int rc = inner ? ferry_array_stream_move(stream, inner) : ENOMEM;
+  if (rc == EINVAL) snprintf(error.message, sizeof(error.message), "the checker's stream is released");
+  if (rc == 0) {
+    rc = ferry_array_stream_init(&wrapped, ferry_array_stream_device_type(inner),
+                                 unlocking_get_schema, unlocking_get_next, unlocking_release,
+                                 inner, &error);
+  }
+  if (rc != 0) {
+    if (inner) ferry_array_stream_release(inner);
+    free(inner);
+    ferry_array_stream_release(stream);
+    set_last_error(rc == ENOMEM ? "out of memory wrapping the checker's stream" : error.message);
+    return rc;
+  }
   int code = call_entry_on_coroutine("check_stream", case_spec, &wrapped);
-  if (wrapped.release) wrapped.release(&wrapped); /* what the Lua side did not take */
+  ferry_array_stream_release(&wrapped); /* what the Lua side did not take */
   return code;
 }
 

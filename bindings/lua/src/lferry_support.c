@@ -144,8 +144,6 @@ struct lferry_runtime {
 
 static char runtime_key; /* its address keys the runtime in the registry */
 
-static int message_handler(lua_State* L);
-
 static void runtime_retain(struct lferry_runtime* rt) { atomic_fetch_add(&rt->refcount, 1); }
 
 static void runtime_drop(struct lferry_runtime* rt) {
@@ -254,7 +252,7 @@ struct lferry_runtime* lferry_runtime_get(lua_State* L) {
   lua_State* thread = lua_newthread(L);
   /* Index 1 of the callback thread: the message handler of every callback
    * (pushing a light C function does not allocate). */
-  lua_pushcfunction(thread, message_handler);
+  lua_pushcfunction(thread, lferry_message_handler);
   int thread_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   rt = (struct lferry_runtime*)calloc(1, sizeof(*rt));
   if (!rt) luaL_error(L, "ferry: out of memory creating the Lua runtime");
@@ -275,11 +273,10 @@ struct lferry_runtime* lferry_runtime_get(lua_State* L) {
 /* Calling Lua from C callbacks                                              */
 /* ------------------------------------------------------------------------ */
 
-/* Message handler: ferry error tables ({code=, message=}) pass unchanged,
- * anything else becomes a string with a traceback. It sits at index 1 of the
- * callback thread for the thread's whole life (see lferry_runtime_get), so a
- * callback pushes nothing but the function and its argument. */
-static int message_handler(lua_State* L) {
+/* The message handler sits at index 1 of the callback thread for the
+ * thread's whole life (see lferry_runtime_get), so a callback pushes nothing
+ * but the function and its argument. */
+int lferry_message_handler(lua_State* L) {
   if (lua_istable(L, 1)) return 1;
   const char* message = lua_tostring(L, 1);
   if (!message) message = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
@@ -703,18 +700,29 @@ int lferry_helper_value(lua_State* L) {
   return 2;
 }
 
-/* Offsets j and j + 1 of a variable-size layout, checked against each other
- * and against `limit` (the data's size or the child's length). */
-static int read_offsets(lua_State* L, const struct ArrowArray* a, int large, int64_t slot,
-                        int64_t limit, int64_t* first, int64_t* last) {
+/* The offsets buffer (buffer 1) of a variable-size layout, checked to hold
+ * offset + length + 1 offsets; NULL with the failure pushed. */
+static const void* offsets_buffer(lua_State* L, const struct ArrowArray* a, int large) {
   const void* offsets = buffer_at(a, 1);
   if (!offsets) {
     push_failure(L, EINVAL, "buffer 1 (offsets) is NULL in an array of length %" PRId64, a->length);
-    return -1;
+    return NULL;
   }
-  if (check_buffer_bytes(L, a, 1, a->offset + a->length + 1, large ? 8 : 4) != 0) return -1;
-  *first = large ? ((const int64_t*)offsets)[slot] : ((const int32_t*)offsets)[slot];
-  *last = large ? ((const int64_t*)offsets)[slot + 1] : ((const int32_t*)offsets)[slot + 1];
+  if (check_buffer_bytes(L, a, 1, a->offset + a->length + 1, large ? 8 : 4) != 0) return NULL;
+  return offsets;
+}
+
+static int64_t offset_at(const void* offsets, int large, int64_t j) {
+  return large ? ((const int64_t*)offsets)[j] : ((const int32_t*)offsets)[j];
+}
+
+/* Offsets j and j + 1 of a variable-size layout (from offsets_buffer),
+ * checked against each other and against `limit` (the data's size or the
+ * child's length). */
+static int read_offsets(lua_State* L, const struct ArrowArray* a, const void* offsets, int large,
+                        int64_t slot, int64_t limit, int64_t* first, int64_t* last) {
+  *first = offset_at(offsets, large, slot);
+  *last = offset_at(offsets, large, slot + 1);
   if (*first < 0 || *first > *last || *last > limit) {
     push_failure(L, EINVAL,
                  "offsets %" PRId64 " and %" PRId64 " of element %" PRId64
@@ -737,19 +745,17 @@ int lferry_helper_bytes(lua_State* L) {
     lua_pushnil(L);
     return 2;
   }
-  const void* offsets = buffer_at(a, 1);
-  if (!offsets) return push_failure(L, EINVAL, "buffer 1 (offsets) is NULL in an array of length %" PRId64, a->length);
-  if (check_buffer_bytes(L, a, 1, a->offset + a->length + 1, large ? 8 : 4) != 0) return 3;
+  const void* offsets = offsets_buffer(L, a, large);
+  if (!offsets) return 3;
   /* The data buffer's size by declaration: the last offset of the array. */
-  int64_t end = a->offset + a->length;
-  int64_t size = large ? ((const int64_t*)offsets)[end] : ((const int32_t*)offsets)[end];
+  int64_t size = offset_at(offsets, large, a->offset + a->length);
   if (size > LFERRY_MAX_BUFFER_BYTES)
     return push_failure(L, EINVAL,
                         "buffer 2 (data) of length %" PRId64 " at offset %" PRId64 " needs %" PRId64
                         " bytes by its last offset, more than a process can address (2^48)",
                         a->length, a->offset, size);
   int64_t first = 0, last = 0;
-  if (read_offsets(L, a, large, slot, size, &first, &last) != 0) return 3;
+  if (read_offsets(L, a, offsets, large, slot, size, &first, &last) != 0) return 3;
   const char* data = (const char*)buffer_at(a, 2);
   if (!data && last > first)
     return push_failure(L, EINVAL, "buffer 2 (data) is NULL but element %" PRId64 " is not empty",
@@ -768,8 +774,10 @@ int lferry_helper_list_bounds(lua_State* L) {
   const struct ArrowArray* child = a->n_children == 1 && a->children ? a->children[0] : NULL;
   if (!child) return push_failure(L, EINVAL, "a list array has one child, not %" PRId64, a->n_children);
   if (a->n_buffers < 2) return push_failure(L, EINVAL, "a list array has 2 buffers, not %" PRId64, a->n_buffers);
+  const void* offsets = offsets_buffer(L, a, large);
+  if (!offsets) return 3;
   int64_t first = 0, last = 0;
-  if (read_offsets(L, a, large, slot, child->length, &first, &last) != 0) return 3;
+  if (read_offsets(L, a, offsets, large, slot, child->length, &first, &last) != 0) return 3;
   lua_pushboolean(L, 1);
   lua_pushinteger(L, first);
   lua_pushinteger(L, last);

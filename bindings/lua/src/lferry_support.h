@@ -75,6 +75,10 @@ LFERRY_INTERNAL void lferry_runtime_unlock(struct lferry_runtime* runtime);
 LFERRY_INTERNAL int lferry_runtime_release_all(struct lferry_runtime* runtime);
 LFERRY_INTERNAL void lferry_runtime_reacquire(struct lferry_runtime* runtime, int holds);
 
+/** A message handler for lua_pcall: ferry error tables ({code=, message=})
+ *  pass unchanged, anything else becomes a string with a traceback. */
+LFERRY_INTERNAL int lferry_message_handler(lua_State* L);
+
 /** Buffers, device memory and Lua references currently owned by exports
  *  made through this module (process-wide), plus live Lua-backed streams. */
 LFERRY_INTERNAL int64_t lferry_live_allocations(void);

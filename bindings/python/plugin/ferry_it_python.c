@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_exception.h"
 #include "ferry/ferry.h"
 #include "ferry/ferry_it.h"
 #include "ferry_it_bench.h"
@@ -49,38 +50,6 @@ static _Thread_local char g_last_error[FERRY_ERROR_MESSAGE_SIZE];
 
 static void set_last_error(const char* message) {
   snprintf(g_last_error, sizeof(g_last_error), "%s", message ? message : "");
-}
-
-/* Turns the pending exception into (code, message) and clears it. */
-static int take_exception(char* message, size_t size) {
-  PyObject *type, *value, *traceback;
-  PyErr_Fetch(&type, &value, &traceback);
-  PyErr_NormalizeException(&type, &value, &traceback);
-  int code = EIO;
-  PyObject* text = NULL;
-  if (value != NULL) {
-    PyObject* code_attr = PyObject_GetAttrString(value, "code");
-    PyObject* message_attr = code_attr ? PyObject_GetAttrString(value, "message") : NULL;
-    if (code_attr && PyLong_Check(code_attr) && message_attr && PyUnicode_Check(message_attr)) {
-      long c = PyLong_AsLong(code_attr);
-      if (c > 0) code = (int)c;
-      text = message_attr;
-      Py_INCREF(text);
-    } else {
-      PyErr_Clear();
-      text = PyUnicode_FromFormat("%s: %S", type ? ((PyTypeObject*)type)->tp_name : "error", value);
-    }
-    Py_XDECREF(code_attr);
-    Py_XDECREF(message_attr);
-  }
-  const char* utf8 = text ? PyUnicode_AsUTF8(text) : NULL;
-  if (utf8 == NULL) PyErr_Clear();
-  snprintf(message, size, "%s", utf8 ? utf8 : "Python error (no message)");
-  Py_XDECREF(text);
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(traceback);
-  return code;
 }
 
 static void initialize(void) {
@@ -123,7 +92,7 @@ static void initialize(void) {
   if (sys_path == NULL || entry == NULL || PyList_Insert(sys_path, 0, entry) != 0 ||
       (g_module = PyImport_ImportModule("ferry_it")) == NULL) {
     char message[FERRY_ERROR_MESSAGE_SIZE / 2];
-    take_exception(message, sizeof(message));
+    ferry_py_take_exception(message, sizeof(message));
     g_init_code = EIO;
     snprintf(g_init_message, sizeof(g_init_message),
              "loading the Python plugin (ferry_it from %.300s) failed: %s", dir, message);
@@ -152,13 +121,13 @@ static int call_python(const char* function, long long* result, const char* form
   PyObject* value = callable ? PyObject_CallObject(callable, arguments) : NULL;
   if (value == NULL) {
     char message[FERRY_ERROR_MESSAGE_SIZE];
-    code = take_exception(message, sizeof(message));
+    code = ferry_py_take_exception(message, sizeof(message));
     set_last_error(message);
   } else if (result != NULL) {
     *result = PyLong_AsLongLong(value);
     if (*result == -1 && PyErr_Occurred()) {
       char message[FERRY_ERROR_MESSAGE_SIZE];
-      code = take_exception(message, sizeof(message));
+      code = ferry_py_take_exception(message, sizeof(message));
       set_last_error(message);
     }
   }

@@ -1,5 +1,5 @@
--- The backend contract: everything ferry/init.lua (the idiomatic layer)
--- may use from a backend, written down once. A backend is the table that
+-- The backend contract: everything the idiomatic layer (ferry/init.lua and
+-- its parts) may use from a backend, written down once. A backend is the table that
 -- ferry/backend/lua54.lua or ferry/backend/luajit.lua returns; both must
 -- provide exactly these fields, plus the extras named for them below and
 -- nothing else (spec/contract_spec.lua checks it on each interpreter).

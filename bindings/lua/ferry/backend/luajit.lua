@@ -2,8 +2,8 @@
 -- FFI over libferry.so with the declarations and roles generated from
 -- ferry.h (ferry/abi.lua). Its raw layer follows the same roles as the
 -- generated C layer of Lua 5.4 (numbers for 64-bit values that are counts,
--- nil for NULL, `code, ..., message` results), so the idiomatic layer in
--- ferry/init.lua is shared.
+-- nil for NULL, `code, ..., message` results), so the idiomatic layer
+-- (ferry/init.lua and its parts) is shared.
 --
 -- Callbacks (release hooks of exports, stream producers) are three shared
 -- ffi.cast callbacks created once; LuaJIT callbacks must run on the thread
@@ -532,8 +532,9 @@ function backend.value(array, kind, i)
   return true, tonumber(v)
 end
 
--- Offsets of slot and slot + 1, checked against each other and `limit`.
-local function read_offsets(a, large, slot, limit)
+-- The offsets buffer (buffer 1) as typed offsets, checked to hold
+-- offset + length + 1 of them; nil, code, message when it cannot.
+local function offsets_buffer(a, large)
   local offsets = buffer_at(a, 1)
   if offsets == nil then
     return nil, EINVAL, string.format("buffer 1 (offsets) is NULL in an array of length %d",
@@ -542,7 +543,12 @@ local function read_offsets(a, large, slot, limit)
   local bad, code, message = check_buffer_bytes(a, 1, tonumber(a.offset) + tonumber(a.length) + 1,
                                                  large and 8 or 4)
   if bad == false then return nil, code, message end
-  local typed = ffi.cast(large and i64_ptr_t or i32_ptr_t, offsets)
+  return ffi.cast(large and i64_ptr_t or i32_ptr_t, offsets)
+end
+
+-- Offsets of slot and slot + 1 (of offsets_buffer's), checked against each
+-- other and `limit`.
+local function read_offsets(a, typed, slot, limit)
   local first, last = tonumber(typed[slot]), tonumber(typed[slot + 1])
   if first < 0 or first > last or last > limit then
     return nil, EINVAL, string.format(
@@ -561,21 +567,15 @@ function backend.bytes(array, large, i)
                                         tonumber(a.n_buffers))
   end
   if is_null_at(a, slot) then return true, nil end
-  local offsets = buffer_at(a, 1)
-  if offsets == nil then
-    return false, EINVAL, string.format("buffer 1 (offsets) is NULL in an array of length %d",
-                                        tonumber(a.length))
-  end
-  local bad, code2, message2 = check_buffer_bytes(a, 1, tonumber(a.offset) + tonumber(a.length) + 1,
-                                                   large and 8 or 4)
-  if bad == false then return false, code2, message2 end
-  local size = tonumber(ffi.cast(large and i64_ptr_t or i32_ptr_t, offsets)[a.offset + a.length])
+  local typed, code2, message2 = offsets_buffer(a, large)
+  if not typed then return false, code2, message2 end
+  local size = tonumber(typed[a.offset + a.length])
   if size > MAX_BUFFER_BYTES then
     return false, EINVAL, string.format(
       "buffer 2 (data) of length %s at offset %s needs %s bytes by its last offset, more than a " ..
       "process can address (2^48)", integer_text(a.length), integer_text(a.offset), integer_text(size))
   end
-  local first, last, why = read_offsets(a, large, slot, size)
+  local first, last, why = read_offsets(a, typed, slot, size)
   if not first then return false, last, why end
   local data = buffer_at(a, 2)
   if data == nil and last > first then
@@ -595,7 +595,9 @@ function backend.list_bounds(array, large, i)
   if a.n_buffers < 2 then
     return false, EINVAL, string.format("a list array has 2 buffers, not %d", tonumber(a.n_buffers))
   end
-  local first, last, why = read_offsets(a, large, slot, tonumber(a.children[0].length))
+  local typed, code2, message2 = offsets_buffer(a, large)
+  if not typed then return false, code2, message2 end
+  local first, last, why = read_offsets(a, typed, slot, tonumber(a.children[0].length))
   if not first then return false, last, why end
   return true, first, last
 end

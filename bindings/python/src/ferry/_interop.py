@@ -16,17 +16,14 @@ _EINVAL = 22
 
 def _device_array(obj: Any, *, validate: Union[bool, str] = True) -> DeviceArray:
     """The Python path of device_array (ferry._native.device_array, whose
-    docstring is the public one): the capsule protocols first, as in C, then
-    DLPack and the CUDA Array Interface."""
+    docstring is the public one): DLPack and the CUDA Array Interface. The
+    capsule protocols come first and are C's (reached here only by a call
+    that spells obj=...)."""
     if isinstance(obj, DeviceArray):
         return obj
     kind = type(obj)
-    if hasattr(kind, "__arrow_c_device_array__"):
-        schema_capsule, array_capsule = obj.__arrow_c_device_array__()
-        return _native.import_capsules(DeviceArray, schema_capsule, array_capsule, validate)
-    if hasattr(kind, "__arrow_c_array__"):
-        schema_capsule, array_capsule = obj.__arrow_c_array__()
-        return _native.import_capsules(DeviceArray, schema_capsule, array_capsule, validate)
+    if hasattr(kind, "__arrow_c_device_array__") or hasattr(kind, "__arrow_c_array__"):
+        return device_array(obj, validate=validate)
     if hasattr(obj, "__dlpack__"):
         return from_dlpack(obj)
     if hasattr(obj, "__cuda_array_interface__"):
