@@ -13,7 +13,7 @@ core_pkgs=(cmake ninja-build gcc g++ make pkg-config)
 fuzz_pkgs=(clang-14 libclang-rt-14-dev llvm-14)
 all_pkgs=("${core_pkgs[@]}" "${fuzz_pkgs[@]}" lua5.4 liblua5.4-dev luajit libluajit-5.1-dev
   lua-busted luarocks swig bazel-bootstrap libamdhip64-dev pocl-opencl-icd ocl-icd-opencl-dev
-  bindgen clang-format valgrind)
+  clang-format valgrind)
 
 case "$what" in
   core) pkgs=("${core_pkgs[@]}") ;;

@@ -5,6 +5,12 @@
 #   bindings/go/ferry/zz_generated_constants.go
 #                                           every FERRY_* / ARROW_* constant,
 #                                           typed, from core/abi/api.json
+#   bindings/go/internal/abi/zz_generated_layout.go
+#                                           Go mirrors of the Arrow* structs at
+#                                           the offsets api.json describes
+#   bindings/go/ferry/zz_generated_layout_check.go
+#                                           compile-time proof that the mirrors
+#                                           equal the C compiler's layout
 #
 #   generators/go/gen.sh           write the files
 #   generators/go/gen.sh --check   regenerate into a temporary directory and
@@ -29,15 +35,20 @@ generate() {
       cat "$ROOT/core/include/ferry/$h"
     } >"$dest/$GO_PKG/include/ferry/$h"
   done
-  # GOFLAGS cleared: the generator is a lone file using only the standard library.
-  (cd "$ROOT" && GOFLAGS= go run "$HERE/genconst.go" -api core/abi/api.json \
-    -out "$dest/$GO_PKG/zz_generated_constants.go")
+  # GOFLAGS cleared: the generator is two lone files using only the standard library.
+  mkdir -p "$dest/bindings/go/internal/abi"
+  (cd "$ROOT" && GOFLAGS= go run "$HERE/genconst.go" "$HERE/genlayout.go" -api core/abi/api.json \
+    -out "$dest/$GO_PKG/zz_generated_constants.go" \
+    -layout "$dest/bindings/go/internal/abi/zz_generated_layout.go" \
+    -layout-check "$dest/$GO_PKG/zz_generated_layout_check.go")
 }
 
 outputs() {
   local h
   for h in "${HEADERS[@]}"; do echo "$GO_PKG/include/ferry/$h"; done
   echo "$GO_PKG/zz_generated_constants.go"
+  echo "bindings/go/internal/abi/zz_generated_layout.go"
+  echo "$GO_PKG/zz_generated_layout_check.go"
 }
 
 case "$mode" in

@@ -9,7 +9,8 @@
 // integer constant is also checked against the C macro at compile time, so
 // the Go value can never drift from what cgo sees.
 //
-// Usage: go run genconst.go -api core/abi/api.json -out FILE
+// Usage: go run genconst.go genlayout.go -api core/abi/api.json -out FILE
+// [-layout FILE -layout-check FILE] (genlayout.go: the struct mirrors)
 package main
 
 import (
@@ -17,7 +18,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"go/format"
 	"os"
 	"sort"
 	"strings"
@@ -32,6 +32,10 @@ type constant struct {
 type api struct {
 	Source    string     `json:"source"`
 	Constants []constant `json:"constants"`
+	Layout    struct {
+		PointerSize int64 `json:"pointer_size"`
+	} `json:"layout"`
+	Types []typeDesc `json:"types"` // for genlayout.go
 }
 
 // rule maps a macro name prefix to a Go name prefix and a Go type. Rules are
@@ -99,6 +103,8 @@ type entry struct {
 func main() {
 	apiPath := flag.String("api", "core/abi/api.json", "api.json written by extract_api.py")
 	out := flag.String("out", "", "output file (stdout when empty)")
+	layout := flag.String("layout", "", "the struct mirrors (package abi; genlayout.go)")
+	layoutCheck := flag.String("layout-check", "", "their cgo proof (package ferry; genlayout.go)")
 	flag.Parse()
 
 	raw, err := os.ReadFile(*apiPath)
@@ -182,16 +188,9 @@ func main() {
 	}
 	fmt.Fprintf(&b, ")\n")
 
-	src, err := format.Source(b.Bytes())
-	if err != nil {
-		fail("gofmt of the generated file: %v\n%s", err, b.String())
-	}
-	if *out == "" {
-		os.Stdout.Write(src)
-		return
-	}
-	if err := os.WriteFile(*out, src, 0o644); err != nil {
-		fail("%v", err)
+	write(*out, b.Bytes())
+	if *layout != "" || *layoutCheck != "" {
+		writeLayout(a, *apiPath, *layout, *layoutCheck)
 	}
 }
 

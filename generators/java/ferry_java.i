@@ -3,10 +3,14 @@
  * Regenerate with generators/java/gen.sh (or ./dev.sh regen); the output is
  * committed and checked for staleness by generators/java/check.sh.
  *
- * The one native layer of the binding: ferry.h, plus the binding's own
+ * The one native layer of the binding: ferry's API, plus the binding's own
  * one-call helpers and slot layouts declared once in
  * bindings/java/src/main/c/ferry_jni.h (constants and functions alike);
- * no JNI entry point and no layout is written by hand.
+ * no JNI entry point and no layout is written by hand. SWIG does not parse
+ * ferry.h: gen.sh has generators/cdecl.py write ferry's declarations from
+ * core/abi/api.json into ferry_api.h (ferry.h, arrow_c_device_abi.h and
+ * ferry_version.h: not DLPack's structures), which is %included below; the
+ * compiled wrapper includes the real headers.
  *
  * What this file decides, and why:
  * - Every pointer (ABI structs, FerryDevice, void*, callback functions) is a
@@ -33,9 +37,6 @@
 #include "ferry_jni.h"
 #include "ferry_jni_support.h"
 %}
-
-/* GCC attributes (in FERRY_EXPORT) mean nothing to SWIG. */
-#define __attribute__(x)
 
 /* ---- pointers as long addresses ---------------------------------------- */
 
@@ -235,16 +236,8 @@ FERRY_RAW_CHARS(ferry_async_producer_additional_metadata)
 %ignore ferry_error_message;
 %ignore ferry_error_new;
 %ignore ferry_error_free;
-/* Include guards and version macros are not API. */
-%ignore FERRY_FERRY_H;
-%ignore FERRY_ARROW_C_DEVICE_ABI_H;
-%ignore FERRY_FERRY_VERSION_H;
+/* ferry_jni.h's include guard is not API. */
 %ignore FERRY_JNI_H;
-%ignore ARROW_C_DATA_INTERFACE;
-%ignore ARROW_C_STREAM_INTERFACE;
-%ignore ARROW_C_DEVICE_DATA_INTERFACE;
-%ignore ARROW_C_DEVICE_STREAM_INTERFACE;
-%ignore ARROW_C_ASYNC_STREAM_INTERFACE;
 
 /* The native methods need libferry_jni.so: load it (and check the ABI
  * version of libferry.so) when the JNI class is first used. */
@@ -257,7 +250,5 @@ FERRY_RAW_CHARS(ferry_async_producer_additional_metadata)
 /* Plain constants in FerryNativeConstants (no JNI call to read them). */
 %javaconst(1);
 
-%include "ferry/ferry_version.h"
-%include "ferry/arrow_c_device_abi.h"
-%include "ferry/ferry.h"
+%include "ferry_api.h"
 %include "ferry_jni.h"

@@ -1,6 +1,7 @@
--- The generator of ferry's Lua raw layers, one per backend, from the
--- preprocessed public header (gcc -E with line markers), its macro list
--- (gcc -dM -E) and the backend contract (bindings/lua/ferry/backend/contract.lua).
+-- The generator of ferry's Lua raw layers, one per backend, from the API
+-- description core/abi/api.json (extract_api.py), the declaration block that
+-- the one C-declarations emitter writes for LuaJIT (generators/cdecl.py
+-- --target luajit) and the backend contract (bindings/lua/ferry/backend/contract.lua).
 -- Run by gen.sh (./dev.sh regen); writes into OUTDIR:
 --   abi.lua          -> bindings/lua/ferry/abi.lua: the declarations of ferry's
 --                       headers for LuaJIT's ffi.cdef, their integer constants
@@ -27,9 +28,9 @@
 -- Results come in this order: the return value, the out-parameters in
 -- parameter order, the error message. Nothing raises once the C function
 -- was called; a wrong argument type raises before.
--- Usage: lua5.4 gen.lua PREPROCESSED MACROS CONTRACT OUTDIR
-local preprocessed_path, macros_path, contract_path, outdir = arg[1], arg[2], arg[3], arg[4]
-assert(outdir, "usage: gen.lua PREPROCESSED MACROS CONTRACT OUTDIR")
+-- Usage: lua5.4 gen.lua API_JSON LUAJIT_CDEF CONTRACT OUTDIR
+local api_path, cdef_path, contract_path, outdir = arg[1], arg[2], arg[3], arg[4]
+assert(outdir, "usage: gen.lua API_JSON LUAJIT_CDEF CONTRACT OUTDIR")
 
 -- Functions of ferry.h the raw layer leaves out, with the reason.
 local EXCLUDED = {
@@ -55,44 +56,96 @@ local function write(path, text)
   file:close()
 end
 
--- ---- the declarations of ferry's headers, one statement per line -----------
+-- ---- api.json: a small JSON reader (objects, arrays, strings, numbers, literals) --
 
-local kept, in_ferry = {}, false
-for line in read_all(preprocessed_path):gmatch("[^\n]*") do
-  local marker_file = line:match('^# %d+ "([^"]*)"')
-  if marker_file then
-    in_ferry = marker_file:find("ferry/", 1, true) ~= nil
-  elseif in_ferry and line:find("%S") then
-    kept[#kept + 1] = line
-  end
-end
-local declarations = table.concat(kept, "\n"):gsub("%s+", " ")
-
-local statements = {}
-do
-  local depth, current = 0, {}
-  for char in declarations:gmatch(".") do
-    current[#current + 1] = char
-    if char == "{" then depth = depth + 1 elseif char == "}" then depth = depth - 1 end
-    if char == ";" and depth == 0 then
-      local statement = table.concat(current):gsub("^%s+", ""):gsub("%s+$", "")
-      statement = statement:gsub("%s*%*%s*", "* "):gsub("%* %)", "*)"):gsub("%( ", "(")
-      statement = statement:gsub("%* ;", "*;"):gsub(" ;", ";"):gsub("%* %*", "**")
-      statements[#statements + 1] = statement
-      current = {}
+local function decode_json(text)
+  local pos = 1
+  local function fail(what) error(string.format("gen.lua: %s: %s at byte %d", api_path, what, pos)) end
+  local function skip() pos = text:find("[^ \t\r\n]", pos) or #text + 1 end
+  local value
+  local ESCAPES = { ['"'] = '"', ["\\"] = "\\", ["/"] = "/", b = "\b", f = "\f", n = "\n", r = "\r", t = "\t" }
+  local function string_value()
+    local parts = {}
+    pos = pos + 1
+    while true do
+      local stop = text:find('["\\]', pos)
+      if not stop then fail("unterminated string") end
+      parts[#parts + 1] = text:sub(pos, stop - 1)
+      if text:sub(stop, stop) == '"' then
+        pos = stop + 1
+        return table.concat(parts)
+      end
+      local e = text:sub(stop + 1, stop + 1)
+      if e == "u" then
+        parts[#parts + 1] = utf8.char(tonumber(text:sub(stop + 2, stop + 5), 16))
+        pos = stop + 6
+      elseif ESCAPES[e] then
+        parts[#parts + 1] = ESCAPES[e]
+        pos = stop + 2
+      else
+        fail("bad escape")
+      end
     end
   end
+  function value()
+    skip()
+    local c = text:sub(pos, pos)
+    if c == "{" or c == "[" then
+      local result, close = {}, c == "{" and "}" or "]"
+      pos = pos + 1
+      skip()
+      if text:sub(pos, pos) == close then pos = pos + 1 return result end
+      while true do
+        if close == "}" then
+          skip()
+          if text:sub(pos, pos) ~= '"' then fail("object key expected") end
+          local key = string_value()
+          skip()
+          if text:sub(pos, pos) ~= ":" then fail("':' expected") end
+          pos = pos + 1
+          result[key] = value()
+        else
+          result[#result + 1] = value()
+        end
+        skip()
+        local sep = text:sub(pos, pos)
+        pos = pos + 1
+        if sep == close then return result end
+        if sep ~= "," then fail("',' or '" .. close .. "' expected") end
+      end
+    elseif c == '"' then
+      return string_value()
+    end
+    for _, literal in ipairs({ "true", "false", "null" }) do
+      if text:sub(pos, pos + #literal - 1) == literal then
+        pos = pos + #literal
+        if literal == "null" then return nil end
+        return literal == "true"
+      end
+    end
+    local number = text:match("^-?%d+%.?%d*[eE]?[-+]?%d*", pos)
+    if not number or number == "" then fail("value expected") end
+    pos = pos + #number
+    return math.tointeger(tonumber(number)) or tonumber(number)
+  end
+  local result = value()
+  skip()
+  if pos <= #text then fail("trailing text") end
+  return result
 end
 
+local api = decode_json(read_all(api_path))
+
+-- clang spells pointers "const void *const *"; the raw layer's types (and
+-- the roles below) use ferry's style, "const void* const*".
 local function normalise_type(text)
-  return (text:gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", " "):gsub(" %*", "*"))
+  return (text:gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", " "):gsub(" %*", "*"):gsub("%*([%w_])", "* %1"))
 end
 
--- Function pointer typedefs: `typedef R (* Name)(...)`.
+-- Function pointer typedefs (FerryReleaseHook, ...).
 local function_types = {}
-for _, statement in ipairs(statements) do
-  local name = statement:match("^typedef [^(]*%(%*%s*([%w_]+)%)")
-  if name then function_types[name] = true end
+for _, t in ipairs(api.types) do
+  if t.kind == "function_pointer" then function_types[t.name] = true end
 end
 
 -- ---- roles -------------------------------------------------------------------
@@ -125,29 +178,21 @@ local function result_role(ret, fn_name)
 end
 
 local functions, excluded = {}, {}
-for _, statement in ipairs(statements) do
-  if not statement:match("^typedef") and not statement:match("^struct [%w_]+ {") then
-    local ret, name, params = statement:match("^(.-)%s*([%w_]+)%((.*)%);$")
-    if name then
-      local entry = { name = name, ret = normalise_type(ret), params = {} }
-      if params ~= "void" then
-        for param in params:gmatch("[^,]+") do
-          local ptype, pname = param:match("^(.-)%s*([%w_]+)%s*$")
-          entry.params[#entry.params + 1] = { type = normalise_type(ptype), name = pname }
-        end
-      end
-      if EXCLUDED[name] then
-        excluded[#excluded + 1] = { name = name, reason = EXCLUDED[name] }
-      elseif name:match("^ferry_") then
-        local has_length = false
-        for _, p in ipairs(entry.params) do
-          p.role = classify(p, name)
-          if p.role == "length" then has_length = true end
-        end
-        entry.result = has_length and "lstring" or result_role(entry.ret, name)
-        functions[#functions + 1] = entry
-      end
+for _, fn in ipairs(api.functions) do
+  local entry = { name = fn.name, ret = normalise_type(fn["return"]), params = {} }
+  for _, p in ipairs(fn.params) do
+    entry.params[#entry.params + 1] = { type = normalise_type(p.type), name = p.name }
+  end
+  if EXCLUDED[fn.name] then
+    excluded[#excluded + 1] = { name = fn.name, reason = EXCLUDED[fn.name] }
+  elseif fn.name:match("^ferry_") then
+    local has_length = false
+    for _, p in ipairs(entry.params) do
+      p.role = classify(p, fn.name)
+      if p.role == "length" then has_length = true end
     end
+    entry.result = has_length and "lstring" or result_role(entry.ret, fn.name)
+    functions[#functions + 1] = entry
   end
 end
 for name in pairs(EXCLUDED) do
@@ -158,34 +203,23 @@ end
 
 -- ---- constants ---------------------------------------------------------------
 
--- Every integer macro of ferry's headers (ARROW_*, FERRY_*, DLPACK_*: plain
--- numbers and DLPack's `(1UL << nUL)` flag bits) and every enumerator of
--- their enums (DLPack's kDL* device types and type codes).
+-- Every integer constant of ferry's headers (ARROW_*, FERRY_*, DLPACK_*
+-- macros) and every enumerator of their enums (DLPack's kDL* device types
+-- and type codes).
 local constants = {}
-for line in read_all(macros_path):gmatch("[^\n]+") do
-  local name = line:match("^#define ([%w_]+) ")
-  local value = line:match("^#define [%w_]+ (.+)$")
-  if name and (name:match("^ARROW_") or name:match("^FERRY_") or name:match("^DLPACK_")) and value then
-    local shift = value:match("^%(1UL << (%d+)UL%)$")
-    local number = value:match("^0[xX]%x+$") and tonumber(value:sub(3), 16) or
-                   value:match("^%-?%d+$") and tonumber(value) or
-                   shift and (1 << tonumber(shift))
-    if number then constants[#constants + 1] = { name = name, value = number } end
-  end
+for _, c in ipairs(api.constants) do
+  if c.type ~= "string" then constants[#constants + 1] = { name = c.name, value = c.value } end
 end
-for _, statement in ipairs(statements) do
-  local body = statement:match("^typedef enum {(.*)}")
-  if body then
-    for name, value in body:gmatch("([%w_]+) = (%d+)U?") do
-      constants[#constants + 1] = { name = name, value = tonumber(value) }
-    end
+for _, t in ipairs(api.types) do
+  for _, e in ipairs(t.enumerators or {}) do
+    constants[#constants + 1] = { name = e.name, value = e.value }
   end
 end
 table.sort(constants, function(a, b) return a.name < b.name end)
 
 -- ---- abi.lua -----------------------------------------------------------------
 
-local HEADER = "generated by generators/lua/gen.sh from core/include/ferry/ferry.h. DO NOT EDIT.\n"
+local HEADER = "generated by generators/lua/gen.sh from core/abi/api.json. DO NOT EDIT.\n"
 local function emitter()
   local out = {}
   return out, function(fmt, ...) out[#out + 1] = select("#", ...) > 0 and fmt:format(...) or fmt end
@@ -197,7 +231,7 @@ do
   emit("-- Regenerate with ./dev.sh regen; the test command fails when it is stale.\n")
   emit("-- Roles of parameters and results: generators/lua/gen.lua.\n")
   emit("return {\n  cdef = [[\n")
-  for _, statement in ipairs(statements) do emit("%s\n", statement) end
+  emit("%s", read_all(cdef_path))
   emit("]],\n  constants = {\n")
   for _, c in ipairs(constants) do emit("    %s = %d,\n", c.name, c.value) end
   emit("  },\n  functions = {\n")
@@ -323,7 +357,7 @@ end
 do
   local contract = dofile(contract_path)
   local out, emit = emitter()
-  emit("/* @%s", HEADER:gsub("ferry/ferry.h", "ferry/ferry.h and\n * bindings/lua/ferry/backend/contract.lua"))
+  emit("/* @%s", HEADER:gsub("core/abi/api.json", "core/abi/api.json and\n * bindings/lua/ferry/backend/contract.lua"))
   emit(" * The C helpers of the Lua 5.4 backend (those the contract marks `c`): each is\n")
   emit(" * defined in src/lferry_support.c and registered as ferry_core.support.<name>. */\n")
   emit("#ifndef FERRY_LUA_LFERRY_HELPERS_H\n#define FERRY_LUA_LFERRY_HELPERS_H\n\n")

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Regenerates the Lua binding's generated files from core/include/ferry/ferry.h
-# (and the backend contract, bindings/lua/ferry/backend/contract.lua) with
-# generators/lua/gen.lua:
+# Regenerates the Lua binding's generated files from core/abi/api.json (and
+# the backend contract, bindings/lua/ferry/backend/contract.lua) with
+# generators/lua/gen.lua; the declarations for LuaJIT's ffi.cdef come from
+# the one C-declarations emitter, generators/cdecl.py --target luajit:
 #   bindings/lua/ferry/abi.lua                    LuaJIT's cdef, the constants and the
 #                                                 roles of every function (both backends)
 #   bindings/lua/src/generated/lferry_raw.c       the Lua 5.4 raw layer
 #   bindings/lua/src/generated/lferry_helpers.h   the Lua 5.4 C helpers' declarations
-# Needs gcc (for the preprocessor) and lua5.4.
+# Needs python3 and lua5.4.
 # Usage: gen.sh            regenerate in place
 #        gen.sh --check    regenerate into a temporary directory and diff;
 #                          exits 1 with "stale: run ./dev.sh regen" when different.
@@ -22,13 +23,9 @@ FILES=("abi.lua:bindings/lua/ferry/abi.lua"
 generate() { # $1: output directory
   local out="$1" scratch
   scratch="$(mktemp -d)"
-  # ferry.h, plus the DLPack structures its DLPack functions exchange (the
-  # FFI reads tensor fields directly). Relative paths keep absolute
-  # directories out of the generated text.
-  (cd "$ROOT" && printf '#include "ferry/ferry.h"\n#include "ferry/dlpack_abi.h"\n' >"$scratch/all.h" &&
-    gcc -E -D'__attribute__(x)=' -Icore/include "$scratch/all.h" >"$scratch/ferry.i" &&
-    gcc -dM -E -Icore/include "$scratch/all.h" >"$scratch/macros.txt")
-  lua5.4 "$HERE/gen.lua" "$scratch/ferry.i" "$scratch/macros.txt" \
+  python3 "$ROOT/generators/cdecl.py" --target luajit --api "$ROOT/core/abi/api.json" \
+    --out "$scratch/cdef.h"
+  lua5.4 "$HERE/gen.lua" "$ROOT/core/abi/api.json" "$scratch/cdef.h" \
     "$ROOT/bindings/lua/ferry/backend/contract.lua" "$out"
   rm -rf "$scratch"
 }

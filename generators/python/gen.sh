@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates the Python binding's raw layer from core/include/ferry/ferry.h:
-#   bindings/python/src/ferry/_cdef.py  (cffi declarations of ferry.h and
-#                                        ferry/dlpack_abi.h via gcc -E, the
-#                                        integer constants, the function names)
+# Regenerates the Python binding's raw layer from core/abi/api.json with the
+# one C-declarations emitter, generators/cdecl.py:
+#   bindings/python/src/ferry/_cdef.py  (CDEF: the cffi declarations of
+#                                        ferry.h and ferry/dlpack_abi.h; CONSTANTS:
+#                                        the integer constants; FUNCTIONS: the
+#                                        function names in header order)
 # Usage: gen.sh            regenerate in place
 #        gen.sh --check    regenerate into a temporary file and diff;
 #                          exits 1 with "stale: run ./dev.sh regen" when different.
@@ -13,14 +15,7 @@ TARGET="$ROOT/bindings/python/src/ferry/_cdef.py"
 mode="${1:-write}"
 
 generate() { # $1: output file
-  local scratch
-  scratch="$(mktemp -d)"
-  # Relative paths keep absolute directories out of the generated text.
-  (cd "$ROOT" && printf '#include "ferry/ferry.h"\n#include "ferry/dlpack_abi.h"\n' >"$scratch/all.h" &&
-    gcc -E -D'__attribute__(x)=' -Icore/include "$scratch/all.h" >"$scratch/ferry.i" &&
-    gcc -dM -E -Icore/include "$scratch/all.h" >"$scratch/macros.txt")
-  python3 "$HERE/gen_cdef.py" "$scratch/ferry.i" "$scratch/macros.txt" >"$1"
-  rm -rf "$scratch"
+  python3 "$ROOT/generators/cdecl.py" --python-module --api "$ROOT/core/abi/api.json" --out "$1"
 }
 
 case "$mode" in

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# What the Rust binding needs beyond deps.sh's Debian packages (bindgen and
-# pkg-config are there): cargo/rustc from rustup (preinstalled on the
-# development machines and CI), rustfmt for the bindgen generator, and the
+# What the Rust binding needs beyond deps.sh's Debian packages (pkg-config
+# is there): cargo/rustc from rustup (preinstalled on the development
+# machines and CI), rustfmt (cargo fmt), and the
 # crates of bindings/rust/Cargo.lock fetched from crates.io. Idempotent;
 # prints nothing when everything is present.
 set -euo pipefail

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"github.com/ferryarrow/ferry/bindings/go/internal/abi"
 )
 
 // DeviceArray is an ArrowDeviceArray in C memory owned by Go: imported from a
@@ -272,11 +274,11 @@ func (d *DeviceArray) Import(array unsafe.Pointer, schema unsafe.Pointer, opts .
 		return errorf(syscall.EINVAL, "DeviceArray.Import: the DeviceArray holds an array (release it first) or is a stream's batch")
 	}
 	src := (*C.struct_ArrowDeviceArray)(array)
-	if src == nil || src.array.release == nil {
+	if src == nil || abiDeviceArray(src).Array.Release == nil {
 		return errorf(syscall.EINVAL, "ImportDeviceArray: NULL or released array")
 	}
 	srcSchema := (*C.struct_ArrowSchema)(schema)
-	if srcSchema != nil && srcSchema.release == nil {
+	if srcSchema != nil && abiSchema(srcSchema).Release == nil {
 		return errorf(syscall.EINVAL, "ImportDeviceArray: the schema is released")
 	}
 	o, err := importOptions("ImportDeviceArray", opts)
@@ -302,13 +304,13 @@ func (d *DeviceArray) Import(array unsafe.Pointer, schema unsafe.Pointer, opts .
 	}
 	// Moved in Go: copies that mark the sources released (all C memory),
 	// without a cgo call.
-	*c = *src
-	src.array.release = nil
+	*abiDeviceArray(c) = *abiDeviceArray(src)
+	abiDeviceArray(src).Array.Release = nil
 	d.c = c
 	d.schema = nil
 	if sc != nil {
-		*sc = *srcSchema
-		srcSchema.release = nil
+		*abiSchema(sc) = *abiSchema(srcSchema)
+		abiSchema(srcSchema).Release = nil
 		d.ownSchema = Schema{c: sc, owned: true, embedded: true}
 		d.schema = &d.ownSchema
 	}
@@ -367,10 +369,10 @@ func refused(where string, err error) error {
 // does (opts). On failure nothing is moved and onRelease is not called.
 func ImportArray(array unsafe.Pointer, schema unsafe.Pointer, onRelease func(), opts ...ImportOptions) (*DeviceArray, error) {
 	src := (*C.struct_ArrowArray)(array)
-	if src == nil || src.release == nil {
+	if src == nil || abiArray(src).Release == nil {
 		return nil, errorf(syscall.EINVAL, "ImportArray: NULL or released array")
 	}
-	if schema != nil && C.ferry_schema_is_released((*C.struct_ArrowSchema)(schema)) != 0 {
+	if schema != nil && RawSchemaIsReleased(schema) {
 		return nil, errorf(syscall.EINVAL, "ImportArray: the schema is released")
 	}
 	o, err := importOptions("ImportArray", opts)
@@ -381,9 +383,9 @@ func ImportArray(array unsafe.Pointer, schema unsafe.Pointer, onRelease func(), 
 		// A CPU device array that borrows src's fields, for the validator
 		// (C pointers only: cgo accepts its address).
 		view := new(C.struct_ArrowDeviceArray)
-		view.array = *src
-		view.device_type = C.ArrowDeviceType(DeviceCPU)
-		view.device_id = -1
+		v := abiDeviceArray(view)
+		v.Array = *abiArray(src)
+		v.DeviceType, v.DeviceId = int32(DeviceCPU), -1
 		if err := validateSource("ImportArray", o, (*C.struct_ArrowSchema)(schema), view); err != nil {
 			return nil, err
 		}
@@ -500,8 +502,8 @@ func (d *DeviceArray) move() (*DeviceArray, error) {
 		batchSchema.Release()
 		return nil, errorf(syscall.ENOMEM, "DeviceArray.Move: out of memory")
 	}
-	*c = *d.c // a move: copy, then mark the source released
-	d.c.array.release = nil
+	*abiDeviceArray(c) = *abiDeviceArray(d.c) // a move: copy, then mark the source released
+	abiDeviceArray(d.c).Array.Release = nil
 	if d.batchOf != nil {
 		out := newLeftover("a stream batch's Move", c, batchSchema)
 		out.markValidated(d.Validated())
@@ -539,7 +541,7 @@ func (d *DeviceArray) ExportTo(dst unsafe.Pointer, schemaDst unsafe.Pointer) err
 		if d.schema == nil || d.batchOf != nil {
 			return errorf(syscall.EINVAL, "DeviceArray.ExportTo: the array owns no schema")
 		}
-		if (*C.struct_ArrowSchema)(schemaDst).release != nil { // read in Go: no cgo call
+		if (*abi.ArrowSchema)(schemaDst).Release != nil { // read in Go: no cgo call
 			return errorf(syscall.EINVAL, "DeviceArray.ExportTo: destination schema is not released")
 		}
 	}
@@ -549,7 +551,7 @@ func (d *DeviceArray) ExportTo(dst unsafe.Pointer, schemaDst unsafe.Pointer) err
 		}
 		return nil
 	}
-	if (*C.struct_ArrowDeviceArray)(dst).array.release != nil {
+	if (*abi.ArrowDeviceArray)(dst).Array.Release != nil {
 		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: destination array is not released")
 	}
 	if schemaDst != nil {
@@ -560,8 +562,8 @@ func (d *DeviceArray) ExportTo(dst unsafe.Pointer, schemaDst unsafe.Pointer) err
 	// the source released), without a cgo call; the emptied struct is kept
 	// for the next export.
 	c := d.handOver()
-	*(*C.struct_ArrowDeviceArray)(dst) = *c
-	c.array.release = nil
+	*(*abi.ArrowDeviceArray)(dst) = *abiDeviceArray(c)
+	abiDeviceArray(c).Array.Release = nil
 	recycle(c)
 	return nil
 }
@@ -583,7 +585,7 @@ func (d *DeviceArray) IsReleased() bool {
 
 // released is IsReleased under d's lock (or for an array nobody shares).
 func (d *DeviceArray) released() bool {
-	return d == nil || d.c == nil || d.c.array.release == nil
+	return d == nil || d.c == nil || abiDeviceArray(d.c).Array.Release == nil
 }
 
 // Schema returns the schema describing the array (owned by d, or by the
@@ -625,12 +627,14 @@ func (d *DeviceArray) SetSchema(s *Schema) error {
 func (d *DeviceArray) DeviceType() DeviceType {
 	d.rlock()
 	defer d.runlock()
-	return DeviceType(C.ferry_device_array_device_type(d.c))
+	t, _ := deviceOf(d.c)
+	return DeviceType(t)
 }
 func (d *DeviceArray) DeviceID() int64 {
 	d.rlock()
 	defer d.runlock()
-	return int64(C.ferry_device_array_device_id(d.c))
+	_, id := deviceOf(d.c)
+	return int64(id)
 }
 
 // SyncEvent returns the producer's event (a pointer to the native event
@@ -638,7 +642,10 @@ func (d *DeviceArray) DeviceID() int64 {
 func (d *DeviceArray) SyncEvent() unsafe.Pointer {
 	d.rlock()
 	defer d.runlock()
-	return unsafe.Pointer(C.ferry_device_array_sync_event(d.c))
+	if d.c == nil {
+		return nil
+	}
+	return abiDeviceArray(d.c).SyncEvent
 }
 
 // Wait makes the data safe to read: with consumerStream nil the calling
@@ -664,8 +671,8 @@ func (d *DeviceArray) Root() ArrayView {
 	if sc := d.schemaView(); sc != nil {
 		s = sc.c
 	}
-	return ArrayView{c: C.ferry_device_array_array(d.c), schema: s,
-		devType: C.ferry_device_array_device_type(d.c), devID: C.ferry_device_array_device_id(d.c)}
+	devType, devID := deviceOf(d.c)
+	return ArrayView{c: embeddedArray(d.c), schema: s, devType: devType, devID: devID}
 }
 
 // RootWithSchema is Root described by schema s (borrowed), for arrays that
@@ -697,7 +704,7 @@ func (d *DeviceArray) rootC() cArray {
 	if d == nil || d.c == nil {
 		return cArray{}
 	}
-	return cArray{&d.c.array}
+	return cArray{embeddedArray(d.c)}
 }
 
 // BufferSize computes buffer i's size in bytes from the schema (which must be
@@ -885,7 +892,7 @@ func (v ArrayView) BufferBytes(i int) ([]byte, error) {
 func (v ArrayView) Child(i int) ArrayView {
 	c := ArrayView{c: cArray{v.c}.child(i), devType: v.devType, devID: v.devID}
 	if v.schema != nil {
-		c.schema = C.ferry_schema_child(v.schema, C.int64_t(i))
+		c.schema = schemaChild(v.schema, int64(i))
 	}
 	return c
 }
@@ -894,7 +901,7 @@ func (v ArrayView) Child(i int) ArrayView {
 func (v ArrayView) Dictionary() ArrayView {
 	c := ArrayView{c: cArray{v.c}.dictionary(), devType: v.devType, devID: v.devID}
 	if v.schema != nil {
-		c.schema = C.ferry_schema_dictionary(v.schema)
+		c.schema = (*C.struct_ArrowSchema)(abiSchema(v.schema).Dictionary)
 	}
 	return c
 }

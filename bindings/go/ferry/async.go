@@ -139,7 +139,7 @@ func (a *AsyncConsumer) Next(ctx context.Context) (*DeviceArray, error) {
 	err := a.wait(ctx, func(e *C.struct_FerryError) C.int {
 		return C.ferry_async_consumer_next(a.c, out, -1, e)
 	})
-	if err != nil || out.array.release == nil { // a failure, or the end
+	if err != nil || abiDeviceArray(out).Array.Release == nil { // a failure, or the end
 		C.ferry_device_array_free(out)
 		return nil, err
 	}

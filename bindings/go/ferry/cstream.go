@@ -37,7 +37,7 @@ func FreeRawCStream(p unsafe.Pointer) { C.ferrygo_cstream_free((*C.struct_ArrowA
 
 // RawCStreamIsReleased reports whether the ArrowArrayStream at p is released.
 func RawCStreamIsReleased(p unsafe.Pointer) bool {
-	return p == nil || (*C.struct_ArrowArrayStream)(p).release == nil
+	return p == nil || abiCStream(p).Release == nil
 }
 
 // ImportCStream takes ownership of the live plain ArrowArrayStream at ptr
@@ -48,7 +48,7 @@ func RawCStreamIsReleased(p unsafe.Pointer) bool {
 // core took the stream releases it.
 func ImportCStream(ptr unsafe.Pointer, opts ...ImportOptions) (*DeviceArrayStream, error) {
 	src := (*C.struct_ArrowArrayStream)(ptr)
-	if src == nil || src.release == nil {
+	if src == nil || abiCStream(ptr).Release == nil {
 		return nil, errorf(syscall.EINVAL, "ImportCStream: NULL or released stream")
 	}
 	if _, err := importOptions("ImportCStream", opts); err != nil {
@@ -106,7 +106,7 @@ func (s *DeviceArrayStream) ExportToCStream(dst unsafe.Pointer, opts ...CStreamO
 	if out == nil {
 		return errorf(syscall.EINVAL, "%s: NULL destination", where)
 	}
-	if out.release != nil {
+	if abiCStream(dst).Release != nil {
 		return errorf(syscall.EINVAL, "%s: destination is not released", where)
 	}
 	var flags C.int64_t

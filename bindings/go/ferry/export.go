@@ -427,7 +427,7 @@ func exportDeviceArrayC(data *ArrayData, opts *ExportOptions, into *C.struct_Arr
 	if len(data.Children) == 0 && data.Dictionary == nil {
 		return exportLeafInto(data, opts, into)
 	}
-	if into != nil && into.array.release != nil {
+	if into != nil && abiDeviceArray(into).Array.Release != nil {
 		data.Free()
 		return nil, errorf(syscall.EINVAL, "ExportArray: the destination ArrowDeviceArray is not released")
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/ferryarrow/ferry/bindings/go/internal/abi"
 )
 
 // HostArray is a checked view of an array the host can read, with its
@@ -41,6 +43,11 @@ type HostArray struct {
 	devType C.ArrowDeviceType
 	devID   C.int64_t
 }
+
+// a and s read the array's and the schema's fields through their described
+// layouts (carray.go).
+func (h HostArray) a() *abi.ArrowArray  { return abiArray(h.arr) }
+func (h HostArray) s() *abi.ArrowSchema { return abiSchema(h.schema) }
 
 // maxFormat bounds the format strings read in Go; longer ones (a timestamp
 // with a very long time zone) go to the core.
@@ -99,39 +106,42 @@ func (d *DeviceArray) HostWith(s *Schema) (HostArray, error) {
 }
 
 func (d *DeviceArray) host(s *C.struct_ArrowSchema) (HostArray, error) {
-	if d.c.device_type != C.ArrowDeviceType(DeviceCPU) {
-		if err := checkHostReadable(d.c.device_type, d.c.device_id); err != nil {
+	dc := abiDeviceArray(d.c)
+	devType, devID := C.ArrowDeviceType(dc.DeviceType), C.int64_t(dc.DeviceId)
+	if devType != C.ArrowDeviceType(DeviceCPU) {
+		if err := checkHostReadable(devType, devID); err != nil {
 			return HostArray{}, err
 		}
 	}
-	if d.c.sync_event != nil {
+	if dc.SyncEvent != nil {
 		if err := d.wait(nil); err != nil {
 			return HostArray{}, err
 		}
 	}
-	return hostNode(s, &d.c.array, d.c.device_type, d.c.device_id)
+	return hostNode(s, embeddedArray(d.c), devType, devID)
 }
 
 func hostNode(s *C.struct_ArrowSchema, a *C.struct_ArrowArray, devType C.ArrowDeviceType, devID C.int64_t) (HostArray, error) {
-	if a == nil || a.release == nil || s == nil || s.release == nil {
+	if a == nil || abiArray(a).Release == nil || s == nil || abiSchema(s).Release == nil {
 		return HostArray{}, errorf(syscall.EINVAL, "cannot read a released array or schema")
 	}
+	m := abiArray(a)
 	// The few integers every accessor's arithmetic relies on.
-	if a.length < 0 || a.offset < 0 || a.n_buffers < 0 || a.n_children < 0 ||
-		int64(a.length) > int64(^uint64(0)>>1)-int64(a.offset) {
+	if m.Length < 0 || m.Offset < 0 || m.NBuffers < 0 || m.NChildren < 0 ||
+		m.Length > int64(^uint64(0)>>1)-m.Offset {
 		return HostArray{}, errorf(syscall.EINVAL, "length %d, offset %d, n_buffers %d or n_children %d is negative, "+
-			"or offset + length overflows", a.length, a.offset, a.n_buffers, a.n_children)
+			"or offset + length overflows", m.Length, m.Offset, m.NBuffers, m.NChildren)
 	}
-	return HostArray{arr: a, schema: s, format: cString(s.format, maxFormat), devType: devType, devID: devID}, nil
+	return HostArray{arr: a, schema: s, format: cString((*C.char)(abiSchema(s).Format), maxFormat), devType: devType, devID: devID}, nil
 }
 
 // Len is the logical length; Offset the position of element 0 in the
 // buffers; NullCount the producer's null count (-1: not computed).
-func (h HostArray) Len() int64       { return int64(h.arr.length) }
-func (h HostArray) Offset() int64    { return int64(h.arr.offset) }
-func (h HostArray) NullCount() int64 { return int64(h.arr.null_count) }
-func (h HostArray) NumBuffers() int  { return int(h.arr.n_buffers) }
-func (h HostArray) NumChildren() int { return int(h.arr.n_children) }
+func (h HostArray) Len() int64       { return h.a().Length }
+func (h HostArray) Offset() int64    { return h.a().Offset }
+func (h HostArray) NullCount() int64 { return h.a().NullCount }
+func (h HostArray) NumBuffers() int  { return int(h.a().NBuffers) }
+func (h HostArray) NumChildren() int { return int(h.a().NChildren) }
 
 // Format returns the schema's format string (a copy).
 func (h HostArray) Format() string { return strings.Clone(h.formatOf()) }
@@ -142,8 +152,8 @@ func (h HostArray) Schema() *Schema { return &Schema{c: h.schema} }
 // formatOf is the format for comparisons: the shared string, or for a
 // format longer than maxFormat a copy.
 func (h HostArray) formatOf() string {
-	if h.format == "" && h.schema.format != nil {
-		return C.GoString(h.schema.format)
+	if h.format == "" && h.s().Format != nil {
+		return C.GoString((*C.char)(h.s().Format))
 	}
 	return h.format
 }
@@ -157,15 +167,15 @@ func pastEnd(what string, b int, n int64) error {
 }
 
 func (h HostArray) checkIndex(i int64) (int64, error) {
-	if i < 0 || i >= int64(h.arr.length) {
-		return 0, outOfRange("index", i, int64(h.arr.length))
+	if i < 0 || i >= h.a().Length {
+		return 0, outOfRange("index", i, h.a().Length)
 	}
-	return int64(h.arr.offset) + i, nil
+	return h.a().Offset + i, nil
 }
 
 // slotsBytes is (offset + length + extra) * width, false on overflow.
 func (h HostArray) slotsBytes(width, extra int64) (int64, bool) {
-	slots := int64(h.arr.offset) + int64(h.arr.length) + extra // no overflow: hostNode checked
+	slots := h.a().Offset + h.a().Length + extra // no overflow: hostNode checked
 	if slots < 0 || (width > 0 && slots > (int64(^uint64(0)>>1))/width) {
 		return 0, false
 	}
@@ -174,26 +184,32 @@ func (h HostArray) slotsBytes(width, extra int64) (int64, bool) {
 
 // bitmapBytes is the size of a bitmap over offset + length slots.
 func (h HostArray) bitmapBytes() int64 {
-	return (int64(h.arr.offset) + int64(h.arr.length) + 7) / 8
+	return (h.a().Offset + h.a().Length + 7) / 8
 }
 
 // layoutBuffer returns buffer b as size bytes, size being what the layout
 // of the type being read gives it (ok false: the computation overflowed).
 func (h HostArray) layoutBuffer(b int, size int64, ok bool) ([]byte, error) {
-	if int64(b) >= int64(h.arr.n_buffers) {
+	if int64(b) >= h.a().NBuffers {
 		return nil, errorf(syscall.EINVAL, "the array has %d buffers; format %q needs buffer %d",
-			h.arr.n_buffers, h.formatOf(), b)
+			h.a().NBuffers, h.formatOf(), b)
 	}
 	if !ok {
 		return nil, errorf(syscall.EINVAL, "the size of buffer %d overflows (length %d, offset %d)",
-			b, h.arr.length, h.arr.offset)
+			b, h.a().Length, h.a().Offset)
 	}
 	if size == 0 {
 		return []byte{}, nil
 	}
+	// No buffer of a process is that large (the binding contract, item 5):
+	// a length that says so is a lie, refused before any read.
+	if size > 1<<48 {
+		return nil, errorf(syscall.EINVAL, "buffer %d of length %d at offset %d needs %d bytes, "+
+			"more than a process can address (2^48)", b, h.a().Length, h.a().Offset, size)
+	}
 	p := cArray{h.arr}.buffer(b)
 	if p == nil {
-		return nil, errorf(syscall.EINVAL, "buffer %d is NULL in an array of length %d", b, h.arr.length)
+		return nil, errorf(syscall.EINVAL, "buffer %d is NULL in an array of length %d", b, h.a().Length)
 	}
 	return unsafe.Slice((*byte)(p), size), nil
 }
@@ -202,8 +218,8 @@ func (h HostArray) layoutBuffer(b int, size int64, ok bool) ([]byte, error) {
 // from the schema, the length and the offset; nil for a NULL buffer, EINVAL
 // past the last buffer or when the size cannot be computed.
 func (h HostArray) Buffer(b int) ([]byte, error) {
-	if b < 0 || int64(b) >= int64(h.arr.n_buffers) {
-		return nil, outOfRange("buffer", int64(b), int64(h.arr.n_buffers))
+	if b < 0 || int64(b) >= h.a().NBuffers {
+		return nil, outOfRange("buffer", int64(b), h.a().NBuffers)
 	}
 	p := cArray{h.arr}.buffer(b)
 	if p == nil {
@@ -257,7 +273,7 @@ func (h HostArray) IsValid(i int64) (bool, error) {
 		}
 		return false, errorf(syscall.EINVAL, "format %q has no validity bitmap: ask its children", format)
 	}
-	if h.arr.n_buffers < 1 {
+	if h.a().NBuffers < 1 {
 		return false, errorf(syscall.EINVAL, "the array has no buffers; format %q needs a validity buffer", format)
 	}
 	if (cArray{h.arr}).buffer(0) == nil {
@@ -339,7 +355,7 @@ func Values[T Native](h HostArray) ([]T, error) {
 	}
 	var zero T
 	width := int64(unsafe.Sizeof(zero))
-	if h.arr.length == 0 {
+	if h.a().Length == 0 {
 		return []T{}, nil
 	}
 	size, ok := h.slotsBytes(width, 0)
@@ -347,11 +363,11 @@ func Values[T Native](h HostArray) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	first := unsafe.Pointer(&bytes[int64(h.arr.offset)*width])
+	first := unsafe.Pointer(&bytes[h.a().Offset*width])
 	if uintptr(first)%unsafe.Alignof(zero) != 0 {
 		return nil, errorf(syscall.EINVAL, "buffer 1 is not aligned for %T; read it with Value", zero)
 	}
-	return unsafe.Slice((*T)(first), int64(h.arr.length)), nil
+	return unsafe.Slice((*T)(first), h.a().Length), nil
 }
 
 // Value returns element i of a fixed-width array (see Values), aligned or
@@ -465,7 +481,7 @@ func (h HostArray) Bytes(i int64) ([]byte, error) {
 		return nil, err
 	}
 	// The data buffer's declared size is the last offset.
-	last, err := offsetAt(offsets, int64(h.arr.offset)+int64(h.arr.length), wide)
+	last, err := offsetAt(offsets, h.a().Offset+h.a().Length, wide)
 	if err != nil {
 		return nil, err
 	}
@@ -534,13 +550,13 @@ func (h HostArray) ListRange(i int64) (start, end int64, err error) {
 // Child returns child k with its schema; EINVAL when it is out of range,
 // missing or released.
 func (h HostArray) Child(k int) (HostArray, error) {
-	n := int64(h.arr.n_children)
+	n := h.a().NChildren
 	if k < 0 || int64(k) >= n {
 		return HostArray{}, outOfRange("child", int64(k), n)
 	}
 	var sc *C.struct_ArrowSchema
-	if ns := int64(h.schema.n_children); int64(k) < ns && h.schema.children != nil {
-		sc = unsafe.Slice(h.schema.children, ns)[k]
+	if ns := h.s().NChildren; int64(k) < ns && h.s().Children != nil {
+		sc = unsafe.Slice((**C.struct_ArrowSchema)(h.s().Children), ns)[k]
 	}
 	ac := cArray{h.arr}.child(k)
 	if sc == nil || ac == nil {
@@ -552,7 +568,7 @@ func (h HostArray) Child(k int) (HostArray, error) {
 // Dictionary returns the dictionary (with its schema) of a
 // dictionary-encoded array.
 func (h HostArray) Dictionary() (HostArray, error) {
-	sc, ac := h.schema.dictionary, h.arr.dictionary
+	sc, ac := (*C.struct_ArrowSchema)(h.s().Dictionary), cArray{h.arr}.dictionary()
 	if sc == nil || ac == nil {
 		return HostArray{}, errorf(syscall.EINVAL, "the array is not dictionary-encoded")
 	}

@@ -74,11 +74,11 @@ func leakUntrack(token int64) {
 // describeArray is a tracked array's line in the report.
 func describeArray(how string, schema *C.struct_ArrowSchema, c *C.struct_ArrowDeviceArray) string {
 	format := "?"
-	if schema != nil && schema.format != nil {
-		format = cString(schema.format, maxFormat)
+	if schema != nil && abiSchema(schema).Format != nil {
+		format = cString((*C.char)(abiSchema(schema).Format), maxFormat)
 	}
 	return fmt.Sprintf("DeviceArray from %s never released (format %q, length %d, %s)",
-		how, format, int64(c.array.length), DeviceType(c.device_type))
+		how, format, abiDeviceArray(c).Array.Length, DeviceType(abiDeviceArray(c).DeviceType))
 }
 
 // Exit ends the process with code through the C library's exit, which runs

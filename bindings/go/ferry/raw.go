@@ -5,7 +5,11 @@ package ferry
 */
 import "C"
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/ferryarrow/ferry/bindings/go/internal/abi"
+)
 
 // Raw structs in C memory, for handing to C APIs that fill or consume an
 // ArrowSchema / ArrowDeviceArray / ArrowDeviceArrayStream by pointer. Each
@@ -22,7 +26,7 @@ func FreeRawStream(p unsafe.Pointer) {
 	C.ferry_array_stream_free((*C.struct_ArrowDeviceArrayStream)(p))
 }
 func RawDeviceArrayIsReleased(p unsafe.Pointer) bool {
-	return C.ferry_device_array_is_released((*C.struct_ArrowDeviceArray)(p)) != 0
+	return p == nil || (*abi.ArrowDeviceArray)(p).Array.Release == nil // a Go read: no cgo call
 }
 
 // NewRawAsyncHandler is a released struct ArrowAsyncDeviceStreamHandler in
@@ -34,18 +38,16 @@ func FreeRawAsyncHandler(p unsafe.Pointer) {
 	C.ferry_async_handler_free((*C.struct_ArrowAsyncDeviceStreamHandler)(p))
 }
 func RawSchemaIsReleased(p unsafe.Pointer) bool {
-	return C.ferry_schema_is_released((*C.struct_ArrowSchema)(p)) != 0
+	return p == nil || (*abi.ArrowSchema)(p).Release == nil
 }
 func RawStreamIsReleased(p unsafe.Pointer) bool {
-	return C.ferry_array_stream_is_released((*C.struct_ArrowDeviceArrayStream)(p)) != 0
+	return p == nil || (*abi.ArrowDeviceArrayStream)(p).Release == nil
 }
 
 // SetRawDeviceArrayCPU marks the ArrowDeviceArray at p as CPU memory
 // (device_type CPU, device_id -1, no sync event), for code that filled its
 // embedded ArrowArray through the plain C data interface (arrow-go's cdata).
 func SetRawDeviceArrayCPU(p unsafe.Pointer) {
-	d := (*C.struct_ArrowDeviceArray)(p)
-	d.device_type = C.ArrowDeviceType(DeviceCPU)
-	d.device_id = -1
-	d.sync_event = nil
+	d := (*abi.ArrowDeviceArray)(p)
+	d.DeviceType, d.DeviceId, d.SyncEvent = int32(DeviceCPU), -1, nil
 }

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"github.com/ferryarrow/ferry/bindings/go/internal/abi"
 )
 
 // Schema is an ArrowSchema in C memory. An owned Schema (from ImportSchema,
@@ -71,7 +73,7 @@ func ImportSchema(ptr unsafe.Pointer) (*Schema, error) {
 // covers it).
 func importSchema(ptr unsafe.Pointer, leakTracked bool) (*Schema, error) {
 	src := (*C.struct_ArrowSchema)(ptr)
-	if src == nil || src.release == nil {
+	if src == nil || abiSchema(src).Release == nil {
 		return nil, errorf(syscall.EINVAL, "ImportSchema: NULL or released schema")
 	}
 	c := newSchemaStruct()
@@ -80,11 +82,11 @@ func importSchema(ptr unsafe.Pointer, leakTracked bool) (*Schema, error) {
 	}
 	// Moved in Go (both structs are C memory; a move is a copy that marks
 	// the source released), without a cgo call.
-	*c = *src
-	src.release = nil
+	*abiSchema(c) = *abiSchema(src)
+	abiSchema(src).Release = nil
 	var leak int64
 	if leakTracked {
-		leak = leakTrack(fmt.Sprintf("Schema from ImportSchema never released (format %q)", cString(c.format, maxFormat)))
+		leak = leakTrack(fmt.Sprintf("Schema from ImportSchema never released (format %q)", cString((*C.char)(abiSchema(c).Format), maxFormat)))
 	}
 	return newTrackedSchema(c, leak), nil
 }
@@ -98,7 +100,7 @@ func (s *Schema) Release() {
 	s.guard.disarm()
 	leakUntrack(s.leak)
 	s.leak = 0
-	if s.c.release != nil { // moved out (ExportTo) needs no call
+	if abiSchema(s.c).Release != nil { // moved out (ExportTo) needs no call
 		C.ferry_schema_release(s.c)
 	}
 	recycleSchema(s.c)
@@ -137,11 +139,11 @@ func (s *Schema) ExportTo(dst unsafe.Pointer) error {
 	}
 	// Moved in Go (both structs are C memory), without a cgo call.
 	out := (*C.struct_ArrowSchema)(dst)
-	if out.release != nil {
+	if abiSchema(out).Release != nil {
 		return errorf(syscall.EINVAL, "Schema.ExportTo: destination is not released")
 	}
-	*out = *s.c
-	s.c.release = nil
+	*abiSchema(out) = *abiSchema(s.c)
+	abiSchema(s.c).Release = nil
 	s.Release()
 	return nil
 }
@@ -152,17 +154,29 @@ func (s *Schema) Ptr() unsafe.Pointer { return unsafe.Pointer(s.c) }
 
 // IsReleased reports whether the schema is gone (released, moved or nil).
 func (s *Schema) IsReleased() bool {
-	return s == nil || s.c == nil || C.ferry_schema_is_released(s.c) != 0
+	return s == nil || s.c == nil || abiSchema(s.c).Release == nil
 }
 
-func (s *Schema) Format() string     { return C.GoString(C.ferry_schema_format(s.c)) }
-func (s *Schema) Name() string       { return C.GoString(C.ferry_schema_name(s.c)) }
-func (s *Schema) Flags() SchemaFlags { return SchemaFlags(C.ferry_schema_flags(s.c)) }
-func (s *Schema) NumChildren() int   { return int(C.ferry_schema_n_children(s.c)) }
+// fields reads the schema's fields from C memory without a cgo call; a
+// schema without its struct reads as all zero (as the core's accessors
+// answer for NULL).
+func (s *Schema) fields() *abi.ArrowSchema {
+	if s.c == nil {
+		return &noSchema
+	}
+	return abiSchema(s.c)
+}
+
+var noSchema abi.ArrowSchema // read only
+
+func (s *Schema) Format() string     { return C.GoString((*C.char)(s.fields().Format)) }
+func (s *Schema) Name() string       { return C.GoString((*C.char)(s.fields().Name)) }
+func (s *Schema) Flags() SchemaFlags { return SchemaFlags(s.fields().Flags) }
+func (s *Schema) NumChildren() int   { return int(s.fields().NChildren) }
 
 // Child returns child i, borrowed from s, or nil when i is out of range.
 func (s *Schema) Child(i int) *Schema {
-	c := C.ferry_schema_child(s.c, C.int64_t(i))
+	c := schemaChild(s.c, int64(i))
 	if c == nil {
 		return nil
 	}
@@ -171,7 +185,7 @@ func (s *Schema) Child(i int) *Schema {
 
 // Dictionary returns the dictionary's schema, borrowed, or nil.
 func (s *Schema) Dictionary() *Schema {
-	c := C.ferry_schema_dictionary(s.c)
+	c := (*C.struct_ArrowSchema)(s.fields().Dictionary)
 	if c == nil {
 		return nil
 	}

@@ -98,7 +98,7 @@ func (s *DeviceArrayStream) addCleanup() runtime.Cleanup {
 // ValidateNone to trust the producer, a prepared schema to validate
 // against instead of the stream's own).
 func ImportStream(ptr unsafe.Pointer, opts ...ImportOptions) (*DeviceArrayStream, error) {
-	if ptr == nil || C.ferry_array_stream_is_released((*C.struct_ArrowDeviceArrayStream)(ptr)) != 0 {
+	if RawStreamIsReleased(ptr) {
 		return nil, errorf(syscall.EINVAL, "ImportStream: NULL or released stream")
 	}
 	o, err := importOptions("ImportStream", opts)
@@ -215,7 +215,7 @@ func (s *DeviceArrayStream) IsReleased() bool {
 
 // released is IsReleased under s.mu.
 func (s *DeviceArrayStream) released() bool {
-	return s == nil || s.c == nil || C.ferry_array_stream_is_released(s.c) != 0
+	return s == nil || RawStreamIsReleased(unsafe.Pointer(s.c))
 }
 
 // DeviceType returns the device type every batch has (0 once released).
@@ -358,14 +358,14 @@ func (s *DeviceArrayStream) NextOn(consumerStream unsafe.Pointer) bool {
 }
 
 func (s *DeviceArrayStream) releaseBatch() {
-	if s.batchC != nil && s.batchC.array.release != nil {
+	if s.batchC != nil && abiDeviceArray(s.batchC).Array.Release != nil {
 		C.ferry_device_array_release(s.batchC)
 	}
 }
 
 func (s *DeviceArrayStream) stepped(rc C.int) bool {
 	switch {
-	case rc == 0 && s.batchC.array.release != nil:
+	case rc == 0 && abiDeviceArray(s.batchC).Array.Release != nil:
 		return true
 	case rc == 0: // the end: the batch stayed released
 		s.done = true

@@ -23,10 +23,10 @@ import (
 // library (ferryarrow.ImportCArray) after checking them.
 func ValidateCArray(array, schema unsafe.Pointer, level ValidateLevel) error {
 	a, s := (*C.struct_ArrowArray)(array), (*C.struct_ArrowSchema)(schema)
-	if a == nil || a.release == nil {
+	if a == nil || abiArray(a).Release == nil {
 		return errorf(syscall.EINVAL, "ValidateCArray: NULL or released array")
 	}
-	if s == nil || s.release == nil {
+	if s == nil || abiSchema(s).Release == nil {
 		return errorf(syscall.EINVAL, "ValidateCArray: NULL or released schema")
 	}
 	if level == ValidateNone {

@@ -54,15 +54,15 @@ func ImportCArray(array, schema unsafe.Pointer, opts ...Options) (arrow.Field, a
 	if err != nil {
 		return arrow.Field{}, nil, err
 	}
-	if array == nil || schema == nil || (*cArray)(array).release == nil || (*cSchema)(schema).release == nil {
+	if array == nil || schema == nil || (*cArray)(array).Release == nil || (*cSchema)(schema).Release == nil {
 		return arrow.Field{}, nil, invalid("ImportCArray: NULL or released array or schema")
 	}
 	v := (*cSchema)(schema)
 	if plainLeaf(v) {
-		if dt, ok := leafTypes.Load().m[cString(v.format)]; ok {
-			f := arrow.Field{Type: dt, Nullable: v.flags&int64(ferry.FlagNullable) != 0}
-			if v.name != nil && *v.name != 0 {
-				f.Name = strings.Clone(cString(v.name))
+		if dt, ok := leafTypes.Load().m[cString(v.Format)]; ok {
+			f := arrow.Field{Type: dt, Nullable: v.Flags&int64(ferry.FlagNullable) != 0}
+			if v.Name != nil && *(*byte)(v.Name) != 0 {
+				f.Name = strings.Clone(cString(v.Name))
 			}
 			// Validated, and the schema released, in one call.
 			if C.ferryarrow_validate_take_schema(C.uintptr_t(uintptr(schema)), C.uintptr_t(uintptr(array)), C.int32_t(o.Validate)) != 0 {
@@ -71,7 +71,7 @@ func ImportCArray(array, schema unsafe.Pointer, opts ...Options) (arrow.Field, a
 			if p, ok := planFlat(dt, (*cArray)(array)); ok {
 				raw := takeRaw()
 				*(*cArray)(raw) = *(*cArray)(array) // a move: copy, then mark the source released
-				(*cArray)(array).release = nil
+				(*cArray)(array).Release = nil
 				return f, wrapFlat(dt, raw, p), nil
 			}
 			var out arrow.Array
@@ -90,7 +90,7 @@ func ImportCArray(array, schema unsafe.Pointer, opts ...Options) (arrow.Field, a
 	}
 	key := "" // read before arrow-go releases the schema
 	if plainLeaf(v) {
-		key = strings.Clone(cString(v.format))
+		key = strings.Clone(cString(v.Format))
 	}
 	var f arrow.Field
 	var out arrow.Array

@@ -32,6 +32,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"github.com/ferryarrow/ferry/bindings/go/ferry"
+	"github.com/ferryarrow/ferry/bindings/go/internal/abi"
 )
 
 func invalid(format string, args ...any) error {
@@ -213,7 +214,7 @@ func arrowType(s *ferry.Schema) (arrow.DataType, error) {
 	v := (*cSchema)(s.Ptr())
 	plain := plainLeaf(v)
 	if plain {
-		if dt, ok := leafTypes.Load().m[cString(v.format)]; ok {
+		if dt, ok := leafTypes.Load().m[cString(v.Format)]; ok {
 			return dt, nil
 		}
 	}
@@ -222,7 +223,7 @@ func arrowType(s *ferry.Schema) (arrow.DataType, error) {
 		return nil, err
 	}
 	if plain {
-		rememberLeafType(strings.Clone(cString(v.format)), f.Type)
+		rememberLeafType(strings.Clone(cString(v.Format)), f.Type)
 	}
 	return f.Type, nil
 }
@@ -231,29 +232,22 @@ func arrowType(s *ferry.Schema) (arrow.DataType, error) {
 // string alone: no children, no dictionary, no metadata (arrow-go writes an
 // empty list; an extension type is named in the metadata).
 func plainLeaf(v *cSchema) bool {
-	return v.nChildren == 0 && v.dictionary == nil && v.format != nil &&
-		(v.metadata == nil || *(*int32)(unsafe.Pointer(v.metadata)) == 0)
+	return v.NChildren == 0 && v.Dictionary == nil && v.Format != nil &&
+		(v.Metadata == nil || *(*int32)(v.Metadata) == 0)
 }
 
 // cSchema and cArray read the fields of the C data interface's structs
-// (C memory, laid out as the specification fixes) from Go, without a cgo
-// call.
-type cSchema struct {
-	format, name, metadata *byte
-	flags, nChildren       int64
-	children, dictionary   unsafe.Pointer
-	release, private       unsafe.Pointer
-}
-
-type cArray struct {
-	length, nullCount, offset, nBuffers, nChildren int64
-	buffers, children, dictionary                  unsafe.Pointer
-	release, private                               unsafe.Pointer
-}
+// (C memory) from Go, without a cgo call, through the mirrors generated
+// from core/abi/api.json (package abi proves their layout at compile time).
+type (
+	cSchema = abi.ArrowSchema
+	cArray  = abi.ArrowArray
+)
 
 // cString views the NUL-terminated C string at p (at most 64 bytes; a
 // longer one reads as "", which no type is cached under) without copying.
-func cString(p *byte) string {
+func cString(ptr unsafe.Pointer) string {
+	p := (*byte)(ptr)
 	b := unsafe.Slice(p, 65)
 	for n := 0; n < 64; n++ {
 		if b[n] == 0 {
@@ -307,7 +301,7 @@ func takeRaw() unsafe.Pointer {
 // giveRaw keeps raw as the spare if it is released (arrow-go moved the
 // array out), else frees it (which releases what is left in it).
 func giveRaw(raw unsafe.Pointer) {
-	if (*cArray)(raw).release == nil {
+	if (*cArray)(raw).Release == nil {
 		if old := spareRaw.Swap((*byte)(raw)); old != nil {
 			ferry.FreeRawDeviceArray(unsafe.Pointer(old))
 		}

@@ -91,17 +91,17 @@ type flatPlan struct {
 // validated (DEFAULT at least), so offsets are in order.
 func planFlat(dt arrow.DataType, v *cArray) (p flatPlan, ok bool) {
 	s, ok := flatShapeOf(dt)
-	end := v.offset + v.length
-	if !ok || v.length <= 0 || v.offset < 0 || end > maxFlatBytes || v.buffers == nil {
+	end := v.Offset + v.Length
+	if !ok || v.Length <= 0 || v.Offset < 0 || end > maxFlatBytes || v.Buffers == nil {
 		return p, false
 	}
-	bufs := unsafe.Slice((*unsafe.Pointer)(v.buffers), v.nBuffers)
+	bufs := unsafe.Slice((*unsafe.Pointer)(v.Buffers), v.NBuffers)
 	p.sizes[0] = (end + 7) / 8
 	if s.offsetBytes == 0 {
 		p.n, p.sizes[1] = 2, (end*s.bits+7)/8
-		return p, v.nBuffers == 2 && bufs[1] != nil
+		return p, v.NBuffers == 2 && bufs[1] != nil
 	}
-	if v.nBuffers != 3 || bufs[1] == nil {
+	if v.NBuffers != 3 || bufs[1] == nil {
 		return p, false
 	}
 	var last int64
@@ -119,13 +119,13 @@ func planFlat(dt arrow.DataType, v *cArray) (p flatPlan, ok bool) {
 // buffers then own raw.
 func wrapFlat(dt arrow.DataType, raw unsafe.Pointer, p flatPlan) arrow.Array {
 	v := (*cArray)(raw)
-	ptrs := unsafe.Slice((*unsafe.Pointer)(v.buffers), p.n)
+	ptrs := unsafe.Slice((*unsafe.Pointer)(v.Buffers), p.n)
 	owner := &flatOwner{raw: raw}
 	owner.live.Store(1) // held until every buffer is wrapped
 	buffers := make([]*memory.Buffer, p.n)
 	for i := range buffers {
 		switch {
-		case i == 0 && (v.nullCount == 0 || ptrs[0] == nil):
+		case i == 0 && (v.NullCount == 0 || ptrs[0] == nil):
 			// no bitmap: every value is valid (arrow-go takes nil)
 		case p.sizes[i] == 0:
 			buffers[i] = memory.NewBufferBytes(nil)
@@ -134,7 +134,7 @@ func wrapFlat(dt arrow.DataType, raw unsafe.Pointer, p flatPlan) arrow.Array {
 			buffers[i] = memory.NewBufferWithAllocator(unsafe.Slice((*byte)(ptrs[i]), p.sizes[i]), owner)
 		}
 	}
-	data := array.NewData(dt, int(v.length), buffers, nil, int(v.nullCount), int(v.offset))
+	data := array.NewData(dt, int(v.Length), buffers, nil, int(v.NullCount), int(v.Offset))
 	for _, b := range buffers {
 		if b != nil {
 			b.Release() // the data holds them now

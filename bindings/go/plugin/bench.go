@@ -116,71 +116,45 @@ func ferry_it_bench_noop(x C.int64_t) (y C.int64_t) {
 
 //export ferry_it_bench_export_array
 func ferry_it_bench_export_array(length C.int64_t, schemaOut *C.struct_ArrowSchema, arrayOut *C.struct_ArrowDeviceArray) (rc C.int) {
-	defer func() {
-		if r := recover(); r != nil {
-			rc = finish(nil, r)
+	defer func() { rc = caught(rc, recover()) }()
+	return run("ferry_it_bench_export_array", schemaOut != nil && arrayOut != nil, func() error {
+		values, err := cachedValues(int64(length))
+		if err != nil {
+			return err
 		}
-	}()
-	return finish(benchExportArray(int64(length), unsafe.Pointer(schemaOut), unsafe.Pointer(arrayOut)), nil)
-}
-
-func benchExportArray(length int64, schemaOut, arrayOut unsafe.Pointer) error {
-	if schemaOut == nil || arrayOut == nil {
-		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_bench_export_array: NULL argument"}
-	}
-	values, err := cachedValues(length)
-	if err != nil {
-		return err
-	}
-	a, err := ferry.ExportArray(benchData(length, values), nil)
-	if err != nil {
-		return err
-	}
-	if err := a.ExportTo(arrayOut, schemaOut); err != nil {
-		a.Release()
-		return err
-	}
-	return nil
+		a, err := ferry.ExportArray(benchData(int64(length), values), nil)
+		if err != nil {
+			return err
+		}
+		return handOver(a.ExportTo(unsafe.Pointer(arrayOut), unsafe.Pointer(schemaOut)), a.Release)
+	})
 }
 
 //export ferry_it_bench_consume_array
 func ferry_it_bench_consume_array(schema *C.struct_ArrowSchema, array *C.struct_ArrowDeviceArray) (rc C.int) {
 	defer func() {
-		if r := recover(); r != nil {
-			rc = finish(nil, r)
-		}
-		// Ownership was taken: whatever was not imported is released here.
-		releaseLeftovers(schema, array)
+		rc = caught(rc, recover())
+		releaseLeftovers(schema, array) // ownership was taken
 	}()
-	return finish(benchConsumeArray(unsafe.Pointer(schema), unsafe.Pointer(array)), nil)
-}
-
-func benchConsumeArray(schema, array unsafe.Pointer) error {
-	if schema == nil || array == nil {
-		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_bench_consume_array: NULL argument"}
-	}
-	a, err := ferry.ImportDeviceArray(array, schema)
-	if err != nil {
-		return err
-	}
-	defer a.Release()
-	return readFirst(a)
+	return run("ferry_it_bench_consume_array", schema != nil && array != nil, func() error {
+		a, err := ferry.ImportDeviceArray(unsafe.Pointer(array), unsafe.Pointer(schema))
+		if err != nil {
+			return err
+		}
+		defer a.Release()
+		return readFirst(a)
+	})
 }
 
 //export ferry_it_bench_export_stream
 func ferry_it_bench_export_stream(length, batches C.int64_t, out *C.struct_ArrowDeviceArrayStream) (rc C.int) {
-	defer func() {
-		if r := recover(); r != nil {
-			rc = finish(nil, r)
-		}
-	}()
-	return finish(benchExportStream(int64(length), int64(batches), unsafe.Pointer(out)), nil)
+	defer func() { rc = caught(rc, recover()) }()
+	return run("ferry_it_bench_export_stream", out != nil, func() error {
+		return benchExportStream(int64(length), int64(batches), unsafe.Pointer(out))
+	})
 }
 
 func benchExportStream(length, batches int64, out unsafe.Pointer) error {
-	if out == nil {
-		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_bench_export_stream: NULL argument"}
-	}
 	if batches < 0 {
 		return &ferry.Error{Code: syscall.EINVAL, Message: fmt.Sprintf("batches %d is negative", batches)}
 	}
@@ -199,39 +173,26 @@ func benchExportStream(length, batches int64, out unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if err := s.ExportTo(out); err != nil {
-		s.Release()
-		return err
-	}
-	return nil
+	return handOver(s.ExportTo(out), s.Release)
 }
 
 //export ferry_it_bench_consume_stream
 func ferry_it_bench_consume_stream(stream *C.struct_ArrowDeviceArrayStream) (rc C.int) {
 	defer func() {
-		if r := recover(); r != nil {
-			rc = finish(nil, r)
-		}
-		if stream != nil && stream.release != nil { // not imported: released here
-			C.ferry_array_stream_release(stream)
-		}
+		rc = caught(rc, recover())
+		releaseLeftoverStream(stream) // ownership was taken
 	}()
-	return finish(benchConsumeStream(unsafe.Pointer(stream)), nil)
-}
-
-func benchConsumeStream(stream unsafe.Pointer) error {
-	if stream == nil {
-		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_bench_consume_stream: NULL argument"}
-	}
-	s, err := ferry.ImportStream(stream)
-	if err != nil {
-		return err
-	}
-	defer s.Release()
-	for s.Next() {
-		if err := readFirst(s.Batch()); err != nil {
+	return run("ferry_it_bench_consume_stream", stream != nil, func() error {
+		s, err := ferry.ImportStream(unsafe.Pointer(stream))
+		if err != nil {
 			return err
 		}
-	}
-	return s.Err()
+		defer s.Release()
+		for s.Next() {
+			if err := readFirst(s.Batch()); err != nil {
+				return err
+			}
+		}
+		return s.Err()
+	})
 }

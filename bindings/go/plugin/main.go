@@ -24,6 +24,7 @@ import (
 	"unsafe"
 
 	"github.com/ferryarrow/ferry/bindings/go/ferry"
+	"github.com/ferryarrow/ferry/bindings/go/internal/abi"
 	"github.com/ferryarrow/ferry/bindings/go/internal/itcase"
 )
 
@@ -53,33 +54,48 @@ func finish(err error, r any) C.int {
 	return C.int(code)
 }
 
-//export ferry_it_export_array
-func ferry_it_export_array(spec *C.char, schemaOut *C.struct_ArrowSchema, arrayOut *C.struct_ArrowDeviceArray) (rc C.int) {
-	defer func() {
-		if r := recover(); r != nil {
-			rc = finish(nil, r)
-		}
-	}()
-	return finish(exportArray(spec, schemaOut, arrayOut), nil)
+// run is the body of the entry point named entry: EINVAL naming it when one
+// of its arguments is NULL (ok false), else f's error, as the return code and
+// this thread's last error.
+func run(entry string, ok bool, f func() error) C.int {
+	if !ok {
+		return finish(&ferry.Error{Code: syscall.EINVAL, Message: entry + ": NULL argument"}, nil)
+	}
+	return finish(f(), nil)
 }
 
-func exportArray(spec *C.char, schemaOut *C.struct_ArrowSchema, arrayOut *C.struct_ArrowDeviceArray) error {
-	if spec == nil || schemaOut == nil || arrayOut == nil {
-		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_export_array: NULL argument"}
+// caught is an entry point's return code after recover() returned r: EIO
+// for a panic, else rc. Every //export defers it first.
+func caught(rc C.int, r any) C.int {
+	if r != nil {
+		return finish(nil, r)
 	}
-	c, err := itcase.Parse(C.GoString(spec))
+	return rc
+}
+
+// handOver is the outcome of moving an export out to the consumer's struct:
+// on failure the export is released here.
+func handOver(err error, release func()) error {
 	if err != nil {
-		return err
+		release()
 	}
-	a, err := itcase.Export(c)
-	if err != nil {
-		return err
-	}
-	if err := a.ExportTo(unsafe.Pointer(arrayOut), unsafe.Pointer(schemaOut)); err != nil {
-		a.Release()
-		return err
-	}
-	return nil
+	return err
+}
+
+//export ferry_it_export_array
+func ferry_it_export_array(spec *C.char, schemaOut *C.struct_ArrowSchema, arrayOut *C.struct_ArrowDeviceArray) (rc C.int) {
+	defer func() { rc = caught(rc, recover()) }()
+	return run("ferry_it_export_array", spec != nil && schemaOut != nil && arrayOut != nil, func() error {
+		c, err := itcase.Parse(C.GoString(spec))
+		if err != nil {
+			return err
+		}
+		a, err := itcase.Export(c)
+		if err != nil {
+			return err
+		}
+		return handOver(a.ExportTo(unsafe.Pointer(arrayOut), unsafe.Pointer(schemaOut)), a.Release)
+	})
 }
 
 // releaseLeftovers releases what a consumer entry point was handed and did
@@ -87,96 +103,74 @@ func exportArray(spec *C.char, schemaOut *C.struct_ArrowSchema, arrayOut *C.stru
 // Go: after an import both structs are released, and a cgo call per struct
 // would cost more than the check.
 func releaseLeftovers(schema *C.struct_ArrowSchema, array *C.struct_ArrowDeviceArray) {
-	if schema != nil && schema.release != nil {
+	if schema != nil && (*abi.ArrowSchema)(unsafe.Pointer(schema)).Release != nil {
 		C.ferry_schema_release(schema)
 	}
-	if array != nil && array.array.release != nil {
+	if array != nil && (*abi.ArrowDeviceArray)(unsafe.Pointer(array)).Array.Release != nil {
 		C.ferry_device_array_release(array)
+	}
+}
+
+// releaseLeftoverStream releases a stream a consumer entry point was handed
+// and did not import.
+func releaseLeftoverStream(stream *C.struct_ArrowDeviceArrayStream) {
+	if stream != nil && (*abi.ArrowDeviceArrayStream)(unsafe.Pointer(stream)).Release != nil {
+		C.ferry_array_stream_release(stream)
 	}
 }
 
 //export ferry_it_check_array
 func ferry_it_check_array(spec *C.char, schema *C.struct_ArrowSchema, array *C.struct_ArrowDeviceArray) (rc C.int) {
 	defer func() {
-		if r := recover(); r != nil {
-			rc = finish(nil, r)
-		}
-		// Ownership was taken: whatever happened, nothing stays live.
-		releaseLeftovers(schema, array)
+		rc = caught(rc, recover())
+		releaseLeftovers(schema, array) // ownership was taken: nothing stays live
 	}()
-	return finish(checkArray(spec, schema, array), nil)
-}
-
-func checkArray(spec *C.char, schema *C.struct_ArrowSchema, array *C.struct_ArrowDeviceArray) error {
-	if spec == nil || schema == nil || array == nil {
-		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_check_array: NULL argument"}
-	}
-	c, err := itcase.Parse(C.GoString(spec))
-	if err != nil {
-		return err
-	}
-	a, err := ferry.ImportDeviceArray(unsafe.Pointer(array), unsafe.Pointer(schema))
-	if err != nil {
-		return err
-	}
-	return itcase.Check(c, a)
+	return run("ferry_it_check_array", spec != nil && schema != nil && array != nil, func() error {
+		c, err := itcase.Parse(C.GoString(spec))
+		if err != nil {
+			return err
+		}
+		a, err := ferry.ImportDeviceArray(unsafe.Pointer(array), unsafe.Pointer(schema))
+		if err != nil {
+			return err
+		}
+		return itcase.Check(c, a)
+	})
 }
 
 //export ferry_it_export_stream
 func ferry_it_export_stream(spec *C.char, out *C.struct_ArrowDeviceArrayStream) (rc C.int) {
-	defer func() {
-		if r := recover(); r != nil {
-			rc = finish(nil, r)
+	defer func() { rc = caught(rc, recover()) }()
+	return run("ferry_it_export_stream", spec != nil && out != nil, func() error {
+		c, err := itcase.Parse(C.GoString(spec))
+		if err != nil {
+			return err
 		}
-	}()
-	return finish(exportStream(spec, out), nil)
-}
-
-func exportStream(spec *C.char, out *C.struct_ArrowDeviceArrayStream) error {
-	if spec == nil || out == nil {
-		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_export_stream: NULL argument"}
-	}
-	c, err := itcase.Parse(C.GoString(spec))
-	if err != nil {
-		return err
-	}
-	s, err := itcase.ExportStream(c)
-	if err != nil {
-		return err
-	}
-	if err := s.ExportTo(unsafe.Pointer(out)); err != nil {
-		s.Release()
-		return err
-	}
-	return nil
+		s, err := itcase.ExportStream(c)
+		if err != nil {
+			return err
+		}
+		return handOver(s.ExportTo(unsafe.Pointer(out)), s.Release)
+	})
 }
 
 //export ferry_it_check_stream
 func ferry_it_check_stream(spec *C.char, stream *C.struct_ArrowDeviceArrayStream) (rc C.int) {
 	defer func() {
-		if r := recover(); r != nil {
-			rc = finish(nil, r)
-		}
-		if stream != nil && stream.release != nil { // not imported: released here
-			C.ferry_array_stream_release(stream)
-		}
+		rc = caught(rc, recover())
+		releaseLeftoverStream(stream) // ownership was taken
 	}()
-	return finish(checkStream(spec, stream), nil)
-}
-
-func checkStream(spec *C.char, stream *C.struct_ArrowDeviceArrayStream) error {
-	if spec == nil || stream == nil {
-		return &ferry.Error{Code: syscall.EINVAL, Message: "ferry_it_check_stream: NULL argument"}
-	}
-	c, err := itcase.Parse(C.GoString(spec))
-	if err != nil {
-		return err
-	}
-	s, err := ferry.ImportStream(unsafe.Pointer(stream))
-	if err != nil {
-		return err
-	}
-	return itcase.CheckStream(c, s)
+	return run("ferry_it_check_stream", spec != nil && stream != nil, func() error {
+		c, err := itcase.Parse(C.GoString(spec))
+		if err != nil {
+			return err
+		}
+		s, err := ferry.ImportStream(unsafe.Pointer(stream))
+		if err != nil {
+			return err
+		}
+		return itcase.CheckStream(c, s)
+	})
 }
 
 //export ferry_it_live_allocations

@@ -49,11 +49,13 @@ impl ArrayView {
     pub(crate) fn as_raw(&self) -> &sys::ArrowArray {
         &self.0
     }
-    // The accessors read the ABI struct's fields directly: its layout is
-    // fixed by the Arrow specification and proven by ferry-arrow-sys's bindgen
-    // layout tests, and a call into the core per field read would cost more
-    // than the read (these sit on every consumer's hot path). They answer
-    // as the core's ferry_array_* accessors do (NULL / 0 when out of range).
+    // The accessors read the ABI struct's fields as ferry-arrow-sys declares
+    // them: generated from core/abi/api.json with the described offsets,
+    // which bindings.rs proves at compile time (and the description takes
+    // from the C compiler). A call into the core per field read would cost
+    // more than the read (these sit on every consumer's hot path). They
+    // answer as the core's ferry_array_* accessors do (NULL / 0 when out of
+    // range).
 
     /// True when the release callback is NULL.
     #[inline]
