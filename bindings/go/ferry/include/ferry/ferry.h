@@ -2,8 +2,13 @@
 /* ferry: zero-copy handoff of Arrow device arrays and streams between runtimes.
  *
  * This is the whole public C API of libferry. Every function here is exported
- * and non-inline, so that bindgen, cgo, SWIG, JNI, LuaJIT's FFI and dlsym all
- * see the same symbols; bindings never compute struct offsets themselves.
+ * and non-inline, so that cgo, JNI, cffi, LuaJIT's FFI and dlsym all see the
+ * same symbols. generators/extract_api.py reads this header once into
+ * core/abi/api.json (functions, constants, and every struct's layout as the
+ * compiler lays it out), from which every binding's raw layer is generated;
+ * bindings never compute struct offsets themselves (they read fields through
+ * the accessors below or through layouts generated and checked from that
+ * description).
  *
  * Conventions
  * - Errors: functions returning `int` return FERRY_OK (0) or an errno code
