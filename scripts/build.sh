@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds every C artefact into $FERRY_BUILD_DIR (default build/) with CMake:
 # the core, the tool, the harness and hosts, the C plugin, the GPU driver
-# emulations, and the bindings' C parts (JNI library, Lua module, plugin
-# shims). Serialised with a lock so parallel callers do not collide.
+# emulations, the hostile producers every hostile suite loads
+# (lib/libferry_hostile.so, tests/hostile), and the bindings' C parts (JNI
+# library, Lua module, plugin shims). Serialised with a lock so parallel callers do not collide.
 #   scripts/build.sh                        the normal build (RelWithDebInfo)
 #   scripts/build.sh --sanitize LIST        the sanitizer build in BUILD/san-<LIST>
 #                                           (Debug, -fsanitize=LIST, no bindings)

@@ -9,6 +9,8 @@
 #   - libferry_jni.so links libferry.so, defines no ferry_ symbol but its own
 #     and no test native; the jar holds the JNI library and no test class;
 #   - the Lua module exports only luaopen_ferry_core;
+#   - tests/hostile's libferry_hostile.so links the shared libferry.so, and
+#     no product links it;
 #   - the product does not depend on the test tree: nothing under core/
 #     includes from tests/, and no committed symlink leaves the repository.
 # (libferry.so's own exported symbols: tests/abi/exported_symbols_test.sh.)
@@ -78,6 +80,18 @@ if need_file "$lua_module" "the Lua module"; then
     bash -c '[ "$(nm -D --defined-only "$1" | awk "{print \$3}" | grep -v "^_" | tr "\n" " ")" = "luaopen_ferry_core " ]' _ "$lua_module"
 else
   fail "the Lua module is built"
+fi
+
+# tests/hostile: the hostile producers every binding's hostile suite loads.
+hostile="$BUILD/lib/libferry_hostile.so"
+if need_file "$hostile" "the hostile producers (tests/hostile)"; then
+  check "libferry_hostile.so links the shared libferry.so" \
+    bash -c 'readelf -d "$1" | grep "NEEDED.*\[libferry\.so" >/dev/null' _ "$hostile"
+  check "no product links libferry_hostile.so (test code)" \
+    bash -c '! for f in "$@"; do [ -e "$f" ] && readelf -d "$f"; done | grep "NEEDED.*libferry_hostile" >/dev/null' \
+    _ "$BUILD/lib/libferry.so" "$jni" "$lua_module" "$BUILD"/plugins/*.so
+else
+  fail "the hostile producers are built"
 fi
 
 check "nothing under core/ includes from tests/" \

@@ -36,6 +36,7 @@ run() { # run NAME COMMAND...: one step, its output shown as it runs, timed
 }
 
 need_file "$BUILD/lib/pkgconfig/ferry.pc" "libferry's pkg-config file" || exit 1
+need_file "$BUILD/lib/libferry_hostile.so" "the hostile producers (tests/hostile)" || exit 1
 need_file "$emu/libcuda_emu.so" "the CUDA driver emulation" || exit 1
 need_file "$emu/libhip_emu.so" "the HIP driver emulation" || exit 1
 command -v go >/dev/null || { echo "go: the go tool is missing (scripts/deps.d/go.sh)" >&2; exit 1; }

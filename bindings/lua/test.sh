@@ -25,6 +25,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/../../scripts/lib.sh"
 step() { echo "== lua: $*"; }
 need_file "$BUILD/lua/5.4/ferry_core.so" "the Lua module" || exit 1
+need_file "$BUILD/lib/libferry_hostile.so" "the hostile producers (tests/hostile)" || exit 1
 EMU_CUDA="$BUILD/test-emu/libcuda_emu.so"
 EMU_HIP="$BUILD/test-emu/libhip_emu.so"
 ROCKSPEC="ferry-arrow-0.1.0-1.rockspec"

@@ -17,14 +17,7 @@
 # Exits non-zero on any failure and ends with "N passed, N failed"; each
 # step prints its time.
 set -uo pipefail
-# rustup installs cargo in ~/.cargo/bin, which a CI shell may not have on PATH.
-[ -d "${HOME:-/root}/.cargo/bin" ] && PATH="${HOME:-/root}/.cargo/bin:$PATH"
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="${FERRY_ROOT:-$(cd "$HERE/../.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
-export FERRY_ROOT="$ROOT" FERRY_BUILD_DIR="$BUILD"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$BUILD/rust-target}"
-export PKG_CONFIG_PATH="$BUILD/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 # Caught panics in tests must not spam the log with backtraces.
 export RUST_BACKTRACE=0
 
@@ -63,6 +56,12 @@ step() { # step NAME COMMAND...: runs a step, counts it, shows its output on fai
 
 if [ ! -f "$BUILD/lib/libferry.so" ]; then
   echo "rust: $BUILD/lib/libferry.so is missing: build the core first (scripts/build.sh)"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+# tests/hostile.rs is empty without tests/hostile's library (ferry-arrow/build.rs).
+if [ ! -f "$BUILD/lib/libferry_hostile.so" ]; then
+  echo "rust: $BUILD/lib/libferry_hostile.so (the hostile producers) is missing: scripts/build.sh builds it"
   echo "0 passed, 1 failed"
   exit 1
 fi

@@ -209,6 +209,14 @@ static int copy_node(struct FerryCopyContext* ctx, const struct ArrowSchema* sch
       copy_fail(ctx, code, path, what);
       break;
     }
+    if (size > FERRY_MAX_READ_BYTES) {
+      code = ferry__set_error(error, EINVAL,
+                              "it declares %" PRId64
+                              " bytes, more than any buffer ferry copies (2^48)",
+                              size);
+      copy_fail(ctx, code, path, what);
+      break;
+    }
     /* A source the backend knows is shorter than its size is refused before
      * anything that large is allocated (the CPU cannot tell: ENOTSUP). */
     struct FerryError residency;

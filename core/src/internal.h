@@ -22,6 +22,14 @@ int ferry__set_error(struct FerryError* error, int code, const char* fmt, ...)
 int ferry__set_error_v(struct FerryError* error, int code, const char* fmt, va_list args);
 
 /* Evaluates `expr` (an int errno-style result) and returns it when non-zero. */
+/* The largest buffer ferry reads or copies whole (FULL validation, the deep
+ * copy): 2^48 bytes, 256 TiB. A declaration above it (a length or an offset
+ * a hostile producer made up) is refused with its size named, never read:
+ * the C data interface gives no buffer sizes, so this bound is what stops a
+ * walk from running through unmapped memory on the most blatant lies. The
+ * bindings' value readers use the same bound. */
+#define FERRY_MAX_READ_BYTES (INT64_C(1) << 48)
+
 #define FERRY_RETURN_NOT_OK(expr)    \
   do {                               \
     int ferry_status_ = (expr);      \

@@ -713,6 +713,13 @@ static int host_view_fetch(struct Validator* v, const void* ptr, int64_t size,
     out->data = (const uint8_t*)ptr;
     return 1;
   }
+  if (size > FERRY_MAX_READ_BYTES) {
+    struct BufferLabel storage;
+    report(v, "buffer_size",
+           "%s: declares %lld bytes, more than any buffer ferry reads (2^48): not read",
+           name_text(&name, &storage), (long long)size);
+    return 0;
+  }
   if (v->host_accessible) {
     out->data = (const uint8_t*)ptr;
     return 1;
@@ -758,41 +765,25 @@ static int64_t read_offset(const uint8_t* data, int32_t width, int64_t i) {
  * above INT64_MAX come back negative, which every caller treats as out of
  * range). */
 static int64_t read_integer(const uint8_t* data, enum FerryTypeId t, int64_t i) {
+/* Element i as a T, with memcpy: buffers may be unaligned. */
+#define READ_AS(T)                                        \
+  do {                                                    \
+    T x;                                                  \
+    memcpy(&x, data + (int64_t)sizeof(T) * i, sizeof(T)); \
+    return (int64_t)x;                                    \
+  } while (0)
   switch (t) {
-    case FERRY_TYPE_INT8: return (int8_t)data[i];
-    case FERRY_TYPE_UINT8: return data[i];
-    case FERRY_TYPE_INT16: {
-      int16_t x;
-      memcpy(&x, data + 2 * i, 2);
-      return x;
-    }
-    case FERRY_TYPE_UINT16: {
-      uint16_t x;
-      memcpy(&x, data + 2 * i, 2);
-      return x;
-    }
-    case FERRY_TYPE_INT32: {
-      int32_t x;
-      memcpy(&x, data + 4 * i, 4);
-      return x;
-    }
-    case FERRY_TYPE_UINT32: {
-      uint32_t x;
-      memcpy(&x, data + 4 * i, 4);
-      return x;
-    }
-    case FERRY_TYPE_INT64: {
-      int64_t x;
-      memcpy(&x, data + 8 * i, 8);
-      return x;
-    }
-    case FERRY_TYPE_UINT64: {
-      uint64_t x;
-      memcpy(&x, data + 8 * i, 8);
-      return (int64_t)x;
-    }
+    case FERRY_TYPE_INT8: READ_AS(int8_t);
+    case FERRY_TYPE_UINT8: READ_AS(uint8_t);
+    case FERRY_TYPE_INT16: READ_AS(int16_t);
+    case FERRY_TYPE_UINT16: READ_AS(uint16_t);
+    case FERRY_TYPE_INT32: READ_AS(int32_t);
+    case FERRY_TYPE_UINT32: READ_AS(uint32_t);
+    case FERRY_TYPE_INT64: READ_AS(int64_t);
+    case FERRY_TYPE_UINT64: READ_AS(uint64_t);
     default: return 0;
   }
+#undef READ_AS
 }
 
 static int bit_is_set(const uint8_t* bits, int64_t i) {

@@ -6,7 +6,11 @@
  *
  * Nothing here measures time: a walk that is exponential simply does not
  * finish, and the counts of findings show that each problem is reported
- * once, not once per path. */
+ * once, not once per path.
+ *
+ * At the end, every case of tests/hostile's catalogue (the one library of
+ * hostile producers, which every binding's hostile suite loads too; compiled
+ * in here, against the same core) must get the finding it names. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,7 @@
 #include "ferry/dlpack_abi.h"
 #include "ferry/ferry.h"
 #include "ferry_test.h"
+#include "ferry_hostile.h"
 #include "findings.h"
 #include "hand_made.h"
 
@@ -369,6 +374,129 @@ FERRY_TEST(dlpack_import_refuses_a_byte_offset_that_wraps_the_address_space) {
   t.dl_tensor.byte_offset = 8;
   CHECK_EQ_INT(FERRY_OK, import_tensor(&t));
   CHECK_EQ_INT(1, g_deleter_calls);
+}
+
+/* ---- the catalogue of tests/hostile: every case gets its finding ------------ */
+
+/* Case `i` (fresh structs) validated at `level`: `rc` and, on a refusal,
+ * the first finding in the message (what every binding reports). */
+static int validate_case(int32_t i, int32_t level) {
+  struct ArrowDeviceArray d;
+  struct ArrowSchema s;
+  CHECK_EQ_INT(0, ferry_hostile_make(ferry_hostile_name(i), &d, &s));
+  int rc = validate(&s, &d, level);
+  if (rc != FERRY_OK) {
+    CHECK_CONTAINS(error.message, ferry_hostile_where(i));
+    CHECK_CONTAINS(error.message, ferry_hostile_needle(i));
+  }
+  /* A content lie that DEFAULT accepted: the deep copy copies it or refuses
+   * it by name, never reading past what the buffers hold (ASan). (A READER
+   * case's copy would only ask for more memory than exists.) */
+  if (rc == FERRY_OK && ferry_hostile_kind(i) == FERRY_HOSTILE_FULL) {
+    struct ArrowDeviceArray out;
+    memset(&out, 0, sizeof out);
+    struct FerryError copy_error;
+    if (ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &copy_error) == FERRY_OK) {
+      ferry_device_array_release(&out);
+    }
+  }
+  ferry_device_array_release(&d);
+  ferry_schema_release(&s);
+  return rc;
+}
+
+/* A READER case (a length or an offset declaring more than 2^48 bytes):
+ * FULL validation and the deep copy both refuse it with the size named. */
+static void check_declared_size_refused(int32_t i) {
+  struct ArrowDeviceArray d;
+  struct ArrowSchema s;
+  CHECK_EQ_INT(0, ferry_hostile_make(ferry_hostile_name(i), &d, &s));
+  CHECK_EQ_INT(EINVAL, validate(&s, &d, FERRY_VALIDATE_FULL));
+  CHECK_CONTAINS(error.message, "buffer_size");
+  CHECK_CONTAINS(error.message, "more than any buffer ferry reads (2^48)");
+  struct ArrowDeviceArray out;
+  memset(&out, 0, sizeof out);
+  CHECK_EQ_INT(EINVAL, ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &error));
+  CHECK_CONTAINS(error.message, "more than any buffer ferry copies (2^48)");
+  CHECK(out.array.release == NULL);
+  ferry_device_array_release(&d);
+  ferry_schema_release(&s);
+}
+
+FERRY_TEST(every_hostile_catalogue_case_is_refused_with_its_finding) {
+  struct FerryDevice* sim = sim_device();
+  int32_t strict_before = ferry_sim_is_strict();
+  ferry_sim_set_strict(1);
+  int64_t sim_live_before = ferry_device_live_allocations(sim);
+  CHECK(ferry_hostile_count() > 30);
+  for (int32_t i = 0; i < ferry_hostile_count(); i++) {
+    const char* name = ferry_hostile_name(i);
+    CHECK_EQ_INT(i, ferry_hostile_find(name));
+    int32_t code = ferry_hostile_code(i);
+    switch (ferry_hostile_kind(i)) {
+      case FERRY_HOSTILE_REFUSED:
+        CHECK_EQ_INT(code, validate_case(i, FERRY_VALIDATE_DEFAULT));
+        CHECK_EQ_INT(code, validate_case(i, FERRY_VALIDATE_FULL));
+        break;
+      case FERRY_HOSTILE_FULL:
+        CHECK_EQ_INT(FERRY_OK, validate_case(i, FERRY_VALIDATE_DEFAULT));
+        CHECK_EQ_INT(code, validate_case(i, FERRY_VALIDATE_FULL));
+        break;
+      case FERRY_HOSTILE_READER:
+        /* DEFAULT reads no buffer, so it cannot tell; FULL and the deep
+         * copy refuse the size the lengths declare (over 2^48 bytes) by
+         * name instead of reading or allocating it. */
+        CHECK_EQ_INT(FERRY_OK, validate_case(i, FERRY_VALIDATE_DEFAULT));
+        check_declared_size_refused(i);
+        break;
+      default:
+        CHECK(0);
+    }
+  }
+  CHECK(ferry_hostile_name(ferry_hostile_count()) == NULL);
+  CHECK_EQ_INT(0, ferry_hostile_live());
+  CHECK_EQ_INT(0, ferry_hostile_released_again());
+  CHECK_EQ_INT(sim_live_before, ferry_device_live_allocations(sim));
+  ferry_hostile_reset();
+  ferry_sim_set_strict(strict_before);
+}
+
+/* Every stream case through the core's consumer wrappers: the lie is met at
+ * get_schema or at its get_next with the catalogue's code and message, and
+ * everything is released once. */
+FERRY_TEST(every_hostile_stream_case_fails_where_the_catalogue_says) {
+  for (int32_t i = 0; i < ferry_hostile_stream_count(); i++) {
+    const char* name = ferry_hostile_stream_name(i);
+    struct ArrowDeviceArrayStream stream;
+    CHECK_EQ_INT(0, ferry_hostile_stream_make(name, &stream));
+    struct ArrowSchema schema;
+    memset(&schema, 0, sizeof schema);
+    int32_t at = ferry_hostile_stream_at(i);
+    int32_t level = ferry_hostile_stream_level(i);
+    int rc = ferry_array_stream_get_schema(&stream, &schema, &error);
+    if (rc == FERRY_OK) rc = ferry_validate_schema(&schema, NULL, NULL, &error);
+    int32_t met = 0;
+    for (int32_t call = 1; rc == FERRY_OK && call <= at; call++) {
+      struct ArrowDeviceArray batch;
+      memset(&batch, 0, sizeof batch);
+      rc = ferry_array_stream_get_next(&stream, &batch, &error);
+      if (rc == FERRY_OK) {
+        CHECK(batch.array.release != NULL);
+        rc = validate(&schema, &batch, level);
+        ferry_device_array_release(&batch);
+      }
+      met = call;
+    }
+    CHECK_EQ_INT(at, met);
+    CHECK_EQ_INT(ferry_hostile_stream_code(i), rc);
+    CHECK_CONTAINS(error.message, ferry_hostile_stream_needle(i));
+    if (schema.release != NULL) ferry_schema_release(&schema);
+    stream.release(&stream);
+    CHECK_EQ_INT(0, ferry_hostile_live());
+  }
+  CHECK_EQ_INT(0, ferry_hostile_live());
+  CHECK_EQ_INT(0, ferry_hostile_released_again());
+  ferry_hostile_reset();
 }
 
 FERRY_TEST_MAIN()

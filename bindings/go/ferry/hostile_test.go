@@ -1,8 +1,9 @@
 package ferry_test
 
-// Hostile producers through the public import paths (issue 15): arrays and
-// streams built by hand in C (internal/chelper/hostile.c) with every kind
-// of lie, handed to ImportDeviceArray / ImportStream, then read the ways a
+// Hostile producers through the public import paths (issue 15): the arrays
+// and streams of tests/hostile (the one library of hostile producers every
+// binding loads; its catalogue says what each lie must come back as),
+// handed to ImportDeviceArray / ImportStream, then read the ways a
 // user reads them (Validate, Host and its accessors, BufferBytes, ToHost,
 // ferryarrow.ToArrow and the arrow-go record reader). Each must come back
 // as a *ferry.Error carrying the validator's finding: no crash, every node
@@ -79,8 +80,14 @@ func mentions(t *testing.T, err error, needle, what string) {
 }
 
 // readAt reads element i of h the way a user does, by its format: values,
-// strings, struct fields (at i + offset), list items, the dictionary.
-func readAt(h ferry.HostArray, i int64) error {
+// strings, struct fields (at i + offset), list items, the dictionary; to a
+// depth of 4 (a shared chain has 2^40 paths).
+func readAt(h ferry.HostArray, i int64) error { return readAtDepth(h, i, 4) }
+
+func readAtDepth(h ferry.HostArray, i int64, depth int) error {
+	if depth == 0 {
+		return nil
+	}
 	if _, err := h.IsValid(i); err != nil {
 		return err
 	}
@@ -89,8 +96,16 @@ func readAt(h ferry.HostArray, i int64) error {
 		if _, err := ferry.Value[int32](h, i); err != nil {
 			return err
 		}
-	case "u":
+	case "u", "U":
 		if _, err := h.String(i); err != nil {
+			return err
+		}
+	case "b":
+		if _, err := h.Bool(i); err != nil {
+			return err
+		}
+	case "l":
+		if _, err := ferry.Value[int64](h, i); err != nil {
 			return err
 		}
 	case "+s":
@@ -99,7 +114,7 @@ func readAt(h ferry.HostArray, i int64) error {
 			if err != nil {
 				return err
 			}
-			if err := readAt(c, i+h.Offset()); err != nil {
+			if err := readAtDepth(c, i+h.Offset(), depth-1); err != nil {
 				return err
 			}
 		}
@@ -113,11 +128,15 @@ func readAt(h ferry.HostArray, i int64) error {
 			return err
 		}
 		for j := start; j < end; j++ {
-			if err := readAt(items, j); err != nil {
+			if err := readAtDepth(items, j, depth-1); err != nil {
 				return err
 			}
 		}
 	default:
+		// a format the binding cannot parse: its buffers are refused
+		if _, err := h.Buffer(1); err != nil {
+			return err
+		}
 		panic("readAt does not know format " + f)
 	}
 	if h.Schema().Dictionary() != nil {
@@ -147,57 +166,115 @@ func hostRead(a *ferry.DeviceArray) error {
 	return readAll(h)
 }
 
-// refusedEverywhere: a structural lie. Validate reports the finding;
-// reading through Host fails (at Host or at the accessor that meets the
-// lie) instead of reading what the array does not declare; ToHost and
-// ToArrow refuse with the finding. The array is released on the way out.
-func refusedEverywhere(t *testing.T, name string, field ferry.Field, raw unsafe.Pointer, needle string) {
+// mentionsFinding fails unless err carries the catalogue case's finding:
+// its "rule: where" and its needle.
+func mentionsFinding(t *testing.T, err error, c chelper.HostileCase, what string) {
 	t.Helper()
-	defaultImportRefuses(t, name, field, raw, needle)
-	a := importHostile(t, raw, field)
-	defer a.Release()
-	mentions(t, a.Validate(ferry.ValidateDefault), needle, name+": Validate")
-	if err := hostRead(a); err == nil {
-		t.Fatalf("%s: Host read it all without an error", name)
-	} else {
-		mentions(t, err, "", name+": Host")
-	}
-	_, err := ferryarrow.ToArrow(a)
-	mentions(t, err, needle, name+": ToArrow")
-	if !strings.Contains(err.Error(), "the array fails validation") && !errors.Is(err, syscall.ENODEV) {
-		t.Fatalf("%s: ToArrow: %v", name, err)
-	}
-	if a.IsReleased() {
-		t.Fatalf("%s: a refused ToArrow must leave the array to its owner", name)
-	}
+	mentions(t, err, c.Where, what)
+	mentions(t, err, c.Needle, what)
 }
 
-// defaultImportRefuses: ImportDeviceArray with the array's schema and no
-// options (validation at ValidateDefault) refuses the structural lie at raw
-// with the finding, and moves nothing (raw and the schema stay live and the
-// caller's).
-func defaultImportRefuses(t *testing.T, name string, field ferry.Field, raw unsafe.Pointer, needle string) {
+// refusedEverywhere: a structural lie of the catalogue. The default import
+// refuses it and moves nothing; imported without validation, Validate
+// reports the finding, reading through Host fails (at Host or at the
+// accessor that meets the lie) instead of reading what the array does not
+// declare, unless the lie is about what nobody reads (HostileReadable:
+// the values read fine), and ToArrow refuses with the finding. The array is
+// released on the way out.
+func refusedEverywhere(t *testing.T, c chelper.HostileCase) {
 	t.Helper()
-	schema, err := field.Export()
-	if err != nil {
-		t.Fatalf("schema %q: %v", field.Format, err)
-	}
-	rawSchema := ferry.NewRawSchema()
-	defer ferry.FreeRawSchema(rawSchema) // releases it: the import refused to take it
-	if err := schema.ExportTo(rawSchema); err != nil {
-		t.Fatal(err)
-	}
+	raw, rawSchema := chelper.HostileArray(c.Name)
 	a, err := ferry.ImportDeviceArray(raw, rawSchema)
 	if err == nil {
 		a.Release()
-		t.Fatalf("%s: the default import accepted it", name)
+		t.Fatalf("%s: the default import accepted it", c.Name)
 	}
-	mentions(t, err, needle, name+": default import")
-	if !strings.Contains(err.Error(), "ImportDeviceArray: the array fails validation") && !errors.Is(err, syscall.ENODEV) {
-		t.Fatalf("%s: default import: %v", name, err)
+	mentionsFinding(t, err, c, c.Name+": default import")
+	if !strings.Contains(err.Error(), "ImportDeviceArray: the array fails validation") {
+		t.Fatalf("%s: default import: %v", c.Name, err)
 	}
 	if ferry.RawDeviceArrayIsReleased(raw) || ferry.RawSchemaIsReleased(rawSchema) {
-		t.Fatalf("%s: a refused import moved the array or its schema", name)
+		t.Fatalf("%s: a refused import moved the array or its schema", c.Name)
+	}
+	ferry.FreeRawDeviceArray(raw) // releases them: the import refused to take them
+	ferry.FreeRawSchema(rawSchema)
+	nothingLeft(t, c.Name+": default import")
+
+	raw, rawSchema = chelper.HostileArray(c.Name)
+	defer ferry.FreeRawDeviceArray(raw)
+	defer ferry.FreeRawSchema(rawSchema)
+	a, err = ferry.ImportDeviceArray(raw, rawSchema, trusted)
+	if err != nil {
+		// a schema no reader can use is refused even without validation
+		mentions(t, err, "", c.Name+": trusted import")
+		return
+	}
+	defer a.Release()
+	mentionsFinding(t, a.Validate(ferry.ValidateDefault), c, c.Name+": Validate")
+	if c.Flags&chelper.HostileDevice != 0 {
+		// not host memory: ToArrow below refuses it by its device
+	} else if err := hostRead(a); c.Flags&chelper.HostileReadable != 0 && err != nil {
+		t.Fatalf("%s: Host: %v", c.Name, err)
+	} else if c.Flags&chelper.HostileReadable == 0 && err == nil {
+		t.Fatalf("%s: Host read it all without an error", c.Name)
+	} else if err != nil {
+		mentions(t, err, "", c.Name+": Host")
+	}
+	_, err = ferryarrow.ToArrow(a)
+	if c.Flags&chelper.HostileDevice != 0 {
+		mentions(t, err, "device", c.Name+": ToArrow") // arrow-go reads CPU memory only
+	} else {
+		mentionsFinding(t, err, c, c.Name+": ToArrow")
+	}
+	if a.IsReleased() {
+		t.Fatalf("%s: a refused ToArrow must leave the array to its owner", c.Name)
+	}
+}
+
+// refusedAtFull: a content lie of the catalogue. The default import takes
+// it (DEFAULT reads no values); Validate(FULL), ToArrow at FULL (the
+// explicit choice) and a FULL import refuse it with the finding.
+func refusedAtFull(t *testing.T, c chelper.HostileCase) {
+	t.Helper()
+	raw, rawSchema := chelper.HostileArray(c.Name)
+	_, err := ferry.ImportDeviceArray(raw, rawSchema, ferry.ImportOptions{Validate: ferry.ValidateFull})
+	mentionsFinding(t, err, c, c.Name+": FULL import")
+	a, err := ferry.ImportDeviceArray(raw, rawSchema)
+	ferry.FreeRawDeviceArray(raw)
+	ferry.FreeRawSchema(rawSchema)
+	if err != nil {
+		t.Fatalf("%s: the default import: %v", c.Name, err)
+	}
+	mentionsFinding(t, a.Validate(ferry.ValidateFull), c, c.Name+": Validate(FULL)")
+	_, err = ferryarrow.ToArrow(a, ferryarrow.Options{Validate: ferry.ValidateFull})
+	mentionsFinding(t, err, c, c.Name+": ToArrow at FULL")
+	a.Release()
+}
+
+// refusedByTheReader: a length no buffer can back, which validation cannot
+// see on the CPU: the accessors refuse it instead of reading.
+func refusedByTheReader(t *testing.T, c chelper.HostileCase) {
+	t.Helper()
+	raw, rawSchema := chelper.HostileArray(c.Name)
+	a, err := ferry.ImportDeviceArray(raw, rawSchema)
+	ferry.FreeRawDeviceArray(raw)
+	ferry.FreeRawSchema(rawSchema)
+	if err != nil {
+		t.Fatalf("%s: the default import: %v", c.Name, err)
+	}
+	defer a.Release()
+	h, err := a.Host()
+	if err == nil {
+		err = readAt(h, h.Len()-1) // the last element: past what the buffers hold
+	}
+	mentions(t, err, "", c.Name+": reading its last element")
+	// FULL validation and the arrow-go conversion refuse the declared size
+	// by name instead of reading it.
+	mentions(t, a.Validate(ferry.ValidateFull), "more than any buffer ferry reads (2^48)", c.Name+": Validate(FULL)")
+	_, err = ferryarrow.ToArrow(a)
+	mentions(t, err, "more than any buffer ferry reads (2^48)", c.Name+": ToArrow")
+	if a.IsReleased() {
+		t.Fatalf("%s: a refused ToArrow must leave the array to its owner", c.Name)
 	}
 }
 
@@ -217,88 +294,43 @@ func reportedNotInTheWay(t *testing.T, name string, field ferry.Field, raw unsaf
 
 func int32Field() ferry.Field { return ferry.Field{Format: "i", Name: "x", Flags: ferry.FlagNullable} }
 
-func structField(formats ...string) ferry.Field {
-	f := ferry.Field{Format: "+s", Name: "x"}
-	for i, c := range formats {
-		f.Children = append(f.Children, ferry.Field{Format: c, Name: string(rune('a' + i)), Flags: ferry.FlagNullable})
-	}
-	return f
-}
-
 func dictField() ferry.Field {
 	f := int32Field()
 	f.Dictionary = &ferry.Field{Format: "u"}
 	return f
 }
 
-func TestHostileStructuralLiesAreRefusedEverywhere(t *testing.T) {
-	values := func() chelper.Buf { return chelper.Int32s(1, 2, 3, 4) }
-	node := chelper.HostileNode
-	cases := []struct {
-		name, needle string
-		field        ferry.Field
-		raw          func() unsafe.Pointer
-	}{
-		{"missing values buffer", "buffer", int32Field(), func() unsafe.Pointer {
-			return chelper.HostileCPUArray(node(4, 0, 0, nil))
-		}},
-		{"NULL values buffer", "NULL", int32Field(), func() unsafe.Pointer {
-			return chelper.HostileCPUArray(node(4, 0, 0, nil, nil))
-		}},
-		{"negative length", "length", int32Field(), func() unsafe.Pointer {
-			return chelper.HostileCPUArray(node(-1, 0, 0, nil, values()))
-		}},
-		{"negative offset", "offset", int32Field(), func() unsafe.Pointer {
-			return chelper.HostileCPUArray(node(2, 0, -2, nil, values()))
-		}},
-		{"offset + length overflows", "overflow", int32Field(), func() unsafe.Pointer {
-			return chelper.HostileCPUArray(node(2, 0, math.MaxInt64, nil, values()))
-		}},
-		{"negative n_buffers", "buffer", int32Field(), func() unsafe.Pointer {
-			return chelper.HostileCPUArray(node(0, 0, 0).DeclareBuffers(-1))
-		}},
-		{"struct with a child missing", "child", structField("i", "u"), func() unsafe.Pointer {
-			return chelper.HostileCPUArray(node(1, 0, 0, nil).Child(node(1, 0, 0, nil, chelper.Int32s(1))))
-		}},
-		{"NULL child pointer", "NULL", structField("i"), func() unsafe.Pointer {
-			return chelper.HostileCPUArray(node(1, 0, 0, nil).NullChild())
-		}},
-		{"released child", "released", structField("i"), func() unsafe.Pointer {
-			return chelper.HostileCPUArray(node(1, 0, 0, nil).ReleasedChild())
-		}},
-		{"child shorter than its parent", "length", structField("i"), func() unsafe.Pointer {
-			return chelper.HostileCPUArray(node(3, 0, 0, nil).Child(node(1, 0, 0, nil, chelper.Int32s(1))))
-		}},
-		{"dictionary missing", "dictionary", dictField(), func() unsafe.Pointer {
-			return chelper.HostileCPUArray(node(1, 0, 0, nil, chelper.Int32s(0)))
-		}},
-		{"unknown device type", "device", int32Field(), func() unsafe.Pointer {
-			return chelper.HostileDeviceArray(node(4, 0, 0, nil, values()), chelper.DeviceOptions{DeviceType: 999})
-		}},
-		{"a CPU array with a sync event", "sync_event", int32Field(), func() unsafe.Pointer {
-			return chelper.HostileDeviceArray(node(1, 0, 0, nil, chelper.Int32s(1)),
-				chelper.DeviceOptions{DeviceType: deviceCPU, DeviceID: -1, Event: true})
-		}},
+// Every case of the catalogue, the way its kind says.
+func TestHostileCatalogue(t *testing.T) {
+	cases := chelper.HostileCases()
+	if len(cases) < 30 {
+		t.Fatalf("the catalogue holds %d cases", len(cases))
 	}
 	for _, c := range cases {
-		refusedEverywhere(t, c.name, c.field, c.raw(), c.needle)
-		nothingLeft(t, c.name)
+		switch c.Kind {
+		case chelper.HostileRefused:
+			refusedEverywhere(t, c)
+		case chelper.HostileFull:
+			refusedAtFull(t, c)
+		default:
+			refusedByTheReader(t, c)
+		}
+		nothingLeft(t, c.Name)
 	}
-	reportedNotInTheWay(t, "null_count above length", int32Field(),
-		chelper.HostileCPUArray(node(4, 9, 0, nil, values())), "null_count")
-	nothingLeft(t, "null_count above length")
-	reportedNotInTheWay(t, "more buffers than the layout has", int32Field(),
-		chelper.HostileCPUArray(node(4, 0, 0, nil, values()).DeclareBuffers(5)), "buffer")
-	nothingLeft(t, "more buffers than the layout has")
-	reportedNotInTheWay(t, "reserved words not zero", int32Field(),
-		chelper.HostileDeviceArray(node(1, 0, 0, nil, chelper.Int32s(1)),
+	reportedNotInTheWay(t, "reserved[1] not zero", int32Field(),
+		chelper.HostileDeviceArray(chelper.HostileNode(1, 0, 0, nil, chelper.Int32s(1)),
 			chelper.DeviceOptions{DeviceType: deviceCPU, DeviceID: -1, Reserved1: 7}), "reserved")
-	nothingLeft(t, "reserved words not zero")
+	nothingLeft(t, "reserved[1] not zero")
 }
 
 func TestHostileUnknownDeviceIsENODEV(t *testing.T) {
-	a := importHostile(t, chelper.HostileDeviceArray(chelper.HostileNode(4, 0, 0, nil, chelper.Int32s(1, 2, 3, 4)),
-		chelper.DeviceOptions{DeviceType: 999}), int32Field())
+	raw, rawSchema := chelper.HostileArray("unknown_device")
+	a, err := ferry.ImportDeviceArray(raw, rawSchema, trusted)
+	ferry.FreeRawDeviceArray(raw)
+	ferry.FreeRawSchema(rawSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for what, err := range map[string]error{
 		"Host":        func() error { _, err := a.Host(); return err }(),
 		"BufferBytes": func() error { _, err := a.Root().BufferBytes(1); return err }(),
@@ -336,101 +368,77 @@ func TestHostileLengthWhoseSizeOverflows(t *testing.T) {
 	nothingLeft(t, "2^62")
 }
 
-func TestHostileCycleEndsInAFinding(t *testing.T) {
-	// struct<struct<i>>: the inner struct's only child is itself.
-	field := structField("+s")
-	field.Children[0].Children = []ferry.Field{{Format: "i", Name: "leaf"}}
-	inner := chelper.HostileNode(1, 0, 0, nil).SelfChild()
-	a := importHostile(t, chelper.HostileCPUArray(chelper.HostileNode(1, 0, 0, nil).Child(inner)), field)
-	if err := a.Validate(ferry.ValidateFull); err == nil {
-		t.Fatal("a cycle passed FULL validation")
-	}
-	if err := hostRead(a); err == nil {
-		t.Fatal("a cycle was read through Host without an error")
-	}
-	if _, err := ferryarrow.ToArrow(a); err == nil {
-		t.Fatal("ToArrow took a cycle")
-	}
-	a.Release()
-	nothingLeft(t, "cycle")
-}
-
 // utf8Array is a utf8 array over data with these offsets.
 func utf8Array(offsets []int32, data string) unsafe.Pointer {
 	return chelper.HostileCPUArray(chelper.HostileNode(int64(len(offsets)-1), 0, 0, nil,
 		chelper.Int32s(offsets...), chelper.Buf(data)))
 }
 
-// Content lies (only FULL validation reads them): Validate(FULL) and
-// ToArrow with ValidateFull (the explicit choice) refuse with the finding; Host checks structure only, and its
-// accessors refuse the element the lie is in.
-func TestHostileContentLiesAreCaughtBeforeAnythingReadsThem(t *testing.T) {
-	full := ferryarrow.Options{Validate: ferry.ValidateFull} // the explicit choice: ToArrow's default is DEFAULT
-	utf8 := ferry.Field{Format: "u", Name: "s", Flags: ferry.FlagNullable}
+// importCase takes the catalogue case called name with its own schema,
+// without validating it.
+func importCase(t *testing.T, name string) *ferry.DeviceArray {
+	t.Helper()
+	raw, rawSchema := chelper.HostileArray(name)
+	defer ferry.FreeRawDeviceArray(raw)
+	defer ferry.FreeRawSchema(rawSchema)
+	a, err := ferry.ImportDeviceArray(raw, rawSchema, trusted)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return a
+}
 
-	a := importHostile(t, utf8Array([]int32{0, 4, 2, 6}, "abcdef"), utf8)
-	mentions(t, a.Validate(ferry.ValidateFull), "offset", "decreasing offsets: Validate")
+// Content lies (only FULL validation reads them; TestHostileCatalogue
+// checks the FULL refusals): Host checks structure only, and its accessors
+// refuse the element the lie is in.
+func TestHostileContentLiesAreCaughtBeforeAnythingReadsThem(t *testing.T) {
+	// utf8 offsets 0, 2, 1, 5 over "abcde"
+	a := importCase(t, "decreasing_offsets")
 	h, err := a.Host()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := h.String(0); err != nil || s != "abcd" {
+	if s, err := h.String(0); err != nil || s != "ab" {
 		t.Fatalf("String(0) = %q, %v", s, err)
 	}
 	_, err = h.String(1)
 	mentions(t, err, "decreasing", "decreasing offsets: String(1)")
 	_, err = h.String(3)
 	mentions(t, err, "out of range", "String past the end")
-	_, err = ferryarrow.ToArrow(a, full)
-	mentions(t, err, "offset", "decreasing offsets: ToArrow")
 	a.Release()
 
-	a = importHostile(t, utf8Array([]int32{0, 2, 4}, "ab\xff\xfe"), utf8)
-	mentions(t, a.Validate(ferry.ValidateFull), "utf-8", "bad UTF-8: Validate")
+	// utf8 ["\xffb", "", "cde"]
+	a = importCase(t, "bad_utf8")
 	h, _ = a.Host()
-	if b, err := h.Bytes(1); err != nil || string(b) != "\xff\xfe" {
-		t.Fatalf("Bytes(1) = %q, %v", b, err)
+	if b, err := h.Bytes(0); err != nil || string(b) != "\xffb" {
+		t.Fatalf("Bytes(0) = %q, %v", b, err)
 	}
-	_, err = h.String(1)
+	_, err = h.String(0)
 	mentions(t, err, "not UTF-8", "bad UTF-8: String")
-	_, err = ferryarrow.ToArrow(a, full)
-	mentions(t, err, "utf-8", "bad UTF-8: ToArrow")
 	a.Release()
 
-	// A dictionary index past the dictionary.
-	dictionary := chelper.HostileNode(2, 0, 0, nil, chelper.Int32s(0, 1, 2), chelper.Buf("ab"))
-	a = importHostile(t, chelper.HostileCPUArray(chelper.HostileNode(2, 0, 0, nil, chelper.Int32s(1, 5)).Dictionary(dictionary)), dictField())
-	mentions(t, a.Validate(ferry.ValidateFull), "dictionary", "dictionary index: Validate")
+	// Dictionary indices 1, 7 over a dictionary of 3.
+	a = importCase(t, "dictionary_index")
 	h, _ = a.Host()
-	if v, err := ferry.Value[int32](h, 1); err != nil || v != 5 {
+	if v, err := ferry.Value[int32](h, 1); err != nil || v != 7 {
 		t.Fatalf("index 1 = %d, %v", v, err)
 	}
 	d, err := h.Dictionary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.String(5)
+	_, err = d.String(7)
 	mentions(t, err, "out of range", "dictionary index: lookup")
-	_, err = ferryarrow.ToArrow(a, full)
-	mentions(t, err, "dictionary", "dictionary index: ToArrow")
 	a.Release()
 
-	// List offsets past the child.
-	list := ferry.Field{Format: "+l", Name: "l", Children: []ferry.Field{{Format: "i", Name: "item"}}}
-	a = importHostile(t, chelper.HostileCPUArray(chelper.HostileNode(2, 0, 0, nil, chelper.Int32s(0, 1, 5)).
-		Child(chelper.HostileNode(2, 0, 0, nil, chelper.Int32s(1, 2)))), list)
-	if err := a.Validate(ferry.ValidateFull); err == nil {
-		t.Fatal("list offsets past the child passed FULL validation")
-	}
+	// List offsets 0, 2, 9 over a child of 4.
+	a = importCase(t, "list_past_child")
 	h, _ = a.Host()
-	if start, end, err := h.ListRange(0); err != nil || start != 0 || end != 1 {
+	if start, end, err := h.ListRange(0); err != nil || start != 0 || end != 2 {
 		t.Fatalf("ListRange(0) = [%d, %d), %v", start, end, err)
 	}
 	_, _, err = h.ListRange(1)
 	mentions(t, err, "past the child", "list offsets: ListRange")
-	if _, err := ferryarrow.ToArrow(a, full); err == nil {
-		t.Fatal("ToArrow took list offsets past the child")
-	}
 	a.Release()
 	nothingLeft(t, "content lies")
 }
@@ -594,6 +602,34 @@ func TestHostileStreamsComeBackAsErrors(t *testing.T) {
 	mentions(t, err, "decreasing", "a stream's bad batch: String(1)")
 	s.Release()
 	nothingLeft(t, "streams")
+}
+
+// Every stream case of the catalogue: Next fails where the catalogue says,
+// with its errno and message.
+func TestHostileStreamCatalogue(t *testing.T) {
+	for _, c := range chelper.HostileStreamCases() {
+		raw := ferry.NewRawStream()
+		chelper.HostileStreamMake(raw, c.Name)
+		s, err := ferry.ImportStream(raw, ferry.ImportOptions{Validate: ferry.ValidateLevel(c.Level)})
+		ferry.FreeRawStream(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		for i := 1; i < c.At; i++ {
+			if !s.Next() {
+				t.Fatalf("%s: batch %d: %v", c.Name, i, s.Err())
+			}
+		}
+		var fe *ferry.Error
+		if s.Next() || !errors.As(s.Err(), &fe) {
+			t.Fatalf("%s: %v is not a *ferry.Error", c.Name, s.Err())
+		}
+		if fe.Code != c.Code || !strings.Contains(fe.Message, c.Needle) {
+			t.Fatalf("%s: %v (%v), expected %v mentioning %q", c.Name, fe, fe.Code, c.Code, c.Needle)
+		}
+		s.Release()
+		nothingLeft(t, c.Name)
+	}
 }
 
 func TestHostileStreamsThroughTheArrowReader(t *testing.T) {

@@ -68,14 +68,21 @@ func ImportCArray(array, schema unsafe.Pointer, opts ...Options) (arrow.Field, a
 			if C.ferryarrow_validate_take_schema(C.uintptr_t(uintptr(schema)), C.uintptr_t(uintptr(array)), C.int32_t(o.Validate)) != 0 {
 				return arrow.Field{}, nil, ferry.ValidateCArray(array, schema, o.Validate) // the finding, worded
 			}
-			if p, ok := planFlat(dt, (*cArray)(array)); ok {
+			p, ok, err := planFlat("ImportCArray", dt, (*cArray)(array))
+			if err != nil || ok {
+				// Past validation the array is taken, whatever comes next
+				// (as cdata releases it when its import fails).
 				raw := takeRaw()
 				*(*cArray)(raw) = *(*cArray)(array) // a move: copy, then mark the source released
 				(*cArray)(array).Release = nil
+				if err != nil {
+					giveRaw(raw) // releases it
+					return arrow.Field{}, nil, err
+				}
 				return f, wrapFlat(dt, raw, p), nil
 			}
 			var out arrow.Array
-			err := contained("ImportCArray", func() (err error) {
+			err = contained("ImportCArray", func() (err error) {
 				out, err = cdata.ImportCArrayWithType((*cdata.CArrowArray)(array), dt)
 				return err
 			})

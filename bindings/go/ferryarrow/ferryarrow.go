@@ -192,7 +192,11 @@ func ToArrow(a *ferry.DeviceArray, opts ...Options) (arrow.Array, error) {
 		return nil, err
 	}
 	if v := (*cArray)(a.Ptr()); v != nil {
-		if p, ok := planFlat(dt, v); ok {
+		p, ok, err := planFlat("ToArrow", dt, v)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			raw := takeRaw()
 			if err := a.ExportTo(raw, nil); err != nil {
 				giveRaw(raw)

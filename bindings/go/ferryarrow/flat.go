@@ -6,6 +6,7 @@ package ferryarrow
 import "C"
 
 import (
+	"strconv"
 	"sync/atomic"
 	"unsafe"
 
@@ -73,9 +74,10 @@ func flatShapeOf(dt arrow.DataType) (flatShape, bool) {
 	return flatShape{}, false
 }
 
-// maxFlatBytes bounds a buffer the direct import wraps (2^48 bytes, as the
-// other bindings' readers): a larger declaration goes to cdata, which
-// refuses it with its own message.
+// maxFlatBytes bounds a buffer the conversion reads (2^48 bytes, the core's
+// and the other bindings' bound): a larger declaration is a made-up length
+// or offset, refused by name rather than handed to arrow-go, which would
+// read it.
 const maxFlatBytes = int64(1) << 48
 
 // flatPlan is what the direct import needs to know of an array: how many
@@ -85,24 +87,34 @@ type flatPlan struct {
 	sizes [3]int64
 }
 
-// planFlat returns the plan for the CPU array at v of type dt, or false
-// when dt is not a flat layout, a buffer it needs is NULL or the
-// declaration is out of bounds (cdata then decides). The array is
+// planFlat returns the plan for the CPU array at v of type dt; ok is false
+// when dt is not a flat layout or a buffer it needs is NULL (cdata then
+// decides), and err names a declaration over maxFlatBytes. The array is
 // validated (DEFAULT at least), so offsets are in order.
-func planFlat(dt arrow.DataType, v *cArray) (p flatPlan, ok bool) {
+func planFlat(where string, dt arrow.DataType, v *cArray) (p flatPlan, ok bool, err error) {
 	s, ok := flatShapeOf(dt)
+	if !ok || v.Length <= 0 || v.Offset < 0 || v.Buffers == nil {
+		return p, false, nil
+	}
 	end := v.Offset + v.Length
-	if !ok || v.Length <= 0 || v.Offset < 0 || end > maxFlatBytes || v.Buffers == nil {
-		return p, false
+	tooLarge := func(i int, bytes string) error {
+		return invalid("%s: buffer %d declares %s bytes (offset %d + length %d), more than any buffer ferry reads (2^48)",
+			where, i, bytes, v.Offset, v.Length)
+	}
+	if end < 0 || end > maxFlatBytes {
+		return p, false, tooLarge(1, "over 2^48")
 	}
 	bufs := unsafe.Slice((*unsafe.Pointer)(v.Buffers), v.NBuffers)
 	p.sizes[0] = (end + 7) / 8
 	if s.offsetBytes == 0 {
-		p.n, p.sizes[1] = 2, (end*s.bits+7)/8
-		return p, v.NBuffers == 2 && bufs[1] != nil
+		p.n, p.sizes[1] = 2, (end*s.bits+7)/8 // end <= 2^48, bits <= 256: no overflow
+		if p.sizes[1] > maxFlatBytes {
+			return p, false, tooLarge(1, strconv.FormatInt(p.sizes[1], 10))
+		}
+		return p, v.NBuffers == 2 && bufs[1] != nil, nil
 	}
 	if v.NBuffers != 3 || bufs[1] == nil {
-		return p, false
+		return p, false, nil
 	}
 	var last int64
 	if s.offsetBytes == 4 {
@@ -110,8 +122,11 @@ func planFlat(dt arrow.DataType, v *cArray) (p flatPlan, ok bool) {
 	} else {
 		last = unsafe.Slice((*int64)(bufs[1]), end+1)[end]
 	}
+	if last > maxFlatBytes {
+		return p, false, tooLarge(2, strconv.FormatInt(last, 10))
+	}
 	p.n, p.sizes[1], p.sizes[2] = 3, (end+1)*s.offsetBytes, last
-	return p, last >= 0 && last <= maxFlatBytes && (last == 0 || bufs[2] != nil)
+	return p, last >= 0 && (last == 0 || bufs[2] != nil), nil
 }
 
 // wrapFlat builds arrow-go's array of type dt over the array moved into raw

@@ -1,35 +1,15 @@
 -- Async device streams (issue 22): ferry.async_consumer and
 -- ferry.async_exporter over the core's FerryAsyncConsumer and
 -- FerryAsyncSender, on both backends. Producers on foreign threads (ferry's
--- own, pulling a C stream of spec/hostile.c) have their callbacks queued in
+-- own, pulling a C stream of tests/hostile) have their callbacks queued in
 -- C and delivered on the Lua thread; in one Lua thread a producer and a
 -- consumer run as coroutines that yield where they would wait.
 local ferry = require("ferry")
 local support = require("spec.support")
 local raw = ferry.raw
-local build = assert(os.getenv("FERRY_BUILD_DIR"), "FERRY_BUILD_DIR (test.sh sets it)")
 
-local hostile
-if ferry.backend == "luajit" then
-  local ffi = require("ffi")
-  pcall(ffi.cdef, [[
-    int lferry_hostile_stream(const char* schema, const char* batch, int good,
-                              struct ArrowDeviceArrayStream* out);
-    int64_t lferry_hostile_live(void);
-    int64_t lferry_hostile_calls_after_failure(void);
-    int lferry_hostile_fd_readable(int fd, int timeout_ms);
-  ]])
-  local lib = ffi.load(build .. "/lua/test/liblferry_hostile.so")
-  hostile = {
-    stream = function(schema, batch, good, out) return lib.lferry_hostile_stream(schema, batch, good, out) end,
-    live = function() return tonumber(lib.lferry_hostile_live()) end,
-    calls_after_failure = function() return tonumber(lib.lferry_hostile_calls_after_failure()) end,
-    fd_readable = function(fd, timeout) return lib.lferry_hostile_fd_readable(fd, timeout) end,
-  }
-else
-  package.cpath = build .. "/lua/test/?.so;" .. package.cpath
-  hostile = require("lferry_hostile54")
-end
+-- the producers of tests/hostile (spec/hostile_lib.lua)
+local hostile = require("spec.hostile_lib")
 
 local EIO, ECANCELED = ferry.errno.EIO, ferry.errno.ECANCELED
 
@@ -43,24 +23,7 @@ local function foreign_producer(consumer, batch, good)
   slot:free()
 end
 
--- Runs coroutines round-robin until every one is dead (each yields where it
--- would wait); returns how many rounds it took.
-local function run_all(...)
-  local cos, rounds = { ... }, 0
-  local alive = true
-  while alive do
-    alive, rounds = false, rounds + 1
-    for _, co in ipairs(cos) do
-      if coroutine.status(co) ~= "dead" then
-        local ok, err = coroutine.resume(co)
-        if not ok then error(err, 0) end
-        alive = alive or coroutine.status(co) ~= "dead"
-      end
-    end
-    assert(rounds < 10000, "no progress")
-  end
-  return rounds
-end
+local run_all = support.run_all
 
 local function counter(n)
   local i = 0

@@ -1,38 +1,16 @@
 -- Hostile producers through the public import paths (issue 15): arrays and
--- streams that lie about themselves in one way each (spec/hostile.c), handed
+-- streams that lie about themselves in one way each (tests/hostile), handed
 -- to ferry.import / ferry.import_stream and read the ways a user reads
--- them (value, to_table, next, next_on, batches{ reuse = true }). Each must
--- come back as a ferry.Error carrying the validator's finding, with no crash,
+-- them (value, to_table, next, next_on, batches{ reuse = true }). Each case
+-- of the catalogue must come back as a ferry.Error carrying the validator's
+-- finding the catalogue names, with no crash,
 -- every producer node released exactly once (counted by the helper), nothing
 -- left allocated, and nothing on stderr.
 local ferry = require("ferry")
 local support = require("spec.support")
-local backend = ferry._backend
-local build = assert(os.getenv("FERRY_BUILD_DIR"), "FERRY_BUILD_DIR (test.sh sets it)")
-
-local hostile
-if ferry.backend == "luajit" then
-  local ffi = require("ffi")
-  ffi.cdef([[
-    int lferry_hostile_array(const char* name, struct ArrowSchema* schema, struct ArrowDeviceArray* array);
-    int lferry_hostile_stream(const char* schema, const char* batch, int good,
-                              struct ArrowDeviceArrayStream* out);
-    int64_t lferry_hostile_live(void);
-    int64_t lferry_hostile_double_releases(void);
-    int64_t lferry_hostile_calls_after_failure(void);
-  ]])
-  local lib = ffi.load(build .. "/lua/test/liblferry_hostile.so")
-  hostile = {
-    array = function(name, s, a) return lib.lferry_hostile_array(name, s, a) end,
-    stream = function(schema, batch, good, out) return lib.lferry_hostile_stream(schema, batch, good, out) end,
-    live = function() return tonumber(lib.lferry_hostile_live()) end,
-    double_releases = function() return tonumber(lib.lferry_hostile_double_releases()) end,
-    calls_after_failure = function() return tonumber(lib.lferry_hostile_calls_after_failure()) end,
-  }
-else
-  package.cpath = build .. "/lua/test/?.so;" .. package.cpath
-  hostile = require("lferry_hostile54")
-end
+-- the catalogue and the producers of tests/hostile (the one library of
+-- hostile producers every binding loads)
+local hostile = require("spec.hostile_lib")
 
 -- A hostile array in fresh structs, imported at `level`.
 local function import(name, level)
@@ -69,35 +47,42 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
   support.guard_leaks(before_each, after_each, function()
     assert.are.equal(0, hostile.live(), "hostile nodes not released")
     assert.are.equal(0, hostile.double_releases(), "hostile nodes released twice")
+    hostile.reset()
   end)
 
-  -- Structure the default validation finds at import: the validator's rule,
-  -- where, and what, and the pair released (after_each counts it).
-  local refused_at_import = {
-    n_buffers = { "n_buffers: root", "needs 2 buffers, found n_buffers = 1" },
-    null_values = { "buffers: root", "buffer 1 (data) is NULL but length is 4" },
-    negative_length = { "length: root", "length is negative (-1)" },
-    offset_overflow = { "length: root", "overflows" },
-    reserved = { "reserved: root", "reserved[0] is 0x7" },
-    sync_event_cpu = { "sync_event: root", "on the CPU; it must be NULL" },
-    null_count_lie = { "null_count: root", "null_count 9 exceeds length 4" },
-    bad_format = { "format: root", "unknown type 'q'" },
-    self_cycle = { "cycle: root.children[0].children[0]", "the tree has a cycle" },
-    shared_children = { "shared: root.children[1]", "also at root.children[0]" },
-    null_child = { "null: root.children[1]", "array pointer is NULL" },
-    released_child = { "released: root.children[1]", "release is NULL" },
-    child_count = { "n_children: root", "array has 1 children but its schema has 2" },
-    dictionary_missing = { "dictionary: root", "the schema has a dictionary but the array has none" },
-    -- the sim backend knows allocation sizes: a length past the allocation is
-    -- caught (on the CPU no consumer can tell: README, "What validation cannot see")
-    sim_too_short = { "device: root", "runs past the end of a 8-byte allocation of sim device 0" },
-  }
-  for name, texts in pairs(refused_at_import) do
-    it("refuses " .. name .. " at import with the validator's finding", function()
-      local ok, err = import(name)
-      assert.is_false(ok)
-      expect_error(err, "ferry.import", EINVAL, unpack(texts))
-    end)
+  -- Every case of the catalogue: what the default validation finds is refused
+  -- at import with the validator's rule, where, and what; what only FULL
+  -- finds is refused at a FULL import and taken by default; a length no
+  -- buffer can back passes validation and is refused by the reader. The pair
+  -- is released either way (after_each counts it).
+  for i = 0, hostile.count() - 1 do
+    local name, kind, _, where, needle = hostile.case(i)
+    if kind == hostile.REFUSED then
+      it("refuses " .. name .. " at import with the validator's finding", function()
+        local ok, err = import(name)
+        assert.is_false(ok)
+        expect_error(err, "ferry.import", EINVAL, where, needle)
+      end)
+    elseif kind == hostile.FULL then
+      it("refuses " .. name .. " at a FULL import, and takes it by default", function()
+        local ok, err = import(name, "full")
+        assert.is_false(ok)
+        expect_error(err, "ferry.import", EINVAL, where, needle)
+        local imported, arr = import(name)
+        assert.is_true(imported, tostring(arr))
+        arr:release()
+      end)
+    else
+      it("takes " .. name .. " (no size to check) and refuses to read it", function()
+        local ok, arr = import(name)
+        assert.is_true(ok, tostring(arr))
+        local read, err = pcall(arr.value, arr, 0)
+        if read then read, err = pcall(arr.value, arr, 1) end
+        assert.is_false(read)
+        assert.are.equal(ferry.Error, getmetatable(err), tostring(err))
+        arr:release()
+      end)
+    end
   end
 
   -- Issue 20, item 8: ferry.import validates by default (DEFAULT level);
@@ -129,9 +114,9 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
     stream:release()
   end)
 
-  -- Content only FULL validation reads: refused at import with validate =
-  -- "full"; by default the accessor that meets the lie refuses it, with the
-  -- validator's (FULL) finding first.
+  -- Content only FULL validation reads (refused at a FULL import above): by
+  -- default the accessor that meets the lie refuses it, with the validator's
+  -- (FULL) finding first.
   local found_by_full = {
     decreasing_offsets = { 1, "offsets: root", "offsets[2] = 1 is less than offsets[1] = 2" },
     negative_offset = { 0, "offsets: root", "offsets[1] = -3 is less than offsets[0] = 0" },
@@ -139,10 +124,7 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
     dictionary_index = { 1, "dictionary: root", "index[1] = 7 is outside the dictionary of length 3" },
   }
   for name, case in pairs(found_by_full) do
-    it("refuses " .. name .. " at a FULL import, and when read", function()
-      local ok, err = import(name, "full")
-      assert.is_false(ok)
-      expect_error(err, "ferry.import", EINVAL, case[2], case[3])
+    it("refuses " .. name .. " when read", function()
       local imported, arr = import(name)
       assert.is_true(imported, tostring(arr))
       local read, read_err = pcall(arr.value, arr, case[1])
@@ -228,6 +210,25 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
   end)
 
   describe("streams", function()
+    -- Every stream case of the catalogue: the pull where it says fails with
+    -- its errno and message (a lie in the schema at the first pull).
+    for i = 0, hostile.stream_count() - 1 do
+      local name, at, level, code, needle = hostile.stream_case(i)
+      it("fails the stream " .. name .. " at pull " .. math.max(at, 1), function()
+        local slot = ferry.stream_slot()
+        assert.are.equal(0, hostile.stream_make(name, slot.stream))
+        local stream = ferry.import_stream(slot.stream, level == 1 and { validate = "full" } or nil)
+        slot:free()
+        for _ = 1, at - 1 do stream:next():release() end
+        local ok, err = pcall(stream.next, stream)
+        assert.is_false(ok)
+        assert.are.equal(ferry.Error, getmetatable(err), tostring(err))
+        assert.are.equal(code, err.code, tostring(err))
+        assert.truthy(err.message:find(needle, 1, true), "'" .. needle .. "' not in: " .. err.message)
+        stream:release()
+      end)
+    end
+
     it("refuses a malformed batch after good ones (next)", function()
       local stream = hostile_stream("good_int32", "n_buffers", 2)
       for _ = 1, 2 do
@@ -371,18 +372,11 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
       package.cpath = os.getenv("FERRY_BUILD_DIR") .. "/lua/test/?.so;" .. package.cpath
       local names = { "n_buffers", "self_cycle", "decreasing_offsets", "sim_too_short" }
       local refused = 0
+      local hostile = require("spec.hostile_lib")
       for _, name in ipairs(names) do
         local slots = ferry.array_slots()
         local sp, ap = slots.schema, slots.array
-        local h
-        if ferry.backend == "luajit" then
-          local ffi = require("ffi")
-          pcall(ffi.cdef, "int lferry_hostile_array(const char*, struct ArrowSchema*, struct ArrowDeviceArray*);")
-          h = ffi.load(os.getenv("FERRY_BUILD_DIR") .. "/lua/test/liblferry_hostile.so")
-          assert(h.lferry_hostile_array(name, sp, ap) == 0)
-        else
-          assert(require("lferry_hostile54").array(name, sp, ap) == 0)
-        end
+        assert(hostile.array(name, sp, ap) == 0)
         local ok, arr = pcall(ferry.import, ap, sp, { validate = "full" })
         if not ok then refused = refused + 1 else arr:release() end
       end

@@ -6,15 +6,18 @@
 package chelper
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../ferry/include -O2
+#cgo CFLAGS: -I${SRCDIR}/../../ferry/include -I${SRCDIR}/../../../../tests/hostile -O2
 #cgo pkg-config: ferry
+#cgo LDFLAGS: -lferry_hostile
 #include <stdlib.h>
 #include "chelper.h"
+#include "ferry_hostile.h"
 */
 import "C"
 
 import (
 	"errors"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -100,7 +103,84 @@ func boolInt(b bool) C.int {
 	return 0
 }
 
-// ---- hostile producers (hostile.c) -------------------------------------------
+// ---- hostile producers (tests/hostile, libferry_hostile.so) ---------------------
+
+// HostileCase is one array case of the catalogue of tests/hostile (the one
+// library of hostile producers every binding's hostile suite loads).
+type HostileCase struct {
+	Name   string
+	Kind   int    // HostileRefused, HostileFull or HostileReader
+	Flags  int    // HostileReadable | HostileDevice
+	Where  string // "rule: where" of the finding ("" for a reader case)
+	Needle string // a part of the finding's message
+}
+
+// What a consumer must do with a case, and the flags of a case (ferry_hostile.h).
+const (
+	HostileRefused  = C.FERRY_HOSTILE_REFUSED
+	HostileFull     = C.FERRY_HOSTILE_FULL
+	HostileReader   = C.FERRY_HOSTILE_READER
+	HostileReadable = C.FERRY_HOSTILE_READABLE
+	HostileDevice   = C.FERRY_HOSTILE_DEVICE
+)
+
+// HostileCases is the catalogue, in order.
+func HostileCases() []HostileCase {
+	n := int(C.ferry_hostile_count())
+	out := make([]HostileCase, n)
+	for i := range out {
+		k := C.int32_t(i)
+		out[i] = HostileCase{C.GoString(C.ferry_hostile_name(k)), int(C.ferry_hostile_kind(k)),
+			int(C.ferry_hostile_flags(k)), C.GoString(C.ferry_hostile_where(k)), C.GoString(C.ferry_hostile_needle(k))}
+	}
+	return out
+}
+
+// HostileArray makes the case called name into new C structs: the device
+// array and its schema (free them with ferry.FreeRawDeviceArray and
+// ferry.FreeRawSchema, which release what was not moved out).
+func HostileArray(name string) (array, schema unsafe.Pointer) {
+	array = unsafe.Pointer(C.ferry_device_array_new())
+	schema = unsafe.Pointer(C.ferry_schema_new())
+	n := C.CString(name)
+	defer C.free(unsafe.Pointer(n))
+	if rc := C.ferry_hostile_make(n, (*C.struct_ArrowDeviceArray)(array), (*C.struct_ArrowSchema)(schema)); rc != 0 {
+		panic("ferry_hostile_make " + name + ": " + syscall.Errno(rc).Error())
+	}
+	return array, schema
+}
+
+// HostileStreamCase is one stream case of the catalogue of tests/hostile.
+type HostileStreamCase struct {
+	Name   string
+	At     int // where a consumer meets the lie: 0 get_schema, n the n-th get_next
+	Level  int // the validation level that finds it
+	Code   syscall.Errno
+	Needle string // a part of the consumer's error message
+}
+
+// HostileStreamCases is the stream catalogue, in order.
+func HostileStreamCases() []HostileStreamCase {
+	n := int(C.ferry_hostile_stream_count())
+	out := make([]HostileStreamCase, n)
+	for i := range out {
+		k := C.int32_t(i)
+		out[i] = HostileStreamCase{C.GoString(C.ferry_hostile_stream_name(k)), int(C.ferry_hostile_stream_at(k)),
+			int(C.ferry_hostile_stream_level(k)), syscall.Errno(C.ferry_hostile_stream_code(k)),
+			C.GoString(C.ferry_hostile_stream_needle(k))}
+	}
+	return out
+}
+
+// HostileStreamMake fills the released stream at out with the stream case
+// called name.
+func HostileStreamMake(out unsafe.Pointer, name string) {
+	n := C.CString(name)
+	defer C.free(unsafe.Pointer(n))
+	if rc := C.ferry_hostile_stream_make(n, (*C.struct_ArrowDeviceArrayStream)(out)); rc != 0 {
+		panic("ferry_hostile_stream_make " + name + ": " + syscall.Errno(rc).Error())
+	}
+}
 
 // Buf is one buffer of a hostile node: its bytes, or nil for a NULL buffer.
 type Buf []byte
@@ -114,7 +194,8 @@ func Int32s(values ...int32) Buf {
 	return b
 }
 
-// Node is a hand-made ArrowArray in C memory (see hostile.c).
+// Node is a hand-made ArrowArray in C memory (ferry_hostile_node), for the
+// tests that need one particular lie the catalogue does not hold.
 type Node struct{ c *C.struct_ArrowArray }
 
 // HostileNode makes a node with these buffers, declaring len(buffers)
@@ -131,7 +212,7 @@ func HostileNode(length, nullCount, offset int64, buffers ...Buf) Node {
 		blob = append(blob, b...)
 	}
 	blob = append(blob, 0) // never empty: &blob[0] is valid
-	return Node{C.chelper_hostile_node(C.int64_t(length), C.int64_t(nullCount), C.int64_t(offset),
+	return Node{C.ferry_hostile_node(C.int64_t(length), C.int64_t(nullCount), C.int64_t(offset),
 		C.int64_t(len(buffers)), (*C.uint8_t)(&blob[0]), &sizes[0], C.int64_t(len(buffers)))}
 }
 
@@ -140,24 +221,30 @@ func (n Node) DeclareBuffers(k int64) Node { n.c.n_buffers = C.int64_t(k); retur
 
 // Child appends an owned child.
 func (n Node) Child(c Node) Node {
-	C.chelper_hostile_add_child(n.c, c.c, C.CHELPER_CHILD_NODE)
+	C.ferry_hostile_add_child(n.c, c.c, C.FERRY_HOSTILE_CHILD_NODE)
 	return n
 }
 
 // NullChild appends a NULL pointer to the children table.
-func (n Node) NullChild() Node { C.chelper_hostile_add_child(n.c, nil, C.CHELPER_CHILD_NULL); return n }
+func (n Node) NullChild() Node {
+	C.ferry_hostile_add_child(n.c, nil, C.FERRY_HOSTILE_CHILD_NULL)
+	return n
+}
 
 // ReleasedChild appends a child whose release is NULL.
 func (n Node) ReleasedChild() Node {
-	C.chelper_hostile_add_child(n.c, nil, C.CHELPER_CHILD_RELEASED)
+	C.ferry_hostile_add_child(n.c, nil, C.FERRY_HOSTILE_CHILD_RELEASED)
 	return n
 }
 
 // SelfChild appends the node itself as its child (a cycle).
-func (n Node) SelfChild() Node { C.chelper_hostile_add_child(n.c, nil, C.CHELPER_CHILD_SELF); return n }
+func (n Node) SelfChild() Node {
+	C.ferry_hostile_add_child(n.c, nil, C.FERRY_HOSTILE_CHILD_SELF)
+	return n
+}
 
 // Dictionary sets the node's dictionary.
-func (n Node) Dictionary(d Node) Node { C.chelper_hostile_set_dictionary(n.c, d.c); return n }
+func (n Node) Dictionary(d Node) Node { C.ferry_hostile_set_dictionary(n.c, d.c); return n }
 
 // DeviceOptions are the device fields of a hostile device array.
 type DeviceOptions struct {
@@ -171,7 +258,7 @@ type DeviceOptions struct {
 // caller moves it out (ferry.ImportDeviceArray) and frees the struct with
 // ferry.FreeRawDeviceArray.
 func HostileDeviceArray(n Node, o DeviceOptions) unsafe.Pointer {
-	return unsafe.Pointer(C.chelper_hostile_device_array(n.c, C.int32_t(o.DeviceType), C.int64_t(o.DeviceID),
+	return unsafe.Pointer(C.ferry_hostile_device_array(n.c, C.int32_t(o.DeviceType), C.int64_t(o.DeviceID),
 		boolInt32(o.Event), C.int64_t(o.Reserved1)))
 }
 
@@ -186,26 +273,50 @@ func HostileSchema(out unsafe.Pointer, format, name string) {
 	f, n := C.CString(format), C.CString(name)
 	defer C.free(unsafe.Pointer(f))
 	defer C.free(unsafe.Pointer(n))
-	C.chelper_hostile_schema((*C.struct_ArrowSchema)(out), f, n)
+	C.ferry_hostile_schema((*C.struct_ArrowSchema)(out), f, n)
 }
 
-// Behaviours of HostileStream.
+// Behaviours of HostileStream: each a stream of tests/hostile.
 const (
-	StreamReleasedSchema = C.CHELPER_STREAM_RELEASED_SCHEMA
-	StreamBadSchema      = C.CHELPER_STREAM_BAD_SCHEMA
-	StreamBadBatch       = C.CHELPER_STREAM_BAD_BATCH
-	StreamWrongDevice    = C.CHELPER_STREAM_WRONG_DEVICE
-	StreamFails          = C.CHELPER_STREAM_FAILS
-	StreamFillsAndFails  = C.CHELPER_STREAM_FILLS_AND_FAILS
+	StreamReleasedSchema = iota + 1 // get_schema succeeds, its schema released
+	StreamBadSchema                 // get_schema gives format "q"
+	StreamBadBatch                  // one struct<s: utf8> batch whose offsets decrease (0, 2, 1, 5)
+	StreamWrongDevice               // a batch on the sim device, the stream on the CPU
+	StreamFails                     // get_next returns `code`, no message
+	StreamFillsAndFails             // get_next fills `out`, then returns EIO
 )
 
-// HostileStream fills the released stream at out (see hostile.c).
+// HostileStream fills the released stream at out with a stream of
+// tests/hostile that misbehaves as `behaviour` says.
 func HostileStream(out unsafe.Pointer, behaviour int, code int32) {
-	C.chelper_hostile_stream((*C.struct_ArrowDeviceArrayStream)(out), C.int32_t(behaviour), C.int32_t(code))
+	schema, batch := "good_struct_utf8", "" // a record batch's schema, struct<s: utf8>
+	switch behaviour {
+	case StreamReleasedSchema:
+		schema = "released_schema"
+	case StreamBadSchema:
+		schema = "bad_format"
+	case StreamBadBatch:
+		batch = "struct_decreasing_offsets"
+	case StreamWrongDevice:
+		batch = "other_device"
+	case StreamFails:
+		batch = "fails_silently:" + strconv.Itoa(int(code))
+	case StreamFillsAndFails:
+		batch = "fills_and_fails"
+	}
+	s, b := C.CString(schema), C.CString(batch)
+	defer C.free(unsafe.Pointer(s))
+	defer C.free(unsafe.Pointer(b))
+	if rc := C.ferry_hostile_stream(s, b, 0, (*C.struct_ArrowDeviceArrayStream)(out)); rc != 0 {
+		panic("ferry_hostile_stream: " + syscall.Errno(rc).Error())
+	}
 }
 
 // HostileLive counts hostile nodes, schemas and streams not released.
-func HostileLive() int64 { return int64(C.chelper_hostile_live()) }
+func HostileLive() int64 { return int64(C.ferry_hostile_live()) }
+
+// HostileReleasedAgain counts releases of hostile nodes already released.
+func HostileReleasedAgain() int64 { return int64(C.ferry_hostile_released_again()) }
 
 func boolInt32(b bool) C.int32_t {
 	if b {

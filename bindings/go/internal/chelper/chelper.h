@@ -53,41 +53,6 @@ void chelper_fill_static(struct ArrowSchema* schema, struct ArrowDeviceArray* ar
 /* Releases both (the floor consumer's release, in one call). */
 void chelper_release_pair(struct ArrowSchema* schema, struct ArrowDeviceArray* array);
 
-/* ---- hostile producers (hostile.c) ---------------------------------------
- * Hand-made arrays, schemas and streams with any lie in them; every node,
- * schema and stream made here counts up chelper_hostile_live() and its
- * release counts it down, so tests see each released exactly once. */
-int64_t chelper_hostile_live(void);
-/* A node of `length`, `null_count`, `offset`, with `n_buffers` (at most 8)
- * buffers copied from `blob` (`sizes[i]` bytes each, in order; -1 for a
- * NULL buffer), declaring `declared_n_buffers`. No children yet. */
-struct ArrowArray* chelper_hostile_node(int64_t length, int64_t null_count, int64_t offset,
-                                        int64_t n_buffers, const uint8_t* blob,
-                                        const int64_t* sizes, int64_t declared_n_buffers);
-#define CHELPER_CHILD_NODE 0     /* `child`, owned by the parent */
-#define CHELPER_CHILD_NULL 1     /* a NULL pointer in the children table */
-#define CHELPER_CHILD_RELEASED 2 /* a struct whose release is NULL */
-#define CHELPER_CHILD_SELF 3     /* the parent itself (a cycle) */
-void chelper_hostile_add_child(struct ArrowArray* parent, struct ArrowArray* child, int32_t kind);
-void chelper_hostile_set_dictionary(struct ArrowArray* parent, struct ArrowArray* dictionary);
-/* Moves `node` into a new ArrowDeviceArray (malloc'd; free it after moving
- * the array out) on (device_type, device_id), with a bogus sync_event when
- * `with_event`, and reserved[1] set to `reserved1`. */
-struct ArrowDeviceArray* chelper_hostile_device_array(struct ArrowArray* node,
-                                                      int32_t device_type, int64_t device_id,
-                                                      int32_t with_event, int64_t reserved1);
-/* Fills the released `out` with a schema of any format and name bytes. */
-void chelper_hostile_schema(struct ArrowSchema* out, const char* format, const char* name);
-#define CHELPER_STREAM_RELEASED_SCHEMA 1 /* get_schema returns 0, schema released */
-#define CHELPER_STREAM_BAD_SCHEMA 2      /* get_schema gives format "zz" */
-#define CHELPER_STREAM_BAD_BATCH 3       /* struct<utf8> batches, offsets decreasing */
-#define CHELPER_STREAM_WRONG_DEVICE 4    /* a batch of device ext_dev, stream cpu */
-#define CHELPER_STREAM_FAILS 5           /* get_next returns `code`, no last error */
-#define CHELPER_STREAM_FILLS_AND_FAILS 6 /* get_next fills `out`, then returns EIO */
-/* Fills the released `out` with a CPU stream of schema struct<s: utf8> (or
- * what `behaviour` says) that misbehaves as `behaviour` says. */
-void chelper_hostile_stream(struct ArrowDeviceArrayStream* out, int32_t behaviour, int32_t code);
-
 /* ---- the user's own driver library (native.c) -----------------------------
  * Streams and events made by calling the CUDA (kind 0) or HIP (kind 1)
  * library named by FERRY_CUDA_LIBRARY / FERRY_HIP_LIBRARY directly, not

@@ -174,7 +174,7 @@ impl<'a> HostArray<'a> {
         if self.array.buffer(i).is_null() {
             return Ok(None);
         }
-        let size = self.size(i)?;
+        let size = self.addressable(i, self.size(i)?)?;
         // SAFETY: the host can read this memory (checked in new), of the
         // size its producer declared, borrowed for 'a.
         Ok(unsafe { self.array.buffer_slice::<u8>(i, size) })
@@ -200,9 +200,24 @@ impl<'a> HostArray<'a> {
         if len == 0 {
             return Ok(&[]);
         }
+        let len = self.addressable(b, len)?;
         // SAFETY: as in buffer().
         unsafe { self.array.buffer_slice::<u8>(b, len) }
             .ok_or_else(|| Error::invalid(format!("buffer {b} is NULL in an array of length {}", self.len())))
+    }
+
+    /// `len`, unless no buffer of a process can be that large (the binding
+    /// contract, item 5): a length that says so is a lie, refused before
+    /// any slice of it exists.
+    fn addressable(&self, b: usize, len: usize) -> Result<usize> {
+        if len as u64 > 1 << 48 {
+            return Err(Error::invalid(format!(
+                "buffer {b} of length {} at offset {} needs {len} bytes, more than a process can address (2^48)",
+                self.array.length(),
+                self.array.offset()
+            )));
+        }
+        Ok(len)
     }
 
     /// Slots `0 .. offset + len` (+ `extra`) times `width` bytes.

@@ -1,191 +1,163 @@
-//! Hostile producers through the public import paths (issue 15): arrays
-//! and streams built by hand with every kind of lie, handed to
-//! `DeviceArray::from_raw` / `DeviceArrayStream::from_raw`, then read the
-//! ways a user reads them (`validate`, `host()` and its accessors,
-//! `to_host`, and with an arrow feature `to_arrow` and the
-//! `RecordBatchReader`). Each must come back as a ferry `Error` carrying
-//! the validator's finding: no crash, every node released exactly once
-//! (counted), and nothing on stderr (the last test re-runs this file in a
-//! child process and reads its stderr).
-use std::ffi::CString;
-use std::os::raw::{c_char, c_int, c_void};
-use std::ptr;
-use std::sync::atomic::{AtomicI64, Ordering};
+//! Hostile producers through the public import paths (issue 15): the
+//! arrays and streams of `tests/hostile` (`libferry_hostile.so`, the one
+//! library of hostile producers every binding loads; its catalogue says what
+//! each lie must come back as), handed to `DeviceArray::from_raw` /
+//! `DeviceArrayStream::from_raw`, then read the ways a user reads them
+//! (`validate`, `host()` and its accessors, `to_host`, and with an arrow
+//! feature `to_arrow` and the `RecordBatchReader`). Each must come back as a
+//! ferry `Error` carrying the validator's finding: no crash, every node
+//! released exactly once (counted by the library), and nothing on stderr
+//! (the last test re-runs this file in a child process and reads its
+//! stderr).
+//!
+//! build.rs links the library where the build holds it (`cfg(ferry_hostile)`);
+//! a core installed without its tests has none, and then this file is empty.
+#![cfg(ferry_hostile)]
+
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int};
 use std::sync::Mutex;
 
-use ferry_arrow::{errno, sys, DeviceArray, DeviceArrayStream, DeviceType, Error, HostArray, Schema, Validation};
+use ferry_arrow::{errno, sys, DeviceArray, DeviceArrayStream, Error, HostArray, Schema, Validation};
 
 #[cfg(feature = "arrow")]
 use ferry_arrow::arrow::{ArrowArrayExt, ArrowSchemaViewExt, ArrowStreamExt};
 
-/// Nodes made here and not yet released (arrays, schemas, streams).
-static LIVE: AtomicI64 = AtomicI64::new(0);
-/// One test at a time: they compare LIVE.
+// ---------------------------------------------------------------- the library
+
+#[link(name = "ferry_hostile")]
+extern "C" {
+    fn ferry_hostile_count() -> i32;
+    fn ferry_hostile_name(i: i32) -> *const c_char;
+    fn ferry_hostile_kind(i: i32) -> i32;
+    fn ferry_hostile_flags(i: i32) -> i32;
+    fn ferry_hostile_where(i: i32) -> *const c_char;
+    fn ferry_hostile_needle(i: i32) -> *const c_char;
+    fn ferry_hostile_make(name: *const c_char, out: *mut sys::ArrowDeviceArray, schema: *mut sys::ArrowSchema)
+        -> c_int;
+    fn ferry_hostile_stream_count() -> i32;
+    fn ferry_hostile_stream_name(i: i32) -> *const c_char;
+    fn ferry_hostile_stream_at(i: i32) -> i32;
+    fn ferry_hostile_stream_level(i: i32) -> i32;
+    fn ferry_hostile_stream_code(i: i32) -> i32;
+    fn ferry_hostile_stream_needle(i: i32) -> *const c_char;
+    fn ferry_hostile_stream_make(name: *const c_char, out: *mut sys::ArrowDeviceArrayStream) -> c_int;
+    fn ferry_hostile_stream(
+        schema_case: *const c_char,
+        batch_case: *const c_char,
+        good: i32,
+        out: *mut sys::ArrowDeviceArrayStream,
+    ) -> c_int;
+    fn ferry_hostile_node(
+        length: i64,
+        null_count: i64,
+        offset: i64,
+        n_buffers: i64,
+        blob: *const u8,
+        sizes: *const i64,
+        declared_n_buffers: i64,
+    ) -> *mut sys::ArrowArray;
+    fn ferry_hostile_device_array(
+        node: *mut sys::ArrowArray,
+        device_type: i32,
+        device_id: i64,
+        with_event: i32,
+        reserved1: i64,
+    ) -> *mut sys::ArrowDeviceArray;
+    fn ferry_hostile_schema(out: *mut sys::ArrowSchema, format: *const c_char, name: *const c_char);
+    fn ferry_hostile_live() -> i64;
+    fn ferry_hostile_released_again() -> i64;
+}
+
+const REFUSED: i32 = 0;
+const FULL: i32 = 1;
+const READABLE: i32 = 1;
+const DEVICE: i32 = 2;
+
+fn text(p: *const c_char) -> String {
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// One array case of the catalogue.
+struct Case {
+    name: String,
+    kind: i32,
+    flags: i32,
+    /// "rule: where" of the finding.
+    place: String,
+    needle: String,
+}
+
+fn cases() -> Vec<Case> {
+    (0..unsafe { ferry_hostile_count() })
+        .map(|i| unsafe {
+            Case {
+                name: text(ferry_hostile_name(i)),
+                kind: ferry_hostile_kind(i),
+                flags: ferry_hostile_flags(i),
+                place: text(ferry_hostile_where(i)),
+                needle: text(ferry_hostile_needle(i)),
+            }
+        })
+        .collect()
+}
+
+/// The case called `name` in fresh structs: the device array, and its schema
+/// taken unchecked (some cases lie in the schema).
+fn make(name: &str) -> (sys::ArrowDeviceArray, Schema) {
+    let mut raw = sys::ArrowDeviceArray::default();
+    let mut raw_schema = sys::ArrowSchema::default();
+    let n = CString::new(name).unwrap();
+    assert_eq!(
+        unsafe { ferry_hostile_make(n.as_ptr(), &mut raw, &mut raw_schema) },
+        0,
+        "{name}"
+    );
+    (raw, unsafe { Schema::from_raw_unchecked(&mut raw_schema) }.unwrap())
+}
+
+/// A one-off hand-made node (for lies the catalogue does not hold): int32
+/// values at `offset` of `length` (with these validity bytes), moved into a
+/// CPU device array.
+fn int32_node(length: i64, offset: i64, values: &[i32], validity: Option<&[u8]>) -> sys::ArrowDeviceArray {
+    let mut blob: Vec<u8> = validity.unwrap_or(&[]).to_vec();
+    blob.extend(values.iter().flat_map(|v| v.to_ne_bytes()));
+    let sizes = [validity.map_or(-1, |v| v.len() as i64), (4 * values.len()) as i64];
+    unsafe {
+        let node = ferry_hostile_node(length, 0, offset, 2, blob.as_ptr(), sizes.as_ptr(), 2);
+        let heap = ferry_hostile_device_array(node, sys::ARROW_DEVICE_CPU as i32, -1, 0, 0);
+        let raw = std::ptr::read(heap);
+        std::ptr::write(heap, sys::ArrowDeviceArray::default()); // moved out
+        sys::ferry_device_array_free(heap);
+        raw
+    }
+}
+
+/// A hand-made schema with any format and name bytes, taken unchecked.
+fn raw_schema(format: &[u8], name: &[u8]) -> Schema {
+    let (f, n) = (CString::new(format).unwrap(), CString::new(name).unwrap());
+    let mut raw = sys::ArrowSchema::default();
+    unsafe {
+        ferry_hostile_schema(&mut raw, f.as_ptr(), n.as_ptr());
+        Schema::from_raw_unchecked(&mut raw).unwrap()
+    }
+}
+
+/// One test at a time: they compare the library's live count.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-// ---------------------------------------------------------------- arrays
-
-/// A buffer of a hand-made array.
-enum Buf {
-    Null,
-    Bytes(Vec<u8>),
-}
-
-fn i32s(values: &[i32]) -> Buf {
-    Buf::Bytes(values.iter().flat_map(|v| v.to_ne_bytes()).collect())
-}
-
-fn bytes(b: &[u8]) -> Buf {
-    Buf::Bytes(b.to_vec())
-}
-
-/// A child (or dictionary) slot of a hand-made array.
-enum Child {
-    Node(Node),
-    /// A NULL pointer in the children table.
-    Null,
-    /// A struct whose release is already NULL.
-    Released,
-    /// A node whose only child is itself (a cycle).
-    SelfCycle(Node),
-}
-
-/// A hand-made `ArrowArray`: any length, counts and pointers.
-struct Node {
-    length: i64,
-    null_count: i64,
-    offset: i64,
-    buffers: Vec<Buf>,
-    children: Vec<Child>,
-    dictionary: Option<Box<Child>>,
-    /// Overrides the declared n_buffers (a lie about the table's size).
-    n_buffers: Option<i64>,
-}
-
-fn node(length: i64, buffers: Vec<Buf>) -> Node {
-    Node {
-        length,
-        null_count: 0,
-        offset: 0,
-        buffers,
-        children: Vec::new(),
-        dictionary: None,
-        n_buffers: None,
-    }
-}
-
-/// What a node's release frees.
-struct Private {
-    _buffers: Vec<Vec<u8>>,
-    pointers: Vec<*const c_void>,
-    children: Vec<*mut sys::ArrowArray>,
-    /// Children this node allocated (a cycle's pointer to itself is not).
-    owned: Vec<bool>,
-    dictionary: *mut sys::ArrowArray,
-}
-
-unsafe extern "C" fn release_node(array: *mut sys::ArrowArray) {
-    let a = &mut *array;
-    // Released first, so that a cycle back to this node stops here.
-    a.release = None;
-    let private = Box::from_raw(a.private_data as *mut Private);
-    for (child, owned) in private.children.iter().zip(&private.owned) {
-        if child.is_null() || !owned {
-            continue;
-        }
-        if let Some(release) = (**child).release {
-            release(*child);
-        }
-        drop(Box::from_raw(*child));
-    }
-    if !private.dictionary.is_null() {
-        if let Some(release) = (*private.dictionary).release {
-            release(private.dictionary);
-        }
-        drop(Box::from_raw(private.dictionary));
-    }
-    LIVE.fetch_sub(1, Ordering::SeqCst);
-}
-
-fn child_ptr(child: Child) -> (*mut sys::ArrowArray, bool) {
-    match child {
-        Child::Node(n) => (Box::into_raw(Box::new(build(n))), true),
-        Child::Null => (ptr::null_mut(), true),
-        Child::Released => (Box::into_raw(Box::new(sys::ArrowArray::default())), true),
-        Child::SelfCycle(n) => {
-            let p = Box::into_raw(Box::new(build(n)));
-            unsafe {
-                let private = &mut *((*p).private_data as *mut Private);
-                private.children = vec![p];
-                private.owned = vec![false];
-                (*p).n_children = 1;
-                (*p).children = private.children.as_mut_ptr();
-            }
-            (p, true)
-        }
-    }
-}
-
-fn build(n: Node) -> sys::ArrowArray {
-    let mut owned_buffers = Vec::new();
-    let mut pointers = Vec::new();
-    for b in n.buffers {
-        match b {
-            Buf::Null => pointers.push(ptr::null()),
-            Buf::Bytes(v) => {
-                pointers.push(v.as_ptr() as *const c_void);
-                owned_buffers.push(v);
-            }
-        }
-    }
-    let (children, owned): (Vec<_>, Vec<_>) = n.children.into_iter().map(child_ptr).unzip();
-    let dictionary = n.dictionary.map_or(ptr::null_mut(), |d| child_ptr(*d).0);
-    let mut private = Box::new(Private {
-        _buffers: owned_buffers,
-        pointers,
-        children,
-        owned,
-        dictionary,
-    });
-    LIVE.fetch_add(1, Ordering::SeqCst);
-    sys::ArrowArray {
-        length: n.length,
-        null_count: n.null_count,
-        offset: n.offset,
-        n_buffers: n.n_buffers.unwrap_or(private.pointers.len() as i64),
-        n_children: private.children.len() as i64,
-        buffers: private.pointers.as_mut_ptr(),
-        children: private.children.as_mut_ptr(),
-        dictionary: private.dictionary,
-        release: Some(release_node),
-        private_data: Box::into_raw(private) as *mut c_void,
-    }
-}
-
-/// The device struct around a hand-made array.
-fn device_array(n: Node, device_type: DeviceType) -> sys::ArrowDeviceArray {
-    sys::ArrowDeviceArray {
-        array: build(n),
-        device_id: if device_type == DeviceType::CPU { -1 } else { 0 },
-        device_type: device_type.raw(),
-        ..Default::default()
-    }
-}
-
-fn schema(format: &str) -> Schema {
-    Schema::new(format, Some("x")).unwrap()
-}
-
-fn struct_schema(children: &[&str]) -> Schema {
-    let mut b = Schema::builder("+s");
-    for (i, f) in children.iter().enumerate() {
-        b = b.child(Schema::new(f, Some(&format!("f{i}"))).unwrap());
-    }
-    b.build().unwrap()
+/// Every node made so far was released, exactly once.
+fn nothing_left(what: &str) {
+    assert_eq!(unsafe { ferry_hostile_live() }, 0, "{what}: nodes not released");
+    assert_eq!(
+        unsafe { ferry_hostile_released_again() },
+        0,
+        "{what}: nodes released twice"
+    );
 }
 
 fn assert_mentions(result: Result<impl std::fmt::Debug, Error>, needle: &str, what: &str) {
@@ -202,25 +174,46 @@ fn assert_mentions(result: Result<impl std::fmt::Debug, Error>, needle: &str, wh
     }
 }
 
+/// The error names the case's finding: its "rule: where" and its needle.
+fn assert_finding(result: Result<impl std::fmt::Debug, Error>, c: &Case, what: &str) {
+    match result {
+        Ok(v) => panic!("{what}: accepted ({v:?}), expected {:?}", c.needle),
+        Err(e) => {
+            assert_mentions(Err::<(), _>(e.clone()), &c.place, what);
+            assert_mentions(Err::<(), _>(e), &c.needle, what);
+        }
+    }
+}
+
 /// Reads element `i` of `h` the way a user would, by its format: values,
-/// strings, children (struct fields at i + offset, list items).
-fn read_at(h: &HostArray<'_>, i: usize) -> ferry_arrow::Result<()> {
+/// strings, children (struct fields at i + offset, list items), to a depth
+/// of 4 (a shared chain has 2^40 paths).
+fn read_at(h: &HostArray<'_>, i: usize, depth: usize) -> ferry_arrow::Result<()> {
+    if depth == 0 {
+        return Ok(());
+    }
     h.is_valid(i)?;
     match h.format() {
         "i" => drop(h.value::<i32>(i)?),
-        "u" => drop(h.str(i)?),
+        "l" => drop(h.value::<i64>(i)?),
+        "b" => drop(h.bool_value(i)?),
+        "u" | "U" => drop(h.str(i)?),
         "+s" => {
             for k in 0..h.schema().n_children() {
-                read_at(&h.child(k)?, i + h.offset())?;
+                read_at(&h.child(k)?, i + h.offset(), depth - 1)?;
             }
         }
         "+l" => {
             let items = h.child(0)?;
             for j in h.list_range(i)? {
-                read_at(&items, j)?;
+                read_at(&items, j, depth - 1)?;
             }
         }
-        other => panic!("read_at does not know format {other:?}"),
+        // a format the binding cannot parse: its buffers are refused
+        other => {
+            h.buffer(1)?;
+            panic!("read_at does not know format {other:?}")
+        }
     }
     if h.schema().dictionary().is_some() {
         read_all(&h.dictionary()?)?;
@@ -230,207 +223,118 @@ fn read_at(h: &HostArray<'_>, i: usize) -> ferry_arrow::Result<()> {
 
 /// Every element of `h` (see read_at).
 fn read_all(h: &HostArray<'_>) -> ferry_arrow::Result<()> {
-    (0..h.len()).try_for_each(|i| read_at(h, i))
+    (0..h.len()).try_for_each(|i| read_at(h, i, 4))
 }
 
-/// A structural lie: `validate` reports the finding, reading through
-/// `host()` fails (at `host()` or at the accessor that meets the lie)
-/// instead of reading anything the array does not declare, and `to_arrow`
-/// refuses with the finding. The array is released on the way out
-/// (callers check that LIVE is back to 0).
-fn refused_everywhere(name: &str, schema: Schema, mut raw: sys::ArrowDeviceArray, needle: &str) {
-    // Imported unchecked (the opt-out) so that the readers behind the
-    // import meet the lie too.
-    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
-    assert_mentions(array.validate(&schema, false), needle, &format!("{name}: validate"));
-    let read = array.host(&schema).and_then(|h| read_all(&h));
-    assert!(read.is_err(), "{name}: host() read it all without an error");
-    assert_mentions(read, "", &format!("{name}: host()"));
-    #[cfg(feature = "arrow")]
-    {
-        let err = array.to_arrow(&schema).unwrap_err();
-        assert!(
-            err.message().starts_with("the array fails validation: "),
-            "{name}: to_arrow: {err}"
-        );
-        assert_mentions(Err::<(), _>(err), needle, &format!("{name}: to_arrow"));
-    }
-    #[cfg(not(feature = "arrow"))]
-    refused_on_import(name, &schema, array, needle);
-}
+// ---------------------------------------------------------------- arrays
 
-/// The default import (`from_raw`, validated at DEFAULT) refuses `array`
-/// once handed back to C: it takes the struct, releases it once, and names
-/// the finding.
-#[allow(dead_code)]
-fn refused_on_import(name: &str, schema: &Schema, array: DeviceArray, needle: &str) {
-    let mut raw = sys::ArrowDeviceArray::default();
-    unsafe { array.export_to(&mut raw) }.unwrap();
-    let err = unsafe { DeviceArray::from_raw(&mut raw, schema) }.unwrap_err();
+/// A structural lie of the catalogue. The default import (`from_raw`,
+/// validated at DEFAULT) takes the struct, releases it once, and names the
+/// finding. Imported unchecked (the opt-out), `validate` reports it, reading
+/// through `host()` fails (at `host()` or at the accessor that meets the
+/// lie) instead of reading anything the array does not declare, unless the
+/// lie is about what no reader follows, and `to_arrow` refuses with the
+/// finding.
+fn refused_everywhere(c: &Case) {
+    let name = &c.name;
+    let (mut raw, schema) = make(name);
+    let err = unsafe { DeviceArray::from_raw(&mut raw, &schema) }.unwrap_err();
     assert!(raw.array.release.is_none(), "{name}: from_raw took the array");
     assert!(
         err.message().starts_with("the array fails validation: "),
         "{name}: from_raw: {err}"
     );
-    assert_mentions(Err::<(), _>(err), needle, &format!("{name}: from_raw"));
+    assert_finding(Err::<(), _>(err), c, &format!("{name}: from_raw"));
+    drop(schema);
+    nothing_left(&format!("{name}: from_raw"));
+
+    let (mut raw, schema) = make(name);
+    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
+    assert_finding(array.validate(&schema, false), c, &format!("{name}: validate"));
+    if c.flags & DEVICE == 0 {
+        let read = array.host(&schema).and_then(|h| read_all(&h));
+        if c.flags & READABLE != 0 {
+            read.unwrap_or_else(|e| panic!("{name}: host(): {e}"));
+        } else {
+            assert!(read.is_err(), "{name}: host() read it all without an error");
+            assert_mentions(read, "", &format!("{name}: host()"));
+        }
+    }
+    #[cfg(feature = "arrow")]
+    {
+        let err = array.to_arrow(&schema).unwrap_err();
+        if c.flags & DEVICE != 0 {
+            assert_mentions(Err::<(), _>(err), "device", &format!("{name}: to_arrow"));
+        } else {
+            assert!(
+                err.message().starts_with("the array fails validation: "),
+                "{name}: to_arrow: {err}"
+            );
+            assert_finding(Err::<(), _>(err), c, &format!("{name}: to_arrow"));
+        }
+    }
+    #[cfg(not(feature = "arrow"))]
+    drop(array);
+    drop(schema);
 }
 
-/// A lie about what nobody reads (null count, reserved words): `validate`
-/// and `to_arrow` report it; the values themselves read fine.
-fn reported_not_in_the_way(name: &str, schema: Schema, mut raw: sys::ArrowDeviceArray, needle: &str) {
-    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
-    assert_mentions(array.validate(&schema, false), needle, &format!("{name}: validate"));
-    read_all(&array.host(&schema).unwrap()).unwrap();
+/// A content lie of the catalogue: the default import takes it (DEFAULT
+/// reads no values); a FULL import, `validate(full)` and `to_arrow` at FULL
+/// refuse it with the finding.
+fn refused_at_full(c: &Case) {
+    let name = &c.name;
+    let (mut raw, schema) = make(name);
+    let err = unsafe { DeviceArray::from_raw_with(&mut raw, &schema, Validation::Full) }.unwrap_err();
+    assert_finding(Err::<(), _>(err), c, &format!("{name}: from_raw_with(FULL)"));
+    let (mut raw, schema) = make(name);
+    let array = unsafe { DeviceArray::from_raw(&mut raw, &schema) }
+        .unwrap_or_else(|e| panic!("{name}: the default import: {e}"));
+    assert_finding(array.validate(&schema, true), c, &format!("{name}: validate(full)"));
     #[cfg(feature = "arrow")]
-    assert_mentions(array.to_arrow(&schema), needle, &format!("{name}: to_arrow"));
+    assert_finding(
+        array.to_arrow_with(&schema, Validation::Full),
+        c,
+        &format!("{name}: to_arrow_with(FULL)"),
+    );
     #[cfg(not(feature = "arrow"))]
-    refused_on_import(name, &schema, array, needle);
+    drop(array);
+    drop(schema);
+}
+
+/// A length no buffer can back, which validation cannot see on the CPU: the
+/// accessors refuse its last element instead of reading it.
+fn refused_by_the_reader(c: &Case) {
+    let name = &c.name;
+    let (mut raw, schema) = make(name);
+    let array = unsafe { DeviceArray::from_raw(&mut raw, &schema) }
+        .unwrap_or_else(|e| panic!("{name}: the default import: {e}"));
+    let read = array.host(&schema).and_then(|h| read_at(&h, h.len() - 1, 4));
+    assert_mentions(read, "", &format!("{name}: its last element"));
+    drop((array, schema));
 }
 
 #[test]
-fn structural_lies_are_refused_on_every_path() {
+fn every_case_of_the_catalogue_is_refused_where_it_says() {
     let _s = serial();
-    let int32_values = || i32s(&[1, 2, 3, 4]);
-    type Case = (&'static str, Schema, Node, DeviceType, &'static str);
-    let cases: Vec<Case> = vec![
-        (
-            "missing values buffer",
-            schema("i"),
-            node(4, vec![Buf::Null]),
-            DeviceType::CPU,
-            "buffer",
-        ),
-        (
-            "NULL values buffer",
-            schema("i"),
-            node(4, vec![Buf::Null, Buf::Null]),
-            DeviceType::CPU,
-            "NULL",
-        ),
-        (
-            "negative length",
-            schema("i"),
-            node(-1, vec![Buf::Null, int32_values()]),
-            DeviceType::CPU,
-            "length",
-        ),
-        (
-            "negative offset",
-            schema("i"),
-            Node {
-                offset: -2,
-                ..node(2, vec![Buf::Null, int32_values()])
-            },
-            DeviceType::CPU,
-            "offset",
-        ),
-        (
-            "offset + length overflows",
-            schema("i"),
-            Node {
-                offset: i64::MAX,
-                ..node(2, vec![Buf::Null, int32_values()])
-            },
-            DeviceType::CPU,
-            "overflow",
-        ),
-        (
-            "negative n_buffers",
-            schema("i"),
-            Node {
-                n_buffers: Some(-1),
-                ..node(0, vec![])
-            },
-            DeviceType::CPU,
-            "buffer",
-        ),
-        (
-            "struct with a child missing",
-            struct_schema(&["i", "u"]),
-            Node {
-                children: vec![Child::Node(node(1, vec![Buf::Null, i32s(&[1])]))],
-                ..node(1, vec![Buf::Null])
-            },
-            DeviceType::CPU,
-            "child",
-        ),
-        (
-            "NULL child pointer",
-            struct_schema(&["i"]),
-            Node {
-                children: vec![Child::Null],
-                ..node(1, vec![Buf::Null])
-            },
-            DeviceType::CPU,
-            "NULL",
-        ),
-        (
-            "released child",
-            struct_schema(&["i"]),
-            Node {
-                children: vec![Child::Released],
-                ..node(1, vec![Buf::Null])
-            },
-            DeviceType::CPU,
-            "released",
-        ),
-        (
-            "child shorter than its parent",
-            struct_schema(&["i"]),
-            Node {
-                children: vec![Child::Node(node(1, vec![Buf::Null, i32s(&[1])]))],
-                ..node(3, vec![Buf::Null])
-            },
-            DeviceType::CPU,
-            "length",
-        ),
-        (
-            "dictionary missing",
-            Schema::builder("i").dictionary(schema("u")).build().unwrap(),
-            node(1, vec![Buf::Null, i32s(&[0])]),
-            DeviceType::CPU,
-            "dictionary",
-        ),
-        (
-            "unknown device type",
-            schema("i"),
-            node(4, vec![Buf::Null, int32_values()]),
-            DeviceType(999),
-            "device",
-        ),
-    ];
-    for (name, schema, node, device_type, needle) in cases {
-        refused_everywhere(name, schema, device_array(node, device_type), needle);
-        assert_eq!(
-            LIVE.load(Ordering::SeqCst),
-            0,
-            "{name}: nothing leaked, nothing released twice"
-        );
+    let cases = cases();
+    assert!(cases.len() > 30, "the catalogue holds {} cases", cases.len());
+    for c in &cases {
+        match c.kind {
+            REFUSED => refused_everywhere(c),
+            FULL => refused_at_full(c),
+            _ => refused_by_the_reader(c),
+        }
+        nothing_left(&c.name);
     }
-    reported_not_in_the_way(
-        "null_count above length",
-        schema("i"),
-        device_array(
-            Node {
-                null_count: 9,
-                ..node(4, vec![Buf::Null, int32_values()])
-            },
-            DeviceType::CPU,
-        ),
-        "null_count",
-    );
-    assert_eq!(LIVE.load(Ordering::SeqCst), 0);
 }
 
-/// int32 of length 2^62: its byte size overflows int64. The core's
-/// validator does not see it (yet); the buffer size computation does, and
-/// arrow-rs must not get to read it either.
+/// int32 of length 2^62: its byte size overflows int64. The buffer size
+/// computation says so, and arrow-rs must not get to read it either.
 #[test]
 fn a_length_whose_byte_size_overflows_is_refused() {
     let _s = serial();
-    let mut raw = device_array(node(1 << 62, vec![Buf::Null, i32s(&[1, 2])]), DeviceType::CPU);
+    let (mut raw, int32) = make("int32_huge");
     let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
-    let int32 = schema("i");
     let host = array.host(&int32).unwrap();
     assert_mentions(host.value::<i32>(0), "overflows", "value(0) of 2^62 int32");
     assert_mentions(host.values::<i32>().map(|_| ()), "overflows", "values() of 2^62 int32");
@@ -441,152 +345,58 @@ fn a_length_whose_byte_size_overflows_is_refused() {
     );
     #[cfg(feature = "arrow")]
     {
-        let err = array.to_arrow(&schema("i")).unwrap_err();
+        let err = array.to_arrow(&int32).unwrap_err();
         assert_eq!(err.code(), errno::EINVAL, "{err}");
     }
     #[cfg(not(feature = "arrow"))]
     drop(array);
-    assert_eq!(LIVE.load(Ordering::SeqCst), 0);
+    drop(int32);
+    nothing_left("2^62");
 }
 
-#[test]
-fn a_cycle_of_children_ends_in_a_finding() {
-    let _s = serial();
-    // struct<struct<...>>: the inner struct's only child is itself.
-    let inner = Schema::builder("+s")
-        .child(Schema::new("i", Some("leaf")).unwrap())
-        .build()
-        .unwrap();
-    let schema = Schema::builder("+s").child(inner).build().unwrap();
-    let cycle = Child::SelfCycle(node(1, vec![Buf::Null]));
-    let raw = device_array(
-        Node {
-            children: vec![cycle],
-            ..node(1, vec![Buf::Null])
-        },
-        DeviceType::CPU,
-    );
-    let mut raw = raw;
-    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
-    assert!(array.validate(&schema, true).is_err());
-    assert!(array.host(&schema).and_then(|h| read_all(&h)).is_err());
-    drop(array);
-    assert_eq!(LIVE.load(Ordering::SeqCst), 0);
-}
-
-#[test]
-fn device_fields_that_lie_are_refused() {
-    let _s = serial();
-    let event = Box::new(0u64);
-    let mut raw = device_array(node(1, vec![Buf::Null, i32s(&[1])]), DeviceType::CPU);
-    raw.sync_event = &*event as *const u64 as *mut c_void;
-    refused_everywhere("a CPU array with a sync event", schema("i"), raw, "sync_event");
-    assert_eq!(LIVE.load(Ordering::SeqCst), 0);
-    let mut raw = device_array(node(1, vec![Buf::Null, i32s(&[1])]), DeviceType::CPU);
-    raw.reserved[1] = 7;
-    reported_not_in_the_way("reserved words not zero", schema("i"), raw, "reserved");
-    assert_eq!(LIVE.load(Ordering::SeqCst), 0);
-}
-
-/// A utf8 array over "abcdef" with these offsets (and a validity bitmap
-/// when `nulls` is given).
-fn utf8(offsets: &[i32], data: &[u8]) -> sys::ArrowDeviceArray {
-    device_array(
-        node(offsets.len() as i64 - 1, vec![Buf::Null, i32s(offsets), bytes(data)]),
-        DeviceType::CPU,
-    )
-}
-
-/// Content lies (only FULL validation reads them): `validate(full)` and
-/// `to_arrow` refuse with the finding; `host()` checks structure only, and
-/// its accessors refuse the element the lie is in.
+/// Content lies (only FULL validation reads them; the catalogue test checks
+/// the FULL refusals): `host()` checks structure only, and its accessors
+/// refuse the element the lie is in.
 #[test]
 fn content_lies_are_caught_before_anything_reads_them() {
     let _s = serial();
-    let s = schema("u");
-    // Decreasing offsets.
-    let mut raw = utf8(&[0, 4, 2, 6], b"abcdef");
+    // utf8 offsets 0, 2, 1, 5 over "abcde"
+    let (mut raw, s) = make("decreasing_offsets");
     let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
-    assert_mentions(array.validate(&s, true), "offset", "decreasing offsets: validate");
     let host = array.host(&s).unwrap();
-    assert_eq!(host.str(0).unwrap(), "abcd");
+    assert_eq!(host.str(0).unwrap(), "ab");
     assert_mentions(host.str(1), "decreasing", "decreasing offsets: str(1)");
     assert_mentions(host.str(3), "out of range", "str past the end");
-    #[cfg(feature = "arrow")]
-    assert_mentions(array.to_arrow(&s), "offset", "decreasing offsets: to_arrow");
-    #[cfg(not(feature = "arrow"))]
-    drop(array);
+    drop((array, s));
 
-    // Bytes that are not UTF-8.
-    let mut raw = utf8(&[0, 2, 4], b"ab\xff\xfe");
+    // utf8 ["\xffb", "", "cde"]
+    let (mut raw, s) = make("bad_utf8");
     let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
-    assert_mentions(array.validate(&s, true), "utf-8", "bad UTF-8: validate");
     let host = array.host(&s).unwrap();
-    assert_eq!(host.bytes(1).unwrap(), b"\xff\xfe");
-    assert_mentions(host.str(1), "not UTF-8", "bad UTF-8: str");
-    #[cfg(feature = "arrow")]
-    assert_mentions(array.to_arrow(&s), "utf-8", "bad UTF-8: to_arrow");
-    #[cfg(not(feature = "arrow"))]
-    drop(array);
+    assert_eq!(host.bytes(0).unwrap(), b"\xffb");
+    assert_mentions(host.str(0), "not UTF-8", "bad UTF-8: str");
+    drop((array, s));
 
-    // A dictionary index past the dictionary.
-    let dict_schema = Schema::builder("i").name("d").dictionary(schema("u")).build().unwrap();
-    let dictionary = node(2, vec![Buf::Null, i32s(&[0, 1, 2]), bytes(b"ab")]);
-    let raw = device_array(
-        Node {
-            dictionary: Some(Box::new(Child::Node(dictionary))),
-            ..node(2, vec![Buf::Null, i32s(&[1, 5])])
-        },
-        DeviceType::CPU,
-    );
-    let mut raw = raw;
+    // Dictionary indices 1, 7 over a dictionary of 3.
+    let (mut raw, s) = make("dictionary_index");
     let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
+    let host = array.host(&s).unwrap();
+    assert_eq!(host.value::<i32>(1).unwrap(), 7);
     assert_mentions(
-        array.validate(&dict_schema, true),
-        "dictionary",
-        "dictionary index: validate",
-    );
-    let host = array.host(&dict_schema).unwrap();
-    assert_eq!(host.value::<i32>(1).unwrap(), 5);
-    assert_mentions(
-        host.dictionary().unwrap().str(5),
+        host.dictionary().unwrap().str(7),
         "out of range",
         "dictionary index: lookup",
     );
-    #[cfg(feature = "arrow")]
-    assert_mentions(array.to_arrow(&dict_schema), "dictionary", "dictionary index: to_arrow");
-    #[cfg(not(feature = "arrow"))]
-    drop(array);
+    drop((array, s));
 
-    // List offsets past the child.
-    let list_schema = Schema::builder("+l")
-        .child(Schema::new("i", Some("item")).unwrap())
-        .build()
-        .unwrap();
-    let raw = device_array(
-        Node {
-            children: vec![Child::Node(node(2, vec![Buf::Null, i32s(&[1, 2])]))],
-            ..node(2, vec![Buf::Null, i32s(&[0, 1, 5])])
-        },
-        DeviceType::CPU,
-    );
-    let mut raw = raw;
+    // List offsets 0, 2, 9 over a child of 4.
+    let (mut raw, s) = make("list_past_child");
     let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
-    assert!(
-        array.validate(&list_schema, true).is_err(),
-        "list offsets past the child"
-    );
-    let host = array.host(&list_schema);
-    if let Ok(host) = host {
-        assert_eq!(host.list_range(0).unwrap(), 0..1);
-        assert_mentions(host.list_range(1), "past the child", "list offsets: list_range");
-    }
-    #[cfg(feature = "arrow")]
-    assert!(array.to_arrow(&list_schema).is_err());
-    #[cfg(not(feature = "arrow"))]
-    drop(array);
-
-    assert_eq!(LIVE.load(Ordering::SeqCst), 0, "nothing leaked, nothing released twice");
+    let host = array.host(&s).unwrap();
+    assert_eq!(host.list_range(0).unwrap(), 0..2);
+    assert_mentions(host.list_range(1), "past the child", "list offsets: list_range");
+    drop((array, s));
+    nothing_left("content lies");
 }
 
 #[test]
@@ -604,60 +414,24 @@ fn accessors_check_types_and_indices() {
     assert!(!host.is_valid(2).unwrap());
     // A hand-made int32 whose offset puts the values past its buffer:
     // the computed size says so, no read happens.
-    let mut raw = device_array(
-        Node {
-            offset: 3,
-            ..node(2, vec![Buf::Null, i32s(&[1, 2, 3])])
-        },
-        DeviceType::CPU,
-    );
+    let mut raw = int32_node(2, 3, &[1, 2, 3], None);
     let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     // The buffer is declared by length + offset = 5 values (20 bytes); the
     // real one has 12: what no CPU consumer can see (README).
     let host = array.host(&schema).unwrap();
     assert_eq!(host.buffer(1).unwrap().unwrap().len(), 20);
     drop(array);
-    assert_eq!(LIVE.load(Ordering::SeqCst), 0);
+    nothing_left("accessors");
 }
 
 // ---------------------------------------------------------------- schemas
-
-/// A hand-made schema with any format and name bytes.
-struct SchemaPrivate {
-    _format: CString,
-    _name: CString,
-}
-
-unsafe extern "C" fn release_schema(schema: *mut sys::ArrowSchema) {
-    drop(Box::from_raw((*schema).private_data as *mut SchemaPrivate));
-    (*schema).release = None;
-    LIVE.fetch_sub(1, Ordering::SeqCst);
-}
-
-fn raw_schema(format: &[u8], name: &[u8]) -> Schema {
-    let private = Box::new(SchemaPrivate {
-        _format: CString::new(format).unwrap(),
-        _name: CString::new(name).unwrap(),
-    });
-    let mut raw = sys::ArrowSchema {
-        format: private._format.as_ptr(),
-        name: private._name.as_ptr(),
-        flags: sys::ARROW_FLAG_NULLABLE as i64,
-        release: Some(release_schema),
-        private_data: Box::into_raw(private) as *mut c_void,
-        ..Default::default()
-    };
-    LIVE.fetch_add(1, Ordering::SeqCst);
-    // Unchecked: the tests hand deliberately bad schemas to the readers.
-    unsafe { Schema::from_raw_unchecked(&mut raw) }.unwrap()
-}
 
 #[test]
 fn hostile_schemas_are_refused() {
     let _s = serial();
     let bad_format = raw_schema(b"zz", b"x");
     assert_mentions(bad_format.validate(), "format", "format zz");
-    let mut raw = device_array(node(1, vec![bytes(&[1]), i32s(&[1])]), DeviceType::CPU);
+    let mut raw = int32_node(1, 0, &[1], Some(&[1]));
     let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
     let host = array.host(&bad_format).unwrap();
     assert_mentions(host.is_valid(0), "format", "is_valid under format zz");
@@ -666,135 +440,94 @@ fn hostile_schemas_are_refused() {
     #[cfg(feature = "arrow")]
     {
         assert_mentions(bad_format.to_arrow_field(), "format", "to_arrow_field of zz");
-        // A name that is not UTF-8 passes ferry's validator but makes
-        // arrow-rs panic: contained, reported, and silent (see the last test).
+        // A name that is not UTF-8 makes arrow-rs panic: contained,
+        // reported, and silent (see the last test).
         let bad_name = raw_schema(b"i", b"\xff\xfe");
         assert_mentions(bad_name.to_arrow_field(), "utf8", "a non-UTF-8 name");
     }
     drop(array);
     drop(bad_format);
-    assert_eq!(LIVE.load(Ordering::SeqCst), 0);
+    nothing_left("schemas");
 }
 
 // ---------------------------------------------------------------- streams
 
-/// What a hand-made stream does.
-#[derive(Clone, Copy)]
-enum Behaviour {
-    /// get_schema returns 0 and leaves the schema released.
-    ReleasedSchema,
-    /// get_schema hands over a schema with format "zz".
-    BadSchema,
-    /// get_next hands over a utf8 batch with decreasing offsets.
-    BadBatch,
-    /// get_next hands over a batch of another device type.
-    WrongDevice,
-    /// get_next fails with `code` and get_last_error returns NULL.
-    Fails(c_int),
-    /// get_next fills the batch and then returns EIO.
-    FillsAndFails,
-}
-
-struct StreamPrivate {
-    behaviour: Behaviour,
-}
-
-unsafe extern "C" fn stream_get_schema(stream: *mut sys::ArrowDeviceArrayStream, out: *mut sys::ArrowSchema) -> c_int {
-    let private = &*((*stream).private_data as *const StreamPrivate);
-    match private.behaviour {
-        Behaviour::ReleasedSchema => 0,
-        Behaviour::BadSchema => {
-            let mut s = raw_schema(b"zz", b"x");
-            *out = std::mem::take(&mut *(s.as_mut_ptr()));
-            0
-        }
-        _ => {
-            let s = Schema::builder("+s")
-                .child(Schema::new("u", Some("s")).unwrap())
-                .build()
-                .unwrap();
-            s.export_to(out).map_or(errno::EIO, |()| 0)
-        }
-    }
-}
-
-unsafe extern "C" fn stream_get_next(
-    stream: *mut sys::ArrowDeviceArrayStream,
-    out: *mut sys::ArrowDeviceArray,
-) -> c_int {
-    let private = &*((*stream).private_data as *const StreamPrivate);
-    let strukt = |device_type| {
-        let column = node(3, vec![Buf::Null, i32s(&[0, 4, 2, 6]), bytes(b"abcdef")]);
-        device_array(
-            Node {
-                children: vec![Child::Node(column)],
-                ..node(3, vec![Buf::Null])
-            },
-            device_type,
-        )
-    };
-    match private.behaviour {
-        // A bad schema's stream still hands out a batch (that a validating
-        // consumer refuses against the schema).
-        Behaviour::BadBatch | Behaviour::BadSchema => {
-            *out = strukt(DeviceType::CPU);
-            0
-        }
-        Behaviour::WrongDevice => {
-            *out = strukt(DeviceType::SIM);
-            0
-        }
-        Behaviour::Fails(code) => code,
-        Behaviour::FillsAndFails => {
-            *out = strukt(DeviceType::CPU);
-            errno::EIO
-        }
-        _ => 0,
-    }
-}
-
-unsafe extern "C" fn stream_last_error(_: *mut sys::ArrowDeviceArrayStream) -> *const c_char {
-    ptr::null()
-}
-
-unsafe extern "C" fn stream_release(stream: *mut sys::ArrowDeviceArrayStream) {
-    drop(Box::from_raw((*stream).private_data as *mut StreamPrivate));
-    (*stream).release = None;
-    LIVE.fetch_sub(1, Ordering::SeqCst);
-}
-
-fn hostile_stream(behaviour: Behaviour) -> DeviceArrayStream {
-    hostile_stream_with(behaviour, Validation::None)
-}
-
-fn hostile_stream_with(behaviour: Behaviour, validation: Validation) -> DeviceArrayStream {
-    LIVE.fetch_add(1, Ordering::SeqCst);
-    let mut raw = sys::ArrowDeviceArrayStream {
-        device_type: DeviceType::CPU.raw(),
-        get_schema: Some(stream_get_schema),
-        get_next: Some(stream_get_next),
-        get_last_error: Some(stream_last_error),
-        release: Some(stream_release),
-        private_data: Box::into_raw(Box::new(StreamPrivate { behaviour })) as *mut c_void,
-    };
+/// A stream of the library: its schema is case `schema` (or
+/// "released_schema"), then one batch of `batch` (or what it names: a
+/// failure, a batch on another device ...), imported at `validation`.
+fn hostile_stream_with(schema: &str, batch: &str, validation: Validation) -> DeviceArrayStream {
+    let (s, b) = (CString::new(schema).unwrap(), CString::new(batch).unwrap());
+    let mut raw = sys::ArrowDeviceArrayStream::default();
+    assert_eq!(unsafe { ferry_hostile_stream(s.as_ptr(), b.as_ptr(), 0, &mut raw) }, 0);
     unsafe { DeviceArrayStream::from_raw_with(&mut raw, validation) }.unwrap()
+}
+
+/// The same, not validated: the consumer's own readers meet the lie.
+fn hostile_stream(schema: &str, batch: &str) -> DeviceArrayStream {
+    hostile_stream_with(schema, batch, Validation::None)
+}
+
+/// A record batch's schema, struct<s: utf8>.
+const RECORD: &str = "good_struct_utf8";
+
+/// Every stream case of the catalogue: the read where it says fails with its
+/// errno and message.
+#[test]
+fn every_stream_of_the_catalogue_fails_where_it_says() {
+    let _s = serial();
+    for i in 0..unsafe { ferry_hostile_stream_count() } {
+        let (name, at, level, code, needle) = unsafe {
+            (
+                text(ferry_hostile_stream_name(i)),
+                ferry_hostile_stream_at(i),
+                ferry_hostile_stream_level(i),
+                ferry_hostile_stream_code(i),
+                text(ferry_hostile_stream_needle(i)),
+            )
+        };
+        let n = CString::new(name.as_str()).unwrap();
+        let mut raw = sys::ArrowDeviceArrayStream::default();
+        assert_eq!(unsafe { ferry_hostile_stream_make(n.as_ptr(), &mut raw) }, 0);
+        let validation = if level == 1 {
+            Validation::Full
+        } else {
+            Validation::Default
+        };
+        let mut s = unsafe { DeviceArrayStream::from_raw_with(&mut raw, validation) }.unwrap();
+        for k in 1..at {
+            s.next_array()
+                .unwrap_or_else(|e| panic!("{name}: batch {k}: {e}"))
+                .unwrap_or_else(|| panic!("{name}: ended at batch {k}"));
+        }
+        // A lie in the schema: met by schema(), or by the first batch (the
+        // schema is validated with it).
+        let schema_err = if at == 0 { s.schema().err() } else { None };
+        let err = schema_err.unwrap_or_else(|| s.next_array().unwrap_err());
+        assert_eq!(err.code(), code, "{name}: {err}");
+        assert!(
+            err.message().contains(&needle),
+            "{name}: {err} does not mention {needle:?}"
+        );
+        drop(s);
+        nothing_left(&name);
+    }
 }
 
 #[test]
 fn hostile_streams_come_back_as_errors() {
     let _s = serial();
-    let mut s = hostile_stream(Behaviour::ReleasedSchema);
+    let mut s = hostile_stream("released_schema", "");
     let err = s.schema().unwrap_err();
     assert_eq!(err.code(), errno::EIO, "{err}");
     assert!(err.message().contains("released schema"), "{err}");
     drop(s);
 
-    let mut s = hostile_stream(Behaviour::BadSchema);
+    let mut s = hostile_stream("bad_format", "good_int32");
     let schema = s.schema().unwrap();
     assert_mentions(schema.validate(), "format", "a stream's bad schema");
     drop((schema, s));
 
-    let mut s = hostile_stream(Behaviour::WrongDevice);
+    let mut s = hostile_stream(RECORD, "other_device");
     let err = s.next_array().unwrap_err();
     assert!(
         err.message()
@@ -806,18 +539,18 @@ fn hostile_streams_come_back_as_errors() {
     drop(s);
 
     for code in [errno::EIO, -1, 100_000] {
-        let mut s = hostile_stream(Behaviour::Fails(code));
+        let mut s = hostile_stream(RECORD, &format!("fails_silently:{code}"));
         let err = s.next_array().unwrap_err();
         assert_eq!(err.code(), code);
         assert!(!err.message().is_empty());
         drop(s);
     }
 
-    let mut s = hostile_stream(Behaviour::FillsAndFails);
+    let mut s = hostile_stream(RECORD, "fills_and_fails");
     assert_eq!(s.next_array().unwrap_err().code(), errno::EIO);
     drop(s);
 
-    let mut s = hostile_stream(Behaviour::BadBatch);
+    let mut s = hostile_stream(RECORD, "struct_decreasing_offsets");
     let schema = s.schema().unwrap();
     let batch = s.next_array().unwrap().unwrap();
     assert_mentions(batch.validate(&schema, true), "offset", "a stream's bad batch");
@@ -826,7 +559,7 @@ fn hostile_streams_come_back_as_errors() {
     // Validated imports (the default; FULL here): the bad schema or batch
     // fails the stream with the validator's finding, the refused batch is
     // released, and every later read gives the same error.
-    let mut s = hostile_stream_with(Behaviour::BadSchema, Validation::Default);
+    let mut s = hostile_stream_with("bad_format", "good_int32", Validation::Default);
     let err = s.next_array().unwrap_err();
     assert!(
         err.message().starts_with("the stream's schema fails validation: "),
@@ -835,31 +568,29 @@ fn hostile_streams_come_back_as_errors() {
     assert_mentions(Err::<(), _>(err.clone()), "format", "a stream's bad schema, validated");
     assert_eq!(s.next_array().unwrap_err(), err);
     drop(s);
-    let mut s = hostile_stream_with(Behaviour::BadBatch, Validation::Full);
+    let mut s = hostile_stream_with(RECORD, "struct_decreasing_offsets", Validation::Full);
     let err = s.next_array().unwrap_err();
     assert!(err.message().starts_with("the array fails validation: "), "{err}");
     assert_mentions(Err::<(), _>(err.clone()), "offset", "a stream's bad batch, validated");
     assert_eq!(s.next_ref().unwrap_err(), err);
     drop(s);
-    assert_eq!(
-        LIVE.load(Ordering::SeqCst),
-        0,
-        "every schema, batch and stream released once"
-    );
+    nothing_left("streams");
 }
 
 #[cfg(feature = "arrow")]
 #[test]
 fn hostile_streams_through_the_arrow_reader() {
     let _s = serial();
-    let err = hostile_stream(Behaviour::BadSchema).into_arrow_reader().unwrap_err();
-    assert!(err.message().contains("format"), "{err}");
-    let err = hostile_stream(Behaviour::ReleasedSchema)
+    let err = hostile_stream("bad_format", "good_int32")
         .into_arrow_reader()
         .unwrap_err();
+    assert!(err.message().contains("format"), "{err}");
+    let err = hostile_stream("released_schema", "").into_arrow_reader().unwrap_err();
     assert!(err.message().contains("released schema"), "{err}");
 
-    let mut reader = hostile_stream(Behaviour::BadBatch).into_arrow_reader().unwrap();
+    let mut reader = hostile_stream(RECORD, "struct_decreasing_offsets")
+        .into_arrow_reader()
+        .unwrap();
     let err = reader.next().unwrap().unwrap_err();
     let text = err.to_string();
     assert!(
@@ -870,12 +601,12 @@ fn hostile_streams_through_the_arrow_reader() {
     assert_eq!(again, text, "the same error on every later call");
     drop(reader);
 
-    let mut reader = hostile_stream(Behaviour::Fails(errno::EIO))
+    let mut reader = hostile_stream(RECORD, &format!("fails_silently:{}", errno::EIO))
         .into_arrow_reader()
         .unwrap();
     assert!(reader.next().unwrap().is_err());
     drop(reader);
-    assert_eq!(LIVE.load(Ordering::SeqCst), 0);
+    nothing_left("the arrow reader");
 }
 
 // ---------------------------------------------------------------- stderr

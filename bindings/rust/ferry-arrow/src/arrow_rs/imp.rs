@@ -6,6 +6,7 @@
 // size assertions below check it), so values move between them bitwise.
 
 use std::fmt;
+use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
@@ -19,8 +20,10 @@ use arrow_array::{BooleanArray, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Fields, SchemaRef};
 
+use crate::builder::Owner;
 use crate::panic::guard_quiet;
 use crate::sys;
+use crate::words::write_device_fields;
 use crate::{
     ArrayProducer, ArraySlot, DeviceArray, DeviceArrayStream, DeviceType, Error, Result, Schema, SchemaView, Validation,
 };
@@ -53,24 +56,14 @@ fn schema_from_ffi(ffi: FFI_ArrowSchema) -> Result<Schema> {
 
 /// Moves arrow's export of an array (no schema) into the released device
 /// struct `out` as a CPU array: the array is written in place and upgraded
-/// by the core's `ferry_device_array_init`, so nothing is copied twice.
+/// by the core's in-place `ferry_device_array_init`, so nothing is copied
+/// twice; on failure the array is released.
 ///
 /// # Safety
 /// `out` must point to a released, writable `ArrowDeviceArray`.
 unsafe fn export_ffi_into(ffi_array: FFI_ArrowArray, out: *mut sys::ArrowDeviceArray) -> Result<()> {
     let embedded = ptr::addr_of_mut!((*out).array);
     ptr::write(embedded as *mut FFI_ArrowArray, ffi_array);
-    upgrade_in_place(out)
-}
-
-/// Makes the live array embedded in `out` a CPU device array (the core's
-/// in-place `ferry_device_array_init`); on failure the array is released.
-///
-/// # Safety
-/// `out` must point to an `ArrowDeviceArray` whose embedded array is live
-/// and whose device fields are ours to write.
-unsafe fn upgrade_in_place(out: *mut sys::ArrowDeviceArray) -> Result<()> {
-    let embedded = ptr::addr_of_mut!((*out).array);
     let result = crate::error::call(|err| {
         sys::ferry_device_array_init(
             out,
@@ -96,15 +89,24 @@ unsafe fn upgrade_in_place(out: *mut sys::ArrowDeviceArray) -> Result<()> {
 /// read out of bounds. Fixed-width layouts (primitives, booleans, decimals,
 /// fixed-size binary and lists, structs of them) need only the structure.
 fn needs_contents_checked(schema: &SchemaView) -> bool {
-    if schema.dictionary().is_some() {
+    // A walk per path never ends on a hostile schema whose children are
+    // shared (2^40 paths over 41 nodes): past this many nodes, FULL decides
+    // (the validator visits each node once and refuses the sharing).
+    let mut budget = 4096;
+    contents_checked_within(schema, &mut budget)
+}
+
+fn contents_checked_within(schema: &SchemaView, budget: &mut usize) -> bool {
+    if *budget == 0 || schema.dictionary().is_some() {
         return true;
     }
+    *budget -= 1;
     let f = schema.format_bytes();
     let variable = matches!(
         f,
         b"z" | b"Z" | b"u" | b"U" | b"vz" | b"vu" | b"+l" | b"+L" | b"+vl" | b"+vL" | b"+m" | b"+r"
     ) || f.starts_with(b"+u");
-    variable || schema.children().any(needs_contents_checked)
+    variable || schema.children().any(|c| contents_checked_within(c, budget))
 }
 
 /// The level `to_arrow` runs for `schema` when `validation` was asked.
@@ -233,19 +235,8 @@ impl ArrowArrayExt for DeviceArray {
         })?;
         let schema = schema_from_ffi(ffi_schema)?;
         let mut out = DeviceArray::released();
-        if let Some(flat) = export_flat(array) {
-            // SAFETY: `out` is released and ours; `flat` is a live array.
-            unsafe {
-                let embedded = ptr::addr_of_mut!((*out.raw_mut()).array);
-                ptr::write(embedded, flat);
-                upgrade_in_place(out.raw_mut())?;
-            }
-            return Ok((out, schema));
-        }
-        let data = array.to_data();
-        let ffi_array = guard_quiet("arrow cannot export the array", || Ok(FFI_ArrowArray::new(&data)))?;
         // SAFETY: `out` is released and ours.
-        unsafe { export_ffi_into(ffi_array, out.raw_mut())? };
+        unsafe { export_array_into(array, out.raw_mut())? };
         Ok((out, schema))
     }
 
@@ -290,24 +281,8 @@ impl ArrowArrayExt for DeviceArray {
 fn export_batch(batch: &RecordBatch) -> Result<DeviceArray> {
     let mut out = DeviceArray::released();
     // SAFETY: `out` is released and ours.
-    unsafe {
-        match export_batch_flat(batch) {
-            Some(flat) => {
-                ptr::write(ptr::addr_of_mut!((*out.raw_mut()).array), flat);
-                upgrade_in_place(out.raw_mut())?
-            }
-            None => export_ffi_into(batch_ffi(batch.clone())?, out.raw_mut())?,
-        }
-    }
+    unsafe { export_batch_into(batch, out.raw_mut())? };
     Ok(out)
-}
-
-/// arrow's export of a record batch as a struct array (what arrow-rs's own
-/// stream exporter hands out per batch).
-fn batch_ffi(batch: RecordBatch) -> Result<FFI_ArrowArray> {
-    guard_quiet("arrow cannot export the batch", || {
-        Ok(FFI_ArrowArray::new(&StructArray::from(batch).into_data()))
-    })
 }
 
 /// Validates `array` at `level` (brought to the host first when it is on
@@ -351,171 +326,182 @@ fn import_validated(array: DeviceArray, schema: &SchemaView) -> Result<ArrayRef>
     })
 }
 
+/// `$f::<T>($args)` for the arrow primitive type `T` of `$data_type` (the
+/// flat layouts of the direct export and import, whose values every bit
+/// pattern makes valid), else `$other`.
+macro_rules! primitive_or {
+    ($data_type:expr, $f:ident($($arg:expr),*), $other:expr) => {
+        match $data_type {
+            DataType::Int8 => $f::<Int8Type>($($arg),*),
+            DataType::Int16 => $f::<Int16Type>($($arg),*),
+            DataType::Int32 => $f::<Int32Type>($($arg),*),
+            DataType::Int64 => $f::<Int64Type>($($arg),*),
+            DataType::UInt8 => $f::<UInt8Type>($($arg),*),
+            DataType::UInt16 => $f::<UInt16Type>($($arg),*),
+            DataType::UInt32 => $f::<UInt32Type>($($arg),*),
+            DataType::UInt64 => $f::<UInt64Type>($($arg),*),
+            DataType::Float32 => $f::<Float32Type>($($arg),*),
+            DataType::Float64 => $f::<Float64Type>($($arg),*),
+            DataType::Date32 => $f::<Date32Type>($($arg),*),
+            DataType::Date64 => $f::<Date64Type>($($arg),*),
+            _ => $other,
+        }
+    };
+}
+
 // ---- Direct export -------------------------------------------------------
 //
 // arrow-rs's FFI_ArrowArray::new starts from ArrayData (which `to_data`
 // builds for the purpose) and allocates the buffer list, the pointer list
 // and the private data apart. For the flat layouts (primitives, booleans)
-// ferry exports the array's own buffers with one allocation that holds
-// both the buffers (kept alive until the consumer's release) and their
-// pointers. Other layouts, and slices whose validity and values disagree
-// on the offset, go through FFI_ArrowArray::new.
+// ferry hands the array's own buffers to the core's `ferry_array_init`:
+// one box keeps both arrow buffers alive and the core's release hook drops
+// it (the release callback itself is the core's). Other layouts, and slices whose validity
+// and values disagree on the offset, go through FFI_ArrowArray::new.
 
-/// What a flat export keeps alive: the buffers and the pointer list the C
-/// struct points to.
-struct FlatExport {
-    _buffers: [Option<Buffer>; 2],
-    pointers: [*const std::os::raw::c_void; 2],
+/// A flat array to export: validity `nulls` and `values`, both starting at
+/// bit (or element) `offset` of their buffers.
+struct Flat {
+    length: usize,
+    offset: usize,
+    null_count: usize,
+    validity: Option<Buffer>,
+    values: Buffer,
 }
 
-/// The release callback of a flat export: frees what it kept, once.
-unsafe extern "C" fn release_flat(array: *mut sys::ArrowArray) {
-    if array.is_null() || (*array).release.is_none() {
-        return;
+impl Flat {
+    fn new(length: usize, offset: usize, nulls: Option<&NullBuffer>, values: Buffer) -> Flat {
+        Flat {
+            length,
+            offset,
+            null_count: nulls.map_or(0, |n| n.null_count()),
+            validity: nulls.map(|n| n.buffer().clone()),
+            values,
+        }
     }
-    // Dropping buffers (reference counts) cannot panic.
-    drop(Box::from_raw((*array).private_data as *mut FlatExport));
-    (*array).release = None;
-    (*array).private_data = ptr::null_mut();
-}
 
-/// The C array of validity `nulls` and `values`, both starting at bit
-/// (or element) `offset` of their buffers.
-fn flat_array(length: usize, offset: usize, nulls: Option<&NullBuffer>, values: Buffer) -> sys::ArrowArray {
-    let validity = nulls.map(|n| n.buffer().clone());
-    let pointers = [
-        validity
-            .as_ref()
-            .map_or(ptr::null(), |b| b.as_ptr() as *const std::os::raw::c_void),
-        values.as_ptr() as *const std::os::raw::c_void,
-    ];
-    let private = Box::into_raw(Box::new(FlatExport {
-        _buffers: [validity, Some(values)],
-        pointers,
-    }));
-    sys::ArrowArray {
-        length: length as i64,
-        null_count: nulls.map_or(0, |n| n.null_count()) as i64,
-        offset: offset as i64,
-        n_buffers: 2,
-        n_children: 0,
-        // SAFETY: the pointer list lives in the box until the release.
-        buffers: unsafe { ptr::addr_of_mut!((*private).pointers) } as *mut *const std::os::raw::c_void,
-        children: ptr::null_mut(),
-        dictionary: ptr::null_mut(),
-        release: Some(release_flat),
-        private_data: private as *mut std::os::raw::c_void,
+    /// Fills released `out` through the core's `ferry_array_init`, whose
+    /// release hook drops the one box that keeps both buffers alive. On
+    /// failure `out` stays released and the buffers are dropped.
+    ///
+    /// # Safety
+    /// `out` must point to a released, writable `ArrowArray`.
+    #[inline]
+    unsafe fn fill(self, out: *mut sys::ArrowArray) -> Result<()> {
+        let Flat {
+            length,
+            offset,
+            null_count,
+            validity,
+            values,
+        } = self;
+        let pointers = [
+            validity.as_ref().map_or(ptr::null(), |b| b.as_ptr() as *const c_void),
+            values.as_ptr() as *const c_void,
+        ];
+        let (hook, owner) = Owner::new(Box::new((validity, values))).into_raw();
+        let (length, offset, null_count) = (length as i64, offset as i64, null_count as i64);
+        let result = crate::error::call(|err| {
+            sys::ferry_array_init(
+                out,
+                length,
+                null_count,
+                offset,
+                2,
+                pointers.as_ptr(),
+                0,
+                Some(hook),
+                owner,
+                err,
+            )
+        });
+        if result.is_err() {
+            // The core did not take the owner.
+            hook(owner);
+        }
+        result
     }
 }
 
-fn flat_primitive<T: ArrowPrimitiveType>(array: &dyn Array) -> Option<sys::ArrowArray> {
+fn flat_primitive<T: ArrowPrimitiveType>(array: &dyn Array) -> Option<Flat> {
     let array = array.as_any().downcast_ref::<PrimitiveArray<T>>()?;
     // The values are already sliced (offset 0); the validity must be too.
     if array.nulls().is_some_and(|n| n.offset() != 0) {
         return None;
     }
-    Some(flat_array(
-        array.len(),
-        0,
-        array.nulls(),
-        array.values().inner().clone(),
-    ))
+    Some(Flat::new(array.len(), 0, array.nulls(), array.values().inner().clone()))
 }
 
 /// The flat export of `array`, or None where FFI_ArrowArray::new must do it.
-fn export_flat(array: &dyn Array) -> Option<sys::ArrowArray> {
-    match array.data_type() {
-        DataType::Int8 => flat_primitive::<Int8Type>(array),
-        DataType::Int16 => flat_primitive::<Int16Type>(array),
-        DataType::Int32 => flat_primitive::<Int32Type>(array),
-        DataType::Int64 => flat_primitive::<Int64Type>(array),
-        DataType::UInt8 => flat_primitive::<UInt8Type>(array),
-        DataType::UInt16 => flat_primitive::<UInt16Type>(array),
-        DataType::UInt32 => flat_primitive::<UInt32Type>(array),
-        DataType::UInt64 => flat_primitive::<UInt64Type>(array),
-        DataType::Float32 => flat_primitive::<Float32Type>(array),
-        DataType::Float64 => flat_primitive::<Float64Type>(array),
-        DataType::Date32 => flat_primitive::<Date32Type>(array),
-        DataType::Date64 => flat_primitive::<Date64Type>(array),
-        DataType::Boolean => {
-            let array = array.as_any().downcast_ref::<BooleanArray>()?;
-            let values = array.values();
-            let offset = values.offset();
-            if array.nulls().is_some_and(|n| n.offset() != offset) {
-                return None;
-            }
-            Some(flat_array(array.len(), offset, array.nulls(), values.inner().clone()))
-        }
-        _ => None,
-    }
-}
-
-/// What a record batch's flat export keeps: the children (each a flat
-/// export of its own, so that a consumer may move one out and release it
-/// apart, as the specification allows) and the lists the parent points to.
-struct BatchExport {
-    children: Box<[sys::ArrowArray]>,
-    child_pointers: Box<[*mut sys::ArrowArray]>,
-    buffers: [*const std::os::raw::c_void; 1],
-}
-
-/// The release callback of a batch export: releases the children still
-/// there (not moved out), then frees what it kept, once.
-unsafe extern "C" fn release_batch(array: *mut sys::ArrowArray) {
-    if array.is_null() || (*array).release.is_none() {
-        return;
-    }
-    let mut private = Box::from_raw((*array).private_data as *mut BatchExport);
-    for child in private.children.iter_mut() {
-        if let Some(release) = child.release {
-            release(child);
-        }
-    }
-    drop(private);
-    (*array).release = None;
-    (*array).private_data = ptr::null_mut();
-}
-
-/// A record batch as a struct array ("+s", no nulls) whose columns are all
-/// flat, or None where FFI_ArrowArray::new must do it.
-fn export_batch_flat(batch: &RecordBatch) -> Option<sys::ArrowArray> {
-    let mut children = Vec::with_capacity(batch.num_columns());
-    for column in batch.columns() {
-        match export_flat(column.as_ref()) {
-            Some(child) => children.push(child),
-            None => {
-                for mut child in children {
-                    // SAFETY: each is a live flat export of ours.
-                    unsafe { release_flat(&mut child) };
+#[inline]
+fn export_flat(array: &dyn Array) -> Option<Flat> {
+    primitive_or!(
+        array.data_type(),
+        flat_primitive(array),
+        match array.data_type() {
+            DataType::Boolean => {
+                let array = array.as_any().downcast_ref::<BooleanArray>()?;
+                let values = array.values();
+                let offset = values.offset();
+                if array.nulls().is_some_and(|n| n.offset() != offset) {
+                    return None;
                 }
-                return None;
+                Some(Flat::new(array.len(), offset, array.nulls(), values.inner().clone()))
             }
+            _ => None,
+        }
+    )
+}
+
+/// Exports `array` into released `out` as a CPU array: flat through the
+/// core's `ferry_array_init`, anything else through FFI_ArrowArray::new.
+///
+/// # Safety
+/// `out` must point to a released, writable `ArrowDeviceArray`.
+unsafe fn export_array_into(array: &dyn Array, out: *mut sys::ArrowDeviceArray) -> Result<()> {
+    if let Some(flat) = export_flat(array) {
+        flat.fill(ptr::addr_of_mut!((*out).array))?;
+        write_device_fields(out, DeviceType::CPU.raw(), -1, ptr::null_mut());
+        return Ok(());
+    }
+    let data = array.to_data();
+    let ffi_array = guard_quiet("arrow cannot export the array", || Ok(FFI_ArrowArray::new(&data)))?;
+    export_ffi_into(ffi_array, out)
+}
+
+/// Exports a record batch into released `out` as a struct array ("+s", no
+/// nulls, no schema). When every column is flat, the core's
+/// `ferry_array_init` makes the parent and each column is a child of its
+/// own (a consumer may move one out and release it apart, as the
+/// specification allows); else arrow's export of the batch, as arrow-rs's
+/// own stream exporter hands it out.
+///
+/// # Safety
+/// `out` must point to a released, writable `ArrowDeviceArray`.
+unsafe fn export_batch_into(batch: &RecordBatch, out: *mut sys::ArrowDeviceArray) -> Result<()> {
+    let parent = ptr::addr_of_mut!((*out).array);
+    let columns = batch.columns();
+    let no_buffer = [ptr::null::<c_void>()];
+    crate::error::call(|err| {
+        let (rows, n) = (batch.num_rows() as i64, columns.len() as i64);
+        sys::ferry_array_init(parent, rows, 0, 0, 1, no_buffer.as_ptr(), n, None, ptr::null_mut(), err)
+    })?;
+    for (i, column) in columns.iter().enumerate() {
+        let Some(child) = export_flat(column.as_ref()) else {
+            sys::ferry_array_release(parent);
+            let ffi_array = guard_quiet("arrow cannot export the batch", || {
+                Ok(FFI_ArrowArray::new(&StructArray::from(batch.clone()).into_data()))
+            })?;
+            return export_ffi_into(ffi_array, out);
+        };
+        // On failure the child is left released, which the parent's release skips.
+        if let Err(e) = child.fill(sys::ferry_array_child(parent, i as i64)) {
+            sys::ferry_array_release(parent);
+            return Err(e);
         }
     }
-    let mut children = children.into_boxed_slice();
-    let child_pointers: Box<[*mut sys::ArrowArray]> = children.iter_mut().map(|c| c as *mut sys::ArrowArray).collect();
-    let n_children = children.len() as i64;
-    let private = Box::into_raw(Box::new(BatchExport {
-        children,
-        child_pointers,
-        buffers: [ptr::null()],
-    }));
-    // SAFETY: `private` is ours until the release; the boxed slices do not
-    // move when the box does.
-    unsafe {
-        Some(sys::ArrowArray {
-            length: batch.num_rows() as i64,
-            null_count: 0,
-            offset: 0,
-            n_buffers: 1,
-            n_children,
-            buffers: (*private).buffers.as_mut_ptr(),
-            children: (*private).child_pointers.as_mut_ptr(),
-            dictionary: ptr::null_mut(),
-            release: Some(release_batch),
-            private_data: private as *mut std::os::raw::c_void,
-        })
-    }
+    write_device_fields(out, DeviceType::CPU.raw(), -1, ptr::null_mut());
+    Ok(())
 }
 
 // ---- Direct import -------------------------------------------------------
@@ -599,34 +585,26 @@ unsafe fn direct(raw: &sys::ArrowArray, data_type: &DataType, owner: &Arc<FFI_Ar
     if raw.length < 0 || raw.offset < 0 || raw.length == 0 || !raw.dictionary.is_null() || raw.buffers.is_null() {
         return None;
     }
-    match data_type {
-        DataType::Int8 => c_primitive::<Int8Type>(raw, owner),
-        DataType::Int16 => c_primitive::<Int16Type>(raw, owner),
-        DataType::Int32 => c_primitive::<Int32Type>(raw, owner),
-        DataType::Int64 => c_primitive::<Int64Type>(raw, owner),
-        DataType::UInt8 => c_primitive::<UInt8Type>(raw, owner),
-        DataType::UInt16 => c_primitive::<UInt16Type>(raw, owner),
-        DataType::UInt32 => c_primitive::<UInt32Type>(raw, owner),
-        DataType::UInt64 => c_primitive::<UInt64Type>(raw, owner),
-        DataType::Float32 => c_primitive::<Float32Type>(raw, owner),
-        DataType::Float64 => c_primitive::<Float64Type>(raw, owner),
-        DataType::Date32 => c_primitive::<Date32Type>(raw, owner),
-        DataType::Date64 => c_primitive::<Date64Type>(raw, owner),
-        DataType::Boolean => {
-            if raw.n_buffers != 2 {
-                return None;
+    primitive_or!(
+        data_type,
+        c_primitive(raw, owner),
+        match data_type {
+            DataType::Boolean => {
+                if raw.n_buffers != 2 {
+                    return None;
+                }
+                let nulls = c_nulls(raw, owner)?;
+                let (offset, length) = (raw.offset as usize, raw.length as usize);
+                let values = c_buffer(*raw.buffers.add(1), offset.checked_add(length)?.div_ceil(8), 1, owner)?;
+                Some(Arc::new(BooleanArray::new(
+                    BooleanBuffer::new(values, offset, length),
+                    nulls,
+                )))
             }
-            let nulls = c_nulls(raw, owner)?;
-            let (offset, length) = (raw.offset as usize, raw.length as usize);
-            let values = c_buffer(*raw.buffers.add(1), offset.checked_add(length)?.div_ceil(8), 1, owner)?;
-            Some(Arc::new(BooleanArray::new(
-                BooleanBuffer::new(values, offset, length),
-                nulls,
-            )))
+            DataType::Struct(fields) => Some(Arc::new(c_struct(raw, fields, owner)?)),
+            _ => None,
         }
-        DataType::Struct(fields) => Some(Arc::new(c_struct(raw, fields, owner)?)),
-        _ => None,
-    }
+    )
 }
 
 /// The struct array of `raw` (see [`direct`]), its children sliced by its
@@ -810,16 +788,7 @@ where
             // from_arrow_reader. Built in the consumer's struct.
             // SAFETY: the slot is released and lent to us for this call.
             Some(Ok(_)) if slot.is_filled() => Err(Error::invalid("the slot already holds a batch")),
-            Some(Ok(batch)) => unsafe {
-                let out = slot.as_mut_ptr();
-                match export_batch_flat(&batch) {
-                    Some(flat) => {
-                        ptr::write(ptr::addr_of_mut!((*out).array), flat);
-                        upgrade_in_place(out)
-                    }
-                    None => export_ffi_into(batch_ffi(batch)?, out),
-                }
-            },
+            Some(Ok(batch)) => unsafe { export_batch_into(&batch, slot.as_mut_ptr()) },
         }
     }
 }

@@ -12,7 +12,8 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.ipc.ArrowReader;
 
 /**
- * Hostile producers (src/test/c/ferry_jni_hostile.c) through every public import
+ * Hostile producers (the catalogue of tests/hostile, the one library every
+ * binding's hostile suite loads) through every public import
  * path of the binding: arrays (DeviceArray.importFrom at each validation level,
  * the views, validate and findings, the Arrow Java bridge) and streams (next,
  * nextOn, the cursor, the Arrow Java reader). Each lie must come back as a
@@ -24,21 +25,52 @@ import org.apache.arrow.vector.ipc.ArrowReader;
 final class HostileCases {
   private HostileCases() {}
 
-  /** One hostile array case of the C table. */
-  record Case(int index, String name, String needle, boolean fullOnly) {}
+  /** What a consumer must do with a case (ferry_hostile.h). */
+  static final int REFUSED = 0;
+  static final int FULL = 1;
+  static final int READER = 2;
+  /** Flag: the lie is about what nobody reads; the values read fine. */
+  static final int READABLE = 1;
+
+  /** One array case of the catalogue: its name, what a consumer must do, and
+   *  the finding ("rule: where" and a part of the message). */
+  record Case(String name, int kind, int flags, String where, String needle) {}
 
   static List<Case> cases() {
     int n = Testing.hostileCaseCount();
     Case[] out = new Case[n];
     for (int k = 0; k < n; k++) {
       String[] parts = Testing.hostileCase(k).split("\u001f", -1);
-      out[k] = new Case(k, parts[0], parts[1], parts[2].equals("1"));
+      out[k] = new Case(parts[0], Integer.parseInt(parts[1]), Integer.parseInt(parts[2]),
+          parts[3], parts[4]);
+    }
+    return List.of(out);
+  }
+
+  /** One stream case: where the lie is met (0 get_schema, n the n-th pull),
+   *  the validation level that finds it, the errno and a part of the message. */
+  record StreamCase(String name, int at, int level, int code, String needle) {}
+
+  static List<StreamCase> streamCases() {
+    int n = Testing.hostileStreamCount();
+    StreamCase[] out = new StreamCase[n];
+    for (int k = 0; k < n; k++) {
+      String[] parts = Testing.hostileStreamCase(k).split("\u001f", -1);
+      out[k] = new StreamCase(parts[0], Integer.parseInt(parts[1]), Integer.parseInt(parts[2]),
+          Integer.parseInt(parts[3]), parts[4]);
     }
     return List.of(out);
   }
 
   static void check(boolean condition, String message) {
     if (!condition) throw new AssertionError(message);
+  }
+
+  /** A FerryException (EINVAL, or ENODEV for a device ferry does not know) whose
+   *  message mentions the case's finding: its "rule: where" and its needle. */
+  static void checkFinding(RuntimeException e, Case c, String what) {
+    checkMentions(e, c.where(), what);
+    checkMentions(e, c.needle(), what);
   }
 
   /** A FerryException (EINVAL, or ENODEV for a device ferry does not know) whose
@@ -68,17 +100,13 @@ final class HostileCases {
     Testing.hostileReset();
   }
 
-  /** The producer's structs of case k (heap), and their cleanup. */
+  /** The producer's structs of case {@code name} (heap), and their cleanup. */
   private static final class Structs implements AutoCloseable {
     final long schema = FerryNative.ferry_schema_new();
     final long array = FerryNative.ferry_device_array_new();
 
-    Structs(int k) {
-      Testing.hostileArray(k, schema, array);
-    }
-
-    Structs() {
-      Testing.hostileHugeArray(schema, array);
+    Structs(String name) {
+      check(Testing.hostileArray(name, schema, array) == 0, name + ": not in the catalogue");
     }
 
     @Override
@@ -104,24 +132,24 @@ final class HostileCases {
 
   static void arrayCase(Case c, BufferAllocator allocator) {
     String what = c.name();
-    if (!c.fullOnly()) {
+    if (c.kind() == REFUSED) {
       // The default import refuses it with the validator's finding.
-      try (Structs s = new Structs(c.index())) {
+      try (Structs s = new Structs(c.name())) {
         RuntimeException e = thrown(() -> DeviceArray.importFrom(s.array, s.schema).close(),
             what + ": importFrom");
-        checkMentions(e, c.needle(), what + ": importFrom");
+        checkFinding(e, c, what + ": importFrom");
       }
       checkAllReleased(what + ": importFrom");
       // Trusted (NONE): validation reports it, the accessors never read past
       // what the array declares, and Arrow Java never sees it.
-      try (Structs s = new Structs(c.index());
+      try (Structs s = new Structs(c.name());
           DeviceArray a = DeviceArray.importFrom(s.array, s.schema, Validation.NONE)) {
         List<Finding> findings = a.findings(Validation.DEFAULT);
         check(!findings.isEmpty(), what + ": no finding");
-        check(findings.stream().anyMatch(f -> f.toString().toLowerCase(Locale.ROOT)
-            .contains(c.needle().toLowerCase(Locale.ROOT))), what + ": findings " + findings);
-        checkMentions(thrown(() -> a.validate(Validation.DEFAULT), what + ": validate"),
-            c.needle(), what + ": validate");
+        check(findings.stream().anyMatch(f -> f.toString().contains(c.needle())),
+            what + ": findings " + findings);
+        checkFinding(thrown(() -> a.validate(Validation.DEFAULT), what + ": validate"), c,
+            what + ": validate");
         try {
           readAll(a.root(), 3);
         } catch (FerryException | IndexOutOfBoundsException | ArithmeticException e) {
@@ -132,91 +160,103 @@ final class HostileCases {
         check(e instanceof FerryException, what + ": toVector threw " + e);
       }
       checkAllReleased(what + ": trusted import");
-    } else {
+    } else if (c.kind() == FULL) {
       // A content lie: structure is fine, FULL finds it.
-      try (Structs s = new Structs(c.index());
+      try (Structs s = new Structs(c.name());
           DeviceArray a = DeviceArray.importFrom(s.array, s.schema)) {
-        checkMentions(thrown(() -> a.validate(Validation.FULL), what + ": validate(FULL)"),
-            c.needle(), what + ": validate(FULL)");
+        checkFinding(thrown(() -> a.validate(Validation.FULL), what + ": validate(FULL)"), c,
+            what + ": validate(FULL)");
         check(!a.findings(Validation.FULL).isEmpty(), what + ": no FULL finding");
         RuntimeException e = thrown(() -> ArrowJava.toVector(a, allocator).close(),
             what + ": ArrowJava.toVector");
-        checkMentions(e, c.needle(), what + ": toVector");
+        checkFinding(e, c, what + ": toVector");
         check(e.getMessage().startsWith("the array fails validation: "), what + ": " + e);
         check(!a.isClosed(), what + ": a refused toVector leaves the array open");
       }
       checkAllReleased(what + ": content lie");
-      try (Structs s = new Structs(c.index())) {
-        checkMentions(thrown(() -> DeviceArray.importFrom(s.array, s.schema, Validation.FULL),
-            what + ": importFrom(FULL)"), c.needle(), what + ": importFrom(FULL)");
+      try (Structs s = new Structs(c.name())) {
+        checkFinding(thrown(() -> DeviceArray.importFrom(s.array, s.schema, Validation.FULL),
+            what + ": importFrom(FULL)"), c, what + ": importFrom(FULL)");
       }
       checkAllReleased(what + ": importFrom(FULL)");
+    } else {
+      // A length no buffer can back: DEFAULT cannot tell (no sizes travel on
+      // the CPU), so the accessors refuse it instead of reading.
+      try (Structs s = new Structs(c.name());
+          DeviceArray a = DeviceArray.importFrom(s.array, s.schema)) {
+        RuntimeException e = thrown(() -> readAll(a.root(), 1), what + ": readAll");
+        check(e instanceof FerryException || e instanceof IndexOutOfBoundsException
+            || e instanceof ArithmeticException, what + ": readAll threw " + e);
+      }
+      checkAllReleased(what + ": reader");
     }
   }
 
-  /** int32 of 2^62 elements: its byte size overflows int64; nothing reads it. */
+  /** int32 of 2^62 elements: its byte size overflows int64; the import says so. */
   static void hugeArray() {
-    try (Structs s = new Structs()) {
-      DeviceArray a;
-      try {
-        a = DeviceArray.importFrom(s.array, s.schema);
-      } catch (FerryException e) {
-        checkMentions(e, "overflow", "2^62 int32: importFrom");
-        checkAllReleased("2^62 int32");
-        return;
-      }
-      try (a) {
-        checkMentions(thrown(() -> a.buffer(1), "2^62 int32: buffer(1)"), "int64",
-            "2^62 int32: buffer(1)");
-      }
+    try (Structs s = new Structs("int32_huge")) {
+      checkMentions(thrown(() -> DeviceArray.importFrom(s.array, s.schema).close(),
+          "2^62 int32: importFrom"), "overflow", "2^62 int32: importFrom");
     }
     checkAllReleased("2^62 int32");
   }
 
-  /** Every kind of hostile stream through next, nextOn and the cursor. */
+  /** Pulls one batch of {@code s} the way {@code path} says (0 next, 1 nextOn, 2 the
+   *  cursor); false at the end of the stream. */
+  private static boolean pull(DeviceArrayStream s, DeviceArrayStream.Cursor cursor, int path) {
+    if (path == 0) {
+      DeviceArray batch = s.next();
+      if (batch == null) return false;
+      batch.close();
+      return true;
+    } else if (path == 1) {
+      DeviceArray batch = s.nextOn(0);
+      if (batch == null) return false;
+      batch.close();
+      return true;
+    }
+    return cursor.advance();
+  }
+
+  /** Every hostile stream of the catalogue through next, nextOn and the cursor:
+   *  the pull where the catalogue says fails with its errno and message. */
   static void streams(BufferAllocator allocator) {
-    String[] needles = {"released schema", "device type", "buffer", "the hostile producer broke",
-        "format", "offset"};
-    // A producer breaking the protocol (a released schema on success) is the
-    // core's EIO, like a failing producer; a malformed answer is EINVAL.
-    int[] codes = {FerryException.EIO, FerryException.EINVAL, FerryException.EINVAL,
-        FerryException.EIO, FerryException.EINVAL, FerryException.EINVAL};
-    for (int kind = 0; kind < Testing.hostileStreamCount(); kind++) {
-      String what = "stream kind " + kind;
-      String needle = needles[kind];
-      boolean contentLie = kind == 5;
-      int expectedCode = codes[kind];
+    for (StreamCase c : streamCases()) {
       for (int path = 0; path < 3; path++) {
+        String what = "stream " + c.name() + " path " + path;
         long address = FerryNative.ferry_array_stream_new();
-        Testing.hostileStream(kind, address);
-        Validation level = contentLie ? Validation.FULL : Validation.DEFAULT;
+        check(Testing.hostileStream(c.name(), address) == 0, what + ": not in the catalogue");
+        Validation level = c.level() == 1 ? Validation.FULL : Validation.DEFAULT;
         final int p = path;
+        int[] pulls = {0};
         try (DeviceArrayStream s = DeviceArrayStream.importFrom(address, level)) {
           RuntimeException e = thrown(() -> {
-            if (p == 0) {
-              s.next().close();
-            } else if (p == 1) {
-              s.nextOn(0).close();
-            } else {
+            if (p == 2) {
               try (DeviceArrayStream.Cursor cursor = s.cursor()) {
-                cursor.advance();
+                while (pulls[0]++ < 8 && pull(s, cursor, p)) {}
               }
+            } else {
+              while (pulls[0]++ < 8 && pull(s, null, p)) {}
             }
-          }, what + " path " + p);
-          check(e instanceof FerryException, what + " path " + p + ": " + e);
+          }, what);
+          check(e instanceof FerryException, what + ": " + e);
           FerryException f = (FerryException) e;
-          check(f.code() == expectedCode, what + " path " + p + ": " + f);
-          check(f.getMessage().contains(needle), what + " path " + p + ": \"" + f.getMessage()
-              + "\" does not mention \"" + needle + "\"");
+          // A lie in the schema is met by the first pull, or by the cursor's
+          // creation (which reads the schema) before any.
+          check(c.at() == 0 ? pulls[0] <= 1 : pulls[0] == c.at(),
+              what + ": failed at pull " + pulls[0]);
+          check(f.code() == c.code(), what + ": " + f);
+          check(f.getMessage().contains(c.needle()), what + ": \"" + f.getMessage()
+              + "\" does not mention \"" + c.needle() + "\"");
         } finally {
           FerryNative.ferry_array_stream_free(address);
         }
-        checkAllReleased(what + " path " + path);
+        checkAllReleased(what);
       }
     }
     // The content lie through Arrow Java's reader: validated before Arrow reads it.
     long address = FerryNative.ferry_array_stream_new();
-    Testing.hostileStream(5, address);
+    check(Testing.hostileStream("content_lie", address) == 0, "content_lie");
     try (DeviceArrayStream s = DeviceArrayStream.importFrom(address);
         ArrowReader reader = ArrowJava.toReader(s, allocator)) {
       try {

@@ -95,27 +95,25 @@ public final class Testing {
     floorFill(out);
   }
 
-  // ---- hostile producers (src/test/c/ferry_jni_hostile.c)
+  // ---- hostile producers (tests/hostile, through src/test/c/ferry_jni_hostile.c)
 
-  /** Number of hostile array cases. */
+  /** Number of hostile array cases in the catalogue. */
   public static native int hostileCaseCount();
 
-  /** "name\037needle\037full_only" of case k (full_only 1: only FULL finds it). */
+  /** "name\037kind\037flags\037where\037needle" of case k (see ferry_hostile.h). */
   public static native String hostileCase(int k);
 
-  /** Fills the released structs with hostile case k. */
-  public static native void hostileArray(int k, long schemaOut, long arrayOut);
+  /** Fills the released structs with the case called name; 0 or an errno. */
+  public static native int hostileArray(String name, long schemaOut, long arrayOut);
 
-  /** Fills the released structs with an int32 array declaring 2^62 elements. */
-  public static native void hostileHugeArray(long schemaOut, long arrayOut);
-
-  /** Number of hostile stream kinds. */
+  /** Number of hostile stream cases. */
   public static native int hostileStreamCount();
 
-  /** A hostile stream of {@code kind}: 0 released schema, 1 a batch on another
-   *  device, 2 a malformed batch, 3 get_next fails (EIO, "the hostile producer
-   *  broke"), 4 an invalid format, 5 batches with decreasing utf8 offsets. */
-  public static native void hostileStream(int kind, long streamOut);
+  /** "name\037at\037level\037code\037needle" of stream case k (see ferry_hostile.h). */
+  public static native String hostileStreamCase(int k);
+
+  /** Fills the released stream with the stream case called name; 0 or an errno. */
+  public static native int hostileStream(String name, long streamOut);
 
   /** Hostile nodes and streams made and not released. */
   public static native long hostileLive();
@@ -123,6 +121,6 @@ public final class Testing {
   /** Releases of hostile nodes that were released already. */
   public static native long hostileReleasedAgain();
 
-  /** Frees every hostile node (none may be live) and clears the counters. */
+  /** Frees every released hostile node (when none is live) and clears the counters. */
   public static native void hostileReset();
 }
