@@ -555,6 +555,10 @@ func (d *DeviceArray) ExportTo(dst unsafe.Pointer, schemaDst unsafe.Pointer) err
 		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: destination array is not released")
 	}
 	if schemaDst != nil {
+		// Disarmed before the schema leaves d: the cleanup a collection
+		// may be registering reads the embedded schema's struct (as in
+		// move).
+		d.guard.disarm()
 		_ = d.schema.ExportTo(schemaDst) // checked above: cannot fail
 		d.schema = nil
 	}

@@ -79,7 +79,7 @@ func ImportCArray(array, schema unsafe.Pointer, opts ...Options) (arrow.Field, a
 					giveRaw(raw) // releases it
 					return arrow.Field{}, nil, err
 				}
-				return f, wrapFlat(dt, raw, p), nil
+				return f, wrapFlat(dt, raw, nil, p), nil
 			}
 			var out arrow.Array
 			err = contained("ImportCArray", func() (err error) {

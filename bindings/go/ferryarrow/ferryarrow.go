@@ -197,12 +197,19 @@ func ToArrow(a *ferry.DeviceArray, opts ...Options) (arrow.Array, error) {
 			return nil, err
 		}
 		if ok {
-			raw := takeRaw()
-			if err := a.ExportTo(raw, nil); err != nil {
-				giveRaw(raw)
-				return nil, err
+			// The schema moves along and is released with the array, in
+			// the same cgo call; a stream's batch owns no schema (its
+			// stream does), so it moves alone.
+			raw, rawSchema := takeRaw(), takeRawSchema()
+			if a.ExportTo(raw, rawSchema) != nil {
+				giveRawSchema(rawSchema)
+				rawSchema = nil
+				if err := a.ExportTo(raw, nil); err != nil {
+					giveRaw(raw)
+					return nil, err
+				}
 			}
-			return wrapFlat(dt, raw, p), nil
+			return wrapFlat(dt, raw, rawSchema, p), nil
 		}
 	}
 	return importArray(a, func(raw *cdata.CArrowArray) (arrow.Array, error) {
@@ -312,6 +319,28 @@ func giveRaw(raw unsafe.Pointer) {
 		return
 	}
 	ferry.FreeRawDeviceArray(raw)
+}
+
+// spareRawSchema is spareRaw for ArrowSchema structs (the schema a direct
+// conversion keeps until its array's release).
+var spareRawSchema atomic.Pointer[byte]
+
+func takeRawSchema() unsafe.Pointer {
+	if p := spareRawSchema.Swap(nil); p != nil {
+		return unsafe.Pointer(p)
+	}
+	return ferry.NewRawSchema()
+}
+
+// giveRawSchema is giveRaw for a schema struct from takeRawSchema.
+func giveRawSchema(raw unsafe.Pointer) {
+	if (*cSchema)(raw).Release == nil {
+		if old := spareRawSchema.Swap((*byte)(raw)); old != nil {
+			ferry.FreeRawSchema(unsafe.Pointer(old))
+		}
+		return
+	}
+	ferry.FreeRawSchema(raw)
 }
 
 // importArray moves a (validated) out into a C struct and lets imp hand it

@@ -2,6 +2,13 @@ package ferryarrow
 
 /*
 #include "ferry/ferry.h"
+
+// Releases the array moved into `array` and, when not 0, the schema moved
+// into `schema`: one crossing for both.
+static void ferryarrow_release_flat(uintptr_t array, uintptr_t schema) {
+  ferry_device_array_release((struct ArrowDeviceArray*)array);
+  if (schema != 0) ferry_schema_release((struct ArrowSchema*)schema);
+}
 */
 import "C"
 
@@ -25,13 +32,14 @@ import (
 // layout goes through cdata.
 
 // flatOwner holds the moved array (an ArrowDeviceArray struct in C
-// memory, raw) while arrow-go buffers point into it: each buffer's Free
-// counts down and the last releases the array through its producer (one
-// cgo call) and keeps the emptied struct for the next conversion. The
-// buffers are immutable views, so arrow-go never asks it to allocate.
+// memory, raw) and its schema (rawSchema, or nil) while arrow-go buffers
+// point into the array: each buffer's Free counts down and the last
+// releases both through their producer (one cgo call) and keeps the
+// emptied structs for the next conversion. The buffers are immutable views,
+// so arrow-go never asks it to allocate.
 type flatOwner struct {
-	raw  unsafe.Pointer
-	live atomic.Int32
+	raw, rawSchema unsafe.Pointer
+	live           atomic.Int32
 }
 
 func (*flatOwner) Allocate(int) []byte {
@@ -44,8 +52,11 @@ func (*flatOwner) Reallocate(int, []byte) []byte {
 
 func (o *flatOwner) Free([]byte) {
 	if o.live.Add(-1) == 0 {
-		C.ferry_device_array_release((*C.struct_ArrowDeviceArray)(o.raw))
+		C.ferryarrow_release_flat(C.uintptr_t(uintptr(o.raw)), C.uintptr_t(uintptr(o.rawSchema)))
 		giveRaw(o.raw)
+		if o.rawSchema != nil {
+			giveRawSchema(o.rawSchema)
+		}
 	}
 }
 
@@ -131,11 +142,12 @@ func planFlat(where string, dt arrow.DataType, v *cArray) (p flatPlan, ok bool, 
 
 // wrapFlat builds arrow-go's array of type dt over the array moved into raw
 // (an ArrowDeviceArray struct in C memory, planned by planFlat), whose
-// buffers then own raw.
-func wrapFlat(dt arrow.DataType, raw unsafe.Pointer, p flatPlan) arrow.Array {
+// buffers then own raw and rawSchema (its schema moved into a struct of
+// takeRawSchema, or nil).
+func wrapFlat(dt arrow.DataType, raw, rawSchema unsafe.Pointer, p flatPlan) arrow.Array {
 	v := (*cArray)(raw)
 	ptrs := unsafe.Slice((*unsafe.Pointer)(v.Buffers), p.n)
-	owner := &flatOwner{raw: raw}
+	owner := &flatOwner{raw: raw, rawSchema: rawSchema}
 	owner.live.Store(1) // held until every buffer is wrapped
 	buffers := make([]*memory.Buffer, p.n)
 	for i := range buffers {
