@@ -27,6 +27,30 @@ user() {
   done
   env "${unset_args[@]}" "$@"
 }
+# need_core: ends the test with a failure when the core is not built.
+need_core() {
+  [ -f "$BUILD/lib/libferry.so" ] && return 0
+  echo "$EXAMPLE example: $BUILD/lib/libferry.so is missing: build the core first (scripts/build.sh)"
+  echo "0 passed, 1 failed"
+  exit 1
+}
+# copy_example EXCLUDE...: copies the example (this folder but test.sh and
+# each EXCLUDE, a build output) out of the tree into $app, as a new user has it.
+copy_example() {
+  local excludes=(--exclude=./test.sh) name
+  for name in "$@"; do excludes+=("--exclude=./$name"); done
+  app="$tmp/ferry-example"
+  mkdir -p "$app"
+  (cd "$HERE" && tar cf - "${excludes[@]}" .) | (cd "$app" && tar xf -)
+}
+# prints DIR DEVICE_PATTERN CMD...: 0 when CMD, run in DIR, succeeds and its
+# output (kept in $tmp/out) passes the caller's `expect_output FILE
+# DEVICE_PATTERN`; the output is in $log either way.
+prints() {
+  local dir="$1" device="$2"
+  shift 2
+  (cd "$dir" && "$@") >"$log" 2>&1 && cp "$log" "$tmp/out" && expect_output "$tmp/out" "$device"
+}
 # expect_lines FILE PATTERN...: 0 when every extended regex PATTERN matches a
 # line of FILE; each one that does not is written to $log.
 expect_lines() {

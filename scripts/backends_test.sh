@@ -57,6 +57,28 @@ mkdir -p "$EMU"
 CFLAGS=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -O1 -g)
 
 # --- 1. signatures against the real headers -----------------------------------
+# signatures_check NAME HEADER CHECK EDIT WRONG FUNCTION FLAGS...: ferry's
+# declarations (core/src/HEADER) compile against the real header in
+# core/gpu_check/CHECK, and the check must bite: HEADER changed by the sed
+# expression EDIT (WRONG says what it then is) must fail it, naming FUNCTION.
+signatures_check() {
+  local name="$1" header="$2" check="$3" edit="$4" wrong_what="$5" function="$6" wrong
+  shift 6
+  run "$name" "$CC" -std=c11 -Wall -Wextra -Werror -I "$ROOT/core/src" "$@" \
+    -fsyntax-only "$ROOT/core/gpu_check/$check"
+  wrong="$(mktemp -d)"
+  sed "$edit" "$ROOT/core/src/$header" >"$wrong/$header"
+  if ! cmp -s "$ROOT/core/src/$header" "$wrong/$header" &&
+     ! "$CC" -std=c11 -I "$wrong" -I "$ROOT/core/src" "$@" -fsyntax-only \
+       "$ROOT/core/gpu_check/$check" >"$log" 2>&1 &&
+     grep -q "$function differs" "$log"; then
+    pass "$wrong_what fails the check ($function)"
+  else
+    fail "$wrong_what was not caught"; sed 's/^/    | /' "$log" | tail -n 20
+  fi
+  rm -rf "$wrong"
+}
+
 cuda_include=""
 for dir in "${FERRY_CUDA_INCLUDE_DIR:-}" "$BUILD/deps/cuda/include" "$ROOT/build/deps/cuda/include" \
            /usr/local/cuda/include; do
@@ -67,22 +89,10 @@ if [ -z "$cuda_include" ] && bash "$ROOT/scripts/deps.d/cuda_headers.sh" >"$log"
   cuda_include="$BUILD/deps/cuda/include"
 fi
 if [ -n "$cuda_include" ]; then
-  run "CUDA declarations match cuda.h ($cuda_include)" \
-    "$CC" -std=c11 -Wall -Wextra -Werror -I "$ROOT/core/src" -I "$cuda_include" \
-    -fsyntax-only "$ROOT/core/gpu_check/cuda_signatures_check.c"
-  # The check must bite: drop a `const` from one of ferry's declarations.
-  wrong="$(mktemp -d)"
-  sed 's/(ferry_CUdeviceptr dst, const void\* src/(ferry_CUdeviceptr dst, void* src/' \
-    "$ROOT/core/src/cuda_driver_api.h" >"$wrong/cuda_driver_api.h"
-  if grep -q 'ferry_CUdeviceptr dst, void\* src' "$wrong/cuda_driver_api.h" &&
-     ! "$CC" -std=c11 -I "$wrong" -I "$ROOT/core/src" -I "$cuda_include" -fsyntax-only \
-       "$ROOT/core/gpu_check/cuda_signatures_check.c" >"$log" 2>&1 &&
-     grep -q "cuMemcpyHtoDAsync_v2 differs from cuda.h" "$log"; then
-    pass "a wrong CUDA declaration fails the check (cuMemcpyHtoDAsync_v2)"
-  else
-    fail "a wrong CUDA declaration was not caught"; sed 's/^/    | /' "$log" | tail -n 20
-  fi
-  rm -rf "$wrong"
+  signatures_check "CUDA declarations match cuda.h ($cuda_include)" cuda_driver_api.h \
+    cuda_signatures_check.c \
+    's/(ferry_CUdeviceptr dst, const void\* src/(ferry_CUdeviceptr dst, void* src/' \
+    "a wrong CUDA declaration" cuMemcpyHtoDAsync_v2 -I "$cuda_include"
 elif in_ci; then
   fail "cuda.h not found and scripts/deps.d/cuda_headers.sh could not install it (CI needs it)"
   sed 's/^/    | /' "$log" | tail -n 20
@@ -91,20 +101,9 @@ else
 fi
 
 if [ -f /usr/include/hip/hip_runtime_api.h ]; then
-  run "HIP declarations match hip/hip_runtime_api.h" \
-    "$CC" -std=c11 -Wall -Wextra -Werror -D__HIP_PLATFORM_AMD__ -I "$ROOT/core/src" \
-    -fsyntax-only "$ROOT/core/gpu_check/hip_signatures_check.c"
-  wrong="$(mktemp -d)"
-  sed 's/X(hipSetDevice, (int device))/X(hipSetDevice, (long device))/' \
-    "$ROOT/core/src/hip_runtime_decls.h" >"$wrong/hip_runtime_decls.h"
-  if ! "$CC" -std=c11 -D__HIP_PLATFORM_AMD__ -I "$wrong" -I "$ROOT/core/src" -fsyntax-only \
-       "$ROOT/core/gpu_check/hip_signatures_check.c" >"$log" 2>&1 &&
-     grep -q "hipSetDevice differs" "$log"; then
-    pass "a wrong HIP declaration fails the check (hipSetDevice)"
-  else
-    fail "a wrong HIP declaration was not caught"; sed 's/^/    | /' "$log" | tail -n 20
-  fi
-  rm -rf "$wrong"
+  signatures_check "HIP declarations match hip/hip_runtime_api.h" hip_runtime_decls.h \
+    hip_signatures_check.c 's/X(hipSetDevice, (int device))/X(hipSetDevice, (long device))/' \
+    "a wrong HIP declaration" hipSetDevice -D__HIP_PLATFORM_AMD__
 elif in_ci; then
   fail "hip/hip_runtime_api.h missing (apt-get install libamdhip64-dev; scripts/deps.sh all)"
 else

@@ -9,11 +9,8 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 LOGS="$BUILD/plugin-logs"
 mkdir -p "$LOGS"
-runtimes=("$@")
-# shellcheck disable=SC2207
-[ "${#runtimes[@]}" -eq 0 ] && runtimes=($(ferry_runtimes))
 status=0
-for name in "${runtimes[@]}"; do
+for name in $(ferry_runtimes_or "$@"); do
   builder="$(ferry_runtime_builder "$name")"
   plugin="$BUILD/plugins/libferry_it_$name.so"
   if [ -z "$builder" ]; then

@@ -277,38 +277,38 @@ else
   echo "NOTE: no mount namespace (unshare -m): the bundle's loaded libraries are checked instead"
 fi
 
-# 1. CPU and sim: the GPU parts skip loudly, everything else passes.
-if bundle_run cpu-sim -u FERRY_CUDA_LIBRARY -u FERRY_HIP_LIBRARY; then
-  log="$LOG/cpu-sim.log"
-  if grep -Eq '^[0-9]+ passed, 0 failed' "$log" && grep -q 'SKIPPED: no CUDA device' "$log" &&
-     grep -q 'SKIPPED: NO cuda DEVICE' "$log" && grep -q 'demo passed' "$log"; then
-    pass "run.sh on the CPU and sim: $(grep -E '^[0-9]+ passed' "$log" | tail -n 1), GPU parts skipped loudly"
+# Runs the bundle as `bundle_run NAME ENV...` does and judges its log: the run
+# must pass and its log hold every pattern (grep -E) of the array EXPECT.
+# WHAT names the run in the verdict, PASS_TAIL ends the pass line and BAD says
+# what a run that passed without the patterns did.
+bundle_step() {
+  local name="$1" what="$2" pass_tail="$3" bad="$4" log="$LOG/$1.log" pattern complete=1
+  shift 4
+  if bundle_run "$name" "$@"; then
+    for pattern in "${EXPECT[@]}"; do grep -Eq -- "$pattern" "$log" || complete=0; done
+    if [ "$complete" -eq 1 ]; then
+      pass "$what: $(grep -E '^[0-9]+ passed' "$log" | tail -n 1)$pass_tail"
+    else
+      fail "$what passed $bad (log $log)"
+      tail -n 30 "$log" | sed 's/^/    | /'
+    fi
   else
-    fail "run.sh on the CPU and sim passed but its output is not what it should be (log $log)"
-    tail -n 30 "$log" | sed 's/^/    | /'
+    fail "$what (log $log)"
+    grep -E '^(FAILED|FAIL|   \|)' "$log" | head -n 40 | sed 's/^/    | /'
+    tail -n 5 "$log" | sed 's/^/    | /'
   fi
-else
-  fail "run.sh on the CPU and sim (log $LOG/cpu-sim.log)"
-  grep -E '^(FAILED|FAIL|   \|)' "$LOG/cpu-sim.log" | head -n 40 | sed 's/^/    | /'
-  tail -n 5 "$LOG/cpu-sim.log" | sed 's/^/    | /'
-fi
+}
+
+# 1. CPU and sim: the GPU parts skip loudly, everything else passes.
+EXPECT=('^[0-9]+ passed, 0 failed' 'SKIPPED: no CUDA device' 'SKIPPED: NO cuda DEVICE'
+        'demo passed')
+bundle_step cpu-sim "run.sh on the CPU and sim" ", GPU parts skipped loudly" \
+  "but its output is not what it should be" -u FERRY_CUDA_LIBRARY -u FERRY_HIP_LIBRARY
 
 # 2. The driver emulations: the GPU suite, the matrix and conformance on cuda
 # and rocm, the demo on cuda and the handoff benchmark's skip.
-if bundle_run emulated FERRY_CUDA_LIBRARY="$work/emu/libcuda_emu.so" \
-     FERRY_HIP_LIBRARY="$work/emu/libhip_emu.so"; then
-  log="$LOG/emulated.log"
-  if grep -q 'EMULATION' "$log" && grep -q '^== matrix-cuda' "$log" &&
-     grep -q '^== matrix-rocm' "$log" && grep -q 'the demo on cuda' "$log"; then
-    pass "run.sh on the emulated GPUs: $(grep -E '^[0-9]+ passed' "$log" | tail -n 1)"
-  else
-    fail "run.sh on the emulated GPUs passed without running the GPU parts (log $log)"
-    tail -n 30 "$log" | sed 's/^/    | /'
-  fi
-else
-  fail "run.sh on the emulated GPUs (log $LOG/emulated.log)"
-  grep -E '^(FAILED|FAIL|   \|)' "$LOG/emulated.log" | head -n 40 | sed 's/^/    | /'
-  tail -n 5 "$LOG/emulated.log" | sed 's/^/    | /'
-fi
+EXPECT=('EMULATION' '^== matrix-cuda' '^== matrix-rocm' 'the demo on cuda')
+bundle_step emulated "run.sh on the emulated GPUs" "" "without running the GPU parts" \
+  FERRY_CUDA_LIBRARY="$work/emu/libcuda_emu.so" FERRY_HIP_LIBRARY="$work/emu/libhip_emu.so"
 echo "gpu-bundle test: $((SECONDS - start)) s, logs $LOG"
 finish

@@ -80,6 +80,10 @@ ferry_runtime_table() {
 # The runtime names in load order, space-separated.
 ferry_runtimes() { ferry_runtime_table | awk '{print $1}' | paste -sd' ' -; }
 
+# ferry_runtimes_or NAME...: the NAMEs given, or every runtime without one
+# (the default of the scripts that take runtimes as arguments).
+ferry_runtimes_or() { if [ "$#" -gt 0 ]; then echo "$*"; else ferry_runtimes; fi; }
+
 # What builds NAME's plugin: "cmake" or a script relative to the root.
 ferry_runtime_builder() { ferry_runtime_table | awk -v n="$1" '$1 == n {print $2}'; }
 
@@ -128,5 +132,33 @@ need_file() {
   if [ ! -e "$1" ]; then
     echo "FAILED: $2: $1 is missing (scripts/build.sh builds it)" >&2
     return 1
+  fi
+}
+
+# The self-tests' misbehaving plugin (tests/integration/host/selftest), which
+# wraps the C plugin: sets $bad to it and exports the wrapped plugin's path;
+# ends the self-test with a failure when it is not built.
+need_misbehaving_plugin() {
+  bad="$BUILD/it/libferry_it_misbehaving.so"
+  export FERRY_IT_WRAPPED_PLUGIN="$BUILD/plugins/libferry_it_c.so"
+  need_file "$bad" "the self-test plugin" || { fail "self-test plugin"; finish; exit 1; }
+}
+
+# expect_finding MODE PATTERN FINDING WHAT CMD...: with the misbehaving plugin
+# breaking the rule MODE, CMD must exit non-zero and print a line matching
+# PATTERN (grep -E) that contains FINDING; WHAT names that line in the report
+# of a miss ("a FAIL line", "a failure").
+expect_finding() {
+  local mode="$1" pattern="$2" finding="$3" what="$4" out rc
+  shift 4
+  out="$(FERRY_IT_MISBEHAVE="$mode" "$@" 2>&1)"
+  rc=$?
+  # grep reads all of its input (no -q in a pipeline: pipefail and SIGPIPE).
+  if [ "$rc" -ne 0 ] && grep -E "$pattern" <<<"$out" | grep -F "$finding" >/dev/null; then
+    pass "self-test $mode"
+  else
+    fail "self-test $mode"
+    echo "FAIL self-test $mode: expected $what with \"$finding\" (exit $rc); got:"
+    grep -E '^FAIL|passed' <<<"$out" | head -n 5 | sed 's/^/   /'
   fi
 }

@@ -11,10 +11,7 @@ set -uo pipefail
 LOGS="$BUILD/new-user-logs"
 mkdir -p "$LOGS"
 
-langs=("$@")
-# shellcheck disable=SC2207
-[ "${#langs[@]}" -eq 0 ] && langs=($(ferry_runtimes))
-for lang in "${langs[@]}"; do
+for lang in $(ferry_runtimes_or "$@"); do
   script="$ROOT/examples/$lang/test.sh"
   if [ ! -f "$script" ]; then
     fail "new user, $lang: $script does not exist"

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "ferry/ferry.h"
+#include "struct_fill.h"
 
 #define VALUES 1024
 
@@ -236,12 +237,8 @@ static int64_t run_inline(int64_t batches) {
   if (make_stream(batches, 0, &stream) != FERRY_OK) return -1;
   struct InlineConsumer c = {NULL, 0, 0};
   struct ArrowAsyncDeviceStreamHandler handler;
-  memset(&handler, 0, sizeof handler);
-  handler.on_schema = inline_on_schema;
-  handler.on_next_task = inline_on_next_task;
-  handler.on_error = inline_on_error;
-  handler.release = inline_release;
-  handler.private_data = &c;
+  it_fill_handler(&handler, inline_on_schema, inline_on_next_task, inline_on_error,
+                  inline_release, &c);
   struct FerryError error;
   int rc = ferry_async_export_stream_run(&stream, &handler, &error);
   ferry_prepared_schema_free(c.prepared);

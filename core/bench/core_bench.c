@@ -148,6 +148,16 @@ static inline int64_t read_batch(const struct ArrowDeviceArray* batch) {
   return batch->array.length + ((const int32_t*)batch->array.buffers[1])[0];
 }
 
+/* The consumer's side of every raw case: read the batch it owns, release it.
+ * Inlined, so each case's loop stays one straight-line body. */
+static inline int64_t consume(struct ArrowDeviceArray* batch) {
+  KEEP(batch);
+  int64_t value = read_batch(batch);
+  batch->array.release(&batch->array);
+  KEEP(batch);
+  return value;
+}
+
 NOINLINE static int64_t run_raw_move_stable(int64_t n) {
   struct ArrowDeviceArray src, dst;
   memset(&src, 0, sizeof(src));
@@ -157,10 +167,7 @@ NOINLINE static int64_t run_raw_move_stable(int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     KEEP(&src);
     dst = src;
-    KEEP(&dst);
-    acc += read_batch(&dst);
-    dst.array.release(&dst.array);
-    KEEP(&dst);
+    acc += consume(&dst);
   }
   return acc;
 }
@@ -175,10 +182,7 @@ NOINLINE static int64_t run_raw_move_fill(int64_t n) {
     KEEP(&src);
     dst = src; /* ...the consumer moves, reads and releases */
     src.array.release = NULL;
-    KEEP(&dst);
-    acc += read_batch(&dst);
-    dst.array.release(&dst.array);
-    KEEP(&dst);
+    acc += consume(&dst);
   }
   return acc;
 }
@@ -201,10 +205,7 @@ NOINLINE static int64_t run_raw_move_fill_words(int64_t n) {
       memcpy((char*)&dst + w * sizeof(word), &word, sizeof(word));
     }
     src.array.release = NULL;
-    KEEP(&dst);
-    acc += read_batch(&dst);
-    dst.array.release(&dst.array);
-    KEEP(&dst);
+    acc += consume(&dst);
   }
   return acc;
 }
@@ -241,10 +242,7 @@ NOINLINE static int64_t run_c2c_static(int64_t n) {
     }
     consumer = batch;
     batch.array.release = NULL;
-    KEEP(&consumer);
-    acc += read_batch(&consumer);
-    consumer.array.release(&consumer.array);
-    KEEP(&consumer);
+    acc += consume(&consumer);
   }
   return acc;
 }

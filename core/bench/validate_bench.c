@@ -294,46 +294,41 @@ static void add_workload(const char* name, struct ArrowSchema* schema,
 #endif
 }
 
+/* An int32 ("i": variant 1 has nulls) or utf8 ("u": variant 1 mixes in
+ * multi-byte text) array of `length`. */
+static void add_flat_workload(const char* name, const char* format, int64_t length,
+                              int variant) {
+  int64_t scan = 0;
+  struct ArrowArray* array = format[0] == 'i' ? int32_array(length, variant, 0, &scan)
+                                              : utf8_array(length, variant, &scan);
+  add_workload(name, new_schema(format, 0), array, scan);
+}
+
+/* struct<a: int32 with nulls, b: utf8 (mixed text or ASCII)>, 10k rows, nulls. */
+static void add_struct_workload(const char* name, int mixed) {
+  int64_t scan = 0;
+  struct ArrowSchema* schema = new_schema("+s", 2);
+  schema->children[0] = new_schema("i", 0);
+  schema->children[1] = new_schema("u", 0);
+  struct ArrowArray* array = new_array(10000, 1, 2);
+  array->children[0] = int32_array(10000, 1, 0, &scan);
+  array->children[1] = utf8_array(10000, mixed, &scan);
+  add_workload(name, schema, array, scan);
+}
+
 static void build_workloads(void) {
   if (g_n_workloads > 0) return;
   /* (Each array is built before add_workload reads the bytes it counted.) */
+  add_flat_workload("int32 1k", "i", 1000, 0);
+  add_flat_workload("int32 1k, nulls", "i", 1000, 1);
+  add_flat_workload("int32 1M, nulls", "i", 1000000, 1);
+  add_flat_workload("utf8 100k", "u", 100000, 0);
+  add_flat_workload("utf8 100k, mixed text", "u", 100000, 1);
+  add_flat_workload("utf8 1k, mixed text", "u", 1000, 1);
+  add_struct_workload("struct<int32, utf8> 10k", 0);
+  add_struct_workload("struct<int32, utf8> 10k, mixed text", 1);
+
   int64_t scan = 0;
-  struct ArrowArray* array = int32_array(1000, 0, 0, &scan);
-  add_workload("int32 1k", new_schema("i", 0), array, scan);
-  scan = 0;
-  array = int32_array(1000, 1, 0, &scan);
-  add_workload("int32 1k, nulls", new_schema("i", 0), array, scan);
-  scan = 0;
-  array = int32_array(1000000, 1, 0, &scan);
-  add_workload("int32 1M, nulls", new_schema("i", 0), array, scan);
-  scan = 0;
-  array = utf8_array(100000, 0, &scan);
-  add_workload("utf8 100k", new_schema("u", 0), array, scan);
-  scan = 0;
-  array = utf8_array(100000, 1, &scan);
-  add_workload("utf8 100k, mixed text", new_schema("u", 0), array, scan);
-  scan = 0;
-  array = utf8_array(1000, 1, &scan);
-  add_workload("utf8 1k, mixed text", new_schema("u", 0), array, scan);
-
-  scan = 0;
-  struct ArrowSchema* st = new_schema("+s", 2);
-  st->children[0] = new_schema("i", 0);
-  st->children[1] = new_schema("u", 0);
-  struct ArrowArray* sa = new_array(10000, 1, 2);
-  sa->children[0] = int32_array(10000, 1, 0, &scan);
-  sa->children[1] = utf8_array(10000, 0, &scan);
-  add_workload("struct<int32, utf8> 10k", st, sa, scan);
-  scan = 0;
-  struct ArrowSchema* stm = new_schema("+s", 2);
-  stm->children[0] = new_schema("i", 0);
-  stm->children[1] = new_schema("u", 0);
-  struct ArrowArray* sam = new_array(10000, 1, 2);
-  sam->children[0] = int32_array(10000, 1, 0, &scan);
-  sam->children[1] = utf8_array(10000, 1, &scan);
-  add_workload("struct<int32, utf8> 10k, mixed text", stm, sam, scan);
-
-  scan = 0;
   struct ArrowSchema* ls = new_schema("+l", 1);
   ls->children[0] = new_schema("i", 0);
   struct ArrowArray* la = new_array(10000, 2, 1);

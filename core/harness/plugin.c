@@ -122,6 +122,17 @@ int it_plugin_load_from_dir(struct it_plugin* p, const char* name, const char* d
   return it_plugin_load(p, name, path);
 }
 
+int it_plugin_dir_beside_exe(char* out, size_t size) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return -1;
+  exe[n] = '\0';
+  char* slash = strrchr(exe, '/');
+  if (slash != NULL) *slash = '\0';
+  snprintf(out, size, "%s/../plugins", exe);
+  return 0;
+}
+
 const char* it_plugin_error(const struct it_plugin* p) {
   const char* m = p->last_error != NULL ? p->last_error() : NULL;
   return m == NULL ? "(no message)" : m;

@@ -92,6 +92,11 @@ int it_plugin_load(struct it_plugin* plugin, const char* name, const char* path)
 /* The same for `dir`/libferry_it_<name>.so. */
 int it_plugin_load_from_dir(struct it_plugin* plugin, const char* name, const char* dir);
 
+/* Writes "<the running executable's folder>/../plugins" into `out` (the
+ * layout of a build tree and of the GPU bundle: bin/ beside plugins/), not
+ * resolved; -1 when the executable's path cannot be read. */
+int it_plugin_dir_beside_exe(char* out, size_t size);
+
 /* The plugin's last error message, never NULL ("(no message)" when the plugin
  * gives none). Borrowed until the plugin's next call on this thread. */
 const char* it_plugin_error(const struct it_plugin* plugin);

@@ -112,12 +112,8 @@ static struct it_watch_node* add_locked(enum it_watch_kind kind, void* address,
     g_capacity = capacity;
   }
   struct it_watch_node* n = &g_nodes[g_count++];
-  memset(n, 0, sizeof *n);
-  n->kind = kind;
-  n->address = address;
-  n->private_data = private_data;
-  n->original = original;
-  n->group = g_group;
+  *n = (struct it_watch_node){.kind = kind, .address = address, .original = original,
+                              .private_data = private_data, .group = g_group};
   snprintf(n->where, sizeof n->where, "%s", where);
   return n;
 }

@@ -15,6 +15,7 @@
 
 #include "ferry/ferry.h"
 #include "ferry_test.h"
+#include "struct_fill.h"
 
 /* ---- batches ------------------------------------------------------------- */
 
@@ -95,6 +96,19 @@ static int32_t first_value(struct ArrowDeviceArray* batch) {
 static int make_schema(struct ArrowSchema* out) {
   memset(out, 0, sizeof(*out));
   return ferry_schema_init(out, "i", "values", 0, 0, NULL);
+}
+
+/* Creates a CPU sender in front of `handler` and sends it the test schema
+ * (moved in whether accepted or refused); returns send_schema's result. */
+static int start_sender(struct ArrowAsyncDeviceStreamHandler* handler,
+                        struct FerryAsyncSender** s, struct FerryError* error) {
+  *s = NULL;
+  CHECK_EQ_INT(0, ferry_async_sender_create(handler, ARROW_DEVICE_CPU, NULL, s, error));
+  struct ArrowSchema schema;
+  make_schema(&schema);
+  int rc = ferry_async_sender_send_schema(*s, &schema, error);
+  CHECK(schema.release == NULL);
+  return rc;
 }
 
 /* ---- a producer on a thread, over FerryAsyncSender ------------------------- */
@@ -237,10 +251,7 @@ FERRY_TEST(one_sender_shared_by_four_threads_stays_serialized_and_within_demand)
   CHECK_EQ_INT(
       0, ferry_async_consumer_create(3, FERRY_VALIDATE_DEFAULT, &handler, &c, NULL));
   struct FerryAsyncSender* s = NULL;
-  CHECK_EQ_INT(0, ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, NULL));
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, NULL));
+  CHECK_EQ_INT(0, start_sender(&handler, &s, NULL));
   struct SharedSender senders[4];
   pthread_t threads[4];
   for (int i = 0; i < 4; i++) {
@@ -347,24 +358,28 @@ FERRY_TEST(consumer_free_while_running_cancels_and_memory_follows_the_release) {
 
 #define MAX_TASKS 64
 
+/* What the recording consumer does, set before the stream starts. */
+struct RecOptions {
+  int64_t request_in_schema; /* request from inside on_schema (0: none) */
+  int request_per_task;      /* request(1) from inside each on_next_task */
+  int refuse_at;             /* refuse task number refuse_at (1-based; 0 never) */
+  int refuse_schema;
+  int defer;     /* keep tasks to extract later, like arrow-go */
+  int cancel_at; /* cancel from inside on_next_task number cancel_at */
+};
+
 struct Recorder {
   char log[256]; /* S schema, T task, E end, X error, R release, ! after release */
   int len;
   _Atomic int in_callback;
   int overlaps;
-  int64_t request_in_schema; /* request from inside on_schema (0: none) */
-  int request_per_task;      /* request(1) from inside each on_next_task */
-  int refuse_at;             /* refuse task number refuse_at (1-based; 0 never) */
-  int refuse_schema;
-  int defer; /* keep tasks to extract later, like arrow-go */
+  struct RecOptions opt;
   struct ArrowAsyncTask tasks[MAX_TASKS];
   int n_tasks;
   int error_code;
   char error_message[256];
   int producer_was_set;
   int schema_format_ok;
-  int64_t n_request_after_cancel;
-  int cancel_at; /* cancel from inside on_next_task number cancel_at */
   int tasks_seen;
   int values[MAX_TASKS];
 };
@@ -393,10 +408,10 @@ static int rec_on_schema(struct ArrowAsyncDeviceStreamHandler* self,
   r->schema_format_ok = schema->format != NULL && strcmp(schema->format, "i") == 0;
   schema->release(schema);
   int rc = 0;
-  if (r->refuse_schema) {
+  if (r->opt.refuse_schema) {
     rc = EPERM;
-  } else if (r->request_in_schema != 0) {
-    self->producer->request(self->producer, r->request_in_schema);
+  } else if (r->opt.request_in_schema != 0) {
+    self->producer->request(self->producer, r->opt.request_in_schema);
   }
   rec_leave(r);
   return rc;
@@ -413,9 +428,9 @@ static int rec_on_next_task(struct ArrowAsyncDeviceStreamHandler* self,
   rec_log(r, 'T');
   r->tasks_seen++;
   int rc = 0;
-  if (r->refuse_at == r->tasks_seen) {
+  if (r->opt.refuse_at == r->tasks_seen) {
     rc = EIO; /* refused: the producer cleans the task up */
-  } else if (r->defer && r->n_tasks < MAX_TASKS) {
+  } else if (r->opt.defer && r->n_tasks < MAX_TASKS) {
     r->tasks[r->n_tasks++] = *task; /* copied, extracted after release */
   } else {
     struct ArrowDeviceArray batch = {0};
@@ -424,8 +439,9 @@ static int rec_on_next_task(struct ArrowAsyncDeviceStreamHandler* self,
       batch.array.release(&batch.array);
     }
   }
-  if (rc == 0 && r->cancel_at == r->tasks_seen) self->producer->cancel(self->producer);
-  if (rc == 0 && r->request_per_task) self->producer->request(self->producer, 1);
+  if (rc == 0 && r->opt.cancel_at == r->tasks_seen)
+    self->producer->cancel(self->producer);
+  if (rc == 0 && r->opt.request_per_task) self->producer->request(self->producer, 1);
   rec_leave(r);
   return rc;
 }
@@ -447,14 +463,11 @@ static void rec_release(struct ArrowAsyncDeviceStreamHandler* self) {
   rec_leave(r);
 }
 
-static void rec_init(struct Recorder* r, struct ArrowAsyncDeviceStreamHandler* handler) {
+static void rec_init(struct Recorder* r, struct ArrowAsyncDeviceStreamHandler* handler,
+                     struct RecOptions opt) {
   memset(r, 0, sizeof(*r));
-  memset(handler, 0, sizeof(*handler));
-  handler->on_schema = rec_on_schema;
-  handler->on_next_task = rec_on_next_task;
-  handler->on_error = rec_on_error;
-  handler->release = rec_release;
-  handler->private_data = r;
+  r->opt = opt;
+  it_fill_handler(handler, rec_on_schema, rec_on_next_task, rec_on_error, rec_release, r);
 }
 
 /* Sends n CPU batches with timeout 0 (demand must be there already). */
@@ -472,93 +485,78 @@ static int send_n(struct FerryAsyncSender* s, int first, int n,
   return 0;
 }
 
-FERRY_TEST(sender_serializes_requests_from_inside_callbacks_and_releases_last) {
-  int64_t base_exports = ferry_live_exports();
+/* A recording consumer fed by a CPU sender. */
+struct SenderRun {
   struct Recorder r;
   struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
-  r.request_in_schema = 1;
-  r.request_per_task = 1;
-  struct FerryAsyncSender* s = NULL;
+  struct FerryAsyncSender* s;
   struct FerryError error;
-  CHECK_EQ_INT(0,
-               ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, &error));
-  CHECK(handler.producer != NULL);
-  CHECK_EQ_INT(ARROW_DEVICE_CPU, ferry_async_producer_device_type(handler.producer));
-  /* No demand before the schema: a send times out and keeps the array. */
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, &error));
-  CHECK(schema.release == NULL);
-  CHECK_EQ_INT(0, ferry_async_sender_wait_demand(s, 0, &error));
-  CHECK_EQ_INT(0, send_n(s, 0, 5, &error)); /* each task requests the next */
-  CHECK_EQ_INT(0, ferry_async_sender_finish(s, 0, NULL));
-  CHECK_STR("STTTTTER", r.log);
-  CHECK_EQ_INT(0, r.overlaps);
-  CHECK(r.producer_was_set);
-  CHECK(r.schema_format_ok);
-  CHECK_EQ_INT(5, r.n_tasks);
-  for (int i = 0; i < 5; i++) CHECK_EQ_INT(10 * i, r.values[i]);
+};
+
+static int sender_run_start(struct SenderRun* t, struct RecOptions opt) {
+  rec_init(&t->r, &t->handler, opt);
+  return start_sender(&t->handler, &t->s, &t->error);
+}
+
+FERRY_TEST(sender_serializes_requests_from_inside_callbacks_and_releases_last) {
+  int64_t base_exports = ferry_live_exports();
+  struct SenderRun t;
+  /* The schema is sent before any demand: on_schema requests. */
+  CHECK_EQ_INT(0, sender_run_start(&t, (struct RecOptions){.request_in_schema = 1,
+                                                           .request_per_task = 1}));
+  CHECK(t.handler.producer != NULL);
+  CHECK_EQ_INT(ARROW_DEVICE_CPU, ferry_async_producer_device_type(t.handler.producer));
+  CHECK_EQ_INT(0, ferry_async_sender_wait_demand(t.s, 0, &t.error));
+  CHECK_EQ_INT(0, send_n(t.s, 0, 5, &t.error)); /* each task requests the next */
+  CHECK_EQ_INT(0, ferry_async_sender_finish(t.s, 0, NULL));
+  CHECK_STR("STTTTTER", t.r.log);
+  CHECK_EQ_INT(0, t.r.overlaps);
+  CHECK(t.r.producer_was_set);
+  CHECK(t.r.schema_format_ok);
+  CHECK_EQ_INT(5, t.r.n_tasks);
+  for (int i = 0; i < 5; i++) CHECK_EQ_INT(10 * i, t.r.values[i]);
   CHECK_EQ_INT(base_exports, ferry_live_exports());
 }
 
 FERRY_TEST(sender_never_sends_more_than_requested) {
-  struct Recorder r;
-  struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
-  r.request_in_schema = 2;
-  struct FerryAsyncSender* s = NULL;
-  struct FerryError error;
-  CHECK_EQ_INT(0,
-               ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, &error));
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, &error));
-  CHECK_EQ_INT(0, send_n(s, 0, 2, &error));
+  struct SenderRun t;
+  CHECK_EQ_INT(0, sender_run_start(&t, (struct RecOptions){.request_in_schema = 2}));
+  CHECK_EQ_INT(0, send_n(t.s, 0, 2, &t.error));
   struct ArrowDeviceArray batch;
   CHECK_EQ_INT(0, make_batch(ARROW_DEVICE_CPU, 99, &batch));
-  CHECK_EQ_INT(ETIMEDOUT, ferry_async_sender_send(s, &batch, NULL, 0, &error));
-  CHECK_CONTAINS(error.message, "no demand");
+  CHECK_EQ_INT(ETIMEDOUT, ferry_async_sender_send(t.s, &batch, NULL, 0, &t.error));
+  CHECK_CONTAINS(t.error.message, "no demand");
   CHECK(!ferry_device_array_is_released(&batch)); /* not moved */
-  CHECK_EQ_INT(ETIMEDOUT, ferry_async_sender_wait_demand(s, 1, &error));
-  ferry_async_producer_request(handler.producer, 1);
-  CHECK_EQ_INT(0, ferry_async_sender_send(s, &batch, NULL, 0, &error));
+  CHECK_EQ_INT(ETIMEDOUT, ferry_async_sender_wait_demand(t.s, 1, &t.error));
+  ferry_async_producer_request(t.handler.producer, 1);
+  CHECK_EQ_INT(0, ferry_async_sender_send(t.s, &batch, NULL, 0, &t.error));
   CHECK(ferry_device_array_is_released(&batch));
-  CHECK_EQ_INT(0, ferry_async_sender_finish(s, 0, NULL));
-  CHECK_STR("STTTER", r.log);
+  CHECK_EQ_INT(0, ferry_async_sender_finish(t.s, 0, NULL));
+  CHECK_STR("STTTER", t.r.log);
 }
 
 FERRY_TEST(sender_keeps_tasks_alive_after_release_like_arrow_go) {
   int64_t base_exports = ferry_live_exports();
   int64_t base_batches = atomic_load(&live_batches);
-  struct Recorder r;
-  struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
-  r.request_in_schema = 3;
-  r.defer = 1;
-  struct FerryAsyncSender* s = NULL;
-  struct FerryError error;
-  CHECK_EQ_INT(0,
-               ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, &error));
-  struct ArrowAsyncProducer* producer = handler.producer;
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, &error));
-  CHECK_EQ_INT(0, send_n(s, 0, 3, &error));
-  CHECK_EQ_INT(0, ferry_async_sender_finish(s, 0, NULL));
-  CHECK_STR("STTTER", r.log);
-  CHECK_EQ_INT(3, r.n_tasks);
+  struct SenderRun t;
+  CHECK_EQ_INT(
+      0, sender_run_start(&t, (struct RecOptions){.request_in_schema = 3, .defer = 1}));
+  struct ArrowAsyncProducer* producer = t.handler.producer;
+  CHECK_EQ_INT(0, send_n(t.s, 0, 3, &t.error));
+  CHECK_EQ_INT(0, ferry_async_sender_finish(t.s, 0, NULL));
+  CHECK_STR("STTTER", t.r.log);
+  CHECK_EQ_INT(3, t.r.n_tasks);
   /* After the release: request, then extract, as arrow-go does. */
   for (int i = 0; i < 3; i++) {
     producer->request(producer, 1);
     struct ArrowDeviceArray batch = {0};
     if (i == 1) {
       CHECK_EQ_INT(0,
-                   ferry_async_task_extract_data(&r.tasks[i], NULL)); /* cleanup only */
-      CHECK(ferry_async_task_is_released(&r.tasks[i]));
+                   ferry_async_task_extract_data(&t.r.tasks[i], NULL)); /* cleanup only */
+      CHECK(ferry_async_task_is_released(&t.r.tasks[i]));
       continue;
     }
-    CHECK_EQ_INT(0, r.tasks[i].extract_data(&r.tasks[i], &batch));
+    CHECK_EQ_INT(0, t.r.tasks[i].extract_data(&t.r.tasks[i], &batch));
     CHECK_EQ_INT(10 * i, first_value(&batch));
     ferry_device_array_release(&batch);
   }
@@ -567,137 +565,87 @@ FERRY_TEST(sender_keeps_tasks_alive_after_release_like_arrow_go) {
 }
 
 FERRY_TEST(sender_refuses_a_second_extract_without_crashing) {
-  struct Recorder r;
-  struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
-  r.request_in_schema = 2;
-  r.defer = 1;
-  struct FerryAsyncSender* s = NULL;
-  CHECK_EQ_INT(0, ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, NULL));
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, NULL));
-  CHECK_EQ_INT(0, send_n(s, 0, 2, NULL));
-  struct ArrowAsyncTask copy = r.tasks[0];
+  struct SenderRun t;
+  CHECK_EQ_INT(
+      0, sender_run_start(&t, (struct RecOptions){.request_in_schema = 2, .defer = 1}));
+  CHECK_EQ_INT(0, send_n(t.s, 0, 2, NULL));
+  struct ArrowAsyncTask copy = t.r.tasks[0];
   struct ArrowDeviceArray batch = {0};
-  CHECK_EQ_INT(0, r.tasks[0].extract_data(&r.tasks[0], &batch));
+  CHECK_EQ_INT(0, t.r.tasks[0].extract_data(&t.r.tasks[0], &batch));
   ferry_device_array_release(&batch);
   CHECK_EQ_INT(EINVAL, copy.extract_data(&copy, &batch)); /* twice: refused */
   CHECK(ferry_device_array_is_released(&batch));
-  CHECK_EQ_INT(0, ferry_async_sender_finish(s, 0, NULL));
-  CHECK_EQ_INT(0, r.tasks[1].extract_data(&r.tasks[1], NULL)); /* frees the sender */
+  CHECK_EQ_INT(0, ferry_async_sender_finish(t.s, 0, NULL));
+  CHECK_EQ_INT(0, t.r.tasks[1].extract_data(&t.r.tasks[1], NULL)); /* frees the sender */
 }
 
 FERRY_TEST(consumer_refusing_a_task_gets_only_release) {
   int64_t base_batches = atomic_load(&live_batches);
-  struct Recorder r;
-  struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
-  r.request_in_schema = 10;
-  r.refuse_at = 2;
-  struct FerryAsyncSender* s = NULL;
-  struct FerryError error;
-  CHECK_EQ_INT(0,
-               ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, &error));
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, &error));
-  CHECK_EQ_INT(EIO, send_n(s, 0, 5, &error));
-  CHECK_CONTAINS(error.message, "refused the task");
-  CHECK(ferry_async_sender_is_cancelled(s));
-  CHECK_EQ_INT(ECANCELED, ferry_async_sender_wait_demand(s, 0, &error));
-  CHECK_EQ_INT(ECANCELED, send_n(s, 5, 1, &error));
-  CHECK_EQ_INT(0, ferry_async_sender_finish(s, EIO, "must not be sent"));
-  CHECK_STR("STTR", r.log);
+  struct SenderRun t;
+  CHECK_EQ_INT(0, sender_run_start(
+                      &t, (struct RecOptions){.request_in_schema = 10, .refuse_at = 2}));
+  CHECK_EQ_INT(EIO, send_n(t.s, 0, 5, &t.error));
+  CHECK_CONTAINS(t.error.message, "refused the task");
+  CHECK(ferry_async_sender_is_cancelled(t.s));
+  CHECK_EQ_INT(ECANCELED, ferry_async_sender_wait_demand(t.s, 0, &t.error));
+  CHECK_EQ_INT(ECANCELED, send_n(t.s, 5, 1, &t.error));
+  CHECK_EQ_INT(0, ferry_async_sender_finish(t.s, EIO, "must not be sent"));
+  CHECK_STR("STTR", t.r.log);
   CHECK_EQ_INT(base_batches, atomic_load(&live_batches)); /* the refused one too */
 }
 
 FERRY_TEST(consumer_refusing_the_schema_gets_only_release) {
-  struct Recorder r;
-  struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
-  r.refuse_schema = 1;
-  struct FerryAsyncSender* s = NULL;
-  struct FerryError error;
-  CHECK_EQ_INT(0,
-               ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, &error));
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(EPERM, ferry_async_sender_send_schema(s, &schema, &error));
-  CHECK(schema.release == NULL);
-  CHECK_EQ_INT(ECANCELED, ferry_async_sender_wait_demand(s, -1, &error));
-  CHECK_EQ_INT(0, ferry_async_sender_finish(s, 0, NULL));
-  CHECK_STR("SR", r.log);
+  struct SenderRun t;
+  CHECK_EQ_INT(EPERM, sender_run_start(&t, (struct RecOptions){.refuse_schema = 1}));
+  CHECK_EQ_INT(ECANCELED, ferry_async_sender_wait_demand(t.s, -1, &t.error));
+  CHECK_EQ_INT(0, ferry_async_sender_finish(t.s, 0, NULL));
+  CHECK_STR("SR", t.r.log);
 }
 
 FERRY_TEST(cancel_from_inside_a_callback_ends_without_on_error) {
-  struct Recorder r;
-  struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
-  r.request_in_schema = 10;
-  r.cancel_at = 2;
-  struct FerryAsyncSender* s = NULL;
-  struct FerryError error;
-  CHECK_EQ_INT(0,
-               ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, &error));
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, &error));
-  CHECK_EQ_INT(ECANCELED, send_n(s, 0, 5, &error));
-  CHECK_CONTAINS(error.message, "cancelled");
-  ferry_async_producer_cancel(handler.producer);     /* idempotent */
-  ferry_async_producer_request(handler.producer, 3); /* a no-op after cancel */
-  CHECK_EQ_INT(ECANCELED, ferry_async_sender_wait_demand(s, 0, &error));
-  CHECK_EQ_INT(0, ferry_async_sender_finish(s, EIO, "no on_error after a cancel"));
-  CHECK_STR("STTR", r.log);
+  struct SenderRun t;
+  CHECK_EQ_INT(0, sender_run_start(
+                      &t, (struct RecOptions){.request_in_schema = 10, .cancel_at = 2}));
+  CHECK_EQ_INT(ECANCELED, send_n(t.s, 0, 5, &t.error));
+  CHECK_CONTAINS(t.error.message, "cancelled");
+  ferry_async_producer_cancel(t.handler.producer);     /* idempotent */
+  ferry_async_producer_request(t.handler.producer, 3); /* a no-op after cancel */
+  CHECK_EQ_INT(ECANCELED, ferry_async_sender_wait_demand(t.s, 0, &t.error));
+  CHECK_EQ_INT(0, ferry_async_sender_finish(t.s, EIO, "no on_error after a cancel"));
+  CHECK_STR("STTR", t.r.log);
 }
 
 static void bad_request(int64_t n) {
-  struct Recorder r;
-  struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
-  struct FerryAsyncSender* s = NULL;
-  struct FerryError error;
-  CHECK_EQ_INT(0,
-               ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, &error));
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, &error));
-  handler.producer->request(handler.producer, n);
-  handler.producer->request(handler.producer, 5); /* ignored: the stream stopped */
-  CHECK_EQ_INT(EINVAL, ferry_async_sender_wait_demand(s, -1, &error));
-  CHECK_CONTAINS(error.message, "request(");
-  CHECK(ferry_async_sender_is_cancelled(s));
-  CHECK_EQ_INT(0, ferry_async_sender_finish(s, 0, NULL));
-  CHECK_STR("SXR", r.log);
-  CHECK_EQ_INT(EINVAL, r.error_code);
-  CHECK_CONTAINS(r.error_message, "request(n) with n <= 0");
+  struct SenderRun t;
+  CHECK_EQ_INT(0, sender_run_start(&t, (struct RecOptions){0}));
+  t.handler.producer->request(t.handler.producer, n);
+  t.handler.producer->request(t.handler.producer, 5); /* ignored: the stream stopped */
+  CHECK_EQ_INT(EINVAL, ferry_async_sender_wait_demand(t.s, -1, &t.error));
+  CHECK_CONTAINS(t.error.message, "request(");
+  CHECK(ferry_async_sender_is_cancelled(t.s));
+  CHECK_EQ_INT(0, ferry_async_sender_finish(t.s, 0, NULL));
+  CHECK_STR("SXR", t.r.log);
+  CHECK_EQ_INT(EINVAL, t.r.error_code);
+  CHECK_CONTAINS(t.r.error_message, "request(n) with n <= 0");
 }
 
 FERRY_TEST(request_zero_is_reported_through_on_error) { bad_request(0); }
 FERRY_TEST(request_negative_is_reported_through_on_error) { bad_request(-1); }
 
 FERRY_TEST(producer_errors_reach_on_error_with_a_message) {
-  struct Recorder r;
-  struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
-  r.request_in_schema = 1;
-  struct FerryAsyncSender* s = NULL;
-  CHECK_EQ_INT(0, ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, NULL));
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, NULL));
-  CHECK_EQ_INT(0, ferry_async_sender_finish(s, EIO, NULL)); /* NULL: named instead */
-  CHECK_STR("SXR", r.log);
-  CHECK_EQ_INT(EIO, r.error_code);
-  CHECK_STR("producer error EIO", r.error_message);
+  struct SenderRun t;
+  CHECK_EQ_INT(0, sender_run_start(&t, (struct RecOptions){.request_in_schema = 1}));
+  CHECK_EQ_INT(0, ferry_async_sender_finish(t.s, EIO, NULL)); /* NULL: named instead */
+  CHECK_STR("SXR", t.r.log);
+  CHECK_EQ_INT(EIO, t.r.error_code);
+  CHECK_STR("producer error EIO", t.r.error_message);
 
-  rec_init(&r, &handler);
-  ferry_async_handler_fail(&handler, EIO, "injected failure at export");
-  CHECK_STR("XR", r.log);
-  CHECK_STR("injected failure at export", r.error_message);
-  ferry_async_handler_fail(&handler, EIO, "released already: nothing happens");
-  CHECK_STR("XR", r.log);
+  rec_init(&t.r, &t.handler, (struct RecOptions){0});
+  ferry_async_handler_fail(&t.handler, EIO, "injected failure at export");
+  CHECK_STR("XR", t.r.log);
+  CHECK_STR("injected failure at export", t.r.error_message);
+  ferry_async_handler_fail(&t.handler, EIO, "released already: nothing happens");
+  CHECK_STR("XR", t.r.log);
 }
 
 FERRY_TEST(sender_refuses_bad_arguments_by_name) {
@@ -708,7 +656,7 @@ FERRY_TEST(sender_refuses_bad_arguments_by_name) {
   CHECK_EQ_INT(EINVAL,
                ferry_async_sender_create(NULL, ARROW_DEVICE_CPU, NULL, &s, &error));
   CHECK(s == NULL);
-  rec_init(&r, &handler);
+  rec_init(&r, &handler, (struct RecOptions){0});
   /* Malformed metadata (a negative count): the handler still gets on_error
    * and release, as in every outcome. */
   const char bad_metadata[4] = {(char)0xff, (char)0xff, (char)0xff, (char)0xff};
@@ -717,8 +665,7 @@ FERRY_TEST(sender_refuses_bad_arguments_by_name) {
   CHECK_CONTAINS(error.message, "additional_metadata");
   CHECK_STR("XR", r.log);
 
-  rec_init(&r, &handler);
-  r.request_in_schema = 1;
+  rec_init(&r, &handler, (struct RecOptions){.request_in_schema = 1});
   /* Metadata {"rows": "3"} is copied and lives with the producer. */
   char metadata[4 + 4 + 4 + 4 + 1];
   int32_t one = 1, four = 4, len1 = 1;
@@ -767,9 +714,8 @@ FERRY_TEST(export_stream_run_on_the_calling_thread) {
   int64_t base_exports = ferry_live_exports();
   struct Recorder r;
   struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
-  r.request_in_schema = 2;
-  r.request_per_task = 1;
+  rec_init(&r, &handler,
+           (struct RecOptions){.request_in_schema = 2, .request_per_task = 1});
   struct ArrowDeviceArrayStream source;
   make_stream(&source, 3);
   struct FerryError error;
@@ -778,9 +724,7 @@ FERRY_TEST(export_stream_run_on_the_calling_thread) {
   CHECK_STR("STTTER", r.log);
 
   /* A cancel from inside the second task stops it without on_error. */
-  rec_init(&r, &handler);
-  r.request_in_schema = 5;
-  r.cancel_at = 2;
+  rec_init(&r, &handler, (struct RecOptions){.request_in_schema = 5, .cancel_at = 2});
   make_stream(&source, 6);
   CHECK_EQ_INT(ECANCELED, ferry_async_export_stream_run(&source, &handler, &error));
   CHECK_STR("STTR", r.log);
@@ -813,8 +757,7 @@ static void failing_release(struct ArrowDeviceArrayStream* self) {
 FERRY_TEST(export_stream_turns_stream_errors_into_on_error) {
   struct Recorder r;
   struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
-  r.request_in_schema = 5;
+  rec_init(&r, &handler, (struct RecOptions){.request_in_schema = 5});
   struct ArrowDeviceArrayStream stream = {ARROW_DEVICE_CPU, failing_get_schema,
                                           failing_get_next, failing_last_error,
                                           failing_release,  NULL};
@@ -826,8 +769,7 @@ FERRY_TEST(export_stream_turns_stream_errors_into_on_error) {
   CHECK_CONTAINS(r.error_message, "injected failure at get_next 2");
   CHECK_EQ_INT(1, failing_stream_releases);
 
-  rec_init(&r, &handler);
-  r.request_in_schema = 5;
+  rec_init(&r, &handler, (struct RecOptions){.request_in_schema = 5});
   struct ArrowDeviceArrayStream stream2 = {ARROW_DEVICE_CPU, good_get_schema,
                                            failing_get_next, failing_last_error,
                                            failing_release,  NULL};
@@ -842,7 +784,7 @@ FERRY_TEST(export_stream_turns_stream_errors_into_on_error) {
 FERRY_TEST(export_stream_refuses_bad_arguments_and_still_releases) {
   struct Recorder r;
   struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
+  rec_init(&r, &handler, (struct RecOptions){0});
   struct ArrowDeviceArrayStream source;
   make_stream(&source, 1);
   struct FerryError error;
@@ -850,7 +792,7 @@ FERRY_TEST(export_stream_refuses_bad_arguments_and_still_releases) {
   CHECK_CONTAINS(error.message, "flags");
   CHECK(ferry_array_stream_is_released(&source));
   CHECK_STR("XR", r.log);
-  rec_init(&r, &handler);
+  rec_init(&r, &handler, (struct RecOptions){0});
   CHECK_EQ_INT(EINVAL, ferry_async_export_stream(NULL, &handler, 0, &error));
   CHECK_STR("XR", r.log);
 }
@@ -882,13 +824,11 @@ FERRY_TEST(fd_is_readable_exactly_while_a_read_would_not_block) {
   CHECK(!readable(fd));
 
   struct FerryAsyncSender* s = NULL;
-  CHECK_EQ_INT(0, ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, NULL));
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, NULL));
+  CHECK_EQ_INT(0, start_sender(&handler, &s, NULL));
   CHECK(readable(fd)); /* the schema is there */
   int after_schema = atomic_load(&notified);
   CHECK(after_schema >= 1);
+  struct ArrowSchema schema = {0};
   CHECK_EQ_INT(0, ferry_async_consumer_get_schema(c, &schema, 0, &error));
   ferry_schema_release(&schema);
   CHECK(!readable(fd));                   /* next would block now */
@@ -928,10 +868,7 @@ FERRY_TEST(consumer_free_from_inside_its_notify_callback) {
       0, ferry_async_consumer_create(2, FERRY_VALIDATE_DEFAULT, &handler, &f.c, NULL));
   ferry_async_consumer_set_notify(f.c, free_on_notify, &f);
   struct FerryAsyncSender* s = NULL;
-  CHECK_EQ_INT(0, ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, NULL));
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, NULL)); /* notify frees */
+  CHECK_EQ_INT(0, start_sender(&handler, &s, NULL)); /* notify frees */
   CHECK_EQ_INT(1, f.calls);
   CHECK(ferry_async_sender_is_cancelled(s)); /* the free cancelled the stream */
   CHECK_EQ_INT(ECANCELED, send_n(s, 0, 1, NULL));
@@ -947,10 +884,7 @@ FERRY_TEST(window_bounds_what_is_requested) {
   CHECK_EQ_INT(0,
                ferry_async_consumer_create(3, FERRY_VALIDATE_NONE, &handler, &c, NULL));
   struct FerryAsyncSender* s = NULL;
-  CHECK_EQ_INT(0, ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, NULL));
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, NULL));
+  CHECK_EQ_INT(0, start_sender(&handler, &s, NULL));
   CHECK_EQ_INT(0, send_n(s, 0, 3, NULL)); /* the window */
   struct FerryError error;
   CHECK_EQ_INT(ETIMEDOUT, ferry_async_sender_wait_demand(s, 0, &error));
@@ -1058,6 +992,13 @@ static int hostile_schema(struct HostileRun* run) {
   return run->handler.on_schema(&run->handler, &schema);
 }
 
+/* hostile_start, then a schema the consumer accepts; extract fills by fill_mode. */
+static void hostile_open(struct HostileRun* run, int64_t window, int fill_mode) {
+  hostile_start(run, window);
+  CHECK_EQ_INT(0, hostile_schema(run));
+  run->h.fill_mode = fill_mode;
+}
+
 static int hostile_task(struct HostileRun* run) {
   struct ArrowAsyncTask task = {hostile_extract, &run->h};
   return run->handler.on_next_task(&run->handler, &task, NULL);
@@ -1109,8 +1050,7 @@ FERRY_TEST(hostile_no_producer_set) {
 
 FERRY_TEST(hostile_more_tasks_than_requested) {
   struct HostileRun run;
-  hostile_start(&run, 2);
-  CHECK_EQ_INT(0, hostile_schema(&run));
+  hostile_open(&run, 2, 0);
   CHECK_EQ_INT(2, run.h.requested); /* the window, from inside on_schema */
   CHECK_EQ_INT(0, hostile_task(&run));
   CHECK_EQ_INT(0, hostile_task(&run));
@@ -1124,8 +1064,7 @@ FERRY_TEST(hostile_callback_from_inside_request) {
   /* A producer whose request calls on_next_task synchronously (the
    * specification forbids it): request is called from next. */
   struct HostileRun run;
-  hostile_start(&run, 4);
-  CHECK_EQ_INT(0, hostile_schema(&run));
+  hostile_open(&run, 4, 0);
   CHECK_EQ_INT(0, hostile_task(&run));
   run.h.call_back_from_request = 1;
   struct ArrowDeviceArray batch = {0};
@@ -1155,8 +1094,7 @@ static int overlap_extract(struct ArrowAsyncTask* task, struct ArrowDeviceArray*
 
 FERRY_TEST(hostile_concurrent_handler_calls) {
   struct HostileRun run;
-  hostile_start(&run, 4);
-  CHECK_EQ_INT(0, hostile_schema(&run));
+  hostile_open(&run, 4, 0);
   overlap_run = &run;
   struct ArrowAsyncTask task = {overlap_extract, &run.h};
   CHECK_EQ_INT(0, run.handler.on_next_task(&run.handler, &task, NULL));
@@ -1166,8 +1104,7 @@ FERRY_TEST(hostile_concurrent_handler_calls) {
 
 FERRY_TEST(hostile_calls_after_release_and_release_twice) {
   struct HostileRun run;
-  hostile_start(&run, 2);
-  CHECK_EQ_INT(0, hostile_schema(&run));
+  hostile_open(&run, 2, 0);
   CHECK_EQ_INT(0, run.handler.on_next_task(&run.handler, NULL, NULL)); /* end */
   void (*release)(struct ArrowAsyncDeviceStreamHandler*) = run.handler.release;
   release(&run.handler);
@@ -1184,8 +1121,7 @@ FERRY_TEST(hostile_calls_after_release_and_release_twice) {
 
 FERRY_TEST(hostile_release_without_end) {
   struct HostileRun run;
-  hostile_start(&run, 2);
-  CHECK_EQ_INT(0, hostile_schema(&run));
+  hostile_open(&run, 2, 0);
   CHECK_EQ_INT(0, hostile_task(&run));
   run.handler.release(&run.handler);
   expect_protocol_error(&run, "release_before_end");
@@ -1195,9 +1131,7 @@ FERRY_TEST(hostile_release_without_end) {
 FERRY_TEST(hostile_release_inside_a_callback_is_done_after_it) {
   int64_t base_batches = atomic_load(&live_batches);
   struct HostileRun run;
-  hostile_start(&run, 2);
-  CHECK_EQ_INT(0, hostile_schema(&run));
-  run.h.fill_mode = 4;
+  hostile_open(&run, 2, 4);
   CHECK_EQ_INT(0, hostile_task(&run));
   /* Not lost (nothing leaks), and not run under the callback. */
   CHECK_EQ_INT(0, ferry_async_consumer_wait_released(run.c, 0));
@@ -1210,8 +1144,7 @@ FERRY_TEST(hostile_release_inside_a_callback_is_done_after_it) {
 
 FERRY_TEST(hostile_release_inside_request) {
   struct HostileRun run;
-  hostile_start(&run, 2);
-  CHECK_EQ_INT(0, hostile_schema(&run));
+  hostile_open(&run, 2, 0);
   CHECK_EQ_INT(0, hostile_task(&run));
   run.h.release_from_request = 1;
   struct ArrowDeviceArray batch = {0};
@@ -1226,9 +1159,7 @@ FERRY_TEST(hostile_release_inside_request) {
 
 FERRY_TEST(hostile_extract_leaves_the_array_released) {
   struct HostileRun run;
-  hostile_start(&run, 2);
-  CHECK_EQ_INT(0, hostile_schema(&run));
-  run.h.fill_mode = 1;
+  hostile_open(&run, 2, 1);
   CHECK(hostile_task(&run) != 0);
   expect_protocol_error(&run, "empty_task");
   hostile_finish(&run);
@@ -1237,9 +1168,7 @@ FERRY_TEST(hostile_extract_leaves_the_array_released) {
 FERRY_TEST(hostile_malformed_batch_is_refused_by_validation) {
   int64_t base_batches = atomic_load(&live_batches);
   struct HostileRun run;
-  hostile_start(&run, 2);
-  CHECK_EQ_INT(0, hostile_schema(&run));
-  run.h.fill_mode = 2;
+  hostile_open(&run, 2, 2);
   CHECK_EQ_INT(0, hostile_task(&run));
   struct ArrowDeviceArray batch = {0};
   struct FerryError error;
@@ -1255,9 +1184,7 @@ FERRY_TEST(hostile_malformed_batch_is_refused_by_validation) {
 
 FERRY_TEST(hostile_extract_failure_then_on_error) {
   struct HostileRun run;
-  hostile_start(&run, 2);
-  CHECK_EQ_INT(0, hostile_schema(&run));
-  run.h.fill_mode = 3;
+  hostile_open(&run, 2, 3);
   CHECK_EQ_INT(0, hostile_task(&run));
   struct ArrowDeviceArray batch = {0};
   struct FerryError error;
@@ -1361,23 +1288,16 @@ FERRY_TEST(accessors_accept_null_and_released_structs) {
 
 FERRY_TEST(task_move_and_free_extract_exactly_once) {
   int64_t base_batches = atomic_load(&live_batches);
-  struct Recorder r;
-  struct ArrowAsyncDeviceStreamHandler handler;
-  rec_init(&r, &handler);
-  r.request_in_schema = 2;
-  r.defer = 1;
-  struct FerryAsyncSender* s = NULL;
-  CHECK_EQ_INT(0, ferry_async_sender_create(&handler, ARROW_DEVICE_CPU, NULL, &s, NULL));
-  struct ArrowSchema schema;
-  make_schema(&schema);
-  CHECK_EQ_INT(0, ferry_async_sender_send_schema(s, &schema, NULL));
-  CHECK_EQ_INT(0, send_n(s, 0, 2, NULL));
-  CHECK_EQ_INT(0, ferry_async_sender_finish(s, 0, NULL));
+  struct SenderRun t;
+  CHECK_EQ_INT(
+      0, sender_run_start(&t, (struct RecOptions){.request_in_schema = 2, .defer = 1}));
+  CHECK_EQ_INT(0, send_n(t.s, 0, 2, NULL));
+  CHECK_EQ_INT(0, ferry_async_sender_finish(t.s, 0, NULL));
   struct ArrowAsyncTask* heap = ferry_async_task_new();
   CHECK(ferry_async_task_is_released(heap));
-  CHECK_EQ_INT(0, ferry_async_task_move(&r.tasks[0], heap));
-  CHECK(ferry_async_task_is_released(&r.tasks[0]));
-  CHECK_EQ_INT(EINVAL, ferry_async_task_move(&r.tasks[0], heap));
+  CHECK_EQ_INT(0, ferry_async_task_move(&t.r.tasks[0], heap));
+  CHECK(ferry_async_task_is_released(&t.r.tasks[0]));
+  CHECK_EQ_INT(EINVAL, ferry_async_task_move(&t.r.tasks[0], heap));
   struct ArrowDeviceArray batch = {0};
   CHECK_EQ_INT(0, ferry_async_task_extract_data(heap, &batch));
   CHECK_EQ_INT(0, first_value(&batch));
@@ -1385,7 +1305,7 @@ FERRY_TEST(task_move_and_free_extract_exactly_once) {
   CHECK_EQ_INT(EINVAL, ferry_async_task_extract_data(heap, &batch));
   ferry_async_task_free(heap);
   heap = ferry_async_task_new();
-  CHECK_EQ_INT(0, ferry_async_task_move(&r.tasks[1], heap));
+  CHECK_EQ_INT(0, ferry_async_task_move(&t.r.tasks[1], heap));
   ferry_async_task_free(heap); /* extracts with NULL: the producer cleans up */
   CHECK_EQ_INT(base_batches, atomic_load(&live_batches));
 }

@@ -6,6 +6,7 @@
 
 #include "ferry/ferry.h"
 #include "ferry_test.h"
+#include "struct_fill.h"
 
 /* A scripted producer: yields `n_batches` int32 arrays on `device_type`,
  * then end of stream; optionally fails at batch `fail_at` with `fail_code`
@@ -84,6 +85,16 @@ static struct Script new_script(int n_batches) {
   return script;
 }
 
+/* A script whose get_next fails once, at batch `at`, with `code` and
+ * `message` (NULL: no message). */
+static struct Script failing_script(int n_batches, int at, int code, const char* message) {
+  struct Script script = new_script(n_batches);
+  script.fail_at = at;
+  script.fail_code = code;
+  script.fail_message = message;
+  return script;
+}
+
 static int init_stream(struct ArrowDeviceArrayStream* stream, struct Script* script) {
   memset(stream, 0, sizeof(*stream));
   return ferry_array_stream_init(stream, script->device_type, script_get_schema,
@@ -133,10 +144,7 @@ FERRY_TEST(stream_yields_batches_then_end_forever) {
 
 FERRY_TEST(stream_error_message_propagates_and_clears) {
   int64_t base = ferry_live_exports();
-  struct Script script = new_script(2);
-  script.fail_at = 1;
-  script.fail_code = EIO;
-  script.fail_message = "disk on fire at batch 1";
+  struct Script script = failing_script(2, 1, EIO, "disk on fire at batch 1");
   struct ArrowDeviceArrayStream stream;
   struct FerryError error;
   CHECK_EQ_INT(FERRY_OK, init_stream(&stream, &script));
@@ -159,9 +167,7 @@ FERRY_TEST(stream_error_message_propagates_and_clears) {
 
 FERRY_TEST(stream_error_without_message_gets_a_generic_one) {
   int64_t base = ferry_live_exports();
-  struct Script script = new_script(1);
-  script.fail_at = 0;
-  script.fail_code = ENOMEM;
+  struct Script script = failing_script(1, 0, ENOMEM, NULL);
   struct ArrowDeviceArrayStream stream;
   struct FerryError error;
   CHECK_EQ_INT(FERRY_OK, init_stream(&stream, &script));
@@ -176,10 +182,7 @@ FERRY_TEST(stream_error_without_message_gets_a_generic_one) {
 
 FERRY_TEST(producer_leaving_out_live_on_error_does_not_leak) {
   int64_t base = ferry_live_exports();
-  struct Script script = new_script(1);
-  script.fail_at = 0;
-  script.fail_code = EIO;
-  script.fail_message = "half-built batch";
+  struct Script script = failing_script(1, 0, EIO, "half-built batch");
   script.leave_live_on_error = 1;
   struct ArrowDeviceArrayStream stream;
   struct FerryError error;
@@ -393,11 +396,9 @@ static void foreign_stream_release(struct ArrowDeviceArrayStream* stream) {
 }
 
 FERRY_TEST(consumer_wrappers_work_on_foreign_streams) {
-  struct ArrowDeviceArrayStream stream = {0};
-  stream.device_type = ARROW_DEVICE_CPU;
-  stream.get_next = foreign_get_next_fails_live;
-  stream.get_schema = foreign_get_schema_fails;
-  stream.release = foreign_stream_release;
+  struct ArrowDeviceArrayStream stream;
+  it_fill_stream(&stream, ARROW_DEVICE_CPU, foreign_get_schema_fails,
+                 foreign_get_next_fails_live, NULL, foreign_stream_release, NULL);
   struct FerryError error;
   struct ArrowDeviceArray batch = {0};
   /* No get_last_error at all: generic message. */
@@ -437,10 +438,9 @@ static int foreign_get_next_wrong_device(struct ArrowDeviceArrayStream* stream,
 }
 
 FERRY_TEST(foreign_batch_on_another_device_type_is_refused_and_released) {
-  struct ArrowDeviceArrayStream stream = {0};
-  stream.device_type = ARROW_DEVICE_EXT_DEV;
-  stream.get_next = foreign_get_next_wrong_device;
-  stream.release = foreign_stream_release;
+  struct ArrowDeviceArrayStream stream;
+  it_fill_stream(&stream, ARROW_DEVICE_EXT_DEV, NULL, foreign_get_next_wrong_device, NULL,
+                 foreign_stream_release, NULL);
   struct FerryError error;
   ferry_error_init(&error);
   struct ArrowDeviceArray batch = {0};
@@ -489,14 +489,22 @@ static int make_schema(struct ArrowSchema* schema) {
   return rc;
 }
 
+/* The inputs of a test: n one-value int32 arrays over `storage` on
+ * `device_type` whose releases count in list_hooks (from 0), and make_schema's
+ * schema; FERRY_OK or the schema's error. */
+static int make_inputs(struct ArrowDeviceArray* arrays, int n, ArrowDeviceType device_type,
+                       int32_t* storage, struct ArrowSchema* schema) {
+  list_hooks = 0;
+  make_arrays(arrays, n, device_type, storage);
+  return make_schema(schema);
+}
+
 FERRY_TEST(stream_from_arrays_yields_them_in_order) {
   int64_t base = ferry_live_exports();
-  list_hooks = 0;
   int32_t storage[3] = {10, 20, 30};
   struct ArrowDeviceArray arrays[3];
-  make_arrays(arrays, 3, ARROW_DEVICE_EXT_DEV, storage);
   struct ArrowSchema schema;
-  CHECK_EQ_INT(FERRY_OK, make_schema(&schema));
+  CHECK_EQ_INT(FERRY_OK, make_inputs(arrays, 3, ARROW_DEVICE_EXT_DEV, storage, &schema));
   struct ArrowDeviceArrayStream stream = {0};
   struct FerryError error;
   CHECK_EQ_INT(FERRY_OK, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_EXT_DEV,
@@ -538,12 +546,10 @@ FERRY_TEST(stream_from_arrays_yields_them_in_order) {
 
 FERRY_TEST(stream_from_arrays_releases_unconsumed_arrays) {
   int64_t base = ferry_live_exports();
-  list_hooks = 0;
   int32_t storage[3] = {1, 2, 3};
   struct ArrowDeviceArray arrays[3];
-  make_arrays(arrays, 3, ARROW_DEVICE_CPU, storage);
   struct ArrowSchema schema;
-  CHECK_EQ_INT(FERRY_OK, make_schema(&schema));
+  CHECK_EQ_INT(FERRY_OK, make_inputs(arrays, 3, ARROW_DEVICE_CPU, storage, &schema));
   struct ArrowDeviceArrayStream stream = {0};
   CHECK_EQ_INT(FERRY_OK, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,
                                                        arrays, 3, NULL));
@@ -558,13 +564,11 @@ FERRY_TEST(stream_from_arrays_releases_unconsumed_arrays) {
 
 FERRY_TEST(stream_from_arrays_errors_move_nothing) {
   int64_t base = ferry_live_exports();
-  list_hooks = 0;
   int32_t storage[2] = {1, 2};
   struct ArrowDeviceArray arrays[2];
-  make_arrays(arrays, 2, ARROW_DEVICE_CPU, storage);
-  arrays[1].device_type = ARROW_DEVICE_EXT_DEV;
   struct ArrowSchema schema;
-  CHECK_EQ_INT(FERRY_OK, make_schema(&schema));
+  CHECK_EQ_INT(FERRY_OK, make_inputs(arrays, 2, ARROW_DEVICE_CPU, storage, &schema));
+  arrays[1].device_type = ARROW_DEVICE_EXT_DEV;
   struct ArrowDeviceArrayStream stream = {0};
   struct FerryError error;
   CHECK_EQ_INT(EINVAL, ferry_array_stream_init_from_arrays(&stream, ARROW_DEVICE_CPU, &schema,

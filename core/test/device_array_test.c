@@ -34,6 +34,39 @@ static int64_t sim_events_in_use(void) {
   return n;
 }
 
+/* A test on a strict sim device with a stream of its own: what was live
+ * before it, to be live again at its end (sim_rig_end, which also destroys
+ * the stream). */
+struct SimRig {
+  struct FerryDevice* sim;
+  void* stream;
+  int64_t allocations;
+  int64_t events;
+};
+
+static struct SimRig sim_rig(int64_t device_id) {
+  ferry_sim_set_strict(1);
+  struct SimRig r = {.sim = device_of(ARROW_DEVICE_EXT_DEV, device_id)};
+  r.allocations = ferry_device_live_allocations(r.sim);
+  r.events = sim_events_in_use();
+  CHECK_EQ_INT(0, ferry_device_stream_create(r.sim, &r.stream, NULL));
+  return r;
+}
+
+static void sim_rig_end(const struct SimRig* r) {
+  CHECK_EQ_INT(r->events, sim_events_in_use());
+  CHECK_EQ_INT(r->allocations, ferry_device_live_allocations(r->sim));
+  CHECK_EQ_INT(0, ferry_device_stream_destroy(r->sim, r->stream, NULL));
+}
+
+/* A live host int32 array of the two values {1, 2} (static: they outlive it). */
+static int host_int32_pair(struct ArrowArray* out) {
+  static const int32_t values[2] = {1, 2};
+  const void* buffers[2] = {NULL, values};
+  memset(out, 0, sizeof *out);
+  return ferry_array_init(out, 2, 0, 0, 2, buffers, 0, NULL, NULL, NULL);
+}
+
 static int all_bytes_are(const void* ptr, int64_t size, unsigned char value) {
   const unsigned char* bytes = (const unsigned char*)ptr;
   for (int64_t i = 0; i < size; i++) {
@@ -80,79 +113,49 @@ static int make_sim_int32(struct FerryDevice* device, void* stream, const int32_
 
 static const int32_t kValues[8] = {10, 20, 30, 40, 50, 60, 70, 80};
 
-FERRY_TEST(init_async_record_event_exports_an_event_tied_to_release) {
-  ferry_sim_set_strict(1);
-  struct FerryDevice* sim = device_of(ARROW_DEVICE_EXT_DEV, 1);
-  int64_t allocations = ferry_device_live_allocations(sim);
-  int64_t events = sim_events_in_use();
-  void* stream = NULL;
-  CHECK_EQ_INT(0, ferry_device_stream_create(sim, &stream, NULL));
+/* Exports kValues from `sim`, uploaded on `stream`, with sync `policy` into
+ * `out` (ferry_device_array_init_async, which moves the array in). */
+static void export_sim(struct FerryDevice* sim, void* stream, int32_t policy,
+                       struct ArrowDeviceArray* out) {
   struct ArrowArray array;
   memset(&array, 0, sizeof array);
+  memset(out, 0, sizeof *out);
   CHECK_EQ_INT(0, make_sim_int32(sim, stream, kValues, 8, &array));
-
-  struct ArrowDeviceArray exported;
-  memset(&exported, 0, sizeof exported);
-  struct FerryError error;
-  ferry_error_init(&error);
-  CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, sim, stream,
-                                                FERRY_SYNC_RECORD_EVENT, &error));
+  CHECK_EQ_INT(0, ferry_device_array_init_async(out, &array, sim, stream, policy, NULL));
   CHECK(array.release == NULL); /* moved in */
+}
+
+FERRY_TEST(init_async_record_event_exports_an_event_tied_to_release) {
+  struct SimRig r = sim_rig(1);
+  struct ArrowDeviceArray exported;
+  export_sim(r.sim, r.stream, FERRY_SYNC_RECORD_EVENT, &exported);
   CHECK_EQ_INT(ARROW_DEVICE_EXT_DEV, exported.device_type);
   CHECK_EQ_INT(1, exported.device_id);
   CHECK(exported.sync_event != NULL);
   CHECK_EQ_INT(1, ferry_device_array_reserved_is_zero(&exported));
-  CHECK_EQ_INT(events + 1, sim_events_in_use());
+  CHECK_EQ_INT(r.events + 1, sim_events_in_use());
 
   const int32_t* values = (const int32_t*)exported.array.buffers[1];
   /* A consumer that reads before waiting sees poison... */
   CHECK(all_bytes_are(values, 32, POISON));
   /* ...and after waiting, the data. */
-  CHECK_EQ_INT(0, ferry_device_array_wait(&exported, NULL, &error));
+  CHECK_EQ_INT(0, ferry_device_array_wait(&exported, NULL, NULL));
   for (int i = 0; i < 8; i++) CHECK_EQ_INT(kValues[i], values[i]);
 
   ferry_device_array_release(&exported);
   CHECK(exported.array.release == NULL);
-  CHECK_EQ_INT(events, sim_events_in_use());
-  CHECK(ferry__device_pooled_events(sim) >= 1); /* kept for the next export */
-  CHECK_EQ_INT(allocations, ferry_device_live_allocations(sim));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(sim, stream, NULL));
+  CHECK(ferry__device_pooled_events(r.sim) >= 1); /* kept for the next export */
+  sim_rig_end(&r);
 }
 
 FERRY_TEST(init_async_released_without_waiting_is_safe) {
-  ferry_sim_set_strict(1);
-  struct FerryDevice* sim = device_of(ARROW_DEVICE_EXT_DEV, 1);
-  int64_t allocations = ferry_device_live_allocations(sim);
-  int64_t events = sim_events_in_use();
-  void* stream = NULL;
-  CHECK_EQ_INT(0, ferry_device_stream_create(sim, &stream, NULL));
-  struct ArrowArray array;
-  memset(&array, 0, sizeof array);
-  CHECK_EQ_INT(0, make_sim_int32(sim, stream, kValues, 8, &array));
+  struct SimRig r = sim_rig(1);
   struct ArrowDeviceArray exported;
-  memset(&exported, 0, sizeof exported);
-  CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, sim, stream,
-                                                FERRY_SYNC_RECORD_EVENT, NULL));
+  export_sim(r.sim, r.stream, FERRY_SYNC_RECORD_EVENT, &exported);
   /* The consumer never waits: the event and the memory go away with work
    * still queued (the sim completes it before freeing the memory). */
   ferry_device_array_release(&exported);
-  CHECK_EQ_INT(events, sim_events_in_use());
-  CHECK_EQ_INT(allocations, ferry_device_live_allocations(sim));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(sim, stream, NULL));
-}
-
-/* Exports kValues from `sim` with a recorded event into `out`. */
-static int export_with_event(struct FerryDevice* sim, void* stream,
-                             struct ArrowDeviceArray* out) {
-  struct ArrowArray array;
-  memset(&array, 0, sizeof array);
-  memset(out, 0, sizeof *out);
-  int code = make_sim_int32(sim, stream, kValues, 8, &array);
-  if (code == 0) {
-    code = ferry_device_array_init_async(out, &array, sim, stream, FERRY_SYNC_RECORD_EVENT,
-                                         NULL);
-  }
-  return code;
+  sim_rig_end(&r);
 }
 
 FERRY_TEST(waiting_on_the_event_of_a_released_array_is_reported_despite_the_pool) {
@@ -160,15 +163,12 @@ FERRY_TEST(waiting_on_the_event_of_a_released_array_is_reported_despite_the_pool
    * The pool keeps released events alive for later exports; the sim must
    * still tell a consumer that waits after releasing, also once the event
    * carries a later export. */
-  ferry_sim_set_strict(1);
-  struct FerryDevice* sim = device_of(ARROW_DEVICE_EXT_DEV, 2);
-  int64_t events = sim_events_in_use();
-  void* stream = NULL;
+  struct SimRig r = sim_rig(2);
+  struct FerryDevice* sim = r.sim;
   void* consumer = NULL;
-  CHECK_EQ_INT(0, ferry_device_stream_create(sim, &stream, NULL));
   CHECK_EQ_INT(0, ferry_device_stream_create(sim, &consumer, NULL));
   struct ArrowDeviceArray first;
-  CHECK_EQ_INT(0, export_with_event(sim, stream, &first));
+  export_sim(sim, r.stream, FERRY_SYNC_RECORD_EVENT, &first);
   void* stale = first.sync_event;
   int64_t live = ferry__sim_live_events();
   CHECK_EQ_INT(0, ferry_device_stream_wait_event(sim, consumer, stale, NULL)); /* in time */
@@ -185,7 +185,7 @@ FERRY_TEST(waiting_on_the_event_of_a_released_array_is_reported_despite_the_pool
   /* The next export reuses the pooled event (no new one) under a new handle:
    * the old handle stays refused, the new one works. */
   struct ArrowDeviceArray second;
-  CHECK_EQ_INT(0, export_with_event(sim, stream, &second));
+  export_sim(sim, r.stream, FERRY_SYNC_RECORD_EVENT, &second);
   CHECK_EQ_INT(live, ferry__sim_live_events());
   CHECK(second.sync_event != stale);
   CHECK_EQ_INT(EINVAL, ferry_device_event_synchronize(sim, stale, NULL));
@@ -195,51 +195,34 @@ FERRY_TEST(waiting_on_the_event_of_a_released_array_is_reported_despite_the_pool
     CHECK_EQ_INT(kValues[i], ((const int32_t*)second.array.buffers[1])[i]);
   }
   ferry_device_array_release(&second);
-  CHECK_EQ_INT(events, sim_events_in_use());
   CHECK_EQ_INT(0, ferry_device_stream_destroy(sim, consumer, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(sim, stream, NULL));
+  sim_rig_end(&r);
 }
 
 FERRY_TEST(init_async_synchronize_policy_exports_no_event_and_ready_data) {
-  ferry_sim_set_strict(1);
-  struct FerryDevice* sim = device_of(ARROW_DEVICE_EXT_DEV, 0);
-  int64_t events = sim_events_in_use();
-  void* stream = NULL;
-  CHECK_EQ_INT(0, ferry_device_stream_create(sim, &stream, NULL));
-  struct ArrowArray array;
-  memset(&array, 0, sizeof array);
-  CHECK_EQ_INT(0, make_sim_int32(sim, stream, kValues, 8, &array));
+  struct SimRig r = sim_rig(0);
   struct ArrowDeviceArray exported;
-  memset(&exported, 0, sizeof exported);
-  CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, sim, stream,
-                                                FERRY_SYNC_SYNCHRONIZE, NULL));
+  export_sim(r.sim, r.stream, FERRY_SYNC_SYNCHRONIZE, &exported);
   CHECK(exported.sync_event == NULL);
-  CHECK_EQ_INT(events, sim_events_in_use());
+  CHECK_EQ_INT(r.events, sim_events_in_use());
   const int32_t* values = (const int32_t*)exported.array.buffers[1];
   for (int i = 0; i < 8; i++) CHECK_EQ_INT(kValues[i], values[i]);
   CHECK_EQ_INT(0, ferry_device_array_wait(&exported, NULL, NULL)); /* returns at once */
   ferry_device_array_release(&exported);
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(sim, stream, NULL));
+  sim_rig_end(&r);
 }
 
 FERRY_TEST(init_async_without_stream_or_on_the_cpu_exports_no_event) {
   struct FerryDevice* sim = device_of(ARROW_DEVICE_EXT_DEV, 0);
   struct FerryDevice* cpu = device_of(ARROW_DEVICE_CPU, 0);
-  struct ArrowArray array;
-  memset(&array, 0, sizeof array);
-  CHECK_EQ_INT(0, make_sim_int32(sim, NULL, kValues, 8, &array));
   struct ArrowDeviceArray exported;
-  memset(&exported, 0, sizeof exported);
-  CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, sim, NULL,
-                                                FERRY_SYNC_RECORD_EVENT, NULL));
+  export_sim(sim, NULL, FERRY_SYNC_RECORD_EVENT, &exported);
   CHECK(exported.sync_event == NULL);
   CHECK_EQ_INT(kValues[3], ((const int32_t*)exported.array.buffers[1])[3]);
   ferry_device_array_release(&exported);
 
-  int32_t host_values[2] = {1, 2};
-  const void* buffers[2] = {NULL, host_values};
-  memset(&array, 0, sizeof array);
-  CHECK_EQ_INT(0, ferry_array_init(&array, 2, 0, 0, 2, buffers, 0, NULL, NULL, NULL));
+  struct ArrowArray array;
+  CHECK_EQ_INT(0, host_int32_pair(&array));
   void* cpu_stream = NULL;
   CHECK_EQ_INT(0, ferry_device_stream_create(cpu, &cpu_stream, NULL));
   CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, cpu, cpu_stream,
@@ -255,11 +238,8 @@ FERRY_TEST(init_async_validates_and_moves_nothing_on_failure) {
   struct FerryDevice* sim = device_of(ARROW_DEVICE_EXT_DEV, 0);
   struct FerryError error;
   ferry_error_init(&error);
-  int32_t host_values[2] = {1, 2};
-  const void* buffers[2] = {NULL, host_values};
   struct ArrowArray array;
-  memset(&array, 0, sizeof array);
-  CHECK_EQ_INT(0, ferry_array_init(&array, 2, 0, 0, 2, buffers, 0, NULL, NULL, NULL));
+  CHECK_EQ_INT(0, host_int32_pair(&array));
   struct ArrowDeviceArray exported;
   memset(&exported, 0, sizeof exported);
   CHECK_EQ_INT(EINVAL,
@@ -292,13 +272,8 @@ FERRY_TEST(wait_with_a_consumer_stream_orders_the_consumer_without_blocking) {
   CHECK_EQ_INT(0, ferry_device_stream_create(sim, &producer, NULL));
   CHECK_EQ_INT(0, ferry_device_stream_create(sim, &consumer, NULL));
   CHECK_EQ_INT(0, ferry_device_allocate(sim, 32, &y, NULL));
-  struct ArrowArray array;
-  memset(&array, 0, sizeof array);
-  CHECK_EQ_INT(0, make_sim_int32(sim, producer, kValues, 8, &array));
   struct ArrowDeviceArray exported;
-  memset(&exported, 0, sizeof exported);
-  CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, sim, producer,
-                                                FERRY_SYNC_RECORD_EVENT, NULL));
+  export_sim(sim, producer, FERRY_SYNC_RECORD_EVENT, &exported);
   CHECK_EQ_INT(0, ferry_device_array_wait(&exported, consumer, NULL));
   /* The host did not block: in strict mode nothing has run yet. */
   CHECK(all_bytes_are(exported.array.buffers[1], 32, POISON));

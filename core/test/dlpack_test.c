@@ -14,8 +14,12 @@ static const int32_t kValues[4] = {10, 20, 30, 40};
 static int g_hook_calls;
 static void count_hook(void* user_data) { g_hook_calls++; }
 
-/* A live CPU int32 array over kValues, with a release hook that counts. */
-static void make_cpu_array(struct ArrowDeviceArray* out, int64_t length, int64_t offset) {
+/* A live schema of `format` and a live CPU array over kValues (as int32
+ * values), with a release hook whose count starts again at 0; FERRY_OK or the
+ * schema's error. */
+static int make_cpu_pair(const char* format, struct ArrowSchema* schema,
+                         struct ArrowDeviceArray* out, int64_t length, int64_t offset) {
+  g_hook_calls = 0;
   const void* buffers[2] = {NULL, kValues};
   struct ArrowArray array;
   memset(&array, 0, sizeof array);
@@ -26,15 +30,14 @@ static void make_cpu_array(struct ArrowDeviceArray* out, int64_t length, int64_t
                               NULL) != FERRY_OK) {
     printf("building the CPU array failed\n");
   }
+  memset(schema, 0, sizeof *schema);
+  return ferry_schema_init(schema, format, NULL, 0, 0, NULL);
 }
 
 FERRY_TEST(export_of_a_sliced_array_points_at_the_slice_and_releases_once) {
-  g_hook_calls = 0;
   struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
-  CHECK_EQ_INT(FERRY_OK, ferry_schema_init(&schema, "i", NULL, 0, 0, NULL));
   struct ArrowDeviceArray array;
-  make_cpu_array(&array, 3, 1);
+  CHECK_EQ_INT(FERRY_OK, make_cpu_pair("i", &schema, &array, 3, 1));
   struct DLManagedTensorVersioned* tensor = NULL;
   struct FerryError error;
   CHECK_EQ_INT(FERRY_OK,
@@ -55,12 +58,9 @@ FERRY_TEST(export_of_a_sliced_array_points_at_the_slice_and_releases_once) {
 
 FERRY_TEST(export_refuses_an_offset_whose_byte_offset_overflows) {
   /* offset * 4 wrapped around uint64 and exported a wrong byte_offset. */
-  g_hook_calls = 0;
   struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
-  CHECK_EQ_INT(FERRY_OK, ferry_schema_init(&schema, "i", NULL, 0, 0, NULL));
   struct ArrowDeviceArray array;
-  make_cpu_array(&array, 1, 0);
+  CHECK_EQ_INT(FERRY_OK, make_cpu_pair("i", &schema, &array, 1, 0));
   array.array.offset = INT64_MAX / 2;
   struct DLManagedTensorVersioned* tensor = NULL;
   struct FerryError error;
@@ -83,11 +83,9 @@ FERRY_TEST(export_refuses_an_offset_whose_byte_offset_overflows) {
 
 FERRY_TEST(export_refuses_a_released_schema_without_reading_it) {
   struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
-  CHECK_EQ_INT(FERRY_OK, ferry_schema_init(&schema, "i", NULL, 0, 0, NULL));
-  ferry_schema_release(&schema); /* schema.format now points at freed memory */
   struct ArrowDeviceArray array;
-  make_cpu_array(&array, 2, 0);
+  CHECK_EQ_INT(FERRY_OK, make_cpu_pair("i", &schema, &array, 2, 0));
+  ferry_schema_release(&schema); /* schema.format now points at freed memory */
   struct DLManagedTensorVersioned* tensor = NULL;
   struct FerryError error;
   CHECK_EQ_INT(EINVAL,
@@ -100,8 +98,10 @@ FERRY_TEST(export_refuses_a_released_schema_without_reading_it) {
 static int g_deleter_calls;
 static void count_deleter(struct DLManagedTensorVersioned* self) { g_deleter_calls++; }
 
-/* A CPU int32 tensor of `length` values over kValues, with count_deleter. */
+/* A CPU int32 tensor of `length` values over kValues, with count_deleter
+ * (its count starts again at 0). */
 static void make_tensor(struct DLManagedTensorVersioned* tensor, int64_t* shape, int64_t length) {
+  g_deleter_calls = 0;
   memset(tensor, 0, sizeof *tensor);
   shape[0] = length;
   tensor->version.major = DLPACK_MAJOR_VERSION;
@@ -119,10 +119,8 @@ static void make_tensor(struct DLManagedTensorVersioned* tensor, int64_t* shape,
  * outputs left released and the tensor's deleter not called. */
 static void check_import_refused(struct DLManagedTensorVersioned* tensor, const char* message) {
   g_deleter_calls = 0;
-  struct ArrowSchema schema;
-  struct ArrowDeviceArray array;
-  memset(&schema, 0, sizeof schema);
-  memset(&array, 0, sizeof array);
+  struct ArrowSchema schema = {0};
+  struct ArrowDeviceArray array = {0};
   struct FerryError error;
   CHECK_EQ_INT(EINVAL, ferry_device_array_from_dlpack(tensor, &schema, &array, &error));
   CHECK_CONTAINS(error.message, message);
@@ -131,17 +129,14 @@ static void check_import_refused(struct DLManagedTensorVersioned* tensor, const 
 }
 
 FERRY_TEST(import_refuses_a_negative_device_id_and_leaves_the_tensor_alone) {
-  g_deleter_calls = 0;
   int64_t shape[1];
   struct DLManagedTensorVersioned tensor;
   make_tensor(&tensor, shape, 4);
   tensor.dl_tensor.device.device_type = kDLExtDev;
   tensor.dl_tensor.device.device_id = -1;
   check_import_refused(&tensor, "DLPack device id -1 of ext_dev is negative");
-  struct ArrowSchema schema;
-  struct ArrowDeviceArray array;
-  memset(&schema, 0, sizeof schema);
-  memset(&array, 0, sizeof array);
+  struct ArrowSchema schema = {0};
+  struct ArrowDeviceArray array = {0};
   struct FerryError error;
 
   /* The CPU's id is not read (DLPack says 0, Arrow -1), so any value works. */
@@ -159,14 +154,11 @@ FERRY_TEST(import_gives_a_bare_schema_and_deletes_the_tensor_once_on_release) {
   /* The schema owns no memory (its format is the type table's literal), so
    * it may be released before or after the array, and the tensor's deleter
    * belongs to the array alone. */
-  g_deleter_calls = 0;
   int64_t shape[1];
   struct DLManagedTensorVersioned tensor;
   make_tensor(&tensor, shape, 4);
-  struct ArrowSchema schema;
-  struct ArrowDeviceArray array;
-  memset(&schema, 0, sizeof schema);
-  memset(&array, 0, sizeof array);
+  struct ArrowSchema schema = {0};
+  struct ArrowDeviceArray array = {0};
   int64_t exports_before = ferry_live_exports();
   CHECK_EQ_INT(FERRY_OK, ferry_device_array_from_dlpack(&tensor, &schema, &array, NULL));
   CHECK_STR("i", schema.format);
@@ -204,10 +196,11 @@ FERRY_TEST(import_refuses_a_tensor_whose_size_overflows_and_leaves_it_alone) {
 static void export_format(const char* format, int* code, int* bits) {
   *code = *bits = -1;
   struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
-  if (ferry_schema_init(&schema, format, NULL, 0, 0, NULL) != FERRY_OK) return;
   struct ArrowDeviceArray array;
-  make_cpu_array(&array, 0, 0);
+  if (make_cpu_pair(format, &schema, &array, 0, 0) != FERRY_OK) {
+    ferry_device_array_release(&array);
+    return;
+  }
   struct DLManagedTensorVersioned* tensor = NULL;
   if (ferry_device_array_to_dlpack(&schema, &array, NULL, &tensor, NULL) == FERRY_OK) {
     *code = tensor->dl_tensor.dtype.code;

@@ -104,6 +104,21 @@ static int64_t sum_cpu(struct ArrowDeviceArray* array) {
   return sum;
 }
 
+/* Reads `stream` to its end, releasing each batch; returns the sum of every
+ * batch's values, with the number of batches in *batches. */
+static int64_t sum_stream(struct ArrowDeviceArrayStream* stream, int64_t* batches) {
+  int64_t sum = 0;
+  *batches = 0;
+  for (;;) {
+    struct ArrowDeviceArray batch = {0};
+    CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(stream, &batch, NULL));
+    if (ferry_device_array_is_released(&batch)) return sum; /* the end */
+    (*batches)++;
+    sum += sum_cpu(&batch);
+    ferry_device_array_release(&batch);
+  }
+}
+
 /* ---- the capabilities --------------------------------------------------------- */
 
 FERRY_TEST(feature_export_array) {
@@ -167,17 +182,9 @@ FERRY_TEST(feature_import_stream) {
   export_three(&stream);
   CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_schema(&stream, &schema, NULL));
   CHECK_STR("i", ferry_schema_format(&schema));
-  int64_t batches = 0, sum = 0;
-  for (;;) {
-    struct ArrowDeviceArray batch = {0};
-    CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&stream, &batch, NULL));
-    if (ferry_device_array_is_released(&batch)) break; /* the end */
-    batches++;
-    sum += sum_cpu(&batch);
-    ferry_device_array_release(&batch);
-  }
+  int64_t batches = 0;
+  CHECK_EQ_INT(1 + 3 + 6, sum_stream(&stream, &batches));
   CHECK_EQ_INT(3, batches);
-  CHECK_EQ_INT(1 + 3 + 6, sum);
   ferry_schema_release(&schema);
   ferry_array_stream_release(&stream);
   CHECK_EQ_INT(3, g_hooks);
@@ -217,15 +224,9 @@ FERRY_TEST(feature_import_c_stream) {
                                                           &plain, NULL));
   CHECK_EQ_INT(FERRY_OK, ferry_array_stream_from_cpu_stream(&plain, &back, NULL));
   CHECK_EQ_INT(ARROW_DEVICE_CPU, ferry_array_stream_device_type(&back));
-  int64_t sum = 0;
-  for (;;) {
-    struct ArrowDeviceArray batch = {0};
-    CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&back, &batch, NULL));
-    if (ferry_device_array_is_released(&batch)) break;
-    sum += sum_cpu(&batch);
-    ferry_device_array_release(&batch);
-  }
-  CHECK_EQ_INT(1 + 3 + 6, sum);
+  int64_t batches = 0;
+  CHECK_EQ_INT(1 + 3 + 6, sum_stream(&back, &batches));
+  CHECK_EQ_INT(3, batches);
   ferry_array_stream_release(&back);
   CHECK_EQ_INT(3, g_hooks);
 }
@@ -537,17 +538,9 @@ FERRY_TEST(feature_import_async) {
   struct ArrowSchema schema = {0};
   CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_schema(&adapted, &schema, NULL));
   CHECK_STR("i", ferry_schema_format(&schema));
-  int64_t batches = 0, sum = 0;
-  for (;;) {
-    struct ArrowDeviceArray batch = {0};
-    CHECK_EQ_INT(FERRY_OK, ferry_array_stream_get_next(&adapted, &batch, NULL));
-    if (ferry_device_array_is_released(&batch)) break;
-    batches++;
-    sum += sum_cpu(&batch);
-    ferry_device_array_release(&batch);
-  }
+  int64_t batches = 0;
+  CHECK_EQ_INT(1 + 3 + 6, sum_stream(&adapted, &batches));
   CHECK_EQ_INT(3, batches);
-  CHECK_EQ_INT(1 + 3 + 6, sum);
   ferry_schema_release(&schema);
   ferry_array_stream_release(&adapted);
   CHECK_EQ_INT(3, g_hooks);

@@ -21,23 +21,28 @@ static struct FerryFormat parse_ok(const char* format) {
   return parsed;
 }
 
-/* Checks the layout of a simple fixed-width type. */
-static void check_fixed(const char* format, enum FerryTypeId type, int64_t bits) {
+/* Parses `format` and checks its type, fixed buffer count and child count;
+ * returns the parse for the checks that follow. */
+static struct FerryFormat check_shape(const char* format, enum FerryTypeId type,
+                                      int64_t n_fixed_buffers, int64_t n_children) {
   struct FerryFormat f = parse_ok(format);
   CHECK_EQ_INT(type, f.type);
-  CHECK_EQ_INT(2, f.n_fixed_buffers);
+  CHECK_EQ_INT(n_fixed_buffers, f.n_fixed_buffers);
+  CHECK_EQ_INT(n_children, f.n_children);
+  return f;
+}
+
+/* Checks the layout of a simple fixed-width type. */
+static void check_fixed(const char* format, enum FerryTypeId type, int64_t bits) {
+  struct FerryFormat f = check_shape(format, type, 2, 0);
   CHECK_EQ_INT(FERRY_BUFFER_VALIDITY, f.roles[0]);
   CHECK_EQ_INT(FERRY_BUFFER_DATA, f.roles[1]);
   CHECK_EQ_INT(bits, f.bit_width);
-  CHECK_EQ_INT(0, f.n_children);
   CHECK_EQ_INT(0, f.is_view);
 }
 
 FERRY_TEST(primitive_tokens) {
-  struct FerryFormat f = parse_ok("n");
-  CHECK_EQ_INT(FERRY_TYPE_NA, f.type);
-  CHECK_EQ_INT(0, f.n_fixed_buffers);
-  CHECK_EQ_INT(0, f.n_children);
+  check_shape("n", FERRY_TYPE_NA, 0, 0);
   check_fixed("b", FERRY_TYPE_BOOL, 1);
   check_fixed("c", FERRY_TYPE_INT8, 8);
   check_fixed("C", FERRY_TYPE_UINT8, 8);
@@ -140,12 +145,9 @@ FERRY_TEST(temporal_tokens) {
 }
 
 FERRY_TEST(nested_tokens) {
-  struct FerryFormat f = parse_ok("+l");
-  CHECK_EQ_INT(FERRY_TYPE_LIST, f.type);
-  CHECK_EQ_INT(2, f.n_fixed_buffers);
+  struct FerryFormat f = check_shape("+l", FERRY_TYPE_LIST, 2, 1);
   CHECK_EQ_INT(FERRY_BUFFER_OFFSETS, f.roles[1]);
   CHECK_EQ_INT(4, f.offset_bytes);
-  CHECK_EQ_INT(1, f.n_children);
   f = parse_ok("+L");
   CHECK_EQ_INT(FERRY_TYPE_LARGE_LIST, f.type);
   CHECK_EQ_INT(8, f.offset_bytes);
@@ -157,23 +159,11 @@ FERRY_TEST(nested_tokens) {
   f = parse_ok("+vL");
   CHECK_EQ_INT(FERRY_TYPE_LARGE_LIST_VIEW, f.type);
   CHECK_EQ_INT(8, f.offset_bytes);
-  f = parse_ok("+w:3");
-  CHECK_EQ_INT(FERRY_TYPE_FIXED_SIZE_LIST, f.type);
+  f = check_shape("+w:3", FERRY_TYPE_FIXED_SIZE_LIST, 1, 1);
   CHECK_EQ_INT(3, f.fixed_size);
-  CHECK_EQ_INT(1, f.n_fixed_buffers);
-  CHECK_EQ_INT(1, f.n_children);
-  f = parse_ok("+s");
-  CHECK_EQ_INT(FERRY_TYPE_STRUCT, f.type);
-  CHECK_EQ_INT(1, f.n_fixed_buffers);
-  CHECK_EQ_INT(-1, f.n_children);
-  f = parse_ok("+m");
-  CHECK_EQ_INT(FERRY_TYPE_MAP, f.type);
-  CHECK_EQ_INT(2, f.n_fixed_buffers);
-  CHECK_EQ_INT(1, f.n_children);
-  f = parse_ok("+r");
-  CHECK_EQ_INT(FERRY_TYPE_RUN_END_ENCODED, f.type);
-  CHECK_EQ_INT(0, f.n_fixed_buffers);
-  CHECK_EQ_INT(2, f.n_children);
+  check_shape("+s", FERRY_TYPE_STRUCT, 1, -1);
+  check_shape("+m", FERRY_TYPE_MAP, 2, 1);
+  check_shape("+r", FERRY_TYPE_RUN_END_ENCODED, 0, 2);
 }
 
 FERRY_TEST(union_tokens) {

@@ -54,6 +54,49 @@ static int matches_pattern(const unsigned char* bytes, int64_t size, unsigned se
   return 1;
 }
 
+/* A sim device with buffer x (and y) of one size, a stream (and a second,
+ * `consumer`, and an event), as most tests below need: rig_open makes them
+ * and returns 0 or the first error; rig_close destroys what is still there
+ * (a test that destroys a part itself sets it to NULL) and returns 0 or the
+ * first error. No CHECK inside: the pipeline threads use it too. */
+enum { RIG_Y = 1, RIG_CONSUMER = 2, RIG_EVENT = 4 };
+
+struct Rig {
+  struct FerryDevice* d;
+  struct FerryDevice* host;
+  void *x, *y, *stream, *consumer, *event;
+};
+
+static int rig_open(struct Rig* g, int64_t id, int64_t size, int parts) {
+  memset(g, 0, sizeof(*g));
+  g->d = sim(id);
+  g->host = cpu();
+  int rc = ferry_device_allocate(g->d, size, &g->x, NULL);
+  if (rc == 0 && (parts & RIG_Y)) rc = ferry_device_allocate(g->d, size, &g->y, NULL);
+  if (rc == 0) rc = ferry_device_stream_create(g->d, &g->stream, NULL);
+  if (rc == 0 && (parts & RIG_CONSUMER))
+    rc = ferry_device_stream_create(g->d, &g->consumer, NULL);
+  if (rc == 0 && (parts & RIG_EVENT))
+    rc = ferry_device_event_create(g->d, &g->event, NULL);
+  return rc;
+}
+
+static int rig_close(struct Rig* g) {
+  int rc = 0;
+  if (g->event != NULL) rc = ferry_device_event_destroy(g->d, g->event, NULL);
+  void* streams[2] = {g->stream, g->consumer};
+  for (int i = 0; i < 2; i++) {
+    int r = streams[i] == NULL ? 0 : ferry_device_stream_destroy(g->d, streams[i], NULL);
+    if (rc == 0) rc = r;
+  }
+  void* buffers[2] = {g->x, g->y};
+  for (int i = 0; i < 2; i++) {
+    int r = buffers[i] == NULL ? 0 : ferry_device_deallocate(g->d, buffers[i], NULL);
+    if (rc == 0) rc = r;
+  }
+  return rc;
+}
+
 /* When run as a child with FERRY_SIM_ENV_CHILD=1 (see the next test), checks
  * that FERRY_SIM_STRICT=0 turned strict mode off; otherwise checks the
  * default, which is strict. Must stay the first test (nothing has touched
@@ -234,182 +277,134 @@ FERRY_TEST(copies_refuse_memory_of_the_wrong_device) {
  * as poison, every single time, and reads real data after the wait. */
 FERRY_TEST(strict_mode_forgotten_wait_reads_poison_every_time) {
   ferry_sim_set_strict(1);
-  struct FerryDevice* d = sim(0);
-  struct FerryDevice* host = cpu();
   enum { kSize = 4096, kRounds = 200 };
   static unsigned char in[kSize], out[kSize];
-  void* x = NULL;
-  void* stream = NULL;
-  void* event = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(d, kSize, &x, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_event_create(d, &event, NULL));
+  struct Rig g;
+  CHECK_EQ_INT(0, rig_open(&g, 0, kSize, RIG_EVENT));
   int poison_reads = 0;
   for (int round = 0; round < kRounds; round++) {
     fill_pattern(in, kSize, (unsigned)round);
-    CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, in, kSize, stream, NULL));
-    CHECK_EQ_INT(0, ferry_device_event_record(d, event, stream, NULL));
+    CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, in, kSize, g.stream, NULL));
+    CHECK_EQ_INT(0, ferry_device_event_record(g.d, g.event, g.stream, NULL));
     /* The consumer forgets the event: direct read and a synchronous copy. */
-    if (all_bytes_are(x, kSize, POISON)) poison_reads++;
-    CHECK_EQ_INT(0, ferry_device_memcpy(host, out, d, x, kSize, NULL, NULL));
+    if (all_bytes_are(g.x, kSize, POISON)) poison_reads++;
+    CHECK_EQ_INT(0, ferry_device_memcpy(g.host, out, g.d, g.x, kSize, NULL, NULL));
     CHECK(all_bytes_are(out, kSize, POISON));
     /* Now it waits. */
-    CHECK_EQ_INT(0, ferry_device_event_synchronize(d, event, NULL));
-    CHECK(matches_pattern((const unsigned char*)x, kSize, (unsigned)round));
+    CHECK_EQ_INT(0, ferry_device_event_synchronize(g.d, g.event, NULL));
+    CHECK(matches_pattern((const unsigned char*)g.x, kSize, (unsigned)round));
   }
   CHECK_EQ_INT(kRounds, poison_reads);
-  CHECK_EQ_INT(0, ferry_device_event_destroy(d, event, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, x, NULL));
+  CHECK_EQ_INT(0, rig_close(&g));
 }
 
 FERRY_TEST(host_source_is_captured_when_the_copy_is_enqueued) {
   ferry_sim_set_strict(1);
-  struct FerryDevice* d = sim(0);
-  struct FerryDevice* host = cpu();
   unsigned char in[64];
   fill_pattern(in, sizeof in, 9);
-  void* x = NULL;
-  void* stream = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(d, sizeof in, &x, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, in, sizeof in, stream, NULL));
+  struct Rig g;
+  CHECK_EQ_INT(0, rig_open(&g, 0, sizeof in, 0));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, in, sizeof in, g.stream, NULL));
   memset(in, 0, sizeof in); /* reusing the source right away is allowed */
-  CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, stream, NULL));
-  CHECK(matches_pattern((const unsigned char*)x, sizeof in, 9));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, x, NULL));
+  CHECK_EQ_INT(0, ferry_device_stream_synchronize(g.d, g.stream, NULL));
+  CHECK(matches_pattern((const unsigned char*)g.x, sizeof in, 9));
+  CHECK_EQ_INT(0, rig_close(&g));
 }
 
 FERRY_TEST(stream_order_is_kept_and_async_reads_to_host_are_poisoned_until_waited) {
   ferry_sim_set_strict(1);
-  struct FerryDevice* d = sim(2);
-  struct FerryDevice* host = cpu();
   unsigned char in[128], out[128];
   fill_pattern(in, sizeof in, 5);
-  void* x = NULL;
-  void* y = NULL;
-  void* stream = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(d, sizeof in, &x, NULL));
-  CHECK_EQ_INT(0, ferry_device_allocate(d, sizeof in, &y, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
+  struct Rig g;
+  CHECK_EQ_INT(0, rig_open(&g, 2, sizeof in, RIG_Y));
   /* host -> x -> y -> host, all queued, in order. */
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, in, sizeof in, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, y, d, x, sizeof in, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(host, out, d, y, sizeof out, stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, in, sizeof in, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.y, g.d, g.x, sizeof in, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.host, out, g.d, g.y, sizeof out, g.stream, NULL));
   CHECK(all_bytes_are(out, sizeof out, POISON));
-  CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_stream_synchronize(g.d, g.stream, NULL));
   CHECK(matches_pattern(out, sizeof out, 5));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, x, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, y, NULL));
+  CHECK_EQ_INT(0, rig_close(&g));
 }
 
 FERRY_TEST(a_queued_read_keeps_the_old_contents_when_a_later_write_is_queued) {
   /* Write-after-read on one stream: the read must see the old data even
    * though the later write would poison its destination. */
   ferry_sim_set_strict(1);
-  struct FerryDevice* d = sim(0);
-  struct FerryDevice* host = cpu();
   unsigned char first[64], second[64], out[64];
   fill_pattern(first, 64, 1);
   fill_pattern(second, 64, 2);
-  void* x = NULL;
-  void* stream = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(d, 64, &x, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, first, 64, NULL, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(host, out, d, x, 64, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, second, 64, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, stream, NULL));
+  struct Rig g;
+  CHECK_EQ_INT(0, rig_open(&g, 0, 64, 0));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, first, 64, NULL, NULL));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.host, out, g.d, g.x, 64, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, second, 64, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_stream_synchronize(g.d, g.stream, NULL));
   CHECK(matches_pattern(out, 64, 1));
-  CHECK(matches_pattern((const unsigned char*)x, 64, 2));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, x, NULL));
+  CHECK(matches_pattern((const unsigned char*)g.x, 64, 2));
+  CHECK_EQ_INT(0, rig_close(&g));
 }
 
 FERRY_TEST(cross_stream_wait_orders_a_consumer_after_the_producer) {
   ferry_sim_set_strict(1);
-  struct FerryDevice* d = sim(1);
-  struct FerryDevice* host = cpu();
   enum { kSize = 512 };
   unsigned char in[kSize], out[kSize];
   fill_pattern(in, kSize, 11);
-  void *x = NULL, *y = NULL, *producer = NULL, *consumer = NULL, *event = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(d, kSize, &x, NULL));
-  CHECK_EQ_INT(0, ferry_device_allocate(d, kSize, &y, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &producer, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &consumer, NULL));
-  CHECK_EQ_INT(0, ferry_device_event_create(d, &event, NULL));
+  struct Rig g;
+  CHECK_EQ_INT(0, rig_open(&g, 1, kSize, RIG_Y | RIG_CONSUMER | RIG_EVENT));
 
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, in, kSize, producer, NULL));
-  CHECK_EQ_INT(0, ferry_device_event_record(d, event, producer, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_wait_event(d, consumer, event, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, y, d, x, kSize, consumer, NULL));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, in, kSize, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_event_record(g.d, g.event, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_stream_wait_event(g.d, g.consumer, g.event, NULL));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.y, g.d, g.x, kSize, g.consumer, NULL));
   /* The event may go away now: the wait already captured its position. */
-  CHECK_EQ_INT(0, ferry_device_event_destroy(d, event, NULL));
+  CHECK_EQ_INT(0, ferry_device_event_destroy(g.d, g.event, NULL));
+  g.event = NULL;
   /* Nothing was waited on by the host yet, so nothing has run. */
-  CHECK(all_bytes_are(x, kSize, POISON));
-  CHECK(all_bytes_are(y, kSize, POISON));
+  CHECK(all_bytes_are(g.x, kSize, POISON));
+  CHECK(all_bytes_are(g.y, kSize, POISON));
   /* Synchronizing only the consumer pulls the producer's work through. */
-  CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, consumer, NULL));
-  CHECK(matches_pattern((const unsigned char*)y, kSize, 11));
-  CHECK(matches_pattern((const unsigned char*)x, kSize, 11));
-  CHECK_EQ_INT(0, ferry_device_memcpy(host, out, d, y, kSize, NULL, NULL));
+  CHECK_EQ_INT(0, ferry_device_stream_synchronize(g.d, g.consumer, NULL));
+  CHECK(matches_pattern((const unsigned char*)g.y, kSize, 11));
+  CHECK(matches_pattern((const unsigned char*)g.x, kSize, 11));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.host, out, g.d, g.y, kSize, NULL, NULL));
   CHECK(matches_pattern(out, kSize, 11));
 
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, producer, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, consumer, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, x, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, y, NULL));
+  CHECK_EQ_INT(0, rig_close(&g));
 }
 
 FERRY_TEST(consumer_stream_that_skips_the_wait_reads_poison) {
   ferry_sim_set_strict(1);
-  struct FerryDevice* d = sim(1);
-  struct FerryDevice* host = cpu();
   unsigned char in[256];
   fill_pattern(in, sizeof in, 4);
-  void *x = NULL, *y = NULL, *producer = NULL, *consumer = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(d, sizeof in, &x, NULL));
-  CHECK_EQ_INT(0, ferry_device_allocate(d, sizeof in, &y, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &producer, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &consumer, NULL));
+  struct Rig g;
+  CHECK_EQ_INT(0, rig_open(&g, 1, sizeof in, RIG_Y | RIG_CONSUMER));
   for (int round = 0; round < 50; round++) {
-    CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, in, sizeof in, producer, NULL));
-    CHECK_EQ_INT(0, ferry_device_memcpy(d, y, d, x, sizeof in, consumer, NULL));
-    CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, consumer, NULL));
-    CHECK(all_bytes_are(y, sizeof in, POISON));
-    CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, producer, NULL));
-    CHECK(matches_pattern((const unsigned char*)x, sizeof in, 4));
+    CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, in, sizeof in, g.stream, NULL));
+    CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.y, g.d, g.x, sizeof in, g.consumer, NULL));
+    CHECK_EQ_INT(0, ferry_device_stream_synchronize(g.d, g.consumer, NULL));
+    CHECK(all_bytes_are(g.y, sizeof in, POISON));
+    CHECK_EQ_INT(0, ferry_device_stream_synchronize(g.d, g.stream, NULL));
+    CHECK(matches_pattern((const unsigned char*)g.x, sizeof in, 4));
   }
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, producer, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, consumer, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, x, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, y, NULL));
+  CHECK_EQ_INT(0, rig_close(&g));
 }
 
 FERRY_TEST(waiting_with_the_null_stream_blocks_the_host_until_the_event) {
   ferry_sim_set_strict(1);
-  struct FerryDevice* d = sim(2);
-  struct FerryDevice* host = cpu();
   unsigned char in[200];
   fill_pattern(in, sizeof in, 17);
-  void *x = NULL, *stream = NULL, *event = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(d, sizeof in, &x, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_event_create(d, &event, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, in, sizeof in, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_event_record(d, event, stream, NULL));
+  struct Rig g;
+  CHECK_EQ_INT(0, rig_open(&g, 2, sizeof in, RIG_EVENT));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, in, sizeof in, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_event_record(g.d, g.event, g.stream, NULL));
   /* Waiting on the event from the same stream is implied by stream order:
    * it queues nothing and runs nothing. */
-  CHECK_EQ_INT(0, ferry_device_stream_wait_event(d, stream, event, NULL));
-  CHECK(all_bytes_are(x, sizeof in, POISON));
-  CHECK_EQ_INT(0, ferry_device_stream_wait_event(d, NULL, event, NULL));
-  CHECK(matches_pattern((const unsigned char*)x, sizeof in, 17));
-  CHECK_EQ_INT(0, ferry_device_event_destroy(d, event, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, x, NULL));
+  CHECK_EQ_INT(0, ferry_device_stream_wait_event(g.d, g.stream, g.event, NULL));
+  CHECK(all_bytes_are(g.x, sizeof in, POISON));
+  CHECK_EQ_INT(0, ferry_device_stream_wait_event(g.d, NULL, g.event, NULL));
+  CHECK(matches_pattern((const unsigned char*)g.x, sizeof in, 17));
+  CHECK_EQ_INT(0, rig_close(&g));
 }
 
 FERRY_TEST(copies_between_two_sim_devices) {
@@ -436,53 +431,41 @@ FERRY_TEST(copies_between_two_sim_devices) {
 FERRY_TEST(non_strict_mode_executes_eagerly_and_synchronize_sees_the_data) {
   ferry_sim_set_strict(0);
   CHECK_EQ_INT(0, ferry_sim_is_strict());
-  struct FerryDevice* d = sim(0);
-  struct FerryDevice* host = cpu();
   unsigned char in[1024];
-  void *x = NULL, *stream = NULL, *event = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(d, sizeof in, &x, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_event_create(d, &event, NULL));
+  struct Rig g;
+  CHECK_EQ_INT(0, rig_open(&g, 0, sizeof in, RIG_EVENT));
   for (int round = 0; round < 20; round++) {
     fill_pattern(in, sizeof in, (unsigned)round + 100);
-    CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, in, sizeof in, stream, NULL));
-    CHECK_EQ_INT(0, ferry_device_event_record(d, event, stream, NULL));
-    CHECK_EQ_INT(0, ferry_device_event_synchronize(d, event, NULL));
-    CHECK(matches_pattern((const unsigned char*)x, sizeof in, (unsigned)round + 100));
+    CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, in, sizeof in, g.stream, NULL));
+    CHECK_EQ_INT(0, ferry_device_event_record(g.d, g.event, g.stream, NULL));
+    CHECK_EQ_INT(0, ferry_device_event_synchronize(g.d, g.event, NULL));
+    CHECK(matches_pattern((const unsigned char*)g.x, sizeof in, (unsigned)round + 100));
   }
   /* Eagerly means: a stream that nobody waits on still finishes. Destroy
    * would drain it anyway, so observe completion through a second stream's
    * event position instead: synchronizing the NULL stream (whole device). */
   fill_pattern(in, sizeof in, 77);
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, in, sizeof in, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_synchronize(d, NULL, NULL));
-  CHECK(matches_pattern((const unsigned char*)x, sizeof in, 77));
-  CHECK_EQ_INT(0, ferry_device_event_destroy(d, event, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, x, NULL));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, in, sizeof in, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_stream_synchronize(g.d, NULL, NULL));
+  CHECK(matches_pattern((const unsigned char*)g.x, sizeof in, 77));
+  CHECK_EQ_INT(0, rig_close(&g));
   ferry_sim_set_strict(1);
   CHECK_EQ_INT(1, ferry_sim_is_strict());
 }
 
 FERRY_TEST(leaving_strict_mode_releases_queued_work) {
   ferry_sim_set_strict(1);
-  struct FerryDevice* d = sim(0);
-  struct FerryDevice* host = cpu();
   unsigned char in[64];
   fill_pattern(in, sizeof in, 21);
-  void *x = NULL, *stream = NULL, *event = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(d, sizeof in, &x, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_event_create(d, &event, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, in, sizeof in, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_event_record(d, event, stream, NULL));
+  struct Rig g;
+  CHECK_EQ_INT(0, rig_open(&g, 0, sizeof in, RIG_EVENT));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, in, sizeof in, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_event_record(g.d, g.event, g.stream, NULL));
   ferry_sim_set_strict(0);
-  CHECK_EQ_INT(0, ferry_device_event_synchronize(d, event, NULL));
-  CHECK(matches_pattern((const unsigned char*)x, sizeof in, 21));
+  CHECK_EQ_INT(0, ferry_device_event_synchronize(g.d, g.event, NULL));
+  CHECK(matches_pattern((const unsigned char*)g.x, sizeof in, 21));
   ferry_sim_set_strict(1);
-  CHECK_EQ_INT(0, ferry_device_event_destroy(d, event, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, x, NULL));
+  CHECK_EQ_INT(0, rig_close(&g));
 }
 
 FERRY_TEST(event_lifetimes_and_misuse) {
@@ -535,46 +518,36 @@ FERRY_TEST(event_lifetimes_and_misuse) {
 
 FERRY_TEST(an_event_recorded_again_marks_the_new_position) {
   ferry_sim_set_strict(1);
-  struct FerryDevice* d = sim(0);
-  struct FerryDevice* host = cpu();
   unsigned char a[64], b[64];
   fill_pattern(a, 64, 31);
   fill_pattern(b, 64, 32);
-  void *x = NULL, *y = NULL, *stream = NULL, *event = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(d, 64, &x, NULL));
-  CHECK_EQ_INT(0, ferry_device_allocate(d, 64, &y, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_event_create(d, &event, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, a, 64, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_event_record(d, event, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, y, host, b, 64, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_event_synchronize(d, event, NULL));
-  CHECK(matches_pattern((const unsigned char*)x, 64, 31));
-  CHECK(all_bytes_are(y, 64, POISON)); /* after the event: not run yet */
-  CHECK_EQ_INT(0, ferry_device_event_record(d, event, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_event_synchronize(d, event, NULL));
-  CHECK(matches_pattern((const unsigned char*)y, 64, 32));
-  CHECK_EQ_INT(0, ferry_device_event_destroy(d, event, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, x, NULL));
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, y, NULL));
+  struct Rig g;
+  CHECK_EQ_INT(0, rig_open(&g, 0, 64, RIG_Y | RIG_EVENT));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, a, 64, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_event_record(g.d, g.event, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.y, g.host, b, 64, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_event_synchronize(g.d, g.event, NULL));
+  CHECK(matches_pattern((const unsigned char*)g.x, 64, 31));
+  CHECK(all_bytes_are(g.y, 64, POISON)); /* after the event: not run yet */
+  CHECK_EQ_INT(0, ferry_device_event_record(g.d, g.event, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_event_synchronize(g.d, g.event, NULL));
+  CHECK(matches_pattern((const unsigned char*)g.y, 64, 32));
+  CHECK_EQ_INT(0, rig_close(&g));
 }
 
 FERRY_TEST(freeing_memory_with_queued_work_completes_that_work_first) {
   ferry_sim_set_strict(1);
-  struct FerryDevice* d = sim(0);
-  struct FerryDevice* host = cpu();
   unsigned char in[4096], out[4096];
   fill_pattern(in, sizeof in, 13);
-  void *x = NULL, *stream = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(d, sizeof in, &x, NULL));
-  CHECK_EQ_INT(0, ferry_device_stream_create(d, &stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(d, x, host, in, sizeof in, stream, NULL));
-  CHECK_EQ_INT(0, ferry_device_memcpy(host, out, d, x, sizeof out, stream, NULL));
+  struct Rig g;
+  CHECK_EQ_INT(0, rig_open(&g, 0, sizeof in, 0));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.d, g.x, g.host, in, sizeof in, g.stream, NULL));
+  CHECK_EQ_INT(0, ferry_device_memcpy(g.host, out, g.d, g.x, sizeof out, g.stream, NULL));
   /* Under ASan a use-after-free here would abort the test. */
-  CHECK_EQ_INT(0, ferry_device_deallocate(d, x, NULL));
+  CHECK_EQ_INT(0, ferry_device_deallocate(g.d, g.x, NULL));
+  g.x = NULL;
   CHECK(matches_pattern(out, sizeof out, 13));
-  CHECK_EQ_INT(0, ferry_device_stream_destroy(d, stream, NULL));
+  CHECK_EQ_INT(0, rig_close(&g));
 }
 
 FERRY_TEST(streams_refuse_the_wrong_device_and_garbage_handles) {
@@ -605,34 +578,26 @@ struct PipelineJob {
 
 static void* pipeline_thread(void* arg) {
   struct PipelineJob* job = (struct PipelineJob*)arg;
-  struct FerryDevice* d = sim(job->seed % FERRY_SIM_DEVICE_COUNT);
-  struct FerryDevice* host = cpu();
   unsigned char in[256], out[256];
-  void *x = NULL, *y = NULL, *producer = NULL, *consumer = NULL, *event = NULL;
-  if (ferry_device_allocate(d, 256, &x, NULL) ||
-      ferry_device_allocate(d, 256, &y, NULL) ||
-      ferry_device_stream_create(d, &producer, NULL) ||
-      ferry_device_stream_create(d, &consumer, NULL) ||
-      ferry_device_event_create(d, &event, NULL)) {
+  struct Rig g;
+  if (rig_open(&g, job->seed % FERRY_SIM_DEVICE_COUNT, 256,
+               RIG_Y | RIG_CONSUMER | RIG_EVENT) != 0) {
     job->failures++;
+    rig_close(&g);
     return NULL;
   }
   for (int round = 0; round < 30; round++) {
     unsigned seed = (unsigned)(job->seed * 1000 + round);
     fill_pattern(in, 256, seed);
-    ferry_device_memcpy(d, x, host, in, 256, producer, NULL);
-    ferry_device_event_record(d, event, producer, NULL);
-    ferry_device_stream_wait_event(d, consumer, event, NULL);
-    ferry_device_memcpy(d, y, d, x, 256, consumer, NULL);
-    ferry_device_memcpy(host, out, d, y, 256, consumer, NULL);
-    ferry_device_stream_synchronize(d, consumer, NULL);
+    ferry_device_memcpy(g.d, g.x, g.host, in, 256, g.stream, NULL);
+    ferry_device_event_record(g.d, g.event, g.stream, NULL);
+    ferry_device_stream_wait_event(g.d, g.consumer, g.event, NULL);
+    ferry_device_memcpy(g.d, g.y, g.d, g.x, 256, g.consumer, NULL);
+    ferry_device_memcpy(g.host, out, g.d, g.y, 256, g.consumer, NULL);
+    ferry_device_stream_synchronize(g.d, g.consumer, NULL);
     if (!matches_pattern(out, 256, seed)) job->failures++;
   }
-  ferry_device_event_destroy(d, event, NULL);
-  ferry_device_stream_destroy(d, producer, NULL);
-  ferry_device_stream_destroy(d, consumer, NULL);
-  ferry_device_deallocate(d, x, NULL);
-  ferry_device_deallocate(d, y, NULL);
+  rig_close(&g);
   return NULL;
 }
 

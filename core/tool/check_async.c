@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "struct_fill.h"
 #include "tool.h"
 
 enum run_mode { RUN_INLINE, RUN_DEFERRED, RUN_CANCEL, RUN_REFUSE, RUN_REQUEST_BAD };
@@ -452,11 +453,7 @@ static struct consumer* consumer_new(const struct run_spec* run) {
   c->run = run;
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
-  c->handler.on_schema = on_schema;
-  c->handler.on_next_task = on_next_task;
-  c->handler.on_error = on_error;
-  c->handler.release = on_release;
-  c->handler.private_data = c;
+  it_fill_handler(&c->handler, on_schema, on_next_task, on_error, on_release, c);
   return c;
 }
 

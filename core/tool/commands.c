@@ -543,16 +543,12 @@ static void find_checker(char* out, size_t out_size) {
     snprintf(out, out_size, "%s", env);
     return;
   }
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) {
+  char dir[PATH_MAX];
+  if (it_plugin_dir_beside_exe(dir, sizeof dir) != 0) {
     snprintf(out, out_size, "libferry_it_c.so");
     return;
   }
-  exe[n] = '\0';
-  char* slash = strrchr(exe, '/');
-  if (slash != NULL) *slash = '\0';
-  snprintf(out, out_size, "%s/../plugins/libferry_it_c.so", exe);
+  snprintf(out, out_size, "%s/libferry_it_c.so", dir);
 }
 
 int tool_cmd_check_plugin(const char* plugin, const char* case_spec, int stream,

@@ -20,18 +20,12 @@ EXAMPLE=go
 USER_UNSET=(PKG_CONFIG_PATH GOFLAGS CGO_CFLAGS CGO_LDFLAGS)
 . "$HERE/../new_user.sh"
 
-if [ ! -f "$BUILD/lib/libferry.so" ]; then
-  echo "go example: $BUILD/lib/libferry.so is missing: build the core first (scripts/build.sh)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
+need_core
 pc="$BUILD/lib/pkgconfig"
 module="$ROOT/bindings/go"
 
 # --- 1. the example, copied out of the tree --------------------------------
-app="$tmp/ferry-example"
-mkdir -p "$app"
-(cd "$HERE" && tar cf - --exclude=./test.sh --exclude=./ferry-example .) | (cd "$app" && tar xf -)
+copy_example ferry-example
 sed -i "s#=> ../../bindings/go#=> $module#" "$app/go.mod"
 if grep -q "=> $module\$" "$app/go.mod"; then
   pass "copied to $app, replace pointing at $module"
@@ -50,20 +44,19 @@ expect_output() { # expect_output FILE DEVICE_LINE_PATTERN
                    "^stream: 3 batches, 6 rows: a,b,c,d,e,f$" "$2"
 }
 bin="$app/ferry-example"
-if (cd "$tmp" && user "$bin") >"$log" 2>&1 && cp "$log" "$tmp/out" &&
-   expect_output "$tmp/out" '^device: (ext_dev:0 \(no GPU: the simulated device\)|cuda:0|rocm:0) -> host \[1 null 3 4\]$'; then
+if prints "$tmp" '^device: (ext_dev:0 \(no GPU: the simulated device\)|cuda:0|rocm:0) -> host \[1 null 3 4\]$' \
+     user "$bin"; then
   pass "the binary runs on its own (run path from ferry.pc) and prints every line"
 else
   fail "running $bin"
 fi
-if (cd "$app" && user PKG_CONFIG_PATH="$pc" go run .) >"$log" 2>&1 && cp "$log" "$tmp/out" &&
-   expect_output "$tmp/out" '^device: .* -> host \[1 null 3 4\]$'; then
+if prints "$app" '^device: .* -> host \[1 null 3 4\]$' user PKG_CONFIG_PATH="$pc" go run .; then
   pass "go run"
 else
   fail "go run"
 fi
-if (cd "$tmp" && user FERRY_CUDA_LIBRARY="$BUILD/test-emu/libcuda_emu.so" "$bin") >"$log" 2>&1 &&
-   cp "$log" "$tmp/out" && expect_output "$tmp/out" '^device: cuda:0 -> host \[1 null 3 4\]$'; then
+if prints "$tmp" '^device: cuda:0 -> host \[1 null 3 4\]$' \
+     user FERRY_CUDA_LIBRARY="$BUILD/test-emu/libcuda_emu.so" "$bin"; then
   pass "on a GPU (the CUDA driver emulation) the device array goes to cuda:0 and back"
 else
   fail "the example on the CUDA driver emulation"

@@ -33,9 +33,7 @@ else
 fi
 
 # --- 2. the example, copied out of the tree ---------------------------------
-app="$tmp/ferry-example"
-mkdir -p "$app"
-(cd "$HERE" && tar cf - --exclude=./target --exclude=./test.sh .) | (cd "$app" && tar xf -)
+copy_example target
 case "$app" in
   "$ROOT"/*) fail "the copy $app is inside the checkout" ;;
   *) pass "copied to $app" ;;

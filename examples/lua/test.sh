@@ -22,11 +22,7 @@ USER_UNSET=(FERRY_LIBRARY FERRY_LUA_DIR LUA_PATH LUA_CPATH LUA_PATH_5_4 LUA_CPAT
 ROCKSPEC="bindings/lua/ferry-arrow-0.1.0-1.rockspec"
 
 
-if [ ! -f "$BUILD/lib/libferry.so" ]; then
-  echo "lua example: $BUILD/lib/libferry.so is missing: build the core first (scripts/build.sh)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
+need_core
 
 # --- 1. the core, installed ---------------------------------------------------
 prefix="$tmp/prefix"

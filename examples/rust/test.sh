@@ -21,17 +21,11 @@ EXAMPLE=rust
 USER_UNSET=(FERRY_LIB_DIR PKG_CONFIG_PATH CARGO_TARGET_DIR RUSTFLAGS)
 . "$HERE/../new_user.sh"
 
-if [ ! -f "$BUILD/lib/libferry.so" ]; then
-  echo "rust example: $BUILD/lib/libferry.so is missing: build the core first (scripts/build.sh)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
+need_core
 pc="$BUILD/lib/pkgconfig"
 
 # --- 1. the example, copied out of the tree --------------------------------
-app="$tmp/ferry-example"
-mkdir -p "$app"
-(cd "$HERE" && tar cf - --exclude=./target --exclude=./Cargo.lock --exclude=./test.sh .) | (cd "$app" && tar xf -)
+copy_example target Cargo.lock
 sed -i "s#path = \"../../bindings/rust/ferry-arrow\"#path = \"$ROOT/bindings/rust/ferry-arrow\"#" "$app/Cargo.toml"
 if grep -q "path = \"$ROOT/bindings/rust/ferry-arrow\"" "$app/Cargo.toml"; then
   pass "copied to $app, path dependency on $ROOT/bindings/rust/ferry-arrow"
@@ -51,14 +45,13 @@ expect_output() { # expect_output FILE DEVICE_LINE_PATTERN
                    "^stream: 3 batches, 6 rows: a,b,c,d,e,f$" "$2"
 }
 bin="$app/target/debug/ferry-example"
-if (cd "$tmp" && user "$bin") >"$log" 2>&1 && cp "$log" "$tmp/out" &&
-   expect_output "$tmp/out" '^device: (ext_dev:0 \(no GPU: the simulated device\)|cuda:0|rocm:0) -> host \[1, null, 3, 4\]$'; then
+if prints "$tmp" '^device: (ext_dev:0 \(no GPU: the simulated device\)|cuda:0|rocm:0) -> host \[1, null, 3, 4\]$' \
+     user "$bin"; then
   pass "the binary runs on its own (run path from its build.rs) and prints every line"
 else
   fail "running $bin"
 fi
-if (cd "$app" && user PKG_CONFIG_PATH="$pc" cargo run --quiet) >"$log" 2>&1 && cp "$log" "$tmp/out" &&
-   expect_output "$tmp/out" '^device: .* -> host \[1, null, 3, 4\]$'; then
+if prints "$app" '^device: .* -> host \[1, null, 3, 4\]$' user PKG_CONFIG_PATH="$pc" cargo run --quiet; then
   pass "cargo run"
 else
   fail "cargo run"
@@ -66,8 +59,7 @@ fi
 emu="$tmp/libcuda_emu.so"
 if "${CC:-cc}" -std=c11 -D_GNU_SOURCE -O1 -fPIC -shared -o "$emu" "$ROOT/tests/gpu/emu/cuda_emu.c" -lpthread \
      >"$log" 2>&1 &&
-   (cd "$tmp" && user FERRY_CUDA_LIBRARY="$emu" "$bin") >"$log" 2>&1 && cp "$log" "$tmp/out" &&
-   expect_output "$tmp/out" '^device: cuda:0 -> host \[1, null, 3, 4\]$'; then
+   prints "$tmp" '^device: cuda:0 -> host \[1, null, 3, 4\]$' user FERRY_CUDA_LIBRARY="$emu" "$bin"; then
   pass "on a GPU (the CUDA driver emulation) the device array goes to cuda:0 and back"
 else
   fail "the example on the CUDA driver emulation"

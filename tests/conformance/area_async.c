@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "areas.h"
+#include "async_script.h"
 #include "case_spec.h"
 
 #define ASYNC_TIMEOUT_MS 10000
@@ -42,14 +43,9 @@ static const char* const async_cases[] = {
 static void run_pair(struct suite* s, const char* area, const struct it_plugin* producer,
                      const struct it_plugin* consumer, const char* text) {
   struct test t;
-  test_begin(&t, s, area, text);
   struct it_case c;
-  if (suite_parse(&t, text, &c) != 0) {
-    test_end(&t);
-    return;
-  }
   struct it_allocations before;
-  baseline_take(s, &before);
+  if (test_start(&t, s, area, text, text, &c, &before) != 0) return;
   /* Heap memory: a hung producer keeps it. */
   struct ArrowAsyncDeviceStreamHandler* handler = calloc(1, sizeof *handler);
   if (handler == NULL) {
@@ -102,69 +98,7 @@ static void run_pair(struct suite* s, const char* area, const struct it_plugin* 
   test_end(&t);
 }
 
-/* ---- scripted producers for async-strict ------------------------------------------- */
-
-struct script {
-  struct ArrowAsyncProducer producer; /* first */
-  struct ArrowAsyncDeviceStreamHandler* handler;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int64_t demand;
-  struct ArrowDeviceArrayStream source; /* the C reference's stream of the case */
-};
-
-struct script_task {
-  struct ArrowDeviceArray array;
-};
-
-static int script_extract(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out) {
-  struct script_task* task = self->private_data;
-  if (out != NULL) {
-    *out = task->array;
-  } else {
-    ferry_device_array_release(&task->array);
-  }
-  free(task);
-  return 0;
-}
-
-static void script_request(struct ArrowAsyncProducer* self, int64_t n) {
-  struct script* p = (struct script*)self;
-  pthread_mutex_lock(&p->mu);
-  p->demand += n;
-  pthread_cond_broadcast(&p->cv);
-  pthread_mutex_unlock(&p->mu);
-}
-
-static void script_cancel(struct ArrowAsyncProducer* self) { (void)self; }
-
-/* Waits at most 5 s for a request; 1 with one demand taken, else 0. */
-static int script_wait_demand(struct script* p) {
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += 5;
-  pthread_mutex_lock(&p->mu);
-  while (p->demand == 0) {
-    if (pthread_cond_timedwait(&p->cv, &p->mu, &deadline) == ETIMEDOUT) break;
-  }
-  int got = p->demand > 0;
-  if (got) p->demand--;
-  pthread_mutex_unlock(&p->mu);
-  return got;
-}
-
-/* The next batch of the source as a task; the consumer's code (-1: none). */
-static int script_task(struct script* p) {
-  struct script_task* task = calloc(1, sizeof *task);
-  if (task == NULL) return -1;
-  if (p->source.get_next(&p->source, &task->array) != 0 ||
-      task->array.array.release == NULL) {
-    free(task);
-    return -1;
-  }
-  struct ArrowAsyncTask handed = {script_extract, task};
-  return p->handler->on_next_task(p->handler, &handed, NULL);
-}
+/* ---- scripted producers for async-strict (core/harness/async_script.h) ---- */
 
 enum misdeed { OVERRUN, EARLY_END, WRONG_MESSAGE, TASK_AFTER_REFUSAL, NO_RELEASE };
 
@@ -188,7 +122,7 @@ static void run_misdeed(struct suite* s, int index) {
   snprintf(label, sizeof label, "%s (%s)", text, misdeeds[index].what);
   struct test t;
   test_begin(&t, s, "async-strict", label);
-  struct script* p = calloc(1, sizeof *p);
+  struct it_script* p = calloc(1, sizeof *p);
   struct ArrowAsyncDeviceStreamHandler* handler = calloc(1, sizeof *handler);
   void* ticket = NULL;
   int rc =
@@ -201,6 +135,7 @@ static void run_misdeed(struct suite* s, int index) {
     test_end(&t);
     return;
   }
+  it_script_init(p, handler);
   /* The batches themselves are right: the C reference's stream of the case. */
   char source_case[128];
   snprintf(source_case, sizeof source_case, "int32:batches=3");
@@ -209,41 +144,30 @@ static void run_misdeed(struct suite* s, int index) {
     test_end(&t); /* the ticket waits for a release that never comes: leaked */
     return;
   }
-  p->producer.device_type = ARROW_DEVICE_CPU;
-  p->producer.request = script_request;
-  p->producer.cancel = script_cancel;
-  p->handler = handler;
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->cv, NULL);
-  handler->producer = &p->producer;
-  struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
-  rc = p->source.get_schema(&p->source, &schema);
-  if (rc == 0) rc = handler->on_schema(handler, &schema);
-  if (schema.release != NULL) schema.release(&schema);
+  rc = it_script_schema(p);
   if (rc != 0)
     test_fail(&t, "on_schema refused a correct schema (%s)", ferry_errno_name(rc));
   switch (misdeeds[index].misdeed) {
     case OVERRUN:
-      for (int i = 0; i < 3; i++) script_task(p);
+      for (int i = 0; i < 3; i++) it_script_task(p);
       handler->on_next_task(handler, NULL, NULL);
       break;
     case EARLY_END:
-      if (script_wait_demand(p)) script_task(p);
+      if (it_script_wait_demand(p, 5)) it_script_task(p);
       handler->on_next_task(handler, NULL, NULL);
       break;
     case WRONG_MESSAGE:
-      if (script_wait_demand(p)) script_task(p);
+      if (it_script_wait_demand(p, 5)) it_script_task(p);
       handler->on_error(handler, EIO, "boom", NULL);
       break;
     case TASK_AFTER_REFUSAL:
-      if (script_wait_demand(p) && script_task(p) == 0) {
+      if (it_script_wait_demand(p, 5) && it_script_task(p) == 0) {
         test_fail(&t, "on_next_task accepted task 1 of a fail=consumer@1 case");
       }
-      script_task(p);
+      it_script_task(p);
       break;
     case NO_RELEASE:
-      if (script_wait_demand(p)) script_task(p);
+      if (it_script_wait_demand(p, 5)) it_script_task(p);
       handler->on_next_task(handler, NULL, NULL);
       break;
   }
@@ -282,9 +206,7 @@ static void run_misdeed(struct suite* s, int index) {
       return;
     }
   }
-  ferry_array_stream_release(&p->source);
-  pthread_cond_destroy(&p->cv);
-  pthread_mutex_destroy(&p->mu);
+  it_script_free(p);
   free(p);
   free(handler);
   test_end(&t);

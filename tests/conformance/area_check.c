@@ -8,6 +8,7 @@
 
 #include "areas.h"
 #include "release_watch.h"
+#include "struct_fill.h"
 #include "verify.h"
 
 enum tamper_kind {
@@ -128,19 +129,15 @@ static int proxy_stream(struct ArrowDeviceArrayStream* stream, const struct it_c
   p->inner = *stream;
   p->c = *c;
   p->damaged_batch = damaged_batch;
-  stream->get_schema = proxy_get_schema;
-  stream->get_next = proxy_get_next;
-  stream->get_last_error = proxy_get_last_error;
-  stream->release = proxy_stream_release;
-  stream->private_data = p;
+  it_fill_stream(stream, stream->device_type, proxy_get_schema, proxy_get_next,
+                 proxy_get_last_error, proxy_stream_release, p);
   return 0;
 }
 
 void run_check_array(struct suite* s, const char* case_text) {
   struct test t;
-  test_begin(&t, s, "check", case_text);
   struct it_allocations before;
-  baseline_take(s, &before);
+  test_start(&t, s, "check", case_text, NULL, NULL, &before);
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
   memset(&schema, 0, sizeof schema);
@@ -152,24 +149,19 @@ void run_check_array(struct suite* s, const char* case_text) {
     test_end(&t);
     return;
   }
-  int group = it_watch_new_group();
-  it_watch_schema(&schema, "schema");
-  it_watch_array(&array.array, "array");
+  int group = watch_export(&schema, &array);
   rc = hand_array(&t, case_text, &schema, &array);
   if (rc != 0) {
     test_fail(&t, "check_array rejects correct C reference data with %s: %s",
               ferry_errno_name(rc), it_plugin_error(&s->ut));
   }
-  suite_verify_releases(&t, group);
-  baseline_expect(&t, &before, "after check_array");
-  test_end(&t);
+  test_finish(&t, group, &before, "after check_array");
 }
 
 void run_check_stream(struct suite* s, const char* case_text) {
   struct test t;
-  test_begin(&t, s, "check-stream", case_text);
   struct it_allocations before;
-  baseline_take(s, &before);
+  test_start(&t, s, "check-stream", case_text, NULL, NULL, &before);
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof stream);
   int rc = s->ref.export_stream(case_text, &stream);
@@ -185,23 +177,20 @@ void run_check_stream(struct suite* s, const char* case_text) {
     test_end(&t);
     return;
   }
-  int group = it_watch_new_group();
-  it_watch_stream(&stream, "stream");
+  int group = watch_stream(&stream);
   rc = hand_stream(&t, case_text, &stream);
   if (rc != 0) {
     test_fail(&t, "check_stream rejects a correct C reference stream with %s: %s",
               ferry_errno_name(rc), it_plugin_error(&s->ut));
   }
-  suite_verify_releases(&t, group);
-  baseline_expect(&t, &before, "after check_stream");
-  test_end(&t);
+  test_finish(&t, group, &before, "after check_stream");
 }
 
 /* --- tampering ------------------------------------------------------------ */
 
 struct array_tamper {
   const char* export_case;
-  const char* check_case;
+  const char* check_case; /* NULL: the export_case itself */
   enum tamper_kind kind;
   const char* format; /* TAMPER_FORMAT */
   const char* what;
@@ -209,72 +198,61 @@ struct array_tamper {
 };
 
 static const struct array_tamper k_array_tampers[] = {
-    {"int32", "int32", TAMPER_VALUE, NULL, "one value bit flipped", 0},
-    {"int32:nulls=3:offset=5", "int32:nulls=3:offset=5", TAMPER_VALUE, NULL,
+    {"int32", NULL, TAMPER_VALUE, NULL, "one value bit flipped", 0},
+    {"int32:nulls=3:offset=5", NULL, TAMPER_VALUE, NULL,
      "one value bit flipped behind an offset", 0},
-    {"int8:nulls=2:offset=13:length=40", "int8:nulls=2:offset=13:length=40", TAMPER_VALUE,
-     NULL, "int8 value bit flipped", 0},
-    {"uint16:seed=4294967295", "uint16:seed=4294967295", TAMPER_VALUE, NULL,
-     "uint16 value", 0},
-    {"int64", "int64", TAMPER_VALUE, NULL, "low word of an int64 (the u(i+1) half)", 0},
-    {"uint64:offset=1", "uint64:offset=1", TAMPER_VALUE, NULL, "low word of a uint64", 0},
-    {"float32", "float32", TAMPER_VALUE, NULL, "float32 mantissa LSB (bit-exact compare)",
+    {"int8:nulls=2:offset=13:length=40", NULL, TAMPER_VALUE, NULL,
+     "int8 value bit flipped", 0},
+    {"uint16:seed=4294967295", NULL, TAMPER_VALUE, NULL, "uint16 value", 0},
+    {"int64", NULL, TAMPER_VALUE, NULL, "low word of an int64 (the u(i+1) half)", 0},
+    {"uint64:offset=1", NULL, TAMPER_VALUE, NULL, "low word of a uint64", 0},
+    {"float32", NULL, TAMPER_VALUE, NULL, "float32 mantissa LSB (bit-exact compare)", 0},
+    {"float64:nulls=7", NULL, TAMPER_VALUE, NULL, "float64 mantissa LSB", 0},
+    {"bool", NULL, TAMPER_VALUE, NULL, "one bool bit", 0},
+    {"bool:offset=5:nulls=3", NULL, TAMPER_VALUE, NULL, "one bool bit behind an offset",
      0},
-    {"float64:nulls=7", "float64:nulls=7", TAMPER_VALUE, NULL, "float64 mantissa LSB", 0},
-    {"bool", "bool", TAMPER_VALUE, NULL, "one bool bit", 0},
-    {"bool:offset=5:nulls=3", "bool:offset=5:nulls=3", TAMPER_VALUE, NULL,
-     "one bool bit behind an offset", 0},
-    {"utf8", "utf8", TAMPER_VALUE, NULL, "one utf8 byte", 0},
-    {"binary:offset=1:nulls=2", "binary:offset=1:nulls=2", TAMPER_VALUE, NULL,
-     "one binary byte", 0},
-    {"int32:nulls=3", "int32:nulls=3", TAMPER_VALIDITY_ON, NULL, "a null made valid", 0},
-    {"int32:nulls=3", "int32:nulls=3", TAMPER_VALIDITY_OFF, NULL,
-     "a valid element made null", 0},
-    {"utf8:nulls=2:offset=5", "utf8:nulls=2:offset=5", TAMPER_VALIDITY_ON, NULL,
+    {"utf8", NULL, TAMPER_VALUE, NULL, "one utf8 byte", 0},
+    {"binary:offset=1:nulls=2", NULL, TAMPER_VALUE, NULL, "one binary byte", 0},
+    {"int32:nulls=3", NULL, TAMPER_VALIDITY_ON, NULL, "a null made valid", 0},
+    {"int32:nulls=3", NULL, TAMPER_VALIDITY_OFF, NULL, "a valid element made null", 0},
+    {"utf8:nulls=2:offset=5", NULL, TAMPER_VALIDITY_ON, NULL,
      "a null made valid behind an offset", 0},
-    {"int32:nulls=3", "int32:nulls=3", TAMPER_NULL_COUNT, NULL, "null_count + 1", 0},
-    {"int32", "int32", TAMPER_NULL_COUNT, NULL, "null_count 1 without a bitmap", 0},
-    {"int32", "int32", TAMPER_LENGTH, NULL, "length - 1", 0},
-    {"int32", "int32", TAMPER_FORMAT, "I", "format \"I\" instead of \"i\"", 0},
-    {"utf8", "utf8", TAMPER_FORMAT, "z", "format \"z\" instead of \"u\"", 0},
-    {"list_int32", "list_int32", TAMPER_FORMAT, "+L", "format \"+L\" instead of \"+l\"",
-     0},
-    {"int32", "int32", TAMPER_DEVICE, NULL, "a CPU array labelled sim", 0},
-    {"int32:device=sim", "int32:device=sim", TAMPER_VALUE, NULL, "one value bit on sim",
-     0},
-    {"utf8:device=sim:nulls=3", "utf8:device=sim:nulls=3", TAMPER_VALIDITY_ON, NULL,
+    {"int32:nulls=3", NULL, TAMPER_NULL_COUNT, NULL, "null_count + 1", 0},
+    {"int32", NULL, TAMPER_NULL_COUNT, NULL, "null_count 1 without a bitmap", 0},
+    {"int32", NULL, TAMPER_LENGTH, NULL, "length - 1", 0},
+    {"int32", NULL, TAMPER_FORMAT, "I", "format \"I\" instead of \"i\"", 0},
+    {"utf8", NULL, TAMPER_FORMAT, "z", "format \"z\" instead of \"u\"", 0},
+    {"list_int32", NULL, TAMPER_FORMAT, "+L", "format \"+L\" instead of \"+l\"", 0},
+    {"int32", NULL, TAMPER_DEVICE, NULL, "a CPU array labelled sim", 0},
+    {"int32:device=sim", NULL, TAMPER_VALUE, NULL, "one value bit on sim", 0},
+    {"utf8:device=sim:nulls=3", NULL, TAMPER_VALIDITY_ON, NULL,
      "a null made valid on sim", 0},
-    {"list_int32", "list_int32", TAMPER_LIST_CHILD, NULL, "one list item bit", 0},
-    {"list_int32:offset=5:nulls=3", "list_int32:offset=5:nulls=3", TAMPER_LIST_CHILD,
-     NULL, "one list item bit behind an offset", 0},
-    {"struct_int32_utf8", "struct_int32_utf8", TAMPER_STRUCT_A, NULL, "child a bit", 0},
-    {"struct_int32_utf8:offset=5:nulls=3", "struct_int32_utf8:offset=5:nulls=3",
-     TAMPER_STRUCT_A, NULL, "child a bit at position i + offset", 0},
-    {"struct_int32_utf8:offset=5", "struct_int32_utf8:offset=5", TAMPER_STRUCT_B, NULL,
+    {"list_int32", NULL, TAMPER_LIST_CHILD, NULL, "one list item bit", 0},
+    {"list_int32:offset=5:nulls=3", NULL, TAMPER_LIST_CHILD, NULL,
+     "one list item bit behind an offset", 0},
+    {"struct_int32_utf8", NULL, TAMPER_STRUCT_A, NULL, "child a bit", 0},
+    {"struct_int32_utf8:offset=5:nulls=3", NULL, TAMPER_STRUCT_A, NULL,
+     "child a bit at position i + offset", 0},
+    {"struct_int32_utf8:offset=5", NULL, TAMPER_STRUCT_B, NULL,
      "child b byte at position i + offset", 0},
-    {"dict_int32_utf8", "dict_int32_utf8", TAMPER_DICT_VALUE, NULL,
-     "dictionary \"d3\" -> \"d2\"", 0},
-    {"dict_int32_utf8:offset=13:nulls=2", "dict_int32_utf8:offset=13:nulls=2",
-     TAMPER_DICT_INDEX, NULL, "one index", 0},
-    {"list_int32", "list_int32", TAMPER_CHILD_NULLS, NULL, "the list child claims a null",
+    {"dict_int32_utf8", NULL, TAMPER_DICT_VALUE, NULL, "dictionary \"d3\" -> \"d2\"", 0},
+    {"dict_int32_utf8:offset=13:nulls=2", NULL, TAMPER_DICT_INDEX, NULL, "one index", 0},
+    {"list_int32", NULL, TAMPER_CHILD_NULLS, NULL, "the list child claims a null", 0},
+    {"struct_int32_utf8", NULL, TAMPER_CHILD_NULLS, NULL, "struct child a claims a null",
      0},
-    {"struct_int32_utf8", "struct_int32_utf8", TAMPER_CHILD_NULLS, NULL,
-     "struct child a claims a null", 0},
-    {"dict_int32_utf8", "dict_int32_utf8", TAMPER_CHILD_NULLS, NULL,
-     "the dictionary claims a null", 0},
-    {"list_int32:seed=7", "list_int32:seed=7", TAMPER_LIST_OFFSET, NULL,
-     "one list offset moved", 0},
-    {"dict_int32_utf8", "dict_int32_utf8", TAMPER_DICT_LENGTH, NULL,
-     "dictionary of 6 entries", 0},
-    {"int32:nulls=3:offset=5", "int32:nulls=3:offset=5", TAMPER_NULL_SLOT, NULL,
+    {"dict_int32_utf8", NULL, TAMPER_CHILD_NULLS, NULL, "the dictionary claims a null",
+     0},
+    {"list_int32:seed=7", NULL, TAMPER_LIST_OFFSET, NULL, "one list offset moved", 0},
+    {"dict_int32_utf8", NULL, TAMPER_DICT_LENGTH, NULL, "dictionary of 6 entries", 0},
+    {"int32:nulls=3:offset=5", NULL, TAMPER_NULL_SLOT, NULL,
      "bytes of a null slot changed (must be accepted)", 1},
-    {"float64:nulls=2", "float64:nulls=2", TAMPER_NULL_SLOT, NULL,
+    {"float64:nulls=2", NULL, TAMPER_NULL_SLOT, NULL,
      "bytes of a null float64 slot changed (must be accepted)", 1},
-    {"dict_int32_utf8:nulls=2", "dict_int32_utf8:nulls=2", TAMPER_NULL_SLOT, NULL,
+    {"dict_int32_utf8:nulls=2", NULL, TAMPER_NULL_SLOT, NULL,
      "index of a null slot changed (must be accepted)", 1},
-    {"int32:offset=5:nulls=3", "int32:offset=5:nulls=3", TAMPER_PRE_OFFSET, NULL,
+    {"int32:offset=5:nulls=3", NULL, TAMPER_PRE_OFFSET, NULL,
      "value and validity before the offset changed (must be accepted)", 1},
-    {"bool:offset=13", "bool:offset=13", TAMPER_PRE_OFFSET, NULL,
+    {"bool:offset=13", NULL, TAMPER_PRE_OFFSET, NULL,
      "a bool before the offset changed (must be accepted)", 1},
     {"int32:seed=2", "int32", TAMPER_NONE, NULL, "seed 2 handed as seed 1", 0},
     {"int32:seed=0", "int32:seed=4294967295", TAMPER_NONE, NULL,
@@ -482,12 +460,14 @@ static const char* apply_tamper(enum tamper_kind kind, const char* format,
 
 static void tamper_array(struct suite* s, const struct array_tamper* tamper) {
   struct test t;
+  const char* check_case =
+      tamper->check_case != NULL ? tamper->check_case : tamper->export_case;
   char label[700];
-  snprintf(label, sizeof label, "%s[%s]", tamper->check_case, tamper->what);
+  snprintf(label, sizeof label, "%s[%s]", check_case, tamper->what);
   test_begin(&t, s, "tamper", label);
   struct it_case exported, expected;
   if (suite_parse(&t, tamper->export_case, &exported) != 0 ||
-      suite_parse(&t, tamper->check_case, &expected) != 0) {
+      suite_parse(&t, check_case, &expected) != 0) {
     test_end(&t);
     return;
   }
@@ -529,10 +509,8 @@ static void tamper_array(struct suite* s, const struct array_tamper* tamper) {
               own_accepts ? "accepts" : "rejects", done, own_accepts ? "" : ": ",
               own_accepts ? "" : why);
   }
-  int group = it_watch_new_group();
-  it_watch_schema(&schema, "schema");
-  it_watch_array(&array.array, "array");
-  rc = hand_array(&t, tamper->check_case, &schema, &array);
+  int group = watch_export(&schema, &array);
+  rc = hand_array(&t, check_case, &schema, &array);
   if (tamper->must_accept) {
     if (rc != 0) {
       test_fail(&t,
@@ -548,9 +526,7 @@ static void tamper_array(struct suite* s, const struct array_tamper* tamper) {
       test_fail(&t, "check_array rejected it without a message");
     if (s->verbose) printf("  rejected with %s: %s\n", ferry_errno_name(rc), m ? m : "");
   }
-  suite_verify_releases(&t, group);
-  baseline_expect(&t, &before, "after check_array");
-  test_end(&t);
+  test_finish(&t, group, &before, "after check_array");
 }
 
 struct stream_tamper {
@@ -606,8 +582,7 @@ static void tamper_stream(struct suite* s, const struct stream_tamper* tamper) {
     test_end(&t);
     return;
   }
-  int group = it_watch_new_group();
-  it_watch_stream(&stream, "stream");
+  int group = watch_stream(&stream);
   rc = hand_stream(&t, tamper->check_case, &stream);
   if (rc == 0) {
     test_fail(&t, "check_stream accepted it (%s)", tamper->what);
@@ -617,9 +592,7 @@ static void tamper_stream(struct suite* s, const struct stream_tamper* tamper) {
       test_fail(&t, "check_stream rejected it without a message");
     if (s->verbose) printf("  rejected with %s: %s\n", ferry_errno_name(rc), m ? m : "");
   }
-  suite_verify_releases(&t, group);
-  baseline_expect(&t, &before, "after check_stream");
-  test_end(&t);
+  test_finish(&t, group, &before, "after check_stream");
 }
 
 void run_tampering(struct suite* s) {

@@ -94,28 +94,8 @@ static void refuse_export(struct suite* s, const struct bad_case* bad, int strea
   test_begin(&te, s, "errno", label);
   struct it_allocations before;
   baseline_take(s, &before);
-  int rc;
   const char* message;
-  if (stream) {
-    struct ArrowDeviceArrayStream out;
-    memset(&out, 0, sizeof out);
-    rc = s->ut.export_stream(bad->text, &out);
-    message = s->ut.last_error();
-    if (rc != 0 && out.release != NULL) test_fail(&t, "refused but left the stream live");
-    ferry_array_stream_release(&out);
-  } else {
-    struct ArrowSchema schema;
-    struct ArrowDeviceArray array;
-    memset(&schema, 0, sizeof schema);
-    memset(&array, 0, sizeof array);
-    rc = s->ut.export_array(bad->text, &schema, &array);
-    message = s->ut.last_error();
-    if (rc != 0 && (schema.release != NULL || array.array.release != NULL)) {
-      test_fail(&t, "refused but left its out-structs live");
-    }
-    ferry_schema_release(&schema);
-    ferry_device_array_release(&array);
-  }
+  int rc = export_and_discard(&t, bad->text, stream, "refused", &message);
   expect_refusal(&t, &te, bad, rc, message);
   baseline_expect(&t, &before, "after the refusal");
   test_end(&t);
@@ -175,9 +155,7 @@ static void refuse_check(struct suite* s, const struct bad_case* bad, int stream
     }
   }
   expect_refusal(&t, &te, bad, rc, message);
-  suite_verify_releases(&t, group);
-  baseline_expect(&t, &before, "after the refusal");
-  test_end(&t);
+  test_finish(&t, group, &before, "after the refusal");
   test_end(&te);
 }
 

@@ -63,15 +63,10 @@ static void note_sim_export(struct suite* s, const struct it_case* c,
 
 void run_array_export(struct suite* s, const char* case_text) {
   struct test t, tv;
-  test_begin(&t, s, "export", case_text);
   test_begin(&tv, s, "validate", case_text);
   struct it_case c;
-  if (suite_parse(&t, case_text, &c) != 0) {
-    test_end(&t);
-    return;
-  }
   struct it_allocations before;
-  baseline_take(s, &before);
+  if (test_start(&t, s, "export", case_text, case_text, &c, &before) != 0) return;
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
   memset(&schema, 0, sizeof schema);
@@ -97,9 +92,7 @@ void run_array_export(struct suite* s, const char* case_text) {
               "it: the counter does not count this export",
               (long long)during, (long long)baseline_ut(&before));
   }
-  int group = it_watch_new_group();
-  it_watch_schema(&schema, "schema");
-  it_watch_array(&array.array, "array");
+  int group = watch_export(&schema, &array);
   if (c.device_type == ARROW_DEVICE_EXT_DEV &&
       array.device_type == ARROW_DEVICE_EXT_DEV) {
     note_sim_export(s, &c, &array);
@@ -118,17 +111,14 @@ void run_array_export(struct suite* s, const char* case_text) {
   }
   release_schema(&t, &schema, "schema");
   release_array(&t, &array, "array");
-  suite_verify_releases(&t, group);
-  baseline_expect(&t, &before, "after release");
-  test_end(&t);
+  test_finish(&t, group, &before, "after release");
 }
 
 void run_array_ref_check(struct suite* s, const char* case_text) {
   if (s->ut_is_ref) return;
   struct test t;
-  test_begin(&t, s, "ref-check", case_text);
   struct it_allocations before;
-  baseline_take(s, &before);
+  test_start(&t, s, "ref-check", case_text, NULL, NULL, &before);
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
   memset(&schema, 0, sizeof schema);
@@ -142,9 +132,7 @@ void run_array_ref_check(struct suite* s, const char* case_text) {
     test_end(&t);
     return;
   }
-  int group = it_watch_new_group();
-  it_watch_schema(&schema, "schema");
-  it_watch_array(&array.array, "array");
+  int group = watch_export(&schema, &array);
   rc = s->ref.check_array(case_text, &schema, &array);
   if (rc != 0) {
     test_fail(&t, "the C reference checker rejects the export (%s): %s",
@@ -155,21 +143,14 @@ void run_array_ref_check(struct suite* s, const char* case_text) {
     ferry_schema_release(&schema);
     ferry_device_array_release(&array);
   }
-  suite_verify_releases(&t, group);
-  baseline_expect(&t, &before, "after the C checker released");
-  test_end(&t);
+  test_finish(&t, group, &before, "after the C checker released");
 }
 
 void run_stream_export(struct suite* s, const char* case_text) {
   struct test t;
-  test_begin(&t, s, "stream", case_text);
   struct it_case c;
-  if (suite_parse(&t, case_text, &c) != 0) {
-    test_end(&t);
-    return;
-  }
   struct it_allocations before;
-  baseline_take(s, &before);
+  if (test_start(&t, s, "stream", case_text, case_text, &c, &before) != 0) return;
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof stream);
   int rc = s->ut.export_stream(case_text, &stream);
@@ -182,8 +163,7 @@ void run_stream_export(struct suite* s, const char* case_text) {
     test_end(&t);
     return;
   }
-  int group = it_watch_new_group();
-  it_watch_stream(&stream, "stream");
+  int group = watch_stream(&stream);
   char why[1024];
   if (stream.device_type != c.device_type) {
     test_fail(&t, "stream device_type %d, the case says %s", (int)stream.device_type,
@@ -263,30 +243,18 @@ void run_stream_export(struct suite* s, const char* case_text) {
   if (have_schema) release_schema(&t, &schema, "schema");
   stream.release(&stream);
   if (stream.release != NULL) test_fail(&t, "stream release did not set release to NULL");
-  suite_verify_releases(&t, group);
-  baseline_expect(&t, &before, "after releasing the stream");
-  test_end(&t);
+  test_finish(&t, group, &before, "after releasing the stream");
 }
 
 void run_stream_ref_check(struct suite* s, const char* case_text) {
   if (s->ut_is_ref) return;
   struct test t;
-  test_begin(&t, s, "ref-check-stream", case_text);
   struct it_allocations before;
-  baseline_take(s, &before);
+  test_start(&t, s, "ref-check-stream", case_text, NULL, NULL, &before);
   struct ArrowDeviceArrayStream stream;
-  memset(&stream, 0, sizeof stream);
-  int rc = s->ut.export_stream(case_text, &stream);
-  if (rc != 0) {
-    test_fail(&t, "export_stream failed with %s: %s", ferry_errno_name(rc),
-              it_plugin_error(&s->ut));
-    ferry_array_stream_release(&stream);
-    test_end(&t);
-    return;
-  }
-  int group = it_watch_new_group();
-  it_watch_stream(&stream, "stream");
-  rc = s->ref.check_stream(case_text, &stream);
+  if (export_stream_or_end(&t, case_text, &stream, "") != 0) return;
+  int group = watch_stream(&stream);
+  int rc = s->ref.check_stream(case_text, &stream);
   if (rc != 0) {
     test_fail(&t, "the C reference checker rejects the stream (%s): %s",
               ferry_errno_name(rc), it_plugin_error(&s->ref));
@@ -295,7 +263,5 @@ void run_stream_ref_check(struct suite* s, const char* case_text) {
     test_fail(&t, "the C checker left the stream live");
     ferry_array_stream_release(&stream);
   }
-  suite_verify_releases(&t, group);
-  baseline_expect(&t, &before, "after the C checker released");
-  test_end(&t);
+  test_finish(&t, group, &before, "after the C checker released");
 }

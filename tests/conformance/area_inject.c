@@ -17,25 +17,7 @@ static void inject_export(struct suite* s, const char* case_text, int stream) {
   test_begin(&te, s, "errno", label);
   struct it_allocations before;
   baseline_take(s, &before);
-  int rc;
-  if (stream) {
-    struct ArrowDeviceArrayStream out;
-    memset(&out, 0, sizeof out);
-    rc = s->ut.export_stream(case_text, &out);
-    if (rc != 0 && out.release != NULL) test_fail(&t, "failed but left the stream live");
-    ferry_array_stream_release(&out);
-  } else {
-    struct ArrowSchema schema;
-    struct ArrowDeviceArray array;
-    memset(&schema, 0, sizeof schema);
-    memset(&array, 0, sizeof array);
-    rc = s->ut.export_array(case_text, &schema, &array);
-    if (rc != 0 && (schema.release != NULL || array.array.release != NULL)) {
-      test_fail(&t, "failed but left its out-structs live");
-    }
-    ferry_schema_release(&schema);
-    ferry_device_array_release(&array);
-  }
+  int rc = export_and_discard(&t, case_text, stream, "failed", NULL);
   if (rc == 0) {
     test_fail(&t, "fail=export: the export succeeded");
   } else {
@@ -59,24 +41,16 @@ static void inject_export(struct suite* s, const char* case_text, int stream) {
 
 static void inject_stream(struct suite* s, const char* case_text, const struct it_case* c) {
   struct test t;
-  test_begin(&t, s, "inject", case_text);
   struct it_allocations before;
-  baseline_take(s, &before);
+  test_start(&t, s, "inject", case_text, NULL, NULL, &before);
   struct ArrowDeviceArrayStream stream;
-  memset(&stream, 0, sizeof stream);
-  int rc = s->ut.export_stream(case_text, &stream);
-  if (rc != 0) {
-    test_fail(&t, "export_stream failed with %s: %s (the failure is injected later)",
-              ferry_errno_name(rc), it_plugin_error(&s->ut));
-    ferry_array_stream_release(&stream);
-    test_end(&t);
+  if (export_stream_or_end(&t, case_text, &stream, " (the failure is injected later)") !=
+      0)
     return;
-  }
-  int group = it_watch_new_group();
-  it_watch_stream(&stream, "stream");
+  int group = watch_stream(&stream);
   char why[1024];
   struct ArrowSchema schema;
-  rc = stream_get_schema(&stream, &schema);
+  int rc = stream_get_schema(&stream, &schema);
   if (c->fail == IT_FAIL_GET_SCHEMA) {
     if (rc == 0) {
       test_fail(&t, "fail=get_schema: get_schema succeeded");
@@ -170,9 +144,7 @@ static void inject_stream(struct suite* s, const char* case_text, const struct i
   }
   stream.release(&stream);
   if (stream.release != NULL) test_fail(&t, "stream release did not set release to NULL");
-  suite_verify_releases(&t, group);
-  baseline_expect(&t, &before, "after releasing the failed stream");
-  test_end(&t);
+  test_finish(&t, group, &before, "after releasing the failed stream");
 }
 
 void run_inject(struct suite* s, const char* case_text) {

@@ -116,14 +116,9 @@ static void cross_thread_export(struct suite* s, const char* case_text) {
   struct test t;
   char label[256];
   snprintf(label, sizeof label, "%s[exported on a thread, released on main]", case_text);
-  test_begin(&t, s, "thread", label);
   struct it_case c;
-  if (suite_parse(&t, case_text, &c) != 0) {
-    test_end(&t);
-    return;
-  }
   struct it_allocations before;
-  baseline_take(s, &before);
+  if (test_start(&t, s, "thread", label, case_text, &c, &before) != 0) return;
   struct export_thread e;
   memset(&e, 0, sizeof e);
   e.suite = s;
@@ -136,9 +131,7 @@ static void cross_thread_export(struct suite* s, const char* case_text) {
     test_end(&t);
     return;
   }
-  int group = it_watch_new_group();
-  it_watch_schema(&e.schema, "schema");
-  it_watch_array(&e.array.array, "array");
+  int group = watch_export(&e.schema, &e.array);
   char why[1024];
   if (verify_schema(&c, &e.schema, why, sizeof why) != 0) test_fail(&t, "%s", why);
   if (verify_device_array(&c, c.seed, &e.schema, &e.array, why, sizeof why) != 0) {
@@ -146,9 +139,7 @@ static void cross_thread_export(struct suite* s, const char* case_text) {
   }
   e.schema.release(&e.schema);
   e.array.array.release(&e.array.array);
-  suite_verify_releases(&t, group);
-  baseline_expect(&t, &before, "after release on the main thread");
-  test_end(&t);
+  test_finish(&t, group, &before, "after release on the main thread");
 }
 
 struct reader_thread {
@@ -200,25 +191,12 @@ static void cross_thread_stream(struct suite* s, const char* case_text) {
   struct test t;
   char label[256];
   snprintf(label, sizeof label, "%s[stream read on another thread]", case_text);
-  test_begin(&t, s, "thread", label);
   struct it_case c;
-  if (suite_parse(&t, case_text, &c) != 0) {
-    test_end(&t);
-    return;
-  }
   struct it_allocations before;
-  baseline_take(s, &before);
+  if (test_start(&t, s, "thread", label, case_text, &c, &before) != 0) return;
   struct ArrowDeviceArrayStream stream;
-  memset(&stream, 0, sizeof stream);
-  int rc = s->ut.export_stream(case_text, &stream);
-  if (rc != 0) {
-    test_fail(&t, "export_stream failed with %s: %s", ferry_errno_name(rc),
-              it_plugin_error(&s->ut));
-    test_end(&t);
-    return;
-  }
-  int group = it_watch_new_group();
-  it_watch_stream(&stream, "stream");
+  if (export_stream_or_end(&t, case_text, &stream, "") != 0) return;
+  int group = watch_stream(&stream);
   struct reader_thread r;
   memset(&r, 0, sizeof r);
   r.stream = &stream;
@@ -228,9 +206,7 @@ static void cross_thread_stream(struct suite* s, const char* case_text) {
   pthread_join(thread, NULL);
   if (r.failed) test_fail(&t, "%s", r.why);
   stream.release(&stream);
-  suite_verify_releases(&t, group);
-  baseline_expect(&t, &before, "after releasing the stream");
-  test_end(&t);
+  test_finish(&t, group, &before, "after releasing the stream");
 }
 
 void run_threads(struct suite* s) {

@@ -8,25 +8,12 @@ set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/../../scripts/lib.sh"
 HOST="$BUILD/bin/ferry_it_host"
-bad="$BUILD/it/libferry_it_misbehaving.so"
-export FERRY_IT_WRAPPED_PLUGIN="$BUILD/plugins/libferry_it_c.so"
-need_file "$bad" "the self-test plugin" || { fail "self-test plugin"; finish; exit 1; }
+need_misbehaving_plugin
 run() { "$HOST" conformance "$bad" --reference "$FERRY_IT_WRAPPED_PLUGIN" "$@" 2>&1; }
 
 # expect MODE FINDING: with the plugin misbehaving as MODE the suite must exit
 # non-zero and print a FAIL line containing FINDING.
-expect() {
-  local mode="$1" finding="$2" out rc
-  out="$(FERRY_IT_MISBEHAVE="$mode" run)"
-  rc=$?
-  if [ "$rc" -ne 0 ] && grep -E '^FAIL misbehaving ' <<<"$out" | grep -F "$finding" >/dev/null; then
-    pass "self-test $mode"
-  else
-    fail "self-test $mode"
-    echo "FAIL self-test $mode: expected a FAIL line with \"$finding\" (exit $rc); got:"
-    grep -E '^FAIL|passed' <<<"$out" | head -n 5 | sed 's/^/   /'
-  fi
-}
+expect() { expect_finding "$1" '^FAIL misbehaving ' "$2" "a FAIL line" run; }
 
 if out="$(FERRY_IT_MISBEHAVE=none run)"; then
   pass "self-test clean"

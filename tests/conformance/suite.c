@@ -107,3 +107,72 @@ int suite_parse(struct test* t, const char* text, struct it_case* out) {
   }
   return 0;
 }
+
+int test_start(struct test* t, struct suite* s, const char* area, const char* label,
+               const char* case_text, struct it_case* c, struct it_allocations* before) {
+  test_begin(t, s, area, label);
+  if (c != NULL && suite_parse(t, case_text, c) != 0) {
+    test_end(t);
+    return -1;
+  }
+  baseline_take(s, before);
+  return 0;
+}
+
+int watch_export(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {
+  int group = it_watch_new_group();
+  it_watch_schema(schema, "schema");
+  it_watch_array(&array->array, "array");
+  return group;
+}
+
+int watch_stream(struct ArrowDeviceArrayStream* stream) {
+  int group = it_watch_new_group();
+  it_watch_stream(stream, "stream");
+  return group;
+}
+
+void test_finish(struct test* t, int group, const struct it_allocations* before,
+                 const char* when) {
+  suite_verify_releases(t, group);
+  baseline_expect(t, before, when);
+  test_end(t);
+}
+
+int export_and_discard(struct test* t, const char* case_text, int stream,
+                       const char* verb, const char** message) {
+  const struct it_plugin* ut = &t->suite->ut;
+  int rc;
+  if (stream) {
+    struct ArrowDeviceArrayStream out = {0};
+    rc = ut->export_stream(case_text, &out);
+    if (message != NULL) *message = ut->last_error();
+    if (rc != 0 && out.release != NULL) test_fail(t, "%s but left the stream live", verb);
+    ferry_array_stream_release(&out);
+  } else {
+    struct ArrowSchema schema = {0};
+    struct ArrowDeviceArray array = {0};
+    rc = ut->export_array(case_text, &schema, &array);
+    if (message != NULL) *message = ut->last_error();
+    if (rc != 0 && (schema.release != NULL || array.array.release != NULL)) {
+      test_fail(t, "%s but left its out-structs live", verb);
+    }
+    ferry_schema_release(&schema);
+    ferry_device_array_release(&array);
+  }
+  return rc;
+}
+
+int export_stream_or_end(struct test* t, const char* case_text,
+                         struct ArrowDeviceArrayStream* out, const char* note) {
+  const struct it_plugin* ut = &t->suite->ut;
+  memset(out, 0, sizeof *out);
+  int rc = ut->export_stream(case_text, out);
+  if (rc != 0) {
+    test_fail(t, "export_stream failed with %s: %s%s", ferry_errno_name(rc),
+              it_plugin_error(ut), note);
+    ferry_array_stream_release(out);
+    test_end(t);
+  }
+  return rc;
+}

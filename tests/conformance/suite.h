@@ -58,4 +58,37 @@ void suite_verify_releases(struct test* t, int group);
 /* Parses a case the suite generated (a failure is a bug of the suite). */
 int suite_parse(struct test* t, const char* text, struct it_case* out);
 
+/* The start every area's test shares: test_begin(t, s, area, label), then,
+ * when `c` is not NULL, `case_text` parsed into `c`, then the baseline taken
+ * into `before`. Returns 0, or -1 when the case does not parse (the test has
+ * failed and ended then). */
+int test_start(struct test* t, struct suite* s, const char* area, const char* label,
+               const char* case_text, struct it_case* c, struct it_allocations* before);
+
+/* Watches an export (its schema as "schema", its array as "array") or a
+ * stream (as "stream") in a new release-watch group; returns the group. */
+int watch_export(struct ArrowSchema* schema, struct ArrowDeviceArray* array);
+int watch_stream(struct ArrowDeviceArrayStream* stream);
+
+/* Exports `case_text` from the plugin under test (a stream when `stream`,
+ * else an array) and releases what it got at once, for tests that judge only
+ * the outcome; returns the export's result, with the plugin's last_error()
+ * just after it in *message when `message` is not NULL. A failed export that
+ * left its out-structs live fails `t`: "<verb> but left the stream live" or
+ * "<verb> but left its out-structs live". */
+int export_and_discard(struct test* t, const char* case_text, int stream,
+                       const char* verb, const char** message);
+
+/* Exports `case_text` as a stream from the plugin under test into `out`.
+ * On failure `t` fails with "export_stream failed with <errno>: <the
+ * plugin's message><note>" and ends, and what the export left is released.
+ * Returns the export's result. */
+int export_stream_or_end(struct test* t, const char* case_text,
+                         struct ArrowDeviceArrayStream* out, const char* note);
+
+/* The end they share: suite_verify_releases(t, group), baseline_expect(t,
+ * before, when), test_end(t). */
+void test_finish(struct test* t, int group, const struct it_allocations* before,
+                 const char* when);
+
 #endif  // FERRY_CONFORMANCE_SUITE_H

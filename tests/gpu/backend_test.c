@@ -28,6 +28,7 @@
 #include "ferry/dlpack_abi.h"
 #include "ferry/ferry.h"
 #include "ferry_test.h"
+#include "gpu_bench.h"
 
 /* ---- the emulations' test controls ----------------------------------------------------
  */
@@ -1072,15 +1073,8 @@ static int validate_declared_at(void* p, int64_t length, int64_t offset,
                                 ArrowDeviceType type, int64_t id,
                                 struct Findings* findings) {
   struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
-  ferry_schema_init(&schema, "i", NULL, 0, 0, NULL);
-  struct ArrowArray inner;
-  memset(&inner, 0, sizeof inner);
-  const void* buffers[2] = {NULL, p};
-  ferry_array_init(&inner, length, 0, offset, 2, buffers, 0, NULL, NULL, NULL);
   struct ArrowDeviceArray array;
-  memset(&array, 0, sizeof array);
-  ferry_device_array_init(&array, &inner, type, id, NULL, NULL, NULL, NULL);
+  int32_view(p, length, offset, type, id, &schema, &array);
   memset(findings, 0, sizeof *findings);
   int rc = ferry_validate_device_array(&schema, &array, FERRY_VALIDATE_DEFAULT, collect,
                                        findings, NULL);

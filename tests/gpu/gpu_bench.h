@@ -1,14 +1,18 @@
 /* What the GPU suite and the GPU benchmarks (tests/gpu/gpu_suite.c,
  * handoff_bench.c) share: the driver library ferry loaded, whose own entry
  * points give their baselines (the very library ferry uses), the test for
- * ferry's emulation (whose results are labelled or withheld), and a clock. */
+ * ferry's emulation (whose results are labelled or withheld), and a clock;
+ * with the emulation suite (backend_test.c), an int32 view of device memory. */
 #ifndef FERRY_TESTS_GPU_GPU_BENCH_H
 #define FERRY_TESTS_GPU_GPU_BENCH_H
 
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#include "ferry/ferry.h"
 
 /* ferry_backend_probe's index of the CUDA and the ROCm backend. */
 #define FERRY_BACKEND_INDEX_CUDA 2
@@ -44,6 +48,22 @@ static inline double now_seconds(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* A live int32 schema and array of `length` values from `offset` on, whose
+ * data buffer is `p` (no validity), declared to live on (type, id): the
+ * array borrows `p`, its release frees nothing of it. */
+static inline void int32_view(void* p, int64_t length, int64_t offset, ArrowDeviceType type,
+                              int64_t id, struct ArrowSchema* schema,
+                              struct ArrowDeviceArray* out) {
+  memset(schema, 0, sizeof *schema);
+  ferry_schema_init(schema, "i", NULL, 0, 0, NULL);
+  struct ArrowArray inner;
+  memset(&inner, 0, sizeof inner);
+  const void* buffers[2] = {NULL, p};
+  ferry_array_init(&inner, length, 0, offset, 2, buffers, 0, NULL, NULL, NULL);
+  memset(out, 0, sizeof *out);
+  ferry_device_array_init(out, &inner, type, id, NULL, NULL, NULL, NULL);
 }
 
 #endif  // FERRY_TESTS_GPU_GPU_BENCH_H

@@ -174,15 +174,8 @@ static void count_finding(void* user_data, const char* rule, const char* where,
 /* Findings of validating `length` int32 values at `p` declared on (type, id). */
 static int validate_int32_n(void* p, int64_t length, ArrowDeviceType type, int64_t id) {
   struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
-  ferry_schema_init(&schema, "i", NULL, 0, 0, NULL);
-  struct ArrowArray inner;
-  memset(&inner, 0, sizeof inner);
-  const void* buffers[2] = {NULL, p};
-  ferry_array_init(&inner, length, 0, 0, 2, buffers, 0, NULL, NULL, NULL);
   struct ArrowDeviceArray array;
-  memset(&array, 0, sizeof array);
-  ferry_device_array_init(&array, &inner, type, id, NULL, NULL, NULL, NULL);
+  int32_view(p, length, 0, type, id, &schema, &array);
   struct Finding f = {0};
   ferry_validate_device_array(&schema, &array, FERRY_VALIDATE_DEFAULT, count_finding, &f,
                               NULL);

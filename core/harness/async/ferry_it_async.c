@@ -12,6 +12,7 @@
 
 #include "case_spec.h"
 #include "ferry/ferry.h"
+#include "struct_fill.h"
 
 /* ---- the per-thread last error ---------------------------------------------------- */
 
@@ -874,12 +875,7 @@ int ferry_it_async_check_generic(const char* case_spec,
   pthread_condattr_init(&attr);
   pthread_cond_init(&t->cv, &attr);
   pthread_condattr_destroy(&attr);
-  memset(handler_out, 0, sizeof *handler_out);
-  handler_out->on_schema = on_schema;
-  handler_out->on_next_task = on_next_task;
-  handler_out->on_error = on_error;
-  handler_out->release = on_release;
-  handler_out->private_data = t;
+  it_fill_handler(handler_out, on_schema, on_next_task, on_error, on_release, t);
   rc = pthread_create(&t->thread, NULL, checker_main, t);
   if (rc != 0) {
     memset(handler_out, 0, sizeof *handler_out);

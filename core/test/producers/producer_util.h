@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ferry/ferry.h"
+#include "struct_fill.h"
 
 #define PU_EXPORT __attribute__((visibility("default")))
 
@@ -65,24 +66,14 @@ static inline void pu_schema_release(struct ArrowSchema* schema) {
 static inline int pu_make_schema(struct ArrowSchema* out) {
   struct pu_schema_block* block = (struct pu_schema_block*)calloc(1, sizeof *block);
   if (block == NULL) return ENOMEM;
-  block->a.format = "i";
-  block->a.name = "a";
-  block->a.flags = ARROW_FLAG_NULLABLE;
-  block->a.release = pu_child_schema_release;
-  block->b.format = "u";
-  block->b.name = "b";
-  block->b.flags = ARROW_FLAG_NULLABLE;
-  block->b.release = pu_child_schema_release;
+  it_fill_schema(&block->a, "i", "a", ARROW_FLAG_NULLABLE, 0, NULL,
+                 pu_child_schema_release, NULL);
+  it_fill_schema(&block->b, "u", "b", ARROW_FLAG_NULLABLE, 0, NULL,
+                 pu_child_schema_release, NULL);
   block->children[0] = &block->a;
   block->children[1] = &block->b;
-  memset(out, 0, sizeof *out);
-  out->format = "+s";
-  out->name = "pair";
-  out->flags = ARROW_FLAG_NULLABLE;
-  out->n_children = 2;
-  out->children = block->children;
-  out->release = pu_schema_release;
-  out->private_data = block;
+  it_fill_schema(out, "+s", "pair", ARROW_FLAG_NULLABLE, 2, block->children,
+                 pu_schema_release, block);
   return 0;
 }
 
@@ -144,32 +135,23 @@ static inline int pu_make_array(struct ArrowDeviceArray* out,
   block->a_buffers[0] = block->a_validity;
   block->a_buffers[1] = block->a_values;
   block->a_buffers[2] = block->a_values;
-  block->a.length = 4;
+  it_fill_array(&block->a, 4, options->a_n_buffers ? options->a_n_buffers : 2,
+                block->a_buffers, 0, NULL, pu_child_array_release, NULL);
   block->a.null_count = 1;
-  block->a.n_buffers = options->a_n_buffers ? options->a_n_buffers : 2;
-  block->a.buffers = block->a_buffers;
-  block->a.release = pu_child_array_release;
 
   block->b_buffers[0] = NULL;
   block->b_buffers[1] = block->b_offsets;
   block->b_buffers[2] = block->b_data;
-  block->b.length = 4;
-  block->b.n_buffers = 3;
-  block->b.buffers = block->b_buffers;
-  block->b.release = pu_child_array_release;
+  it_fill_array(&block->b, 4, 3, block->b_buffers, 0, NULL, pu_child_array_release,
+                NULL);
 
   block->children[0] = &block->a;
   block->children[1] = &block->b;
   block->top_buffers[0] = NULL;
 
   memset(out, 0, sizeof *out);
-  out->array.length = 4;
-  out->array.n_buffers = 1;
-  out->array.buffers = block->top_buffers;
-  out->array.n_children = 2;
-  out->array.children = block->children;
-  out->array.release = pu_array_release;
-  out->array.private_data = block;
+  it_fill_array(&out->array, 4, 1, block->top_buffers, 2, block->children,
+                pu_array_release, block);
   out->device_type = options->device_type ? options->device_type : ARROW_DEVICE_CPU;
   out->device_id = out->device_type == ARROW_DEVICE_CPU ? -1 : 0;
   out->sync_event = options->sync_event;
@@ -247,13 +229,8 @@ static inline int pu_export_stream(struct ArrowDeviceArrayStream* out,
   struct pu_stream_state* state = (struct pu_stream_state*)calloc(1, sizeof *state);
   if (state == NULL) return ENOMEM;
   state->options = *options;
-  memset(out, 0, sizeof *out);
-  out->device_type = ARROW_DEVICE_CPU;
-  out->get_schema = pu_stream_get_schema;
-  out->get_next = pu_stream_get_next;
-  out->get_last_error = pu_stream_get_last_error;
-  out->release = pu_stream_release;
-  out->private_data = state;
+  it_fill_stream(out, ARROW_DEVICE_CPU, pu_stream_get_schema, pu_stream_get_next,
+                 pu_stream_get_last_error, pu_stream_release, state);
   return 0;
 }
 

@@ -290,11 +290,7 @@ EMU_EXPORT CUresult cuStreamCreate(ferry_CUstream* stream, unsigned int flags) {
   CU_ENTER("cuStreamCreate");
   CU_NEED_INIT();
   CU_NEED_CONTEXT(context);
-  void* created = NULL;
-  CUresult rc =
-      emu_stream_create_rc(context->device, stream != NULL ? &created : NULL, flags);
-  if (rc == FERRY_CUDA_SUCCESS) *stream = (ferry_CUstream)created;
-  return rc;
+  return emu_stream_create_rc(context->device, stream, flags);
 }
 
 EMU_EXPORT CUresult cuStreamDestroy_v2(ferry_CUstream stream) {
@@ -321,11 +317,7 @@ EMU_EXPORT CUresult cuEventCreate(ferry_CUevent* event, unsigned int flags) {
   CU_ENTER("cuEventCreate");
   CU_NEED_INIT();
   CU_NEED_CONTEXT(context);
-  void* created = NULL;
-  CUresult rc =
-      emu_event_create_rc(context->device, event != NULL ? &created : NULL, flags);
-  if (rc == FERRY_CUDA_SUCCESS) *event = (ferry_CUevent)created;
-  return rc;
+  return emu_event_create_rc(context->device, event, flags);
 }
 
 EMU_EXPORT CUresult cuEventDestroy_v2(ferry_CUevent event) {
@@ -398,20 +390,13 @@ EMU_EXPORT CUresult cuPointerGetAttribute(void* data, ferry_CUpointer_attribute 
  * stub mode and leave the out-pointer untouched. */
 EMU_EXPORT CUresult cuGetErrorName(CUresult code, const char** name) {
   CU_ENTER("cuGetErrorName");
-  if (name == NULL) return FERRY_CUDA_ERROR_INVALID_VALUE;
-  switch (code) {
-    case FERRY_CUDA_SUCCESS:
-      *name = "CUDA_SUCCESS";
-      return FERRY_CUDA_SUCCESS;
-    case FERRY_CUDA_ERROR_OUT_OF_MEMORY:
-      *name = "CUDA_ERROR_OUT_OF_MEMORY";
-      return FERRY_CUDA_SUCCESS;
-    case FERRY_CUDA_ERROR_UNKNOWN:
-      *name = "CUDA_ERROR_UNKNOWN";
-      return FERRY_CUDA_SUCCESS;
-    default:
-      return FERRY_CUDA_ERROR_INVALID_VALUE;
-  }
+  const char* known = code == FERRY_CUDA_SUCCESS               ? "CUDA_SUCCESS"
+                      : code == FERRY_CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY"
+                      : code == FERRY_CUDA_ERROR_UNKNOWN       ? "CUDA_ERROR_UNKNOWN"
+                                                               : NULL;
+  if (name == NULL || known == NULL) return FERRY_CUDA_ERROR_INVALID_VALUE;
+  *name = known;
+  return FERRY_CUDA_SUCCESS;
 }
 
 EMU_EXPORT CUresult cuGetErrorString(CUresult code, const char** text) {

@@ -826,12 +826,19 @@ __attribute__((unused)) static unsigned emu_copy_peer_rc(int current_device,
   return emu_copy_rc(current_device, stream, dst, src, size, 1, 1);
 }
 
-static unsigned emu_stream_create_rc(int device, void** out, unsigned flags) {
-  if (out == NULL || flags > 1u) return EMU_INVALID_VALUE;
-  struct EmuStream* s = emu_stream_create(device);
-  if (s == NULL) return EMU_OUT_OF_MEMORY;
-  *out = s;
+/* Stores a created stream or event (NULL: out of memory) in the caller's
+ * `out`, a pointer to a handle of the driver's own pointer type (CUstream,
+ * hipEvent_t, ...): copied bytewise, so that one core serves every front
+ * end's handle types. */
+static unsigned emu_created_rc(void* created, void* out) {
+  if (created == NULL) return EMU_OUT_OF_MEMORY;
+  memcpy(out, &created, sizeof created);
   return EMU_SUCCESS;
+}
+
+static unsigned emu_stream_create_rc(int device, void* out, unsigned flags) {
+  if (out == NULL || flags > 1u) return EMU_INVALID_VALUE;
+  return emu_created_rc(emu_stream_create(device), out);
 }
 
 static unsigned emu_stream_destroy_rc(void* handle) {
@@ -852,12 +859,9 @@ static unsigned emu_stream_query_rc(const void* handle, int current_device) {
   return emu_stream_query(s) == 0 ? EMU_SUCCESS : EMU_NOT_READY;
 }
 
-static unsigned emu_event_create_rc(int device, void** out, unsigned flags) {
+static unsigned emu_event_create_rc(int device, void* out, unsigned flags) {
   if (out == NULL || (flags & ~7u) != 0) return EMU_INVALID_VALUE;
-  struct EmuEvent* e = emu_event_create(device);
-  if (e == NULL) return EMU_OUT_OF_MEMORY;
-  *out = e;
-  return EMU_SUCCESS;
+  return emu_created_rc(emu_event_create(device), out);
 }
 
 static unsigned emu_event_destroy_rc(void* handle) {

@@ -197,11 +197,7 @@ EMU_EXPORT hipError_t hipStreamCreateWithFlags(ferry_hipStream_t* stream,
                                                unsigned int flags) {
   HIP_ENTER("hipStreamCreateWithFlags");
   HIP_NEED_DEVICE();
-  void* created = NULL;
-  hipError_t rc =
-      emu_stream_create_rc(tls_device, stream != NULL ? &created : NULL, flags);
-  if (rc == FERRY_HIP_SUCCESS) *stream = (ferry_hipStream_t)created;
-  return rc;
+  return emu_stream_create_rc(tls_device, stream, flags);
 }
 
 EMU_EXPORT hipError_t hipStreamDestroy(ferry_hipStream_t stream) {
@@ -227,10 +223,7 @@ EMU_EXPORT hipError_t hipEventCreateWithFlags(ferry_hipEvent_t* event,
                                               unsigned int flags) {
   HIP_ENTER("hipEventCreateWithFlags");
   HIP_NEED_DEVICE();
-  void* created = NULL;
-  hipError_t rc = emu_event_create_rc(tls_device, event != NULL ? &created : NULL, flags);
-  if (rc == FERRY_HIP_SUCCESS) *event = (ferry_hipEvent_t)created;
-  return rc;
+  return emu_event_create_rc(tls_device, event, flags);
 }
 
 EMU_EXPORT hipError_t hipEventDestroy(ferry_hipEvent_t event) {

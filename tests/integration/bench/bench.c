@@ -54,6 +54,7 @@
 #include "plugin.h"
 #include "release_watch.h"
 #include "stream_watch.h"
+#include "struct_fill.h"
 
 #define SMALL_LENGTH 256 /* 1 KiB of int32 */
 #define STREAM_BATCHES 65
@@ -201,12 +202,8 @@ __attribute__((noinline)) static int static_export_stream(
   if (length != SMALL_LENGTH) return EINVAL;
   g_static_stream.length = length;
   g_static_stream.remaining = batches;
-  out->device_type = ARROW_DEVICE_CPU;
-  out->get_schema = static_get_schema;
-  out->get_next = static_get_next;
-  out->get_last_error = static_get_last_error;
-  out->release = static_release_stream;
-  out->private_data = &g_static_stream;
+  it_fill_stream(out, ARROW_DEVICE_CPU, static_get_schema, static_get_next,
+                 static_get_last_error, static_release_stream, &g_static_stream);
   return 0;
 }
 

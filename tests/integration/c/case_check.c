@@ -412,16 +412,22 @@ static int expected_n_buffers(enum it_type type) {
   }
 }
 
+/* check_layout with the counts the case's type has. */
+static int check_case_layout(const struct it_case* c, const struct ArrowArray* a,
+                             const char* where, struct FerryError* error) {
+  int64_t n_children = c->type == IT_LIST_INT32          ? 1
+                       : c->type == IT_STRUCT_INT32_UTF8 ? 2
+                                                         : 0;
+  return check_layout(a, it_type_name(c->type), expected_n_buffers(c->type), n_children,
+                      c->type == IT_DICT_INT32_UTF8, where, error);
+}
+
 /* Fields that live in host memory whatever the device: checked on the
  * array as exported, before any copy could renormalise them. */
 static int check_header(const struct it_case* c, const struct ArrowArray* a,
                         const char* where, struct FerryError* error) {
   const char* type = it_type_name(c->type);
-  int64_t n_children = c->type == IT_LIST_INT32          ? 1
-                       : c->type == IT_STRUCT_INT32_UTF8 ? 2
-                                                         : 0;
-  IT_RETURN_NOT_OK(check_layout(a, type, expected_n_buffers(c->type), n_children,
-                                c->type == IT_DICT_INT32_UTF8, where, error));
+  IT_RETURN_NOT_OK(check_case_layout(c, a, where, error));
   if (a->length != c->length) {
     return it_error(error, EINVAL, "%s%s length: expected %lld, got %lld", where, type,
                     (long long)c->length, (long long)a->length);
@@ -444,11 +450,7 @@ static int check_values(const struct it_case* c, uint32_t seed,
                         const struct ArrowArray* a, const char* where,
                         struct FerryError* error) {
   const char* type = it_type_name(c->type);
-  int64_t n_children = c->type == IT_LIST_INT32          ? 1
-                       : c->type == IT_STRUCT_INT32_UTF8 ? 2
-                                                         : 0;
-  IT_RETURN_NOT_OK(check_layout(a, type, expected_n_buffers(c->type), n_children,
-                                c->type == IT_DICT_INT32_UTF8, where, error));
+  IT_RETURN_NOT_OK(check_case_layout(c, a, where, error));
   const void* validity = a->buffers[0];
   if (validity == NULL) {
     /* nulls=0 gives no bitmap; an all-valid bitmap would say the same, so

@@ -10,7 +10,6 @@
  * producer may still call them) so the run goes on. */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include "case_spec.h"
 #include "ferry/ferry.h"
 #include "handoff.h"
+#include "struct_fill.h"
 
 /* The producer may free its own state after it released the handler (the
  * spec lets it clean up after release, on its thread): the ledger is read
@@ -125,27 +125,14 @@ static struct async_watch* watch_new(struct ArrowAsyncDeviceStreamHandler* inner
   if (w == NULL) return NULL;
   pthread_mutex_init(&w->mu, NULL);
   w->inner = inner;
-  w->outer.on_schema = watch_on_schema;
-  w->outer.on_next_task = watch_on_next_task;
-  w->outer.on_error = watch_on_error;
-  w->outer.release = watch_release;
-  w->outer.private_data = w;
+  it_fill_handler(&w->outer, watch_on_schema, watch_on_next_task, watch_on_error,
+                  watch_release, w);
   return w;
 }
 
 static void watch_free(struct async_watch* w) {
   pthread_mutex_destroy(&w->mu);
   free(w);
-}
-
-static int fail(char* message, size_t size, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char* message, size_t size, const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  vsnprintf(message, size, fmt, args);
-  va_end(args);
-  return 0;
 }
 
 /* The ledger back at `before`, allowing the producer LEDGER_SETTLE_MS to
@@ -173,16 +160,17 @@ static int ledger_settles(const struct it_runtime_set* all,
 static int watch_verdict(struct async_watch* w, char* message, size_t size) {
   int releases = atomic_load(&w->releases);
   if (releases != 1) {
-    return fail(message, size,
-                "the producer released the handler %d times, expected once", releases);
+    return it_failf(message, size,
+                    "the producer released the handler %d times, expected once",
+                    releases);
   }
   if (atomic_load(&w->after_release) > 0) {
-    return fail(message, size,
-                "the producer called %s (and %d calls in all) after release",
-                w->first_after, atomic_load(&w->after_release));
+    return it_failf(message, size,
+                    "the producer called %s (and %d calls in all) after release",
+                    w->first_after, atomic_load(&w->after_release));
   }
   if (atomic_load(&w->overlaps) > 0) {
-    return fail(
+    return it_failf(
         message, size,
         "the producer's handler calls overlapped (%s began while another call ran; "
         "%d in all)",
@@ -198,33 +186,35 @@ static int async_reject(const struct it_runtime_set* all,
                         const struct it_case_entry* entry,
                         const struct it_allocations* before, char* message, size_t size) {
   struct async_watch* w = watch_new(NULL);
-  if (w == NULL) return fail(message, size, "out of memory for the watch");
+  if (w == NULL) return it_failf(message, size, "out of memory for the watch");
   int rc = producer->export_async(entry->spec, &w->outer);
   const char* said = it_plugin_error(producer);
   int ok = 1;
   if (rc == 0) {
-    ok = fail(message, size, "export_async accepted it, expected a failure with \"%s\"",
-              entry->reject_word);
+    ok = it_failf(message, size,
+                  "export_async accepted it, expected a failure with \"%s\"",
+                  entry->reject_word);
   } else if (strstr(said, entry->reject_word) == NULL) {
-    ok = fail(message, size, "export_async failed with %s \"%s\", expected \"%s\" in it",
-              ferry_errno_name(rc), said, entry->reject_word);
+    ok = it_failf(message, size,
+                  "export_async failed with %s \"%s\", expected \"%s\" in it",
+                  ferry_errno_name(rc), said, entry->reject_word);
   } else if (atomic_load(&w->releases) == 0) {
     /* A non-zero return promises the handler is already released. */
-    ok = fail(message, size, "export_async returned %s without releasing the handler",
-              ferry_errno_name(rc));
+    ok = it_failf(message, size, "export_async returned %s without releasing the handler",
+                  ferry_errno_name(rc));
     /* The producer may still release it later: the watch stays allocated. */
     return ok;
   } else if (atomic_load(&w->on_errors) != 1) {
-    ok = fail(message, size,
-              "export_async refused the case with %d on_error calls, "
-              "expected one",
-              atomic_load(&w->on_errors));
+    ok = it_failf(message, size,
+                  "export_async refused the case with %d on_error calls, "
+                  "expected one",
+                  atomic_load(&w->on_errors));
   }
   if (ok) ok = watch_verdict(w, message, size);
   watch_free(w);
   char why[600];
   if (ok && ledger_settles(all, before, why, sizeof why) != 0) {
-    return fail(message, size, "leak: %s before the handoff", why);
+    return it_failf(message, size, "leak: %s before the handoff", why);
   }
   return ok;
 }
@@ -241,14 +231,14 @@ int it_handoff_async(const struct it_runtime_set* all, const struct it_plugin* p
   struct FerryError error;
   ferry_error_init(&error);
   if (it_case_parse(entry->spec, &info, &error) != FERRY_OK) {
-    return fail(message, size, "bad case: %s", error.message);
+    return it_failf(message, size, "bad case: %s", error.message);
   }
   /* Heap memory: a hung producer keeps it (see the top of this file). */
   struct ArrowAsyncDeviceStreamHandler* inner = calloc(1, sizeof *inner);
   struct async_watch* w = inner == NULL ? NULL : watch_new(inner);
   if (w == NULL) {
     free(inner);
-    return fail(message, size, "out of memory for the handler");
+    return it_failf(message, size, "out of memory for the handler");
   }
   void* ticket = NULL;
   int rc = consumer->check_async(entry->spec, inner, &ticket);
@@ -257,8 +247,8 @@ int it_handoff_async(const struct it_runtime_set* all, const struct it_plugin* p
     snprintf(said, sizeof said, "%s", it_plugin_error(consumer));
     watch_free(w);
     free(inner);
-    return fail(message, size, "consumer check_async failed with %s: %s",
-                ferry_errno_name(rc), said);
+    return it_failf(message, size, "consumer check_async failed with %s: %s",
+                    ferry_errno_name(rc), said);
   }
   rc = producer->export_async(entry->spec, &w->outer);
   char producer_said[600];
@@ -270,7 +260,7 @@ int it_handoff_async(const struct it_runtime_set* all, const struct it_plugin* p
            verdict == 0 ? "" : it_plugin_error(consumer));
   if (verdict == ETIMEDOUT) {
     /* Leaked on purpose: the producer may still call the handler. */
-    return fail(
+    return it_failf(
         message, size,
         "HUNG: no verdict from the consumer after %lld ms (producer's export_async "
         "returned %s%s%s): %s",
@@ -280,26 +270,27 @@ int it_handoff_async(const struct it_runtime_set* all, const struct it_plugin* p
   int ok = 1;
   if (info.fail == IT_FAIL_EXPORT) {
     if (rc != EIO || strstr(producer_said, "injected failure at export") == NULL) {
-      ok = fail(message, size,
-                "fail=export: export_async returned %s \"%s\", expected EIO \"injected "
-                "failure at export\"",
-                rc == 0 ? "0" : ferry_errno_name(rc), producer_said);
+      ok = it_failf(
+          message, size,
+          "fail=export: export_async returned %s \"%s\", expected EIO \"injected "
+          "failure at export\"",
+          rc == 0 ? "0" : ferry_errno_name(rc), producer_said);
     }
   } else if (rc != 0) {
-    ok = fail(message, size, "producer export_async failed with %s: %s",
-              ferry_errno_name(rc), producer_said);
+    ok = it_failf(message, size, "producer export_async failed with %s: %s",
+                  ferry_errno_name(rc), producer_said);
   }
   /* The host's own assertions first: a consumer may name the same fault. */
   if (ok) ok = watch_verdict(w, message, size);
   if (ok && verdict != 0) {
-    ok = fail(message, size, "consumer verdict %s: %s", ferry_errno_name(verdict),
-              consumer_said);
+    ok = it_failf(message, size, "consumer verdict %s: %s", ferry_errno_name(verdict),
+                  consumer_said);
   }
   watch_free(w);
   free(inner);
   char why[600];
   if (ledger_settles(all, &before, why, sizeof why) != 0) {
-    if (ok) return fail(message, size, "leak: %s before the handoff", why);
+    if (ok) return it_failf(message, size, "leak: %s before the handoff", why);
     size_t used = strlen(message);
     snprintf(message + used, size - used, "; and leak: %s", why);
   }

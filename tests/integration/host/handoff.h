@@ -84,4 +84,10 @@ int it_handoff_async(const struct it_runtime_set* all, const struct it_plugin* p
                      const struct it_plugin* consumer, const struct it_case_entry* entry,
                      int64_t timeout_ms, char* message, size_t size);
 
+/* Writes the printf-style message of a failed assertion into
+ * message[size] and returns 0 (the verdict), so that a check reads
+ * `return it_failf(message, size, ...)`. Internal to the handoff library. */
+int it_failf(char* message, size_t size, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif  // FERRY_IT_HOST_HANDOFF_H

@@ -122,18 +122,13 @@ static void default_plugin_dir(char* out, size_t size) {
     snprintf(out, size, "%s/plugins", build);
     return;
   }
-  char exe[2048];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) {
+  char dir[2048];
+  if (it_plugin_dir_beside_exe(dir, sizeof dir) != 0) {
     snprintf(out, size, "build/plugins");
     return;
   }
-  exe[n] = '\0';
-  char* slash = strrchr(exe, '/');
-  if (slash != NULL) *slash = '\0';
-  char dir[2100];
-  snprintf(dir, sizeof dir, "%s/../plugins", exe);
-  if (realpath(dir, exe) != NULL) snprintf(dir, sizeof dir, "%s", exe);
+  char resolved[PATH_MAX];
+  if (realpath(dir, resolved) != NULL) snprintf(dir, sizeof dir, "%.2047s", resolved);
   snprintf(out, size, "%s", dir);
 }
 

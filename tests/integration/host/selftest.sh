@@ -9,9 +9,7 @@ set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/../../../scripts/lib.sh"
 host="$BUILD/bin/ferry_it_host"
-bad="$BUILD/it/libferry_it_misbehaving.so"
-export FERRY_IT_WRAPPED_PLUGIN="$BUILD/plugins/libferry_it_c.so"
-need_file "$bad" "the self-test plugin" || { fail "self-test plugin"; finish; exit 1; }
+need_misbehaving_plugin
 
 cases=(--case int32 --case "utf8:device=sim:nulls=3" --case "int32:fail=export"
        --case "float64:fail=get_next@2" --case "reject lenght int32:lenght=3")
@@ -19,18 +17,8 @@ cases=(--case int32 --case "utf8:device=sim:nulls=3" --case "int32:fail=export"
 # expect MODE "FINDING": the host, with the plugin misbehaving as MODE, must
 # fail and print a FAIL line containing FINDING for a pair that involves it.
 expect() {
-  local mode="$1" finding="$2" out rc
-  out="$(FERRY_IT_MISBEHAVE="$mode" "$host" --plugins c,rust --plugin "rust=$bad" \
-         "${cases[@]}" 2>&1)"
-  rc=$?
-  # grep reads all of its input (no -q in a pipeline: pipefail and SIGPIPE).
-  if [ "$rc" -ne 0 ] && grep -E '^FAIL (c|rust)->rust|^FAIL rust->' <<<"$out" | grep -F "$finding" >/dev/null; then
-    pass "self-test $mode"
-  else
-    fail "self-test $mode"
-    echo "FAIL self-test $mode: expected a failure with \"$finding\" (exit $rc); got:"
-    grep -E '^FAIL|passed' <<<"$out" | head -n 5 | sed 's/^/   /'
-  fi
+  expect_finding "$1" '^FAIL (c|rust)->rust|^FAIL rust->' "$2" "a failure" \
+    "$host" --plugins c,rust --plugin "rust=$bad" "${cases[@]}"
 }
 
 # expect_clean MODE: the host must pass with the plugin behaving as MODE

@@ -9,11 +9,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "async_script.h"
 #include "ferry_it_async.h"
 #include "it_test_support.h"
 
 /* Every wait of a scripted producer is bounded by this. */
-#define SCRIPT_WAIT_MS 5000
+#define SCRIPT_WAIT_S 5
 
 /* ---- the C producer into the C consumer ---------------------------------------- */
 
@@ -82,152 +83,59 @@ FERRY_TEST(async_keys_are_ignored_by_the_sync_entry_points) {
   CHECK_CONTAINS(ferry_it_last_error(), "fail=consumer@0");
 }
 
-/* ---- scripted producers ---------------------------------------------------------- */
-
-struct script {
-  struct ArrowAsyncProducer producer; /* first */
-  struct ArrowAsyncDeviceStreamHandler* handler;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int64_t demand;
-  int cancelled;
-  int reentrant; /* request calls the end marker synchronously */
-  struct ArrowDeviceArrayStream source;
-};
-
-struct script_task {
-  struct ArrowDeviceArray array;
-};
-
-static int script_extract(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out) {
-  struct script_task* t = self->private_data;
-  if (out != NULL) {
-    *out = t->array;
-  } else {
-    ferry_device_array_release(&t->array);
-  }
-  free(t);
-  return 0;
-}
-
-static void script_request(struct ArrowAsyncProducer* self, int64_t n) {
-  struct script* s = (struct script*)self;
-  pthread_mutex_lock(&s->mu);
-  s->demand += n;
-  pthread_cond_broadcast(&s->cv);
-  int reentrant = s->reentrant;
-  s->reentrant = 0;
-  pthread_mutex_unlock(&s->mu);
-  if (reentrant) s->handler->on_next_task(s->handler, NULL, NULL);
-}
-
-static void script_cancel(struct ArrowAsyncProducer* self) {
-  struct script* s = (struct script*)self;
-  pthread_mutex_lock(&s->mu);
-  s->cancelled = 1;
-  pthread_cond_broadcast(&s->cv);
-  pthread_mutex_unlock(&s->mu);
-}
+/* ---- scripted producers (core/harness/async_script.h) ---------------------------- */
 
 /* A producer of `source_spec`'s batches (the C plugin's stream) for `h`. */
-static void script_init(struct script* s, struct ArrowAsyncDeviceStreamHandler* h,
+static void script_init(struct it_script* s, struct ArrowAsyncDeviceStreamHandler* h,
                         const char* source_spec) {
-  memset(s, 0, sizeof *s);
-  s->producer.device_type = ARROW_DEVICE_CPU;
-  s->producer.request = script_request;
-  s->producer.cancel = script_cancel;
-  s->handler = h;
-  pthread_mutex_init(&s->mu, NULL);
-  pthread_cond_init(&s->cv, NULL);
+  it_script_init(s, h);
   CHECK_IT_OK(ferry_it_export_stream(source_spec, &s->source), source_spec);
-  h->producer = &s->producer;
 }
 
-static void script_free(struct script* s) {
-  ferry_array_stream_release(&s->source);
-  pthread_cond_destroy(&s->cv);
-  pthread_mutex_destroy(&s->mu);
-}
-
-static int script_schema(struct script* s) {
-  struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
-  CHECK_EQ_INT(0, s->source.get_schema(&s->source, &schema));
-  int rc = s->handler->on_schema(s->handler, &schema);
-  if (schema.release != NULL) schema.release(&schema);
+/* The next batch of the source as a task (there must be one); the consumer's
+ * code. */
+static int script_batch(struct it_script* s) {
+  int rc = it_script_task(s);
+  CHECK(rc != -1);
   return rc;
 }
 
-/* Waits (bounded) for demand or a cancel; 1 and one demand taken, or 0. */
-static int script_wait_demand(struct script* s) {
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += SCRIPT_WAIT_MS / 1000;
-  pthread_mutex_lock(&s->mu);
-  while (s->demand == 0 && !s->cancelled) {
-    if (pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == ETIMEDOUT) break;
-  }
-  int got = s->demand > 0 && !s->cancelled;
-  if (got) s->demand--;
-  pthread_mutex_unlock(&s->mu);
-  return got;
-}
-
-static int script_wait_cancel(struct script* s) {
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += SCRIPT_WAIT_MS / 1000;
-  pthread_mutex_lock(&s->mu);
-  while (!s->cancelled) {
-    if (pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == ETIMEDOUT) break;
-  }
-  int cancelled = s->cancelled;
-  pthread_mutex_unlock(&s->mu);
-  return cancelled;
-}
-
-/* The next batch of the source as a task; the consumer's code. */
-static int script_batch(struct script* s) {
-  struct script_task* t = calloc(1, sizeof *t);
-  CHECK(t != NULL);
-  CHECK_EQ_INT(0, s->source.get_next(&s->source, &t->array));
-  CHECK(t->array.array.release != NULL);
-  struct ArrowAsyncTask task = {script_extract, t};
-  return s->handler->on_next_task(s->handler, &task, NULL);
-}
-
-static void script_end(struct script* s) {
+static void script_end(struct it_script* s) {
   s->handler->on_next_task(s->handler, NULL, NULL);
 }
-static void script_release(struct script* s) { s->handler->release(s->handler); }
+static void script_release(struct it_script* s) { s->handler->release(s->handler); }
 
-/* A checking consumer for `spec`; the ticket. */
-static void* checker(const char* spec, struct ArrowAsyncDeviceStreamHandler* h) {
+/* A checking consumer for `check_spec` in `h` (the ticket is returned), fed
+ * by a scripted producer of `source_spec`'s batches. */
+static void* script_open(struct it_script* s, struct ArrowAsyncDeviceStreamHandler* h,
+                         const char* check_spec, const char* source_spec) {
   void* ticket = NULL;
-  CHECK_IT_OK(ferry_it_check_async(spec, h, &ticket), spec);
+  CHECK_IT_OK(ferry_it_check_async(check_spec, h, &ticket), check_spec);
+  script_init(s, h, source_spec);
   return ticket;
 }
 
-/* The verdict must be EINVAL naming `want`. */
-static void expect_violation(void* ticket, const char* want) {
+/* Releases the handler; the verdict must be EINVAL naming `want`. */
+static void script_close_expecting(struct it_script* s, void* ticket, const char* want) {
+  script_release(s);
   CHECK_EQ_INT(EINVAL, ferry_it_async_result(ticket, 10000));
   CHECK_CONTAINS(ferry_it_last_error(), want);
+  it_script_free(s);
 }
 
 FERRY_TEST(scripted_good_producer_passes) {
   struct ArrowAsyncDeviceStreamHandler h;
-  void* ticket = checker("int32:batches=3:window=2", &h);
-  struct script s;
-  script_init(&s, &h, "int32:batches=3");
-  CHECK_EQ_INT(0, script_schema(&s));
+  struct it_script s;
+  void* ticket = script_open(&s, &h, "int32:batches=3:window=2", "int32:batches=3");
+  CHECK_EQ_INT(0, it_script_schema(&s));
   for (int i = 0; i < 3; i++) {
-    CHECK(script_wait_demand(&s));
+    CHECK(it_script_wait_demand(&s, SCRIPT_WAIT_S));
     CHECK_EQ_INT(0, script_batch(&s));
   }
   script_end(&s);
   script_release(&s);
   CHECK_IT_OK(ferry_it_async_result(ticket, 10000), "scripted good producer");
-  script_free(&s);
+  it_script_free(&s);
 }
 
 FERRY_TEST(more_tasks_than_requested_is_named) {
@@ -240,65 +148,53 @@ FERRY_TEST(more_tasks_than_requested_is_named) {
     return;
   }
   struct ArrowAsyncDeviceStreamHandler h;
-  void* ticket = checker("int32:batches=3:window=1", &h);
-  struct script s;
-  script_init(&s, &h, "int32:batches=3");
-  CHECK_EQ_INT(0, script_schema(&s));
+  struct it_script s;
+  void* ticket = script_open(&s, &h, "int32:batches=3:window=1", "int32:batches=3");
+  CHECK_EQ_INT(0, it_script_schema(&s));
   for (int i = 0; i < 3; i++) script_batch(&s); /* no waiting for demand */
   script_end(&s);
-  script_release(&s);
-  expect_violation(ticket, "beyond the 1 batches requested");
-  script_free(&s);
+  script_close_expecting(&s, ticket, "beyond the 1 batches requested");
 }
 
 FERRY_TEST(no_producer_is_named) {
   struct ArrowAsyncDeviceStreamHandler h;
-  void* ticket = checker("int32", &h);
-  struct script s;
-  script_init(&s, &h, "int32");
+  struct it_script s;
+  void* ticket = script_open(&s, &h, "int32", "int32");
   h.producer = NULL;
-  CHECK_EQ_INT(EINVAL, script_schema(&s));
-  script_release(&s);
-  expect_violation(ticket, "handler->producer NULL");
-  script_free(&s);
+  CHECK_EQ_INT(EINVAL, it_script_schema(&s));
+  script_close_expecting(&s, ticket, "handler->producer NULL");
 }
 
 FERRY_TEST(wrong_device_type_is_named) {
   struct ArrowAsyncDeviceStreamHandler h;
-  void* ticket = checker("int32", &h);
-  struct script s;
-  script_init(&s, &h, "int32");
+  struct it_script s;
+  void* ticket = script_open(&s, &h, "int32", "int32");
   s.producer.device_type = ARROW_DEVICE_EXT_DEV;
-  CHECK_EQ_INT(EINVAL, script_schema(&s));
-  script_release(&s);
-  expect_violation(ticket, "the producer's device_type is 12");
-  script_free(&s);
+  CHECK_EQ_INT(EINVAL, it_script_schema(&s));
+  script_close_expecting(&s, ticket, "the producer's device_type is 12");
 }
 
 FERRY_TEST(early_end_marker_is_named) {
   struct ArrowAsyncDeviceStreamHandler h;
-  void* ticket = checker("int32:batches=3", &h);
-  struct script s;
-  script_init(&s, &h, "int32:batches=3");
-  CHECK_EQ_INT(0, script_schema(&s));
-  CHECK(script_wait_demand(&s));
+  struct it_script s;
+  void* ticket = script_open(&s, &h, "int32:batches=3", "int32:batches=3");
+  CHECK_EQ_INT(0, it_script_schema(&s));
+  CHECK(it_script_wait_demand(&s, SCRIPT_WAIT_S));
   CHECK_EQ_INT(0, script_batch(&s));
   script_end(&s);
-  script_release(&s);
-  expect_violation(ticket, "the end marker came after 1 tasks, the case has 3");
-  script_free(&s);
+  script_close_expecting(&s, ticket, "the end marker came after 1 tasks, the case has 3");
 }
 
 FERRY_TEST(wrong_values_reach_the_runtime_checker) {
   struct ArrowAsyncDeviceStreamHandler h;
-  void* ticket = checker("int32:batches=2:window=2", &h);
-  struct script s;
-  script_init(&s, &h, "int32:batches=2:seed=9"); /* other values */
-  CHECK_EQ_INT(0, script_schema(&s));
+  struct it_script s;
+  void* ticket = script_open(&s, &h, "int32:batches=2:window=2",
+                             "int32:batches=2:seed=9"); /* other values */
+  CHECK_EQ_INT(0, it_script_schema(&s));
   for (int i = 0; i < 2; i++) {
     /* Once batch 0 failed its check the checker may cancel: only the first
      * batch is sure to be wanted. */
-    if (!script_wait_demand(&s)) {
+    if (!it_script_wait_demand(&s, SCRIPT_WAIT_S)) {
       CHECK(i > 0);
       break;
     }
@@ -309,16 +205,15 @@ FERRY_TEST(wrong_values_reach_the_runtime_checker) {
   int verdict = ferry_it_async_result(ticket, 10000);
   CHECK(verdict != 0);
   CHECK_CONTAINS(ferry_it_last_error(), "batch 0");
-  script_free(&s);
+  it_script_free(&s);
 }
 
 FERRY_TEST(missing_release_times_out_and_keeps_the_ticket) {
   struct ArrowAsyncDeviceStreamHandler h;
-  void* ticket = checker("int32:batches=1", &h);
-  struct script s;
-  script_init(&s, &h, "int32:batches=1");
-  CHECK_EQ_INT(0, script_schema(&s));
-  CHECK(script_wait_demand(&s));
+  struct it_script s;
+  void* ticket = script_open(&s, &h, "int32:batches=1", "int32:batches=1");
+  CHECK_EQ_INT(0, it_script_schema(&s));
+  CHECK(it_script_wait_demand(&s, SCRIPT_WAIT_S));
   CHECK_EQ_INT(0, script_batch(&s));
   script_end(&s);
   CHECK_EQ_INT(ETIMEDOUT, ferry_it_async_result(ticket, 50));
@@ -326,76 +221,66 @@ FERRY_TEST(missing_release_times_out_and_keeps_the_ticket) {
   CHECK_CONTAINS(ferry_it_last_error(), "handler not released");
   script_release(&s); /* late: the ticket is still there */
   CHECK_IT_OK(ferry_it_async_result(ticket, 10000), "late release");
-  script_free(&s);
+  it_script_free(&s);
 }
 
 FERRY_TEST(wrong_injected_message_is_named) {
   struct ArrowAsyncDeviceStreamHandler h;
-  void* ticket = checker("int32:batches=3:fail=get_next@2", &h);
-  struct script s;
-  script_init(&s, &h, "int32:batches=3");
-  CHECK_EQ_INT(0, script_schema(&s));
-  CHECK(script_wait_demand(&s));
+  struct it_script s;
+  void* ticket =
+      script_open(&s, &h, "int32:batches=3:fail=get_next@2", "int32:batches=3");
+  CHECK_EQ_INT(0, it_script_schema(&s));
+  CHECK(it_script_wait_demand(&s, SCRIPT_WAIT_S));
   CHECK_EQ_INT(0, script_batch(&s));
   h.on_error(&h, EIO, "boom", NULL);
-  script_release(&s);
-  expect_violation(ticket,
-                   "the case expects on_error(EIO, \"injected failure at get_next 2\")");
-  script_free(&s);
+  script_close_expecting(
+      &s, ticket, "the case expects on_error(EIO, \"injected failure at get_next 2\")");
 }
 
 FERRY_TEST(on_error_after_cancel_is_named) {
   struct ArrowAsyncDeviceStreamHandler h;
-  void* ticket = checker("int32:batches=5:cancel=1", &h);
-  struct script s;
-  script_init(&s, &h, "int32:batches=5");
-  CHECK_EQ_INT(0, script_schema(&s));
-  CHECK(script_wait_demand(&s));
+  struct it_script s;
+  void* ticket = script_open(&s, &h, "int32:batches=5:cancel=1", "int32:batches=5");
+  CHECK_EQ_INT(0, it_script_schema(&s));
+  CHECK(it_script_wait_demand(&s, SCRIPT_WAIT_S));
   CHECK_EQ_INT(0, script_batch(&s));
-  CHECK(script_wait_cancel(&s));
+  CHECK(it_script_wait_cancel(&s, SCRIPT_WAIT_S));
   h.on_error(&h, ECANCELED, "cancelled", NULL);
-  script_release(&s);
-  expect_violation(ticket, "came after cancel");
-  script_free(&s);
+  script_close_expecting(&s, ticket, "came after cancel");
 }
 
 FERRY_TEST(task_after_refusal_is_named) {
   struct ArrowAsyncDeviceStreamHandler h;
-  void* ticket = checker("int32:batches=3:fail=consumer@1:window=2", &h);
-  struct script s;
-  script_init(&s, &h, "int32:batches=3");
-  CHECK_EQ_INT(0, script_schema(&s));
-  CHECK(script_wait_demand(&s));
+  struct it_script s;
+  void* ticket =
+      script_open(&s, &h, "int32:batches=3:fail=consumer@1:window=2", "int32:batches=3");
+  CHECK_EQ_INT(0, it_script_schema(&s));
+  CHECK(it_script_wait_demand(&s, SCRIPT_WAIT_S));
   CHECK_EQ_INT(EIO, script_batch(&s)); /* the refusal */
   script_batch(&s);                    /* must not come */
-  script_release(&s);
-  expect_violation(ticket, "after the consumer refused task 1");
-  script_free(&s);
+  script_close_expecting(&s, ticket, "after the consumer refused task 1");
 }
 
 FERRY_TEST(reentrant_request_is_named) {
   struct ArrowAsyncDeviceStreamHandler h;
-  void* ticket = checker("int32:batches=0", &h);
-  struct script s;
-  script_init(&s, &h, "int32:batches=0");
+  struct it_script s;
+  void* ticket = script_open(&s, &h, "int32:batches=0", "int32:batches=0");
   s.reentrant = 1;
-  script_schema(&s);
-  script_release(&s);
-  expect_violation(ticket, "re-entrant");
-  script_free(&s);
+  it_script_schema(&s);
+  script_close_expecting(&s, ticket, "re-entrant");
 }
 
 FERRY_TEST(call_after_release_is_named) {
   struct ArrowAsyncDeviceStreamHandler h;
-  void* ticket = checker("int32:batches=0", &h);
-  struct script s;
-  script_init(&s, &h, "int32:batches=0");
-  CHECK_EQ_INT(0, script_schema(&s));
+  struct it_script s;
+  void* ticket = script_open(&s, &h, "int32:batches=0", "int32:batches=0");
+  CHECK_EQ_INT(0, it_script_schema(&s));
   script_end(&s);
   script_release(&s);
   script_end(&s); /* after the release: the ticket is still alive until the result */
-  expect_violation(ticket, "after the handler's release");
-  script_free(&s);
+  CHECK_EQ_INT(EINVAL, ferry_it_async_result(ticket, 10000));
+  CHECK_CONTAINS(ferry_it_last_error(), "after the handler's release");
+  it_script_free(&s);
 }
 
 FERRY_TEST_MAIN()

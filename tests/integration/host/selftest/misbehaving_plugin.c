@@ -36,6 +36,7 @@
 
 #include "ferry/ferry.h"
 #include "ferry/ferry_it.h"
+#include "struct_fill.h"
 
 static void* g_wrapped;
 static _Atomic int64_t g_extra_live;
@@ -182,11 +183,8 @@ static int share_private_data(struct ArrowDeviceArrayStream* out) {
   pthread_mutex_init(&s->lock, NULL);
   s->refs = 1;
   s->inner = *out;
-  out->get_schema = shared_get_schema;
-  out->get_next = shared_get_next;
-  out->get_last_error = shared_get_last_error;
-  out->release = shared_stream_release;
-  out->private_data = s;
+  it_fill_stream(out, out->device_type, shared_get_schema, shared_get_next,
+                 shared_get_last_error, shared_stream_release, s);
   return 0;
 }
 
@@ -302,13 +300,8 @@ static int check_reading_ahead(ferry_it_check_stream_fn check, const char* case_
                                struct ArrowDeviceArrayStream* stream) {
   struct lookahead l = {stream, NULL, 0, 0};
   struct ArrowDeviceArrayStream proxy;
-  memset(&proxy, 0, sizeof proxy);
-  proxy.device_type = stream->device_type;
-  proxy.get_schema = lookahead_get_schema;
-  proxy.get_next = lookahead_get_next;
-  proxy.get_last_error = lookahead_get_last_error;
-  proxy.release = lookahead_release;
-  proxy.private_data = &l;
+  it_fill_stream(&proxy, stream->device_type, lookahead_get_schema, lookahead_get_next,
+                 lookahead_get_last_error, lookahead_release, &l);
   int rc = check(case_spec, &proxy);
   if (proxy.release != NULL) proxy.release(&proxy);
   return rc;
@@ -386,11 +379,8 @@ FERRY_IT_EXPORT int ferry_it_export_async(const char* case_spec,
     struct twice* t = calloc(1, sizeof *t);
     if (t == NULL) abort();
     t->inner = handler;
-    t->outer.on_schema = twice_on_schema;
-    t->outer.on_next_task = twice_on_next_task;
-    t->outer.on_error = twice_on_error;
-    t->outer.release = twice_release;
-    t->outer.private_data = t;
+    it_fill_handler(&t->outer, twice_on_schema, twice_on_next_task, twice_on_error,
+                    twice_release, t);
     return export_async(case_spec, &t->outer);
   }
   int rc = export_async(case_spec, handler);
