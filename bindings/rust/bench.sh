@@ -24,14 +24,7 @@
 # times), FERRY_BENCH_PEERS=0 (skip 3), FERRY_BENCH_HANDOFF=0 (skip 1 and 2:
 # the peer table alone, as docs/bench/rust-peers.txt records it).
 set -euo pipefail
-# rustup installs cargo in ~/.cargo/bin, which a CI shell may not have on PATH.
-[ -d "${HOME:-/root}/.cargo/bin" ] && PATH="${HOME:-/root}/.cargo/bin:$PATH"
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="${FERRY_ROOT:-$(cd "$HERE/../.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$BUILD/rust-target}"
-export PKG_CONFIG_PATH="$BUILD/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-export FERRY_BUILD_DIR="$BUILD"
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 bin="$(cargo bench --quiet --locked --manifest-path "$HERE/Cargo.toml" -p ferry-arrow --bench handoff --no-run \
   --message-format=json 2>/dev/null | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)"

@@ -4,16 +4,7 @@
 # place every harness looks for it (docs/cases.md). Needs the core built
 # in $FERRY_BUILD_DIR (scripts/build.sh).
 set -euo pipefail
-# rustup installs cargo in ~/.cargo/bin, which a CI shell may not have on PATH.
-[ -d "${HOME:-/root}/.cargo/bin" ] && PATH="${HOME:-/root}/.cargo/bin:$PATH"
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="${FERRY_ROOT:-$(cd "$HERE/../.." && pwd)}"
-BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$BUILD/rust-target}"
-# The build tree's pkg-config file comes first, so the plugin links (and
-# gets an rpath to) this build's libferry.so.
-export PKG_CONFIG_PATH="$BUILD/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-export FERRY_BUILD_DIR="$BUILD"
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 [ -f "$BUILD/lib/libferry.so" ] || { echo "build_plugin.sh: $BUILD/lib/libferry.so missing: run scripts/build.sh first" >&2; exit 1; }
 cargo build --quiet --release --locked --manifest-path "$HERE/Cargo.toml" -p ferry-it

@@ -603,6 +603,28 @@ func (d *DeviceArray) Schema() *Schema {
 	return d.schemaView()
 }
 
+// SchemaPtr returns the address of the ArrowSchema describing the array
+// (borrowed: owned by d, or by the stream for a batch, and valid while d
+// holds the array), or nil when none is attached: what Schema views,
+// without making the view (for per-array paths that read a field or two).
+func (d *DeviceArray) SchemaPtr() unsafe.Pointer {
+	if d == nil {
+		return nil
+	}
+	d.rlock()
+	defer d.runlock()
+	if d.batchOf == nil {
+		if d.schema == nil {
+			return nil
+		}
+		return unsafe.Pointer(d.schema.c)
+	}
+	if s := d.schemaView(); s != nil {
+		return unsafe.Pointer(s.c)
+	}
+	return nil
+}
+
 // schemaView is Schema under d's lock.
 func (d *DeviceArray) schemaView() *Schema {
 	if d.batchOf != nil {

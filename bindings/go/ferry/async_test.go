@@ -43,6 +43,51 @@ func int32Batch(t testing.TB, k int32) *ferry.DeviceArray {
 	return a
 }
 
+// exportInt32Batches pushes batches int32Batch(t, 0..n-1), sent from a
+// goroutine of their own (the producer's), through ExportAsync into handler;
+// the channel gives ExportAsync's result.
+func exportInt32Batches(t *testing.T, handler unsafe.Pointer, n int32) <-chan error {
+	ch := make(chan ferry.AsyncBatch)
+	done := make(chan error, 1)
+	go func() {
+		done <- ferry.ExportAsync(context.Background(), handler, int32Schema(t), ferry.DeviceCPU, ch)
+	}()
+	go func() {
+		for k := int32(0); k < n; k++ {
+			ch <- ferry.AsyncBatch{Batch: int32Batch(t, k)}
+		}
+		close(ch)
+	}()
+	return done
+}
+
+// asyncValues reads every batch of c (c.All) on the host and returns, for
+// each, what value reads from its host array; before(k), when given, runs
+// when batch k has arrived.
+func asyncValues[T any](t *testing.T, c *ferry.AsyncConsumer, before func(k int), value func(ferry.HostArray) (T, error)) []T {
+	t.Helper()
+	var got []T
+	for b, err := range c.All(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before != nil {
+			before(len(got))
+		}
+		h, err := b.Host()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := value(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+		b.Release()
+	}
+	return got
+}
+
 func TestAsyncGoToGo(t *testing.T) {
 	settled(t)
 	for _, window := range []int64{1, 4} {
@@ -50,17 +95,7 @@ func TestAsyncGoToGo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ch := make(chan ferry.AsyncBatch)
-		done := make(chan error, 1)
-		go func() {
-			done <- ferry.ExportAsync(context.Background(), c.Handler(), int32Schema(t), ferry.DeviceCPU, ch)
-		}()
-		go func() {
-			for k := int32(0); k < 6; k++ {
-				ch <- ferry.AsyncBatch{Batch: int32Batch(t, k)}
-			}
-			close(ch)
-		}()
+		done := exportInt32Batches(t, c.Handler(), 6)
 		n := int32(0)
 		for b, err := range c.All(context.Background()) {
 			if err != nil {

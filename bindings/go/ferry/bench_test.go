@@ -40,13 +40,7 @@ func BenchmarkCToGo(b *testing.B) {
 		}
 	})
 	b.Run("ferry", func(b *testing.B) {
-		raw := NewRawStream()
-		chelper.EndlessStream(raw, 1024)
-		s, err := ImportStream(raw)
-		FreeRawStream(raw)
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := endlessCStream(b, 1024)
 		defer s.Release()
 		for i := 0; i < b.N; i++ {
 			if !s.Next() {

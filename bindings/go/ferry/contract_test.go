@@ -151,6 +151,23 @@ func TestImportValidatesByDefault(t *testing.T) {
 	a.Release()
 }
 
+// throughC exports s into a raw stream struct and imports it back, the hand
+// over of a stream between two runtimes; the struct is freed when the test
+// ends.
+func throughC(t *testing.T, s *ferry.DeviceArrayStream) *ferry.DeviceArrayStream {
+	t.Helper()
+	raw := ferry.NewRawStream()
+	t.Cleanup(func() { ferry.FreeRawStream(raw) })
+	if err := s.ExportTo(raw); err != nil {
+		t.Fatal(err)
+	}
+	in, err := ferry.ImportStream(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
 func TestImportStreamValidatesEachBatch(t *testing.T) {
 	// decreasing offsets in batch 1: FULL refuses it, and ends the stream
 	// with that error for good.
@@ -211,15 +228,7 @@ func TestStreamErrorIsFinal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := ferry.NewRawStream()
-	defer ferry.FreeRawStream(raw)
-	if err := out.ExportTo(raw); err != nil {
-		t.Fatal(err)
-	}
-	s, err := ferry.ImportStream(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := throughC(t, out)
 	defer s.Release()
 	check := func(what string, err error) {
 		t.Helper()
@@ -552,14 +561,7 @@ func TestLeakReportNamesGoImports(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw := ferry.NewRawStream()
-		if err := out.ExportTo(raw); err != nil {
-			t.Fatal(err)
-		}
-		s, err := ferry.ImportStream(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := throughC(t, out)
 		sc, err := (&ferry.Field{Format: "u", Name: "y"}).Export()
 		if err != nil {
 			t.Fatal(err)

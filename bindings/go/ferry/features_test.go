@@ -9,7 +9,6 @@ package ferry_test
 // covers the same on the emulated CUDA and ROCm drivers.
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -72,6 +71,18 @@ func (g gpu) stream(t *testing.T) unsafe.Pointer {
 
 // raw reads n int32 at p with no wait (what an unsynchronized reader sees).
 func raw(p unsafe.Pointer, n int) []int32 { return slices.Clone(unsafe.Slice((*int32)(p), n)) }
+
+// waitAndCheck waits (on the host) for a's event, then reads want from its
+// values buffer.
+func waitAndCheck(t *testing.T, a *ferry.DeviceArray, want []int32) {
+	t.Helper()
+	if err := a.Wait(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := raw(a.Buffer(1), len(want)); !slices.Equal(got, want) {
+		t.Fatalf("%v, want %v", got, want)
+	}
+}
 
 func TestFeature_export_array(t *testing.T) {
 	settled(t)
@@ -178,15 +189,7 @@ func TestFeature_import_stream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rawStream := ferry.NewRawStream()
-	defer ferry.FreeRawStream(rawStream)
-	if err := produced.ExportTo(rawStream); err != nil {
-		t.Fatal(err)
-	}
-	s, err := ferry.ImportStream(rawStream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := throughC(t, produced)
 	defer s.Release()
 	var got []int32
 	for b, err := range s.All() {
@@ -337,12 +340,7 @@ func TestFeature_wrap_native_stream(t *testing.T) {
 	if a.SyncEvent() == nil {
 		t.Fatal("no event was recorded on the producer's stream")
 	}
-	if err := a.Wait(nil); err != nil {
-		t.Fatal(err)
-	}
-	if got := raw(a.Buffer(1), 2); !slices.Equal(got, []int32{21, 22}) {
-		t.Fatalf("%v", got)
-	}
+	waitAndCheck(t, a, []int32{21, 22})
 	a.Release()
 	for _, g := range gpus(t) {
 		theirs := g.nativeStream(t)
@@ -379,12 +377,7 @@ func TestFeature_wrap_native_event(t *testing.T) {
 	if a.SyncEvent() != event {
 		t.Fatal("the producer's event was not passed through")
 	}
-	if err := a.Wait(nil); err != nil {
-		t.Fatal(err)
-	}
-	if got := raw(a.Buffer(1), 2); !slices.Equal(got, []int32{31, 32}) {
-		t.Fatalf("%v", got)
-	}
+	waitAndCheck(t, a, []int32{31, 32})
 	a.Release()
 	if destroyed.Load() != 1 {
 		t.Fatalf("the event's release ran %d times", destroyed.Load())
@@ -571,33 +564,8 @@ func TestFeature_export_async(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ch := make(chan ferry.AsyncBatch)
-	done := make(chan error, 1)
-	go func() {
-		done <- ferry.ExportAsync(context.Background(), c.Handler(), int32Schema(t), ferry.DeviceCPU, ch)
-	}()
-	go func() { // pushed from the producer's own goroutine
-		for k := int32(0); k < 3; k++ {
-			ch <- ferry.AsyncBatch{Batch: int32Batch(t, k)}
-		}
-		close(ch)
-	}()
-	var got []int32
-	for b, err := range c.All(context.Background()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := b.Host()
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := ferry.Value[int32](h, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, v)
-		b.Release()
-	}
+	done := exportInt32Batches(t, c.Handler(), 3) // pushed from the producer's own goroutine
+	got := asyncValues(t, c, nil, func(h ferry.HostArray) (int32, error) { return ferry.Value[int32](h, 1) })
 	if fmt.Sprint(got) != "[1 11 21]" {
 		t.Fatalf("batches %v", got)
 	}
@@ -615,29 +583,18 @@ func TestFeature_import_async(t *testing.T) {
 	}
 	defer c.Close()
 	readAll, done := arrowGoProducer(schema, recs, c.Handler()) // arrow-go's producer (async_test.go)
-	var got []int64
-	for b, err := range c.All(context.Background()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) == len(recs)-1 {
+	lastArrived := func(k int) {
+		if k == len(recs)-1 {
 			close(readAll)
 		}
-		h, err := b.Host()
-		if err != nil {
-			t.Fatal(err)
-		}
+	}
+	got := asyncValues(t, c, lastArrived, func(h ferry.HostArray) (int64, error) {
 		col, err := h.Child(0)
 		if err != nil {
-			t.Fatal(err)
+			return 0, err
 		}
-		v, err := ferry.Value[int64](col, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, v)
-		b.Release()
-	}
+		return ferry.Value[int64](col, 1)
+	})
 	if fmt.Sprint(got) != "[100 101 102]" {
 		t.Fatalf("batches %v", got)
 	}

@@ -30,6 +30,16 @@ func baseline(t *testing.T) {
 	})
 }
 
+// collectUntil runs up to `rounds` collections until done() holds. Cleanups
+// run on their own goroutine after a collection: the tests poll a bounded
+// number of collections rather than sleeping.
+func collectUntil(rounds int, done func() bool) {
+	for i := 0; i < rounds && !done(); i++ {
+		runtime.GC()
+		runtime.Gosched()
+	}
+}
+
 func int32Data(t *testing.T, values []int32, valid []bool) *ArrayData {
 	t.Helper()
 	buf, err := CopySlice(values)
@@ -282,12 +292,7 @@ func TestForgottenArrayIsReportedAndReleasedByItsCleanup(t *testing.T) {
 		}
 		_ = a.Length()
 	}()
-	// Cleanups run on their own goroutine after a collection; poll a
-	// bounded number of collections rather than sleeping.
-	for i := 0; i < 100 && (reported.Load() == 0 || LiveGoExports() != 0); i++ {
-		runtime.GC()
-		runtime.Gosched()
-	}
+	collectUntil(100, func() bool { return reported.Load() != 0 && LiveGoExports() == 0 })
 	if reported.Load() == 0 {
 		t.Fatal("a forgotten DeviceArray was not reported")
 	}

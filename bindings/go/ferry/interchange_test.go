@@ -20,9 +20,23 @@ import (
 // reads as SimPoisonByte until something waits for that work: reading too
 // early fails these tests deterministically.
 
-// simDevice returns sim device 0 and the CPU, in strict mode for the test.
+// consumerStream is a new stream of dev for the consumer's side, destroyed
+// at the end of the test.
+func consumerStream(t *testing.T, dev *Device) unsafe.Pointer {
+	t.Helper()
+	stream, err := dev.StreamCreate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dev.StreamDestroy(stream) })
+	return stream
+}
+
+// simDevice returns sim device 0 and the CPU, in strict mode for the test,
+// whose allocations and exports must all be given back (baseline).
 func simDevice(t *testing.T) (*Device, *Device) {
 	t.Helper()
+	baseline(t)
 	dev, err := ResolveDevice(DeviceSim, 0)
 	if err != nil {
 		t.Skipf("SKIP: the sim device is not available: %v", err)
@@ -78,6 +92,18 @@ func simData(t *testing.T, dev, cpu *Device, values []int32) (*ArrayData, unsafe
 		}}, stream
 }
 
+// simExport exports values written on the sim device by simData with the
+// given synchronization policy.
+func simExport(t *testing.T, dev, cpu *Device, values []int32, policy SyncPolicy) *DeviceArray {
+	t.Helper()
+	data, stream := simData(t, dev, cpu, values)
+	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // readInt32 reads n values of a host-readable buffer.
 func readInt32(p unsafe.Pointer, n int) []int32 {
 	return append([]int32(nil), unsafe.Slice((*int32)(p), n)...)
@@ -95,14 +121,9 @@ func poisoned(p unsafe.Pointer, n int) bool {
 }
 
 func TestSimStrictModeReadsPoisonUntilTheEventIsWaitedOn(t *testing.T) {
-	baseline(t)
 	dev, cpu := simDevice(t)
 	want := squares(32, 1)
-	data, stream := simData(t, dev, cpu, want)
-	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncRecordEvent})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := simExport(t, dev, cpu, want, SyncRecordEvent)
 	defer a.Release()
 	if a.SyncEvent() == nil {
 		t.Fatal("SyncRecordEvent must export an event")
@@ -119,14 +140,9 @@ func TestSimStrictModeReadsPoisonUntilTheEventIsWaitedOn(t *testing.T) {
 }
 
 func TestExportSynchronizeExportsNoEventAndReadyData(t *testing.T) {
-	baseline(t)
 	dev, cpu := simDevice(t)
 	want := squares(16, 5)
-	data, stream := simData(t, dev, cpu, want)
-	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncSynchronize})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := simExport(t, dev, cpu, want, SyncSynchronize)
 	defer a.Release()
 	if a.SyncEvent() != nil {
 		t.Fatal("SyncSynchronize must export sync_event NULL")
@@ -137,7 +153,6 @@ func TestExportSynchronizeExportsNoEventAndReadyData(t *testing.T) {
 }
 
 func TestProducersOwnEventIsPassedThroughAndReleasedOnce(t *testing.T) {
-	baseline(t)
 	dev, cpu := simDevice(t)
 	want := squares(8, 2)
 	data, stream := simData(t, dev, cpu, want)
@@ -181,7 +196,6 @@ func TestProducersOwnEventIsPassedThroughAndReleasedOnce(t *testing.T) {
 }
 
 func TestExportOptionsThatContradictEachOtherAreRefused(t *testing.T) {
-	baseline(t)
 	dev, cpu := simDevice(t)
 	someEvent := unsafe.Pointer(&struct{ x int }{}) // never dereferenced: refused before use
 	cases := []struct {
@@ -241,13 +255,8 @@ func simStream(t *testing.T, dev, cpu *Device, n, size int) *DeviceArrayStream {
 }
 
 func TestNextOnHandsEachBatchToTheConsumerStream(t *testing.T) {
-	baseline(t)
 	dev, cpu := simDevice(t)
-	consumer, err := dev.StreamCreate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = dev.StreamDestroy(consumer) }()
+	consumer := consumerStream(t, dev)
 	s := simStream(t, dev, cpu, 4, 16)
 	defer s.Release()
 
@@ -293,16 +302,11 @@ func TestNextOnHandsEachBatchToTheConsumerStream(t *testing.T) {
 }
 
 func TestMoveToDevice(t *testing.T) {
-	baseline(t)
 	dev, cpu := simDevice(t)
 	want := squares(20, 7)
 
 	// sim -> CPU is a copy after waiting on the event.
-	data, stream := simData(t, dev, cpu, want)
-	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncRecordEvent})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := simExport(t, dev, cpu, want, SyncRecordEvent)
 	// Refused: a device that does not exist. a stays the caller's.
 	if _, err := a.MoveToDevice(nil, DeviceSim, 99); err == nil {
 		t.Fatal("moving to sim device 99 must fail")
@@ -335,11 +339,7 @@ func TestMoveToDevice(t *testing.T) {
 	}
 	same.Release()
 
-	data, stream = simData(t, dev, cpu, want)
-	b, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncRecordEvent})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := simExport(t, dev, cpu, want, SyncRecordEvent)
 	addr = b.Buffer(1)
 	schema := b.Schema()
 	onSim, err := b.MoveToDevice(schema, DeviceSim, 0)
@@ -491,21 +491,12 @@ func TestDLPackFromCIsDeletedExactlyOnceAtRelease(t *testing.T) {
 }
 
 func TestDLPackOnTheSimDevice(t *testing.T) {
-	baseline(t)
 	dev, cpu := simDevice(t)
-	consumer, err := dev.StreamCreate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = dev.StreamDestroy(consumer) }()
+	consumer := consumerStream(t, dev)
 	want := squares(12, 3)
 
 	// With a consumer stream the wait is queued, not performed.
-	data, stream := simData(t, dev, cpu, want)
-	a, err := ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncRecordEvent})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := simExport(t, dev, cpu, want, SyncRecordEvent)
 	tensor, err := a.ToDLPack(consumer)
 	if err != nil {
 		t.Fatal(err)
@@ -537,11 +528,7 @@ func TestDLPackOnTheSimDevice(t *testing.T) {
 	b.Release()
 
 	// Without a consumer stream the host waits: readable at once.
-	data, stream = simData(t, dev, cpu, want)
-	a, err = ExportArray(data, &ExportOptions{Device: dev, ProducerStream: stream, Policy: SyncRecordEvent})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a = simExport(t, dev, cpu, want, SyncRecordEvent)
 	tensor, err = a.ToDLPack(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -596,14 +583,9 @@ func TestNewStreamFromArrays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := NewRawStream()
-	if err := s.ExportTo(raw); err != nil {
-		t.Fatal(err)
-	}
-	if batches, elements, _, code, msg := chelper.DrainStream(raw, true); code != 0 || batches != 4 || elements != 2+3+4+5 {
+	if batches, elements, _, code, msg := drainInC(t, s, true); code != 0 || batches != 4 || elements != 2+3+4+5 {
 		t.Fatalf("C drained %d batches, %d elements: %v %s", batches, elements, code, msg)
 	}
-	FreeRawStream(raw)
 
 	// Refusals move nothing.
 	schema, _ = int32Field.Export()
@@ -634,7 +616,6 @@ func TestNewStreamFromArrays(t *testing.T) {
 // returns; other shapes are exported directly. Both, with C memory, pinned
 // Go memory (a handle) and sim memory, read back the same from Go and C.
 func TestDataStreamBatchShapesThroughTheTrampoline(t *testing.T) {
-	baseline(t)
 	dev, cpu := simDevice(t)
 	pinnedValues := squares(9, 4)
 	producers := map[string]func(b int) *ArrayData{
@@ -661,12 +642,7 @@ func TestDataStreamBatchShapesThroughTheTrampoline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			raw := NewRawStream()
-			if err := s.ExportTo(raw); err != nil {
-				t.Fatal(err)
-			}
-			batches, _, _, code, msg := chelper.DrainStream(raw, newThread)
-			FreeRawStream(raw)
+			batches, _, _, code, msg := drainInC(t, s, newThread)
 			if code != 0 || batches != 5 {
 				t.Fatalf("%s (new thread %v): %d batches, %v %s", name, newThread, batches, code, msg)
 			}
@@ -752,10 +728,7 @@ func TestObjectsPushedOutOfTheNurseryAreStillGuarded(t *testing.T) {
 	kept = kept[nurserySize:]
 	// The rest are forgotten: every one is reported and released.
 	kept = nil
-	for i := 0; i < 200 && (reported.Load() < nurserySize || LiveGoExports() != 0); i++ {
-		runtime.GC()
-		runtime.Gosched()
-	}
+	collectUntil(200, func() bool { return reported.Load() >= nurserySize && LiveGoExports() == 0 })
 	if reported.Load() != nurserySize {
 		t.Fatalf("%d leaks reported, want %d", reported.Load(), nurserySize)
 	}
@@ -768,10 +741,7 @@ func TestObjectsPushedOutOfTheNurseryAreStillGuarded(t *testing.T) {
 		}
 		_ = s.DeviceType()
 	}()
-	for i := 0; i < 200 && (reported.Load() == 0 || LiveGoExports() != 0); i++ {
-		runtime.GC()
-		runtime.Gosched()
-	}
+	collectUntil(200, func() bool { return reported.Load() != 0 && LiveGoExports() == 0 })
 	if reported.Load() != 1 {
 		t.Fatalf("forgotten stream: %d reports", reported.Load())
 	}

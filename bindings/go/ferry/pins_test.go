@@ -2,7 +2,6 @@ package ferry
 
 import (
 	"errors"
-	"runtime"
 	"syscall"
 	"testing"
 
@@ -50,10 +49,7 @@ func TestPinnedReleaseIsGivenBackAfterACollection(t *testing.T) {
 	chelper.ConsumeArray(dst)
 	// The sentinel's cleanup runs on the cleanup goroutine after a
 	// collection: collect until it has run (bounded), reading only the count.
-	for i := 0; i < 100 && pinStates.Load() != before; i++ {
-		runtime.GC()
-		runtime.Gosched()
-	}
+	collectUntil(100, func() bool { return pinStates.Load() == before })
 	if got := pinStates.Load(); got != before {
 		t.Fatalf("%d pinned states still outstanding after 100 collections", got-before)
 	}

@@ -52,12 +52,7 @@ func BenchmarkRatios(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		raw := NewRawStream()
-		defer FreeRawStream(raw)
-		if err := s.ExportTo(raw); err != nil {
-			b.Fatal(err)
-		}
-		batches, _, ns, code, msg := chelper.DrainStream(raw, newThread)
+		batches, _, ns, code, msg := drainInC(b, s, newThread)
 		if code != 0 || batches != int64(block) {
 			b.Fatalf("%d batches: %v %s", batches, code, msg)
 		}

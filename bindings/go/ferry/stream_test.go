@@ -163,36 +163,47 @@ func TestGoStreamConsumedByCOnForeignThreads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw := NewRawStream()
-		if err := s.ExportTo(raw); err != nil {
-			t.Fatal(err)
-		}
-		batches, elements, _, code, msg := chelper.DrainStream(raw, newThread)
+		// (freeing the raw struct releases the stream: the Go producer is given back)
+		batches, elements, _, code, msg := drainInC(t, s, newThread)
 		if code != 0 || batches != 50 || elements != 50*51/2 {
 			t.Fatalf("new thread %v: %d batches, %d elements, %v %s", newThread, batches, elements, code, msg)
 		}
-		FreeRawStream(raw) // releases the stream: the Go producer is given back
 	}
 	// A panic on a foreign thread is contained too.
 	s, _ := ExportStream(int32Field, DeviceCPU, func() (*DeviceArray, error) { panic("far away") })
-	raw := NewRawStream()
-	defer FreeRawStream(raw)
-	if err := s.ExportTo(raw); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, _, code, msg := chelper.DrainStream(raw, true); code != syscall.EIO || !strings.Contains(msg, "far away") {
+	if _, _, _, code, msg := drainInC(t, s, true); code != syscall.EIO || !strings.Contains(msg, "far away") {
 		t.Fatalf("panic on a C thread gave %v %q", code, msg)
 	}
 }
 
-func TestCStreamConsumedInGo(t *testing.T) {
+// drainInC hands s to a C consumer (chelper.DrainStream, on a new thread
+// when newThread) through a raw stream struct, freed afterwards.
+func drainInC(tb testing.TB, s *DeviceArrayStream, newThread bool) (batches, elements, ns int64, code syscall.Errno, msg string) {
+	tb.Helper()
 	raw := NewRawStream()
-	chelper.EndlessStream(raw, 8)
-	s, err := ImportStream(raw)
-	FreeRawStream(raw)
-	if err != nil {
-		t.Fatal(err)
+	defer FreeRawStream(raw)
+	if err := s.ExportTo(raw); err != nil {
+		tb.Fatal(err)
 	}
+	return chelper.DrainStream(raw, newThread)
+}
+
+// endlessCStream imports chelper's endless C stream of int32 batches of
+// length values.
+func endlessCStream(tb testing.TB, length int64) *DeviceArrayStream {
+	tb.Helper()
+	raw := NewRawStream()
+	defer FreeRawStream(raw)
+	chelper.EndlessStream(raw, length)
+	s, err := ImportStream(raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func TestCStreamConsumedInGo(t *testing.T) {
+	s := endlessCStream(t, 8)
 	defer s.Release()
 	for i := 0; i < 3; i++ {
 		if !s.Next() || s.Batch().Length() != 8 || unsafe.Slice((*int32)(s.Batch().Buffer(1)), 8)[7] != 7 {

@@ -129,18 +129,17 @@ func checkConvertible(where string, a *ferry.DeviceArray, p *ferry.PreparedSchem
 	return err
 }
 
-// checkedSchema is checkConvertible that also returns a's schema (a view;
-// nil with p).
-func checkedSchema(where string, a *ferry.DeviceArray, p *ferry.PreparedSchema, level ferry.ValidateLevel) (*ferry.Schema, error) {
+// checkedSchema is checkConvertible that also returns the address of a's
+// schema (borrowed; nil with p).
+func checkedSchema(where string, a *ferry.DeviceArray, p *ferry.PreparedSchema, level ferry.ValidateLevel) (unsafe.Pointer, error) {
 	if a.IsReleased() {
 		return nil, invalid("%s: the array is released", where)
 	}
-	var schema *ferry.Schema
+	var schema unsafe.Pointer
 	if p == nil {
-		schema = a.Schema()
-	}
-	if p == nil && schema == nil {
-		return nil, invalid("%s: the array has no schema attached", where)
+		if schema = a.SchemaPtr(); schema == nil {
+			return nil, invalid("%s: the array has no schema attached", where)
+		}
 	}
 	if t := a.DeviceType(); t != ferry.DeviceCPU {
 		if _, err := ferry.ResolveDevice(t, a.DeviceID()); err != nil {
@@ -187,7 +186,7 @@ func ToArrow(a *ferry.DeviceArray, opts ...Options) (arrow.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	dt, err := arrowType(schema)
+	dt, err := arrowType(a, (*cSchema)(schema))
 	if err != nil {
 		return nil, err
 	}
@@ -217,19 +216,18 @@ func ToArrow(a *ferry.DeviceArray, opts ...Options) (arrow.Array, error) {
 	})
 }
 
-// arrowType is the arrow-go type of a ferry schema (borrowed). A leaf
-// without metadata, children or dictionary (whose type is its format
-// string alone) comes from a cache; other schemas go through arrow-go's
-// schema import, as ToArrowField.
-func arrowType(s *ferry.Schema) (arrow.DataType, error) {
-	v := (*cSchema)(s.Ptr())
+// arrowType is the arrow-go type of a's schema, at v. A leaf without
+// metadata, children or dictionary (whose type is its format string alone)
+// comes from a cache; other schemas go through arrow-go's schema import, as
+// ToArrowField.
+func arrowType(a *ferry.DeviceArray, v *cSchema) (arrow.DataType, error) {
 	plain := plainLeaf(v)
 	if plain {
 		if dt, ok := leafTypes.Load().m[cString(v.Format)]; ok {
 			return dt, nil
 		}
 	}
-	f, err := ToArrowField(s)
+	f, err := ToArrowField(a.Schema())
 	if err != nil {
 		return nil, err
 	}
@@ -297,51 +295,45 @@ func rememberLeafType(format string, dt arrow.DataType) {
 	leafTypes.Store(&typeMap{m: m})
 }
 
-// spareRaw holds one released ArrowDeviceArray struct (C memory) between
-// conversions, which saves the two cgo calls that would allocate and free
-// one each time.
-var spareRaw atomic.Pointer[byte]
+// spareStruct holds one released C struct (an ArrowDeviceArray, or an
+// ArrowSchema) between conversions, which saves the two cgo calls that
+// would allocate and free one each time.
+type spareStruct struct {
+	p        atomic.Pointer[byte]
+	alloc    func() unsafe.Pointer
+	free     func(unsafe.Pointer) // also releases what is left in the struct
+	released func(unsafe.Pointer) bool
+}
 
-func takeRaw() unsafe.Pointer {
-	if p := spareRaw.Swap(nil); p != nil {
+func (s *spareStruct) take() unsafe.Pointer {
+	if p := s.p.Swap(nil); p != nil {
 		return unsafe.Pointer(p)
 	}
-	return ferry.NewRawDeviceArray()
+	return s.alloc()
 }
 
-// giveRaw keeps raw as the spare if it is released (arrow-go moved the
-// array out), else frees it (which releases what is left in it).
-func giveRaw(raw unsafe.Pointer) {
-	if (*cArray)(raw).Release == nil {
-		if old := spareRaw.Swap((*byte)(raw)); old != nil {
-			ferry.FreeRawDeviceArray(unsafe.Pointer(old))
-		}
-		return
+// give keeps p as the spare if it is released (its content moved out),
+// else frees it.
+func (s *spareStruct) give(p unsafe.Pointer) {
+	if !s.released(p) {
+		s.free(p)
+	} else if old := s.p.Swap((*byte)(p)); old != nil {
+		s.free(unsafe.Pointer(old))
 	}
-	ferry.FreeRawDeviceArray(raw)
 }
 
-// spareRawSchema is spareRaw for ArrowSchema structs (the schema a direct
-// conversion keeps until its array's release).
-var spareRawSchema atomic.Pointer[byte]
+var (
+	spareArray = spareStruct{alloc: ferry.NewRawDeviceArray, free: ferry.FreeRawDeviceArray,
+		released: func(p unsafe.Pointer) bool { return (*cArray)(p).Release == nil }}
+	// the schema a direct conversion keeps until its array's release
+	spareSchema = spareStruct{alloc: ferry.NewRawSchema, free: ferry.FreeRawSchema,
+		released: func(p unsafe.Pointer) bool { return (*cSchema)(p).Release == nil }}
+)
 
-func takeRawSchema() unsafe.Pointer {
-	if p := spareRawSchema.Swap(nil); p != nil {
-		return unsafe.Pointer(p)
-	}
-	return ferry.NewRawSchema()
-}
-
-// giveRawSchema is giveRaw for a schema struct from takeRawSchema.
-func giveRawSchema(raw unsafe.Pointer) {
-	if (*cSchema)(raw).Release == nil {
-		if old := spareRawSchema.Swap((*byte)(raw)); old != nil {
-			ferry.FreeRawSchema(unsafe.Pointer(old))
-		}
-		return
-	}
-	ferry.FreeRawSchema(raw)
-}
+func takeRaw() unsafe.Pointer          { return spareArray.take() }
+func giveRaw(raw unsafe.Pointer)       { spareArray.give(raw) }
+func takeRawSchema() unsafe.Pointer    { return spareSchema.take() }
+func giveRawSchema(raw unsafe.Pointer) { spareSchema.give(raw) }
 
 // importArray moves a (validated) out into a C struct and lets imp hand it
 // to arrow-go; a is consumed whatever the outcome.

@@ -156,52 +156,58 @@ func sample(mem memory.Allocator) map[string]arrow.Array {
 	return out
 }
 
-func TestArraysRoundTripWithEitherAllocator(t *testing.T) {
-	counters(t)
+// eachExport calls f with every array of samples under each allocator of
+// allocators, exported with FromArrow; what names it for messages.
+func eachExport(t *testing.T, samples func(memory.Allocator) map[string]arrow.Array,
+	f func(what, memName string, src arrow.Array, d *ferry.DeviceArray)) {
 	for memName, mem := range allocators(t) {
-		for name, src := range sample(mem) {
+		for name, src := range samples(mem) {
 			what := memName + ": " + name
 			d, err := FromArrow(src)
 			if err != nil {
 				t.Fatalf("%s: FromArrow: %v", what, err)
 			}
-			// The consumer keeps only ferry's array; collections in between
-			// must not move or free the pinned buffers.
-			runtime.GC()
-			if err := d.Validate(ferry.ValidateFull); err != nil {
-				t.Fatalf("%s: the core's FULL validation of the export: %v", what, err)
-			}
-			if d.Length() != int64(src.Len()) || d.DeviceType() != ferry.DeviceCPU {
-				t.Fatalf("%s: length %d on %v", what, d.Length(), d.DeviceType())
-			}
-			back, err := ToArrow(d)
-			if err != nil {
-				t.Fatalf("%s: ToArrow: %v", what, err)
-			}
-			if !d.IsReleased() {
-				t.Fatalf("%s: ToArrow must consume the array", what)
-			}
-			if !array.Equal(src, back) {
-				t.Fatalf("%s: round trip gave %v, want %v", what, back, src)
-			}
-			src.Release()
-			runtime.GC()
-			// arrow-go's first reference is gone; the round trip's keeps
-			// the data alive until its release.
-			if !strings.Contains(back.String(), "") || back.Len() != back.Data().Len() {
-				t.Fatalf("%s: %v", what, back)
-			}
-			back.Release()
+			f(what, memName, src, d)
 		}
 	}
 }
 
+func TestArraysRoundTripWithEitherAllocator(t *testing.T) {
+	counters(t)
+	eachExport(t, sample, func(what, _ string, src arrow.Array, d *ferry.DeviceArray) {
+		// The consumer keeps only ferry's array; collections in between
+		// must not move or free the pinned buffers.
+		runtime.GC()
+		if err := d.Validate(ferry.ValidateFull); err != nil {
+			t.Fatalf("%s: the core's FULL validation of the export: %v", what, err)
+		}
+		if d.Length() != int64(src.Len()) || d.DeviceType() != ferry.DeviceCPU {
+			t.Fatalf("%s: length %d on %v", what, d.Length(), d.DeviceType())
+		}
+		back, err := ToArrow(d)
+		if err != nil {
+			t.Fatalf("%s: ToArrow: %v", what, err)
+		}
+		if !d.IsReleased() {
+			t.Fatalf("%s: ToArrow must consume the array", what)
+		}
+		if !array.Equal(src, back) {
+			t.Fatalf("%s: round trip gave %v, want %v", what, back, src)
+		}
+		src.Release()
+		runtime.GC()
+		// arrow-go's first reference is gone; the round trip's keeps
+		// the data alive until its release.
+		if !strings.Contains(back.String(), "") || back.Len() != back.Data().Len() {
+			t.Fatalf("%s: %v", what, back)
+		}
+		back.Release()
+	})
+}
+
 func TestTheExportIsZeroCopy(t *testing.T) {
 	counters(t)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	// The export lets go of arrow-go's data when Go next looks after the
-	// consumer's release (ArrayData.AfterRelease): look now.
-	defer func() { ferry.ReleaseDeferred(); mem.AssertSize(t, 0) }()
+	mem := checkedGoMemory(t)
 	b := array.NewInt32Builder(mem)
 	b.AppendValues([]int32{7, 8, 9}, nil)
 	src := b.NewArray().(*array.Int32)
@@ -422,11 +428,19 @@ func records(mem memory.Allocator, n int) (*arrow.Schema, []arrow.RecordBatch) {
 	return schema, out
 }
 
-func TestRecordReadersBothWays(t *testing.T) {
-	counters(t)
+// checkedGoMemory is a checked Go-heap allocator that must be empty when the
+// test ends. Exports let go of arrow-go's data when Go next looks after the
+// consumer's release (ArrayData.AfterRelease): the check looks first.
+func checkedGoMemory(t *testing.T) *memory.CheckedAllocator {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer func() { ferry.ReleaseDeferred(); mem.AssertSize(t, 0) }() // exports let go when Go next looks
-	schema, recs := records(mem, 4)
+	t.Cleanup(func() { ferry.ReleaseDeferred(); mem.AssertSize(t, 0) })
+	return mem
+}
+
+// exportedRecords is ExportRecordReader of an arrow-go reader of records(mem,
+// n) in checkedGoMemory, and their schema.
+func exportedRecords(t *testing.T, n int) (*arrow.Schema, *ferry.DeviceArrayStream) {
+	schema, recs := records(checkedGoMemory(t), n)
 	src, err := array.NewRecordReader(schema, recs)
 	if err != nil {
 		t.Fatal(err)
@@ -434,11 +448,17 @@ func TestRecordReadersBothWays(t *testing.T) {
 	for _, r := range recs {
 		r.Release()
 	}
-	// arrow-go reader -> ferry stream -> arrow-go reader.
 	s, err := ExportRecordReader(src)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return schema, s
+}
+
+func TestRecordReadersBothWays(t *testing.T) {
+	counters(t)
+	// arrow-go reader -> ferry stream -> arrow-go reader.
+	schema, s := exportedRecords(t, 4)
 	r, err := NewRecordReader(s)
 	if err != nil {
 		t.Fatal(err)
@@ -464,17 +484,7 @@ func TestRecordReadersBothWays(t *testing.T) {
 
 func TestAnExportedReaderDrainedByCOnAnotherThread(t *testing.T) {
 	counters(t)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer func() { ferry.ReleaseDeferred(); mem.AssertSize(t, 0) }() // exports let go when Go next looks
-	schema, recs := records(mem, 5)
-	src, _ := array.NewRecordReader(schema, recs)
-	for _, r := range recs {
-		r.Release()
-	}
-	s, err := ExportRecordReader(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := exportedRecords(t, 5)
 	raw := ferry.NewRawStream()
 	defer ferry.FreeRawStream(raw)
 	if err := s.ExportTo(raw); err != nil {
@@ -656,47 +666,40 @@ func flatSamples(mem memory.Allocator) map[string]arrow.Array {
 // comes back once the last arrow-go reference is released.
 func TestFlatLayoutsImportDirectly(t *testing.T) {
 	counters(t)
-	for memName, mem := range allocators(t) {
-		for name, src := range flatSamples(mem) {
-			what := memName + ": " + name
-			d, err := FromArrow(src)
-			if err != nil {
-				t.Fatalf("%s: FromArrow: %v", what, err)
-			}
-			back, err := ToArrow(d)
-			if err != nil {
-				t.Fatalf("%s: ToArrow: %v", what, err)
-			}
-			if !d.IsReleased() || !array.Equal(src, back) {
-				t.Fatalf("%s: ToArrow gave %v, want %v", what, back, src)
-			}
-			back.Release()
-			if memName != "mallocator" {
-				// cdata's export stores Go-heap addresses in C memory,
-				// which cgocheck2 refuses: ImportCArray's input comes
-				// from C-allocated arrays only.
-				src.Release()
-				continue
-			}
-
-			raw, rawSchema := ferry.NewRawDeviceArray(), ferry.NewRawSchema()
-			cdata.ExportArrowArray(src, (*cdata.CArrowArray)(raw), (*cdata.CArrowSchema)(rawSchema))
-			_, got, err := ImportCArray(raw, rawSchema)
-			if err != nil {
-				t.Fatalf("%s: ImportCArray: %v", what, err)
-			}
-			if !ferry.RawDeviceArrayIsReleased(raw) || !array.Equal(src, got) {
-				t.Fatalf("%s: ImportCArray gave %v, want %v", what, got, src)
-			}
-			ferry.FreeRawDeviceArray(raw)
-			ferry.FreeRawSchema(rawSchema)
-			want := src.String()
-			src.Release()
-			runtime.GC() // the import alone keeps the data alive
-			if got.String() != want {
-				t.Fatalf("%s: %v", what, got)
-			}
-			got.Release()
+	eachExport(t, flatSamples, func(what, memName string, src arrow.Array, d *ferry.DeviceArray) {
+		back, err := ToArrow(d)
+		if err != nil {
+			t.Fatalf("%s: ToArrow: %v", what, err)
 		}
-	}
+		if !d.IsReleased() || !array.Equal(src, back) {
+			t.Fatalf("%s: ToArrow gave %v, want %v", what, back, src)
+		}
+		back.Release()
+		if memName != "mallocator" {
+			// cdata's export stores Go-heap addresses in C memory,
+			// which cgocheck2 refuses: ImportCArray's input comes
+			// from C-allocated arrays only.
+			src.Release()
+			return
+		}
+
+		raw, rawSchema := ferry.NewRawDeviceArray(), ferry.NewRawSchema()
+		cdata.ExportArrowArray(src, (*cdata.CArrowArray)(raw), (*cdata.CArrowSchema)(rawSchema))
+		_, got, err := ImportCArray(raw, rawSchema)
+		if err != nil {
+			t.Fatalf("%s: ImportCArray: %v", what, err)
+		}
+		if !ferry.RawDeviceArrayIsReleased(raw) || !array.Equal(src, got) {
+			t.Fatalf("%s: ImportCArray gave %v, want %v", what, got, src)
+		}
+		ferry.FreeRawDeviceArray(raw)
+		ferry.FreeRawSchema(rawSchema)
+		want := src.String()
+		src.Release()
+		runtime.GC() // the import alone keeps the data alive
+		if got.String() != want {
+			t.Fatalf("%s: %v", what, got)
+		}
+		got.Release()
+	})
 }

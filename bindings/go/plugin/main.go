@@ -64,6 +64,17 @@ func run(entry string, ok bool, f func() error) C.int {
 	return finish(f(), nil)
 }
 
+// runCase is run with the parsed case of spec handed to f.
+func runCase(entry string, spec *C.char, ok bool, f func(c *itcase.Case) error) C.int {
+	return run(entry, spec != nil && ok, func() error {
+		c, err := itcase.Parse(C.GoString(spec))
+		if err != nil {
+			return err
+		}
+		return f(c)
+	})
+}
+
 // caught is an entry point's return code after recover() returned r: EIO
 // for a panic, else rc. Every //export defers it first.
 func caught(rc C.int, r any) C.int {
@@ -85,11 +96,7 @@ func handOver(err error, release func()) error {
 //export ferry_it_export_array
 func ferry_it_export_array(spec *C.char, schemaOut *C.struct_ArrowSchema, arrayOut *C.struct_ArrowDeviceArray) (rc C.int) {
 	defer func() { rc = caught(rc, recover()) }()
-	return run("ferry_it_export_array", spec != nil && schemaOut != nil && arrayOut != nil, func() error {
-		c, err := itcase.Parse(C.GoString(spec))
-		if err != nil {
-			return err
-		}
+	return runCase("ferry_it_export_array", spec, schemaOut != nil && arrayOut != nil, func(c *itcase.Case) error {
 		a, err := itcase.Export(c)
 		if err != nil {
 			return err
@@ -125,11 +132,7 @@ func ferry_it_check_array(spec *C.char, schema *C.struct_ArrowSchema, array *C.s
 		rc = caught(rc, recover())
 		releaseLeftovers(schema, array) // ownership was taken: nothing stays live
 	}()
-	return run("ferry_it_check_array", spec != nil && schema != nil && array != nil, func() error {
-		c, err := itcase.Parse(C.GoString(spec))
-		if err != nil {
-			return err
-		}
+	return runCase("ferry_it_check_array", spec, schema != nil && array != nil, func(c *itcase.Case) error {
 		a, err := ferry.ImportDeviceArray(unsafe.Pointer(array), unsafe.Pointer(schema))
 		if err != nil {
 			return err
@@ -141,11 +144,7 @@ func ferry_it_check_array(spec *C.char, schema *C.struct_ArrowSchema, array *C.s
 //export ferry_it_export_stream
 func ferry_it_export_stream(spec *C.char, out *C.struct_ArrowDeviceArrayStream) (rc C.int) {
 	defer func() { rc = caught(rc, recover()) }()
-	return run("ferry_it_export_stream", spec != nil && out != nil, func() error {
-		c, err := itcase.Parse(C.GoString(spec))
-		if err != nil {
-			return err
-		}
+	return runCase("ferry_it_export_stream", spec, out != nil, func(c *itcase.Case) error {
 		s, err := itcase.ExportStream(c)
 		if err != nil {
 			return err
@@ -160,11 +159,7 @@ func ferry_it_check_stream(spec *C.char, stream *C.struct_ArrowDeviceArrayStream
 		rc = caught(rc, recover())
 		releaseLeftoverStream(stream) // ownership was taken
 	}()
-	return run("ferry_it_check_stream", spec != nil && stream != nil, func() error {
-		c, err := itcase.Parse(C.GoString(spec))
-		if err != nil {
-			return err
-		}
+	return runCase("ferry_it_check_stream", spec, stream != nil, func(c *itcase.Case) error {
 		s, err := ferry.ImportStream(unsafe.Pointer(stream))
 		if err != nil {
 			return err

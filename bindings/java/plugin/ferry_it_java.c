@@ -211,6 +211,14 @@ static int describe_exception(JNIEnv* env, char* out, size_t size) {
   return 1;
 }
 
+/* Writes "Java plugin: WHAT (the pending exception, or FALLBACK); HINT" to out. */
+static void report_unusable(JNIEnv* env, char* out, size_t size, const char* what,
+                            const char* fallback, const char* hint) {
+  char why[FERRY_IT_JAVA_TEXT / 2];
+  if (!describe_exception(env, why, sizeof why)) snprintf(why, sizeof why, "%s", fallback);
+  snprintf(out, size, "Java plugin: %s (%s); %s", what, why, hint);
+}
+
 /* GetStaticMethodID, or NULL without calling into the JVM when an exception
  * is already pending: a class whose static initialiser failed (a jar missing
  * from the classpath) throws on the first lookup, and a JNI call with an
@@ -266,11 +274,9 @@ static void initialize(void) {
   g_to_string = throwable ? (*env)->GetMethodID(env, throwable, "toString", "()Ljava/lang/String;") : NULL;
   jclass plugin = g_to_string ? (*env)->FindClass(env, "io/github/ferryarrow/ferry/it/Plugin") : NULL;
   if (plugin == NULL) {
-    char why[FERRY_IT_JAVA_TEXT / 2];
-    if (!describe_exception(env, why, sizeof why)) snprintf(why, sizeof why, "not found");
-    snprintf(g_init_error, sizeof g_init_error,
-             "Java plugin: class io.github.ferryarrow.ferry.it.Plugin unavailable (%s); is the ferry jar on "
-             "the classpath?", why);
+    report_unusable(env, g_init_error, sizeof g_init_error,
+                    "class io.github.ferryarrow.ferry.it.Plugin unavailable", "not found",
+                    "is the ferry jar on the classpath?");
     return;
   }
   g_plugin = (jclass)(*env)->NewGlobalRef(env, plugin);
@@ -282,11 +288,9 @@ static void initialize(void) {
   g_last_error = static_method(env, plugin, "lastError", "()Ljava/lang/String;");
   if (!g_to_string || !g_export_array || !g_check_array || !g_export_stream ||
       !g_check_stream || !g_live_allocations || !g_last_error) {
-    char why[FERRY_IT_JAVA_TEXT / 2];
-    if (!describe_exception(env, why, sizeof why)) snprintf(why, sizeof why, "a method is missing");
-    snprintf(g_init_error, sizeof g_init_error,
-             "Java plugin: io.github.ferryarrow.ferry.it.Plugin is unusable (%s); jar out of date, or "
-             "the binding's jar missing from the classpath?", why);
+    report_unusable(env, g_init_error, sizeof g_init_error,
+                    "io.github.ferryarrow.ferry.it.Plugin is unusable", "a method is missing",
+                    "jar out of date, or the binding's jar missing from the classpath?");
     return;
   }
   (*env)->DeleteLocalRef(env, plugin);
@@ -346,22 +350,28 @@ static void release_array_pair(struct ArrowSchema* schema, struct ArrowDeviceArr
   if (array != NULL && array->array.release != NULL) array->array.release(&array->array);
 }
 
+/* Calls the plugin's static int method m(case_spec, a[, b]) (JNI reads as many
+ * arguments as m's signature has) in a local frame; the errno, with the last
+ * error set. */
+static int call_case(jmethodID m, const char* case_spec, jlong a, jlong b) {
+  JNIEnv* env = enter();
+  if (env == NULL) return g_init_rc ? g_init_rc : EIO;
+  jstring spec = (*env)->NewStringUTF(env, case_spec);
+  jvalue args[3] = {{.l = spec}, {.j = a}, {.j = b}};
+  jint rc = spec ? (*env)->CallStaticIntMethodA(env, g_plugin, m, args) : ENOMEM;
+  int out = finish(env, rc);
+  leave(env);
+  return out;
+}
+
 FERRY_IT_EXPORT int ferry_it_export_array(const char* case_spec, struct ArrowSchema* schema_out,
                                           struct ArrowDeviceArray* array_out) {
   if (case_spec == NULL || schema_out == NULL || array_out == NULL) {
     set_last_error("ferry_it_export_array: NULL argument");
     return EINVAL;
   }
-  JNIEnv* env = enter();
-  if (env == NULL) return g_init_rc ? g_init_rc : EIO;
-  jstring spec = (*env)->NewStringUTF(env, case_spec);
-  jint rc = spec ? (*env)->CallStaticIntMethod(env, g_plugin, g_export_array, spec,
-                                              (jlong)(intptr_t)schema_out,
-                                              (jlong)(intptr_t)array_out)
-                 : ENOMEM;
-  int out = finish(env, rc);
-  leave(env);
-  return out;
+  return call_case(g_export_array, case_spec, (jlong)(intptr_t)schema_out,
+                   (jlong)(intptr_t)array_out);
 }
 
 FERRY_IT_EXPORT int ferry_it_check_array(const char* case_spec, struct ArrowSchema* schema,
@@ -371,18 +381,8 @@ FERRY_IT_EXPORT int ferry_it_check_array(const char* case_spec, struct ArrowSche
     set_last_error("ferry_it_check_array: NULL argument");
     return EINVAL;
   }
-  JNIEnv* env = enter();
-  if (env == NULL) {
-    release_array_pair(schema, array);
-    return g_init_rc ? g_init_rc : EIO;
-  }
-  jstring spec = (*env)->NewStringUTF(env, case_spec);
-  jint rc = spec ? (*env)->CallStaticIntMethod(env, g_plugin, g_check_array, spec,
-                                              (jlong)(intptr_t)schema, (jlong)(intptr_t)array)
-                 : ENOMEM;
-  int out = finish(env, rc);
-  leave(env);
-  release_array_pair(schema, array); /* no-op unless Java never got to them */
+  int out = call_case(g_check_array, case_spec, (jlong)(intptr_t)schema, (jlong)(intptr_t)array);
+  release_array_pair(schema, array); /* no-op unless Java got no hold of them */
   return out;
 }
 
@@ -392,15 +392,7 @@ FERRY_IT_EXPORT int ferry_it_export_stream(const char* case_spec,
     set_last_error("ferry_it_export_stream: NULL argument");
     return EINVAL;
   }
-  JNIEnv* env = enter();
-  if (env == NULL) return g_init_rc ? g_init_rc : EIO;
-  jstring spec = (*env)->NewStringUTF(env, case_spec);
-  jint rc = spec ? (*env)->CallStaticIntMethod(env, g_plugin, g_export_stream, spec,
-                                              (jlong)(intptr_t)out)
-                 : ENOMEM;
-  int result = finish(env, rc);
-  leave(env);
-  return result;
+  return call_case(g_export_stream, case_spec, (jlong)(intptr_t)out, 0);
 }
 
 FERRY_IT_EXPORT int ferry_it_check_stream(const char* case_spec,
@@ -410,18 +402,8 @@ FERRY_IT_EXPORT int ferry_it_check_stream(const char* case_spec,
     set_last_error("ferry_it_check_stream: NULL argument");
     return EINVAL;
   }
-  JNIEnv* env = enter();
-  if (env == NULL) {
-    if (stream->release != NULL) stream->release(stream);
-    return g_init_rc ? g_init_rc : EIO;
-  }
-  jstring spec = (*env)->NewStringUTF(env, case_spec);
-  jint rc = spec ? (*env)->CallStaticIntMethod(env, g_plugin, g_check_stream, spec,
-                                              (jlong)(intptr_t)stream)
-                 : ENOMEM;
-  int result = finish(env, rc);
-  leave(env);
-  if (stream->release != NULL) stream->release(stream);
+  int result = call_case(g_check_stream, case_spec, (jlong)(intptr_t)stream, 0);
+  if (stream->release != NULL) stream->release(stream); /* only when Java got no hold */
   return result;
 }
 
@@ -496,10 +478,9 @@ static void bench_initialize(void) {
   }
   jclass bench = (*env)->FindClass(env, "io/github/ferryarrow/ferry/it/Bench");
   if (bench == NULL) {
-    char why[FERRY_IT_JAVA_TEXT / 2];
-    if (!describe_exception(env, why, sizeof why)) snprintf(why, sizeof why, "not found");
-    snprintf(g_bench_error, sizeof g_bench_error,
-             "Java plugin: class io.github.ferryarrow.ferry.it.Bench unavailable (%s); jar out of date?", why);
+    report_unusable(env, g_bench_error, sizeof g_bench_error,
+                    "class io.github.ferryarrow.ferry.it.Bench unavailable", "not found",
+                    "jar out of date?");
     (*env)->PopLocalFrame(env, NULL);
     return;
   }
@@ -511,10 +492,9 @@ static void bench_initialize(void) {
   g_bench_last_error = static_method(env, bench, "lastError", "()Ljava/lang/String;");
   if (!g_bench_noop || !g_bench_export_array || !g_bench_consume_array ||
       !g_bench_export_stream || !g_bench_consume_stream || !g_bench_last_error) {
-    char why[FERRY_IT_JAVA_TEXT / 2];
-    if (!describe_exception(env, why, sizeof why)) snprintf(why, sizeof why, "a method is missing");
-    snprintf(g_bench_error, sizeof g_bench_error,
-             "Java plugin: io.github.ferryarrow.ferry.it.Bench is unusable (%s); jar out of date?", why);
+    report_unusable(env, g_bench_error, sizeof g_bench_error,
+                    "io.github.ferryarrow.ferry.it.Bench is unusable", "a method is missing",
+                    "jar out of date?");
   } else {
     g_bench = (jclass)(*env)->NewGlobalRef(env, bench);
     g_bench_rc = g_bench == NULL ? ENOMEM : 0;
@@ -568,6 +548,15 @@ static int bench_finish(JNIEnv* env, jint rc) {
   return (int)rc;
 }
 
+/* One bench upcall m(a[, b[, c]]) (JNI reads as many arguments as m's signature
+ * has); the errno, with the last error set on failure. */
+static int bench_call(jmethodID m, jlong a, jlong b, jlong c) {
+  JNIEnv* env = bench_enter();
+  if (env == NULL) return bench_error_code();
+  jvalue args[3] = {{.j = a}, {.j = b}, {.j = c}};
+  return bench_finish(env, (*env)->CallStaticIntMethodA(env, g_bench, m, args));
+}
+
 FERRY_IT_EXPORT int64_t ferry_it_bench_noop(int64_t x) {
   JNIEnv* env = bench_enter();
   if (env == NULL) return INT64_MIN;
@@ -585,11 +574,8 @@ FERRY_IT_EXPORT int ferry_it_bench_export_array(int64_t length, struct ArrowSche
     set_last_error("ferry_it_bench_export_array: NULL argument");
     return EINVAL;
   }
-  JNIEnv* env = bench_enter();
-  if (env == NULL) return bench_error_code();
-  jint rc = (*env)->CallStaticIntMethod(env, g_bench, g_bench_export_array, (jlong)length,
-                                        (jlong)(intptr_t)schema_out, (jlong)(intptr_t)array_out);
-  return bench_finish(env, rc);
+  return bench_call(g_bench_export_array, (jlong)length, (jlong)(intptr_t)schema_out,
+                    (jlong)(intptr_t)array_out);
 }
 
 FERRY_IT_EXPORT int ferry_it_bench_consume_array(struct ArrowSchema* schema,
@@ -599,13 +585,8 @@ FERRY_IT_EXPORT int ferry_it_bench_consume_array(struct ArrowSchema* schema,
     set_last_error("ferry_it_bench_consume_array: NULL argument");
     return EINVAL;
   }
-  JNIEnv* env = bench_enter();
-  int result = bench_error_code();
-  if (env != NULL) {
-    jint rc = (*env)->CallStaticIntMethod(env, g_bench, g_bench_consume_array,
-                                          (jlong)(intptr_t)schema, (jlong)(intptr_t)array);
-    result = bench_finish(env, rc);
-  }
+  int result =
+      bench_call(g_bench_consume_array, (jlong)(intptr_t)schema, (jlong)(intptr_t)array, 0);
   release_array_pair(schema, array); /* no-op unless Java never moved them in */
   return result;
 }
@@ -616,11 +597,7 @@ FERRY_IT_EXPORT int ferry_it_bench_export_stream(int64_t length, int64_t batches
     set_last_error("ferry_it_bench_export_stream: NULL argument");
     return EINVAL;
   }
-  JNIEnv* env = bench_enter();
-  if (env == NULL) return bench_error_code();
-  jint rc = (*env)->CallStaticIntMethod(env, g_bench, g_bench_export_stream, (jlong)length,
-                                        (jlong)batches, (jlong)(intptr_t)out);
-  return bench_finish(env, rc);
+  return bench_call(g_bench_export_stream, (jlong)length, (jlong)batches, (jlong)(intptr_t)out);
 }
 
 FERRY_IT_EXPORT int ferry_it_bench_consume_stream(struct ArrowDeviceArrayStream* stream) {
@@ -628,13 +605,7 @@ FERRY_IT_EXPORT int ferry_it_bench_consume_stream(struct ArrowDeviceArrayStream*
     set_last_error("ferry_it_bench_consume_stream: NULL argument");
     return EINVAL;
   }
-  JNIEnv* env = bench_enter();
-  int result = bench_error_code();
-  if (env != NULL) {
-    jint rc = (*env)->CallStaticIntMethod(env, g_bench, g_bench_consume_stream,
-                                          (jlong)(intptr_t)stream);
-    result = bench_finish(env, rc);
-  }
+  int result = bench_call(g_bench_consume_stream, (jlong)(intptr_t)stream, 0, 0);
   if (stream->release != NULL) stream->release(stream); /* only when never moved in */
   return result;
 }

@@ -70,7 +70,18 @@ int chelper_drain_stream(struct ArrowDeviceArrayStream* stream, int new_thread,
 static int32_t endless_values[1024];
 static const void* endless_buffers[2] = {NULL, endless_values};
 
-static void endless_array_release(struct ArrowArray* array) { array->release = NULL; }
+static void static_release_array(struct ArrowArray* array) { array->release = NULL; }
+
+/* A CPU int32 array of `length` over static `buffers` (release only marks it
+ * released). */
+static void fill_static_int32(struct ArrowDeviceArray* out, int64_t length,
+                              const void** buffers) {
+  *out = (struct ArrowDeviceArray){
+      .array = {.length = length, .n_buffers = 2, .buffers = buffers,
+                .release = static_release_array},
+      .device_id = -1,
+      .device_type = ARROW_DEVICE_CPU};
+}
 
 static int endless_get_schema(struct ArrowDeviceArrayStream* s, struct ArrowSchema* out) {
   (void)s;
@@ -78,13 +89,7 @@ static int endless_get_schema(struct ArrowDeviceArrayStream* s, struct ArrowSche
 }
 
 static int endless_get_next(struct ArrowDeviceArrayStream* s, struct ArrowDeviceArray* out) {
-  memset(out, 0, sizeof(*out));
-  out->array.length = (int64_t)(intptr_t)s->private_data;
-  out->array.n_buffers = 2;
-  out->array.buffers = endless_buffers;
-  out->array.release = endless_array_release;
-  out->device_type = ARROW_DEVICE_CPU;
-  out->device_id = -1;
+  fill_static_int32(out, (int64_t)(intptr_t)s->private_data, endless_buffers);
   return 0;
 }
 
@@ -98,13 +103,12 @@ static void endless_release(struct ArrowDeviceArrayStream* s) { s->release = NUL
 void chelper_endless_stream(struct ArrowDeviceArrayStream* out, int64_t length) {
   if (length > 1024) length = 1024;
   for (int i = 0; i < 1024; i++) endless_values[i] = i;
-  memset(out, 0, sizeof(*out));
-  out->device_type = ARROW_DEVICE_CPU;
-  out->get_schema = endless_get_schema;
-  out->get_next = endless_get_next;
-  out->get_last_error = endless_last_error;
-  out->release = endless_release;
-  out->private_data = (void*)(intptr_t)length;
+  *out = (struct ArrowDeviceArrayStream){.device_type = ARROW_DEVICE_CPU,
+                                         .get_schema = endless_get_schema,
+                                         .get_next = endless_get_next,
+                                         .get_last_error = endless_last_error,
+                                         .release = endless_release,
+                                         .private_data = (void*)(intptr_t)length};
 }
 
 int32_t chelper_consume_array(struct ArrowDeviceArray* array) {
@@ -215,22 +219,12 @@ void* chelper_move_child_out(struct ArrowDeviceArray* array, int64_t i,
 static int32_t static_values[256];
 static const void* static_buffers[2] = {NULL, static_values};
 
-static void static_release_array(struct ArrowArray* array) { array->release = NULL; }
 static void static_release_schema(struct ArrowSchema* schema) { schema->release = NULL; }
 
 void chelper_fill_static(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {
   static_values[0] = 256;
-  memset(schema, 0, sizeof(*schema));
-  schema->format = "i";
-  schema->name = "values";
-  schema->release = static_release_schema;
-  memset(array, 0, sizeof(*array));
-  array->array.length = 256;
-  array->array.n_buffers = 2;
-  array->array.buffers = static_buffers;
-  array->array.release = static_release_array;
-  array->device_type = ARROW_DEVICE_CPU;
-  array->device_id = -1;
+  *schema = (struct ArrowSchema){.format = "i", .name = "values", .release = static_release_schema};
+  fill_static_int32(array, 256, static_buffers);
 }
 
 void chelper_release_pair(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {

@@ -5,6 +5,7 @@
 // as it would those of an application's own CUDA library.
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -41,14 +42,39 @@ struct native_api {
 static struct native_api apis[2];
 static pthread_mutex_t native_lock = PTHREAD_MUTEX_INITIALIZER;
 
-#define NATIVE_SYM(api, lib, field, name)                                   \
-  do {                                                                      \
-    *(void**)&(api)->field = dlsym(lib, name);                              \
-    if ((api)->field == NULL) {                                             \
-      snprintf((api)->why, sizeof((api)->why), "%s: no symbol %s", path, name); \
-      return -1;                                                            \
-    }                                                                       \
-  } while (0)
+// What native_open looks up: each kind's driver functions and its emulation's
+// test controls, by the field they fill.
+#define NATIVE_SYM(kind, field, name) {kind, offsetof(struct native_api, field), name}
+static const struct {
+  int kind;
+  size_t offset;
+  const char* name;
+} native_syms[] = {
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, cuInit, "cuInit"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, cuDeviceGet, "cuDeviceGet"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, cuCtxPushCurrent, "cuCtxPushCurrent_v2"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, cuCtxPopCurrent, "cuCtxPopCurrent_v2"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, cuStreamCreate, "cuStreamCreate"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, cuStreamDestroy, "cuStreamDestroy_v2"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, cuEventCreate, "cuEventCreate"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, cuEventDestroy, "cuEventDestroy_v2"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, gate_close, "cuda_emu_gate_close"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, gates_open, "cuda_emu_gates_open"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, stream_pending, "cuda_emu_stream_pending"),
+    NATIVE_SYM(CHELPER_NATIVE_CUDA, event_done, "cuda_emu_event_done"),
+    NATIVE_SYM(CHELPER_NATIVE_HIP, hipInit, "hipInit"),
+    NATIVE_SYM(CHELPER_NATIVE_HIP, hipSetDevice, "hipSetDevice"),
+    NATIVE_SYM(CHELPER_NATIVE_HIP, hipStreamCreateWithFlags, "hipStreamCreateWithFlags"),
+    NATIVE_SYM(CHELPER_NATIVE_HIP, hipStreamDestroy, "hipStreamDestroy"),
+    NATIVE_SYM(CHELPER_NATIVE_HIP, hipEventCreateWithFlags, "hipEventCreateWithFlags"),
+    NATIVE_SYM(CHELPER_NATIVE_HIP, hipEventDestroy, "hipEventDestroy"),
+    NATIVE_SYM(CHELPER_NATIVE_HIP, gate_close, "hip_emu_gate_close"),
+    NATIVE_SYM(CHELPER_NATIVE_HIP, gates_open, "hip_emu_gates_open"),
+    NATIVE_SYM(CHELPER_NATIVE_HIP, stream_pending, "hip_emu_stream_pending"),
+    NATIVE_SYM(CHELPER_NATIVE_HIP, event_done, "hip_emu_event_done"),
+};
 
 static int native_open(int kind, struct native_api* api) {
   const char* variable = kind == CHELPER_NATIVE_CUDA ? "FERRY_CUDA_LIBRARY" : "FERRY_HIP_LIBRARY";
@@ -62,40 +88,19 @@ static int native_open(int kind, struct native_api* api) {
     snprintf(api->why, sizeof(api->why), "dlopen %s: %s", path, dlerror());
     return -1;
   }
-  if (kind == CHELPER_NATIVE_CUDA) {
-    NATIVE_SYM(api, lib, cuInit, "cuInit");
-    NATIVE_SYM(api, lib, cuDeviceGet, "cuDeviceGet");
-    NATIVE_SYM(api, lib, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    NATIVE_SYM(api, lib, cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
-    NATIVE_SYM(api, lib, cuCtxPushCurrent, "cuCtxPushCurrent_v2");
-    NATIVE_SYM(api, lib, cuCtxPopCurrent, "cuCtxPopCurrent_v2");
-    NATIVE_SYM(api, lib, cuStreamCreate, "cuStreamCreate");
-    NATIVE_SYM(api, lib, cuStreamDestroy, "cuStreamDestroy_v2");
-    NATIVE_SYM(api, lib, cuEventCreate, "cuEventCreate");
-    NATIVE_SYM(api, lib, cuEventDestroy, "cuEventDestroy_v2");
-    NATIVE_SYM(api, lib, gate_close, "cuda_emu_gate_close");
-    NATIVE_SYM(api, lib, gates_open, "cuda_emu_gates_open");
-    NATIVE_SYM(api, lib, stream_pending, "cuda_emu_stream_pending");
-    NATIVE_SYM(api, lib, event_done, "cuda_emu_event_done");
-    if (api->cuInit(0) != 0) {
-      snprintf(api->why, sizeof(api->why), "cuInit failed");
+  for (size_t i = 0; i < sizeof(native_syms) / sizeof(native_syms[0]); i++) {
+    if (native_syms[i].kind != kind) continue;
+    void* sym = dlsym(lib, native_syms[i].name);
+    if (sym == NULL) {
+      snprintf(api->why, sizeof(api->why), "%s: no symbol %s", path, native_syms[i].name);
       return -1;
     }
-  } else {
-    NATIVE_SYM(api, lib, hipInit, "hipInit");
-    NATIVE_SYM(api, lib, hipSetDevice, "hipSetDevice");
-    NATIVE_SYM(api, lib, hipStreamCreateWithFlags, "hipStreamCreateWithFlags");
-    NATIVE_SYM(api, lib, hipStreamDestroy, "hipStreamDestroy");
-    NATIVE_SYM(api, lib, hipEventCreateWithFlags, "hipEventCreateWithFlags");
-    NATIVE_SYM(api, lib, hipEventDestroy, "hipEventDestroy");
-    NATIVE_SYM(api, lib, gate_close, "hip_emu_gate_close");
-    NATIVE_SYM(api, lib, gates_open, "hip_emu_gates_open");
-    NATIVE_SYM(api, lib, stream_pending, "hip_emu_stream_pending");
-    NATIVE_SYM(api, lib, event_done, "hip_emu_event_done");
-    if (api->hipInit(0) != 0) {
-      snprintf(api->why, sizeof(api->why), "hipInit failed");
-      return -1;
-    }
+    *(void**)((char*)api + native_syms[i].offset) = sym;
+  }
+  int cuda = kind == CHELPER_NATIVE_CUDA;
+  if ((cuda ? api->cuInit(0) : api->hipInit(0)) != 0) {
+    snprintf(api->why, sizeof(api->why), "%s failed", cuda ? "cuInit" : "hipInit");
+    return -1;
   }
   return 0;
 }

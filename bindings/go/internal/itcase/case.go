@@ -185,24 +185,24 @@ func (c *Case) parseFail(value string) error {
 		c.Fail = FailExport
 	case value == "get_schema":
 		c.Fail = FailGetSchema
-	case strings.HasPrefix(value, "get_next@"):
-		n, err := number("fail=get_next@N", strings.TrimPrefix(value, "get_next@"), 1<<63-1, c.Spec)
+	case strings.HasPrefix(value, "get_next@"), strings.HasPrefix(value, "consumer@"):
+		mode, count, _ := strings.Cut(value, "@")
+		n, err := number("fail="+mode+"@N", count, 1<<63-1, c.Spec)
 		if err != nil {
 			return err
 		}
-		if n == 0 {
-			return invalid("fail=get_next@0 in case %q: N counts get_next calls from 1", c.Spec)
-		}
-		c.Fail, c.FailAt = FailGetNext, n
-	case strings.HasPrefix(value, "consumer@"):
-		n, err := number("fail=consumer@N", strings.TrimPrefix(value, "consumer@"), 1<<63-1, c.Spec)
-		if err != nil {
-			return err
+		counted := "tasks"
+		if mode == "get_next" {
+			counted = "get_next calls"
 		}
 		if n == 0 {
-			return invalid("fail=consumer@0 in case %q: N counts tasks from 1", c.Spec)
+			return invalid("fail=%s@0 in case %q: N counts %s from 1", mode, c.Spec, counted)
 		}
-		c.ConsumerFailAt = n // the consumer's failure: nothing for a producer to inject
+		if mode == "get_next" {
+			c.Fail, c.FailAt = FailGetNext, n
+		} else {
+			c.ConsumerFailAt = n // the consumer's failure: nothing for a producer to inject
+		}
 	default:
 		return invalid("unknown fail mode %q in case %q (expected export, get_next@N, get_schema or consumer@N)", value, c.Spec)
 	}

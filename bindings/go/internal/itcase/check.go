@@ -180,38 +180,35 @@ func checkHost(c *Case, seed uint32, h ferry.HostArray, where string) error {
 	}
 }
 
+// bitsOf reads element j of h as a T and converts it with bits.
+func bitsOf[T ferry.Native](h ferry.HostArray, j int64, bits func(T) uint64) (uint64, error) {
+	v, err := ferry.Value[T](h, j)
+	return bits(v), err
+}
+
 // fixedBits reads element j of h as the bits Bits returns for type t.
 func fixedBits(h ferry.HostArray, t Type, j int64) (uint64, error) {
 	switch t {
 	case Int8:
-		v, err := ferry.Value[int8](h, j)
-		return uint64(uint8(v)), err
+		return bitsOf(h, j, func(v int8) uint64 { return uint64(uint8(v)) })
 	case Uint8:
-		v, err := ferry.Value[uint8](h, j)
-		return uint64(v), err
+		return bitsOf(h, j, func(v uint8) uint64 { return uint64(v) })
 	case Int16:
-		v, err := ferry.Value[int16](h, j)
-		return uint64(uint16(v)), err
+		return bitsOf(h, j, func(v int16) uint64 { return uint64(uint16(v)) })
 	case Uint16:
-		v, err := ferry.Value[uint16](h, j)
-		return uint64(v), err
+		return bitsOf(h, j, func(v uint16) uint64 { return uint64(v) })
 	case Int32, DictInt32UTF8:
-		v, err := ferry.Value[int32](h, j)
-		return uint64(uint32(v)), err
+		return bitsOf(h, j, func(v int32) uint64 { return uint64(uint32(v)) })
 	case Uint32:
-		v, err := ferry.Value[uint32](h, j)
-		return uint64(v), err
+		return bitsOf(h, j, func(v uint32) uint64 { return uint64(v) })
 	case Int64:
-		v, err := ferry.Value[int64](h, j)
-		return uint64(v), err
+		return bitsOf(h, j, func(v int64) uint64 { return uint64(v) })
 	case Uint64:
 		return ferry.Value[uint64](h, j)
 	case Float32:
-		v, err := ferry.Value[float32](h, j)
-		return uint64(math.Float32bits(v)), err
+		return bitsOf(h, j, func(v float32) uint64 { return uint64(math.Float32bits(v)) })
 	case Float64:
-		v, err := ferry.Value[float64](h, j)
-		return math.Float64bits(v), err
+		return bitsOf(h, j, math.Float64bits)
 	case Bool:
 		v, err := h.Bool(j)
 		if v {

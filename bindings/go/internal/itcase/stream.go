@@ -22,23 +22,26 @@ func (c *Case) Field() ferry.Field {
 
 // Export produces the case's array (entry point ferry_it_export_array).
 func Export(c *Case) (*ferry.DeviceArray, error) {
-	if c.Fail == FailExport {
-		return nil, injected("export")
-	}
-	dev, err := c.Device()
+	dev, err := c.exportDevice()
 	if err != nil {
 		return nil, err
 	}
 	return ExportArray(c, c.Seed, dev)
 }
 
-// ExportStream produces the case's stream: `batches` arrays, batch b with
-// seed + b, and the injected failures of the case.
-func ExportStream(c *Case) (*ferry.DeviceArrayStream, error) {
+// exportDevice is the device an export of the case lives on, or the
+// injected failure of fail=export.
+func (c *Case) exportDevice() (*ferry.Device, error) {
 	if c.Fail == FailExport {
 		return nil, injected("export")
 	}
-	dev, err := c.Device()
+	return c.Device()
+}
+
+// ExportStream produces the case's stream: `batches` arrays, batch b with
+// seed + b, and the injected failures of the case.
+func ExportStream(c *Case) (*ferry.DeviceArrayStream, error) {
+	dev, err := c.exportDevice()
 	if err != nil {
 		return nil, err
 	}

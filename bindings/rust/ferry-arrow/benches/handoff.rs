@@ -274,240 +274,128 @@ fn array_stream() -> DeviceArrayStream {
 
 type Case = (&'static str, Option<&'static str>, Box<dyn FnMut(u64) -> i64>);
 
-/// A case whose loop body pulls one batch from `stream` with raw C calls.
-fn c_pull_case(name: &'static str, mut stream: DeviceArrayStream) -> Case {
+/// A case (or a floor, with no floor of its own) whose timed loop runs `op`
+/// n times and sums what it read.
+fn case(name: &'static str, floor: Option<&'static str>, mut op: impl FnMut() -> i64 + 'static) -> Case {
     (
         name,
-        Some("floor_c_stream_roundtrip"),
+        floor,
         Box::new(move |n| {
             let mut acc = 0;
             for _ in 0..n {
-                acc += unsafe { c_pull(stream.as_mut_ptr()) };
+                acc += op();
             }
             acc
         }),
     )
+}
+
+/// A case whose loop body fills a fresh C struct with `produce` and
+/// consumes it with raw C calls.
+fn c_consume_case(
+    name: &'static str,
+    floor: Option<&'static str>,
+    mut produce: impl FnMut(*mut sys::ArrowDeviceArray) + 'static,
+) -> Case {
+    case(name, floor, move || {
+        let mut out = sys::ArrowDeviceArray::default();
+        produce(&mut out);
+        unsafe { c_consume(black_box(&mut out)) }
+    })
+}
+
+const STREAM_FLOOR: Option<&str> = Some("floor_c_stream_roundtrip");
+
+/// A case whose loop body pulls one batch from `stream` with raw C calls.
+fn c_pull_case(name: &'static str, mut stream: DeviceArrayStream) -> Case {
+    case(name, STREAM_FLOOR, move || unsafe { c_pull(stream.as_mut_ptr()) })
 }
 
 /// A case whose loop body takes one batch from a stream as a Rust Iterator.
 fn rust_pull_case(name: &'static str, mut stream: DeviceArrayStream) -> Case {
-    (
-        name,
-        Some("floor_c_stream_roundtrip"),
-        Box::new(move |n| {
-            let mut acc = 0;
-            for _ in 0..n {
-                acc += rust_consume(stream.next().unwrap().unwrap());
-            }
-            acc
-        }),
-    )
+    case(name, STREAM_FLOOR, move || {
+        rust_consume(stream.next().unwrap().unwrap())
+    })
 }
 
 /// A case whose loop body borrows one batch with `next_ref`.
 fn rust_lend_case(name: &'static str, mut stream: DeviceArrayStream) -> Case {
-    (
-        name,
-        Some("floor_c_stream_roundtrip"),
-        Box::new(move |n| {
-            let mut acc = 0;
-            for _ in 0..n {
-                let array = stream.next_ref().unwrap().unwrap();
-                acc += array.length() + unsafe { *(array.buffer(1) as *const i32) } as i64;
-            }
-            acc
-        }),
-    )
+    case(name, STREAM_FLOOR, move || {
+        let array = stream.next_ref().unwrap().unwrap();
+        array.length() + unsafe { *(array.buffer(1) as *const i32) } as i64
+    })
 }
 
 fn cases() -> Vec<Case> {
     let shared: Arc<[i32]> = VALUES.to_vec().into();
     let version: unsafe extern "C" fn() -> i32 = black_box(sys::ferry_abi_version);
-    let mut cases: Vec<Case> = Vec::new();
-    cases.push((
-        "floor_fn_pointer_call",
-        None,
-        Box::new(move |n| {
-            let mut acc = 0i64;
-            for _ in 0..n {
-                acc += unsafe { black_box(version)() } as i64;
-            }
-            acc
-        }),
-    ));
-    cases.push((
-        "floor_c_array_static",
-        None,
-        Box::new(|n| {
-            let mut acc = 0;
-            for _ in 0..n {
-                let mut out = sys::ArrowDeviceArray::default();
-                unsafe {
-                    c_produce(&mut out);
-                    acc += c_consume(black_box(&mut out));
-                }
-            }
-            acc
-        }),
-    ));
-    cases.push((
-        "floor_c_array_helpers",
-        None,
-        Box::new(|n| {
-            let mut acc = 0;
-            for _ in 0..n {
-                let mut out = sys::ArrowDeviceArray::default();
-                unsafe {
-                    c_produce_helpers(&mut out);
-                    acc += c_consume(black_box(&mut out));
-                }
-            }
-            acc
-        }),
-    ));
-    cases.push((
-        "floor_c_array_owned",
-        None,
-        Box::new(|n| {
-            let mut acc = 0;
-            for _ in 0..n {
-                let mut out = sys::ArrowDeviceArray::default();
-                unsafe {
-                    c_produce_owned(&mut out);
-                    acc += c_consume(black_box(&mut out));
-                }
-            }
-            acc
-        }),
-    ));
+    let static_floor = Some("floor_c_array_static");
+    let owned_floor = Some("floor_c_array_owned");
     let mut floor_stream = raw_stream();
-    cases.push((
-        "floor_c_stream_roundtrip",
-        None,
-        Box::new(move |n| {
-            let mut acc = 0;
-            for _ in 0..n {
-                acc += unsafe { c_pull(&mut floor_stream) };
-            }
-            acc
-        }),
-    ));
-    cases.push((
-        "rust_to_c_array_static",
-        Some("floor_c_array_static"),
-        Box::new(|n| {
-            let mut acc = 0;
-            for _ in 0..n {
-                let mut out = sys::ArrowDeviceArray::default();
-                unsafe {
-                    static_batch().build().unwrap().export_to(&mut out).unwrap();
-                    acc += c_consume(black_box(&mut out));
-                }
-            }
-            acc
-        }),
-    ));
-    cases.push((
-        "rust_to_c_array_into",
-        Some("floor_c_array_static"),
-        Box::new(|n| {
-            let mut acc = 0;
-            for _ in 0..n {
-                let mut out = sys::ArrowDeviceArray::default();
-                unsafe {
-                    static_batch().build_into(&mut out).unwrap();
-                    acc += c_consume(black_box(&mut out));
-                }
-            }
-            acc
-        }),
-    ));
-    let s1 = shared.clone();
-    cases.push((
-        "rust_to_c_array_owned",
-        Some("floor_c_array_owned"),
-        Box::new(move |n| {
-            let mut acc = 0;
-            for _ in 0..n {
-                let mut out = sys::ArrowDeviceArray::default();
-                unsafe {
-                    shared_batch(&s1).build().unwrap().export_to(&mut out).unwrap();
-                    acc += c_consume(black_box(&mut out));
-                }
-            }
-            acc
-        }),
-    ));
-    let s2 = shared.clone();
-    cases.push((
-        "rust_to_c_array_owned_into",
-        Some("floor_c_array_owned"),
-        Box::new(move |n| {
-            let mut acc = 0;
-            for _ in 0..n {
-                let mut out = sys::ArrowDeviceArray::default();
-                unsafe {
-                    shared_batch(&s2).build_into(&mut out).unwrap();
-                    acc += c_consume(black_box(&mut out));
-                }
-            }
-            acc
-        }),
-    ));
-    cases.push((
-        "c_to_rust_array",
-        Some("floor_c_array_static"),
-        Box::new(|n| {
-            let mut acc = 0;
-            for _ in 0..n {
-                let mut out = sys::ArrowDeviceArray::default();
-                unsafe {
-                    c_produce(&mut out);
-                    acc += rust_consume(DeviceArray::from_raw_unchecked(black_box(&mut out)).unwrap());
-                }
-            }
-            acc
-        }),
-    ));
+    let (s1, s2) = (shared.clone(), shared.clone());
     let int32 = Schema::new("i", None).unwrap();
-    cases.push((
-        "c_to_rust_array_host",
-        Some("floor_c_array_static"),
-        Box::new(move |n| {
-            let mut acc = 0;
-            for _ in 0..n {
-                let mut out = sys::ArrowDeviceArray::default();
-                unsafe { c_produce(&mut out) };
-                let array = unsafe { DeviceArray::from_raw(black_box(&mut out), &int32) }.unwrap();
-                let host = array.host(&int32).unwrap();
-                acc += host.len() as i64 + host.value::<i32>(0).unwrap() as i64;
-            }
-            acc
-        }),
-    ));
-    cases.push(c_pull_case("rust_to_c_stream", builder_stream()));
-    cases.push(c_pull_case("rust_to_c_stream_arrays", array_stream()));
-    cases.push(c_pull_case(
-        "rust_to_c_stream_producer",
-        DeviceArrayStream::from_producer(DeviceType::CPU, EndlessInPlace).unwrap(),
-    ));
-    cases.push(c_pull_case(
-        "rust_to_c_stream_producer_next",
-        DeviceArrayStream::from_producer(DeviceType::CPU, EndlessArrays).unwrap(),
-    ));
     let mut raw = raw_stream();
     // `raw` is released by the import.
-    cases.push(rust_pull_case("c_to_rust_stream", unsafe {
-        DeviceArrayStream::from_raw(&mut raw).unwrap()
-    }));
-    cases.push(rust_pull_case("rust_to_rust_stream", builder_stream()));
+    let c_stream = unsafe { DeviceArrayStream::from_raw(&mut raw).unwrap() };
     let mut raw = raw_stream();
-    cases.push(rust_lend_case("c_to_rust_stream_ref", unsafe {
-        DeviceArrayStream::from_raw_unchecked(&mut raw).unwrap()
-    }));
-    cases.push(rust_lend_case("rust_to_rust_stream_ref", builder_stream()));
-    cases.push(rust_pull_case("rust_to_rust_stream_arrays", array_stream()));
-    cases
+    let c_stream_unchecked = unsafe { DeviceArrayStream::from_raw_unchecked(&mut raw).unwrap() };
+    vec![
+        case("floor_fn_pointer_call", None, move || unsafe { black_box(version)() }
+            as i64),
+        c_consume_case("floor_c_array_static", None, |out| unsafe {
+            c_produce(out);
+        }),
+        c_consume_case("floor_c_array_helpers", None, |out| unsafe {
+            c_produce_helpers(out);
+        }),
+        c_consume_case("floor_c_array_owned", None, |out| unsafe {
+            c_produce_owned(out);
+        }),
+        case("floor_c_stream_roundtrip", None, move || unsafe {
+            c_pull(&mut floor_stream)
+        }),
+        c_consume_case("rust_to_c_array_static", static_floor, |out| unsafe {
+            static_batch().build().unwrap().export_to(out).unwrap()
+        }),
+        c_consume_case("rust_to_c_array_into", static_floor, |out| unsafe {
+            static_batch().build_into(out).unwrap()
+        }),
+        c_consume_case("rust_to_c_array_owned", owned_floor, move |out| unsafe {
+            shared_batch(&s1).build().unwrap().export_to(out).unwrap()
+        }),
+        c_consume_case("rust_to_c_array_owned_into", owned_floor, move |out| unsafe {
+            shared_batch(&s2).build_into(out).unwrap()
+        }),
+        case("c_to_rust_array", static_floor, || {
+            let mut out = sys::ArrowDeviceArray::default();
+            unsafe {
+                c_produce(&mut out);
+                rust_consume(DeviceArray::from_raw_unchecked(black_box(&mut out)).unwrap())
+            }
+        }),
+        case("c_to_rust_array_host", static_floor, move || {
+            let mut out = sys::ArrowDeviceArray::default();
+            unsafe { c_produce(&mut out) };
+            let array = unsafe { DeviceArray::from_raw(black_box(&mut out), &int32) }.unwrap();
+            let host = array.host(&int32).unwrap();
+            host.len() as i64 + host.value::<i32>(0).unwrap() as i64
+        }),
+        c_pull_case("rust_to_c_stream", builder_stream()),
+        c_pull_case("rust_to_c_stream_arrays", array_stream()),
+        c_pull_case(
+            "rust_to_c_stream_producer",
+            DeviceArrayStream::from_producer(DeviceType::CPU, EndlessInPlace).unwrap(),
+        ),
+        c_pull_case(
+            "rust_to_c_stream_producer_next",
+            DeviceArrayStream::from_producer(DeviceType::CPU, EndlessArrays).unwrap(),
+        ),
+        rust_pull_case("c_to_rust_stream", c_stream),
+        rust_pull_case("rust_to_rust_stream", builder_stream()),
+        rust_lend_case("c_to_rust_stream_ref", c_stream_unchecked),
+        rust_lend_case("rust_to_rust_stream_ref", builder_stream()),
+        rust_pull_case("rust_to_rust_stream_arrays", array_stream()),
+    ]
 }
 
 /// Per-case descriptions printed under the table.

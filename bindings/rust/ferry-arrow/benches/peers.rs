@@ -176,6 +176,38 @@ struct Case {
     arrow: Op,
 }
 
+/// arrow-rs's import (from_ffi + make_array) of the static producer's array.
+fn arrow_import(d: &'static Data, ffi_schema: &'static FFI_ArrowSchema) -> Op {
+    Box::new(move || {
+        let mut raw = sys::ArrowArray::default();
+        produce(d, &mut raw);
+        let a = make_array(unsafe { from_ffi(as_ffi_array(&mut raw), ffi_schema) }.unwrap());
+        black_box(a.len());
+    })
+}
+
+/// arrow-rs's export of a reader as a C stream (FFI_ArrowArrayStream::new),
+/// drained by the raw C consumer.
+fn arrow_stream_export(d: &'static Data) -> Op {
+    Box::new(move || {
+        let mut s = FFI_ArrowArrayStream::new(Box::new(reader(d)));
+        unsafe {
+            black_box(drain_c_stream(
+                &mut *(&mut s as *mut FFI_ArrowArrayStream as *mut sys::ArrowArrayStream),
+            ));
+        }
+    })
+}
+
+/// arrow-rs's round trip of a reader through a C stream
+/// (RecordBatchStreamReader over FFI_ArrowArrayStream::new).
+fn arrow_stream_read(d: &'static Data) -> Op {
+    Box::new(move || {
+        let s = FFI_ArrowArrayStream::new(Box::new(reader(d)));
+        black_box(read_all(RecordBatchStreamReader::try_new(s).unwrap()));
+    })
+}
+
 fn cases(d: &'static Data) -> Vec<Case> {
     let schema: &'static Schema = Box::leak(Box::new(Schema::builder("i").name("x").nullable(true).build().unwrap()));
     let ffi_schema: &'static FFI_ArrowSchema = Box::leak(Box::new(
@@ -193,12 +225,7 @@ fn cases(d: &'static Data) -> Vec<Case> {
                 let a = unsafe { DeviceArray::from_raw(&mut raw, schema) }.unwrap();
                 black_box(a.length());
             }),
-            arrow: Box::new(move || {
-                let mut raw = sys::ArrowArray::default();
-                produce(d, &mut raw);
-                let a = make_array(unsafe { from_ffi(as_ffi_array(&mut raw), ffi_schema) }.unwrap());
-                black_box(a.len());
-            }),
+            arrow: arrow_import(d, ffi_schema),
         },
         Case {
             name: "to_arrow",
@@ -211,12 +238,7 @@ fn cases(d: &'static Data) -> Vec<Case> {
                 let a = a.to_arrow(schema).unwrap();
                 black_box(a.len());
             }),
-            arrow: Box::new(move || {
-                let mut raw = sys::ArrowArray::default();
-                produce(d, &mut raw);
-                let a = make_array(unsafe { from_ffi(as_ffi_array(&mut raw), ffi_schema) }.unwrap());
-                black_box(a.len());
-            }),
+            arrow: arrow_import(d, ffi_schema),
         },
         Case {
             name: "to_arrow_full",
@@ -274,14 +296,7 @@ fn cases(d: &'static Data) -> Vec<Case> {
                     black_box(drain_c_device_stream(&mut c));
                 }
             }),
-            arrow: Box::new(move || {
-                let mut s = FFI_ArrowArrayStream::new(Box::new(reader(d)));
-                unsafe {
-                    black_box(drain_c_stream(
-                        &mut *(&mut s as *mut FFI_ArrowArrayStream as *mut sys::ArrowArrayStream),
-                    ));
-                }
-            }),
+            arrow: arrow_stream_export(d),
         },
         Case {
             name: "stream_bridge",
@@ -295,10 +310,7 @@ fn cases(d: &'static Data) -> Vec<Case> {
                 let s = unsafe { DeviceArrayStream::from_raw(&mut c) }.unwrap();
                 black_box(read_all(s.into_arrow_reader().unwrap()));
             }),
-            arrow: Box::new(move || {
-                let s = FFI_ArrowArrayStream::new(Box::new(reader(d)));
-                black_box(read_all(RecordBatchStreamReader::try_new(s).unwrap()));
-            }),
+            arrow: arrow_stream_read(d),
         },
     ];
     v.extend(c_stream_cases(d));
@@ -323,10 +335,7 @@ fn c_stream_cases(d: &'static Data) -> Vec<Case> {
                 .unwrap();
                 black_box(read_all(s.into_arrow_reader().unwrap()));
             }),
-            arrow: Box::new(move || {
-                let s = FFI_ArrowArrayStream::new(Box::new(reader(d)));
-                black_box(read_all(RecordBatchStreamReader::try_new(s).unwrap()));
-            }),
+            arrow: arrow_stream_read(d),
         },
         Case {
             name: "c_stream_export",
@@ -342,14 +351,7 @@ fn c_stream_cases(d: &'static Data) -> Vec<Case> {
                     black_box(drain_c_stream(&mut c));
                 }
             }),
-            arrow: Box::new(move || {
-                let mut s = FFI_ArrowArrayStream::new(Box::new(reader(d)));
-                unsafe {
-                    black_box(drain_c_stream(
-                        &mut *(&mut s as *mut FFI_ArrowArrayStream as *mut sys::ArrowArrayStream),
-                    ));
-                }
-            }),
+            arrow: arrow_stream_export(d),
         },
     ]
 }

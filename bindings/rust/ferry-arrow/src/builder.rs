@@ -21,7 +21,7 @@ use crate::words::{rewrite_wide, write_device_fields, ARRAY_CHUNKS};
 /// A type-erased owner: one heap allocation (`Box<O>`) and the
 /// monomorphised hook that drops it. A single owner goes to the core as
 /// (hook, pointer) directly, with no further allocation.
-struct Owner {
+pub(crate) struct Owner {
     ptr: *mut c_void,
     release: unsafe extern "C" fn(*mut c_void),
 }
@@ -38,7 +38,7 @@ unsafe extern "C" fn release_boxed<O>(user_data: *mut c_void) {
 
 impl Owner {
     #[inline]
-    fn new<O: Send + 'static>(owner: Box<O>) -> Owner {
+    pub(crate) fn new<O: Send + 'static>(owner: Box<O>) -> Owner {
         Owner {
             ptr: Box::into_raw(owner) as *mut c_void,
             release: release_boxed::<O>,
@@ -46,7 +46,7 @@ impl Owner {
     }
     /// Hands the owner to C: after this, only the hook may drop it.
     #[inline]
-    fn into_raw(self) -> (unsafe extern "C" fn(*mut c_void), *mut c_void) {
+    pub(crate) fn into_raw(self) -> (unsafe extern "C" fn(*mut c_void), *mut c_void) {
         let raw = (self.release, self.ptr);
         std::mem::forget(self);
         raw
@@ -533,22 +533,7 @@ impl ArrayBuilder {
         if out.is_null() || (*out).array.release.is_some() {
             return Err(Error::invalid("output device array is NULL or not released"));
         }
-        self.fill_device(out, DeviceType::CPU, -1, None)
-    }
-
-    /// [`build_on`](Self::build_on) straight into released `out`.
-    ///
-    /// # Safety
-    /// `out` must point to a writable, released `ArrowDeviceArray`.
-    #[inline(always)]
-    pub(crate) unsafe fn build_on_into(
-        self,
-        out: *mut sys::ArrowDeviceArray,
-        device_type: DeviceType,
-        device_id: i64,
-        sync_event: Option<Event>,
-    ) -> Result<()> {
-        self.fill_device(out, device_type, device_id, sync_event)
+        self.build_on_into(out, DeviceType::CPU, -1, None)
     }
 
     /// Exports an array whose buffers live on (`device_type`, `device_id`),
@@ -565,7 +550,7 @@ impl ArrayBuilder {
         // SAFETY: `p` is ours; on failure nothing is read from it.
         unsafe {
             ptr::addr_of_mut!((*p).array.release).write(None);
-            self.fill_device(p, device_type, device_id, sync_event)?;
+            self.build_on_into(p, device_type, device_id, sync_event)?;
             // The value is about to be moved (by the compiler, by
             // export_to): re-store what C wrote so those moves forward.
             rewrite_wide(p, ARRAY_CHUNKS);
@@ -573,15 +558,19 @@ impl ArrayBuilder {
         }
     }
 
-    /// Fills released `out` in place: the array through ferry_array_init
-    /// straight into `out.array`, then the device fields. Without an event
-    /// that is all ferry_device_array_init would do, so it is done here and
-    /// the array is never moved (a 128-byte copy right after the fill costs
-    /// more than the rest of the export). An event needs the core's release
-    /// wrapper, so that rarer path goes through ferry_device_array_init.
-    /// On failure `out` is left released and every owner has been dropped.
+    /// [`build_on`](Self::build_on) straight into released `out`, in place:
+    /// the array through ferry_array_init into `out.array`, then the device
+    /// fields. Without an event that is all ferry_device_array_init would
+    /// do, so it is done here and the array is never moved (a 128-byte copy
+    /// right after the fill costs more than the rest of the export). An
+    /// event needs the core's release wrapper, so that rarer path goes
+    /// through ferry_device_array_init. On failure `out` is left released
+    /// and every owner has been dropped.
+    ///
+    /// # Safety
+    /// `out` must point to a writable, released `ArrowDeviceArray`.
     #[inline(always)]
-    unsafe fn fill_device(
+    pub(crate) unsafe fn build_on_into(
         self,
         out: *mut sys::ArrowDeviceArray,
         device_type: DeviceType,
@@ -599,7 +588,7 @@ impl ArrayBuilder {
         Ok(())
     }
 
-    /// The event path of [`fill_device`](Self::fill_device).
+    /// The event path of [`build_on_into`](Self::build_on_into).
     #[inline(never)]
     unsafe fn fill_device_with_event(
         self,

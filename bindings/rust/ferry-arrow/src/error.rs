@@ -60,6 +60,70 @@ pub struct Error {
 /// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A struct of the interface, live until its release callback is cleared.
+pub(crate) trait Live {
+    fn is_live(&self) -> bool;
+}
+
+impl Live for sys::ArrowSchema {
+    fn is_live(&self) -> bool {
+        self.release.is_some()
+    }
+}
+
+impl Live for sys::ArrowDeviceArray {
+    fn is_live(&self) -> bool {
+        self.array.release.is_some()
+    }
+}
+
+impl Live for sys::ArrowDeviceArrayStream {
+    fn is_live(&self) -> bool {
+        self.release.is_some()
+    }
+}
+
+impl Live for sys::ArrowArrayStream {
+    fn is_live(&self) -> bool {
+        self.release.is_some()
+    }
+}
+
+/// `EINVAL` for a consumer's output struct `what` that is NULL or still live:
+/// ferry never overwrites one.
+///
+/// # Safety
+/// `out` must be NULL or point to a readable `T`.
+#[inline]
+pub(crate) unsafe fn check_output<T: Live>(out: *const T, what: &str) -> Result<()> {
+    if out.is_null() {
+        return Err(output_error(what, "pointer is NULL"));
+    }
+    if (*out).is_live() {
+        return Err(output_error(what, "is not released; refusing to overwrite it"));
+    }
+    Ok(())
+}
+
+/// Moves an owned struct into a consumer's `out` with `mv` (a `ferry_*_move`):
+/// [`check_output`]'s errors, or `EINVAL` when there was nothing to move.
+///
+/// # Safety
+/// As [`check_output`]; `mv` must only move into `out`.
+pub(crate) unsafe fn move_out<T: Live>(out: *mut T, what: &str, mv: impl FnOnce(*mut T) -> c_int) -> Result<()> {
+    check_output(out, what)?;
+    if mv(out) != 0 {
+        return Err(Error::invalid(format!("cannot export a released {what}")));
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn output_error(what: &str, why: &str) -> Error {
+    Error::invalid(format!("output {what} {why}"))
+}
+
 impl Error {
     /// An error with an errno `code` (non-zero) and a message.
     pub fn new(code: i32, message: impl Into<String>) -> Self {

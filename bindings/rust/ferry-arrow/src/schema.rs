@@ -7,7 +7,7 @@ use std::ptr;
 
 use ferry_arrow_sys as sys;
 
-use crate::error::{call, Error, Result};
+use crate::error::{call, move_out, Error, Result};
 use crate::leak::LeakToken;
 
 /// `ARROW_FLAG_DICTIONARY_ORDERED`.
@@ -299,14 +299,7 @@ impl Schema {
     /// # Safety
     /// `out` must point to a writable `ArrowSchema`.
     pub unsafe fn export_to(mut self, out: *mut sys::ArrowSchema) -> Result<()> {
-        if out.is_null() {
-            return Err(Error::invalid("output schema pointer is NULL"));
-        }
-        if sys::ferry_schema_move(&mut self.raw, out) != 0 {
-            return Err(Error::invalid(
-                "output schema is not released; refusing to overwrite it",
-            ));
-        }
+        move_out(out, "schema", |out| sys::ferry_schema_move(&mut self.raw, out))?;
         // The receiver answers for it from now on (in the leak report too).
         self.leak.untrack();
         Ok(())

@@ -10,7 +10,7 @@ use ferry_arrow_sys as sys;
 use crate::array::{DeviceArray, Validation};
 use crate::builder::ArrayBuilder;
 use crate::device::{DeviceType, Event, StreamHandle};
-use crate::error::{call, write_error, Error, ErrorBuf, Result};
+use crate::error::{call, check_output, move_out, write_error, Error, ErrorBuf, Result};
 use crate::leak::LeakToken;
 use crate::panic::{guard, guard_silent};
 use crate::schema::{opt_str, Schema};
@@ -160,14 +160,7 @@ impl<'a> ArraySlot<'a> {
     /// nothing else uses for `'a`.
     #[inline]
     pub unsafe fn from_raw(ptr: *mut sys::ArrowDeviceArray) -> Result<ArraySlot<'a>> {
-        if ptr.is_null() {
-            return Err(Error::invalid("output device array pointer is NULL"));
-        }
-        if (*ptr).array.release.is_some() {
-            return Err(Error::invalid(
-                "output device array is not released; refusing to overwrite it",
-            ));
-        }
+        check_output(ptr, "device array")?;
         Ok(ArraySlot { raw: &mut *ptr })
     }
 
@@ -544,14 +537,7 @@ impl DeviceArrayStream {
     /// # Safety
     /// `out` must point to a writable `ArrowDeviceArrayStream`.
     pub unsafe fn export_to(mut self, out: *mut sys::ArrowDeviceArrayStream) -> Result<()> {
-        if out.is_null() {
-            return Err(Error::invalid("output stream pointer is NULL"));
-        }
-        if sys::ferry_array_stream_move(&mut self.raw, out) != 0 {
-            return Err(Error::invalid(
-                "output stream is not released; refusing to overwrite it",
-            ));
-        }
+        move_out(out, "stream", |out| sys::ferry_array_stream_move(&mut self.raw, out))?;
         // The receiver answers for it from now on (in the leak report too).
         self.leak.untrack();
         Ok(())
@@ -649,14 +635,7 @@ impl DeviceArrayStream {
         validation: Validation,
         flags: CStreamFlags,
     ) -> Result<()> {
-        if out.is_null() {
-            return Err(Error::invalid("output stream pointer is NULL"));
-        }
-        if (*out).release.is_some() {
-            return Err(Error::invalid(
-                "output stream is not released; refusing to overwrite it",
-            ));
-        }
+        check_output(out, "stream")?;
         match &self.state {
             State::Open => {}
             State::Ended => return Err(Error::invalid("cannot export a stream that has already ended")),

@@ -9,32 +9,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_arrow::{
-    errno, ArrayBuilder, AsyncDeviceStream, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Error, Schema,
-    Validation,
+    errno, ArrayBuilder, AsyncDeviceStream, Buffer, DeviceArray, DeviceArrayStream, DeviceType, Error, Validation,
 };
 
-fn int_schema() -> Schema {
-    Schema::new("i", Some("n")).unwrap()
-}
-
-struct DropCount(Arc<AtomicUsize>);
-impl Drop for DropCount {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+mod common;
+use common::{drop_counted, int_schema};
 
 /// A producer stream of `n` one-value batches (b) that counts the batches
 /// it made and is dropped (counted) when the core releases it.
 fn counted(n: i32, made: Arc<AtomicUsize>, dropped: Arc<AtomicUsize>) -> DeviceArrayStream {
-    let guard = DropCount(dropped);
-    let batches = (0..n).map(move |b| {
-        let _keep = &guard;
-        made.fetch_add(1, Ordering::SeqCst);
-        Ok(ArrayBuilder::new(1)
-            .buffer(Buffer::null())
-            .buffer(Buffer::from_vec(vec![b])))
-    });
+    let batches = drop_counted(
+        &dropped,
+        (0..n).map(move |b| {
+            made.fetch_add(1, Ordering::SeqCst);
+            Ok(ArrayBuilder::new(1)
+                .buffer(Buffer::null())
+                .buffer(Buffer::from_vec(vec![b])))
+        }),
+    );
     DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap()
 }
 

@@ -13,13 +13,8 @@ use ferry_arrow::{
 };
 
 /// Counts drops: the release of what a producer exported.
-struct Dropped(Arc<AtomicUsize>);
-
-impl Drop for Dropped {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+mod common;
+use common::{drop_counted, pull_c_stream, DropCount};
 
 fn int32_bytes(values: &[i32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_ne_bytes()).collect()
@@ -62,7 +57,7 @@ fn feature_export_array() {
     let array = ArrayBuilder::new(3)
         .buffer(Buffer::null())
         .buffer(Buffer::from_vec(values))
-        .keep_alive(Dropped(drops.clone()))
+        .keep_alive(DropCount(drops.clone()))
         .build()
         .unwrap();
     let mut raw = sys::ArrowDeviceArray::default();
@@ -97,6 +92,26 @@ fn three_batches() -> DeviceArrayStream {
     DeviceArrayStream::from_iter(DeviceType::CPU, batches, int32_schema()).unwrap()
 }
 
+/// The sum of each batch of a CPU int32 stream, read on the host.
+fn batch_sums(mut stream: DeviceArrayStream) -> Vec<i32> {
+    let schema = stream.schema().unwrap();
+    let mut sums = Vec::new();
+    for batch in stream {
+        let batch = batch.unwrap();
+        assert_eq!(batch.device_type(), DeviceType::CPU);
+        sums.push(
+            batch
+                .host(&schema)
+                .unwrap()
+                .values::<i32>()
+                .unwrap()
+                .iter()
+                .sum::<i32>(),
+        );
+    }
+    sums
+}
+
 #[test]
 fn feature_export_stream() {
     let mut raw = sys::ArrowDeviceArrayStream::default();
@@ -117,22 +132,8 @@ fn feature_import_stream() {
     let mut raw = sys::ArrowDeviceArrayStream::default();
     unsafe { three_batches().export_to(&mut raw).unwrap() };
     let mut stream = unsafe { DeviceArrayStream::from_raw(&mut raw) }.unwrap();
-    let schema = stream.schema().unwrap();
-    assert_eq!(schema.format(), "i");
-    let mut sums = Vec::new();
-    for batch in stream {
-        let batch = batch.unwrap();
-        sums.push(
-            batch
-                .host(&schema)
-                .unwrap()
-                .values::<i32>()
-                .unwrap()
-                .iter()
-                .sum::<i32>(),
-        );
-    }
-    assert_eq!(sums, [1, 3, 6]);
+    assert_eq!(stream.schema().unwrap().format(), "i");
+    assert_eq!(batch_sums(stream), [1, 3, 6]);
 }
 
 #[test]
@@ -141,24 +142,9 @@ fn feature_import_c_stream() {
     // out), read with raw C calls below to show it is one.
     let mut raw = sys::ArrowArrayStream::default();
     unsafe { three_batches().export_to_c_stream(&mut raw).unwrap() };
-    let mut stream = unsafe { DeviceArrayStream::from_c_stream(&mut raw) }.unwrap();
+    let stream = unsafe { DeviceArrayStream::from_c_stream(&mut raw) }.unwrap();
     assert!(raw.release.is_none(), "moved in");
-    let schema = stream.schema().unwrap();
-    let mut sums = Vec::new();
-    for batch in stream {
-        let batch = batch.unwrap();
-        assert_eq!(batch.device_type(), DeviceType::CPU);
-        sums.push(
-            batch
-                .host(&schema)
-                .unwrap()
-                .values::<i32>()
-                .unwrap()
-                .iter()
-                .sum::<i32>(),
-        );
-    }
-    assert_eq!(sums, [1, 3, 6]);
+    assert_eq!(batch_sums(stream), [1, 3, 6]);
 }
 
 #[test]
@@ -166,17 +152,7 @@ fn feature_export_c_stream() {
     let mut raw = sys::ArrowArrayStream::default();
     unsafe {
         three_batches().export_to_c_stream(&mut raw).unwrap();
-        let mut lengths = Vec::new();
-        loop {
-            let mut array = sys::ArrowArray::default();
-            assert_eq!((raw.get_next.unwrap())(&mut raw, &mut array), 0);
-            if array.release.is_none() {
-                break;
-            }
-            lengths.push(array.length);
-            (array.release.unwrap())(&mut array);
-        }
-        assert_eq!(lengths, [1, 2, 3]);
+        assert_eq!(pull_c_stream(&mut raw, |a| a.length), [1, 2, 3]);
         (raw.release.unwrap())(&mut raw);
     }
 }
@@ -392,11 +368,7 @@ fn feature_export_async() {
     // Sim batches with pending events, pushed from a ferry thread into an
     // async consumer; the stream's producer is released once at the end.
     let released = Arc::new(AtomicUsize::new(0));
-    let guard = Dropped(released.clone());
-    let batches = (0..3).map(move |i| {
-        let _keep = &guard;
-        Ok(sim_int32(&[i, i + 1]))
-    });
+    let batches = drop_counted(&released, (0..3).map(|i| Ok(sim_int32(&[i, i + 1]))));
     let stream = DeviceArrayStream::from_iter(DeviceType::SIM, batches, int32_schema()).unwrap();
     let mut consumer = ferry_arrow::AsyncDeviceStream::new(2).unwrap();
     unsafe { stream.export_async(consumer.handler()) }.unwrap();

@@ -4,7 +4,7 @@
 //! variables every test here is skipped, loudly. The emulations' device
 //! memory is not host-accessible as far as ferry is concerned, so each test
 //! goes through the explicit ways to the host (`to_host`, `copy_to`).
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use ferry_arrow::{
     ArrayBuilder, Buffer, Device, DeviceArray, DeviceArrayStream, DeviceStream, DeviceType, DlpackTensor, Event,
@@ -34,6 +34,15 @@ const GPUS: [DeviceType; 2] = [DeviceType::CUDA, DeviceType::ROCM];
 
 /// One test at a time: they compare the devices' allocation counters.
 static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Each emulated GPU (type and device) with the lock that keeps the tests
+/// serial, held while the caller's loop body runs on it.
+fn emulated_gpus() -> impl Iterator<Item = (MutexGuard<'static, ()>, DeviceType, Device)> {
+    GPUS.into_iter().filter_map(|t| {
+        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        emulated(t).map(|device| (serial, t, device))
+    })
+}
 
 /// int32 `values` copied to `device` on `stream` and exported with a
 /// recorded event (the stream travels with the array: it must outlive the
@@ -67,9 +76,7 @@ fn values_on_host(array: DeviceArray) -> Vec<i32> {
 
 #[test]
 fn device_memory_reaches_the_host_only_explicitly() {
-    for t in GPUS {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(device) = emulated(t) else { continue };
+    for (_serial, t, device) in emulated_gpus() {
         assert!(
             !device.is_host_accessible(),
             "{t}: the test needs memory the host may not read"
@@ -95,9 +102,7 @@ fn device_memory_reaches_the_host_only_explicitly() {
 
 #[test]
 fn moves_between_devices_and_copies_leave_the_source() {
-    for t in GPUS {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(device) = emulated(t) else { continue };
+    for (_serial, t, device) in emulated_gpus() {
         let schema = int32();
         let stream = Arc::new(device.create_stream().unwrap());
         let array = device_int32(device, &stream, &[7, 8]);
@@ -126,9 +131,7 @@ fn moves_between_devices_and_copies_leave_the_source() {
 
 #[test]
 fn a_refused_move_hands_the_array_back() {
-    for t in GPUS {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(device) = emulated(t) else { continue };
+    for (_serial, t, device) in emulated_gpus() {
         let stream = Arc::new(device.create_stream().unwrap());
         let array = device_int32(device, &stream, &[1]);
         let rejected = array.move_to(&int32(), t, 99).unwrap_err();
@@ -144,9 +147,7 @@ fn a_refused_move_hands_the_array_back() {
 
 #[test]
 fn stream_batches_are_handed_to_a_consumer_stream() {
-    for t in GPUS {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(device) = emulated(t) else { continue };
+    for (_serial, t, device) in emulated_gpus() {
         let producer = Arc::new(device.create_stream().unwrap());
         let batches = (0..3).map(move |b| Ok(device_int32(device, &producer, &[b, b * 10])));
         let mut stream = DeviceArrayStream::from_iter(t, batches, int32()).unwrap();
@@ -179,9 +180,7 @@ fn stream_batches_are_handed_to_a_consumer_stream() {
 
 #[test]
 fn a_users_own_stream_and_event_work_through_handles() {
-    for t in GPUS {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(device) = emulated(t) else { continue };
+    for (_serial, t, device) in emulated_gpus() {
         // Stand-ins for a stream and an event of the user's CUDA library:
         // ferry sees only the native values.
         let theirs = device.create_stream().unwrap();
@@ -229,9 +228,7 @@ fn a_users_own_stream_and_event_work_through_handles() {
 
 #[test]
 fn dlpack_round_trips_on_the_device() {
-    for t in GPUS {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(device) = emulated(t) else { continue };
+    for (_serial, t, device) in emulated_gpus() {
         let stream = Arc::new(device.create_stream().unwrap());
         let array = device_int32(device, &stream, &[3, 1, 4, 1, 5]);
         let address = array.buffer(1);

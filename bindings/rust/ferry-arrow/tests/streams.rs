@@ -13,25 +13,13 @@ fn batch(values: Vec<i32>) -> ferry_arrow::Result<DeviceArray> {
     ferry_arrow::export_primitive(values, None).map(|(a, _)| a)
 }
 
-fn int_schema() -> Schema {
-    Schema::new("i", Some("n")).unwrap()
-}
-
-struct DropCount(Arc<AtomicUsize>);
-impl Drop for DropCount {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+mod common;
+use common::{drop_counted, int_schema, pull_c_stream, DropCount};
 
 #[test]
 fn iterator_round_trip_through_the_c_struct() {
     let drops = Arc::new(AtomicUsize::new(0));
-    let guard = DropCount(drops.clone());
-    let batches = (0..5).map(move |i| {
-        let _keep = &guard;
-        batch(vec![i; i as usize + 1])
-    });
+    let batches = drop_counted(&drops, (0..5).map(|i| batch(vec![i; i as usize + 1])));
     let stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
 
     // Through the C struct, as a foreign consumer would receive it.
@@ -87,6 +75,15 @@ struct FailsThenRecovers {
     fail_at: usize,
     calls: Arc<AtomicUsize>,
 }
+impl FailsThenRecovers {
+    /// Fails its second call, counting every call in `calls`.
+    fn at_call_2(calls: &Arc<AtomicUsize>) -> Self {
+        FailsThenRecovers {
+            fail_at: 2,
+            calls: calls.clone(),
+        }
+    }
+}
 impl ArrayProducer for FailsThenRecovers {
     fn schema(&mut self) -> ferry_arrow::Result<Schema> {
         Ok(int_schema())
@@ -103,10 +100,7 @@ impl ArrayProducer for FailsThenRecovers {
 #[test]
 fn after_a_stream_error_get_next_is_never_called_again() {
     let calls = Arc::new(AtomicUsize::new(0));
-    let producer = FailsThenRecovers {
-        fail_at: 2,
-        calls: calls.clone(),
-    };
+    let producer = FailsThenRecovers::at_call_2(&calls);
     // Through the C struct, as a stream from any runtime arrives.
     let mut raw = sys::ArrowDeviceArrayStream::default();
     unsafe {
@@ -190,7 +184,7 @@ fn streams_validate_their_batches_by_default_and_can_opt_out() {
 
 struct Panicky {
     calls: u32,
-    drops: Arc<AtomicUsize>,
+    _dropped: DropCount,
 }
 impl ArrayProducer for Panicky {
     fn schema(&mut self) -> ferry_arrow::Result<Schema> {
@@ -204,23 +198,20 @@ impl ArrayProducer for Panicky {
         batch(vec![1]).map(Some)
     }
 }
-impl Drop for Panicky {
-    fn drop(&mut self) {
-        self.drops.fetch_add(1, Ordering::SeqCst);
-    }
+
+/// A stream over a new `Panicky`, whose drop `drops` counts.
+fn panicky(drops: &Arc<AtomicUsize>) -> DeviceArrayStream {
+    let producer = Panicky {
+        calls: 0,
+        _dropped: DropCount(drops.clone()),
+    };
+    DeviceArrayStream::from_producer(DeviceType::CPU, producer).unwrap()
 }
 
 #[test]
 fn panics_in_producers_become_eio_and_never_unwind_into_c() {
     let drops = Arc::new(AtomicUsize::new(0));
-    let mut stream = DeviceArrayStream::from_producer(
-        DeviceType::CPU,
-        Panicky {
-            calls: 0,
-            drops: drops.clone(),
-        },
-    )
-    .unwrap();
+    let mut stream = panicky(&drops);
     let err = stream.schema().unwrap_err();
     assert_eq!(err.code(), errno::EIO);
     assert!(err.message().contains("schema exploded"), "{err}");
@@ -231,14 +222,7 @@ fn panics_in_producers_become_eio_and_never_unwind_into_c() {
 
     // A panic in `next`, on a stream that does not validate (validation
     // would ask for the schema, which panics).
-    let mut stream = DeviceArrayStream::from_producer(
-        DeviceType::CPU,
-        Panicky {
-            calls: 0,
-            drops: drops.clone(),
-        },
-    )
-    .unwrap();
+    let mut stream = panicky(&drops);
     stream.set_validation(ferry_arrow::Validation::None);
     assert!(stream.next_array().unwrap().is_some());
     let err = stream.next_array().unwrap_err();
@@ -295,19 +279,26 @@ impl Drop for Owned {
     }
 }
 
-#[test]
-fn an_iterator_of_builders_is_built_in_the_consumers_struct() {
-    let drops = Arc::new(AtomicUsize::new(0));
+/// Batches [0, 1, .., n) for n in 1..=count, each over memory of an `Owned`
+/// (its drop counted in `drops`), exported into a C stream struct.
+fn owned_batches(count: i32, drops: &Arc<AtomicUsize>) -> sys::ArrowDeviceArrayStream {
     let d = drops.clone();
-    let batches = (1..=4).map(move |n: i32| {
+    let batches = (1..=count).map(move |n: i32| {
         Ok(ArrayBuilder::new(n as i64)
             .buffer(Buffer::null())
             .buffer(Buffer::from_owner(Owned((0..n).collect(), d.clone()))))
     });
     let stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
-    // Through the C struct, pulled with raw calls as a C consumer would.
     let mut raw = sys::ArrowDeviceArrayStream::default();
     unsafe { stream.export_to(&mut raw).unwrap() };
+    raw
+}
+
+#[test]
+fn an_iterator_of_builders_is_built_in_the_consumers_struct() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    // Through the C struct, pulled with raw calls as a C consumer would.
+    let mut raw = owned_batches(4, &drops);
     let mut lengths = Vec::new();
     loop {
         let mut out = sys::ArrowDeviceArray::default();
@@ -503,16 +494,8 @@ fn a_slot_refuses_null_and_live_structs() {
 #[test]
 fn next_ref_lends_each_batch_and_releases_it_exactly_once() {
     let drops = Arc::new(AtomicUsize::new(0));
-    let d = drops.clone();
-    let batches = (1..=3).map(move |n: i32| {
-        Ok(ArrayBuilder::new(n as i64)
-            .buffer(Buffer::null())
-            .buffer(Buffer::from_owner(Owned((0..n).collect(), d.clone()))))
-    });
-    let stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
     // Through the C struct, as a foreign producer's stream would arrive.
-    let mut raw = sys::ArrowDeviceArrayStream::default();
-    unsafe { stream.export_to(&mut raw).unwrap() };
+    let mut raw = owned_batches(3, &drops);
     let mut stream = unsafe { DeviceArrayStream::from_raw(&mut raw).unwrap() };
 
     let first = stream.next_ref().unwrap().unwrap();
@@ -575,11 +558,7 @@ fn c_stream(batches: Vec<ferry_arrow::Result<DeviceArray>>) -> sys::ArrowArraySt
 #[test]
 fn a_stream_exported_as_a_plain_c_stream_reads_with_raw_c_calls() {
     let drops = Arc::new(AtomicUsize::new(0));
-    let guard = DropCount(drops.clone());
-    let batches = (0..3).map(move |i| {
-        let _keep = &guard;
-        batch(vec![i; 2])
-    });
+    let batches = drop_counted(&drops, (0..3).map(|i| batch(vec![i; 2])));
     let stream = DeviceArrayStream::from_iter(DeviceType::CPU, batches, int_schema()).unwrap();
     let mut c = sys::ArrowArrayStream::default();
     unsafe {
@@ -588,16 +567,7 @@ fn a_stream_exported_as_a_plain_c_stream_reads_with_raw_c_calls() {
         assert_eq!((c.get_schema.unwrap())(&mut c, &mut schema), 0);
         assert_eq!(std::ffi::CStr::from_ptr(schema.format).to_str().unwrap(), "i");
         (schema.release.unwrap())(&mut schema);
-        let mut seen = Vec::new();
-        loop {
-            let mut a = sys::ArrowArray::default();
-            assert_eq!((c.get_next.unwrap())(&mut c, &mut a), 0);
-            if a.release.is_none() {
-                break;
-            }
-            seen.push(*(*a.buffers.add(1) as *const i32));
-            (a.release.unwrap())(&mut a);
-        }
+        let seen = pull_c_stream(&mut c, |a| *(*a.buffers.add(1) as *const i32));
         assert_eq!(seen, vec![0, 1, 2]);
         assert_eq!(drops.load(Ordering::SeqCst), 0, "the producer lives until the release");
         (c.release.unwrap())(&mut c);
@@ -644,10 +614,7 @@ fn a_plain_c_stream_imports_and_validates_its_batches() {
 #[test]
 fn a_plain_c_stream_error_travels_and_is_sticky() {
     let calls = Arc::new(AtomicUsize::new(0));
-    let producer = FailsThenRecovers {
-        fail_at: 2,
-        calls: calls.clone(),
-    };
+    let producer = FailsThenRecovers::at_call_2(&calls);
     let stream = DeviceArrayStream::from_producer(DeviceType::CPU, producer).unwrap();
     let mut c = sys::ArrowArrayStream::default();
     unsafe { stream.export_to_c_stream(&mut c).unwrap() };

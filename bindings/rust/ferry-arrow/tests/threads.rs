@@ -26,12 +26,8 @@ fn the_types_are_send_and_sync_as_documented() {
     // Not Sync: the compile_fail example on DeviceArrayStream.
 }
 
-struct DropCount(Arc<AtomicUsize>);
-impl Drop for DropCount {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+mod common;
+use common::DropCount;
 
 fn read_all(host: &HostArray<'_>) -> i64 {
     (0..host.len())

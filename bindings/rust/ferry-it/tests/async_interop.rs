@@ -151,34 +151,30 @@ fn from_the_binding(checker: &AsyncPlugin, case: &str) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn c_async_producer_into_the_rust_binding_and_back() {
-    let Some(c) = c_async_plugin() else { return };
+/// Every case from `producer` into the binding and from the binding into
+/// its checker; panics listing every failure.
+fn assert_both_ways(plugin: &AsyncPlugin, name: &str) {
     let mut failures = Vec::new();
     for case in CASES {
-        if let Err(e) = into_the_binding(&c, case) {
-            failures.push(format!("c -> binding: {e}"));
+        if let Err(e) = into_the_binding(plugin, case) {
+            failures.push(format!("{name} -> binding: {e}"));
         }
-        if let Err(e) = from_the_binding(&c, case) {
-            failures.push(format!("binding -> c: {e}"));
+        if let Err(e) = from_the_binding(plugin, case) {
+            failures.push(format!("binding -> {name}: {e}"));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
+fn c_async_producer_into_the_rust_binding_and_back() {
+    let Some(c) = c_async_plugin() else { return };
+    assert_both_ways(&c, "c");
+}
+
+#[test]
 fn the_rust_plugins_async_entry_points_with_the_binding() {
-    let rust = rust_async_plugin();
-    let mut failures = Vec::new();
-    for case in CASES {
-        if let Err(e) = into_the_binding(&rust, case) {
-            failures.push(format!("rust plugin -> binding: {e}"));
-        }
-        if let Err(e) = from_the_binding(&rust, case) {
-            failures.push(format!("binding -> rust plugin: {e}"));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_both_ways(&rust_async_plugin(), "rust plugin");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! streams and injected failures. Skips loudly when the C plugin is absent.
 mod common;
 
-use common::{all_cases, build_dir, load_plugin, rust_plugin, Plugin, COUNTERS};
+use common::{all_cases, assert_all_cross, build_dir, load_plugin, rust_plugin, Plugin, COUNTERS};
 use ferry_arrow::errno;
 
 fn c_plugin() -> Option<Plugin> {
@@ -23,23 +23,7 @@ fn arrays_and_streams_cross_both_ways() {
     let Some(c) = c_plugin() else { return };
     let rust = rust_plugin();
     let (rust_before, c_before) = ((rust.live_allocations)(), (c.live_allocations)());
-    let mut failures = Vec::new();
-    for case in all_cases() {
-        for (producer, consumer) in [(&c, &rust), (&rust, &c)] {
-            if let Err(e) = producer.array_to(consumer, &case) {
-                failures.push(format!("array {}->{}: {e}", producer.name, consumer.name));
-            }
-            if let Err((rc, m)) = producer.stream_to(consumer, &case) {
-                failures.push(format!("stream {}->{} {case}: {rc} {m}", producer.name, consumer.name));
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_all_cross(&[(&c, &rust), (&rust, &c)], &all_cases());
     assert_eq!((rust.live_allocations)(), rust_before);
     assert_eq!((c.live_allocations)(), c_before);
 }
@@ -78,15 +62,9 @@ fn failures_cross_both_ways() {
     }
     // Each side's checker rejects the other's data for a different seed.
     for (producer, consumer) in [(&c, &rust), (&rust, &c)] {
-        let spec = std::ffi::CString::new("int32:seed=1").unwrap();
-        let other = std::ffi::CString::new("int32:seed=2").unwrap();
-        let mut schema = ferry_arrow::sys::ArrowSchema::default();
-        let mut array = ferry_arrow::sys::ArrowDeviceArray::default();
-        assert_eq!(
-            unsafe { (producer.export_array)(spec.as_ptr(), &mut schema, &mut array) },
-            0
-        );
-        let rc = unsafe { (consumer.check_array)(other.as_ptr(), &mut schema, &mut array) };
+        let (rc, mut schema, mut array) = producer.export_raw("int32:seed=1");
+        assert_eq!(rc, 0);
+        let rc = consumer.check_raw("int32:seed=2", &mut schema, &mut array);
         assert_ne!(rc, 0, "{} accepted wrong values from {}", consumer.name, producer.name);
     }
 }

@@ -39,11 +39,9 @@ fn the_checker_catches_wrong_data() {
         ("int32:device=sim", "int32", "device type"),
     ];
     for (made, checked, needle) in cases {
-        let (m, c) = (CString::new(made).unwrap(), CString::new(checked).unwrap());
-        let mut schema = sys::ArrowSchema::default();
-        let mut array = sys::ArrowDeviceArray::default();
-        assert_eq!(unsafe { (rust.export_array)(m.as_ptr(), &mut schema, &mut array) }, 0);
-        let rc = unsafe { (rust.check_array)(c.as_ptr(), &mut schema, &mut array) };
+        let (rc, mut schema, mut array) = rust.export_raw(made);
+        assert_eq!(rc, 0);
+        let rc = rust.check_raw(checked, &mut schema, &mut array);
         assert_eq!(rc, errno::EINVAL, "{made} checked as {checked}");
         let message = rust.last_error_text();
         assert!(message.contains(needle), "{made} as {checked}: {message}");
@@ -63,10 +61,7 @@ fn bad_case_strings_are_errors_naming_the_part() {
         ("int32:device=quantum", "quantum"),
         ("int32:seed=1:seed=1", "duplicate"),
     ] {
-        let spec = CString::new(case).unwrap();
-        let mut schema = sys::ArrowSchema::default();
-        let mut array = sys::ArrowDeviceArray::default();
-        let rc = unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) };
+        let (rc, _, array) = rust.export_raw(case);
         assert_eq!(rc, errno::EINVAL, "{case}");
         assert!(
             rust.last_error_text().contains(needle),
@@ -79,16 +74,14 @@ fn bad_case_strings_are_errors_naming_the_part() {
             "untouched on failure"
         );
         let mut stream = sys::ArrowDeviceArrayStream::default();
+        let spec = CString::new(case).unwrap();
         assert_eq!(
             unsafe { (rust.export_stream)(spec.as_ptr(), &mut stream) },
             errno::EINVAL
         );
     }
     // A device that is not available fails with the device's own reason.
-    let spec = CString::new("int32:device=cuda").unwrap();
-    let mut schema = sys::ArrowSchema::default();
-    let mut array = sys::ArrowDeviceArray::default();
-    let rc = unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) };
+    let (rc, mut schema, mut array) = rust.export_raw("int32:device=cuda");
     if rc != 0 {
         assert!(rust.last_error_text().contains("cuda"), "{}", rust.last_error_text());
     } else {
@@ -97,18 +90,9 @@ fn bad_case_strings_are_errors_naming_the_part() {
         unsafe { sys::ferry_device_array_release(&mut array) };
     }
     // Checkers take ownership even of what they cannot parse a case for.
-    let mut schema = sys::ArrowSchema::default();
-    let mut array = sys::ArrowDeviceArray::default();
-    let good = CString::new("int32").unwrap();
-    assert_eq!(
-        unsafe { (rust.export_array)(good.as_ptr(), &mut schema, &mut array) },
-        0
-    );
-    let bad = CString::new("nonsense").unwrap();
-    assert_eq!(
-        unsafe { (rust.check_array)(bad.as_ptr(), &mut schema, &mut array) },
-        errno::EINVAL
-    );
+    let (rc, mut schema, mut array) = rust.export_raw("int32");
+    assert_eq!(rc, 0);
+    assert_eq!(rust.check_raw("nonsense", &mut schema, &mut array), errno::EINVAL);
     assert_eq!(unsafe { sys::ferry_device_array_is_released(&array) }, 1);
     assert_eq!(unsafe { sys::ferry_schema_is_released(&schema) }, 1);
 }
@@ -118,14 +102,9 @@ fn injected_failures_travel_as_code_and_message() {
     let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let rust = rust_plugin();
     // fail=export: the entry points themselves fail.
-    let spec = CString::new("utf8:fail=export").unwrap();
-    let mut schema = sys::ArrowSchema::default();
-    let mut array = sys::ArrowDeviceArray::default();
-    assert_eq!(
-        unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) },
-        errno::EIO
-    );
+    assert_eq!(rust.export_raw("utf8:fail=export").0, errno::EIO);
     assert_eq!(rust.last_error_text(), "injected failure at export");
+    let spec = CString::new("utf8:fail=export").unwrap();
     let mut stream = sys::ArrowDeviceArrayStream::default();
     assert_eq!(unsafe { (rust.export_stream)(spec.as_ptr(), &mut stream) }, errno::EIO);
     assert_eq!(rust.last_error_text(), "injected failure at export");
@@ -209,13 +188,7 @@ fn a_sim_array_read_before_waiting_shows_poison() {
 fn threads_keep_their_own_last_error() {
     let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let rust = rust_plugin();
-    let spec = CString::new("bogus").unwrap();
-    let mut schema = sys::ArrowSchema::default();
-    let mut array = sys::ArrowDeviceArray::default();
-    assert_ne!(
-        unsafe { (rust.export_array)(spec.as_ptr(), &mut schema, &mut array) },
-        0
-    );
+    assert_ne!(rust.export_raw("bogus").0, 0);
     let other = std::thread::spawn(move || rust_plugin().last_error_text())
         .join()
         .unwrap();
@@ -258,13 +231,12 @@ fn the_checker_accepts_a_full_validity_bitmap_when_nothing_is_null() {
     let _lock = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let rust = rust_plugin();
     for (case, length, offset) in [("int32:length=13", 13, 0), ("int32:length=13:offset=5", 13, 5)] {
-        let spec = CString::new(case).unwrap();
         let (mut schema, mut array) = int32_with_full_bitmap(length, offset, None);
-        let rc = unsafe { (rust.check_array)(spec.as_ptr(), &mut schema, &mut array) };
+        let rc = rust.check_raw(case, &mut schema, &mut array);
         assert_eq!(rc, 0, "{case}: {}", rust.last_error_text());
 
         let (mut schema, mut array) = int32_with_full_bitmap(length, offset, Some(6));
-        let rc = unsafe { (rust.check_array)(spec.as_ptr(), &mut schema, &mut array) };
+        let rc = rust.check_raw(case, &mut schema, &mut array);
         assert_eq!(rc, errno::EINVAL, "{case}: a clear bit with nulls=0");
         // The validator's null count check or the checker's bit check.
         let message = rust.last_error_text();

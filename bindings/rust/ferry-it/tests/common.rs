@@ -100,12 +100,26 @@ impl Plugin {
         }
     }
 
-    /// Exports an array with `self` and checks it with `checker`.
-    pub fn array_to(&self, checker: &Plugin, case: &str) -> Result<(), String> {
+    /// Calls the plugin's export_array on `case`: its code, and the schema
+    /// and array it filled (still released where it failed).
+    pub fn export_raw(&self, case: &str) -> (c_int, sys::ArrowSchema, sys::ArrowDeviceArray) {
         let spec = CString::new(case).unwrap();
         let mut schema = sys::ArrowSchema::default();
         let mut array = sys::ArrowDeviceArray::default();
         let rc = unsafe { (self.export_array)(spec.as_ptr(), &mut schema, &mut array) };
+        (rc, schema, array)
+    }
+
+    /// Calls the plugin's check_array on `case`, which takes ownership of
+    /// `schema` and `array`; its code.
+    pub fn check_raw(&self, case: &str, schema: &mut sys::ArrowSchema, array: &mut sys::ArrowDeviceArray) -> c_int {
+        let spec = CString::new(case).unwrap();
+        unsafe { (self.check_array)(spec.as_ptr(), schema, array) }
+    }
+
+    /// Exports an array with `self` and checks it with `checker`.
+    pub fn array_to(&self, checker: &Plugin, case: &str) -> Result<(), String> {
+        let (rc, mut schema, mut array) = self.export_raw(case);
         if rc != 0 {
             return Err(format!(
                 "{} export of {case} failed ({rc}): {}",
@@ -113,7 +127,7 @@ impl Plugin {
                 self.last_error_text()
             ));
         }
-        let rc = unsafe { (checker.check_array)(spec.as_ptr(), &mut schema, &mut array) };
+        let rc = checker.check_raw(case, &mut schema, &mut array);
         // The checker took ownership: whatever it did, both must be released.
         assert_eq!(
             unsafe { sys::ferry_schema_is_released(&schema) },
@@ -194,4 +208,26 @@ pub fn all_cases() -> Vec<String> {
         cases.push(format!("{t}:length=9:nulls=2:offset=3:device=sim"));
     }
     cases
+}
+
+/// Every case as an array and as a stream from each producer to its
+/// consumer; panics listing every failure.
+pub fn assert_all_cross(pairs: &[(&Plugin, &Plugin)], cases: &[String]) {
+    let mut failures = Vec::new();
+    for case in cases {
+        for (producer, consumer) in pairs {
+            if let Err(e) = producer.array_to(consumer, case) {
+                failures.push(format!("array {}->{}: {e}", producer.name, consumer.name));
+            }
+            if let Err((rc, m)) = producer.stream_to(consumer, case) {
+                failures.push(format!("stream {}->{} {case}: {rc} {m}", producer.name, consumer.name));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

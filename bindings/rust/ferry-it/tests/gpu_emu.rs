@@ -8,7 +8,7 @@
 //! without the variables.
 mod common;
 
-use common::{all_cases, build_dir, load_plugin, rust_plugin, COUNTERS};
+use common::{all_cases, assert_all_cross, build_dir, load_plugin, rust_plugin, COUNTERS};
 use ferry_arrow::{Device, DeviceType};
 
 fn gpu_cases(device: &str) -> Vec<String> {
@@ -39,27 +39,12 @@ fn every_case_crosses_on_emulated_gpus() {
         eprintln!("SKIPPED: the C side of the GPU cases: {reason}");
     }
     let before = (rust.live_allocations)();
-    let mut failures = Vec::new();
-    for case in gpu_cases("cuda").into_iter().chain(gpu_cases("rocm")) {
-        let mut pairs = vec![(&rust, &rust)];
-        if let Ok(c) = &c {
-            pairs.push((c, &rust));
-            pairs.push((&rust, c));
-        }
-        for (producer, consumer) in pairs {
-            if let Err(e) = producer.array_to(consumer, &case) {
-                failures.push(format!("array {}->{}: {e}", producer.name, consumer.name));
-            }
-            if let Err((rc, m)) = producer.stream_to(consumer, &case) {
-                failures.push(format!("stream {}->{} {case}: {rc} {m}", producer.name, consumer.name));
-            }
-        }
+    let mut pairs = vec![(&rust, &rust)];
+    if let Ok(c) = &c {
+        pairs.push((c, &rust));
+        pairs.push((&rust, c));
     }
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    let cases: Vec<String> = gpu_cases("cuda").into_iter().chain(gpu_cases("rocm")).collect();
+    assert_all_cross(&pairs, &cases);
     assert_eq!((rust.live_allocations)(), before, "every export freed");
 }

@@ -41,43 +41,28 @@ static void peer_array_release(struct ArrowArray* a) { a->release = NULL; }
 static void peer_schema_release(struct ArrowSchema* s) { s->release = NULL; }
 
 static void peer_fill_int32(struct ArrowArray* out) {
-  memset(out, 0, sizeof *out);
-  out->length = PEER_LENGTH;
-  out->null_count = PEER_NULLS;
-  out->n_buffers = 2;
-  out->buffers = g_buffers;
-  out->release = peer_array_release;
+  *out = (struct ArrowArray){.length = PEER_LENGTH, .null_count = PEER_NULLS, .n_buffers = 2,
+                             .buffers = g_buffers, .release = peer_array_release};
 }
 
 static void peer_fill_int32_schema(struct ArrowSchema* out, const char* name) {
-  memset(out, 0, sizeof *out);
-  out->format = "i";
-  out->name = name;
-  out->flags = ARROW_FLAG_NULLABLE;
-  out->release = peer_schema_release;
+  *out = (struct ArrowSchema){.format = "i", .name = name, .flags = ARROW_FLAG_NULLABLE,
+                              .release = peer_schema_release};
 }
 
 /* A record batch: struct<v: int32> over the static child (refilled each time:
  * identical contents, so batches still held by a consumer see no change). */
 static void peer_fill_batch(struct ArrowArray* out) {
   peer_fill_int32(&g_child);
-  memset(out, 0, sizeof *out);
-  out->length = PEER_LENGTH;
-  out->n_buffers = 1;
-  out->buffers = g_struct_buffers;
-  out->n_children = 1;
-  out->children = g_children;
-  out->release = peer_array_release;
+  *out = (struct ArrowArray){.length = PEER_LENGTH, .n_buffers = 1, .buffers = g_struct_buffers,
+                             .n_children = 1, .children = g_children,
+                             .release = peer_array_release};
 }
 
 static void peer_fill_batch_schema(struct ArrowSchema* out) {
   peer_fill_int32_schema(&g_child_schema, "v");
-  memset(out, 0, sizeof *out);
-  out->format = "+s";
-  out->name = "";
-  out->n_children = 1;
-  out->children = g_child_schemas;
-  out->release = peer_schema_release;
+  *out = (struct ArrowSchema){.format = "+s", .name = "", .n_children = 1,
+                              .children = g_child_schemas, .release = peer_schema_release};
 }
 
 /* The int32 array and its schema (either address may be 0). The ArrowDeviceArray
@@ -90,10 +75,8 @@ JNIEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_peerArray(JNI
   if (schema_out) peer_fill_int32_schema((struct ArrowSchema*)(intptr_t)schema_out, "peer");
   if (array_out) {
     struct ArrowDeviceArray* d = (struct ArrowDeviceArray*)(intptr_t)array_out;
-    memset(d, 0, sizeof *d);
+    *d = (struct ArrowDeviceArray){.device_id = -1, .device_type = ARROW_DEVICE_CPU};
     peer_fill_int32(&d->array);
-    d->device_id = -1;
-    d->device_type = ARROW_DEVICE_CPU;
   }
 }
 
@@ -120,18 +103,21 @@ struct peer_stream {
   int64_t remaining;
 };
 
+/* The next batch of p into out: a released array at the end. */
+static void peer_take(struct peer_stream* p, struct ArrowArray* out) {
+  memset(out, 0, sizeof *out);
+  if (p->remaining == 0) return;
+  p->remaining--;
+  peer_fill_batch(out);
+}
+
 static int peer_dstream_schema(struct ArrowDeviceArrayStream* s, struct ArrowSchema* out) {
   peer_fill_batch_schema(out);
   return 0;
 }
 static int peer_dstream_next(struct ArrowDeviceArrayStream* s, struct ArrowDeviceArray* out) {
-  struct peer_stream* p = s->private_data;
-  memset(out, 0, sizeof *out);
-  out->device_id = -1;
-  out->device_type = ARROW_DEVICE_CPU;
-  if (p->remaining == 0) return 0; /* the end: a released array */
-  p->remaining--;
-  peer_fill_batch(&out->array);
+  *out = (struct ArrowDeviceArray){.device_id = -1, .device_type = ARROW_DEVICE_CPU};
+  peer_take(s->private_data, &out->array);
   return 0;
 }
 static const char* peer_dstream_error(struct ArrowDeviceArrayStream* s) { return NULL; }
@@ -145,11 +131,7 @@ static int peer_stream_schema(struct ArrowArrayStream* s, struct ArrowSchema* ou
   return 0;
 }
 static int peer_stream_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
-  struct peer_stream* p = s->private_data;
-  memset(out, 0, sizeof *out);
-  if (p->remaining == 0) return 0;
-  p->remaining--;
-  peer_fill_batch(out);
+  peer_take(s->private_data, out);
   return 0;
 }
 static const char* peer_stream_error(struct ArrowArrayStream* s) { return NULL; }
@@ -170,22 +152,15 @@ JNIEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_peerStream(JN
   if (p == NULL) return -1;
   p->remaining = n;
   if (device) {
-    struct ArrowDeviceArrayStream* s = (struct ArrowDeviceArrayStream*)(intptr_t)stream_out;
-    memset(s, 0, sizeof *s);
-    s->device_type = ARROW_DEVICE_CPU;
-    s->get_schema = peer_dstream_schema;
-    s->get_next = peer_dstream_next;
-    s->get_last_error = peer_dstream_error;
-    s->release = peer_dstream_release;
-    s->private_data = p;
+    *(struct ArrowDeviceArrayStream*)(intptr_t)stream_out = (struct ArrowDeviceArrayStream){
+        .device_type = ARROW_DEVICE_CPU, .get_schema = peer_dstream_schema,
+        .get_next = peer_dstream_next, .get_last_error = peer_dstream_error,
+        .release = peer_dstream_release, .private_data = p};
   } else {
-    struct ArrowArrayStream* s = (struct ArrowArrayStream*)(intptr_t)stream_out;
-    memset(s, 0, sizeof *s);
-    s->get_schema = peer_stream_schema;
-    s->get_next = peer_stream_next;
-    s->get_last_error = peer_stream_error;
-    s->release = peer_stream_release;
-    s->private_data = p;
+    *(struct ArrowArrayStream*)(intptr_t)stream_out = (struct ArrowArrayStream){
+        .get_schema = peer_stream_schema, .get_next = peer_stream_next,
+        .get_last_error = peer_stream_error, .release = peer_stream_release,
+        .private_data = p};
   }
   return 0;
 }
@@ -199,6 +174,27 @@ static int64_t peer_read(const struct ArrowArray* a) {
   return out;
 }
 
+/* The body of peerPull for either stream kind: `Stream` the struct at
+ * `stream`, `Batch` its batch type, `member` the path from a Batch to its
+ * ArrowArray (empty for a plain stream). Counts into `batches` (-1 on an
+ * error), reads into `sink`, releases the stream. */
+#define PEER_PULL(Stream, Batch, member)                         \
+  do {                                                          \
+    Stream* s = (Stream*)(intptr_t)stream;                      \
+    struct ArrowSchema schema;                                  \
+    if (s->get_schema(s, &schema) != 0) batches = -1;           \
+    else schema.release(&schema);                               \
+    while (batches >= 0) {                                      \
+      Batch b;                                                  \
+      if (s->get_next(s, &b) != 0) { batches = -1; break; }     \
+      if (b member.release == NULL) break;                      \
+      sink += peer_read(&b member);                             \
+      b member.release(&b member);                              \
+      batches++;                                                \
+    }                                                           \
+    s->release(s);                                              \
+  } while (0)
+
 /* A C consumer of a whole stream: get_schema (released), every batch to the end
  * (read, released), then the stream. Returns the number of batches, or -1 on an
  * error. device says which struct is at `stream`. */
@@ -208,33 +204,10 @@ JNIEXPORT jlong JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_peerPull(JNI
                                                                              jboolean device) {
   volatile int64_t sink = 0;
   int64_t batches = 0;
-  struct ArrowSchema schema;
   if (device) {
-    struct ArrowDeviceArrayStream* s = (struct ArrowDeviceArrayStream*)(intptr_t)stream;
-    if (s->get_schema(s, &schema) != 0) batches = -1;
-    else schema.release(&schema);
-    while (batches >= 0) {
-      struct ArrowDeviceArray b;
-      if (s->get_next(s, &b) != 0) { batches = -1; break; }
-      if (b.array.release == NULL) break;
-      sink += peer_read(&b.array);
-      b.array.release(&b.array);
-      batches++;
-    }
-    s->release(s);
+    PEER_PULL(struct ArrowDeviceArrayStream, struct ArrowDeviceArray, .array);
   } else {
-    struct ArrowArrayStream* s = (struct ArrowArrayStream*)(intptr_t)stream;
-    if (s->get_schema(s, &schema) != 0) batches = -1;
-    else schema.release(&schema);
-    while (batches >= 0) {
-      struct ArrowArray b;
-      if (s->get_next(s, &b) != 0) { batches = -1; break; }
-      if (b.release == NULL) break;
-      sink += peer_read(&b);
-      b.release(&b);
-      batches++;
-    }
-    s->release(s);
+    PEER_PULL(struct ArrowArrayStream, struct ArrowArray, );
   }
   return batches;
 }

@@ -102,21 +102,16 @@ static void ferry_jni_static_schema_release(struct ArrowSchema* schema) {
 }
 
 static void ferry_jni_fill_static_array(struct ArrowDeviceArray* out, int64_t length) {
-  memset(out, 0, sizeof *out);
-  out->array.length = length;
-  out->array.n_buffers = 2;
-  out->array.buffers = g_static_buffers;
-  out->array.release = ferry_jni_static_array_release;
-  out->device_id = -1;
-  out->device_type = ARROW_DEVICE_CPU;
+  *out = (struct ArrowDeviceArray){
+      .array = {.length = length, .n_buffers = 2, .buffers = g_static_buffers,
+                .release = ferry_jni_static_array_release},
+      .device_id = -1,
+      .device_type = ARROW_DEVICE_CPU};
 }
 
 static void ferry_jni_fill_static_schema(struct ArrowSchema* out) {
-  memset(out, 0, sizeof *out);
-  out->format = "i";
-  out->name = "static";
-  out->flags = ARROW_FLAG_NULLABLE;
-  out->release = ferry_jni_static_schema_release;
+  *out = (struct ArrowSchema){.format = "i", .name = "static", .flags = ARROW_FLAG_NULLABLE,
+                              .release = ferry_jni_static_schema_release};
 }
 
 /* Fills a CPU int32 array (values i * 7) and its schema with static memory. */
@@ -147,6 +142,20 @@ static void ferry_jni_static_stream_release(struct ArrowDeviceArrayStream* s) {
   s->release = NULL;
 }
 
+/* Fills *s as an endless CPU stream of the static schema whose batches come
+ * from get_next (nothing to free: release only marks it released). */
+static void ferry_jni_static_stream_init(struct ArrowDeviceArrayStream* s,
+                                         int (*get_next)(struct ArrowDeviceArrayStream*,
+                                                         struct ArrowDeviceArray*),
+                                         void* private_data) {
+  *s = (struct ArrowDeviceArrayStream){.device_type = ARROW_DEVICE_CPU,
+                                       .get_schema = ferry_jni_static_stream_get_schema,
+                                       .get_next = get_next,
+                                       .get_last_error = ferry_jni_static_stream_last_error,
+                                       .release = ferry_jni_static_stream_release,
+                                       .private_data = private_data};
+}
+
 /* An endless C stream of static int32 batches of `length`. */
 JNIEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_cStaticStream(JNIEnv* env, jclass cls,
                                                                jlong stream_out,
@@ -154,13 +163,7 @@ JNIEXPORT void JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_cStaticStream
   struct ArrowDeviceArrayStream* s = (struct ArrowDeviceArrayStream*)(intptr_t)stream_out;
   pthread_once(&g_static_once, ferry_jni_static_values_init);
   if (length > FERRY_JNI_STATIC_LENGTH) length = FERRY_JNI_STATIC_LENGTH;
-  memset(s, 0, sizeof *s);
-  s->device_type = ARROW_DEVICE_CPU;
-  s->get_schema = ferry_jni_static_stream_get_schema;
-  s->get_next = ferry_jni_static_stream_get_next;
-  s->get_last_error = ferry_jni_static_stream_last_error;
-  s->release = ferry_jni_static_stream_release;
-  s->private_data = (void*)(intptr_t)length;
+  ferry_jni_static_stream_init(s, ferry_jni_static_stream_get_next, (void*)(intptr_t)length);
 }
 
 /* ---- C consumers -------------------------------------------------------- */
@@ -364,12 +367,7 @@ JNIEXPORT jint JNICALL Java_io_github_ferryarrow_ferry_jni_Testing_floorJavaStre
     if (g_testing_floor_get_next == NULL) return -1;
   }
   struct ArrowDeviceArrayStream* s = (struct ArrowDeviceArrayStream*)(intptr_t)stream_out;
-  memset(s, 0, sizeof *s);
-  s->device_type = ARROW_DEVICE_CPU;
-  s->get_schema = ferry_jni_static_stream_get_schema;
-  s->get_next = ferry_jni_floor_stream_get_next;
-  s->get_last_error = ferry_jni_static_stream_last_error;
-  s->release = ferry_jni_static_stream_release;
+  ferry_jni_static_stream_init(s, ferry_jni_floor_stream_get_next, NULL);
   return 0;
 }
 

@@ -26,7 +26,8 @@
 //! finding is the validator's error; arrow-rs's own asserts are contained
 //! and reported as errors, with nothing printed. Flat layouts (primitives,
 //! booleans, structs of them) are built straight from the C struct and
-//! exported with one allocation; the rest goes through arrow-rs's `ffi`.
+//! exported through the core's `ferry_array_init` (its release, a hook that
+//! drops one box of arrow buffers); the rest goes through arrow-rs's `ffi`.
 //!
 //! [`DeviceArray`]: crate::DeviceArray
 //! [`Schema`]: crate::Schema

@@ -39,8 +39,8 @@ public final class ArrayExporter {
     }
 
     private static void runReleaseActions(ExportedBatch b) {
-      for (ExportedBatch child : b.childList()) runReleaseActions(child);
-      if (b.dictionaryValue() != null) runReleaseActions(b.dictionaryValue());
+      for (ExportedBatch child : b.children) runReleaseActions(child);
+      if (b.dictionary != null) runReleaseActions(b.dictionary);
       for (Runnable action : b.releaseActions()) {
         try {
           action.run();
@@ -111,31 +111,7 @@ public final class ArrayExporter {
 
   /** Deep-copies the schema at {@code src} into the released schema at {@code dst}. */
   static void copySchema(long src, long dst) {
-    try {
-      copySchemaInto(src, dst);
-    } catch (RuntimeException | Error e) {
-      FerryNative.ferry_schema_release(dst);
-      throw e;
-    }
-  }
-
-  private static void copySchemaInto(long src, long dst) {
-    long n = FerryNative.ferry_schema_n_children(src);
-    FerryNative.ferry_schema_init(dst, FerryNative.ferry_schema_format(src),
-        FerryNative.ferry_schema_name(src), FerryNative.ferry_schema_flags(src), n);
-    Schema view = new Schema(src, Schema.Owner.BORROWED);
-    for (Map.Entry<String, String> e : view.metadata().entrySet()) {
-      FerryNative.ferry_schema_add_metadata(dst, e.getKey(), e.getValue());
-    }
-    for (long i = 0; i < n; i++) {
-      copySchemaInto(FerryNative.ferry_schema_child(src, i), FerryNative.ferry_schema_child(dst, i));
-    }
-    long dictionary = FerryNative.ferry_schema_dictionary(src);
-    if (dictionary != 0) {
-      long[] out = new long[1];
-      FerryNative.ferry_schema_allocate_dictionary(dst, out);
-      copySchemaInto(dictionary, out[0]);
-    }
+    exportSchema(FieldSpec.of(new Schema(src, Schema.Owner.BORROWED)), dst);
   }
 
   /**
@@ -155,26 +131,26 @@ public final class ArrayExporter {
     long array = DeviceArray.newOrThrow(FerryNative.ferry_array_new(), "ArrowArray");
     try {
       fillArray(batch, array, actions ? RELEASE_HOOK : ReleaseQueue.HOOK, handle);
-      Device device = batch.producerDevice();
+      Device device = batch.producerDevice;
       if (device != null) {
         FerryNative.ferry_device_array_init_async(out, array, device.address(),
-            batch.producerStream(), batch.synchronizeOnExport()
+            batch.producerStream, batch.synchronize
                 ? FerryNativeConstants.FERRY_SYNC_SYNCHRONIZE
                 : FerryNativeConstants.FERRY_SYNC_RECORD_EVENT);
-      } else if (batch.syncEvent() != 0 && batch.eventRelease() != null) {
-        EventRecord event = new EventRecord(batch.eventRelease());
+      } else if (batch.syncEvent != 0 && batch.eventRelease != null) {
+        EventRecord event = new EventRecord(batch.eventRelease);
         long eventHandle = HandleTable.put(event);
         try {
-          FerryNative.ferry_device_array_init(out, array, batch.deviceType(), batch.deviceId(),
-              batch.syncEvent(), RELEASE_HOOK, eventHandle);
+          FerryNative.ferry_device_array_init(out, array, batch.deviceType, batch.deviceId,
+              batch.syncEvent, RELEASE_HOOK, eventHandle);
         } catch (RuntimeException | Error e) {
           event.cancel();
           HandleTable.release(eventHandle); // no hook ran: the producer keeps its event
           throw e;
         }
       } else {
-        FerryNative.ferry_device_array_init(out, array, batch.deviceType(), batch.deviceId(),
-            batch.syncEvent(), 0, 0);
+        FerryNative.ferry_device_array_init(out, array, batch.deviceType, batch.deviceId,
+            batch.syncEvent, 0, 0);
       }
     } catch (RuntimeException | Error e) {
       record.cancel();
@@ -194,7 +170,7 @@ public final class ArrayExporter {
     long a1 = 0;
     long a2 = 0;
     long[] addresses = null;
-    ByteBuffer[] buffers = batch.byteBuffers();
+    ByteBuffer[] buffers = batch.buffers;
     if (n <= 3) {
       // Checked before anything is exported (a heap buffer fails here).
       if (buffers != null) {
@@ -202,7 +178,7 @@ public final class ArrayExporter {
         if (n > 1) a1 = DirectAddresses.of(buffers[1], 1);
         if (n > 2) a2 = DirectAddresses.of(buffers[2], 2);
       } else {
-        long[] raw = batch.rawAddresses();
+        long[] raw = batch.addresses;
         if (n > 0) a0 = raw[0];
         if (n > 1) a1 = raw[1];
         if (n > 2) a2 = raw[2];
@@ -211,14 +187,14 @@ public final class ArrayExporter {
       addresses = new long[n];
       for (int i = 0; i < n; i++) addresses[i] = DirectAddresses.of(buffers[i], i);
     } else {
-      addresses = batch.rawAddresses();
+      addresses = batch.addresses;
     }
     ReleaseQueue.ensureDrainer();
     long handle = HandleTable.put(batch);
     long popped;
     try {
-      popped = FerryNative.ferry_jni_export_array(out, batch.length(), batch.nullCountValue(),
-          batch.offsetValue(), n, a0, a1, a2, addresses, batch.deviceType(), batch.deviceId(),
+      popped = FerryNative.ferry_jni_export_array(out, batch.length, batch.nullCount,
+          batch.offset, n, a0, a1, a2, addresses, batch.deviceType, batch.deviceId,
           ReleaseQueue.HOOK, handle);
     } catch (RuntimeException | Error e) {
       HandleTable.remove(handle); // the handle is never reused: a queued copy is ignored
@@ -229,26 +205,26 @@ public final class ArrayExporter {
   }
 
   private static void fillArray(ExportedBatch batch, long array, long hook, long handle) {
-    ExportedBatch[] children = batch.childList();
+    ExportedBatch[] children = batch.children;
     // Check every buffer before ferry_array_init, so a bad buffer fails early.
     int n = batch.bufferCount();
     long[] addresses = new long[n];
-    ByteBuffer[] buffers = batch.byteBuffers();
+    ByteBuffer[] buffers = batch.buffers;
     for (int i = 0; i < n; i++) {
-      addresses[i] = buffers != null ? DirectAddresses.of(buffers[i], i) : batch.rawAddresses()[i];
+      addresses[i] = buffers != null ? DirectAddresses.of(buffers[i], i) : batch.addresses[i];
     }
-    FerryNative.ferry_array_init(array, batch.length(), batch.nullCountValue(),
-        batch.offsetValue(), n, 0, children.length, hook, handle);
+    FerryNative.ferry_array_init(array, batch.length, batch.nullCount,
+        batch.offset, n, 0, children.length, hook, handle);
     for (int i = 0; i < addresses.length; i++) {
       if (addresses[i] != 0) FerryNative.ferry_array_set_buffer(array, i, addresses[i]);
     }
     for (int i = 0; i < children.length; i++) {
       fillArray(children[i], FerryNative.ferry_array_child(array, i), 0, 0);
     }
-    if (batch.dictionaryValue() != null) {
+    if (batch.dictionary != null) {
       long[] dictionary = new long[1];
       FerryNative.ferry_array_allocate_dictionary(array, dictionary);
-      fillArray(batch.dictionaryValue(), dictionary[0], 0, 0);
+      fillArray(batch.dictionary, dictionary[0], 0, 0);
     }
   }
 

@@ -3,11 +3,11 @@ package io.github.ferryarrow.ferry;
 import io.github.ferryarrow.ferry.jni.FerryNative;
 import java.lang.ref.Reference;
 import java.util.Iterator;
-import java.util.NoSuchElementException;
 import java.util.concurrent.Flow;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongUnaryOperator;
 
 /**
  * The consumer of an async device stream (the Arrow C Device Data Interface's
@@ -170,10 +170,15 @@ public final class AsyncDeviceStream implements AutoCloseable, Iterable<DeviceAr
 
   /** The producer's device type once its schema came (0 before). */
   public int deviceType() {
+    return (int) read(FerryNative::ferry_async_consumer_device_type);
+  }
+
+  /** {@code reader} applied to the consumer, under the lock, on an open stream. */
+  private long read(LongUnaryOperator reader) {
     lock.lock();
     try {
       checkOpen();
-      return FerryNative.ferry_async_consumer_device_type(consumer);
+      return reader.applyAsLong(consumer);
     } finally {
       lock.unlock();
     }
@@ -232,40 +237,14 @@ public final class AsyncDeviceStream implements AutoCloseable, Iterable<DeviceAr
 
   /** Protocol violations of the producer seen so far. */
   public long violations() {
-    lock.lock();
-    try {
-      checkOpen();
-      return FerryNative.ferry_async_consumer_violations(consumer);
-    } finally {
-      lock.unlock();
-    }
+    return read(FerryNative::ferry_async_consumer_violations);
   }
 
   /** Iterates the remaining batches, blocking; each must be closed by the caller.
    *  One thread per iterator. */
   @Override
   public Iterator<DeviceArray> iterator() {
-    return new Iterator<>() {
-      private DeviceArray pending;
-      private boolean done;
-
-      @Override
-      public boolean hasNext() {
-        if (pending == null && !done) {
-          pending = AsyncDeviceStream.this.next();
-          done = pending == null;
-        }
-        return pending != null;
-      }
-
-      @Override
-      public DeviceArray next() {
-        if (!hasNext()) throw new NoSuchElementException("end of stream");
-        DeviceArray out = pending;
-        pending = null;
-        return out;
-      }
-    };
+    return new BatchIterator(this::next);
   }
 
   /**

@@ -288,12 +288,7 @@ public final class DeviceArray implements AutoCloseable {
   public long bufferAddress(int i) {
     long a = handle.enter();
     try {
-      long n = info(FerryNative.FERRY_JNI_INFO_N_BUFFERS);
-      if (i < 0 || i >= n) throw new IndexOutOfBoundsException("buffer " + i + " of " + n);
-      if (i < FerryNative.FERRY_JNI_INFO_INLINE_BUFFERS) {
-        return info(FerryNative.FERRY_JNI_INFO_BUFFER0 + i);
-      }
-      return FerryNative.ferry_array_buffer(a, i);
+      return Slab.bufferAddress(slab, info, a, i);
     } finally {
       handle.exit();
     }

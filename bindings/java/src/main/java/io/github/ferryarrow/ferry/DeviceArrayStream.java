@@ -4,7 +4,7 @@ import io.github.ferryarrow.ferry.jni.FerryNative;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.util.Iterator;
-import java.util.NoSuchElementException;
+import java.util.function.LongConsumer;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -97,9 +97,16 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
     if (streamAddress == 0 || FerryNative.ferry_array_stream_is_released(streamAddress)) {
       throw new FerryException(FerryException.EINVAL, "the stream to import is released");
     }
+    return moveIn(stream -> FerryNative.ferry_array_stream_move(streamAddress, stream),
+        validation);
+  }
+
+  /** A stream struct of ferry's, filled by {@code fill} (and freed if it throws),
+   *  imported at {@code validation}. */
+  private static DeviceArrayStream moveIn(LongConsumer fill, Validation validation) {
     long stream = DeviceArray.newOrThrow(FerryNative.ferry_array_stream_new(), "stream");
     try {
-      FerryNative.ferry_array_stream_move(streamAddress, stream);
+      fill.accept(stream);
     } catch (RuntimeException e) {
       FerryNative.ferry_array_stream_free(stream);
       throw e;
@@ -254,27 +261,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
   /** Iterates the remaining batches; each must be closed by the caller. */
   @Override
   public Iterator<DeviceArray> iterator() {
-    return new Iterator<>() {
-      private DeviceArray pending;
-      private boolean done;
-
-      @Override
-      public boolean hasNext() {
-        if (pending == null && !done) {
-          pending = DeviceArrayStream.this.next();
-          done = pending == null;
-        }
-        return pending != null;
-      }
-
-      @Override
-      public DeviceArray next() {
-        if (!hasNext()) throw new NoSuchElementException("end of stream");
-        DeviceArray out = pending;
-        pending = null;
-        return out;
-      }
-    };
+    return new BatchIterator(this::next);
   }
 
   /**
@@ -365,25 +352,21 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
       return batch.checkedAddress();
     }
 
-    private long info(int k) {
+    private void checkHolds() {
       if (length < 0) throw new IllegalStateException("the cursor holds no batch");
-      return slab.getLong(info + 8 * k);
     }
 
     /** Buffer {@code i}'s address of the current batch's top-level array. */
     public long bufferAddress(int i) {
       long a = address();
-      long n = info(FerryNative.FERRY_JNI_INFO_N_BUFFERS);
-      if (i < 0 || i >= n) throw new IndexOutOfBoundsException("buffer " + i + " of " + n);
-      if (i < FerryNative.FERRY_JNI_INFO_INLINE_BUFFERS) {
-        return info(FerryNative.FERRY_JNI_INFO_BUFFER0 + i);
-      }
-      return FerryNative.ferry_array_buffer(a, i);
+      checkHolds();
+      return Slab.bufferAddress(slab, info, a, i);
     }
 
     /** The current batch's device type (valid while it holds a batch). */
     public int deviceType() {
-      return (int) info(FerryNative.FERRY_JNI_INFO_DEVICE_TYPE);
+      checkHolds();
+      return (int) slab.getLong(info + 8 * FerryNative.FERRY_JNI_INFO_DEVICE_TYPE);
     }
 
     /** Releases the current batch. */
@@ -401,9 +384,15 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
 
   /** Moves the stream out to a consumer's released struct; this object is closed. */
   public void exportTo(long streamOut) {
+    moveOut(a -> FerryNative.ferry_array_stream_move(a, streamOut));
+  }
+
+  /** Under the lock: {@code move} takes the stream's contents, then this object is
+   *  closed (left open when move throws). */
+  private void moveOut(LongConsumer move) {
     lockCall();
     try {
-      FerryNative.ferry_array_stream_move(address(), streamOut);
+      move.accept(address());
       handle.close();
     } finally {
       lock.unlock();
@@ -418,13 +407,7 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
    * object is closed; batches already taken stay valid.
    */
   public void exportToArrowStream(long arrowStreamOut) {
-    lockCall();
-    try {
-      FerryNative.ferry_jni_stream_to_arrow(address(), arrowStreamOut);
-      handle.close();
-    } finally {
-      lock.unlock();
-    }
+    moveOut(a -> FerryNative.ferry_jni_stream_to_arrow(a, arrowStreamOut));
   }
 
   /** Moves a plain ArrowArrayStream of CPU batches (e.g. from Arrow Java's
@@ -432,14 +415,8 @@ public final class DeviceArrayStream implements AutoCloseable, Iterable<DeviceAr
    *  released. Batches are validated at {@code validation}. */
   public static DeviceArrayStream importArrowStream(long arrowStreamAddress,
       Validation validation) {
-    long stream = DeviceArray.newOrThrow(FerryNative.ferry_array_stream_new(), "stream");
-    try {
-      FerryNative.ferry_jni_stream_from_arrow(arrowStreamAddress, stream);
-    } catch (RuntimeException e) {
-      FerryNative.ferry_array_stream_free(stream);
-      throw e;
-    }
-    return new DeviceArrayStream(stream, validation);
+    return moveIn(stream -> FerryNative.ferry_jni_stream_from_arrow(arrowStreamAddress, stream),
+        validation);
   }
 
   /** Releases the stream (exactly once), after waiting for a call in flight on

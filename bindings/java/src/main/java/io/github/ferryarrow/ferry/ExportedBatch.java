@@ -13,21 +13,22 @@ import java.util.List;
  * memory). Mutable builder; export it once.
  */
 public final class ExportedBatch {
-  private final long length;
-  private long nullCount;
-  private long offset;
+  // Read in place by ArrayExporter (the builder methods are the public face).
+  final long length;
+  long nullCount;
+  long offset;
   /** Exactly one of these is non-null: direct buffers, or raw addresses. */
-  private ByteBuffer[] buffers = new ByteBuffer[0];
-  private long[] addresses;
-  private ExportedBatch[] children = new ExportedBatch[0];
-  private ExportedBatch dictionary;
-  private int deviceType = DeviceType.CPU;
-  private long deviceId = -1;
-  private Device producerDevice;
-  private long producerStream;
-  private boolean synchronize;
-  private long syncEvent;
-  private Runnable eventRelease;
+  ByteBuffer[] buffers = new ByteBuffer[0];
+  long[] addresses;
+  ExportedBatch[] children = new ExportedBatch[0];
+  ExportedBatch dictionary;
+  int deviceType = DeviceType.CPU;
+  long deviceId = -1;
+  Device producerDevice;
+  long producerStream;
+  boolean synchronize;
+  long syncEvent;
+  Runnable eventRelease;
   /** Null until the first onRelease (most batches have none). */
   private List<Runnable> onRelease;
 
@@ -107,11 +108,19 @@ public final class ExportedBatch {
 
   /** The array lives on (type, id) with no pending work (default: CPU, -1). */
   public ExportedBatch onDevice(int type, long id) {
+    return livesOn(type, id, null, 0, false, 0, null);
+  }
+
+  /** Sets where the array lives and how its readiness is told (each setter sets all). */
+  private ExportedBatch livesOn(int type, long id, Device producer, long stream,
+      boolean synchronizeStream, long event, Runnable release) {
     this.deviceType = type;
     this.deviceId = id;
-    this.producerDevice = null;
-    this.syncEvent = 0;
-    this.eventRelease = null;
+    this.producerDevice = producer;
+    this.producerStream = stream;
+    this.synchronize = synchronizeStream;
+    this.syncEvent = event;
+    this.eventRelease = release;
     return this;
   }
 
@@ -132,14 +141,7 @@ public final class ExportedBatch {
    *  blocks until {@code stream} finished and exports no event (for consumers
    *  that ignore events; costs the producer a stall). */
   public ExportedBatch producedOn(Device device, long stream, boolean synchronize) {
-    this.deviceType = device.type();
-    this.deviceId = device.id();
-    this.producerDevice = device;
-    this.producerStream = stream;
-    this.synchronize = synchronize;
-    this.syncEvent = 0;
-    this.eventRelease = null;
-    return this;
+    return livesOn(device.type(), device.id(), device, stream, synchronize, 0, null);
   }
 
   /**
@@ -153,12 +155,7 @@ public final class ExportedBatch {
    */
   public ExportedBatch withSyncEvent(Device device, long syncEvent, Runnable release) {
     if (syncEvent == 0) throw new IllegalArgumentException("sync event address 0");
-    this.deviceType = device.type();
-    this.deviceId = device.id();
-    this.producerDevice = null;
-    this.syncEvent = syncEvent;
-    this.eventRelease = release;
-    return this;
+    return livesOn(device.type(), device.id(), null, 0, false, syncEvent, release);
   }
 
   /** Runs once when the consumer releases the exported array (not on a failed export),
@@ -168,28 +165,6 @@ public final class ExportedBatch {
     if (onRelease == null) onRelease = new ArrayList<>(2);
     onRelease.add(action);
     return this;
-  }
-
-  long length() {
-    return length;
-  }
-
-  long nullCountValue() {
-    return nullCount;
-  }
-
-  long offsetValue() {
-    return offset;
-  }
-
-  /** The direct buffers, or null when raw addresses were given. */
-  ByteBuffer[] byteBuffers() {
-    return buffers;
-  }
-
-  /** The raw addresses, or null when direct buffers were given. */
-  long[] rawAddresses() {
-    return addresses;
   }
 
   int bufferCount() {
@@ -209,42 +184,6 @@ public final class ExportedBatch {
       if (child.hasReleaseActionsInTree()) return true;
     }
     return dictionary != null && dictionary.hasReleaseActionsInTree();
-  }
-
-  ExportedBatch[] childList() {
-    return children;
-  }
-
-  ExportedBatch dictionaryValue() {
-    return dictionary;
-  }
-
-  int deviceType() {
-    return deviceType;
-  }
-
-  long deviceId() {
-    return deviceId;
-  }
-
-  Device producerDevice() {
-    return producerDevice;
-  }
-
-  long producerStream() {
-    return producerStream;
-  }
-
-  boolean synchronizeOnExport() {
-    return synchronize;
-  }
-
-  long syncEvent() {
-    return syncEvent;
-  }
-
-  Runnable eventRelease() {
-    return eventRelease;
   }
 
   List<Runnable> releaseActions() {

@@ -37,6 +37,15 @@ public final class FieldSpec {
         new ArrayList<>(), null, new LinkedHashMap<>());
   }
 
+  /** A deep copy of {@code schema}'s description (read while its owner is open). */
+  static FieldSpec of(Schema schema) {
+    List<FieldSpec> children = new ArrayList<>();
+    for (int i = 0; i < schema.childCount(); i++) children.add(of(schema.child(i)));
+    Schema dictionary = schema.dictionary();
+    return new FieldSpec(schema.format(), schema.name(), schema.flags(), children,
+        dictionary == null ? null : of(dictionary), schema.metadata());
+  }
+
   public FieldSpec withFlags(long newFlags) {
     return new FieldSpec(format, name, newFlags, children, dictionary, metadata);
   }

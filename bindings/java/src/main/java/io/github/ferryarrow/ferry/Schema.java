@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongFunction;
 import io.github.ferryarrow.ferry.jni.FerryNative;
 import io.github.ferryarrow.ferry.jni.FerryNativeConstants;
 
@@ -49,36 +50,26 @@ public final class Schema {
     return address;
   }
 
-  private long enter() {
+  /** {@code reader} applied to the schema's address while the owner is held open. */
+  private <T> T read(LongFunction<T> reader) {
     owner.enter();
-    return address;
+    try {
+      return reader.apply(address);
+    } finally {
+      owner.exit();
+    }
   }
 
   public String format() {
-    long a = enter();
-    try {
-      return FerryNative.ferry_schema_format(a);
-    } finally {
-      owner.exit();
-    }
+    return read(FerryNative::ferry_schema_format);
   }
 
   public String name() {
-    long a = enter();
-    try {
-      return FerryNative.ferry_schema_name(a);
-    } finally {
-      owner.exit();
-    }
+    return read(FerryNative::ferry_schema_name);
   }
 
   public long flags() {
-    long a = enter();
-    try {
-      return FerryNative.ferry_schema_flags(a);
-    } finally {
-      owner.exit();
-    }
+    return read(FerryNative::ferry_schema_flags);
   }
 
   public boolean isNullable() {
@@ -86,48 +77,32 @@ public final class Schema {
   }
 
   public int childCount() {
-    long a = enter();
-    try {
-      return Math.toIntExact(FerryNative.ferry_schema_n_children(a));
-    } finally {
-      owner.exit();
-    }
+    return read(a -> Math.toIntExact(FerryNative.ferry_schema_n_children(a)));
   }
 
   /** Child {@code i}; IndexOutOfBoundsException when out of range. */
   public Schema child(int i) {
-    long a = enter();
-    try {
+    return read(a -> {
       long child = FerryNative.ferry_schema_child(a, i);
       if (child == 0) {
         throw new IndexOutOfBoundsException("schema child " + i + " of "
-            + FerryNative.ferry_schema_n_children(address));
+            + FerryNative.ferry_schema_n_children(a));
       }
       return new Schema(child, owner);
-    } finally {
-      owner.exit();
-    }
+    });
   }
 
   /** The dictionary's schema, or null. */
   public Schema dictionary() {
-    long a = enter();
-    try {
+    return read(a -> {
       long dictionary = FerryNative.ferry_schema_dictionary(a);
       return dictionary == 0 ? null : new Schema(dictionary, owner);
-    } finally {
-      owner.exit();
-    }
+    });
   }
 
   /** The metadata in order (UTF-8 decoded); empty when absent. */
   public Map<String, String> metadata() {
-    long a = enter();
-    try {
-      return metadata(a);
-    } finally {
-      owner.exit();
-    }
+    return read(Schema::metadata);
   }
 
   private static Map<String, String> metadata(long a) {
@@ -148,12 +123,7 @@ public final class Schema {
 
   /** Every finding of the validator about this schema alone (empty when valid). */
   public List<Finding> findings() {
-    long a = enter();
-    try {
-      return Finding.parse(FerryNative.ferry_jni_validate_schema_report(a));
-    } finally {
-      owner.exit();
-    }
+    return read(a -> Finding.parse(FerryNative.ferry_jni_validate_schema_report(a)));
   }
 
   @Override

@@ -39,6 +39,18 @@ final class Slab {
     return bases[(int) (id >>> INDEX_BITS)] + offset(id);
   }
 
+  /** Buffer {@code i}'s address (0 when absent) of the array in a slot: the first
+   *  buffers from its info block at byte {@code info} of {@code slab}, the rest from
+   *  the array at {@code array}. IndexOutOfBoundsException past its buffer count. */
+  static long bufferAddress(ByteBuffer slab, int info, long array, int i) {
+    long n = slab.getLong(info + 8 * FerryNative.FERRY_JNI_INFO_N_BUFFERS);
+    if (i < 0 || i >= n) throw new IndexOutOfBoundsException("buffer " + i + " of " + n);
+    if (i < FerryNative.FERRY_JNI_INFO_INLINE_BUFFERS) {
+      return slab.getLong(info + 8 * (FerryNative.FERRY_JNI_INFO_BUFFER0 + i));
+    }
+    return FerryNative.ferry_array_buffer(array, i);
+  }
+
   private static synchronized ByteBuffer load(int c) {
     ByteBuffer[] cs = chunks;
     if (c < cs.length && cs[c] != null) return cs[c];

@@ -11,8 +11,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.apache.arrow.c.CDataDictionaryProvider;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.IntVector;
@@ -27,8 +25,6 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -36,21 +32,7 @@ import org.junit.jupiter.api.Test;
  * path for the common layouts) and the general way it falls back to: same
  * values, zero copy, exactly one release, nothing left in the allocator.
  */
-class ArrowDirectTest {
-  private BufferAllocator allocator;
-
-  @BeforeEach
-  void allocator() {
-    allocator = new RootAllocator();
-  }
-
-  @AfterEach
-  void nothingLeaked() {
-    assertEquals(0, allocator.getAllocatedMemory(), "Arrow Java memory all returned");
-    allocator.close();
-    assertEquals(0, ArrayExporter.liveExports(), "every Java export released");
-  }
-
+class ArrowDirectTest extends ArrowAllocatorTest {
   private VarCharVector words(String name, String... values) {
     VarCharVector v = new VarCharVector(name, allocator);
     v.allocateNew();

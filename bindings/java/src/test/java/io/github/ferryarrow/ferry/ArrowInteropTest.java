@@ -11,31 +11,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.c.ArrowArray;
 import org.apache.arrow.c.ArrowSchema;
 import org.apache.arrow.c.Data;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.complex.StructVector;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** Round trips between Arrow Java (arrow-c-data) and ferry, CPU data, through the C structs. */
-class ArrowInteropTest {
-  private BufferAllocator allocator;
-
-  @BeforeEach
-  void allocator() {
-    allocator = new RootAllocator();
-  }
-
-  @AfterEach
-  void nothingLeaked() {
-    assertEquals(0, allocator.getAllocatedMemory(), "Arrow Java memory all returned");
-    allocator.close();
-  }
-
+class ArrowInteropTest extends ArrowAllocatorTest {
   /** Arrow Java vector -> C structs -> ferry DeviceArray. */
   private DeviceArray toFerry(FieldVector vector) {
     try (ArrowArray array = ArrowArray.allocateNew(allocator);

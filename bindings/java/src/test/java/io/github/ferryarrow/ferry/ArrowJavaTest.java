@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.ferryarrow.ferry.arrow.ArrowJava;
+import io.github.ferryarrow.ferry.arrow.BatchReader;
 import io.github.ferryarrow.ferry.jni.FerryNative;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -15,12 +16,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
-import java.util.NoSuchElementException;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.Data;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VarCharVector;
@@ -31,26 +29,10 @@ import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** io.github.ferryarrow.ferry.arrow.ArrowJava: vectors and readers, both ways. */
-class ArrowJavaTest {
-  private BufferAllocator allocator;
-
-  @BeforeEach
-  void allocator() {
-    allocator = new RootAllocator();
-  }
-
-  @AfterEach
-  void nothingLeaked() {
-    assertEquals(0, allocator.getAllocatedMemory(), "Arrow Java memory all returned");
-    allocator.close();
-    assertEquals(0, ArrayExporter.liveExports(), "every Java export released");
-  }
-
+class ArrowJavaTest extends ArrowAllocatorTest {
   private IntVector ints(String name, int n, int scale) {
     IntVector v = new IntVector(name, allocator);
     v.allocateNew(n);
@@ -148,33 +130,15 @@ class ArrowJavaTest {
    *  throws IOException({@code message}). */
   private ArrowReader readerFailingAtBatch2(String message) {
     Schema schema = new Schema(List.of(Field.nullable("a", new ArrowType.Int(32, true))));
-    return new ArrowReader(allocator) {
-      private int loads;
-
-      @Override
-      public boolean loadNextBatch() throws IOException {
-        if (++loads == 2) throw new IOException(message);
-        IntVector a = (IntVector) getVectorSchemaRoot().getVector("a");
-        a.allocateNew(2);
-        a.set(0, 7);
-        a.set(1, 8);
-        getVectorSchemaRoot().setRowCount(2);
-        return true;
-      }
-
-      @Override
-      public long bytesRead() {
-        return 0;
-      }
-
-      @Override
-      protected void closeReadSource() {}
-
-      @Override
-      protected Schema readSchema() {
-        return schema;
-      }
-    };
+    return new BatchReader(allocator, schema, (root, index) -> {
+      if (index == 1) throw new IOException(message);
+      IntVector a = (IntVector) root.getVector("a");
+      a.allocateNew(2);
+      a.set(0, 7);
+      a.set(1, 8);
+      root.setRowCount(2);
+      return true;
+    });
   }
 
   /** A plain stream's failure reaches the ferry stream with the producer's own
@@ -202,45 +166,24 @@ class ArrowJavaTest {
     }
   }
 
-  /** Batches [b*100, b*100+1, ...] of a Java stream, each released back to us. */
-  private static Iterator<ExportedBatch> javaBatches(int count, AtomicInteger released) {
-    return new Iterator<>() {
-      private int b;
+  /** Batch b [b*100, b*100+1, ...] of a Java stream, released back to us. */
+  private static ExportedBatch javaBatch(int b, AtomicInteger released) {
+    int[] values = new int[5];
+    for (int i = 0; i < 5; i++) values[i] = b * 100 + i;
+    return ExportedBatch.of(5).buffers(null, TestData.int32s(values))
+        .onRelease(released::incrementAndGet);
+  }
 
-      @Override
-      public boolean hasNext() {
-        return b < count;
-      }
-
-      @Override
-      public ExportedBatch next() {
-        if (b >= count) throw new NoSuchElementException();
-        int[] values = new int[5];
-        for (int i = 0; i < 5; i++) values[i] = b * 100 + i;
-        b++;
-        return ExportedBatch.of(5).buffers(null, TestData.int32s(values))
-            .onRelease(released::incrementAndGet);
-      }
-    };
+  /** The struct&lt;v: int32&gt; of {@link #javaBatch}. */
+  private static ExportedBatch javaStruct(int b, AtomicInteger released) {
+    return ExportedBatch.of(5).buffers((ByteBuffer) null).children(javaBatch(b, released));
   }
 
   @Test
   void aFerryStreamBecomesAnArrowReader() throws IOException {
     AtomicInteger released = new AtomicInteger();
     FieldSpec record = FieldSpec.of("+s", "").withChildren(FieldSpec.of("i", "v"));
-    Iterator<ExportedBatch> structs = new Iterator<>() {
-      private final Iterator<ExportedBatch> inner = javaBatches(4, released);
-
-      @Override
-      public boolean hasNext() {
-        return inner.hasNext();
-      }
-
-      @Override
-      public ExportedBatch next() {
-        return ExportedBatch.of(5).buffers((ByteBuffer) null).children(inner.next());
-      }
-    };
+    Iterator<ExportedBatch> structs = TestData.generate(4, b -> javaStruct(b, released));
     List<Integer> seen = new ArrayList<>();
     try (DeviceArrayStream stream = StreamExporter.toStream(record, DeviceType.CPU, structs);
         ArrowReader reader = ArrowJava.toReader(stream, allocator)) {
@@ -263,23 +206,12 @@ class ArrowJavaTest {
     AtomicInteger released = new AtomicInteger();
     Device sim = Device.sim(1);
     FieldSpec record = FieldSpec.of("+s", "").withChildren(FieldSpec.of("i", "v"));
-    Iterator<ExportedBatch> cpuBatches = javaBatches(2, released);
     // The batches are copied to the sim device (the copy's release frees it).
-    Iterator<DeviceArray> onSim = new Iterator<>() {
-      @Override
-      public boolean hasNext() {
-        return cpuBatches.hasNext();
+    Iterator<DeviceArray> onSim = TestData.generate(2, b -> {
+      try (DeviceArray cpu = ArrayExporter.toDeviceArray(record, javaStruct(b, released))) {
+        return cpu.copyTo(sim);
       }
-
-      @Override
-      public DeviceArray next() {
-        ExportedBatch struct = ExportedBatch.of(5).buffers((ByteBuffer) null)
-            .children(cpuBatches.next());
-        try (DeviceArray cpu = ArrayExporter.toDeviceArray(record, struct)) {
-          return cpu.copyTo(sim);
-        }
-      }
-    };
+    });
     long deviceStream = FerryNative.ferry_array_stream_new();
     StreamExporter.exportArrays(() -> record, sim.type(), onSim, deviceStream);
     try (DeviceArrayStream stream = DeviceArrayStream.importFrom(deviceStream);

@@ -23,42 +23,6 @@ import org.junit.jupiter.api.Test;
 class AsyncTest {
   /** Bound of every blocking read here: a hang fails the test instead. */
   static final long WAIT = 30_000;
-  /** n int32 batches of lengths 1..n (TestData.int32Batch), failing at call
-   *  failAt (1-based; 0: never), counting calls and releases. */
-  static final class Batches implements Iterator<ExportedBatch>, AutoCloseable {
-    final int n;
-    final int failAt;
-    final AtomicInteger calls = new AtomicInteger();
-    final AtomicInteger released = new AtomicInteger();
-    final CountDownLatch closed = new CountDownLatch(1);
-    final List<String> threads = new ArrayList<>();
-    int produced;
-
-    Batches(int n, int failAt) {
-      this.n = n;
-      this.failAt = failAt;
-    }
-
-    @Override
-    public boolean hasNext() {
-      return produced < n;
-    }
-
-    @Override
-    public ExportedBatch next() {
-      threads.add(Thread.currentThread().getName());
-      if (calls.incrementAndGet() == failAt) {
-        throw new FerryException(FerryException.ENODEV, "device lost at " + failAt);
-      }
-      produced++;
-      return TestData.int32Batch(produced, released);
-    }
-
-    @Override
-    public void close() {
-      closed.countDown();
-    }
-  }
 
   /** A cold publisher: serves {@code items} as requested (synchronously, from
    *  request), then completes, or fails with {@code error}. */
@@ -106,10 +70,8 @@ class AsyncTest {
 
   @Test
   void anIteratorPushedToABlockingReader() throws InterruptedException {
-    Batches batches = new Batches(6, 0);
-    try (AsyncDeviceStream consumer = AsyncDeviceStream.create(2)) {
-      AsyncExporter.export(TestData.int32Field("n"), DeviceType.CPU, batches,
-          consumer.handlerAddress());
+    Batches batches = new Batches(6);
+    try (AsyncDeviceStream consumer = consumerOf(2, batches)) {
       assertEquals("n", consumer.schema(-1).name());
       int count = 0;
       for (DeviceArray batch : consumer) {
@@ -124,16 +86,14 @@ class AsyncTest {
     }
     assertTrue(batches.closed.await(10, TimeUnit.SECONDS), "the iterator was closed");
     assertEquals(6, batches.released.get());
-    assertTrue(batches.threads.stream().noneMatch(t -> t.equals(Thread.currentThread()
-        .getName())), "pulled on ferry's thread, attached to the JVM: " + batches.threads);
+    assertTrue(batches.threadNames.stream().noneMatch(t -> t.equals(Thread.currentThread()
+        .getName())), "pulled on ferry's thread, attached to the JVM: " + batches.threadNames);
   }
 
   @Test
   void theProducersErrorArrivesAndRepeats() throws InterruptedException {
-    Batches batches = new Batches(6, 3);
-    try (AsyncDeviceStream consumer = AsyncDeviceStream.create(1)) {
-      AsyncExporter.export(TestData.int32Field("n"), DeviceType.CPU, batches,
-          consumer.handlerAddress());
+    Batches batches = new Batches(6, 2, new FerryException(FerryException.ENODEV, "device lost at 3"));
+    try (AsyncDeviceStream consumer = consumerOf(1, batches)) {
       consumer.next(WAIT).close();
       consumer.next(WAIT).close();
       FerryException e = assertThrows(FerryException.class, () -> consumer.next(WAIT));
@@ -149,10 +109,8 @@ class AsyncTest {
 
   @Test
   void cancelStopsTheProducer() throws InterruptedException {
-    Batches batches = new Batches(1000, 0);
-    try (AsyncDeviceStream consumer = AsyncDeviceStream.create(2)) {
-      AsyncExporter.export(TestData.int32Field("n"), DeviceType.CPU, batches,
-          consumer.handlerAddress());
+    Batches batches = new Batches(1000);
+    try (AsyncDeviceStream consumer = consumerOf(2, batches)) {
       consumer.next(WAIT).close();
       consumer.cancel();
       consumer.cancel(); // idempotent
@@ -170,7 +128,7 @@ class AsyncTest {
       FerryException e = assertThrows(FerryException.class, () -> consumer.next(0));
       assertEquals("ETIMEDOUT", e.codeName());
       AsyncExporter.export(TestData.int32Field("n"), DeviceType.CPU,
-          new Batches(1, 0), consumer.handlerAddress());
+          new Batches(1), consumer.handlerAddress());
       try (DeviceArray batch = consumer.next(WAIT)) {
         checkBatch(batch, 1);
       }
@@ -241,38 +199,46 @@ class AsyncTest {
     }
   }
 
+  /** A consumer with window {@code window} into which {@code batches} (int32
+   *  field "n") are pushed from the core's thread. */
+  private static AsyncDeviceStream consumerOf(int window, Iterator<ExportedBatch> batches) {
+    AsyncDeviceStream consumer = AsyncDeviceStream.create(window);
+    try {
+      AsyncExporter.export(TestData.int32Field("n"), DeviceType.CPU, batches,
+          consumer.handlerAddress());
+    } catch (RuntimeException e) {
+      consumer.close();
+      throw e;
+    }
+    return consumer;
+  }
+
+  /** A subscriber that requests nothing and keeps the error it is told of. */
+  private static Flow.Subscriber<DeviceArray> errorRecorder(AtomicReference<Throwable> error) {
+    return new Flow.Subscriber<>() {
+      @Override
+      public void onSubscribe(Flow.Subscription s) {}
+
+      @Override
+      public void onNext(DeviceArray item) {}
+
+      @Override
+      public void onError(Throwable t) {
+        error.set(t);
+      }
+
+      @Override
+      public void onComplete() {}
+    };
+  }
+
   @Test
   void aSecondSubscriberIsRefused() throws InterruptedException {
     try (AsyncDeviceStream consumer = AsyncDeviceStream.create(1)) {
-      consumer.subscribe(new Flow.Subscriber<>() {
-        @Override
-        public void onSubscribe(Flow.Subscription s) {}
-
-        @Override
-        public void onNext(DeviceArray item) {}
-
-        @Override
-        public void onError(Throwable t) {}
-
-        @Override
-        public void onComplete() {}
-      });
+      AtomicReference<Throwable> first = new AtomicReference<>();
       AtomicReference<Throwable> second = new AtomicReference<>();
-      consumer.subscribe(new Flow.Subscriber<>() {
-        @Override
-        public void onSubscribe(Flow.Subscription s) {}
-
-        @Override
-        public void onNext(DeviceArray item) {}
-
-        @Override
-        public void onError(Throwable t) {
-          second.set(t);
-        }
-
-        @Override
-        public void onComplete() {}
-      });
+      consumer.subscribe(errorRecorder(first));
+      consumer.subscribe(errorRecorder(second));
       assertTrue(second.get() instanceof IllegalStateException);
     }
   }

@@ -28,9 +28,10 @@ class ConcurrencyTest {
   private static final int ROUNDS = 300;
   private static final int LENGTH = 64;
 
-  /** Runs {@code work[t]} on THREADS threads started together; returns the
-   *  failures (a thread that has not finished after a minute is one). */
-  private static Queue<Throwable> runTogether(Runnable[] work) throws InterruptedException {
+  /** Runs {@code work[t]} on THREADS threads started together and fails with
+   *  every failure of round {@code round} (a thread that has not finished after
+   *  a minute is one). */
+  private static void runTogether(int round, Runnable[] work) throws InterruptedException {
     Queue<Throwable> failures = new ConcurrentLinkedQueue<>();
     CountDownLatch start = new CountDownLatch(1);
     Thread[] threads = new Thread[work.length];
@@ -51,7 +52,12 @@ class ConcurrencyTest {
       thread.join(60_000);
       if (thread.isAlive()) failures.add(new AssertionError(thread.getName() + " hangs"));
     }
-    return failures;
+    if (!failures.isEmpty()) {
+      AssertionError error = new AssertionError("round " + round + ": " + failures.size()
+          + " failures, the first: " + failures.peek());
+      failures.forEach(error::addSuppressed);
+      throw error;
+    }
   }
 
   private static boolean isClosedError(IllegalStateException e) {
@@ -135,13 +141,7 @@ class ConcurrencyTest {
           if (!isClosedError(e)) throw e;
         }
       };
-      Queue<Throwable> failures = runTogether(work);
-      if (!failures.isEmpty()) {
-        AssertionError error = new AssertionError("round " + round + ": " + failures.size()
-            + " failures, the first: " + failures.peek());
-        failures.forEach(error::addSuppressed);
-        throw error;
-      }
+      runTogether(round, work);
       assertTrue(a.isClosed());
       assertEquals(round + 1, released.get(), "released exactly once per round");
       IllegalStateException e = assertThrows(IllegalStateException.class, () -> a.getInt(0));
@@ -193,6 +193,13 @@ class ConcurrencyTest {
       if (inFlight.get() != 0) overlaps.incrementAndGet();
       closed.incrementAndGet();
     }
+
+    /** Asserts, once its stream is closed, the stream's side of the contract. */
+    void assertSerializedAndReleasedOnce() {
+      assertEquals(0, overlaps.get(), "the producer was never called concurrently");
+      assertEquals(0, callsAfterClose.get(), "nothing after the release");
+      assertEquals(1, closed.get(), "released exactly once");
+    }
   }
 
   @Test
@@ -241,17 +248,9 @@ class ConcurrencyTest {
         }
       };
       work[THREADS - 1] = s::close;
-      Queue<Throwable> failures = runTogether(work);
-      if (!failures.isEmpty()) {
-        AssertionError error = new AssertionError("round " + round + ": " + failures.size()
-            + " failures, the first: " + failures.peek());
-        failures.forEach(error::addSuppressed);
-        throw error;
-      }
+      runTogether(round, work);
       s.close();
-      assertEquals(0, producer.overlaps.get(), "the producer was never called concurrently");
-      assertEquals(0, producer.callsAfterClose.get(), "nothing after the release");
-      assertEquals(1, producer.closed.get(), "released exactly once");
+      producer.assertSerializedAndReleasedOnce();
       assertEquals(pulled.get(), producer.produced, "every produced batch reached one reader");
       assertEquals(pulled.get(), producer.released.get(), "every batch released once");
       assertEquals(pulled.get(), lengths.stream().distinct().count(), "no batch twice");
@@ -287,17 +286,9 @@ class ConcurrencyTest {
       }
       work[THREADS - 2] = s::cancel;
       work[THREADS - 1] = s::close;
-      Queue<Throwable> failures = runTogether(work);
-      if (!failures.isEmpty()) {
-        AssertionError error = new AssertionError("round " + round + ": " + failures.size()
-            + " failures, the first: " + failures.peek());
-        failures.forEach(error::addSuppressed);
-        throw error;
-      }
+      runTogether(round, work);
       s.close();
-      assertEquals(0, producer.overlaps.get(), "the producer was never called concurrently");
-      assertEquals(0, producer.callsAfterClose.get(), "nothing after the release");
-      assertEquals(1, producer.closed.get(), "released exactly once");
+      producer.assertSerializedAndReleasedOnce();
       assertEquals(lengths.size(), lengths.stream().distinct().count(), "no batch twice");
       assertEquals(producer.produced, producer.released.get(),
           "every batch produced was released once (read, or queued and dropped)");
@@ -312,25 +303,17 @@ class ConcurrencyTest {
     CountDownLatch proceed = new CountDownLatch(1);
     AtomicInteger released = new AtomicInteger();
     AtomicInteger calls = new AtomicInteger();
-    Iterator<ExportedBatch> blocking = new Iterator<>() {
-      @Override
-      public boolean hasNext() {
-        return true;
-      }
-
-      @Override
-      public ExportedBatch next() {
-        if (calls.incrementAndGet() == 1) {
-          inside.countDown();
-          try {
-            proceed.await();
-          } catch (InterruptedException e) {
-            throw new IllegalStateException(e);
-          }
+    Iterator<ExportedBatch> blocking = TestData.endless(call -> {
+      if (calls.incrementAndGet() == 1) {
+        inside.countDown();
+        try {
+          proceed.await();
+        } catch (InterruptedException e) {
+          throw new IllegalStateException(e);
         }
-        return TestData.int32Batch(1, released);
       }
-    };
+      return TestData.int32Batch(1, released);
+    });
     DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("n"), DeviceType.CPU,
         blocking);
     Queue<Throwable> failures = new ConcurrentLinkedQueue<>();
@@ -364,18 +347,10 @@ class ConcurrencyTest {
     // from there would release the stream under the call in flight.
     AtomicInteger released = new AtomicInteger();
     DeviceArrayStream[] consumer = new DeviceArrayStream[1];
-    Iterator<ExportedBatch> reentrant = new Iterator<>() {
-      @Override
-      public boolean hasNext() {
-        return true;
-      }
-
-      @Override
-      public ExportedBatch next() {
-        consumer[0].close();
-        return TestData.int32Batch(1, released);
-      }
-    };
+    Iterator<ExportedBatch> reentrant = TestData.endless(call -> {
+      consumer[0].close();
+      return TestData.int32Batch(1, released);
+    });
     try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("n"), DeviceType.CPU,
         reentrant)) {
       consumer[0] = s;

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.ferryarrow.ferry.jni.FerryNative;
+import io.github.ferryarrow.ferry.jni.NativeStructs;
 import org.junit.jupiter.api.Test;
 
 class ExceptionTest {
@@ -53,15 +54,11 @@ class ExceptionTest {
 
   @Test
   void importingAReleasedStructIsRefused() {
-    long schema = FerryNative.ferry_schema_new();
-    long array = FerryNative.ferry_device_array_new();
-    try {
+    try (NativeStructs out = NativeStructs.allocate()) {
+      long schema = out.schema(), array = out.array();
       FerryException e = assertThrows(FerryException.class,
           () -> DeviceArray.importFrom(array, schema));
       assertEquals(FerryException.EINVAL, e.code());
-    } finally {
-      FerryNative.ferry_schema_free(schema);
-      FerryNative.ferry_device_array_free(array);
     }
   }
 

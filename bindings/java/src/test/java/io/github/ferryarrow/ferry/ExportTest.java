@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicInteger;
 import io.github.ferryarrow.ferry.jni.FerryNative;
-import io.github.ferryarrow.ferry.jni.FerryNative;
+import io.github.ferryarrow.ferry.jni.NativeStructs;
 import io.github.ferryarrow.ferry.jni.Testing;
 import org.junit.jupiter.api.Test;
 
@@ -16,9 +16,8 @@ class ExportTest {
   void directBuffersAreExportedWithoutCopying() {
     ByteBuffer values = TestData.int32s(3, 1, 4, 1, 5);
     long javaAddress = FerryNative.ferry_jni_direct_address(values);
-    long schema = FerryNative.ferry_schema_new();
-    long array = FerryNative.ferry_device_array_new();
-    try {
+    try (NativeStructs out = NativeStructs.allocate()) {
+      long schema = out.schema(), array = out.array();
       ArrayExporter.export(TestData.int32Field("pi"), ExportedBatch.of(5).buffers(null, values),
           array, schema);
       // The C side sees the very same address.
@@ -28,9 +27,6 @@ class ExportTest {
       // A write through Java is visible to the C consumer: no copy was made.
       values.putInt(0, 42);
       assertEquals(5 + 42, Testing.cConsumeArray(array));
-    } finally {
-      FerryNative.ferry_device_array_free(array);
-      FerryNative.ferry_schema_free(schema);
     }
   }
 
@@ -78,10 +74,9 @@ class ExportTest {
 
   @Test
   void aFailedExportLeavesBothStructsReleased() {
-    long schema = FerryNative.ferry_schema_new();
-    long array = FerryNative.ferry_device_array_new();
     long before = ArrayExporter.liveExports();
-    try {
+    try (NativeStructs out = NativeStructs.allocate()) {
+      long schema = out.schema(), array = out.array();
       // The child's heap buffer fails after the parent array was initialised
       // with its release hook: the hook runs, but no release action does.
       AtomicInteger released = new AtomicInteger();
@@ -95,9 +90,6 @@ class ExportTest {
       assertTrue(FerryNative.ferry_schema_is_released(schema));
       assertTrue(FerryNative.ferry_device_array_is_released(array));
       assertEquals(before, ArrayExporter.liveExports());
-    } finally {
-      FerryNative.ferry_device_array_free(array);
-      FerryNative.ferry_schema_free(schema);
     }
   }
 }

@@ -10,11 +10,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.ferryarrow.ferry.arrow.ArrowJava;
 import io.github.ferryarrow.ferry.jni.FerryNative;
+import io.github.ferryarrow.ferry.jni.NativeStructs;
 import io.github.ferryarrow.ferry.jni.Testing;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
 import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
@@ -36,6 +38,12 @@ class FeaturesTest {
     int[] v = new int[N];
     for (int i = 0; i < N; i++) v[i] = seed + 7 * i;
     return v;
+  }
+
+  /** A CPU int32 array of values(seed), exported by Java. */
+  private static DeviceArray cpuArray(int seed) {
+    return ArrayExporter.toDeviceArray(TestData.int32Field("x"),
+        ExportedBatch.of(N).buffers(null, TestData.int32s(values(seed))));
   }
 
   private static int[] ints(ByteBuffer b) {
@@ -61,10 +69,9 @@ class FeaturesTest {
   @Test
   void feature_export_array() {
     ByteBuffer values = TestData.int32s(values(1));
-    long schema = FerryNative.ferry_schema_new();
-    long array = FerryNative.ferry_device_array_new();
     long before = ArrayExporter.liveExports();
-    try {
+    try (NativeStructs out = NativeStructs.allocate()) {
+      long schema = out.schema(), array = out.array();
       ArrayExporter.export(TestData.int32Field("x"), ExportedBatch.of(N).buffers(null, values),
           array, schema);
       assertEquals(before + 1, ArrayExporter.liveExports(), "Java keeps the buffer alive");
@@ -73,17 +80,13 @@ class FeaturesTest {
           "zero-copy: the consumer sees Java's own buffer");
       assertEquals(N + 1, Testing.cConsumeArray(array), "a C consumer reads length + value 0");
       assertEquals(before, ArrayExporter.liveExports(), "the release hook reached Java");
-    } finally {
-      FerryNative.ferry_schema_free(schema);
-      FerryNative.ferry_device_array_free(array);
     }
   }
 
   @Test
   void feature_import_array() {
-    long schema = FerryNative.ferry_schema_new();
-    long array = FerryNative.ferry_device_array_new();
-    try {
+    try (NativeStructs out = NativeStructs.allocate()) {
+      long schema = out.schema(), array = out.array();
       Testing.cProduceStatic(schema, array, 10);
       try (DeviceArray a = DeviceArray.importFrom(array, schema)) {
         assertTrue(FerryNative.ferry_device_array_is_released(array), "moved in");
@@ -94,9 +97,6 @@ class FeaturesTest {
         assertEquals(7 * 9, a.getInt(9), "the checked value reader");
         a.validate(Validation.FULL);
       }
-    } finally {
-      FerryNative.ferry_schema_free(schema);
-      FerryNative.ferry_device_array_free(array);
     }
   }
 
@@ -135,15 +135,25 @@ class FeaturesTest {
     }
   }
 
-  /** A device stream out as a plain ArrowArrayStream (the C stream interface),
-   *  read by Arrow Java's own importer. */
-  @Test
-  void feature_export_c_stream() {
+  /** Runs {@code body} on a plain ArrowArrayStream (the C stream interface) that
+   *  ferry's exportToArrowStream made of a C stream of 5-element batches. */
+  private static void onPlainStream(BiConsumer<BufferAllocator, ArrowArrayStream> body) {
     long stream = FerryNative.ferry_array_stream_new();
     Testing.cStaticStream(stream, 5);
     try (BufferAllocator allocator = new RootAllocator();
         ArrowArrayStream plain = ArrowArrayStream.allocateNew(allocator)) {
       DeviceArrayStream.importFrom(stream).exportToArrowStream(plain.memoryAddress());
+      body.accept(allocator, plain);
+    } finally {
+      FerryNative.ferry_array_stream_free(stream);
+    }
+  }
+
+  /** A device stream out as a plain ArrowArrayStream (the C stream interface),
+   *  read by Arrow Java's own importer. */
+  @Test
+  void feature_export_c_stream() {
+    onPlainStream((allocator, plain) -> {
       try (ArrowReader reader = Data.importArrayStream(allocator, plain)) {
         for (int k = 0; k < 3; k++) {
           assertTrue(reader.loadNextBatch());
@@ -153,20 +163,14 @@ class FeaturesTest {
       } catch (IOException e) {
         throw new AssertionError(e);
       }
-    } finally {
-      FerryNative.ferry_array_stream_free(stream);
-    }
+    });
   }
 
   /** A plain ArrowArrayStream (here Arrow Java's export of a ferry stream) in
    *  as a CPU device stream, each batch validated. */
   @Test
   void feature_import_c_stream() {
-    long stream = FerryNative.ferry_array_stream_new();
-    Testing.cStaticStream(stream, 5);
-    try (BufferAllocator allocator = new RootAllocator();
-        ArrowArrayStream plain = ArrowArrayStream.allocateNew(allocator)) {
-      DeviceArrayStream.importFrom(stream).exportToArrowStream(plain.memoryAddress());
+    onPlainStream((allocator, plain) -> {
       try (DeviceArrayStream s =
           DeviceArrayStream.importArrowStream(plain.memoryAddress(), Validation.DEFAULT)) {
         /* exportToArrowStream hands record batches (a struct of the columns),
@@ -179,29 +183,27 @@ class FeaturesTest {
           }
         }
       }
-    } finally {
-      FerryNative.ferry_array_stream_free(stream);
-    }
+    });
   }
 
   @Test
   void feature_to_host() {
     Device sim = Device.sim(0);
-    long stream = sim.createStream();
-    try (DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"), onSim(sim, stream, 2));
-        DeviceArray host = a.toHost()) {
-      assertTrue(a.isClosed(), "consumed");
-      assertEquals(DeviceType.CPU, host.deviceType());
-      assertArrayEquals(values(2), ints(host.buffer(1)), "waited, then copied: no poison");
-    } finally {
-      sim.destroyStream(stream);
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(sim, 1)) {
+      long stream = streams.get(0);
+      try (DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
+          onSim(sim, stream, 2));
+          DeviceArray host = a.toHost()) {
+        assertTrue(a.isClosed(), "consumed");
+        assertEquals(DeviceType.CPU, host.deviceType());
+        assertArrayEquals(values(2), ints(host.buffer(1)), "waited, then copied: no poison");
+      }
     }
   }
 
   @Test
   void feature_copy_to_device() {
-    try (DeviceArray cpu = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
-        ExportedBatch.of(N).buffers(null, TestData.int32s(values(3))));
+    try (DeviceArray cpu = cpuArray(3);
         DeviceArray sim = cpu.copyTo(Device.sim(1));
         DeviceArray sim2 = sim.copyTo(Device.sim(2));
         DeviceArray back = sim2.copyTo(DeviceType.CPU, -1)) {
@@ -214,8 +216,7 @@ class FeaturesTest {
 
   @Test
   void feature_move_to_device() {
-    DeviceArray cpu = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
-        ExportedBatch.of(N).buffers(null, TestData.int32s(values(4))));
+    DeviceArray cpu = cpuArray(4);
     long address = cpu.bufferAddress(1);
     try (DeviceArray same = cpu.moveTo(DeviceType.CPU, -1)) {
       assertEquals(address, same.bufferAddress(1), "to a device that reaches it: no copy");
@@ -229,91 +230,88 @@ class FeaturesTest {
   @Test
   void feature_consumer_stream_array() {
     Device sim = Device.sim(0);
-    long producer = sim.createStream();
-    long consumer = sim.createStream();
-    try (DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
-        onSim(sim, producer, 5))) {
-      a.waitOn(consumer);
-      ByteBuffer out = ByteBuffer.allocateDirect(4 * N).order(java.nio.ByteOrder.nativeOrder());
-      sim.copyToHost(a.bufferAddress(1), out, consumer);
-      sim.synchronize(consumer);
-      assertArrayEquals(values(5), ints(out), "ordered after the producer's event");
-    } finally {
-      sim.destroyStream(consumer);
-      sim.destroyStream(producer);
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(sim, 2)) {
+      long producer = streams.get(0), consumer = streams.get(1);
+      try (DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
+          onSim(sim, producer, 5))) {
+        a.waitOn(consumer);
+        ByteBuffer out = ByteBuffer.allocateDirect(4 * N).order(java.nio.ByteOrder.nativeOrder());
+        sim.copyToHost(a.bufferAddress(1), out, consumer);
+        sim.synchronize(consumer);
+        assertArrayEquals(values(5), ints(out), "ordered after the producer's event");
+      }
     }
   }
 
   @Test
   void feature_consumer_stream_batch() {
     Device sim = Device.sim(0);
-    long producer = sim.createStream();
-    long consumer = sim.createStream();
-    try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("x"), DeviceType.SIM,
-        List.of(onSim(sim, producer, 6), onSim(sim, producer, 7)).iterator())) {
-      for (int seed = 6; seed <= 7; seed++) {
-        try (DeviceArray batch = s.nextOn(consumer)) {
-          ByteBuffer out = ByteBuffer.allocateDirect(4 * N).order(java.nio.ByteOrder.nativeOrder());
-          sim.copyToHost(batch.bufferAddress(1), out, consumer);
-          sim.synchronize(consumer);
-          assertArrayEquals(values(seed), ints(out));
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(sim, 2)) {
+      long producer = streams.get(0), consumer = streams.get(1);
+      try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("x"), DeviceType.SIM,
+          List.of(onSim(sim, producer, 6), onSim(sim, producer, 7)).iterator())) {
+        for (int seed = 6; seed <= 7; seed++) {
+          try (DeviceArray batch = s.nextOn(consumer)) {
+            ByteBuffer out =
+                ByteBuffer.allocateDirect(4 * N).order(java.nio.ByteOrder.nativeOrder());
+            sim.copyToHost(batch.bufferAddress(1), out, consumer);
+            sim.synchronize(consumer);
+            assertArrayEquals(values(seed), ints(out));
+          }
         }
+        assertNull(s.nextOn(consumer));
       }
-      assertNull(s.nextOn(consumer));
-    } finally {
-      sim.destroyStream(consumer);
-      sim.destroyStream(producer);
     }
   }
 
   @Test
   void feature_wrap_native_stream() {
     Device sim = Device.sim(1);
-    long users = sim.createStream(); // a native stream handle the user's code works on
-    try (DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
-        onSim(sim, users, 8))) {
-      assertNotEquals(0, a.syncEvent(), "an event recorded on the user's stream");
-      try (DeviceArray host = a.toHost()) {
-        assertArrayEquals(values(8), ints(host.buffer(1)));
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(sim, 1)) {
+      long users = streams.get(0); // a native stream handle the user's code works on
+      try (DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
+          onSim(sim, users, 8))) {
+        assertNotEquals(0, a.syncEvent(), "an event recorded on the user's stream");
+        try (DeviceArray host = a.toHost()) {
+          assertArrayEquals(values(8), ints(host.buffer(1)));
+        }
       }
-    } finally {
-      sim.destroyStream(users);
     }
   }
 
   @Test
   void feature_wrap_native_event() {
     Device sim = Device.sim(1);
-    long stream = sim.createStream();
     long event = sim.createEvent();
     AtomicInteger eventReleased = new AtomicInteger();
     long pointer = sim.allocate(4L * N);
     ByteBuffer host = TestData.int32s(values(9));
-    try {
-      sim.copyFromHost(host, pointer, stream);
-      sim.recordEvent(event, stream);
-      ExportedBatch batch = ExportedBatch.of(N).bufferAddresses(0, pointer)
-          .withSyncEvent(sim, event, () -> {
-            sim.destroyEvent(event);
-            eventReleased.incrementAndGet();
-          });
-      try (DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"), batch)) {
-        assertEquals(event, a.syncEvent(), "the user's event, unchanged");
-        a.await();
-        assertArrayEquals(values(9), ints(a.buffer(1)));
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(sim, 1)) {
+      long stream = streams.get(0);
+      try {
+        sim.copyFromHost(host, pointer, stream);
+        sim.recordEvent(event, stream);
+        ExportedBatch batch = ExportedBatch.of(N).bufferAddresses(0, pointer)
+            .withSyncEvent(sim, event, () -> {
+              sim.destroyEvent(event);
+              eventReleased.incrementAndGet();
+            });
+        try (DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"), batch)) {
+          assertEquals(event, a.syncEvent(), "the user's event, unchanged");
+          a.await();
+          assertArrayEquals(values(9), ints(a.buffer(1)));
+        }
+        assertEquals(1, eventReleased.get(), "released with the array");
+      } finally {
+        sim.synchronize(stream);
+        sim.deallocate(pointer);
       }
-      assertEquals(1, eventReleased.get(), "released with the array");
-    } finally {
-      sim.synchronize(stream);
-      sim.deallocate(pointer);
-      sim.destroyStream(stream);
     }
   }
 
   @Test
   void feature_dlpack_export() {
-    DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
-        ExportedBatch.of(N).buffers(null, TestData.int32s(values(10))));
+    DeviceArray a = cpuArray(10);
     long data = a.bufferAddress(1);
     long tensor = a.toDlpack();
     try {
@@ -330,8 +328,7 @@ class FeaturesTest {
 
   @Test
   void feature_dlpack_import() {
-    DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
-        ExportedBatch.of(N).buffers(null, TestData.int32s(values(11))));
+    DeviceArray a = cpuArray(11);
     long data = a.bufferAddress(1);
     long tensor = a.toDlpack();
     try (DeviceArray back = DeviceArray.fromDlpack(tensor)) {

@@ -12,7 +12,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.Iterator;
 import java.util.List;
-import java.util.NoSuchElementException;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -113,11 +112,10 @@ class GpuApiTest {
   @ValueSource(strings = {"sim", "cuda", "rocm"})
   void anArraysEventIsHandedToTheConsumersStream(String name) {
     Device device = device(name);
-    long producer = device.createStream();
-    long consumer = device.createStream();
     AtomicInteger released = new AtomicInteger();
     long allocations = device.liveAllocations();
-    try {
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(device, 2)) {
+      long producer = streams.get(0), consumer = streams.get(1);
       try (DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
           produced(device, producer, values(1), released))) {
         assertEquals(device.type(), a.deviceType());
@@ -127,9 +125,6 @@ class GpuApiTest {
       }
       assertEquals(1, released.get());
       assertEquals(allocations, device.liveAllocations(), "the release freed the device memory");
-    } finally {
-      device.destroyStream(consumer);
-      device.destroyStream(producer);
     }
   }
 
@@ -139,49 +134,31 @@ class GpuApiTest {
     // poison, so the test above can only pass through the wait.
     FerryNative.ferry_sim_set_strict(1);
     Device sim = device("sim");
-    long producer = sim.createStream();
-    long consumer = sim.createStream();
     AtomicInteger released = new AtomicInteger();
-    try {
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(sim, 2)) {
+      long producer = streams.get(0), consumer = streams.get(1);
       try (DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
           produced(sim, producer, values(2), released))) {
         int[] early = readOn(a, consumer);
         int poison = FerryNative.FERRY_SIM_POISON_BYTE * 0x01010101;
         assertEquals(poison, early[0], "an unwaited read sees poison");
       }
-    } finally {
-      sim.destroyStream(consumer);
-      sim.destroyStream(producer);
     }
   }
 
   /** count batches of values(seed + b), each produced on its own stream. */
   private static Iterator<ExportedBatch> producedBatches(Device device, long stream, int count,
       AtomicInteger released) {
-    return new Iterator<>() {
-      private int b;
-
-      @Override
-      public boolean hasNext() {
-        return b < count;
-      }
-
-      @Override
-      public ExportedBatch next() {
-        if (b >= count) throw new NoSuchElementException();
-        return produced(device, stream, values(10 + b++), released);
-      }
-    };
+    return TestData.generate(count, b -> produced(device, stream, values(10 + b), released));
   }
 
   @ParameterizedTest
   @ValueSource(strings = {"sim", "cuda", "rocm"})
   void everyBatchOfAStreamIsHandedToTheConsumersStream(String name) {
     Device device = device(name);
-    long producer = device.createStream();
-    long consumer = device.createStream();
     AtomicInteger released = new AtomicInteger();
-    try {
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(device, 2)) {
+      long producer = streams.get(0), consumer = streams.get(1);
       try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("x"),
           device.type(), producedBatches(device, producer, 3, released))) {
         for (int b = 0; b < 3; b++) {
@@ -193,9 +170,6 @@ class GpuApiTest {
         assertNull(s.nextOn(consumer), "the end of the stream");
       }
       assertEquals(3, released.get());
-    } finally {
-      device.destroyStream(consumer);
-      device.destroyStream(producer);
     }
   }
 
@@ -248,12 +222,12 @@ class GpuApiTest {
   @ValueSource(strings = {"sim", "cuda", "rocm"})
   void theProducersOwnStreamAndEventAreWrapped(String name) {
     Device device = device(name);
-    long userStream = device.createStream(); // the native handle, as the user's library has it
     long userEvent = device.createEvent();
-    long consumer = device.createStream();
     AtomicInteger eventReleases = new AtomicInteger();
     AtomicInteger released = new AtomicInteger();
-    try {
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(device, 2)) {
+      // userStream: the native handle, as the user's library has it
+      long userStream = streams.get(0), consumer = streams.get(1);
       Upload memory = upload(device, userStream, values(5));
       device.recordEvent(userEvent, userStream);
       ExportedBatch batch = ExportedBatch.of(N).bufferAddresses(0, memory.pointer())
@@ -286,9 +260,6 @@ class GpuApiTest {
           assertArrayEquals(values(6), readOnHost(host));
         }
       }
-    } finally {
-      device.destroyStream(consumer);
-      device.destroyStream(userStream);
     }
   }
 
@@ -296,10 +267,9 @@ class GpuApiTest {
   @ValueSource(strings = {"sim", "cuda", "rocm"})
   void dlpackTensorsGoBothWaysOnTheDevice(String name) {
     Device device = device(name);
-    long producer = device.createStream();
-    long consumer = device.createStream();
     AtomicInteger released = new AtomicInteger();
-    try {
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(device, 2)) {
+      long producer = streams.get(0), consumer = streams.get(1);
       DeviceArray a = ArrayExporter.toDeviceArray(TestData.int32Field("x"),
           produced(device, producer, values(7), released));
       long data = a.bufferAddress(1);
@@ -318,9 +288,6 @@ class GpuApiTest {
         assertEquals(0, released.get(), "the tensor holds the array");
       }
       assertEquals(1, released.get(), "closing the imported tensor released the array");
-    } finally {
-      device.destroyStream(consumer);
-      device.destroyStream(producer);
     }
   }
 

@@ -286,12 +286,7 @@ class HandoffTest {
     assertEquals(before + 1, ArrayExporter.liveExports());
     // The nursery holds the leaked array until a GC flushes it; the next GC then
     // finds it unreachable. Bounded.
-    boolean seen = false;
-    for (int i = 0; i < 200 && !seen; i++) {
-      System.gc();
-      seen = leaked.await(50, TimeUnit.MILLISECONDS);
-    }
-    assertTrue(seen, "the safety net reported the leak");
+    assertTrue(TestData.gcUntil(leaked), "the safety net reported the leak");
     assertTrue(NativeHandle.leakCount() > leaksBefore);
     // The Cleaner thread's release went through the queue; a drain drops it.
     assertEquals(before, ArrayExporter.liveExports());
@@ -358,7 +353,7 @@ class HandoffTest {
     DeviceArray first;
     DeviceArray second;
     try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("n"), DeviceType.CPU,
-        new StreamTest.Batches(3, -1, null))) {
+        new Batches(3))) {
       first = s.next();
       second = s.next();
       s.next().close();

@@ -56,12 +56,7 @@ class LifecycleTest {
     long leaksBefore = NativeHandle.leakCount();
     makeGarbage(released);
     // GC is asynchronous: ask for it until the Cleaner ran (bounded).
-    boolean seen = false;
-    for (int i = 0; i < 200 && !seen; i++) {
-      System.gc();
-      seen = leaked.await(50, TimeUnit.MILLISECONDS);
-    }
-    assertTrue(seen, "the Cleaner reported the leak");
+    assertTrue(TestData.gcUntil(leaked), "the Cleaner reported the leak");
     assertTrue(NativeHandle.leakCount() > leaksBefore);
     // The Cleaner released the array, which ran the producer's release hook.
     for (int i = 0; i < 200 && released.get() == 0; i++) {

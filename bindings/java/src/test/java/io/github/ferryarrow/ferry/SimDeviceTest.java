@@ -33,9 +33,9 @@ class SimDeviceTest {
     FerryNative.ferry_sim_set_strict(1);
     Device sim = Device.sim(0);
     long allocationsBefore = sim.liveAllocations();
-    long stream = sim.createStream();
     AtomicInteger released = new AtomicInteger();
-    try {
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(sim, 1)) {
+      long stream = streams.get(0);
       try (DeviceArray a = produceOnSim(sim, stream, released)) {
         assertEquals(DeviceType.SIM, a.deviceType());
         assertEquals(0, a.deviceId());
@@ -50,17 +50,15 @@ class SimDeviceTest {
       }
       assertEquals(1, released.get());
       assertEquals(allocationsBefore, sim.liveAllocations(), "release freed the sim memory");
-    } finally {
-      sim.destroyStream(stream);
     }
   }
 
   @Test
   void aSimArrayCopiesToTheCpu() {
     Device sim = Device.sim(1);
-    long stream = sim.createStream();
     AtomicInteger released = new AtomicInteger();
-    try {
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(sim, 1)) {
+      long stream = streams.get(0);
       try (DeviceArray a = produceOnSim(sim, stream, released);
           DeviceArray cpu = a.copyTo(DeviceType.CPU, -1)) {
         assertEquals(DeviceType.CPU, cpu.deviceType());
@@ -69,29 +67,28 @@ class SimDeviceTest {
         assertEquals((N - 1) * 3, cpu.buffer(1).getInt((N - 1) * 4));
       }
       assertEquals(1, released.get());
-    } finally {
-      sim.destroyStream(stream);
     }
   }
 
   @Test
   void deviceStreamsAndEventsWorkFromJava() {
     Device sim = Device.sim(2);
-    long stream = sim.createStream();
     long event = sim.createEvent();
     long pointer = sim.allocate(16);
-    try {
-      ByteBuffer host = TestData.int32s(1, 2, 3, 4);
-      sim.copyFromHost(host, pointer, stream);
-      sim.recordEvent(event, stream);
-      sim.synchronizeEvent(event);
-      ByteBuffer back = ByteBuffer.allocateDirect(16).order(host.order());
-      sim.copyToHost(pointer, back, 0);
-      assertEquals(4, back.getInt(12));
-    } finally {
-      sim.deallocate(pointer);
-      sim.destroyEvent(event);
-      sim.destroyStream(stream);
+    try (TestData.DeviceStreams streams = new TestData.DeviceStreams(sim, 1)) {
+      long stream = streams.get(0);
+      try {
+        ByteBuffer host = TestData.int32s(1, 2, 3, 4);
+        sim.copyFromHost(host, pointer, stream);
+        sim.recordEvent(event, stream);
+        sim.synchronizeEvent(event);
+        ByteBuffer back = ByteBuffer.allocateDirect(16).order(host.order());
+        sim.copyToHost(pointer, back, 0);
+        assertEquals(4, back.getInt(12));
+      } finally {
+        sim.deallocate(pointer);
+        sim.destroyEvent(event);
+      }
     }
   }
 }

@@ -13,21 +13,14 @@ import org.junit.jupiter.api.Test;
  *  producer's get_next again, and every later read reports that same error. */
 class StreamErrorTest {
   /** Yields a batch, fails on the second call, and would yield batches after. */
-  static final class FailsOnceThenYields implements Iterator<ExportedBatch> {
+  static final class FailsOnceThenYields {
     final AtomicInteger calls = new AtomicInteger();
     final AtomicInteger released = new AtomicInteger();
-
-    @Override
-    public boolean hasNext() {
-      return true;
-    }
-
-    @Override
-    public ExportedBatch next() {
-      int call = calls.incrementAndGet();
+    final Iterator<ExportedBatch> batches = TestData.endless(call -> {
+      calls.set(call);
       if (call == 2) throw new FerryException(FerryException.EIO, "disk on fire");
       return TestData.int32Batch(call, released);
-    }
+    });
   }
 
   private static void assertSameError(FerryException e) {
@@ -39,7 +32,7 @@ class StreamErrorTest {
   void nextReplaysTheErrorAndNeverCallsTheProducerAgain() {
     FailsOnceThenYields producer = new FailsOnceThenYields();
     try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("n"), DeviceType.CPU,
-        producer)) {
+        producer.batches)) {
       try (DeviceArray first = s.next()) {
         assertEquals(1, first.length());
       }
@@ -60,7 +53,7 @@ class StreamErrorTest {
   void aCursorReplaysTheErrorToo() {
     FailsOnceThenYields producer = new FailsOnceThenYields();
     try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("n"), DeviceType.CPU,
-        producer); DeviceArrayStream.Cursor cursor = s.cursor()) {
+        producer.batches); DeviceArrayStream.Cursor cursor = s.cursor()) {
       assertTrue(cursor.advance());
       assertSameError(assertThrows(FerryException.class, cursor::advance));
       assertSameError(assertThrows(FerryException.class, cursor::advance));
@@ -74,19 +67,11 @@ class StreamErrorTest {
   void aBatchThatFailsValidationEndsTheStreamWithThatError() {
     // The second batch declares 1 buffer for an int32 array (2 needed).
     AtomicInteger calls = new AtomicInteger();
-    Iterator<ExportedBatch> producer = new Iterator<>() {
-      @Override
-      public boolean hasNext() {
-        return true;
-      }
-
-      @Override
-      public ExportedBatch next() {
-        int call = calls.incrementAndGet();
-        if (call == 2) return ExportedBatch.of(1).buffers((java.nio.ByteBuffer) null);
-        return TestData.int32Batch(1, new AtomicInteger());
-      }
-    };
+    Iterator<ExportedBatch> producer = TestData.endless(call -> {
+      calls.set(call);
+      if (call == 2) return ExportedBatch.of(1).buffers((java.nio.ByteBuffer) null);
+      return TestData.int32Batch(1, new AtomicInteger());
+    });
     try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("n"), DeviceType.CPU,
         producer)) {
       s.next().close();

@@ -7,56 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
-import java.util.Iterator;
-import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
-import io.github.ferryarrow.ferry.jni.FerryNative;
 import io.github.ferryarrow.ferry.jni.FerryNative;
 import io.github.ferryarrow.ferry.jni.Testing;
 import org.junit.jupiter.api.Test;
 
 class StreamTest {
-  /** Yields {@code n} int32 batches of lengths 1..n, then throws if asked to. */
-  static final class Batches implements Iterator<ExportedBatch>, AutoCloseable {
-    final int n;
-    final RuntimeException failAt;
-    final int failIndex;
-    final AtomicInteger released = new AtomicInteger();
-    final AtomicInteger closed = new AtomicInteger();
-    final List<Boolean> daemonThreads = new ArrayList<>();
-    final List<String> threadNames = new ArrayList<>();
-    int produced;
-
-    Batches(int n, int failIndex, RuntimeException failAt) {
-      this.n = n;
-      this.failIndex = failIndex;
-      this.failAt = failAt;
-    }
-
-    @Override
-    public boolean hasNext() {
-      return produced < n;
-    }
-
-    @Override
-    public ExportedBatch next() {
-      daemonThreads.add(Thread.currentThread().isDaemon());
-      threadNames.add(Thread.currentThread().getName());
-      if (produced == failIndex) throw failAt;
-      produced++;
-      return TestData.int32Batch(produced, released);
-    }
-
-    @Override
-    public void close() {
-      closed.incrementAndGet();
-    }
-  }
-
   @Test
   void aJavaIteratorIsConsumedAsADeviceStream() {
-    Batches batches = new Batches(4, -1, null);
+    Batches batches = new Batches(4);
     long before = ArrayExporter.liveExports();
     try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("n"), DeviceType.CPU,
         batches)) {
@@ -75,7 +33,7 @@ class StreamTest {
       assertNull(s.next(), "end of stream is sticky");
       assertEquals(4, batches.released.get());
     }
-    assertEquals(1, batches.closed.get(), "the iterator is closed when the stream is released");
+    assertEquals(1, batches.closes.get(), "the iterator is closed when the stream is released");
     assertEquals(before, ArrayExporter.liveExports());
   }
 
@@ -83,7 +41,7 @@ class StreamTest {
   void batchesOutliveTheirStream() {
     DeviceArray kept;
     try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("n"), DeviceType.CPU,
-        new Batches(2, -1, null))) {
+        new Batches(2))) {
       kept = s.next();
     }
     try (kept) {
@@ -126,29 +84,36 @@ class StreamTest {
     } finally {
       FerryNative.ferry_array_stream_free(stream);
     }
-    assertEquals(1, batches.closed.get());
+    assertEquals(1, batches.closes.get());
+  }
+
+  /** Exports {@code batches} (field "n") as a device stream that a native thread
+   *  the JVM has never seen pulls to its end, releasing it. Returns the error
+   *  message or null; stats = {rc, batches, total length}. */
+  private static String pullOnForeignThread(Batches batches, long[] stats) {
+    long stream = FerryNative.ferry_array_stream_new();
+    try {
+      StreamExporter.export(TestData.int32Field("n"), DeviceType.CPU, batches, stream);
+      String error = Testing.pullStreamOnForeignThread(stream, stats);
+      assertTrue(FerryNative.ferry_array_stream_is_released(stream), "released by the puller");
+      return error;
+    } finally {
+      FerryNative.ferry_array_stream_free(stream);
+    }
   }
 
   @Test
   void aNativeThreadTheJvmNeverSawPullsAJavaStream() {
-    Batches batches = new Batches(6, -1, null);
+    Batches batches = new Batches(6);
     long attachedBefore = FerryNative.ferry_jni_stat(FerryNative.FERRY_JNI_STAT_ATTACHED_THREADS);
     long detachedBefore = FerryNative.ferry_jni_stat(FerryNative.FERRY_JNI_STAT_DETACHED_THREADS);
-    long stream = FerryNative.ferry_array_stream_new();
-    try {
-      StreamExporter.export(TestData.int32Field("n"), DeviceType.CPU, batches, stream);
-      long[] stats = new long[3];
-      String error = Testing.pullStreamOnForeignThread(stream, stats);
-      assertNull(error);
-      assertEquals(0, stats[0]);
-      assertEquals(6, stats[1]);
-      assertEquals(1 + 2 + 3 + 4 + 5 + 6, stats[2]);
-      assertTrue(FerryNative.ferry_array_stream_is_released(stream));
-    } finally {
-      FerryNative.ferry_array_stream_free(stream);
-    }
+    long[] stats = new long[3];
+    assertNull(pullOnForeignThread(batches, stats));
+    assertEquals(0, stats[0]);
+    assertEquals(6, stats[1]);
+    assertEquals(1 + 2 + 3 + 4 + 5 + 6, stats[2]);
     assertEquals(6, batches.released.get(), "every batch released on the native thread");
-    assertEquals(1, batches.closed.get());
+    assertEquals(1, batches.closes.get());
     assertTrue(batches.daemonThreads.stream().allMatch(d -> d), "attached as a daemon");
     assertTrue(batches.threadNames.stream().allMatch(n -> n.equals("ferry-native-callback")));
     assertEquals(attachedBefore + 1,
@@ -162,20 +127,14 @@ class StreamTest {
   @Test
   void anExceptionOnANativeThreadBecomesEioAndTheMessage() {
     Batches batches = new Batches(6, 3, new RuntimeException("broken producer"));
-    long stream = FerryNative.ferry_array_stream_new();
-    try {
-      StreamExporter.export(TestData.int32Field("n"), DeviceType.CPU, batches, stream);
-      long[] stats = new long[3];
-      String error = Testing.pullStreamOnForeignThread(stream, stats);
-      assertNotNull(error);
-      assertEquals(FerryException.EIO, stats[0]);
-      assertEquals(3, stats[1]);
-      assertTrue(error.contains("broken producer"), error);
-    } finally {
-      FerryNative.ferry_array_stream_free(stream);
-    }
+    long[] stats = new long[3];
+    String error = pullOnForeignThread(batches, stats);
+    assertNotNull(error);
+    assertEquals(FerryException.EIO, stats[0]);
+    assertEquals(3, stats[1]);
+    assertTrue(error.contains("broken producer"), error);
     assertEquals(3, batches.released.get());
-    assertEquals(1, batches.closed.get());
+    assertEquals(1, batches.closes.get());
   }
 
   @Test
@@ -199,7 +158,7 @@ class StreamTest {
 
   @Test
   void aCursorWalksAStreamReleasingEachBatchOnAdvance() {
-    Batches batches = new Batches(3, -1, null);
+    Batches batches = new Batches(3);
     try (DeviceArrayStream s = StreamExporter.toStream(TestData.int32Field("n"), DeviceType.CPU,
         batches)) {
       try (DeviceArrayStream.Cursor cursor = s.cursor()) {
@@ -216,7 +175,7 @@ class StreamTest {
         assertEquals(3, batches.released.get());
       }
     }
-    assertEquals(1, batches.closed.get());
+    assertEquals(1, batches.closes.get());
   }
 
   @Test

@@ -108,8 +108,9 @@ public final class HandoffBench {
   public static void main(String[] args) throws IOException {
     System.out.println("LOAD " + loadAverage() + " (start)");
     CASES.put("primitives", HandoffBench::primitives);
-    CASES.put("c_to_java_stream_cursor", HandoffBench::streamCursor);
-    CASES.put("c_to_java_stream_deviceArray", HandoffBench::streamDeviceArray);
+    CASES.put("c_to_java_stream_cursor", () -> withCStreams(HandoffBench::streamCursor));
+    CASES.put("c_to_java_stream_deviceArray",
+        () -> withCStreams(HandoffBench::streamDeviceArray));
     CASES.put("c_to_java_array_deviceArray", HandoffBench::arrayDeviceArray);
     CASES.put("c_to_java_array_trusted", HandoffBench::arrayTrusted);
     CASES.put("java_to_c_array", HandoffBench::javaToCArray);
@@ -142,13 +143,30 @@ public final class HandoffBench {
         Testing::cToCLoop);
   }
 
-  /** C produces (endless static stream), Java walks it with the cursor. */
-  private static void streamCursor() {
+  /** What a stream case runs with: two endless static C streams, one for Java
+   *  to import, one for the floor, and an array the floor takes batches into. */
+  private interface CStreams {
+    void run(long cStream, long floorStream, long target);
+  }
+
+  /** Runs {@code body} with fresh C streams, freed after it. */
+  private static void withCStreams(CStreams body) {
     long cStream = FerryNative.ferry_array_stream_new();
     long floorStream = FerryNative.ferry_array_stream_new();
     long target = FerryNative.ferry_device_array_new();
     Testing.cStaticStream(cStream, 1024);
     Testing.cStaticStream(floorStream, 1024);
+    try {
+      body.run(cStream, floorStream, target);
+    } finally {
+      FerryNative.ferry_device_array_free(target);
+      FerryNative.ferry_array_stream_free(floorStream);
+      FerryNative.ferry_array_stream_free(cStream);
+    }
+  }
+
+  /** C produces (endless static stream), Java walks it with the cursor. */
+  private static void streamCursor(long cStream, long floorStream, long target) {
     // The lean path: a trusted producer (no validation), batches borrowed.
     try (DeviceArrayStream s = DeviceArrayStream.importFrom(cStream, Validation.NONE);
         DeviceArrayStream.Cursor cursor = s.cursor()) {
@@ -165,20 +183,11 @@ public final class HandoffBench {
             }
             sink += acc;
           })));
-    } finally {
-      FerryNative.ferry_device_array_free(target);
-      FerryNative.ferry_array_stream_free(floorStream);
-      FerryNative.ferry_array_stream_free(cStream);
     }
   }
 
   /** C produces, Java takes each batch as an owned DeviceArray and closes it. */
-  private static void streamDeviceArray() {
-    long cStream = FerryNative.ferry_array_stream_new();
-    long floorStream = FerryNative.ferry_array_stream_new();
-    long target = FerryNative.ferry_device_array_new();
-    Testing.cStaticStream(cStream, 1024);
-    Testing.cStaticStream(floorStream, 1024);
+  private static void streamDeviceArray(long cStream, long floorStream, long target) {
     try (DeviceArrayStream s = DeviceArrayStream.importFrom(cStream)) {
       pair("c_to_java_stream_deviceArray", new Pair(
           "2 JNI calls/batch: get_next + read; release", timed(n -> {
@@ -197,10 +206,6 @@ public final class HandoffBench {
             }
             sink += acc;
           })));
-    } finally {
-      FerryNative.ferry_device_array_free(target);
-      FerryNative.ferry_array_stream_free(floorStream);
-      FerryNative.ferry_array_stream_free(cStream);
     }
   }
 

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
+import java.util.function.LongSupplier;
 import java.util.function.LongUnaryOperator;
 import io.github.ferryarrow.ferry.ArrayExporter;
 import io.github.ferryarrow.ferry.DeviceArray;
@@ -16,6 +17,7 @@ import io.github.ferryarrow.ferry.ExportedBatch;
 import io.github.ferryarrow.ferry.FieldSpec;
 import io.github.ferryarrow.ferry.StreamExporter;
 import io.github.ferryarrow.ferry.arrow.ArrowJava;
+import io.github.ferryarrow.ferry.arrow.BatchReader;
 import io.github.ferryarrow.ferry.jni.FerryNative;
 import io.github.ferryarrow.ferry.jni.Testing;
 import org.apache.arrow.c.ArrowArray;
@@ -65,9 +67,13 @@ public final class PeerBench {
   private static BufferAllocator allocator;
   private static IntVector source;
 
-  /** One row: what ferry does, what the peer does, whether the work is the same. */
-  private record Row(String name, String ferryText, String peerText, String work, long ops,
-      long unitsPerOp, LongUnaryOperator ferry, LongUnaryOperator peer) {}
+  /** The Arrow Java side of rows: what it does, its operation and how many of them
+   *  a round runs, with the units (arrays or batches) per operation. */
+  private record Peer(String text, long ops, long unitsPerOp, LongUnaryOperator op) {}
+
+  /** One row: what ferry does, whether the work is the same as its peer's. */
+  private record Row(String name, String ferryText, String work, Peer peer,
+      LongUnaryOperator ferry) {}
 
   public static void main(String[] args) throws IOException {
     allocator = new RootAllocator();
@@ -102,8 +108,8 @@ public final class PeerBench {
 
   private static void run(Row row) {
     for (int w = 0; w < 3; w++) { // warm-up: JIT both paths
-      row.ferry.applyAsLong(row.ops);
-      row.peer.applyAsLong(row.ops);
+      row.ferry.applyAsLong(row.peer.ops);
+      row.peer.op.applyAsLong(row.peer.ops);
     }
     double[] f = new double[ROUNDS];
     double[] p = new double[ROUNDS];
@@ -111,14 +117,15 @@ public final class PeerBench {
     double[] pc = new double[ROUNDS];
     double[] ratio = new double[ROUNDS];
     double[] cpuRatio = new double[ROUNDS];
-    double units = (double) row.ops * row.unitsPerOp;
+    long ops = row.peer.ops;
+    double units = (double) ops * row.peer.unitsPerOp;
     for (int r = 0; r < ROUNDS; r++) {
       if (r % 2 == 0) {
-        measure(row.ferry, row.ops, units, f, fc, r);
-        measure(row.peer, row.ops, units, p, pc, r);
+        measure(row.ferry, ops, units, f, fc, r);
+        measure(row.peer.op, ops, units, p, pc, r);
       } else {
-        measure(row.peer, row.ops, units, p, pc, r);
-        measure(row.ferry, row.ops, units, f, fc, r);
+        measure(row.peer.op, ops, units, p, pc, r);
+        measure(row.ferry, ops, units, f, fc, r);
       }
       ratio[r] = f[r] / p[r];
       cpuRatio[r] = fc[r] / pc[r];
@@ -129,7 +136,7 @@ public final class PeerBench {
         row.name, cpuRatio[n / 2], cpuRatio[n / 4], cpuRatio[(3 * n) / 4], ratio[n / 2],
         ratio[n / 4], ratio[(3 * n) / 4], fc[n / 2], pc[n / 2], row.work);
     System.out.printf("PEER %-22s   ferry: %s%n", "", row.ferryText);
-    System.out.printf("PEER %-22s   peer:  %s%n", "", row.peerText);
+    System.out.printf("PEER %-22s   peer:  %s%n", "", row.peer.text);
   }
 
   private static String loadAverage() throws IOException {
@@ -137,22 +144,32 @@ public final class PeerBench {
     return Files.exists(p) ? Files.readString(p).trim() : "n/a";
   }
 
-  private static long timed(long n, java.util.function.LongConsumer body) {
-    long start = System.nanoTime();
-    body.accept(n);
-    return System.nanoTime() - start;
+  /** An operation of a row: runs {@code once} n times, adds what it read to the sink,
+   *  and returns the wall ns. */
+  private static LongUnaryOperator loop(LongSupplier once) {
+    return n -> {
+      long start = System.nanoTime();
+      long acc = 0;
+      for (long i = 0; i < n; i++) acc += once.getAsLong();
+      sink += acc;
+      return System.nanoTime() - start;
+    };
   }
 
   /** An IntVector of 1024 values (7 * i), every tenth null: 103 nulls. */
   private static IntVector vector(String name) {
     IntVector v = new IntVector(name, allocator);
+    fill(v);
+    return v;
+  }
+
+  private static void fill(IntVector v) {
     v.allocateNew(1024);
     for (int i = 0; i < 1024; i++) {
       if (i % 10 == 0) v.setNull(i);
       else v.set(i, i * 7);
     }
     v.setValueCount(1024);
-    return v;
   }
 
   private static long read(FieldVector v) {
@@ -169,240 +186,133 @@ public final class PeerBench {
     // closes them.
 
     // ---- C -> Java, one array ----
+    Peer importPeer = new Peer("Data.importVector, read, close", ARRAYS, 1, loop(() -> {
+      Testing.peerArray(schema, array);
+      try (FieldVector v = Data.importVector(allocator, ArrowArray.wrap(array),
+          ArrowSchema.wrap(schema), null)) {
+        return read(v);
+      }
+    }));
     rows.add(new Row("import_to_vector",
         "DeviceArray.importFrom (DEFAULT) + ArrowJava.toVector, read, close",
-        "Data.importVector, read, close",
         "not the same: ferry validates (DEFAULT at the import, FULL before Arrow Java), Arrow Java does not; both build a FieldVector",
-        ARRAYS, 1,
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            Testing.peerArray(schema, array);
-            DeviceArray a = DeviceArray.importFrom(array, schema);
-            try (FieldVector v = ArrowJava.toVector(a, allocator)) {
-              acc += read(v);
-            }
+        importPeer,
+        loop(() -> {
+          Testing.peerArray(schema, array);
+          DeviceArray a = DeviceArray.importFrom(array, schema);
+          try (FieldVector v = ArrowJava.toVector(a, allocator)) {
+            return read(v);
           }
-          sink += acc;
-        }),
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            Testing.peerArray(schema, array);
-            try (FieldVector v = Data.importVector(allocator, ArrowArray.wrap(array),
-                ArrowSchema.wrap(schema), null)) {
-              acc += read(v);
-            }
-          }
-          sink += acc;
         })));
     rows.add(new Row("import_deviceArray",
         "DeviceArray.importFrom (DEFAULT), read length, null count, buffer address, close",
-        "Data.importVector, read, close",
         "not the same: ferry validates and builds a DeviceArray, Arrow Java a FieldVector",
-        ARRAYS, 1,
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            Testing.peerArray(schema, array);
-            try (DeviceArray a = DeviceArray.importFrom(array, schema)) {
-              acc += a.length() + a.nullCount() + a.bufferAddress(1);
-            }
+        importPeer,
+        loop(() -> {
+          Testing.peerArray(schema, array);
+          try (DeviceArray a = DeviceArray.importFrom(array, schema)) {
+            return a.length() + a.nullCount() + a.bufferAddress(1);
           }
-          sink += acc;
-        }),
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            Testing.peerArray(schema, array);
-            try (FieldVector v = Data.importVector(allocator, ArrowArray.wrap(array),
-                ArrowSchema.wrap(schema), null)) {
-              acc += read(v);
-            }
-          }
-          sink += acc;
         })));
 
     // ---- Java -> C, one array ----
     source = vector("peer");
+    long validity = source.getValidityBufferAddress();
+    long values = source.getDataBufferAddress();
+    Peer exportPeer = new Peer("Data.exportVector; C reads, releases", ARRAYS, 1, loop(() -> {
+      Data.exportVector(allocator, source, null, ArrowArray.wrap(array), ArrowSchema.wrap(schema));
+      return Testing.peerConsume(array, schema);
+    }));
     rows.add(new Row("export_from_vector",
         "ArrowJava.fromVector + DeviceArray.exportTo; C reads, releases",
-        "Data.exportVector; C reads, releases",
         "not the same: ferry also validates (DEFAULT); both export the buffers (retained) and schema",
-        ARRAYS, 1,
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            ArrowJava.fromVector(source, allocator).exportTo(array, schema);
-            acc += Testing.peerConsume(array, schema);
-          }
-          sink += acc;
-        }),
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            Data.exportVector(allocator, source, null, ArrowArray.wrap(array),
-                ArrowSchema.wrap(schema));
-            acc += Testing.peerConsume(array, schema);
-          }
-          sink += acc;
+        exportPeer,
+        loop(() -> {
+          ArrowJava.fromVector(source, allocator).exportTo(array, schema);
+          return Testing.peerConsume(array, schema);
         })));
     FieldSpec int32 = FieldSpec.of("i", "peer");
     rows.add(new Row("export_arrayExporter",
         "ArrayExporter.export(FieldSpec, ExportedBatch over the vector's addresses)",
-        "Data.exportVector; C reads, releases",
         "not the same: ferry holds no reference on the vector's buffers (the caller keeps them)",
-        ARRAYS, 1,
-        n -> timed(n, k -> {
-          long acc = 0;
-          long validity = source.getValidityBufferAddress();
-          long values = source.getDataBufferAddress();
-          for (long i = 0; i < k; i++) {
-            ArrayExporter.export(int32, ExportedBatch.of(1024).nullCount(103)
-                .bufferAddresses(validity, values), array, schema);
-            acc += Testing.peerConsume(array, schema);
-          }
-          sink += acc;
-        }),
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            Data.exportVector(allocator, source, null, ArrowArray.wrap(array),
-                ArrowSchema.wrap(schema));
-            acc += Testing.peerConsume(array, schema);
-          }
-          sink += acc;
+        exportPeer,
+        loop(() -> {
+          ArrayExporter.export(int32, ExportedBatch.of(1024).nullCount(103)
+              .bufferAddresses(validity, values), array, schema);
+          return Testing.peerConsume(array, schema);
         })));
 
     // ---- streams of 1,000 record batches ----
     long dstream = FerryNative.ferry_array_stream_new();
     long stream = FerryNative.ferry_array_stream_new(); // as large as an ArrowArrayStream
+    Peer streamImportPeer = new Peer(
+        "C ArrowArrayStream -> Data.importArrayStream, loadNextBatch x 1000", STREAMS, BATCHES,
+        loop(() -> {
+          check(Testing.peerStream(stream, false, BATCHES));
+          return drain(Data.importArrayStream(allocator, ArrowArrayStream.wrap(stream)));
+        }));
     rows.add(new Row("stream_to_reader",
         "C ArrowDeviceArrayStream -> DeviceArrayStream.importFrom + ArrowJava.toReader, "
             + "loadNextBatch x 1000",
-        "C ArrowArrayStream -> Data.importArrayStream, loadNextBatch x 1000",
         "not the same: ferry validates each batch (DEFAULT, then FULL before Arrow Java); both load a VectorSchemaRoot per batch",
-        STREAMS, BATCHES,
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            check(Testing.peerStream(dstream, true, BATCHES));
-            try (ArrowReader r = ArrowJava.toReader(DeviceArrayStream.importFrom(dstream),
-                allocator)) {
-              acc += drain(r);
-            } catch (IOException e) {
-              throw new IllegalStateException(e);
-            }
-          }
-          sink += acc;
-        }),
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            check(Testing.peerStream(stream, false, BATCHES));
-            try (ArrowReader r = Data.importArrayStream(allocator,
-                ArrowArrayStream.wrap(stream))) {
-              acc += drain(r);
-            } catch (IOException e) {
-              throw new IllegalStateException(e);
-            }
-          }
-          sink += acc;
+        streamImportPeer,
+        loop(() -> {
+          check(Testing.peerStream(dstream, true, BATCHES));
+          return drain(ArrowJava.toReader(DeviceArrayStream.importFrom(dstream), allocator));
         })));
     rows.add(new Row("stream_import_ferry",
         "C ArrowDeviceArrayStream -> DeviceArrayStream (DEFAULT, prepared schema), "
             + "next() x 1000, read child 0, close",
-        "C ArrowArrayStream -> Data.importArrayStream, loadNextBatch x 1000",
         "not the same: ferry validates each batch and builds a DeviceArray, "
             + "Arrow Java a VectorSchemaRoot",
-        STREAMS, BATCHES,
-        n -> timed(n, k -> {
+        streamImportPeer,
+        loop(() -> {
+          check(Testing.peerStream(dstream, true, BATCHES));
           long acc = 0;
-          for (long i = 0; i < k; i++) {
-            check(Testing.peerStream(dstream, true, BATCHES));
-            try (DeviceArrayStream s = DeviceArrayStream.importFrom(dstream)) {
-              for (DeviceArray b : s) {
-                try (b) {
-                  acc += b.length() + b.child(0).getInt(1);
-                }
+          try (DeviceArrayStream s = DeviceArrayStream.importFrom(dstream)) {
+            for (DeviceArray b : s) {
+              try (b) {
+                acc += b.length() + b.child(0).getInt(1);
               }
             }
           }
-          sink += acc;
-        }),
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            check(Testing.peerStream(stream, false, BATCHES));
-            try (ArrowReader r = Data.importArrayStream(allocator,
-                ArrowArrayStream.wrap(stream))) {
-              acc += drain(r);
-            } catch (IOException e) {
-              throw new IllegalStateException(e);
-            }
-          }
-          sink += acc;
+          return acc;
         })));
+    Peer streamExportPeer = new Peer("ArrowReader -> Data.exportArrayStream; C pulls 1000",
+        STREAMS, BATCHES, loop(() -> {
+          Data.exportArrayStream(allocator, repeat(BATCHES), ArrowArrayStream.wrap(stream));
+          return checkPull(Testing.peerPull(stream, false));
+        }));
     rows.add(new Row("stream_from_reader",
         "ArrowReader -> ArrowJava.fromReader + DeviceArrayStream.exportTo; C pulls 1000",
-        "ArrowReader -> Data.exportArrayStream; C pulls 1000",
         "same: both export each batch's buffers (retained until the C release) and one schema",
-        STREAMS, BATCHES,
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            ArrowJava.fromReader(new Repeat(allocator, BATCHES), allocator).exportTo(dstream);
-            acc += checkPull(Testing.peerPull(dstream, true));
-          }
-          sink += acc;
-        }),
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            Data.exportArrayStream(allocator, new Repeat(allocator, BATCHES),
-                ArrowArrayStream.wrap(stream));
-            acc += checkPull(Testing.peerPull(stream, false));
-          }
-          sink += acc;
+        streamExportPeer,
+        loop(() -> {
+          ArrowJava.fromReader(repeat(BATCHES), allocator).exportTo(dstream);
+          return checkPull(Testing.peerPull(dstream, true));
         })));
     FieldSpec batchSpec = FieldSpec.of("+s", "").withChildren(FieldSpec.of("i", "v"));
     rows.add(new Row("stream_export_ferry",
         "StreamExporter.export(Iterator<ExportedBatch> over the vector's addresses); C pulls 1000",
-        "ArrowReader -> Data.exportArrayStream; C pulls 1000",
         "not the same: ferry holds no reference on the buffers (the caller keeps them)",
-        STREAMS, BATCHES,
-        n -> timed(n, k -> {
-          long acc = 0;
-          long validity = source.getValidityBufferAddress();
-          long values = source.getDataBufferAddress();
-          for (long i = 0; i < k; i++) {
-            StreamExporter.export(batchSpec, DeviceType.CPU, new Iterator<ExportedBatch>() {
-              int left = BATCHES;
+        streamExportPeer,
+        loop(() -> {
+          StreamExporter.export(batchSpec, DeviceType.CPU, new Iterator<ExportedBatch>() {
+            int left = BATCHES;
 
-              @Override
-              public boolean hasNext() {
-                return left > 0;
-              }
+            @Override
+            public boolean hasNext() {
+              return left > 0;
+            }
 
-              @Override
-              public ExportedBatch next() {
-                left--;
-                return ExportedBatch.of(1024).bufferAddresses(0).children(
-                    ExportedBatch.of(1024).nullCount(103).bufferAddresses(validity, values));
-              }
-            }, dstream);
-            acc += checkPull(Testing.peerPull(dstream, true));
-          }
-          sink += acc;
-        }),
-        n -> timed(n, k -> {
-          long acc = 0;
-          for (long i = 0; i < k; i++) {
-            Data.exportArrayStream(allocator, new Repeat(allocator, BATCHES),
-                ArrowArrayStream.wrap(stream));
-            acc += checkPull(Testing.peerPull(stream, false));
-          }
-          sink += acc;
+            @Override
+            public ExportedBatch next() {
+              left--;
+              return ExportedBatch.of(1024).bufferAddresses(0).children(
+                  ExportedBatch.of(1024).nullCount(103).bufferAddresses(validity, values));
+            }
+          }, dstream);
+          return checkPull(Testing.peerPull(dstream, true));
         })));
     return rows;
   }
@@ -416,56 +326,30 @@ public final class PeerBench {
     return batches;
   }
 
-  private static long drain(ArrowReader r) throws IOException {
+  /** Loads every batch of {@code r}, reads it, and closes {@code r}. */
+  private static long drain(ArrowReader reader) {
     long acc = 0;
-    while (r.loadNextBatch()) {
-      VectorSchemaRoot root = r.getVectorSchemaRoot();
-      acc += root.getRowCount() + read(root.getVector(0));
+    try (ArrowReader r = reader) {
+      while (r.loadNextBatch()) {
+        VectorSchemaRoot root = r.getVectorSchemaRoot();
+        acc += root.getRowCount() + read(root.getVector(0));
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
     }
     return acc;
   }
 
   /** An ArrowReader of n record batches struct<v: int32>, each the same 1024 values
    *  (filled once: loading a batch costs nothing, on both sides). */
-  static final class Repeat extends ArrowReader {
-    private int left;
-    private boolean filled;
-
-    Repeat(BufferAllocator allocator, int n) {
-      super(allocator);
-      left = n;
-    }
-
-    @Override
-    public boolean loadNextBatch() throws IOException {
-      if (left == 0) return false;
-      left--;
-      VectorSchemaRoot root = getVectorSchemaRoot();
-      if (!filled) {
-        IntVector v = (IntVector) root.getVector(0);
-        v.allocateNew(1024);
-        for (int i = 0; i < 1024; i++) {
-          if (i % 10 == 0) v.setNull(i);
-          else v.set(i, i * 7);
-        }
-        filled = true;
-      }
+  private static ArrowReader repeat(int n) {
+    Schema schema = new Schema(List.of(new Field("v", FieldType.nullable(new ArrowType.Int(32, true)),
+        null)));
+    return new BatchReader(allocator, schema, (root, index) -> {
+      if (index >= n) return false;
+      if (index == 0) fill((IntVector) root.getVector(0));
       root.setRowCount(1024);
       return true;
-    }
-
-    @Override
-    public long bytesRead() {
-      return 0;
-    }
-
-    @Override
-    protected void closeReadSource() {}
-
-    @Override
-    protected Schema readSchema() {
-      return new Schema(List.of(new Field("v", FieldType.nullable(new ArrowType.Int(32, true)),
-          null)));
-    }
+    });
   }
 }

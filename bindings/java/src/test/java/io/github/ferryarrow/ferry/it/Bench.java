@@ -31,19 +31,9 @@ public final class Bench {
   private static final FieldSpec INT32 = FieldSpec.of("i", "values");
   private static final ThreadLocal<String> LAST_ERROR = ThreadLocal.withInitial(() -> "");
 
-  /** One cached buffer per length; the array is replaced, never mutated. */
-  private static final class Cached {
-    final long length;
-    /** Owns the memory (kept reachable here, never closed: the process ends first). */
-    final HostBuffer memory;
-    final ByteBuffer values;
-
-    Cached(long length, HostBuffer memory, ByteBuffer values) {
-      this.length = length;
-      this.memory = memory;
-      this.values = values;
-    }
-  }
+  /** One cached buffer per length; the array is replaced, never mutated. The
+   *  memory is kept reachable here, never closed: the process ends first. */
+  private record Cached(long length, HostBuffer memory, ByteBuffer values) {}
 
   private static volatile Cached[] cache = new Cached[0];
 
@@ -51,7 +41,7 @@ public final class Bench {
 
   private static ByteBuffer find(long length) {
     for (Cached c : cache) {
-      if (c.length == length) return c.values;
+      if (c.length() == length) return c.values();
     }
     return null;
   }

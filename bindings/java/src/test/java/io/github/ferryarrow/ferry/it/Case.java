@@ -78,39 +78,22 @@ final class Case {
         throw invalid("duplicate key \"" + key + "\" in case \"" + spec + "\"");
       }
       switch (key) {
-        case "length":
-          c.length = number(key, value, MAX_SLOTS, spec);
-          break;
-        case "nulls":
-          c.nulls = number(key, value, Long.MAX_VALUE, spec);
-          break;
-        case "seed":
-          c.seed = number(key, value, 0xFFFFFFFFL, spec);
-          break;
-        case "offset":
-          c.offset = number(key, value, MAX_SLOTS, spec);
-          break;
-        case "device":
-          c.parseDevice(value);
-          break;
-        case "batches":
-          c.batches = number(key, value, Long.MAX_VALUE, spec);
-          break;
-        case "fail":
-          c.parseFail(value);
-          break;
-        case "window":
+        case "length" -> c.length = number(key, value, MAX_SLOTS, spec);
+        case "nulls" -> c.nulls = number(key, value, Long.MAX_VALUE, spec);
+        case "seed" -> c.seed = number(key, value, 0xFFFFFFFFL, spec);
+        case "offset" -> c.offset = number(key, value, MAX_SLOTS, spec);
+        case "device" -> c.parseDevice(value);
+        case "batches" -> c.batches = number(key, value, Long.MAX_VALUE, spec);
+        case "fail" -> c.parseFail(value);
+        case "window" -> {
           c.window = number(key, value, Long.MAX_VALUE, spec);
           if (c.window == 0) {
             throw invalid("window=0 in case \"" + spec + "\": a consumer must request at "
                 + "least 1 batch");
           }
-          break;
-        case "cancel":
-          c.cancel = number(key, value, Long.MAX_VALUE, spec);
-          break;
-        default:
-          throw invalid("unknown key \"" + key + "\" in case \"" + spec + "\"");
+        }
+        case "cancel" -> c.cancel = number(key, value, Long.MAX_VALUE, spec);
+        default -> throw invalid("unknown key \"" + key + "\" in case \"" + spec + "\"");
       }
     }
     if (c.length + c.offset > MAX_SLOTS) {
@@ -148,23 +131,14 @@ final class Case {
   }
 
   private void parseDevice(String value) {
-    switch (value) {
-      case "cpu":
-        deviceType = DeviceType.CPU;
-        break;
-      case "sim":
-        deviceType = DeviceType.SIM;
-        break;
-      case "cuda":
-        deviceType = DeviceType.CUDA;
-        break;
-      case "rocm":
-        deviceType = DeviceType.ROCM;
-        break;
-      default:
-        throw invalid("unknown device \"" + value + "\" in case \"" + spec
-            + "\" (expected cpu, sim, cuda or rocm)");
-    }
+    deviceType = switch (value) {
+      case "cpu" -> DeviceType.CPU;
+      case "sim" -> DeviceType.SIM;
+      case "cuda" -> DeviceType.CUDA;
+      case "rocm" -> DeviceType.ROCM;
+      default -> throw invalid("unknown device \"" + value + "\" in case \"" + spec
+          + "\" (expected cpu, sim, cuda or rocm)");
+    };
     deviceName = value;
   }
 
@@ -173,20 +147,16 @@ final class Case {
       fail = Fail.EXPORT;
     } else if (value.equals("get_schema")) {
       fail = Fail.GET_SCHEMA;
-    } else if (value.startsWith("get_next@")) {
-      failAt = number("fail=get_next@N", value.substring("get_next@".length()), Long.MAX_VALUE,
+    } else if (value.startsWith("get_next@") || value.startsWith("consumer@")) {
+      String mode = value.substring(0, value.indexOf('@'));
+      boolean getNext = mode.equals("get_next");
+      failAt = number("fail=" + mode + "@N", value.substring(mode.length() + 1), Long.MAX_VALUE,
           spec);
       if (failAt == 0) {
-        throw invalid("fail=get_next@0 in case \"" + spec + "\": N counts get_next calls from 1");
+        throw invalid("fail=" + mode + "@0 in case \"" + spec + "\": N counts "
+            + (getNext ? "get_next calls " : "") + "from 1");
       }
-      fail = Fail.GET_NEXT;
-    } else if (value.startsWith("consumer@")) {
-      failAt = number("fail=consumer@N", value.substring("consumer@".length()), Long.MAX_VALUE,
-          spec);
-      if (failAt == 0) {
-        throw invalid("fail=consumer@0 in case \"" + spec + "\": N counts from 1");
-      }
-      fail = Fail.CONSUMER;
+      fail = getNext ? Fail.GET_NEXT : Fail.CONSUMER;
     } else {
       throw invalid("unknown fail mode \"" + value + "\" in case \"" + spec
           + "\" (expected export, get_next@N, get_schema or consumer@N)");

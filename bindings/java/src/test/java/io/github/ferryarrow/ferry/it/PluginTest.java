@@ -9,6 +9,7 @@ import io.github.ferryarrow.ferry.FerryException;
 import io.github.ferryarrow.ferry.ArrayExporter;
 import io.github.ferryarrow.ferry.ExportedBatch;
 import io.github.ferryarrow.ferry.jni.FerryNative;
+import io.github.ferryarrow.ferry.jni.NativeStructs;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -22,16 +23,12 @@ class PluginTest {
   }
 
   private static void roundTripArray(String spec) {
-    long schema = FerryNative.ferry_schema_new();
-    long array = FerryNative.ferry_device_array_new();
-    try {
+    try (NativeStructs out = NativeStructs.allocate()) {
+      long schema = out.schema(), array = out.array();
       assertEquals(0, Plugin.exportArray(spec, schema, array), Plugin.lastError());
       assertEquals(1, Plugin.liveAllocations());
       assertEquals(0, Plugin.checkArray(spec, schema, array), spec + ": " + Plugin.lastError());
       assertTrue(FerryNative.ferry_device_array_is_released(array), "checker released it");
-    } finally {
-      FerryNative.ferry_schema_free(schema);
-      FerryNative.ferry_device_array_free(array);
     }
   }
 
@@ -56,15 +53,11 @@ class PluginTest {
     if (cleared >= 0) validity.put(cleared / 8, (byte) ~(1 << (cleared % 8)));
     ByteBuffer values = ByteBuffer.allocateDirect(40).order(ByteOrder.LITTLE_ENDIAN);
     for (int i = 0; i < 10; i++) values.putInt(4 * i, (int) Values.u(c.seed, i));
-    long schema = FerryNative.ferry_schema_new();
-    long array = FerryNative.ferry_device_array_new();
-    try {
+    try (NativeStructs out = NativeStructs.allocate()) {
+      long schema = out.schema(), array = out.array();
       ArrayExporter.export(CaseProducer.field(c), ExportedBatch.of(10).buffers(validity, values),
           array, schema);
       return Plugin.checkArray("int32:length=10", schema, array);
-    } finally {
-      FerryNative.ferry_schema_free(schema);
-      FerryNative.ferry_device_array_free(array);
     }
   }
 
@@ -79,33 +72,25 @@ class PluginTest {
   @Test
   void valuesFollowTheFormula() {
     // u(0) with seed 1 is 2654435761 = 0x9E3779B1; int32 reads it as two's complement.
-    long schema = FerryNative.ferry_schema_new();
-    long array = FerryNative.ferry_device_array_new();
-    try {
+    try (NativeStructs out = NativeStructs.allocate()) {
+      long schema = out.schema(), array = out.array();
       assertEquals(0, Plugin.exportArray("int32:length=3", schema, array));
       long buffer = FerryNative.ferry_array_buffer(FerryNative.ferry_device_array_array(array), 1);
       ByteBuffer v = FerryNative.ferry_jni_new_direct_buffer(buffer, 12).order(ByteOrder.LITTLE_ENDIAN);
       assertEquals(0x9E3779B1, v.getInt(0));
       assertEquals((int) (0x9E3779B1L + 40503), v.getInt(4));
-    } finally {
-      FerryNative.ferry_schema_free(schema);
-      FerryNative.ferry_device_array_free(array);
     }
   }
 
   @Test
   void aCheckerCatchesAWrongValue() {
-    long schema = FerryNative.ferry_schema_new();
-    long array = FerryNative.ferry_device_array_new();
-    try {
+    try (NativeStructs out = NativeStructs.allocate()) {
+      long schema = out.schema(), array = out.array();
       assertEquals(0, Plugin.exportArray("int32:seed=7", schema, array));
       int rc = Plugin.checkArray("int32:seed=8", schema, array);
       assertEquals(FerryException.EINVAL, rc);
       assertTrue(Plugin.lastError().contains("element 0"), Plugin.lastError());
       assertTrue(FerryNative.ferry_device_array_is_released(array), "released on failure too");
-    } finally {
-      FerryNative.ferry_schema_free(schema);
-      FerryNative.ferry_device_array_free(array);
     }
   }
 
@@ -114,32 +99,25 @@ class PluginTest {
       "int32:device=tpu", "int32:fail=sometimes", "int32:length", "int32:seed=4294967296",
       "int32:nulls=1:nulls=2", "int32:fail=get_next@0"})
   void badCaseStringsAreEinvalNamingTheProblem(String spec) {
-    long schema = FerryNative.ferry_schema_new();
-    long array = FerryNative.ferry_device_array_new();
-    try {
+    try (NativeStructs out = NativeStructs.allocate()) {
+      long schema = out.schema(), array = out.array();
       assertEquals(FerryException.EINVAL, Plugin.exportArray(spec, schema, array));
       assertTrue(Plugin.lastError().contains(spec), Plugin.lastError());
       assertTrue(FerryNative.ferry_schema_is_released(schema));
       assertTrue(FerryNative.ferry_device_array_is_released(array));
-    } finally {
-      FerryNative.ferry_schema_free(schema);
-      FerryNative.ferry_device_array_free(array);
     }
   }
 
   @Test
   void injectedExportFailure() {
-    long schema = FerryNative.ferry_schema_new();
-    long array = FerryNative.ferry_device_array_new();
     long stream = FerryNative.ferry_array_stream_new();
-    try {
+    try (NativeStructs out = NativeStructs.allocate()) {
+      long schema = out.schema(), array = out.array();
       assertEquals(FerryException.EIO, Plugin.exportArray("utf8:fail=export", schema, array));
       assertEquals("injected failure at export", Plugin.lastError());
       assertEquals(FerryException.EIO, Plugin.exportStream("utf8:fail=export", stream));
       assertTrue(FerryNative.ferry_array_stream_is_released(stream));
     } finally {
-      FerryNative.ferry_schema_free(schema);
-      FerryNative.ferry_device_array_free(array);
       FerryNative.ferry_array_stream_free(stream);
     }
   }
