@@ -132,12 +132,15 @@ func checkConvertible(where string, a *ferry.DeviceArray, p *ferry.PreparedSchem
 // checkedSchema is checkConvertible that also returns the address of a's
 // schema (borrowed; nil with p).
 func checkedSchema(where string, a *ferry.DeviceArray, p *ferry.PreparedSchema, level ferry.ValidateLevel) (unsafe.Pointer, error) {
-	if a.IsReleased() {
-		return nil, invalid("%s: the array is released", where)
-	}
 	var schema unsafe.Pointer
 	if p == nil {
-		if schema = a.SchemaPtr(); schema == nil {
+		schema = a.SchemaPtr()
+	}
+	if schema == nil { // a released array has no schema either: asked only then
+		if a.IsReleased() {
+			return nil, invalid("%s: the array is released", where)
+		}
+		if p == nil {
 			return nil, invalid("%s: the array has no schema attached", where)
 		}
 	}

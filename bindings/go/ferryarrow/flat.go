@@ -40,6 +40,7 @@ import (
 type flatOwner struct {
 	raw, rawSchema unsafe.Pointer
 	live           atomic.Int32
+	buffers        [3]*memory.Buffer // the Data's buffer list: one allocation with the owner
 }
 
 func (*flatOwner) Allocate(int) []byte {
@@ -149,7 +150,7 @@ func wrapFlat(dt arrow.DataType, raw, rawSchema unsafe.Pointer, p flatPlan) arro
 	ptrs := unsafe.Slice((*unsafe.Pointer)(v.Buffers), p.n)
 	owner := &flatOwner{raw: raw, rawSchema: rawSchema}
 	owner.live.Store(1) // held until every buffer is wrapped
-	buffers := make([]*memory.Buffer, p.n)
+	buffers := owner.buffers[:p.n]
 	for i := range buffers {
 		switch {
 		case i == 0 && (v.NullCount == 0 || ptrs[0] == nil):
