@@ -27,8 +27,11 @@ user() {
   done
   env "${unset_args[@]}" "$@"
 }
-# need_core: ends the test with a failure when the core is not built.
+# need_core: ends the test with a failure when the core is not built, and
+# sets pc, the build's pkg-config folder (what a new user puts in
+# PKG_CONFIG_PATH).
 need_core() {
+  pc="$BUILD/lib/pkgconfig"
   [ -f "$BUILD/lib/libferry.so" ] && return 0
   echo "$EXAMPLE example: $BUILD/lib/libferry.so is missing: build the core first (scripts/build.sh)"
   echo "0 passed, 1 failed"

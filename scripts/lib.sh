@@ -1,7 +1,7 @@
 # scripts/lib.sh: what the repository's shell scripts share. Source it:
 #   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"       (from scripts/)
-# It sets ROOT and BUILD (exported as FERRY_ROOT and FERRY_BUILD_DIR) and
-# provides:
+# It sets ROOT and BUILD (exported as FERRY_ROOT and FERRY_BUILD_DIR), PLUGINS
+# and SAN (the plugin folder and the sanitizer tree under BUILD), and provides:
 #   counting    pass / fail / skip MESSAGE, check NAME COMMAND..., add_counts LOG,
 #               finish (prints "N passed, N failed[, N skipped]", returns the status)
 #   runtimes    ferry_runtimes, ferry_runtime_builder NAME, ferry_runtime_asan NAME
@@ -16,6 +16,10 @@
 ROOT="${FERRY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
 export FERRY_ROOT="$ROOT" FERRY_BUILD_DIR="$BUILD"
+# The runtime plugins (scripts/build_plugins.sh) and the sanitizer tree
+# (scripts/build.sh --sanitize address,undefined) that the suites load.
+PLUGINS="$BUILD/plugins"
+SAN="$BUILD/san-address-undefined"
 
 # ---- counting -------------------------------------------------------------------
 FERRY_PASSED=0

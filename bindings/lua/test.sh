@@ -164,24 +164,33 @@ for dev in cuda rocm; do
   [ "$bad" -eq 0 ] && pass "ferry check --plugin: $n checks on $dev" || fail "ferry check --plugin on $dev: $bad of $n failed"
 done
 
-step "matrix host: C -> Lua and Lua -> C on every case with device=cuda and device=rocm"
-if need_file "$BUILD/bin/ferry_it_host" "the matrix host"; then
-  log="$work/matrix.log"
+# matrix_host WHAT LOG SUMMARY OK ARGS...: the matrix host with the C and
+# Lua plugins over the driver emulations, with ARGS; shows its failures, its
+# table and its summary (the last line matching SUMMARY), and passes WHAT when
+# it exits 0 and a line matches OK.
+matrix_host() {
+  local what="$1" log="$2" summary="$3" ok_line="$4"; shift 4
+  if ! need_file "$BUILD/bin/ferry_it_host" "the matrix host"; then
+    fail "the matrix host is not built"; return
+  fi
   FERRY_CUDA_LIBRARY="$EMU_CUDA" FERRY_HIP_LIBRARY="$EMU_HIP" \
     "$BUILD/bin/ferry_it_host" --plugin-dir "$BUILD/plugins" --plugins c,lua --require c,lua \
-    --cases "$work/cases_cuda.txt" --cases "$work/cases_rocm.txt" >"$log" 2>&1
-  rc=$?
+    "$@" >"$log" 2>&1
+  local rc=$?
   grep -E '^FAIL' "$log" | head -n 40
   grep -A 4 '^producer \\ consumer' "$log"
-  tail -n 1 "$log"
-  if [ "$rc" -eq 0 ] && grep -qE '^[0-9]+ passed, 0 failed' "$log"; then
-    pass "matrix host on cuda and rocm: $(tail -n 1 "$log")"
+  local line; line="$(grep -E "$summary" "$log" | tail -n 1)"
+  echo "$line"
+  if [ "$rc" -eq 0 ] && grep -qE "$ok_line" "$log"; then
+    pass "$what: $line"
   else
-    fail "matrix host on cuda and rocm (exit code $rc)"
+    fail "$what (exit code $rc)"
   fi
-else
-  fail "the matrix host is not built"
-fi
+}
+
+step "matrix host: C -> Lua and Lua -> C on every case with device=cuda and device=rocm"
+matrix_host "matrix host on cuda and rocm" "$work/matrix.log" '.' '^[0-9]+ passed, 0 failed' \
+  --cases "$work/cases_cuda.txt" --cases "$work/cases_rocm.txt"
 
 step "the Lua plugin's async checker lets go of the Lua lock while it waits (Lua -> Lua, checker first)"
 if need_file "$BUILD/lua/test/lferry_plugin_async_test" "the async lock test"; then
@@ -194,23 +203,8 @@ else
 fi
 
 step "matrix host: async device streams, C -> Lua, Lua -> C and Lua -> Lua (tests/integration/cases_async.txt)"
-if need_file "$BUILD/bin/ferry_it_host" "the matrix host"; then
-  log="$work/matrix_async.log"
-  FERRY_CUDA_LIBRARY="$EMU_CUDA" FERRY_HIP_LIBRARY="$EMU_HIP" \
-    "$BUILD/bin/ferry_it_host" --plugin-dir "$BUILD/plugins" --plugins c,lua --require c,lua \
-    --case int32 --async-cases "$FERRY_ROOT/tests/integration/cases_async.txt" \
-    --async-timeout-ms 20000 >"$log" 2>&1
-  rc=$?
-  grep -E '^FAIL' "$log" | head -n 40
-  grep -A 4 '^producer \\ consumer' "$log"
-  grep -E '^async:' "$log"
-  if [ "$rc" -eq 0 ] && grep -qE '^async: [0-9]+ cases; [0-9]+ passed, 0 failed' "$log"; then
-    pass "matrix host, async: $(grep -E '^async:' "$log")"
-  else
-    fail "matrix host, async (exit code $rc)"
-  fi
-else
-  fail "the matrix host is not built"
-fi
+matrix_host "matrix host, async" "$work/matrix_async.log" '^async:' \
+  '^async: [0-9]+ cases; [0-9]+ passed, 0 failed' \
+  --case int32 --async-cases "$FERRY_ROOT/tests/integration/cases_async.txt" --async-timeout-ms 20000
 
 finish

@@ -159,9 +159,7 @@ static inline int64_t consume(struct ArrowDeviceArray* batch) {
 }
 
 NOINLINE static int64_t run_raw_move_stable(int64_t n) {
-  struct ArrowDeviceArray src, dst;
-  memset(&src, 0, sizeof(src));
-  memset(&dst, 0, sizeof(dst));
+  struct ArrowDeviceArray src = {0}, dst = {0};
   fill_static(&src, small_buffers);
   int64_t acc = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -173,9 +171,7 @@ NOINLINE static int64_t run_raw_move_stable(int64_t n) {
 }
 
 NOINLINE static int64_t run_raw_move_fill(int64_t n) {
-  struct ArrowDeviceArray src, dst;
-  memset(&src, 0, sizeof(src));
-  memset(&dst, 0, sizeof(dst));
+  struct ArrowDeviceArray src = {0}, dst = {0};
   int64_t acc = 0;
   for (int64_t i = 0; i < n; i++) {
     fill_static(&src, small_buffers); /* the producer fills... */
@@ -188,9 +184,7 @@ NOINLINE static int64_t run_raw_move_fill(int64_t n) {
 }
 
 NOINLINE static int64_t run_raw_move_fill_words(int64_t n) {
-  struct ArrowDeviceArray src, dst;
-  memset(&src, 0, sizeof(src));
-  memset(&dst, 0, sizeof(dst));
+  struct ArrowDeviceArray src = {0}, dst = {0};
   int64_t acc = 0;
   for (int64_t i = 0; i < n; i++) {
     fill_static(&src, small_buffers);
@@ -230,9 +224,7 @@ static struct ArrowDeviceArrayStream c2c_stream = {ARROW_DEVICE_CPU, c2c_get_sch
 
 NOINLINE static int64_t run_c2c_static(int64_t n) {
   struct ArrowDeviceArrayStream* stream = &c2c_stream;
-  struct ArrowDeviceArray batch, consumer;
-  memset(&batch, 0, sizeof(batch));
-  memset(&consumer, 0, sizeof(consumer));
+  struct ArrowDeviceArray batch = {0}, consumer = {0};
   int64_t acc = 0;
   for (int64_t i = 0; i < n; i++) {
     KEEP(stream); /* an indirect call, as for any foreign stream */
@@ -249,11 +241,8 @@ NOINLINE static int64_t run_c2c_static(int64_t n) {
 
 NOINLINE static int64_t run_handoff(int64_t n, const int32_t* data, int64_t length) {
   const void* buffers[2] = {NULL, data};
-  struct ArrowArray array;
-  struct ArrowDeviceArray exported, consumer;
-  memset(&array, 0, sizeof(array));
-  memset(&exported, 0, sizeof(exported));
-  memset(&consumer, 0, sizeof(consumer));
+  struct ArrowArray array = {0};
+  struct ArrowDeviceArray exported = {0}, consumer = {0};
   int64_t acc = 0;
   for (int64_t i = 0; i < n; i++) {
     if (ferry_array_init(&array, length, 0, 0, 2, buffers, 0, release_hook, NULL, NULL) !=
@@ -285,9 +274,7 @@ static int producer_get_next(void* user_data, struct ArrowDeviceArray* out,
 static struct ArrowDeviceArrayStream bench_stream;
 
 NOINLINE static int64_t run_stream(int64_t n) {
-  struct ArrowDeviceArray batch, consumer;
-  memset(&batch, 0, sizeof(batch));
-  memset(&consumer, 0, sizeof(consumer));
+  struct ArrowDeviceArray batch = {0}, consumer = {0};
   int64_t acc = 0;
   for (int64_t i = 0; i < n; i++) {
     if (ferry_array_stream_get_next(&bench_stream, &batch, NULL) != 0 ||

@@ -222,20 +222,7 @@ static void* make_offsets(struct input* in, int64_t n, int32_t width, int64_t* m
   uint8_t* p = (uint8_t*)make_buffer(in, n * width, &allocated);
   *max_out = 0;
   if (p == NULL) return NULL;
-  int64_t value = (int8_t)take(in) % 4;
-  for (int64_t i = 0; i < n && (i + 1) * width <= allocated; i++) {
-    if (i > 0) {
-      uint8_t step = take(in);
-      value += (step & 0x80) ? -(int64_t)(step & 0x3) : (int64_t)(step & 0x1f);
-    }
-    if (value > *max_out) *max_out = value;
-    if (width == 4) {
-      int32_t v = (int32_t)value;
-      memcpy(p + i * 4, &v, 4);
-    } else {
-      memcpy(p + i * 8, &value, 8);
-    }
-  }
+  *max_out = fuzz_fill_offsets(in, p, n, width, allocated);
   return p;
 }
 

@@ -64,4 +64,28 @@ static inline const char* fuzz_metadata(uint8_t kind, void* (*alloc)(int64_t siz
   return blob;
 }
 
+/* Fills `p` (`capacity` bytes) with up to `n` offsets of `width` (4 or 8)
+ * bytes: a running sum of small signed steps taken from the input, so they
+ * may decrease or go negative but stay small. Returns the largest value (0
+ * at least), the size of the data they index. */
+static inline int64_t fuzz_fill_offsets(struct input* in, uint8_t* p, int64_t n,
+                                        int32_t width, int64_t capacity) {
+  int64_t value = (int8_t)take(in) % 4;
+  int64_t max = 0;
+  for (int64_t i = 0; i < n && (i + 1) * width <= capacity; i++) {
+    if (i > 0) {
+      uint8_t step = take(in);
+      value += (step & 0x80) ? -(int64_t)(step & 0x3) : (int64_t)(step & 0x1f);
+    }
+    if (value > max) max = value;
+    if (width == 4) {
+      int32_t v = (int32_t)value;
+      memcpy(p + i * 4, &v, 4);
+    } else {
+      memcpy(p + i * 8, &value, 8);
+    }
+  }
+  return max;
+}
+
 #endif  // FERRY_FUZZ_INPUT_H

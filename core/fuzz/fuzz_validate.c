@@ -61,13 +61,19 @@ static void* fuzz_buffer(struct input* in, int64_t size) {
 static void mark_schema_released(struct ArrowSchema* s) { s->release = NULL; }
 static void mark_array_released(struct ArrowArray* a) { a->release = NULL; }
 
-static const char* const kFormats[] = {
-    "n",   "b",      "c",        "C",       "s",   "S",    "i",   "I",      "l",
-    "L",   "e",      "f",        "g",       "z",   "Z",    "vz",  "u",      "U",
-    "vu",  "d:10,2", "d:5,1,32", "w:3",     "tdD", "tdm",  "tts", "ttu",    "tsu:UTC",
-    "tDn", "tiM",    "tiD",      "tin",     "+l",  "+L",   "+vl", "+vL",    "+w:2",
-    "+s",  "+m",     "+ud:0,3",  "+us:1,2", "+r",  "+ud:", "ii",  "d:99,1", "+w:0"};
-#define N_FORMATS (sizeof kFormats / sizeof kFormats[0])
+/* The formats a node may take, chosen by its type byte: the leaf layouts
+ * (all a node at MAX_DEPTH may take, so the tree stays finite), then the
+ * nested layouts and three malformed formats. */
+static const char* const kLeafFormats[] = {
+    "n",   "b",   "c",       "C",      "s",        "S",   "i",   "I",
+    "l",   "L",   "e",       "f",      "g",        "z",   "Z",   "vz",
+    "u",   "U",   "vu",      "d:10,2", "d:5,1,32", "w:3", "tdD", "tdm",
+    "tts", "ttu", "tsu:UTC", "tDn",    "tiM",      "tiD", "tin"};
+static const char* const kOtherFormats[] = {"+l",   "+L", "+vl",     "+vL",     "+w:2",
+                                            "+s",   "+m", "+ud:0,3", "+us:1,2", "+r",
+                                            "+ud:", "ii", "d:99,1",  "+w:0"};
+#define N_LEAF_FORMATS (sizeof kLeafFormats / sizeof kLeafFormats[0])
+#define N_OTHER_FORMATS (sizeof kOtherFormats / sizeof kOtherFormats[0])
 
 /* Offsets of width `width` for n = offset + length + 1 entries: a running
  * sum of small signed steps, so they may decrease or go negative, but stay
@@ -75,22 +81,7 @@ static const char* const kFormats[] = {
 static void* fuzz_offsets(struct input* in, int64_t n, int32_t width, int64_t* max_out) {
   uint8_t* p = (uint8_t*)arena_alloc((size_t)(n * width));
   if (p == NULL) return NULL;
-  int64_t value = (int8_t)take(in) % 4;
-  int64_t max = 0;
-  for (int64_t i = 0; i < n; i++) {
-    if (i > 0) {
-      uint8_t step = take(in);
-      value += (step & 0x80) ? -(int64_t)(step & 0x3) : (int64_t)(step & 0x1f);
-    }
-    if (value > max) max = value;
-    if (width == 4) {
-      int32_t v = (int32_t)value;
-      memcpy(p + i * 4, &v, 4);
-    } else {
-      memcpy(p + i * 8, &value, 8);
-    }
-  }
-  *max_out = max;
+  *max_out = fuzz_fill_offsets(in, p, n, width, n * width);
   return p;
 }
 
@@ -119,8 +110,11 @@ static int build(struct input* in, int depth, struct ArrowSchema* schema,
                  struct ArrowArray* array) {
   uint8_t type_byte = take(in);
   /* Deep levels only get flat types, so the tree stays finite. */
-  size_t n_choices = depth >= MAX_DEPTH ? 31 : N_FORMATS;
-  const char* format = kFormats[type_byte % n_choices];
+  size_t n_choices =
+      depth >= MAX_DEPTH ? N_LEAF_FORMATS : N_LEAF_FORMATS + N_OTHER_FORMATS;
+  size_t choice = type_byte % n_choices;
+  const char* format = choice < N_LEAF_FORMATS ? kLeafFormats[choice]
+                                               : kOtherFormats[choice - N_LEAF_FORMATS];
   memset(schema, 0, sizeof *schema);
   memset(array, 0, sizeof *array);
   schema->format = format;

@@ -671,12 +671,15 @@ int ferry_async_consumer_create(int64_t window, int32_t validate_level,
   atomic_init(&c->in_callback, 0);
   atomic_init(&c->release_pending, 0);
   atomic_init(&c->has_notify, 0);
-  memset(handler_out, 0, sizeof(*handler_out));
-  handler_out->on_schema = ferry_async_on_schema;
-  handler_out->on_next_task = ferry_async_on_next_task;
-  handler_out->on_error = ferry_async_on_error;
-  handler_out->release = ferry_async_release;
-  handler_out->private_data = c;
+  /* In the order of the fields, which the async ABI fixes: on_schema,
+   * on_next_task, on_error, release, producer (the producer sets it when it
+   * calls on_schema), private_data. */
+  *handler_out = (struct ArrowAsyncDeviceStreamHandler){ferry_async_on_schema,
+                                                        ferry_async_on_next_task,
+                                                        ferry_async_on_error,
+                                                        ferry_async_release,
+                                                        NULL,
+                                                        c};
   *out = c;
   return FERRY_OK;
 }
@@ -692,40 +695,55 @@ static int ferry_async_reader_error_locked(struct FerryAsyncConsumer* c,
   return FERRY_OK;
 }
 
+/* Waits, with the lock held, until the producer's schema has come (FERRY_OK),
+ * the reader has an error to report (that error), the producer ended without
+ * a schema (EPROTO) or the deadline (NULL: none) passed (ETIMEDOUT, naming
+ * `timeout_ms`). */
+static int ferry_async_wait_schema_locked(struct FerryAsyncConsumer* c,
+                                          const struct timespec* deadline,
+                                          int64_t timeout_ms, struct FerryError* error) {
+  while (!c->schema_seen) {
+    int rc = ferry_async_reader_error_locked(c, error);
+    if (rc != FERRY_OK) return rc;
+    if (c->released || c->ended) {
+      return ferry__set_error(error, EPROTO, "the producer ended without a schema");
+    }
+    if (ferry__async_wait(&c->cond, &c->lock, deadline) == ETIMEDOUT && !c->schema_seen) {
+      rc = ferry_async_reader_error_locked(c, error);
+      if (rc != FERRY_OK) return rc;
+      return ferry__set_error(error, ETIMEDOUT,
+                              "no schema from the producer within %lld ms",
+                              (long long)timeout_ms);
+    }
+  }
+  return FERRY_OK;
+}
+
+/* Locks `c` and waits for the producer's schema, for at most `timeout_ms`
+ * (negative: no limit); returns as ferry_async_wait_schema_locked does, with
+ * the lock held either way. */
+static int ferry_async_lock_after_schema(struct FerryAsyncConsumer* c, int64_t timeout_ms,
+                                         struct FerryError* error) {
+  struct timespec deadline;
+  int timed = ferry__async_deadline(timeout_ms, &deadline);
+  pthread_mutex_lock(&c->lock);
+  return ferry_async_wait_schema_locked(c, timed ? &deadline : NULL, timeout_ms, error);
+}
+
 int ferry_async_consumer_get_schema(struct FerryAsyncConsumer* c, struct ArrowSchema* out,
                                     int64_t timeout_ms, struct FerryError* error) {
   if (c == NULL || out == NULL) {
     return ferry__set_error(error, EINVAL, "the consumer and out must not be NULL");
   }
   if (out->release != NULL) return ferry__set_error(error, EINVAL, "out is live");
-  struct timespec deadline;
-  int timed = ferry__async_deadline(timeout_ms, &deadline);
-  pthread_mutex_lock(&c->lock);
-  int rc;
-  for (;;) {
-    if (c->schema_seen && !c->cancelled) {
-      rc = ferry__schema_deep_copy(&c->schema, out, error);
-      if (rc == FERRY_OK) {
-        c->schema_read = 1;
-        ferry_async_sync_fd_locked(c);
-      }
-      break;
-    }
-    rc = ferry_async_reader_error_locked(c, error);
-    if (rc != FERRY_OK) break;
-    if (c->released || c->ended) {
-      rc = ferry__set_error(error, EPROTO, "the producer ended without a schema");
-      break;
-    }
-    if (ferry__async_wait(&c->cond, &c->lock, timed ? &deadline : NULL) == ETIMEDOUT &&
-        !c->schema_seen) {
-      rc = ferry_async_reader_error_locked(c, error);
-      if (rc == FERRY_OK) {
-        rc = ferry__set_error(error, ETIMEDOUT,
-                              "no schema from the producer within %lld ms",
-                              (long long)timeout_ms);
-      }
-      break;
+  int rc = ferry_async_lock_after_schema(c, timeout_ms, error);
+  /* Once cancelled, the schema that came before is not handed out either. */
+  if (rc == FERRY_OK && c->cancelled) rc = ferry_async_reader_error_locked(c, error);
+  if (rc == FERRY_OK) {
+    rc = ferry__schema_deep_copy(&c->schema, out, error);
+    if (rc == FERRY_OK) {
+      c->schema_read = 1;
+      ferry_async_sync_fd_locked(c);
     }
   }
   pthread_mutex_unlock(&c->lock);
@@ -986,25 +1004,7 @@ int ferry_async_consumer_to_stream(struct FerryAsyncConsumer* c, int64_t timeout
   if (out->release != NULL) return ferry__set_error(error, EINVAL, "out is live");
   /* The stream's device type is a field consumers read at any time, so the
    * producer's must be known first: wait for on_schema. */
-  struct timespec deadline;
-  int timed = ferry__async_deadline(timeout_ms, &deadline);
-  pthread_mutex_lock(&c->lock);
-  int rc = FERRY_OK;
-  while (!c->schema_seen) {
-    rc = ferry_async_reader_error_locked(c, error);
-    if (rc != FERRY_OK) break;
-    if (c->released || c->ended) {
-      rc = ferry__set_error(error, EPROTO, "the producer ended without a schema");
-      break;
-    }
-    if (ferry__async_wait(&c->cond, &c->lock, timed ? &deadline : NULL) == ETIMEDOUT &&
-        !c->schema_seen) {
-      rc =
-          ferry__set_error(error, ETIMEDOUT, "no schema from the producer within %lld ms",
-                           (long long)timeout_ms);
-      break;
-    }
-  }
+  int rc = ferry_async_lock_after_schema(c, timeout_ms, error);
   ArrowDeviceType device_type = c->device_type;
   pthread_mutex_unlock(&c->lock);
   if (rc != FERRY_OK) return rc;

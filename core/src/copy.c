@@ -269,21 +269,29 @@ static int copy_node(struct FerryCopyContext* ctx, const struct ArrowSchema* sch
   return code;
 }
 
-/* Borrows `schema` and `src`; on success the caller owns `out`. */
-int ferry_device_array_copy(const struct ArrowSchema* schema,
-                            const struct ArrowDeviceArray* src,
-                            ArrowDeviceType device_type, int64_t device_id,
-                            struct ArrowDeviceArray* out, struct FerryError* error) {
+int ferry__check_transfer_args(const struct ArrowSchema* schema,
+                               const struct ArrowDeviceArray* src,
+                               const struct ArrowDeviceArray* out, const char* verb,
+                               struct FerryError* error) {
   if (schema == NULL) return ferry__set_error(error, EINVAL, "schema must not be NULL");
   if (src == NULL) return ferry__set_error(error, EINVAL, "src must not be NULL");
   if (out == NULL) return ferry__set_error(error, EINVAL, "out must not be NULL");
   if (src->array.release == NULL) {
-    return ferry__set_error(error, EINVAL, "src is released (nothing to copy)");
+    return ferry__set_error(error, EINVAL, "src is released (nothing to %s)", verb);
   }
   if (out->array.release != NULL) {
     return ferry__set_error(error, EINVAL,
                            "out is a live device array (release it first)");
   }
+  return FERRY_OK;
+}
+
+/* Borrows `schema` and `src`; on success the caller owns `out`. */
+int ferry_device_array_copy(const struct ArrowSchema* schema,
+                            const struct ArrowDeviceArray* src,
+                            ArrowDeviceType device_type, int64_t device_id,
+                            struct ArrowDeviceArray* out, struct FerryError* error) {
+  FERRY_RETURN_NOT_OK(ferry__check_transfer_args(schema, src, out, "copy", error));
   struct FerryCopyContext ctx;
   ctx.src_device = NULL;
   ctx.dst_device = NULL;

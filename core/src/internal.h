@@ -50,4 +50,13 @@ static inline int64_t ferry__aligned_alloc_size(int64_t size, int64_t alignment)
   return rounded;
 }
 
+/* The argument checks that copy and move_to_device share: the schema, the
+ * source and the destination are given, the source is live and the
+ * destination is not. `verb` ("copy", "move") names the operation in the
+ * released-source message. Borrows everything; returns FERRY_OK or EINVAL. */
+int ferry__check_transfer_args(const struct ArrowSchema* schema,
+                               const struct ArrowDeviceArray* src,
+                               const struct ArrowDeviceArray* out, const char* verb,
+                               struct FerryError* error);
+
 #endif  // FERRY_SRC_INTERNAL_H

@@ -32,16 +32,7 @@ int ferry_device_array_move_to_device(const struct ArrowSchema* schema,
                                       ArrowDeviceType device_type, int64_t device_id,
                                       struct ArrowDeviceArray* out,
                                       struct FerryError* error) {
-  if (schema == NULL) return ferry__set_error(error, EINVAL, "schema must not be NULL");
-  if (src == NULL) return ferry__set_error(error, EINVAL, "src must not be NULL");
-  if (out == NULL) return ferry__set_error(error, EINVAL, "out must not be NULL");
-  if (src->array.release == NULL) {
-    return ferry__set_error(error, EINVAL, "src is released (nothing to move)");
-  }
-  if (out->array.release != NULL) {
-    return ferry__set_error(error, EINVAL,
-                           "out is a live device array (release it first)");
-  }
+  FERRY_RETURN_NOT_OK(ferry__check_transfer_args(schema, src, out, "move", error));
   /* The destination must exist (and its backend be usable) in every case. */
   struct FerryDevice* destination = NULL;
   FERRY_RETURN_NOT_OK(ferry_device_resolve(device_type, device_id, &destination, error));

@@ -194,33 +194,48 @@ int ferry__schema_set_metadata_encoded(struct ArrowSchema* schema, const char* m
   return FERRY_OK;
 }
 
+/* What ferry_schema_allocate_dictionary and ferry_array_allocate_dictionary
+ * share: the checks (the struct is ferry-made, `dictionary_out` is given, no
+ * dictionary yet) and a zeroed allocation of `size` bytes into *allocated.
+ * `kind` ("schema", "array") and `init_function` name what the messages of
+ * `function` speak of. */
+static int ferry_allocate_dictionary(int made_by_ferry, int has_dictionary, int out_given,
+                                     size_t size, const char* function, const char* kind,
+                                     const char* init_function, void** allocated,
+                                     struct FerryError* error) {
+  if (!made_by_ferry) {
+    return ferry__set_error(error, EINVAL,
+                           "%s: the %s was not made by %s (or is released)", function,
+                           kind, init_function);
+  }
+  if (!out_given) {
+    return ferry__set_error(error, EINVAL, "%s: dictionary_out is NULL", function);
+  }
+  if (has_dictionary) {
+    return ferry__set_error(error, EINVAL, "%s: the %s already has a dictionary",
+                           function, kind);
+  }
+  *allocated = calloc(1, size);
+  if (*allocated == NULL) {
+    return ferry__set_error(error, ENOMEM, "%s: out of memory", function);
+  }
+  return FERRY_OK;
+}
+
 /* Gives ferry-made `schema` a zeroed dictionary slot it owns; the caller
  * fills it through `*dictionary_out` (borrowed). */
 int ferry_schema_allocate_dictionary(struct ArrowSchema* schema,
                                      struct ArrowSchema** dictionary_out,
                                      struct FerryError* error) {
   struct FerrySchemaPrivate* priv = ferry_schema_private(schema);
-  if (priv == NULL) {
-    return ferry__set_error(error, EINVAL,
-                           "ferry_schema_allocate_dictionary: the schema was not made by "
-                           "ferry_schema_init (or is released)");
-  }
-  if (dictionary_out == NULL) {
-    return ferry__set_error(error, EINVAL,
-                           "ferry_schema_allocate_dictionary: dictionary_out is NULL");
-  }
-  if (priv->dictionary != NULL) {
-    return ferry__set_error(error, EINVAL,
-                           "ferry_schema_allocate_dictionary: the schema already has a "
-                           "dictionary");
-  }
-  priv->dictionary = (struct ArrowSchema*)calloc(1, sizeof(struct ArrowSchema));
-  if (priv->dictionary == NULL) {
-    return ferry__set_error(error, ENOMEM,
-                           "ferry_schema_allocate_dictionary: out of memory");
-  }
-  schema->dictionary = priv->dictionary;
-  *dictionary_out = priv->dictionary;
+  void* dictionary = NULL;
+  FERRY_RETURN_NOT_OK(ferry_allocate_dictionary(
+      priv != NULL, priv != NULL && priv->dictionary != NULL, dictionary_out != NULL,
+      sizeof(struct ArrowSchema), "ferry_schema_allocate_dictionary", "schema",
+      "ferry_schema_init", &dictionary, error));
+  priv->dictionary = dictionary;
+  schema->dictionary = dictionary;
+  *dictionary_out = dictionary;
   return FERRY_OK;
 }
 
@@ -568,27 +583,14 @@ int ferry_array_allocate_dictionary(struct ArrowArray* array,
                                     struct ArrowArray** dictionary_out,
                                     struct FerryError* error) {
   struct FerryArrayPrivate* priv = ferry_array_private(array);
-  if (priv == NULL) {
-    return ferry__set_error(error, EINVAL,
-                           "ferry_array_allocate_dictionary: the array was not made by "
-                           "ferry_array_init (or is released)");
-  }
-  if (dictionary_out == NULL) {
-    return ferry__set_error(error, EINVAL,
-                           "ferry_array_allocate_dictionary: dictionary_out is NULL");
-  }
-  if (priv->dictionary != NULL) {
-    return ferry__set_error(error, EINVAL,
-                           "ferry_array_allocate_dictionary: the array already has a "
-                           "dictionary");
-  }
-  priv->dictionary = (struct ArrowArray*)calloc(1, sizeof(struct ArrowArray));
-  if (priv->dictionary == NULL) {
-    return ferry__set_error(error, ENOMEM,
-                           "ferry_array_allocate_dictionary: out of memory");
-  }
-  array->dictionary = priv->dictionary;
-  *dictionary_out = priv->dictionary;
+  void* dictionary = NULL;
+  FERRY_RETURN_NOT_OK(ferry_allocate_dictionary(
+      priv != NULL, priv != NULL && priv->dictionary != NULL, dictionary_out != NULL,
+      sizeof(struct ArrowArray), "ferry_array_allocate_dictionary", "array",
+      "ferry_array_init", &dictionary, error));
+  priv->dictionary = dictionary;
+  array->dictionary = dictionary;
+  *dictionary_out = dictionary;
   return FERRY_OK;
 }
 

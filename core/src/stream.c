@@ -297,13 +297,14 @@ int ferry_array_stream_init(struct ArrowDeviceArrayStream* out, ArrowDeviceType 
   priv->ended = 0;
   priv->has_error = 0;
   priv->last_error.message[0] = '\0';
-  memset(out, 0, sizeof(*out));
-  out->device_type = device_type;
-  out->get_schema = ferry_array_stream_private_get_schema;
-  out->get_next = ferry_array_stream_private_get_next;
-  out->get_last_error = ferry_array_stream_private_get_last_error;
-  out->private_data = priv;
-  out->release = ferry_array_stream_private_release;
+  /* In the order of the fields, which the Arrow ABI fixes: device_type,
+   * get_schema, get_next, get_last_error, release, private_data. */
+  *out = (struct ArrowDeviceArrayStream){device_type,
+                                         ferry_array_stream_private_get_schema,
+                                         ferry_array_stream_private_get_next,
+                                         ferry_array_stream_private_get_last_error,
+                                         ferry_array_stream_private_release,
+                                         priv};
   ferry__live_add(1);
   if (ferry__leak_enabled()) {
     ferry__leak_export_add(priv, "stream on %s", ferry_device_type_name(device_type));

@@ -664,20 +664,36 @@ static void walk_schema(struct Validator* v, struct SchemaTree* tree,
 static int freeze_schema_tree(const struct SchemaTree* tree,
                               struct FerryPreparedSchema** out, struct FerryError* error);
 
+/* A validation under way: the validator and the tree of the schema it
+ * walked, whose first nodes live in `storage` (on the caller's stack). */
+struct SchemaCheck {
+  struct Validator v;
+  struct SchemaTreeStorage storage;
+  struct SchemaTree tree;
+};
+
+/* Starts a validation at `level` by walking `schema` into `check->tree`;
+ * the caller walks the arrays (if any), then frees the tree. */
+static inline FERRY_ALWAYS_INLINE void schema_check_begin(
+    struct SchemaCheck* check, const struct ArrowSchema* schema, FerryFindingFn on_finding,
+    void* user_data, struct FerryError* error, int32_t level) {
+  validator_init(&check->v, on_finding, user_data, error, level);
+  schema_tree_init(&check->tree, &check->storage);
+  walk_schema(&check->v, &check->tree, schema);
+}
+
 /* Validates `schema` alone; when it is clean and `prepared` is not NULL,
  * keeps its tree there (ferry_prepared_schema_create). */
 static int check_schema(const struct ArrowSchema* schema, FerryFindingFn on_finding,
                         void* user_data, struct FerryError* error,
                         struct FerryPreparedSchema** prepared) {
-  struct Validator v;
-  validator_init(&v, on_finding, user_data, error, FERRY_VALIDATE_DEFAULT);
-  struct SchemaTreeStorage storage;
-  struct SchemaTree tree;
-  schema_tree_init(&tree, &storage);
-  walk_schema(&v, &tree, schema);
-  int rc = validator_finish(&v);
-  if (rc == FERRY_OK && prepared != NULL) rc = freeze_schema_tree(&tree, prepared, error);
-  schema_tree_free(&tree);
+  struct SchemaCheck check;
+  schema_check_begin(&check, schema, on_finding, user_data, error, FERRY_VALIDATE_DEFAULT);
+  int rc = validator_finish(&check.v);
+  if (rc == FERRY_OK && prepared != NULL) {
+    rc = freeze_schema_tree(&check.tree, prepared, error);
+  }
+  schema_tree_free(&check.tree);
   return rc;
 }
 
@@ -1746,15 +1762,11 @@ int ferry_validate_device_array(const struct ArrowSchema* schema,
                                 FerryFindingFn on_finding, void* user_data,
                                 struct FerryError* error) {
   FERRY_RETURN_NOT_OK(check_level(level, error));
-  struct Validator v;
-  validator_init(&v, on_finding, user_data, error, level);
-  struct SchemaTreeStorage storage;
-  struct SchemaTree tree;
-  schema_tree_init(&tree, &storage);
-  walk_schema(&v, &tree, schema);
-  walk_arrays(&v, array);
-  schema_tree_free(&tree);
-  return validator_finish(&v);
+  struct SchemaCheck check;
+  schema_check_begin(&check, schema, on_finding, user_data, error, level);
+  walk_arrays(&check.v, array);
+  schema_tree_free(&check.tree);
+  return validator_finish(&check.v);
 }
 
 /* ------------------------------------------------------------------------ */

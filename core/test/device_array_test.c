@@ -117,8 +117,7 @@ static const int32_t kValues[8] = {10, 20, 30, 40, 50, 60, 70, 80};
  * `out` (ferry_device_array_init_async, which moves the array in). */
 static void export_sim(struct FerryDevice* sim, void* stream, int32_t policy,
                        struct ArrowDeviceArray* out) {
-  struct ArrowArray array;
-  memset(&array, 0, sizeof array);
+  struct ArrowArray array = {0};
   memset(out, 0, sizeof *out);
   CHECK_EQ_INT(0, make_sim_int32(sim, stream, kValues, 8, &array));
   CHECK_EQ_INT(0, ferry_device_array_init_async(out, &array, sim, stream, policy, NULL));
@@ -240,8 +239,7 @@ FERRY_TEST(init_async_validates_and_moves_nothing_on_failure) {
   ferry_error_init(&error);
   struct ArrowArray array;
   CHECK_EQ_INT(0, host_int32_pair(&array));
-  struct ArrowDeviceArray exported;
-  memset(&exported, 0, sizeof exported);
+  struct ArrowDeviceArray exported = {0};
   CHECK_EQ_INT(EINVAL,
                ferry_device_array_init_async(&exported, &array, sim, NULL, 7, &error));
   CHECK_CONTAINS(error.message, "policy 7");
@@ -294,8 +292,7 @@ FERRY_TEST(wait_validates_its_arguments) {
   ferry_error_init(&error);
   CHECK_EQ_INT(EINVAL, ferry_device_array_wait(NULL, NULL, &error));
   CHECK_CONTAINS(error.message, "array must not be NULL");
-  struct ArrowDeviceArray released;
-  memset(&released, 0, sizeof released);
+  struct ArrowDeviceArray released = {0};
   CHECK_EQ_INT(EINVAL, ferry_device_array_wait(&released, NULL, &error));
   CHECK_CONTAINS(error.message, "released");
 }
@@ -471,20 +468,16 @@ FERRY_TEST(deep_copy_cpu_to_sim_to_cpu_keeps_every_value) {
   int64_t cpu_baseline = ferry_device_live_allocations(cpu);
   int64_t exports_baseline = ferry_live_exports();
 
-  struct ArrowSchema schema;
-  struct ArrowArray array;
-  memset(&schema, 0, sizeof schema);
-  memset(&array, 0, sizeof array);
+  struct ArrowSchema schema = {0};
+  struct ArrowArray array = {0};
   CHECK_EQ_INT(0, build_source(&schema, &array));
-  struct ArrowDeviceArray source;
-  memset(&source, 0, sizeof source);
+  struct ArrowDeviceArray source = {0};
   CHECK_EQ_INT(0, ferry_device_array_init(&source, &array, ARROW_DEVICE_CPU, -1, NULL,
                                           NULL, NULL, NULL));
 
   struct FerryError error;
   ferry_error_init(&error);
-  struct ArrowDeviceArray on_sim;
-  memset(&on_sim, 0, sizeof on_sim);
+  struct ArrowDeviceArray on_sim = {0};
   int code =
       ferry_device_array_copy(&schema, &source, ARROW_DEVICE_EXT_DEV, 3, &on_sim, &error);
   if (code != 0) printf("copy to sim: %s\n", error.message);
@@ -498,8 +491,7 @@ FERRY_TEST(deep_copy_cpu_to_sim_to_cpu_keeps_every_value) {
    * allocation per non-NULL source buffer. */
   CHECK(ferry_device_live_allocations(sim) > sim_baseline);
 
-  struct ArrowDeviceArray back;
-  memset(&back, 0, sizeof back);
+  struct ArrowDeviceArray back = {0};
   code = ferry_device_array_copy(&schema, &on_sim, ARROW_DEVICE_CPU, 0, &back, &error);
   if (code != 0) printf("copy back: %s\n", error.message);
   CHECK_EQ_INT(0, code);
@@ -534,16 +526,12 @@ FERRY_TEST(deep_copy_waits_on_the_source_event) {
   int64_t baseline = ferry_device_live_allocations(sim);
   void* stream = NULL;
   CHECK_EQ_INT(0, ferry_device_stream_create(sim, &stream, NULL));
-  struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
+  struct ArrowSchema schema = {0};
   CHECK_EQ_INT(0, ferry_schema_init(&schema, "i", NULL, 0, 0, NULL));
   for (int round = 0; round < 20; round++) {
-    struct ArrowArray array;
-    memset(&array, 0, sizeof array);
+    struct ArrowArray array = {0};
     CHECK_EQ_INT(0, make_sim_int32(sim, stream, kValues, 8, &array));
-    struct ArrowDeviceArray exported, copy;
-    memset(&exported, 0, sizeof exported);
-    memset(&copy, 0, sizeof copy);
+    struct ArrowDeviceArray exported = {0}, copy = {0};
     CHECK_EQ_INT(0, ferry_device_array_init_async(&exported, &array, sim, stream,
                                                   FERRY_SYNC_RECORD_EVENT, NULL));
     CHECK_EQ_INT(0, ferry_device_array_copy(&schema, &exported, ARROW_DEVICE_CPU, -1,
@@ -562,15 +550,11 @@ FERRY_TEST(deep_copy_between_two_sim_devices) {
   struct FerryDevice* sim0 = device_of(ARROW_DEVICE_EXT_DEV, 0);
   struct FerryDevice* sim2 = device_of(ARROW_DEVICE_EXT_DEV, 2);
   int64_t baseline2 = ferry_device_live_allocations(sim2);
-  struct ArrowSchema schema;
-  memset(&schema, 0, sizeof schema);
+  struct ArrowSchema schema = {0};
   CHECK_EQ_INT(0, ferry_schema_init(&schema, "i", NULL, 0, 0, NULL));
-  struct ArrowArray array;
-  memset(&array, 0, sizeof array);
+  struct ArrowArray array = {0};
   CHECK_EQ_INT(0, make_sim_int32(sim0, NULL, kValues, 8, &array));
-  struct ArrowDeviceArray source, copy;
-  memset(&source, 0, sizeof source);
-  memset(&copy, 0, sizeof copy);
+  struct ArrowDeviceArray source = {0}, copy = {0};
   CHECK_EQ_INT(0, ferry_device_array_init(&source, &array, ARROW_DEVICE_EXT_DEV, 0, NULL,
                                           NULL, NULL, NULL));
   CHECK_EQ_INT(
@@ -589,14 +573,10 @@ FERRY_TEST(deep_copy_errors_name_the_problem_and_leak_nothing) {
   int64_t exports_baseline = ferry_live_exports();
   struct FerryError error;
   ferry_error_init(&error);
-  struct ArrowSchema schema;
-  struct ArrowArray array;
-  memset(&schema, 0, sizeof schema);
-  memset(&array, 0, sizeof array);
+  struct ArrowSchema schema = {0};
+  struct ArrowArray array = {0};
   CHECK_EQ_INT(0, build_source(&schema, &array));
-  struct ArrowDeviceArray source, out;
-  memset(&source, 0, sizeof source);
-  memset(&out, 0, sizeof out);
+  struct ArrowDeviceArray source = {0}, out = {0};
   CHECK_EQ_INT(0, ferry_device_array_init(&source, &array, ARROW_DEVICE_CPU, -1, NULL,
                                           NULL, NULL, NULL));
 
@@ -646,9 +626,7 @@ FERRY_TEST(deep_copy_refuses_absurd_buffer_counts_and_released_schemas) {
   static const int32_t values[2] = {1, 2};
   const void* buffers[2] = {NULL, values};
   struct ArrowSchema schema = {.format = "i", .release = noop_schema_release};
-  struct ArrowDeviceArray source, out;
-  memset(&source, 0, sizeof source);
-  memset(&out, 0, sizeof out);
+  struct ArrowDeviceArray source = {0}, out = {0};
   source.array.length = 2;
   source.array.buffers = buffers;
   source.array.release = noop_array_release;
@@ -669,8 +647,7 @@ FERRY_TEST(deep_copy_refuses_absurd_buffer_counts_and_released_schemas) {
   source.array.buffers = buffers;
 
   /* A released ferry schema's format is freed memory: never read. */
-  struct ArrowSchema released;
-  memset(&released, 0, sizeof released);
+  struct ArrowSchema released = {0};
   CHECK_EQ_INT(0, ferry_schema_init(&released, "i", NULL, 0, 0, NULL));
   ferry_schema_release(&released);
   CHECK_EQ_INT(EINVAL, ferry_device_array_copy(&released, &source, ARROW_DEVICE_EXT_DEV,

@@ -181,11 +181,7 @@ FERRY_TEST(cpu_allocations_are_aligned_counted_and_freed) {
   int64_t baseline = ferry_device_live_allocations(cpu);
   void* a = NULL;
   void* b = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(cpu, 100, &a, NULL));
-  CHECK_EQ_INT(0, ferry_device_allocate(cpu, 0, &b, NULL));
-  CHECK(a != NULL && b != NULL && a != b);
-  CHECK_EQ_INT(0, (uintptr_t)a % 64);
-  CHECK_EQ_INT(0, (uintptr_t)b % 64);
+  CHECK_ALLOCATE_100_AND_0(cpu, a, b);
   memset(a, 7, 100);
   CHECK_EQ_INT(baseline + 2, ferry_device_live_allocations(cpu));
   CHECK_EQ_INT(0, ferry_device_deallocate(cpu, a, NULL));

@@ -8,6 +8,7 @@
 #include "ferry/dlpack_abi.h"
 #include "ferry/ferry.h"
 #include "ferry_test.h"
+#include "hand_made.h"
 
 static const int32_t kValues[4] = {10, 20, 30, 40};
 
@@ -102,17 +103,8 @@ static void count_deleter(struct DLManagedTensorVersioned* self) { g_deleter_cal
  * (its count starts again at 0). */
 static void make_tensor(struct DLManagedTensorVersioned* tensor, int64_t* shape, int64_t length) {
   g_deleter_calls = 0;
-  memset(tensor, 0, sizeof *tensor);
   shape[0] = length;
-  tensor->version.major = DLPACK_MAJOR_VERSION;
-  tensor->deleter = count_deleter;
-  tensor->dl_tensor.data = (void*)kValues;
-  tensor->dl_tensor.device.device_type = kDLCPU;
-  tensor->dl_tensor.ndim = 1;
-  tensor->dl_tensor.dtype.code = kDLInt;
-  tensor->dl_tensor.dtype.bits = 32;
-  tensor->dl_tensor.dtype.lanes = 1;
-  tensor->dl_tensor.shape = shape;
+  init_int32_tensor(tensor, shape, (void*)kValues, count_deleter);
 }
 
 /* Checks that importing `tensor` is refused naming `message`, with both

@@ -541,6 +541,9 @@ FERRY_TEST(feature_import_async) {
   int64_t batches = 0;
   CHECK_EQ_INT(1 + 3 + 6, sum_stream(&adapted, &batches));
   CHECK_EQ_INT(3, batches);
+  /* `handler` lives on this stack: the exporting thread may touch it until it
+   * released it, after the end marker this test has already read. */
+  CHECK_EQ_INT(FERRY_OK, ferry_async_consumer_wait_released(consumer, 10000));
   ferry_schema_release(&schema);
   ferry_array_stream_release(&adapted);
   CHECK_EQ_INT(3, g_hooks);

@@ -90,6 +90,18 @@ static inline void ferry_test_fail(const char* file, int line, const char* what)
     }                                                                               \
   } while (0)
 
+/* Allocates 100 bytes into `a` and 0 bytes into `b` (void* variables) on
+ * `device` (a FerryDevice*) and checks that both are distinct pointers
+ * aligned to 64 bytes, as every backend promises. */
+#define CHECK_ALLOCATE_100_AND_0(device, a, b)                         \
+  do {                                                                 \
+    CHECK_EQ_INT(0, ferry_device_allocate((device), 100, &(a), NULL)); \
+    CHECK_EQ_INT(0, ferry_device_allocate((device), 0, &(b), NULL));   \
+    CHECK((a) != NULL && (b) != NULL && (a) != (b));                   \
+    CHECK_EQ_INT(0, (uintptr_t)(a) % 64);                              \
+    CHECK_EQ_INT(0, (uintptr_t)(b) % 64);                              \
+  } while (0)
+
 /* Runs test i; returns 1 when it failed. setjmp lives here, alone, so no
  * caller variable can be clobbered by the longjmp of a failed CHECK. */
 static inline int ferry_test_run_one(int i) {

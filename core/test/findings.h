@@ -55,4 +55,14 @@ static inline int has_finding(const struct Findings* f, const char* rule, const 
   return 0;
 }
 
+/* Clears `f` and `error`, then validates `array` against `schema` at `level`
+ * into them; returns the validator's code. */
+static inline int validate_collecting(const struct ArrowSchema* schema,
+                                      const struct ArrowDeviceArray* array, int32_t level,
+                                      struct Findings* f, struct FerryError* error) {
+  memset(f, 0, sizeof *f);
+  ferry_error_init(error);
+  return ferry_validate_device_array(schema, array, level, collect, f, error);
+}
+
 #endif  // FERRY_TEST_FINDINGS_H

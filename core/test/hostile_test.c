@@ -26,15 +26,15 @@
 
 /* ---- building blocks ------------------------------------------------------ */
 
-
-static struct ArrowDeviceArray on_device(const struct ArrowArray* array,
-                                         ArrowDeviceType type, int64_t id) {
-  struct ArrowDeviceArray d;
-  memset(&d, 0, sizeof d);
-  d.array = *array;
-  d.device_type = type;
-  d.device_id = id;
-  return d;
+/* A leaf of `format` over `buffers` (borrowed) at offset 0, on `type` (the
+ * CPU as device -1, an extension device as device 0); fills `schema`. */
+static struct ArrowDeviceArray leaf(struct ArrowSchema* schema, const char* format,
+                                    int64_t length, int64_t n_buffers, const void** buffers,
+                                    ArrowDeviceType type) {
+  init_schema(schema, format, 0, NULL);
+  struct ArrowArray a;
+  init_array(&a, length, n_buffers, buffers, 0, NULL);
+  return on_device(&a, type, type == ARROW_DEVICE_CPU ? -1 : 0);
 }
 
 static struct Findings findings;
@@ -42,9 +42,15 @@ static struct FerryError error;
 
 static int validate(const struct ArrowSchema* schema, const struct ArrowDeviceArray* array,
                     int32_t level) {
-  memset(&findings, 0, sizeof findings);
-  ferry_error_init(&error);
-  return ferry_validate_device_array(schema, array, level, collect, &findings, &error);
+  return validate_collecting(schema, array, level, &findings, &error);
+}
+
+/* The deep copy of `d` to the CPU into `out` (zeroed first; the error in
+ * `error`). */
+static int copy_to_cpu(const struct ArrowSchema* schema, const struct ArrowDeviceArray* d,
+                       struct ArrowDeviceArray* out) {
+  memset(out, 0, sizeof *out);
+  return ferry_device_array_copy(schema, d, ARROW_DEVICE_CPU, -1, out, &error);
 }
 
 #define CHECK_FINDING(rule, where, what) CHECK(has_finding(&findings, rule, where, what))
@@ -154,9 +160,7 @@ FERRY_TEST(copy_refuses_shared_children_and_cycles_without_walking_every_path) {
   build_shared_chain(&g_chain, 40);
   struct ArrowDeviceArray d = on_device(&g_chain.arrays[0], ARROW_DEVICE_CPU, -1);
   struct ArrowDeviceArray out;
-  memset(&out, 0, sizeof out);
-  CHECK_EQ_INT(EINVAL, ferry_device_array_copy(&g_chain.schemas[0], &d, ARROW_DEVICE_CPU,
-                                               -1, &out, &error));
+  CHECK_EQ_INT(EINVAL, copy_to_cpu(&g_chain.schemas[0], &d, &out));
   /* The first repeat met is the deepest level's second child. */
   CHECK_CONTAINS(error.message, "copying root.children[0].children[0].children[0]");
   CHECK_CONTAINS(error.message, ".children[1]: this array is shared");
@@ -195,22 +199,16 @@ static void check_validate_and_copy_agree(const struct ArrowSchema* schema,
 
 FERRY_TEST(empty_utf8_with_an_offset_and_no_offsets_buffer_is_valid_for_both) {
   struct ArrowSchema s;
-  init_schema(&s, "u", 0, NULL);
   const void* buffers[3] = {NULL, NULL, "abc"};
-  struct ArrowArray a;
-  init_array(&a, 0, 3, buffers, 0, NULL);
-  a.offset = 3;
-  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+  struct ArrowDeviceArray d = leaf(&s, "u", 0, 3, buffers, ARROW_DEVICE_CPU);
+  d.array.offset = 3;
   check_validate_and_copy_agree(&s, &d, 1);
 }
 
 FERRY_TEST(empty_string_view_with_variadic_data_but_no_sizes_is_refused_by_both) {
   struct ArrowSchema s;
-  init_schema(&s, "vu", 0, NULL);
   const void* buffers[4] = {NULL, NULL, "abc", NULL};
-  struct ArrowArray a;
-  init_array(&a, 0, 4, buffers, 0, NULL);
-  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+  struct ArrowDeviceArray d = leaf(&s, "vu", 0, 4, buffers, ARROW_DEVICE_CPU);
   check_validate_and_copy_agree(&s, &d, 0);
   CHECK_EQ_INT(EINVAL, validate(&s, &d, FERRY_VALIDATE_DEFAULT));
   CHECK_FINDING("buffers", "root",
@@ -237,12 +235,9 @@ FERRY_TEST(full_never_reads_a_buffer_longer_than_its_sim_allocation) {
   /* 4096 int32 values with a validity bitmap: both buffers are far shorter
    * than the length says; reading them runs off the allocations. */
   struct ArrowSchema s;
-  init_schema(&s, "i", 0, NULL);
   const void* buffers[2] = {validity, values};
-  struct ArrowArray a;
-  init_array(&a, 4096, 2, buffers, 0, NULL);
-  a.null_count = 7;
-  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_EXT_DEV, 0);
+  struct ArrowDeviceArray d = leaf(&s, "i", 4096, 2, buffers, ARROW_DEVICE_EXT_DEV);
+  d.array.null_count = 7;
   for (int32_t level = FERRY_VALIDATE_DEFAULT; level <= FERRY_VALIDATE_FULL; level++) {
     CHECK_EQ_INT(EINVAL, validate(&s, &d, level));
     CHECK_EQ_INT(2, findings.n);
@@ -263,11 +258,8 @@ FERRY_TEST(full_never_reads_a_buffer_longer_than_its_sim_allocation) {
                                              sizeof host_offsets, NULL, NULL));
   CHECK_EQ_INT(FERRY_OK, ferry_device_memcpy(sim, data, cpu, "abc", 3, NULL, NULL));
   struct ArrowSchema us;
-  init_schema(&us, "u", 0, NULL);
   const void* utf8_buffers[3] = {NULL, offsets, data};
-  struct ArrowArray ua;
-  init_array(&ua, 2, 3, utf8_buffers, 0, NULL);
-  struct ArrowDeviceArray ud = on_device(&ua, ARROW_DEVICE_EXT_DEV, 0);
+  struct ArrowDeviceArray ud = leaf(&us, "u", 2, 3, utf8_buffers, ARROW_DEVICE_EXT_DEV);
   CHECK_EQ_INT(FERRY_OK, validate(&us, &ud, FERRY_VALIDATE_DEFAULT));
   CHECK_EQ_INT(EINVAL, validate(&us, &ud, FERRY_VALIDATE_FULL));
   CHECK_EQ_INT(1, findings.n);
@@ -285,24 +277,19 @@ FERRY_TEST(an_empty_buffer_one_past_the_end_of_a_sim_allocation_is_valid) {
   void* values = NULL;
   CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim, 16, &values, NULL));
   struct ArrowSchema s;
-  init_schema(&s, "i", 0, NULL);
   /* A length-0 slice at the end of a 4-value buffer: offset 4, pointer at the
    * start; and a length-0 array whose pointer is one past the end. */
   const void* buffers[2] = {NULL, values};
-  struct ArrowArray a;
-  init_array(&a, 0, 2, buffers, 0, NULL);
-  a.offset = 4;
-  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_EXT_DEV, 0);
+  struct ArrowDeviceArray d = leaf(&s, "i", 0, 2, buffers, ARROW_DEVICE_EXT_DEV);
+  d.array.offset = 4;
   CHECK_EQ_INT(FERRY_OK, validate(&s, &d, FERRY_VALIDATE_FULL));
   buffers[1] = (const char*)values + 16;
-  a.offset = 0;
-  d = on_device(&a, ARROW_DEVICE_EXT_DEV, 0);
+  d.array.offset = 0;
   int rc = validate(&s, &d, FERRY_VALIDATE_FULL);
   if (rc != FERRY_OK) print_findings(&findings);
   CHECK_EQ_INT(FERRY_OK, rc);
   /* One more value does not fit. */
-  a.length = 1;
-  d = on_device(&a, ARROW_DEVICE_EXT_DEV, 0);
+  d.array.length = 1;
   CHECK_EQ_INT(EINVAL, validate(&s, &d, FERRY_VALIDATE_DEFAULT));
   CHECK_FINDING("device", "root", "buffer 1 (data) at");
   ferry_device_deallocate(sim, values, NULL);
@@ -312,19 +299,6 @@ FERRY_TEST(an_empty_buffer_one_past_the_end_of_a_sim_allocation_is_valid) {
 
 static int g_deleter_calls;
 static void count_deleter(struct DLManagedTensorVersioned* self) { g_deleter_calls++; }
-
-static void init_tensor(struct DLManagedTensorVersioned* t, int64_t* shape, void* data) {
-  memset(t, 0, sizeof *t);
-  t->version.major = DLPACK_MAJOR_VERSION;
-  t->deleter = count_deleter;
-  t->dl_tensor.data = data;
-  t->dl_tensor.device.device_type = kDLCPU;
-  t->dl_tensor.ndim = 1;
-  t->dl_tensor.dtype.code = kDLInt;
-  t->dl_tensor.dtype.bits = 32;
-  t->dl_tensor.dtype.lanes = 1;
-  t->dl_tensor.shape = shape;
-}
 
 static int import_tensor(struct DLManagedTensorVersioned* t) {
   struct ArrowSchema schema;
@@ -346,7 +320,7 @@ FERRY_TEST(dlpack_import_refuses_a_byte_offset_that_wraps_the_address_space) {
   int64_t shape[1] = {4};
   struct DLManagedTensorVersioned t;
   g_deleter_calls = 0;
-  init_tensor(&t, shape, values + 8);
+  init_int32_tensor(&t, shape, values + 8, count_deleter);
   t.dl_tensor.byte_offset = UINT64_MAX - 63; /* 2^64 - 64: 64 bytes before data */
   CHECK_EQ_INT(EINVAL, import_tensor(&t));
   CHECK_CONTAINS(error.message, "byte_offset 18446744073709551552");
@@ -415,8 +389,7 @@ static void check_declared_size_refused(int32_t i) {
   CHECK_CONTAINS(error.message, "buffer_size");
   CHECK_CONTAINS(error.message, "more than any buffer ferry reads (2^48)");
   struct ArrowDeviceArray out;
-  memset(&out, 0, sizeof out);
-  CHECK_EQ_INT(EINVAL, ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &error));
+  CHECK_EQ_INT(EINVAL, copy_to_cpu(&s, &d, &out));
   CHECK_CONTAINS(error.message, "more than any buffer ferry copies (2^48)");
   CHECK(out.array.release == NULL);
   ferry_device_array_release(&d);
@@ -503,9 +476,30 @@ FERRY_TEST_MAIN()
 
 /* ---- issue 20: counts the producer declares but its tables cannot back ------ */
 
-/* A struct array declaring `n_children` children over a table holding only
- * one (heap-allocated to its exact size, so that ASan sees any read of the
- * extra slots); its schema has one child. Validation (one-shot and
+/* A 2-row struct array declaring `n_children` children over a table holding
+ * only one int32 child (heap-allocated to its exact size, so that ASan sees
+ * any read of the extra slots: free(d.array.children) after). */
+struct OneChildTable {
+  const void* child_buffers[2];
+  const void* struct_buffers[1];
+  struct ArrowArray child;
+};
+
+static struct ArrowDeviceArray over_one_child_table(struct OneChildTable* t,
+                                                    int64_t n_children) {
+  t->child_buffers[0] = NULL;
+  t->child_buffers[1] = kInt32s;
+  t->struct_buffers[0] = NULL;
+  init_array(&t->child, 2, 2, t->child_buffers, 0, NULL);
+  struct ArrowArray** table = (struct ArrowArray**)malloc(sizeof(struct ArrowArray*));
+  CHECK(table != NULL);
+  table[0] = &t->child;
+  struct ArrowArray a;
+  init_array(&a, 2, 1, t->struct_buffers, n_children, table);
+  return on_device(&a, ARROW_DEVICE_CPU, -1);
+}
+
+/* Such an array whose schema has one child. Validation (one-shot and
  * prepared, both levels) reports the mismatch and never reads past the
  * schema's count; the copy refuses it. */
 static void check_more_array_children_than_schema_children(int64_t n_children) {
@@ -514,16 +508,8 @@ static void check_more_array_children_than_schema_children(int64_t n_children) {
   struct ArrowSchema* schema_kids[1] = {&child_schema};
   struct ArrowSchema s;
   init_schema(&s, "+s", 1, schema_kids);
-  const void* child_buffers[2] = {NULL, kInt32s};
-  struct ArrowArray child;
-  init_array(&child, 2, 2, child_buffers, 0, NULL);
-  struct ArrowArray** table = (struct ArrowArray**)malloc(sizeof(struct ArrowArray*));
-  CHECK(table != NULL);
-  table[0] = &child;
-  const void* struct_buffers[1] = {NULL};
-  struct ArrowArray a;
-  init_array(&a, 2, 1, struct_buffers, n_children, table);
-  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+  struct OneChildTable t;
+  struct ArrowDeviceArray d = over_one_child_table(&t, n_children);
   char expected[128];
   snprintf(expected, sizeof expected, "array has %lld children but its schema has 1",
            (long long)n_children);
@@ -542,10 +528,9 @@ static void check_more_array_children_than_schema_children(int64_t n_children) {
   }
   ferry_prepared_schema_free(prepared);
   struct ArrowDeviceArray out;
-  memset(&out, 0, sizeof out);
-  CHECK_EQ_INT(EINVAL, ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &error));
+  CHECK_EQ_INT(EINVAL, copy_to_cpu(&s, &d, &out));
   CHECK(out.array.release == NULL);
-  free(table);
+  free(d.array.children);
 }
 
 FERRY_TEST(two_array_children_over_a_table_of_one_are_never_read_past_the_schema) {
@@ -607,8 +592,7 @@ static void check_empty_variable_size(const struct EmptyVariableCase* c, int64_t
     CHECK_EQ_INT(0, size);
   }
   struct ArrowDeviceArray out;
-  memset(&out, 0, sizeof out);
-  CHECK_EQ_INT(FERRY_OK, ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &error));
+  CHECK_EQ_INT(FERRY_OK, copy_to_cpu(&s, &d, &out));
   memset(&findings, 0, sizeof findings);
   int copy_valid =
       ferry_validate_device_array(&s, &out, FERRY_VALIDATE_FULL, collect, &findings, NULL);
@@ -643,22 +627,18 @@ FERRY_TEST(empty_variable_size_arrays_with_0_byte_offsets_are_valid_and_never_re
  * "buffer" holds a crafted 2^28 where offsets[0] would be. DEFAULT accepted
  * it and the copy then read offsets[0] bytes of data; now nothing reads it. */
 FERRY_TEST(copy_of_an_empty_utf8_never_trusts_a_crafted_offset) {
-  struct ArrowSchema s;
-  init_schema(&s, "u", 0, NULL);
   int32_t* offsets = (int32_t*)malloc(sizeof(int32_t));
   CHECK(offsets != NULL);
   offsets[0] = INT32_C(1) << 28;
   char* data = (char*)malloc(1);
   CHECK(data != NULL);
+  struct ArrowSchema s;
   const void* buffers[3] = {NULL, offsets, data};
-  struct ArrowArray a;
-  init_array(&a, 0, 3, buffers, 0, NULL);
-  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+  struct ArrowDeviceArray d = leaf(&s, "u", 0, 3, buffers, ARROW_DEVICE_CPU);
   CHECK_EQ_INT(FERRY_OK, validate(&s, &d, FERRY_VALIDATE_DEFAULT));
   CHECK_EQ_INT(FERRY_OK, validate(&s, &d, FERRY_VALIDATE_FULL));
   struct ArrowDeviceArray out;
-  memset(&out, 0, sizeof out);
-  CHECK_EQ_INT(FERRY_OK, ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &error));
+  CHECK_EQ_INT(FERRY_OK, copy_to_cpu(&s, &d, &out));
   CHECK_EQ_INT(0, out.array.length);
   ferry_device_array_release(&out);
   free(offsets);
@@ -693,8 +673,7 @@ FERRY_TEST(ext_dev_memory_the_sim_did_not_allocate_is_unknown_not_refused) {
     CHECK(ferry_array_buffer_size(&s, &a, ARROW_DEVICE_EXT_DEV, ids[k], 2, &size, &error) !=
           FERRY_OK);
     struct ArrowDeviceArray out;
-    memset(&out, 0, sizeof out);
-    CHECK(ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &error) != FERRY_OK);
+    CHECK(copy_to_cpu(&s, &d, &out) != FERRY_OK);
     CHECK(out.array.release == NULL);
   }
 
@@ -705,17 +684,13 @@ FERRY_TEST(ext_dev_memory_the_sim_did_not_allocate_is_unknown_not_refused) {
   void* values = NULL;
   CHECK_EQ_INT(FERRY_OK, ferry_device_allocate(sim1, 8, &values, NULL));
   struct ArrowSchema ints;
-  init_schema(&ints, "i", 0, NULL);
   const void* int_buffers[2] = {NULL, values};
-  struct ArrowArray ia;
-  init_array(&ia, 2, 2, int_buffers, 0, NULL);
-  struct ArrowDeviceArray d = on_device(&ia, ARROW_DEVICE_EXT_DEV, 0);
+  struct ArrowDeviceArray d = leaf(&ints, "i", 2, 2, int_buffers, ARROW_DEVICE_EXT_DEV);
   CHECK_EQ_INT(EINVAL, validate(&ints, &d, FERRY_VALIDATE_DEFAULT));
   CHECK_FINDING("device", "root", "is not sim device 0 memory (it is sim device 1 memory)");
-  d = on_device(&ia, ARROW_DEVICE_EXT_DEV, 1);
+  d.device_id = 1;
   CHECK_EQ_INT(FERRY_OK, validate(&ints, &d, FERRY_VALIDATE_FULL));
-  ia.length = 3;
-  d = on_device(&ia, ARROW_DEVICE_EXT_DEV, 1);
+  d.array.length = 3;
   CHECK_EQ_INT(EINVAL, validate(&ints, &d, FERRY_VALIDATE_DEFAULT));
   CHECK_FINDING("device", "root", "runs past the end of a 8-byte allocation");
   CHECK_EQ_INT(FERRY_OK, ferry_device_deallocate(sim1, values, NULL));
@@ -727,17 +702,13 @@ FERRY_TEST(ext_dev_memory_the_sim_did_not_allocate_is_unknown_not_refused) {
  * data buffer's size). */
 FERRY_TEST(copy_refuses_unvalidated_offsets_whose_ends_are_out_of_order) {
   struct ArrowSchema s;
-  init_schema(&s, "u", 0, NULL);
   static const int32_t offsets[3] = {5, 9, 3};
   const void* buffers[3] = {NULL, offsets, "abcdefghij"};
-  struct ArrowArray a;
-  init_array(&a, 2, 3, buffers, 0, NULL);
-  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+  struct ArrowDeviceArray d = leaf(&s, "u", 2, 3, buffers, ARROW_DEVICE_CPU);
   CHECK_EQ_INT(FERRY_OK, validate(&s, &d, FERRY_VALIDATE_DEFAULT));
   CHECK_EQ_INT(EINVAL, validate(&s, &d, FERRY_VALIDATE_FULL));
   struct ArrowDeviceArray out;
-  memset(&out, 0, sizeof out);
-  CHECK_EQ_INT(EINVAL, ferry_device_array_copy(&s, &d, ARROW_DEVICE_CPU, -1, &out, &error));
+  CHECK_EQ_INT(EINVAL, copy_to_cpu(&s, &d, &out));
   CHECK_CONTAINS(error.message,
                  "the offsets do not address a range: offsets[0] = 5, offsets[2] = 3");
   CHECK(out.array.release == NULL);
@@ -753,18 +724,10 @@ FERRY_TEST(children_are_not_walked_when_the_array_and_schema_counts_differ) {
   struct ArrowSchema* schema_kids[2] = {&a_schema, &b_schema};
   struct ArrowSchema s;
   init_schema(&s, "+s", 2, schema_kids);
-  const void* child_buffers[2] = {NULL, kInt32s};
-  struct ArrowArray child;
-  init_array(&child, 2, 2, child_buffers, 0, NULL);
-  struct ArrowArray** table = (struct ArrowArray**)malloc(sizeof(struct ArrowArray*));
-  CHECK(table != NULL);
-  table[0] = &child;
-  const void* struct_buffers[1] = {NULL};
-  struct ArrowArray a;
-  init_array(&a, 2, 1, struct_buffers, 3, table);
-  struct ArrowDeviceArray d = on_device(&a, ARROW_DEVICE_CPU, -1);
+  struct OneChildTable t;
+  struct ArrowDeviceArray d = over_one_child_table(&t, 3);
   CHECK_EQ_INT(EINVAL, validate(&s, &d, FERRY_VALIDATE_FULL));
   CHECK_EQ_INT(1, findings.n);
   CHECK_FINDING("n_children", "root", "array has 3 children but its schema has 2");
-  free(table);
+  free(d.array.children);
 }

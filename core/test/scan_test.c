@@ -24,15 +24,19 @@ static int64_t naive_count_set_bits(const uint8_t* bits, int64_t offset, int64_t
   return n;
 }
 
+/* Entry `i` of an offsets buffer of `width` (4 or 8) bytes per entry. */
 static int64_t entry(const uint8_t* offsets, int32_t width, int64_t i) {
-  if (width == 8) {
-    int64_t v;
-    memcpy(&v, offsets + 8 * i, 8);
-    return v;
-  }
-  int32_t v;
-  memcpy(&v, offsets + 4 * i, 4);
-  return v;
+  int64_t wide = 0;
+  int32_t narrow = 0;
+  memcpy(width == 8 ? (void*)&wide : (void*)&narrow, offsets + width * i, (size_t)width);
+  return width == 8 ? wide : narrow;
+}
+
+/* Writes `value` (truncated to int32 when `width` is 4) as entry `i`. */
+static void set_entry(uint8_t* offsets, int32_t width, int64_t i, int64_t value) {
+  int32_t narrow = (int32_t)value;
+  memcpy(offsets + width * i, width == 8 ? (const void*)&value : (const void*)&narrow,
+         (size_t)width);
 }
 
 static int64_t naive_first_bad_offset(const uint8_t* offsets, int32_t width, int64_t first,
@@ -141,12 +145,7 @@ FERRY_TEST(first_bad_offset_finds_the_first_negative_or_decreasing_entry) {
       int64_t value = (int64_t)(next_random() % 3);
       for (int64_t i = 0; i < kEntries; i++) {
         value += (int64_t)(next_random() % 5);
-        if (width == 8) {
-          memcpy(buffer + 8 * i, &value, 8);
-        } else {
-          int32_t v = (int32_t)value;
-          memcpy(buffer + 4 * i, &v, 4);
-        }
+        set_entry(buffer, width, i, value);
       }
       int64_t first = (int64_t)(next_random() % 100);
       int64_t last = first + (int64_t)(next_random() % (kEntries - 101));
@@ -154,21 +153,11 @@ FERRY_TEST(first_bad_offset_finds_the_first_negative_or_decreasing_entry) {
         int64_t at = first + 1 + (int64_t)(next_random() % (uint64_t)(last - first + 1));
         if (at <= last) {
           int64_t smaller = entry(buffer, width, at - 1) - 1 - (int64_t)(next_random() % 3);
-          if (width == 8) {
-            memcpy(buffer + 8 * at, &smaller, 8);
-          } else {
-            int32_t v = (int32_t)smaller;
-            memcpy(buffer + 4 * at, &v, 4);
-          }
+          set_entry(buffer, width, at, smaller);
         }
       } else if (round % 3 == 2) { /* a negative first entry */
         int64_t negative = -1 - (int64_t)(next_random() % 5);
-        if (width == 8) {
-          memcpy(buffer + 8 * first, &negative, 8);
-        } else {
-          int32_t v = (int32_t)negative;
-          memcpy(buffer + 4 * first, &v, 4);
-        }
+        set_entry(buffer, width, first, negative);
       }
       CHECK_EQ_INT(naive_first_bad_offset(buffer, width, first, last),
                    ferry__first_bad_offset(buffer, width, first, last));

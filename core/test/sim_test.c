@@ -172,10 +172,7 @@ FERRY_TEST(allocations_are_tracked_aligned_and_poisoned_in_strict_mode) {
   int64_t baseline = ferry_device_live_allocations(d);
   void* a = NULL;
   void* b = NULL;
-  CHECK_EQ_INT(0, ferry_device_allocate(d, 100, &a, NULL));
-  CHECK_EQ_INT(0, ferry_device_allocate(d, 0, &b, NULL));
-  CHECK(a != NULL && b != NULL && a != b);
-  CHECK_EQ_INT(0, (uintptr_t)a % 64);
+  CHECK_ALLOCATE_100_AND_0(d, a, b);
   CHECK(all_bytes_are(a, 100, POISON));
   CHECK_EQ_INT(baseline + 2, ferry_device_live_allocations(d));
   CHECK_EQ_INT(0, ferry_device_deallocate(d, a, NULL));

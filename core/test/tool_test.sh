@@ -104,7 +104,9 @@ expect good_async 0 --has "OK run \"window 8\": 3 tasks (3 batches valid), end m
 expect good_async_sync 0 --has "OK run \"cancel\": " --has "OK, no findings" --lacks "FAIL" -- check --async "$(pa good_async_sync)"
 expect bad_async_task_before_schema 1 --has "FAIL async_order: run \"window 1\": on_next_task came before on_schema" -- check --async --timeout 2 "$(pa bad_async_task_before_schema)"
 expect bad_async_no_producer 1 --has "FAIL async_producer: run \"window 1\": on_schema came with handler->producer NULL" --lacks "async_request" -- check --async --timeout 2 "$(pa bad_async_no_producer)"
-expect bad_async_overrun 1 --has "FAIL async_demand: run \"window 8\": task 8 came, only 8 requested (more tasks than requested)" -- check --async --timeout 2 "$(pa bad_async_overrun)"
+# The burst races the tool's thread, which requests one more per task it
+# extracts: the first task over the demand is task 8 or a later one.
+expect bad_async_overrun 1 --has "FAIL async_demand: run \"window 8\": task " --has "requested (more tasks than requested)" -- check --async --timeout 2 "$(pa bad_async_overrun)"
 expect bad_async_overlap 1 --has "FAIL async_serial: run \"window 1\": on_next_task overlapped another handler callback (concurrent handler calls)" -- check --async --timeout 2 "$(pa bad_async_overlap)"
 expect bad_async_after_release 1 --has "FAIL async_after_release: run \"window 1\": on_error was called after release" -- check --async --timeout 2 "$(pa bad_async_after_release)"
 expect bad_async_no_release 1 --has "FAIL async_release: run \"window 1\": HANG: the handler was never released" --has "SKIPPED run \"request(-1)\": the producer hangs" -- check --async --timeout 1 "$(pa bad_async_no_release)"

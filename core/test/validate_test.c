@@ -31,12 +31,7 @@ static struct ArrowArray array_of(int64_t length, int64_t null_count, int64_t n_
 }
 
 static struct ArrowDeviceArray on_cpu(struct ArrowArray array) {
-  struct ArrowDeviceArray d;
-  memset(&d, 0, sizeof d);
-  d.array = array;
-  d.device_type = ARROW_DEVICE_CPU;
-  d.device_id = -1;
-  return d;
+  return on_device(&array, ARROW_DEVICE_CPU, -1);
 }
 
 static struct Findings findings;
@@ -44,9 +39,7 @@ static struct FerryError error;
 
 static int run(const struct ArrowSchema* schema, const struct ArrowDeviceArray* array,
                int32_t level) {
-  memset(&findings, 0, sizeof findings);
-  ferry_error_init(&error);
-  int rc = ferry_validate_device_array(schema, array, level, collect, &findings, &error);
+  int rc = validate_collecting(schema, array, level, &findings, &error);
   if (rc == FERRY_OK && findings.n != 0) return -1;
   if (rc != FERRY_OK && findings.n == 0) return -2;
   return rc;

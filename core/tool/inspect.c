@@ -24,18 +24,27 @@ static void describe_flags(int64_t flags, char* out, size_t out_size) {
            (flags & ARROW_FLAG_MAP_KEYS_SORTED) ? " map_keys_sorted" : "");
 }
 
-void tool_print_schema(const struct ArrowSchema* schema, const char* where, int depth) {
-  if (schema == NULL) {
-    tool_out("%s%s: (NULL schema pointer)", indent(depth), where);
-    return;
-  }
-  if (schema->release == NULL) {
-    tool_out("%s%s: (released schema)", indent(depth), where);
-    return;
-  }
-  if (depth > INSPECT_MAX_DEPTH) {
+/* Prints the one line that stands for a node not shown (a NULL pointer, a
+ * released struct, or one past INSPECT_MAX_DEPTH) and returns 1; returns 0
+ * when the node is to be printed. `kind` is "schema" or "array". */
+static int print_if_not_shown(const void* node, int released, const char* kind,
+                              const char* where, int depth) {
+  if (node == NULL) {
+    tool_out("%s%s: (NULL %s pointer)", indent(depth), where, kind);
+  } else if (released) {
+    tool_out("%s%s: (released %s)", indent(depth), where, kind);
+  } else if (depth > INSPECT_MAX_DEPTH) {
     tool_out("%s%s: (deeper than %d levels, not shown)", indent(depth), where,
              INSPECT_MAX_DEPTH);
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+void tool_print_schema(const struct ArrowSchema* schema, const char* where, int depth) {
+  if (print_if_not_shown(schema, schema != NULL && schema->release == NULL, "schema",
+                         where, depth)) {
     return;
   }
   char flags[96];
@@ -75,17 +84,8 @@ void tool_print_schema(const struct ArrowSchema* schema, const char* where, int 
 static void print_array(const struct ArrowSchema* schema, const struct ArrowArray* array,
                         const struct ArrowDeviceArray* device_array, const char* where,
                         int depth) {
-  if (array == NULL) {
-    tool_out("%s%s: (NULL array pointer)", indent(depth), where);
-    return;
-  }
-  if (array->release == NULL) {
-    tool_out("%s%s: (released array)", indent(depth), where);
-    return;
-  }
-  if (depth > INSPECT_MAX_DEPTH) {
-    tool_out("%s%s: (deeper than %d levels, not shown)", indent(depth), where,
-             INSPECT_MAX_DEPTH);
+  if (print_if_not_shown(array, array != NULL && array->release == NULL, "array", where,
+                         depth)) {
     return;
   }
   int schema_ok = schema != NULL && schema->release != NULL;

@@ -82,34 +82,21 @@ void tool_fail(const char* rule, const char* where, const char* fmt, ...) {
   send_record("FAIL", rule, where, what);
 }
 
-#define TOOL_FORMAT_TEXT(buffer)                  \
-  char buffer[1900];                              \
-  do {                                            \
-    va_list args_;                                \
-    va_start(args_, fmt);                         \
-    vsnprintf(buffer, sizeof buffer, fmt, args_); \
-    va_end(args_);                                \
-  } while (0)
-
-void tool_ok(const char* fmt, ...) {
-  TOOL_FORMAT_TEXT(text);
-  send_record("OK", text, NULL, NULL);
-}
-
-void tool_out(const char* fmt, ...) {
-  TOOL_FORMAT_TEXT(text);
-  send_record("OUT", text, NULL, NULL);
-}
-
-void tool_stage(const char* fmt, ...) {
-  TOOL_FORMAT_TEXT(text);
-  send_record("STAGE", text, NULL, NULL);
-}
-
-void tool_usage_error(const char* fmt, ...) {
-  TOOL_FORMAT_TEXT(text);
-  send_record("USAGE", text, NULL, NULL);
-}
+/* tool_ok, tool_out, tool_stage and tool_usage_error (tool.h): each formats
+ * its text printf-style and sends it as one record of its kind. */
+#define TOOL_RECORD_FUNCTION(name, kind)     \
+  void name(const char* fmt, ...) {          \
+    char text[1900];                         \
+    va_list args;                            \
+    va_start(args, fmt);                     \
+    vsnprintf(text, sizeof text, fmt, args); \
+    va_end(args);                            \
+    send_record(kind, text, NULL, NULL);     \
+  }
+TOOL_RECORD_FUNCTION(tool_ok, "OK")
+TOOL_RECORD_FUNCTION(tool_out, "OUT")
+TOOL_RECORD_FUNCTION(tool_stage, "STAGE")
+TOOL_RECORD_FUNCTION(tool_usage_error, "USAGE")
 
 int64_t tool_child_findings(void) { return g_child_findings; }
 

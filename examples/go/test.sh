@@ -21,7 +21,6 @@ USER_UNSET=(PKG_CONFIG_PATH GOFLAGS CGO_CFLAGS CGO_LDFLAGS)
 . "$HERE/../new_user.sh"
 
 need_core
-pc="$BUILD/lib/pkgconfig"
 module="$ROOT/bindings/go"
 
 # --- 1. the example, copied out of the tree --------------------------------

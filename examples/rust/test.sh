@@ -22,7 +22,6 @@ USER_UNSET=(FERRY_LIB_DIR PKG_CONFIG_PATH CARGO_TARGET_DIR RUSTFLAGS)
 . "$HERE/../new_user.sh"
 
 need_core
-pc="$BUILD/lib/pkgconfig"
 
 # --- 1. the example, copied out of the tree --------------------------------
 copy_example target Cargo.lock

@@ -140,17 +140,9 @@ void run_check_array(struct suite* s, const char* case_text) {
   test_start(&t, s, "check", case_text, NULL, NULL, &before);
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
-  memset(&schema, 0, sizeof schema);
-  memset(&array, 0, sizeof array);
-  int rc = s->ref.export_array(case_text, &schema, &array);
-  if (rc != 0) {
-    test_fail(&t, "the C reference cannot export it (%s): %s", ferry_errno_name(rc),
-              it_plugin_error(&s->ref));
-    test_end(&t);
-    return;
-  }
+  if (export_array_or_end(&t, &s->ref, case_text, &schema, &array) != 0) return;
   int group = watch_export(&schema, &array);
-  rc = hand_array(&t, case_text, &schema, &array);
+  int rc = hand_array(&t, case_text, &schema, &array);
   if (rc != 0) {
     test_fail(&t, "check_array rejects correct C reference data with %s: %s",
               ferry_errno_name(rc), it_plugin_error(&s->ut));

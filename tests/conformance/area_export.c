@@ -115,25 +115,14 @@ void run_array_export(struct suite* s, const char* case_text) {
 }
 
 void run_array_ref_check(struct suite* s, const char* case_text) {
-  if (s->ut_is_ref) return;
   struct test t;
   struct it_allocations before;
-  test_start(&t, s, "ref-check", case_text, NULL, NULL, &before);
+  if (ref_check_start(&t, s, "ref-check", case_text, &before) != 0) return;
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
-  memset(&schema, 0, sizeof schema);
-  memset(&array, 0, sizeof array);
-  int rc = s->ut.export_array(case_text, &schema, &array);
-  if (rc != 0) {
-    test_fail(&t, "export_array failed with %s: %s", ferry_errno_name(rc),
-              it_plugin_error(&s->ut));
-    ferry_schema_release(&schema);
-    ferry_device_array_release(&array);
-    test_end(&t);
-    return;
-  }
+  if (export_array_or_end(&t, &s->ut, case_text, &schema, &array) != 0) return;
   int group = watch_export(&schema, &array);
-  rc = s->ref.check_array(case_text, &schema, &array);
+  int rc = s->ref.check_array(case_text, &schema, &array);
   if (rc != 0) {
     test_fail(&t, "the C reference checker rejects the export (%s): %s",
               ferry_errno_name(rc), it_plugin_error(&s->ref));
@@ -241,16 +230,14 @@ void run_stream_export(struct suite* s, const char* case_text) {
     }
   }
   if (have_schema) release_schema(&t, &schema, "schema");
-  stream.release(&stream);
-  if (stream.release != NULL) test_fail(&t, "stream release did not set release to NULL");
+  release_stream_checked(&t, &stream);
   test_finish(&t, group, &before, "after releasing the stream");
 }
 
 void run_stream_ref_check(struct suite* s, const char* case_text) {
-  if (s->ut_is_ref) return;
   struct test t;
   struct it_allocations before;
-  test_start(&t, s, "ref-check-stream", case_text, NULL, NULL, &before);
+  if (ref_check_start(&t, s, "ref-check-stream", case_text, &before) != 0) return;
   struct ArrowDeviceArrayStream stream;
   if (export_stream_or_end(&t, case_text, &stream, "") != 0) return;
   int group = watch_stream(&stream);

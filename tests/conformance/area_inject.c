@@ -142,8 +142,7 @@ static void inject_stream(struct suite* s, const char* case_text, const struct i
     }
     if (have_schema) schema.release(&schema);
   }
-  stream.release(&stream);
-  if (stream.release != NULL) test_fail(&t, "stream release did not set release to NULL");
+  release_stream_checked(&t, &stream);
   test_finish(&t, group, &before, "after releasing the failed stream");
 }
 

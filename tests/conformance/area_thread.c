@@ -111,21 +111,36 @@ static void* export_thread_main(void* arg) {
   return NULL;
 }
 
+/* Starts the "thread" test of `case_text` labelled "<case_text>[<what>]";
+ * returns test_start's result. */
+static int thread_test_start(struct test* t, struct suite* s, const char* case_text,
+                             const char* what, struct it_case* c,
+                             struct it_allocations* before) {
+  char label[256];
+  snprintf(label, sizeof label, "%s[%s]", case_text, what);
+  return test_start(t, s, "thread", label, case_text, c, before);
+}
+
+/* Runs `body(arg)` on a new thread and waits for it. */
+static void run_on_a_thread(void* (*body)(void*), void* arg) {
+  pthread_t thread;
+  pthread_create(&thread, NULL, body, arg);
+  pthread_join(thread, NULL);
+}
+
 /* Exported on one thread, read and released on another. */
 static void cross_thread_export(struct suite* s, const char* case_text) {
   struct test t;
-  char label[256];
-  snprintf(label, sizeof label, "%s[exported on a thread, released on main]", case_text);
   struct it_case c;
   struct it_allocations before;
-  if (test_start(&t, s, "thread", label, case_text, &c, &before) != 0) return;
+  if (thread_test_start(&t, s, case_text, "exported on a thread, released on main", &c,
+                        &before) != 0)
+    return;
   struct export_thread e;
   memset(&e, 0, sizeof e);
   e.suite = s;
   e.case_text = case_text;
-  pthread_t thread;
-  pthread_create(&thread, NULL, export_thread_main, &e);
-  pthread_join(thread, NULL);
+  run_on_a_thread(export_thread_main, &e);
   if (e.rc != 0) {
     test_fail(&t, "export on a new thread failed with %s", ferry_errno_name(e.rc));
     test_end(&t);
@@ -189,11 +204,11 @@ static void* reader_thread_main(void* arg) {
 /* A stream exported on the main thread and consumed on another one. */
 static void cross_thread_stream(struct suite* s, const char* case_text) {
   struct test t;
-  char label[256];
-  snprintf(label, sizeof label, "%s[stream read on another thread]", case_text);
   struct it_case c;
   struct it_allocations before;
-  if (test_start(&t, s, "thread", label, case_text, &c, &before) != 0) return;
+  if (thread_test_start(&t, s, case_text, "stream read on another thread", &c, &before) !=
+      0)
+    return;
   struct ArrowDeviceArrayStream stream;
   if (export_stream_or_end(&t, case_text, &stream, "") != 0) return;
   int group = watch_stream(&stream);
@@ -201,9 +216,7 @@ static void cross_thread_stream(struct suite* s, const char* case_text) {
   memset(&r, 0, sizeof r);
   r.stream = &stream;
   r.c = &c;
-  pthread_t thread;
-  pthread_create(&thread, NULL, reader_thread_main, &r);
-  pthread_join(thread, NULL);
+  run_on_a_thread(reader_thread_main, &r);
   if (r.failed) test_fail(&t, "%s", r.why);
   stream.release(&stream);
   test_finish(&t, group, &before, "after releasing the stream");

@@ -16,10 +16,8 @@
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/../../scripts/lib.sh"
-PLUGINS="$BUILD/plugins"
 LOGS="$BUILD/conformance-logs"
 HOST="$BUILD/bin/ferry_it_host"
-SAN="$BUILD/san-address-undefined"
 RUNTIMES="${FERRY_CONFORMANCE_RUNTIMES:-$(ferry_runtimes)}"
 REQUIRE=" ${FERRY_CONFORMANCE_REQUIRE:-$RUNTIMES} "
 AREAS="${FERRY_CONFORMANCE_AREAS:-export stream errors inject check tamper thread async}"

@@ -163,6 +163,39 @@ int export_and_discard(struct test* t, const char* case_text, int stream,
   return rc;
 }
 
+int export_array_or_end(struct test* t, const struct it_plugin* plugin,
+                        const char* case_text, struct ArrowSchema* schema,
+                        struct ArrowDeviceArray* array) {
+  memset(schema, 0, sizeof *schema);
+  memset(array, 0, sizeof *array);
+  int rc = plugin->export_array(case_text, schema, array);
+  if (rc != 0) {
+    if (plugin == &t->suite->ref) {
+      test_fail(t, "the C reference cannot export it (%s): %s", ferry_errno_name(rc),
+                it_plugin_error(plugin));
+    } else {
+      test_fail(t, "export_array failed with %s: %s", ferry_errno_name(rc),
+                it_plugin_error(plugin));
+    }
+    ferry_schema_release(schema);
+    ferry_device_array_release(array);
+    test_end(t);
+  }
+  return rc;
+}
+
+int ref_check_start(struct test* t, struct suite* s, const char* area,
+                    const char* case_text, struct it_allocations* before) {
+  if (s->ut_is_ref) return -1;
+  test_start(t, s, area, case_text, NULL, NULL, before);
+  return 0;
+}
+
+void release_stream_checked(struct test* t, struct ArrowDeviceArrayStream* stream) {
+  stream->release(stream);
+  if (stream->release != NULL) test_fail(t, "stream release did not set release to NULL");
+}
+
 int export_stream_or_end(struct test* t, const char* case_text,
                          struct ArrowDeviceArrayStream* out, const char* note) {
   const struct it_plugin* ut = &t->suite->ut;

@@ -79,12 +79,32 @@ int watch_stream(struct ArrowDeviceArrayStream* stream);
 int export_and_discard(struct test* t, const char* case_text, int stream,
                        const char* verb, const char** message);
 
+/* Exports `case_text` as an array from `plugin` (the suite's plugin under
+ * test or its C reference, &suite->ref) into `schema` and `array`. On failure
+ * `t` fails with "export_array failed with <errno>: <the plugin's message>"
+ * (with "the C reference cannot export it (<errno>): <message>" for the
+ * reference) and ends, and what the export left is released. Returns the
+ * export's result. */
+int export_array_or_end(struct test* t, const struct it_plugin* plugin,
+                        const char* case_text, struct ArrowSchema* schema,
+                        struct ArrowDeviceArray* array);
+
+/* Starts a "ref-check" test (`area`) of `case_text`: the C reference checks
+ * what the plugin under test exports. Returns -1, starting nothing, when the
+ * plugin under test is the reference itself. */
+int ref_check_start(struct test* t, struct suite* s, const char* area,
+                    const char* case_text, struct it_allocations* before);
+
 /* Exports `case_text` as a stream from the plugin under test into `out`.
  * On failure `t` fails with "export_stream failed with <errno>: <the
  * plugin's message><note>" and ends, and what the export left is released.
  * Returns the export's result. */
 int export_stream_or_end(struct test* t, const char* case_text,
                          struct ArrowDeviceArrayStream* out, const char* note);
+
+/* Releases the live `stream` through its own callback and fails `t` with
+ * "stream release did not set release to NULL" when it did not mark itself. */
+void release_stream_checked(struct test* t, struct ArrowDeviceArrayStream* stream);
 
 /* The end they share: suite_verify_releases(t, group), baseline_expect(t,
  * before, when), test_end(t). */

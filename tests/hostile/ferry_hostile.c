@@ -863,14 +863,11 @@ FERRY_HOSTILE_EXPORT int ferry_hostile_stream(const char* schema_case, const cha
   return 0;
 }
 
+/* A stream case: ferry_hostile_stream's arguments (`good` batches of the
+ * schema case, then the batch case), and what a consumer must report. */
 struct stream_case {
-  const char* name;
-  const char* schema_case;
-  const char* batch_case;
-  int32_t good;
-  int32_t at;
-  int32_t level;
-  int32_t code;
+  const char *name, *schema_case, *batch_case;
+  int32_t good, at, level, code;
   const char* needle;
 };
 

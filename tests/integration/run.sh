@@ -32,8 +32,6 @@
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/../../scripts/lib.sh"
-PLUGINS="$BUILD/plugins"
-SAN="$BUILD/san-address-undefined"
 LOGS="$BUILD/it-logs"
 mkdir -p "$LOGS"
 

@@ -351,9 +351,7 @@ func TestHostileUnknownDeviceIsENODEV(t *testing.T) {
 func TestHostileLengthWhoseSizeOverflows(t *testing.T) {
 	a := importHostile(t, chelper.HostileCPUArray(chelper.HostileNode(1<<62, 0, 0, nil, chelper.Int32s(1, 2))), int32Field())
 	h, err := a.Host()
-	if err != nil {
-		t.Fatal(err)
-	}
+	noError(t, err)
 	_, err = ferry.Value[int32](h, 0)
 	mentions(t, err, "overflows", "Value(0) of 2^62 int32")
 	_, err = ferry.Values[int32](h)
@@ -395,9 +393,7 @@ func TestHostileContentLiesAreCaughtBeforeAnythingReadsThem(t *testing.T) {
 	// utf8 offsets 0, 2, 1, 5 over "abcde"
 	a := importCase(t, "decreasing_offsets")
 	h, err := a.Host()
-	if err != nil {
-		t.Fatal(err)
-	}
+	noError(t, err)
 	if s, err := h.String(0); err != nil || s != "ab" {
 		t.Fatalf("String(0) = %q, %v", s, err)
 	}
@@ -424,9 +420,7 @@ func TestHostileContentLiesAreCaughtBeforeAnythingReadsThem(t *testing.T) {
 		t.Fatalf("index 1 = %d, %v", v, err)
 	}
 	d, err := h.Dictionary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	noError(t, err)
 	_, err = d.String(7)
 	mentions(t, err, "out of range", "dictionary index: lookup")
 	a.Release()
@@ -448,14 +442,10 @@ func TestHostileAccessorsCheckTypesAndIndices(t *testing.T) {
 	validity, _ := ferry.CopySlice([]byte{0b1011})
 	a, err := ferry.ExportArray(&ferry.ArrayData{Format: "i", Name: "x", Flags: ferry.FlagNullable, Length: 4, NullCount: 1,
 		Buffers: []ferry.Buffer{validity, values}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noError(t, err)
 	defer a.Release()
 	h, err := a.Host()
-	if err != nil {
-		t.Fatal(err)
-	}
+	noError(t, err)
 	_, err = ferry.Values[int64](h)
 	mentions(t, err, "cannot read", "wrong type")
 	for _, i := range []int64{4, -1, math.MaxInt64, math.MinInt64} {
@@ -493,9 +483,7 @@ func TestHostileAccessorsCheckTypesAndIndices(t *testing.T) {
 	// CPU consumer can see (README).
 	b := importHostile(t, chelper.HostileCPUArray(chelper.HostileNode(2, 0, 3, nil, chelper.Int32s(1, 2, 3))), int32Field())
 	hb, err := b.Host()
-	if err != nil {
-		t.Fatal(err)
-	}
+	noError(t, err)
 	if buf, err := hb.Buffer(1); err != nil || len(buf) != 20 {
 		t.Fatalf("Buffer(1): %d bytes, %v", len(buf), err)
 	}
@@ -517,13 +505,9 @@ func TestHostileSchemasAreRefused(t *testing.T) {
 	_, err = ferryarrow.ToArrowField(bad)
 	mentions(t, err, "format", "ToArrowField of zz")
 	a, err := ferry.ImportDeviceArray(chelper.HostileCPUArray(chelper.HostileNode(1, 0, 0, chelper.Buf{1}, chelper.Int32s(1))), nil, trusted)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noError(t, err)
 	h, err := a.HostWith(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noError(t, err)
 	_, err = h.IsValid(0)
 	mentions(t, err, "format", "IsValid under format zz")
 	_, err = ferry.Value[int32](h, 0)
@@ -535,15 +519,21 @@ func TestHostileSchemasAreRefused(t *testing.T) {
 	nothingLeft(t, "schemas")
 }
 
+// noError stops the test on err.
+func noError(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func hostileStream(t *testing.T, behaviour int, code int32) *ferry.DeviceArrayStream {
 	t.Helper()
 	raw := ferry.NewRawStream()
 	defer ferry.FreeRawStream(raw)
 	chelper.HostileStream(raw, behaviour, code)
 	s, err := ferry.ImportStream(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noError(t, err)
 	return s
 }
 
@@ -556,9 +546,7 @@ func TestHostileStreamsComeBackAsErrors(t *testing.T) {
 
 	s = hostileStream(t, chelper.StreamBadSchema, 0)
 	schema, err := s.Schema()
-	if err != nil {
-		t.Fatal(err)
-	}
+	noError(t, err)
 	mentions(t, schema.Validate(), "format", "a stream's bad schema")
 	_, err = schema.Prepare()
 	mentions(t, err, "format", "Prepare of a stream's bad schema")
@@ -591,13 +579,9 @@ func TestHostileStreamsComeBackAsErrors(t *testing.T) {
 	}
 	mentions(t, s.Batch().Validate(ferry.ValidateFull), "offset", "a stream's bad batch")
 	h, err := s.Batch().Host()
-	if err != nil {
-		t.Fatal(err)
-	}
+	noError(t, err)
 	col, err := h.Child(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	noError(t, err)
 	_, err = col.String(1)
 	mentions(t, err, "decreasing", "a stream's bad batch: String(1)")
 	s.Release()

@@ -138,34 +138,38 @@ record("c_to_lua_raw", function(n)
   return per
 end)
 
-record("c_to_lua", function(n)
-  local stream, owner = c_stream(n)
+-- Reads the n batches of `stream` (8 values each) through batches(): one
+-- reused object (`reuse`) or a new one per batch, released at once. Returns
+-- ns per batch and releases the stream.
+local function read_batches(stream, n, reuse)
   stream:schema()
   local start = clock()
   local sum = 0
-  for batch in stream:batches{ reuse = true } do sum = sum + batch:length() end
-  local per = (clock() - start) / n
-  stream:release()
-  backend.handle_free(owner)
-  assert(sum == 8 * n)
-  return per
-end)
-
-record("c_to_lua_objects", function(n)
-  local stream, owner = c_stream(n)
-  stream:schema()
-  local start = clock()
-  local sum = 0
-  for batch in stream:batches() do
-    sum = sum + batch:length()
-    batch:release()
+  if reuse then
+    for batch in stream:batches{ reuse = true } do sum = sum + batch:length() end
+  else
+    for batch in stream:batches() do
+      sum = sum + batch:length()
+      batch:release()
+    end
   end
   local per = (clock() - start) / n
   stream:release()
-  backend.handle_free(owner)
   assert(sum == 8 * n)
   return per
-end)
+end
+
+-- The C stream of n batches read through batches().
+local function c_to_lua(reuse)
+  return function(n)
+    local stream, owner = c_stream(n)
+    local per = read_batches(stream, n, reuse)
+    backend.handle_free(owner)
+    return per
+  end
+end
+record("c_to_lua", c_to_lua(true))
+record("c_to_lua_objects", c_to_lua(false))
 
 -- ---- C -> Lua: arrays ----------------------------------------------------------------
 local c_array = bench_c.c_array
@@ -253,38 +257,27 @@ record("lua_to_c_raw", function(n)
   return per
 end)
 
-record("lua_to_c", function(n)
+-- A Lua producer of n batches through ferry.stream, each the same node over
+-- the shared buffer.
+local function lua_stream(n)
   local remaining = n
   local node = { format = "i", name = "values", length = 8,
                  buffers = { false, { pointer = values_ptr, size = 32 }, n = 2 } }
-  local stream = ferry.stream(schema_node, function()
+  return ferry.stream(schema_node, function()
     if remaining == 0 then return nil end
     remaining = remaining - 1
     return node
   end)
+end
+
+record("lua_to_c", function(n)
+  local stream = lua_stream(n)
   local per = bench_c.consume(stream:pointer(), n)
   stream:release()
   return per
 end)
 
-record("lua_round_trip", function(n)
-  local remaining = n
-  local node = { format = "i", name = "values", length = 8,
-                 buffers = { false, { pointer = values_ptr, size = 32 }, n = 2 } }
-  local stream = ferry.stream(schema_node, function()
-    if remaining == 0 then return nil end
-    remaining = remaining - 1
-    return node
-  end)
-  stream:schema()
-  local start = clock()
-  local sum = 0
-  for batch in stream:batches{ reuse = true } do sum = sum + batch:length() end
-  local per = (clock() - start) / n
-  stream:release()
-  assert(sum == 8 * n)
-  return per
-end)
+record("lua_round_trip", function(n) return read_batches(lua_stream(n), n, true) end)
 backend.keeper_free(keep)
 
 -- ---- ratios ---------------------------------------------------------------------------

@@ -73,45 +73,48 @@ end
 
 local no_children = {}
 
-local function fill_array_children(ptr, node)
-  local code, message = 0, nil
+-- Fills the children and the dictionary of the struct at `ptr` from `node`
+-- with fill(child_ptr, child_node), finding a child's struct with
+-- child_of(ptr, i) and making the dictionary's with allocate_dictionary(ptr)
+-- (the raw functions of the schema or the array tree).
+local function fill_below(ptr, node, fill, child_of, allocate_dictionary)
   for i, child in ipairs(node.children or no_children) do
-    local child_ptr = raw.ferry_array_child(ptr, i - 1)
-    code, message = fill_array(child_ptr, child, nil, nil)
-    if code == 0 then code, message = fill_array_children(child_ptr, child) end
+    local code, message = fill(child_of(ptr, i - 1), child)
     if code ~= 0 then return code, message end
   end
   if node.dictionary then
-    local dictionary
-    code, dictionary, message = raw.ferry_array_allocate_dictionary(ptr)
+    local code, dictionary, message = allocate_dictionary(ptr)
     if code ~= 0 then return code, message end
-    code, message = fill_array(dictionary, node.dictionary, nil, nil)
-    if code == 0 then code, message = fill_array_children(dictionary, node.dictionary) end
+    return fill(dictionary, node.dictionary)
   end
+  return 0
+end
+
+local fill_array_node
+
+local function fill_array_children(ptr, node)
+  return fill_below(ptr, node, fill_array_node, raw.ferry_array_child,
+                    raw.ferry_array_allocate_dictionary)
+end
+
+-- A node below the root: no hook.
+function fill_array_node(ptr, node)
+  local code, message = fill_array(ptr, node, nil, nil)
+  if code == 0 then code, message = fill_array_children(ptr, node) end
   return code, message
 end
 
 local function fill_schema(ptr, node)
-  local children = node.children or {}
+  local children = node.children or no_children
   local code, message = raw.ferry_schema_init(ptr, node.format, node.name,
                                               node.flags or NULLABLE, #children)
   if code ~= 0 then return code, message end
-  for _, pair in ipairs(node.metadata or {}) do
+  for _, pair in ipairs(node.metadata or no_children) do
     code, message = raw.ferry_schema_add_metadata(ptr, pair[1], pair[2])
     if code ~= 0 then return code, message end
   end
-  for i, child in ipairs(children) do
-    code, message = fill_schema(raw.ferry_schema_child(ptr, i - 1), child)
-    if code ~= 0 then return code, message end
-  end
-  if node.dictionary then
-    local dictionary
-    code, dictionary, message = raw.ferry_schema_allocate_dictionary(ptr)
-    if code ~= 0 then return code, message end
-    code, message = fill_schema(dictionary, node.dictionary)
-    if code ~= 0 then return code, message end
-  end
-  return 0
+  return fill_below(ptr, node, fill_schema, raw.ferry_schema_child,
+                    raw.ferry_schema_allocate_dictionary)
 end
 
 -- ---- type specs -> nodes ------------------------------------------------------------

@@ -257,24 +257,26 @@ function DeviceArray:value(i)
   return read_element(self, i)
 end
 
+-- What backend reader `read` answers for element i, once the host may read
+-- the array; `what` names the method in errors.
+local function read_bit(self, what, read, i)
+  local root = self._root or self
+  if not root._host_ok then host_ready(self, what) end
+  local ok, bit, message = read(self._arr, i)
+  if ok then return bit end
+  return read_failed(self, what, bit, message)
+end
+
 --- is_valid(i): false when element i (logical) is null.
 function Array:is_valid(i)
-  local root = self._root or self
-  if not root._host_ok then host_ready(self, "ferry.Array.is_valid") end
-  local ok, valid, message = backend.is_valid(self._arr, i)
-  if ok then return valid end
-  return read_failed(self, "ferry.Array.is_valid", valid, message)
+  return read_bit(self, "ferry.Array.is_valid", backend.is_valid, i)
 end
 
 --- validity_bit(i): element i's bit in the validity bitmap whatever
 --- null_count says (a producer may keep an all-set bitmap with
 --- null_count 0); nil when there is no bitmap.
 function Array:validity_bit(i)
-  local root = self._root or self
-  if not root._host_ok then host_ready(self, "ferry.Array.validity_bit") end
-  local ok, bit, message = backend.validity_bit(self._arr, i)
-  if ok then return bit end
-  return read_failed(self, "ferry.Array.validity_bit", bit, message)
+  return read_bit(self, "ferry.Array.validity_bit", backend.validity_bit, i)
 end
 
 -- Cached child views (struct fields, list items, the dictionary).
@@ -389,6 +391,35 @@ end
 -- Parameters parsed from a format once ("w:16" -> 16, "d:9,2,64" -> ...).
 local format_params = {}
 
+-- What parse(format) makes of the array's format, parsed once per format.
+local function format_param(self, parse)
+  local format = self:format()
+  local param = format_params[format]
+  if not param then
+    param = parse(format)
+    format_params[format] = param
+  end
+  return param
+end
+
+local function fixed_size(format) return tonumber(format:match("^w:(%d+)$")) end
+local function list_size(format) return tonumber(format:match("^%+w:(%d+)$")) end
+
+local function decimal_params(format)
+  local _, scale, bits = format:match("^d:(%d+),(%-?%d+),?(%d*)$")
+  return { scale = tonumber(scale), bytes = (tonumber(bits) or 128) / 8 }
+end
+
+-- "+ud:0,5" / "+us:0,5": type id -> child index
+local function union_codes(format)
+  local codes, c = {}, 0
+  for code in format:sub(5):gmatch("[^,]+") do
+    codes[tonumber(code)] = c
+    c = c + 1
+  end
+  return codes
+end
+
 local function half_to_number(h)
   local sign = h >= 0x8000 and -1 or 1
   local exponent, fraction = math.floor(h / 1024) % 32, h % 1024
@@ -462,12 +493,7 @@ local layout_readers = {
   fsb = function(self, i) -- w:N: N bytes per element
     local slot = valid_slot(self, i)
     if slot == nil then return nil end
-    local format = self:format()
-    local width = format_params[format]
-    if not width then
-      width = tonumber(format:match("^w:(%d+)$"))
-      format_params[format] = width
-    end
+    local width = format_param(self, fixed_size)
     local p = host_buffer(self, 1) -- (offset + length) * N bytes: slot is inside
     if width == 0 then return "" end
     return backend.read_bytes(p, slot * width, width)
@@ -475,13 +501,7 @@ local layout_readers = {
   decimal = function(self, i) -- d:P,S[,B]: decimal text, e.g. "-12.34"
     local slot = valid_slot(self, i)
     if slot == nil then return nil end
-    local format = self:format()
-    local params = format_params[format]
-    if not params then
-      local _, scale, bits = format:match("^d:(%d+),(%-?%d+),?(%d*)$")
-      params = { scale = tonumber(scale), bytes = (tonumber(bits) or 128) / 8 }
-      format_params[format] = params
-    end
+    local params = format_param(self, decimal_params)
     local p = host_buffer(self, 1)
     return decimal_text(backend.read_bytes(p, slot * params.bytes, params.bytes), params.scale)
   end,
@@ -501,12 +521,7 @@ local layout_readers = {
   fsl = function(self, i) -- +w:N: a list of N child values
     local slot = valid_slot(self, i)
     if slot == nil then return nil end
-    local format = self:format()
-    local n = format_params[format]
-    if not n then
-      n = tonumber(format:match("^%+w:(%d+)$"))
-      format_params[format] = n
-    end
+    local n = format_param(self, list_size)
     local child = cached_child(self, 0)
     check_child_range(self, child, i, slot * n, n)
     return child_values(child, slot * n, n)
@@ -572,23 +587,13 @@ layout_readers.lv64 = function(self, i) return read_list_view(self, i, "i64") en
 -- unions: type ids (buffer 0, int8) name the child by the format's codes
 local function union_child(self, i)
   local slot = plain_slot(self, i)
-  local format = self:format()
-  local codes = format_params[format]
-  if not codes then
-    codes = {}
-    local c = 0
-    for code in format:sub(5):gmatch("[^,]+") do
-      codes[tonumber(code)] = c
-      c = c + 1
-    end
-    format_params[format] = codes
-  end
+  local codes = format_param(self, union_codes)
   local type_ids = host_buffer(self, 0)
   local type_id = backend.read(type_ids, "i8", slot)
   local c = codes[type_id]
   if c == nil then
     return read_failed(self, where_value, EINVAL, string.format(
-      "element %d has type id %d, which is not in the union's type codes (%s)", i, type_id, format))
+      "element %d has type id %d, which is not in the union's type codes (%s)", i, type_id, self:format()))
   end
   return cached_child(self, c), slot
 end

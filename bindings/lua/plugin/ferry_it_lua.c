@@ -149,6 +149,19 @@ static int ensure_state(void) {
   return code;
 }
 
+/* Runs fn(call) protected on `L` (the state or a coroutine of it, the lock
+ * held); a Lua error escaping fn (out of memory) becomes an ENOMEM failure
+ * in `entry`, the call's record of its outcome. */
+static void run_protected(lua_State* L, lua_CFunction fn, void* call, struct entry_call* entry) {
+  lua_pushcfunction(L, fn);
+  lua_pushlightuserdata(L, call);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+    entry->code = ENOMEM;
+    snprintf(entry->message, sizeof(entry->message), "Lua failure: %s",
+             lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(no message)");
+  }
+}
+
 static int call_entry(const char* function, const char* case_spec, void* first, void* second) {
   set_last_error("");
   if (!case_spec) {
@@ -160,13 +173,7 @@ static int call_entry(const char* function, const char* case_spec, void* first, 
   struct entry_call call = {function, case_spec, first, second, 0, ""};
   lferry_runtime_lock(runtime);
   int top = lua_gettop(state);
-  lua_pushcfunction(state, entry_protected);
-  lua_pushlightuserdata(state, &call);
-  if (lua_pcall(state, 1, 0, 0) != LUA_OK) {
-    call.code = ENOMEM;
-    snprintf(call.message, sizeof(call.message), "Lua failure: %s",
-             lua_type(state, -1) == LUA_TSTRING ? lua_tostring(state, -1) : "(no message)");
-  }
+  run_protected(state, entry_protected, &call, &call);
   lua_settop(state, top);
   lferry_runtime_unlock(runtime);
   if (call.code) set_last_error(call.message);
@@ -275,13 +282,7 @@ static int call_bench(struct bench_call* call) {
   call->entry.message[0] = '\0';
   lferry_runtime_lock(runtime);
   int top = lua_gettop(state);
-  lua_pushcfunction(state, bench_protected);
-  lua_pushlightuserdata(state, call);
-  if (lua_pcall(state, 1, 0, 0) != LUA_OK) {
-    call->entry.code = ENOMEM;
-    snprintf(call->entry.message, sizeof(call->entry.message), "Lua failure: %s",
-             lua_type(state, -1) == LUA_TSTRING ? lua_tostring(state, -1) : "(no message)");
-  }
+  run_protected(state, bench_protected, call, &call->entry);
   lua_settop(state, top);
   lferry_runtime_unlock(runtime);
   if (call->entry.code) set_last_error(call->entry.message);
@@ -307,28 +308,30 @@ int64_t ferry_it_bench_noop(int64_t x) {
   return call_bench(&call) == 0 ? call.result : INT64_MIN;
 }
 
-/* Exports the cached int32 array into consumer-allocated structs. */
-int ferry_it_bench_export_array(int64_t length, struct ArrowSchema* schema_out,
-                                struct ArrowDeviceArray* array_out) {
-  if (!schema_out || !array_out) {
-    set_last_error("schema_out and array_out must not be NULL");
+/* Calls bench `function` with the integers and pointers; when `args_ok` is
+ * false (a NULL argument) refuses with EINVAL and `null_message` instead. */
+static int bench_checked(int args_ok, const char* null_message, const char* function,
+                         int n_integers, int64_t a, int64_t b, void* first, void* second) {
+  if (!args_ok) {
+    set_last_error(null_message);
     return EINVAL;
   }
   struct bench_call call;
-  bench_call_init(&call, "export_array", 1, length, 0, schema_out, array_out);
+  bench_call_init(&call, function, n_integers, a, b, first, second);
   return call_bench(&call);
+}
+
+/* Exports the cached int32 array into consumer-allocated structs. */
+int ferry_it_bench_export_array(int64_t length, struct ArrowSchema* schema_out,
+                                struct ArrowDeviceArray* array_out) {
+  return bench_checked(schema_out && array_out, "schema_out and array_out must not be NULL",
+                       "export_array", 1, length, 0, schema_out, array_out);
 }
 
 /* Consumes (and takes ownership of) `schema` and `array`. */
 int ferry_it_bench_consume_array(struct ArrowSchema* schema, struct ArrowDeviceArray* array) {
-  int code = EINVAL;
-  if (!schema || !array) {
-    set_last_error("schema and array must not be NULL");
-  } else {
-    struct bench_call call;
-    bench_call_init(&call, "consume_array", 0, 0, 0, schema, array);
-    code = call_bench(&call);
-  }
+  int code = bench_checked(schema && array, "schema and array must not be NULL", "consume_array",
+                           0, 0, 0, schema, array);
   /* Whatever Lua did not import is released here (released structs are left alone). */
   ferry_schema_release(schema);
   ferry_device_array_release(array);
@@ -338,25 +341,14 @@ int ferry_it_bench_consume_array(struct ArrowSchema* schema, struct ArrowDeviceA
 /* Exports a stream of `batches` batches of the cached array. */
 int ferry_it_bench_export_stream(int64_t length, int64_t batches,
                                  struct ArrowDeviceArrayStream* out) {
-  if (!out) {
-    set_last_error("out must not be NULL");
-    return EINVAL;
-  }
-  struct bench_call call;
-  bench_call_init(&call, "export_stream", 2, length, batches, out, NULL);
-  return call_bench(&call);
+  return bench_checked(out != NULL, "out must not be NULL", "export_stream", 2, length, batches,
+                       out, NULL);
 }
 
 /* Reads a stream to its end, taking ownership of it. */
 int ferry_it_bench_consume_stream(struct ArrowDeviceArrayStream* stream) {
-  int code = EINVAL;
-  if (!stream) {
-    set_last_error("stream must not be NULL");
-  } else {
-    struct bench_call call;
-    bench_call_init(&call, "consume_stream", 0, 0, 0, stream, NULL);
-    code = call_bench(&call);
-  }
+  int code = bench_checked(stream != NULL, "stream must not be NULL", "consume_stream", 0, 0, 0,
+                           stream, NULL);
   ferry_array_stream_release(stream);
   return code;
 }
@@ -405,23 +397,32 @@ __attribute__((visibility("default"))) int ferry_it_lua_checker_waits(void) {
   return atomic_load(&checker_waits);
 }
 
-static int unlocking_get_schema(void* user_data, struct ArrowSchema* out,
-                                struct FerryError* error) {
+/* A checker's wait for its producer starts: every hold of the Lua lock
+ * this thread has is let go (returned, for checker_wait_end to retake). */
+static int checker_wait_begin(void) {
   int holds = lferry_runtime_release_all(runtime);
   atomic_fetch_add(&checker_waits, 1);
-  int rc = ferry_array_stream_get_schema((struct ArrowDeviceArrayStream*)user_data, out, error);
+  return holds;
+}
+
+static void checker_wait_end(int holds) {
   atomic_fetch_sub(&checker_waits, 1);
   lferry_runtime_reacquire(runtime, holds);
+}
+
+static int unlocking_get_schema(void* user_data, struct ArrowSchema* out,
+                                struct FerryError* error) {
+  int holds = checker_wait_begin();
+  int rc = ferry_array_stream_get_schema((struct ArrowDeviceArrayStream*)user_data, out, error);
+  checker_wait_end(holds);
   return rc;
 }
 
 static int unlocking_get_next(void* user_data, struct ArrowDeviceArray* out,
                               struct FerryError* error) {
-  int holds = lferry_runtime_release_all(runtime);
-  atomic_fetch_add(&checker_waits, 1);
+  int holds = checker_wait_begin();
   int rc = ferry_array_stream_get_next((struct ArrowDeviceArrayStream*)user_data, out, error);
-  atomic_fetch_sub(&checker_waits, 1);
-  lferry_runtime_reacquire(runtime, holds);
+  checker_wait_end(holds);
   return rc;
 }
 
@@ -460,13 +461,7 @@ static int call_entry_on_coroutine(const char* function, const char* case_spec, 
     call.code = ENOMEM;
     snprintf(call.message, sizeof(call.message), "cannot make a Lua coroutine for the checker");
   } else {
-    lua_pushcfunction(co, entry_protected);
-    lua_pushlightuserdata(co, &call);
-    if (lua_pcall(co, 1, 0, 0) != LUA_OK) {
-      call.code = ENOMEM;
-      snprintf(call.message, sizeof(call.message), "Lua failure: %s",
-               lua_type(co, -1) == LUA_TSTRING ? lua_tostring(co, -1) : "(no message)");
-    }
+    run_protected(co, entry_protected, &call, &call);
     lua_settop(co, 0);
     luaL_unref(state, LUA_REGISTRYINDEX, ref);
   }

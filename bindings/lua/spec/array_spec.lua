@@ -1,21 +1,13 @@
 -- Arrays built from Lua values, read back, exported, imported and released.
 local ferry = require("ferry")
+local support = require("spec.support")
 local raw = ferry.raw
 local is_luajit = ferry.backend == "luajit"
 
 local function int(v) return ferry._backend.to_integer(v) end
 
 describe("arrays (" .. ferry.backend .. ")", function()
-  local baseline
-  before_each(function()
-    collectgarbage()
-    baseline = ferry.live_allocations()
-  end)
-  after_each(function()
-    collectgarbage()
-    collectgarbage()
-    assert.are.equal(baseline, ferry.live_allocations())
-  end)
+  local baseline = support.guard_leaks(before_each, after_each)
 
   it("builds int32 with nulls and reads every element", function()
     local arr = ferry.array{ type = "int32", values = { 1, -2, nil, 2147483647 }, length = 4 }
@@ -125,10 +117,10 @@ describe("arrays (" .. ferry.backend .. ")", function()
 
   it("releases exactly once: explicit release, then use raises", function()
     local arr = ferry.array{ type = "int32", values = { 1, 2 } }
-    assert.are.equal(baseline + 1, ferry.live_allocations())
+    assert.are.equal(baseline() + 1, ferry.live_allocations())
     arr:release()
     arr:release()
-    assert.are.equal(baseline, ferry.live_allocations())
+    assert.are.equal(baseline(), ferry.live_allocations())
     local ok, err = pcall(arr.length, arr)
     assert.is_false(ok)
     assert.truthy(tostring(err):find("already released", 1, true))
@@ -152,7 +144,7 @@ describe("arrays (" .. ferry.backend .. ")", function()
         end
         return ferry.live_allocations()
       ]]))
-      assert.are.equal(baseline, probe(ferry))
+      assert.are.equal(baseline(), probe(ferry))
     end)
   end
 

@@ -25,13 +25,7 @@ end
 
 local run_all = support.run_all
 
-local function counter(n)
-  local i = 0
-  return function()
-    i = i + 1
-    if i <= n then return { type = "int32", values = { i, i * 10 } } end
-  end
-end
+local counter = support.counter
 
 describe("async device streams (" .. ferry.backend .. ")", function()
   support.guard_leaks(before_each, after_each, function()
@@ -86,8 +80,7 @@ describe("async device streams (" .. ferry.backend .. ")", function()
       n = n + 1
     end
     assert.are.equal(4, n)
-    assert.is_true(consumer:wait_released(-1))
-    consumer:close()
+    support.close_released(consumer)
   end)
 
   it("wakes an event loop through fd()", function()
@@ -108,8 +101,7 @@ describe("async device streams (" .. ferry.backend .. ")", function()
       end
     end
     assert.are.equal(3, n)
-    assert.is_true(consumer:wait_released(-1))
-    consumer:close()
+    support.close_released(consumer)
   end)
 
   it("raises the producer's error, the same on every later read", function()
@@ -165,8 +157,7 @@ describe("async device streams (" .. ferry.backend .. ")", function()
             end))
     assert.is_true(endless:done())
     assert.are.equal(ECANCELED, endless:result().code)
-    assert.is_true(cancelling:wait_released(-1))
-    cancelling:close()
+    support.close_released(cancelling)
   end)
 
   it("ends the stream when the exporter is closed first, and names every use after close", function()

@@ -19,6 +19,13 @@ end
 
 local on_host = support.on_host
 
+-- A test (`it`) that runs body(d) on every device of devices().
+local function device_it(name, body)
+  it(name, function()
+    for _, d in ipairs(devices()) do body(d) end
+  end)
+end
+
 describe("features (" .. ferry.backend .. ")", function()
   support.guard_leaks(before_each, after_each)
 
@@ -55,12 +62,8 @@ describe("features (" .. ferry.backend .. ")", function()
   end)
 
   it("feature_export_stream", function()
-    local i = 0
     local slot = ferry.stream_slot()
-    ferry.export_stream_to(slot.stream, { type = "int64" }, function()
-      i = i + 1
-      if i <= 2 then return { type = "int64", values = { i } } end
-    end)
+    ferry.export_stream_to(slot.stream, { type = "int64" }, support.batches_of("int64", { { 1 }, { 2 } }))
     local stream = ferry.import_stream(slot.stream)
     local got = {}
     for batch in stream:batches() do
@@ -87,117 +90,96 @@ describe("features (" .. ferry.backend .. ")", function()
     slot:free()
   end)
 
-  it("feature_to_host", function()
-    for _, d in ipairs(devices()) do
-      local arr = ferry.array{ type = "float64", values = { 1.5, 2.5 }, device = d.name }
-      assert.are.same({ 1.5, 2.5 }, on_host(arr), d.name)
-    end
+  device_it("feature_to_host", function(d)
+    local arr = ferry.array{ type = "float64", values = { 1.5, 2.5 }, device = d.name }
+    assert.are.same({ 1.5, 2.5 }, on_host(arr), d.name)
   end)
 
-  it("feature_copy_to_device", function()
-    for _, d in ipairs(devices()) do
-      local arr = ferry.array{ type = "int16", values = { 3, 4 } }
-      local copy = arr:copy_to_device(d.name, 0)
-      assert.are.same({ 3, 4 }, (arr:to_table()), d.name) -- the source stays
-      arr:release()
-      assert.are.same({ 3, 4 }, on_host(copy), d.name)
-    end
+  device_it("feature_copy_to_device", function(d)
+    local arr = ferry.array{ type = "int16", values = { 3, 4 } }
+    local copy = arr:copy_to_device(d.name, 0)
+    assert.are.same({ 3, 4 }, (arr:to_table()), d.name) -- the source stays
+    arr:release()
+    assert.are.same({ 3, 4 }, on_host(copy), d.name)
   end)
 
-  it("feature_move_to_device", function()
-    for _, d in ipairs(devices()) do
-      local arr = ferry.array{ type = "uint8", values = { 250, 251 } }
-      local moved = arr:move_to_device(d.name, 0)
-      assert.is_false((pcall(arr.length, arr)), "the source is consumed")
-      assert.are.equal(0, moved:device_id())
-      assert.are.same({ 250, 251 }, on_host(moved), d.name)
-    end
+  device_it("feature_move_to_device", function(d)
+    local arr = ferry.array{ type = "uint8", values = { 250, 251 } }
+    local moved = arr:move_to_device(d.name, 0)
+    assert.is_false((pcall(arr.length, arr)), "the source is consumed")
+    assert.are.equal(0, moved:device_id())
+    assert.are.same({ 250, 251 }, on_host(moved), d.name)
   end)
 
-  it("feature_consumer_stream_array", function()
-    for _, d in ipairs(devices()) do
-      local arr = ferry.array{ type = "int32", values = { 1, 2, 3 }, device = d.name }
-      local consumer = d.device:stream()
-      arr:wait(consumer) -- the consumer's stream waits on the sync event
+  device_it("feature_consumer_stream_array", function(d)
+    local arr = ferry.array{ type = "int32", values = { 1, 2, 3 }, device = d.name }
+    local consumer = d.device:stream()
+    arr:wait(consumer) -- the consumer's stream waits on the sync event
+    d.device:synchronize(consumer)
+    local address, size = arr:buffer(1)
+    assert.are.equal("\1\0\0\0\2\0\0\0\3\0\0\0", d.device:copy_to_host(address, size), d.name)
+    arr:release()
+    d.device:destroy_stream(consumer)
+  end)
+
+  device_it("feature_consumer_stream_batch", function(d)
+    local stream = ferry.stream({ type = "int32" }, support.batches_of("int32", { { 1 }, { 2 } }),
+                                { device = d.name })
+    local consumer = d.device:stream()
+    local got = {}
+    for batch in stream:batches{ consumer_stream = consumer } do
       d.device:synchronize(consumer)
-      local address, size = arr:buffer(1)
-      assert.are.equal("\1\0\0\0\2\0\0\0\3\0\0\0", d.device:copy_to_host(address, size), d.name)
-      arr:release()
-      d.device:destroy_stream(consumer)
+      got[#got + 1] = on_host(batch)[1]
     end
+    assert.are.same({ 1, 2 }, got, d.name)
+    stream:release()
+    d.device:destroy_stream(consumer)
   end)
 
-  it("feature_consumer_stream_batch", function()
-    for _, d in ipairs(devices()) do
-      local n = 0
-      local stream = ferry.stream({ type = "int32" }, function()
-        n = n + 1
-        if n <= 2 then return { type = "int32", values = { n } } end
-      end, { device = d.name })
-      local consumer = d.device:stream()
-      local got = {}
-      for batch in stream:batches{ consumer_stream = consumer } do
-        d.device:synchronize(consumer)
-        got[#got + 1] = on_host(batch)[1]
-      end
-      assert.are.same({ 1, 2 }, got, d.name)
-      stream:release()
-      d.device:destroy_stream(consumer)
-    end
+  device_it("feature_wrap_native_stream", function(d)
+    local user_stream = d.device:stream()
+    local memory = d.device:allocate(8)
+    d.device:copy_from_host(memory, "\7\0\0\0\8\0\0\0", user_stream)
+    local arr = ferry.array{ format = "i", name = "x", length = 2, device = d.name,
+                             stream = user_stream, -- ferry records its event on this stream
+                             buffers = { false, { device_pointer = memory, owned = true }, n = 2 } }
+    assert.is_not_nil(arr:sync_event())
+    assert.are.same({ 7, 8 }, on_host(arr), d.name)
+    d.device:destroy_stream(user_stream)
   end)
 
-  it("feature_wrap_native_stream", function()
-    for _, d in ipairs(devices()) do
-      local user_stream = d.device:stream()
-      local memory = d.device:allocate(8)
-      d.device:copy_from_host(memory, "\7\0\0\0\8\0\0\0", user_stream)
-      local arr = ferry.array{ format = "i", name = "x", length = 2, device = d.name,
-                               stream = user_stream, -- ferry records its event on this stream
-                               buffers = { false, { device_pointer = memory, owned = true }, n = 2 } }
-      assert.is_not_nil(arr:sync_event())
-      assert.are.same({ 7, 8 }, on_host(arr), d.name)
-      d.device:destroy_stream(user_stream)
-    end
+  device_it("feature_wrap_native_event", function(d)
+    local user_stream, event = d.device:stream(), d.device:create_event()
+    local memory = d.device:allocate(4)
+    d.device:copy_from_host(memory, "\9\0\0\0", user_stream)
+    d.device:record_event(event, user_stream)
+    local destroyed = false
+    local arr = ferry.array{ format = "i", name = "x", length = 1, device = d.name,
+                             sync_event = event,
+                             event_destroy = function(e) destroyed = true; d.device:destroy_event(e) end,
+                             buffers = { false, { device_pointer = memory, owned = true }, n = 2 } }
+    assert.are.equal(backend.address(event), backend.address(arr:sync_event()))
+    assert.are.same({ 9 }, on_host(arr), d.name)
+    assert.is_true(destroyed)
+    d.device:destroy_stream(user_stream)
   end)
 
-  it("feature_wrap_native_event", function()
-    for _, d in ipairs(devices()) do
-      local user_stream, event = d.device:stream(), d.device:create_event()
-      local memory = d.device:allocate(4)
-      d.device:copy_from_host(memory, "\9\0\0\0", user_stream)
-      d.device:record_event(event, user_stream)
-      local destroyed = false
-      local arr = ferry.array{ format = "i", name = "x", length = 1, device = d.name,
-                               sync_event = event,
-                               event_destroy = function(e) destroyed = true; d.device:destroy_event(e) end,
-                               buffers = { false, { device_pointer = memory, owned = true }, n = 2 } }
-      assert.are.equal(backend.address(event), backend.address(arr:sync_event()))
-      assert.are.same({ 9 }, on_host(arr), d.name)
-      assert.is_true(destroyed)
-      d.device:destroy_stream(user_stream)
-    end
+  device_it("feature_dlpack_export", function(d)
+    local arr = ferry.array{ type = "float32", values = { 0.5, 1.5 }, device = d.name }
+    local tensor = arr:to_dlpack(nil) -- the host waits on the sync event
+    assert.are.same({ "float32", 1 }, { tensor:dtype() })
+    assert.are.same({ 2 }, tensor:shape())
+    assert.are.equal(d.name == "sim" and "ext_dev" or d.name, (tensor:device()))
+    assert.is_true(tensor:is_read_only())
+    tensor:release()
   end)
 
-  it("feature_dlpack_export", function()
-    for _, d in ipairs(devices()) do
-      local arr = ferry.array{ type = "float32", values = { 0.5, 1.5 }, device = d.name }
-      local tensor = arr:to_dlpack(nil) -- the host waits on the sync event
-      assert.are.same({ "float32", 1 }, { tensor:dtype() })
-      assert.are.same({ 2 }, tensor:shape())
-      assert.are.equal(d.name == "sim" and "ext_dev" or d.name, (tensor:device()))
-      assert.is_true(tensor:is_read_only())
-      tensor:release()
-    end
-  end)
-
-  it("feature_dlpack_import", function()
-    for _, d in ipairs(devices()) do
-      local tensor = ferry.array{ type = "int8", values = { -1, 2 }, device = d.name }:to_dlpack(nil)
-      local raw_tensor = tensor:export() -- as another library would hand it over
-      local arr = ferry.from_dlpack(raw_tensor)
-      assert.is_false(arr:schema():nullable())
-      assert.are.same({ -1, 2 }, on_host(arr), d.name)
-    end
+  device_it("feature_dlpack_import", function(d)
+    local tensor = ferry.array{ type = "int8", values = { -1, 2 }, device = d.name }:to_dlpack(nil)
+    local raw_tensor = tensor:export() -- as another library would hand it over
+    local arr = ferry.from_dlpack(raw_tensor)
+    assert.is_false(arr:schema():nullable())
+    assert.are.same({ -1, 2 }, on_host(arr), d.name)
   end)
 
   it("feature_validate", function()
@@ -234,11 +216,8 @@ describe("features (" .. ferry.backend .. ")", function()
   -- producer function, driven in a coroutine, into a consumer's handler.
   it("feature_export_async", function()
     local consumer = ferry.async_consumer{ window = 2 }
-    local i = 0
-    local exporter = ferry.async_exporter(consumer:handler(), { type = "int32" }, function()
-      i = i + 1
-      if i <= 3 then return { type = "int32", values = { i } } end
-    end)
+    local exporter = ferry.async_exporter(consumer:handler(), { type = "int32" },
+                                          support.batches_of("int32", { { 1 }, { 2 }, { 3 } }))
     local got = {}
     local producer = coroutine.create(function() exporter:run() end)
     local reader = coroutine.create(function()
@@ -247,16 +226,10 @@ describe("features (" .. ferry.backend .. ")", function()
         batch:close()
       end
     end)
-    for _ = 1, 1000 do
-      if coroutine.status(producer) == "dead" and coroutine.status(reader) == "dead" then break end
-      for _, co in ipairs({ producer, reader }) do
-        if coroutine.status(co) ~= "dead" then assert(coroutine.resume(co)) end
-      end
-    end
+    support.run_all(producer, reader)
     assert.are.same({ 1, 2, 3 }, got)
     assert.is_nil(exporter:result())
-    assert.is_true(consumer:wait_released(-1))
-    consumer:close()
+    support.close_released(consumer)
   end)
 
   -- A Lua consumer of an async producer: poll() takes a batch without
@@ -266,12 +239,8 @@ describe("features (" .. ferry.backend .. ")", function()
   -- same thread; spec/async_spec.lua has producers on ferry's own threads).
   it("feature_import_async", function()
     local consumer = ferry.async_consumer{ window = 1 }
-    local values = { { "a" }, { "b", "c" } }
-    local i = 0
-    local exporter = ferry.async_exporter(consumer:handler(), { type = "utf8" }, function()
-      i = i + 1
-      if values[i] then return { type = "utf8", values = values[i] } end
-    end)
+    local exporter = ferry.async_exporter(consumer:handler(), { type = "utf8" },
+                                          support.batches_of("utf8", { { "a" }, { "b", "c" } }))
     assert.is_true(consumer:fd() >= 0)
     assert.is_false(consumer:poll())
     local producer = coroutine.create(function() exporter:run() end)
@@ -286,12 +255,7 @@ describe("features (" .. ferry.backend .. ")", function()
         batch:close()
       end
     end)
-    for _ = 1, 1000 do
-      if coroutine.status(producer) == "dead" and coroutine.status(reader) == "dead" then break end
-      for _, co in ipairs({ reader, producer }) do
-        if coroutine.status(co) ~= "dead" then assert(coroutine.resume(co)) end
-      end
-    end
+    support.run_all(reader, producer)
     assert.are.same({ "a", "b", "c" }, got)
     assert.is_true(consumer:wait_released(1000))
     consumer:close()

@@ -40,6 +40,14 @@ local function expect_error(err, where, code, ...)
   end
 end
 
+-- stream:next() raises the ferry.Error that expect_error describes; returns it.
+local function expect_next_error(stream, where, code, ...)
+  local ok, err = pcall(stream.next, stream)
+  assert.is_false(ok)
+  expect_error(err, where, code, ...)
+  return err
+end
+
 local EINVAL, ERANGE = ferry.errno.EINVAL, ferry.errno.ERANGE
 local unpack = table.unpack or unpack
 
@@ -236,9 +244,7 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
         assert.are.equal(40, batch:value(3))
         batch:release()
       end
-      local ok, err = pcall(stream.next, stream)
-      assert.is_false(ok)
-      expect_error(err, "ferry.get_next", EINVAL, "n_buffers: root", "found n_buffers = 1")
+      expect_next_error(stream, "ferry.get_next", EINVAL, "n_buffers: root", "found n_buffers = 1")
       stream:release()
     end)
 
@@ -286,9 +292,8 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
       local stream = hostile_stream("good_int32", "fail_then_good", 2)
       stream:next():release()
       stream:next():release()
-      local ok, err = pcall(stream.next, stream)
-      assert.is_false(ok)
-      expect_error(err, "ferry.get_next", ferry.errno.EIO, "injected failure at get_next 3")
+      local err = expect_next_error(stream, "ferry.get_next", ferry.errno.EIO,
+                                    "injected failure at get_next 3")
       expect_failed_again(stream, err)
       assert.are.equal(before, hostile.calls_after_failure())
       stream:release()
@@ -341,9 +346,7 @@ describe("hostile producers (" .. ferry.backend .. ")", function()
 
     it("refuses a malformed schema before any batch", function()
       local stream = hostile_stream("bad_format", "", 1)
-      local ok, err = pcall(stream.next, stream)
-      assert.is_false(ok)
-      expect_error(err, "ferry.get_schema", EINVAL, "format: root", "unknown type 'q'")
+      expect_next_error(stream, "ferry.get_schema", EINVAL, "format: root", "unknown type 'q'")
       stream:release()
     end)
 

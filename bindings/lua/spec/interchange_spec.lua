@@ -16,11 +16,7 @@ local function peek_i32(batch, i)
 end
 
 local function sim_stream(n)
-  local i = 0
-  return ferry.stream({ type = "int32" }, function()
-    i = i + 1
-    if i <= n then return { type = "int32", values = { i, i * 10 } } end
-  end, { device = "sim" })
+  return ferry.stream({ type = "int32" }, support.counter(n), { device = "sim" })
 end
 
 describe("interchange (" .. ferry.backend .. ")", function()

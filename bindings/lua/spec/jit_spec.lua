@@ -3,13 +3,12 @@
 -- whenever some C function could reach a Lua callback (which would abort the
 -- process with "bad callback" from a trace). Lua 5.4 has no traces.
 local ferry = require("ferry")
+local support = require("spec.support")
 local raw = ferry.raw
 local backend = ferry._backend
 
-if ferry.backend ~= "luajit" then
-  describe("compiled consumer path", function()
-    pending("skipped on " .. ferry.backend .. ": only LuaJIT compiles traces")
-  end)
+if support.skipped_unless("luajit", describe, pending, "compiled consumer path",
+                          "only LuaJIT compiles traces") then
   return
 end
 
@@ -41,16 +40,7 @@ local function c_stream(n, borrowed, keep)
 end
 
 describe("compiled consumer path (luajit)", function()
-  local baseline
-  before_each(function()
-    collectgarbage()
-    baseline = ferry.live_allocations()
-  end)
-  after_each(function()
-    collectgarbage()
-    collectgarbage()
-    assert.are.equal(baseline, ferry.live_allocations())
-  end)
+  support.guard_leaks(before_each, after_each)
 
   it("counts every object that can call into Lua from C", function()
     local live = backend.callbacks.live
@@ -96,11 +86,7 @@ describe("compiled consumer path (luajit)", function()
     for batch in stream:batches{ reuse = true } do
       count = count + 1
       if count == 1000 then
-        local i = 0
-        inner = ferry.stream({ type = "int32" }, function()
-          i = i + 1
-          if i <= 3 then return { type = "int32", values = { i } } end
-        end)
+        inner = ferry.stream({ type = "int32" }, support.batches_of("int32", { { 1 }, { 2 }, { 3 } }))
       end
       if inner and count % 100 == 0 then
         local b = inner:next()

@@ -1,12 +1,11 @@
 -- The plugin's Lua side (plugin/ferry_it.lua): case parser, value formula,
 -- export and check. It needs Lua 5.4 integers, so LuaJIT skips it.
 local ferry = require("ferry")
+local support = require("spec.support")
 local raw = ferry.raw
 
-if ferry.backend ~= "lua5.4" then
-  describe("plugin cases", function()
-    pending("skipped on " .. ferry.backend .. ": plugin/ferry_it.lua uses Lua 5.4 integer operators")
-  end)
+if support.skipped_unless("lua5.4", describe, pending, "plugin cases",
+                          "plugin/ferry_it.lua uses Lua 5.4 integer operators") then
   return
 end
 

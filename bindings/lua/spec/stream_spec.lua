@@ -1,37 +1,30 @@
 -- Streams: Lua iterators exported as device streams, consumed with
 -- `for batch in stream:batches()`, errors with their code and message.
 local ferry = require("ferry")
+local support = require("spec.support")
 local raw = ferry.raw
 
 local function counter_stream(n, opts)
-  local i = 0
-  return ferry.stream({ type = "int32" }, function()
-    i = i + 1
-    if i <= n then return { type = "int32", values = { i, i * 10 } } end
-  end, opts)
+  return ferry.stream({ type = "int32" }, support.counter(n), opts)
+end
+
+-- Element `index` of every batch of `stream`, each batch released as it is read.
+local function values_at(stream, index)
+  local seen = {}
+  for batch in stream:batches() do
+    seen[#seen + 1] = batch:value(index)
+    batch:release()
+  end
+  return seen
 end
 
 describe("streams (" .. ferry.backend .. ")", function()
-  local baseline
-  before_each(function()
-    collectgarbage()
-    baseline = ferry.live_allocations()
-  end)
-  after_each(function()
-    collectgarbage()
-    collectgarbage()
-    assert.are.equal(baseline, ferry.live_allocations())
-  end)
+  support.guard_leaks(before_each, after_each)
 
   it("iterates batches with a for loop", function()
     local stream = counter_stream(3)
     assert.are.equal("i", stream:schema():format())
-    local seen = {}
-    for batch in stream:batches() do
-      seen[#seen + 1] = batch:value(1)
-      batch:release()
-    end
-    assert.are.same({ 10, 20, 30 }, seen)
+    assert.are.same({ 10, 20, 30 }, values_at(stream, 1))
     assert.is_nil(stream:next()) -- the end is sticky
     stream:release()
   end)
@@ -151,12 +144,7 @@ describe("streams (" .. ferry.backend .. ")", function()
       batch:release()
       return doubled
     end)
-    local seen = {}
-    for batch in outer:batches() do
-      seen[#seen + 1] = batch:value(0)
-      batch:release()
-    end
-    assert.are.same({ 2, 4, 6 }, seen)
+    assert.are.same({ 2, 4, 6 }, values_at(outer, 0))
     outer:release()
     inner:release()
   end)
@@ -169,12 +157,7 @@ describe("streams (" .. ferry.backend .. ")", function()
       i = i + 1
       return made[i]
     end)
-    local seen = {}
-    for batch in stream:batches() do
-      seen[#seen + 1] = batch:value(0)
-      batch:release()
-    end
-    assert.are.same({ "a", "b" }, seen)
+    assert.are.same({ "a", "b" }, values_at(stream, 0))
     stream:release()
   end)
 

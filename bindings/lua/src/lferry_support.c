@@ -113,6 +113,14 @@ void lferry_push_message(lua_State* L, const struct FerryError* error) {
   else lua_pushnil(L);
 }
 
+/* Pushes `code, message` (nil for a NULL message): a helper's first two
+ * results. Returns 2. */
+static int push_code(lua_State* L, int code, const char* message) {
+  lua_pushinteger(L, code);
+  lua_pushstring(L, message);
+  return 2;
+}
+
 /* `false, code, message`: how helpers report bad data (see the contract). */
 static int push_failure(lua_State* L, int code, const char* fmt, ...) {
   char message[FERRY_ERROR_MESSAGE_SIZE];
@@ -121,8 +129,7 @@ static int push_failure(lua_State* L, int code, const char* fmt, ...) {
   vsnprintf(message, sizeof(message), fmt, args);
   va_end(args);
   lua_pushboolean(L, 0);
-  lua_pushinteger(L, code);
-  lua_pushstring(L, message);
+  push_code(L, code, message);
   return 3;
 }
 
@@ -442,6 +449,14 @@ int lferry_helper_handle_free(lua_State* L) {
 /* Consuming: import, prepared schemas                                       */
 /* ------------------------------------------------------------------------ */
 
+/* Pushes an imported array's device type, device id and whether a sync
+ * event is pending. */
+static void push_device(lua_State* L, const struct ArrowDeviceArray* array) {
+  lua_pushinteger(L, array->device_type);
+  lua_pushinteger(L, (lua_Integer)array->device_id);
+  lua_pushboolean(L, array->sync_event != NULL);
+}
+
 /* import(schema_in, array_in, schema, array, level) -> code, message. Both
  * moves happen or neither does; then the pair is validated (level >= 0) and
  * released when it fails. On success also returns the root's format, its
@@ -454,16 +469,11 @@ int lferry_helper_import(lua_State* L) {
   struct ArrowDeviceArray* array = (struct ArrowDeviceArray*)lferry_check_pointer(L, 4);
   int level = (int)luaL_optinteger(L, 5, FERRY_VALIDATE_DEFAULT);
   luaL_argcheck(L, schema && array, 3, "destination structs expected");
-  if (ferry_schema_move(schema_in, schema) != FERRY_OK) {
-    lua_pushinteger(L, EINVAL);
-    lua_pushliteral(L, "the schema is NULL or already released");
-    return 2;
-  }
+  if (ferry_schema_move(schema_in, schema) != FERRY_OK)
+    return push_code(L, EINVAL, "the schema is NULL or already released");
   if (ferry_device_array_move(array_in, array) != FERRY_OK) {
     ferry_schema_move(schema, schema_in); /* give it back: nothing was taken */
-    lua_pushinteger(L, EINVAL);
-    lua_pushliteral(L, "the array is NULL or already released");
-    return 2;
+    return push_code(L, EINVAL, "the array is NULL or already released");
   }
   if (level >= 0) {
     struct FerryError error;
@@ -472,17 +482,12 @@ int lferry_helper_import(lua_State* L) {
     if (rc != FERRY_OK) {
       ferry_device_array_release(array);
       ferry_schema_release(schema);
-      lua_pushinteger(L, rc);
-      lua_pushstring(L, error.message);
-      return 2;
+      return push_code(L, rc, error.message);
     }
   }
-  lua_pushinteger(L, 0);
-  lua_pushnil(L);
+  push_code(L, 0, NULL);
   lferry_push_string(L, schema->format);
-  lua_pushinteger(L, array->device_type);
-  lua_pushinteger(L, (lua_Integer)array->device_id);
-  lua_pushboolean(L, array->sync_event != NULL);
+  push_device(L, array);
   lua_pushboolean(L, schema->dictionary != NULL);
   return 7;
 }
@@ -529,8 +534,7 @@ int lferry_helper_validate_batch(lua_State* L) {
   int level = (int)luaL_optinteger(L, 3, FERRY_VALIDATE_DEFAULT);
   luaL_argcheck(L, array != NULL, 2, "device array pointer expected");
   if (!array->array.release) {
-    lua_pushinteger(L, 0);
-    lua_pushnil(L);
+    push_code(L, 0, NULL);
     lua_pushboolean(L, 1);
     return 3;
   }
@@ -540,17 +544,12 @@ int lferry_helper_validate_batch(lua_State* L) {
     int rc = ferry_validate_prepared(prepared, array, level, NULL, NULL, &error);
     if (rc != FERRY_OK) {
       ferry_device_array_release(array);
-      lua_pushinteger(L, rc);
-      lua_pushstring(L, error.message);
-      return 2;
+      return push_code(L, rc, error.message);
     }
   }
-  lua_pushinteger(L, 0);
-  lua_pushnil(L);
+  push_code(L, 0, NULL);
   lua_pushboolean(L, 0);
-  lua_pushinteger(L, array->device_type);
-  lua_pushinteger(L, (lua_Integer)array->device_id);
-  lua_pushboolean(L, array->sync_event != NULL);
+  push_device(L, array);
   return 6;
 }
 
@@ -669,6 +668,19 @@ static int64_t physical_index(lua_State* L, const struct ArrowArray* a, int inde
   return a->offset + (int64_t)i;
 }
 
+/* physical_index, then (n_buffers > 0) a check that the array has the
+ * n_buffers buffers of a `layout` array; -1 with a failure pushed. */
+static int64_t element_slot(lua_State* L, const struct ArrowArray* a, int index,
+                            int64_t n_buffers, const char* layout) {
+  int64_t slot = physical_index(L, a, index);
+  if (slot >= 0 && a->n_buffers < n_buffers) {
+    push_failure(L, EINVAL, "a %s array has %" PRId64 " buffers, not %" PRId64, layout,
+                 n_buffers, a->n_buffers);
+    return -1;
+  }
+  return slot;
+}
+
 static const void* buffer_at(const struct ArrowArray* a, int64_t b) {
   return a->buffers && b < a->n_buffers ? a->buffers[b] : NULL;
 }
@@ -683,9 +695,8 @@ static int is_null_at(const struct ArrowArray* a, int64_t slot) {
 int lferry_helper_value(lua_State* L) {
   const struct ArrowArray* a = check_array(L, 1);
   int kind = check_kind(L, 2);
-  int64_t slot = physical_index(L, a, 3);
+  int64_t slot = element_slot(L, a, 3, 2, "fixed-width");
   if (slot < 0) return 3;
-  if (a->n_buffers < 2) return push_failure(L, EINVAL, "a fixed-width array has 2 buffers, not %" PRId64, a->n_buffers);
   /* bits: the bitmap fits by physical_index's limit */
   if (kind != K_BITS && check_buffer_bytes(L, a, 1, a->offset + a->length, element_widths[kind] / 8) != 0)
     return 3;
@@ -737,9 +748,8 @@ static int read_offsets(lua_State* L, const struct ArrowArray* a, const void* of
 int lferry_helper_bytes(lua_State* L) {
   const struct ArrowArray* a = check_array(L, 1);
   int large = lua_toboolean(L, 2);
-  int64_t slot = physical_index(L, a, 3);
+  int64_t slot = element_slot(L, a, 3, 3, "binary or utf8");
   if (slot < 0) return 3;
-  if (a->n_buffers < 3) return push_failure(L, EINVAL, "a binary or utf8 array has 3 buffers, not %" PRId64, a->n_buffers);
   if (is_null_at(a, slot)) {
     lua_pushboolean(L, 1);
     lua_pushnil(L);
@@ -1132,8 +1142,7 @@ int lferry_helper_keeper_to_device(lua_State* L) {
 failed_with_code:
   /* Everything allocated so far is owned by the keeper. */
   lua_pushnil(L);
-  lua_pushinteger(L, rc);
-  lua_pushstring(L, error.message);
+  push_code(L, rc, error.message);
   return 3;
 }
 
@@ -1385,10 +1394,7 @@ int lferry_helper_export_flat(lua_State* L) {
   if (rc == FERRY_OK)
     rc = ferry_device_array_init(out, &tmp, ARROW_DEVICE_CPU, -1, NULL, NULL, NULL, &error);
   if (rc != FERRY_OK && tmp.release) tmp.release(&tmp);
-  lua_pushinteger(L, rc);
-  if (rc != FERRY_OK) lua_pushstring(L, error.message);
-  else lua_pushnil(L);
-  return 2;
+  return push_code(L, rc, rc != FERRY_OK ? error.message : NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1401,29 +1407,26 @@ int lferry_helper_dlpack_info(lua_State* L) {
   const DLManagedTensorVersioned* t = (const DLManagedTensorVersioned*)lua_touserdata(L, 1);
   luaL_argcheck(L, t != NULL, 1, "DLPack tensor pointer expected");
   const DLTensor* d = &t->dl_tensor;
+  const struct {
+    const char* key;
+    lua_Integer value;
+  } fields[] = {{"major", t->version.major},
+                {"minor", t->version.minor},
+                {"flags", (lua_Integer)t->flags},
+                {"device_type", d->device.device_type},
+                {"device_id", d->device.device_id},
+                {"ndim", d->ndim},
+                {"code", d->dtype.code},
+                {"bits", d->dtype.bits},
+                {"lanes", d->dtype.lanes},
+                {"byte_offset", (lua_Integer)d->byte_offset}};
   lua_createtable(L, 0, 14);
-  lua_pushinteger(L, t->version.major);
-  lua_setfield(L, -2, "major");
-  lua_pushinteger(L, t->version.minor);
-  lua_setfield(L, -2, "minor");
-  lua_pushinteger(L, (lua_Integer)t->flags);
-  lua_setfield(L, -2, "flags");
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    lua_pushinteger(L, fields[i].value);
+    lua_setfield(L, -2, fields[i].key);
+  }
   lferry_push_pointer(L, d->data);
   lua_setfield(L, -2, "data");
-  lua_pushinteger(L, d->device.device_type);
-  lua_setfield(L, -2, "device_type");
-  lua_pushinteger(L, d->device.device_id);
-  lua_setfield(L, -2, "device_id");
-  lua_pushinteger(L, d->ndim);
-  lua_setfield(L, -2, "ndim");
-  lua_pushinteger(L, d->dtype.code);
-  lua_setfield(L, -2, "code");
-  lua_pushinteger(L, d->dtype.bits);
-  lua_setfield(L, -2, "bits");
-  lua_pushinteger(L, d->dtype.lanes);
-  lua_setfield(L, -2, "lanes");
-  lua_pushinteger(L, (lua_Integer)d->byte_offset);
-  lua_setfield(L, -2, "byte_offset");
   int ndim = d->ndim > 0 ? d->ndim : 0;
   lua_createtable(L, ndim, 0);
   for (int i = 0; d->shape && i < ndim; i++) {

@@ -164,6 +164,6 @@ def test_devices_streams_events_and_buffers():
         assert buf.to_bytes() == b"abcdefgh"
         assert int(stream) == stream.handle != 0
         buf.close()
-    assert stream._handle is None and event._ptr is None
+    assert stream._ptr is None and event._ptr is None
     with pytest.raises(ValueError, match="closed"):
         stream.synchronize()

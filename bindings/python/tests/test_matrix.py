@@ -41,24 +41,29 @@ def runtimes_of_the_list():
     return re.findall(r"^FERRY_IT_RUNTIME\(([a-z0-9_]+),", RUNTIMES_DEF.read_text(), re.M)
 
 
+# ferry_it_matrix_<name>: (argtypes or None when ctypes' default does, restype).
+MATRIX_SIGNATURES = {
+    "open": ([ctypes.c_char_p] * 3, ctypes.c_char_p),
+    "load_report": (None, ctypes.c_char_p),
+    "runtime_name": ([ctypes.c_int], ctypes.c_char_p),
+    "live_allocations": ([ctypes.c_int], ctypes.c_int64),
+    "case_label": ([ctypes.c_int] * 2, ctypes.c_char_p),
+    "run": ([ctypes.c_int] * 4, ctypes.c_char_p),
+    "witness_sim_pending": (None, ctypes.c_int64),
+    "witness_tampered": (None, ctypes.c_int64),
+}
+
+
 def open_matrix():
     """The harness library with one session open, or None when not built."""
     if not MATRIX_LIB.exists():
         return None
     lib = ctypes.CDLL(str(MATRIX_LIB))
-    lib.ferry_it_matrix_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
-    lib.ferry_it_matrix_open.restype = ctypes.c_char_p
-    lib.ferry_it_matrix_load_report.restype = ctypes.c_char_p
-    lib.ferry_it_matrix_runtime_name.argtypes = [ctypes.c_int]
-    lib.ferry_it_matrix_runtime_name.restype = ctypes.c_char_p
-    lib.ferry_it_matrix_live_allocations.argtypes = [ctypes.c_int]
-    lib.ferry_it_matrix_live_allocations.restype = ctypes.c_int64
-    lib.ferry_it_matrix_case_label.argtypes = [ctypes.c_int, ctypes.c_int]
-    lib.ferry_it_matrix_case_label.restype = ctypes.c_char_p
-    lib.ferry_it_matrix_run.argtypes = [ctypes.c_int] * 4
-    lib.ferry_it_matrix_run.restype = ctypes.c_char_p
-    lib.ferry_it_matrix_witness_sim_pending.restype = ctypes.c_int64
-    lib.ferry_it_matrix_witness_tampered.restype = ctypes.c_int64
+    for name, (argtypes, restype) in MATRIX_SIGNATURES.items():
+        function = getattr(lib, "ferry_it_matrix_" + name)
+        if argtypes is not None:
+            function.argtypes = argtypes
+        function.restype = restype
     problem = lib.ferry_it_matrix_open(str(BUILD / "plugins").encode(), b"",
                                        str(CASES_FILE).encode())
     if problem is not None:

@@ -31,8 +31,7 @@ static int parse_for_export(const char* case_spec, struct it_case* c,
 
 int ferry_it_export_array(const char* case_spec, struct ArrowSchema* schema_out,
                           struct ArrowDeviceArray* array_out) {
-  struct FerryError error;
-  error.message[0] = '\0';
+  struct FerryError error = {0};
   if (schema_out == NULL || array_out == NULL) {
     return it_set_last_error(
         EINVAL, "ferry_it_export_array: schema_out and array_out must not be NULL");
@@ -52,8 +51,7 @@ int ferry_it_export_array(const char* case_spec, struct ArrowSchema* schema_out,
 }
 
 int ferry_it_export_stream(const char* case_spec, struct ArrowDeviceArrayStream* out) {
-  struct FerryError error;
-  error.message[0] = '\0';
+  struct FerryError error = {0};
   if (out == NULL) {
     return it_set_last_error(EINVAL, "ferry_it_export_stream: out must not be NULL");
   }
@@ -87,8 +85,7 @@ static int release_array(struct ArrowDeviceArray* array, struct FerryError* erro
 
 int ferry_it_check_array(const char* case_spec, struct ArrowSchema* schema,
                          struct ArrowDeviceArray* array) {
-  struct FerryError error;
-  error.message[0] = '\0';
+  struct FerryError error = {0};
   struct it_case c;
   int rc = it_case_parse(case_spec, &c, &error);
   if (rc == FERRY_OK && (schema == NULL || array == NULL)) {
@@ -99,8 +96,7 @@ int ferry_it_check_array(const char* case_spec, struct ArrowSchema* schema,
   if (rc == FERRY_OK) rc = it_check_array(&c, c.seed, schema, array, "", &error);
   /* Ownership was taken: release on success and on failure alike. The first
    * failure is the one reported. */
-  struct FerryError release_error;
-  release_error.message[0] = '\0';
+  struct FerryError release_error = {0};
   int released = release_array(array, &release_error);
   int schema_released = release_schema(schema, &release_error);
   if (rc == FERRY_OK) rc = released != FERRY_OK ? released : schema_released;
@@ -111,8 +107,7 @@ int ferry_it_check_array(const char* case_spec, struct ArrowSchema* schema,
 }
 
 int ferry_it_check_stream(const char* case_spec, struct ArrowDeviceArrayStream* stream) {
-  struct FerryError error;
-  error.message[0] = '\0';
+  struct FerryError error = {0};
   struct it_case c;
   int rc = it_case_parse(case_spec, &c, &error);
   if (rc == FERRY_OK) rc = it_check_stream(&c, stream, &error);

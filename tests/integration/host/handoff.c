@@ -156,10 +156,8 @@ static int handoff_array(const struct it_runtime_set* all, const struct it_plugi
   if (!begin(all, entry, &info, &group, &before, message, size)) return 0;
   char why[1200];
 
-  struct ArrowSchema schema;
-  struct ArrowDeviceArray exported;
-  memset(&schema, 0, sizeof schema);
-  memset(&exported, 0, sizeof exported);
+  struct ArrowSchema schema = {0};
+  struct ArrowDeviceArray exported = {0};
   int rc = producer->export_array(entry->spec, &schema, &exported);
   int left_live = schema.release != NULL || exported.array.release != NULL;
   int verdict = judge_export(all, producer, entry, &info, rc, left_live, group, &before,
@@ -182,8 +180,7 @@ static int handoff_array(const struct it_runtime_set* all, const struct it_plugi
   }
 
   /* The host's own struct: the producer's, moved bitwise. */
-  struct ArrowDeviceArray handed;
-  memset(&handed, 0, sizeof handed);
+  struct ArrowDeviceArray handed = {0};
   if (ferry_device_array_move(&exported, &handed) != 0) {
     ferry_schema_release(&schema);
     ferry_device_array_release(&exported);
@@ -322,8 +319,7 @@ static int handoff_stream(const struct it_runtime_set* all, const struct it_plug
   if (!begin(all, entry, &info, &group, &before, message, size)) return 0;
   char why[1200];
 
-  struct ArrowDeviceArrayStream exported;
-  memset(&exported, 0, sizeof exported);
+  struct ArrowDeviceArrayStream exported = {0};
   int rc = producer->export_stream(entry->spec, &exported);
   int left_live = exported.release != NULL;
   int verdict = judge_export(all, producer, entry, &info, rc, left_live, group, &before,
@@ -340,8 +336,7 @@ static int handoff_stream(const struct it_runtime_set* all, const struct it_plug
                     (int)exported.device_type,
                     ferry_device_type_name(exported.device_type), info.device_name);
   }
-  struct ArrowDeviceArrayStream handed;
-  memset(&handed, 0, sizeof handed);
+  struct ArrowDeviceArrayStream handed = {0};
   if (ferry_array_stream_move(&exported, &handed) != 0) {
     ferry_array_stream_release(&exported);
     return it_failf(message, size,

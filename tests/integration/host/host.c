@@ -271,8 +271,7 @@ static int parse_options(int argc, char** argv, struct options* opt,
  * runtimes that were skipped because their plugin is not built. */
 static void load_runtimes(const struct options* opt, struct it_runtime_set* set,
                           char* skipped, size_t skipped_size) {
-  struct it_load_options load;
-  memset(&load, 0, sizeof load);
+  struct it_load_options load = {0};
   load.plugin_dir = opt->plugin_dir;
   load.wanted = opt->plugins;
   for (int i = 0; i < IT_MAX_RUNTIMES; i++) load.path[i] = opt->plugin_path[i];
@@ -383,10 +382,8 @@ static void check_entry_calls(const struct it_runtime_set* set) {
 
 static int matrix_main(int argc, char** argv) {
   struct options opt;
-  struct it_case_list cases;
-  struct it_case_list async_cases;
-  memset(&cases, 0, sizeof cases);
-  memset(&async_cases, 0, sizeof async_cases);
+  struct it_case_list cases = {0};
+  struct it_case_list async_cases = {0};
   int rc = parse_options(argc, argv, &opt, &cases, &async_cases);
   if (rc != 0) return rc;
   /* Line-buffered: a crash or LeakSanitizer's exit loses no finished line. */
@@ -420,8 +417,7 @@ static int matrix_main(int argc, char** argv) {
   }
   int64_t async_passed = 0, async_failed = 0, async_hung = 0;
 
-  struct it_handoff_stats stats;
-  memset(&stats, 0, sizeof stats);
+  struct it_handoff_stats stats = {0};
   int64_t cell_passed[IT_MAX_RUNTIMES][IT_MAX_RUNTIMES];
   int64_t cell_failed[IT_MAX_RUNTIMES][IT_MAX_RUNTIMES];
   memset(cell_passed, 0, sizeof cell_passed);

@@ -494,6 +494,19 @@ local function physical_index(a, i)
   return offset + i
 end
 
+-- The array at `array` and the physical slot of its element i; with
+-- `n_buffers`, also checks that it has the buffers of a `layout` array.
+-- On failure: a, nil, code, message.
+local function element_slot(array, i, n_buffers, layout)
+  local a = ffi.cast(array_ptr_t, array)
+  local slot, code, message = physical_index(a, i)
+  if slot and n_buffers and a.n_buffers < n_buffers then
+    return a, nil, EINVAL, string.format("a %s array has %d buffers, not %d", layout, n_buffers,
+                                         tonumber(a.n_buffers))
+  end
+  return a, slot, code, message
+end
+
 local function buffer_at(a, b)
   if a.buffers == nil or b >= a.n_buffers then return nil end
   local p = a.buffers[b]
@@ -506,12 +519,8 @@ local function is_null_at(a, slot)
 end
 
 function backend.value(array, kind, i)
-  local a = ffi.cast(array_ptr_t, array)
-  local slot, code, message = physical_index(a, i)
+  local a, slot, code, message = element_slot(array, i, 2, "fixed-width")
   if not slot then return false, code, message end
-  if a.n_buffers < 2 then
-    return false, EINVAL, string.format("a fixed-width array has 2 buffers, not %d", tonumber(a.n_buffers))
-  end
   if kind ~= "bits" then -- bits: the bitmap fits by physical_index's limit
     local width = element_widths[kind]
     if not width then error("ferry: unknown element kind '" .. tostring(kind) .. "'", 2) end
@@ -559,13 +568,8 @@ local function read_offsets(a, typed, slot, limit)
 end
 
 function backend.bytes(array, large, i)
-  local a = ffi.cast(array_ptr_t, array)
-  local slot, code, message = physical_index(a, i)
+  local a, slot, code, message = element_slot(array, i, 3, "binary or utf8")
   if not slot then return false, code, message end
-  if a.n_buffers < 3 then
-    return false, EINVAL, string.format("a binary or utf8 array has 3 buffers, not %d",
-                                        tonumber(a.n_buffers))
-  end
   if is_null_at(a, slot) then return true, nil end
   local typed, code2, message2 = offsets_buffer(a, large)
   if not typed then return false, code2, message2 end
@@ -586,8 +590,7 @@ function backend.bytes(array, large, i)
 end
 
 function backend.list_bounds(array, large, i)
-  local a = ffi.cast(array_ptr_t, array)
-  local slot, code, message = physical_index(a, i)
+  local a, slot, code, message = element_slot(array, i)
   if not slot then return false, code, message end
   if a.n_children ~= 1 or a.children == nil or a.children[0] == nil then
     return false, EINVAL, string.format("a list array has one child, not %d", tonumber(a.n_children))
@@ -603,15 +606,13 @@ function backend.list_bounds(array, large, i)
 end
 
 function backend.is_valid(array, i)
-  local a = ffi.cast(array_ptr_t, array)
-  local slot, code, message = physical_index(a, i)
+  local a, slot, code, message = element_slot(array, i)
   if not slot then return false, code, message end
   return true, not is_null_at(a, slot)
 end
 
 function backend.validity_bit(array, i)
-  local a = ffi.cast(array_ptr_t, array)
-  local slot, code, message = physical_index(a, i)
+  local a, slot, code, message = element_slot(array, i)
   if not slot then return false, code, message end
   local validity = buffer_at(a, 0)
   if validity == nil then return true, nil end

@@ -46,7 +46,7 @@ def _cast_code(fmt: str) -> Optional[str]:
     return None
 
 
-class Schema(_native.SchemaBase):
+class Schema(_native.SchemaBase, _device.Closeable):
     """An Arrow schema (a field: format, name, flags, children, dictionary).
 
     Build one with Schema.from_format(...), import one with
@@ -135,36 +135,47 @@ class Schema(_native.SchemaBase):
         """Drops this object's reference to the schema."""
         self._close()
 
-    def __enter__(self) -> "Schema":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         if self.closed:
             return "ferry.Schema(closed)"
         return f"ferry.Schema({_describe(self._ptr())})"
 
 
-class SchemaView:
-    """A child or dictionary of a Schema (borrowed): usable until the Schema
-    is closed (then ClosedError); it pins the schema's structs, so a read
-    that began before another thread's close() finishes on valid memory."""
+class _View:
+    """A borrowed part of an owner (a Schema or a DeviceArray) holding a
+    ferry._native.Pin of it; `_what` names the owner in the ClosedError that
+    every read raises once the owner is closed."""
 
-    __slots__ = ("_owner", "_pin", "_raw")
+    __slots__ = ("_owner", "_pin")
+    _what = ""
 
-    def __init__(self, keeper: Tuple[Any, Any], raw: Any) -> None:
-        self._owner, self._pin = keeper  # the Schema, a ferry._native.Pin of it
-        self._raw = raw
+    def __init__(self, keeper: Tuple[Any, Any]) -> None:
+        self._owner, self._pin = keeper
 
     def _keeper(self) -> Tuple[Any, Any]:
         return self._owner, self._pin
 
-    def _ptr(self) -> Any:
+    def _open(self, raw: Any) -> Any:
+        """`raw` (a struct of the owner's) while the owner is open."""
         if self._owner.closed:
-            raise _native.ClosedError("the schema is closed")
-        return self._raw
+            raise _native.ClosedError(f"the {self._what} is closed")
+        return raw
+
+
+class SchemaView(_View):
+    """A child or dictionary of a Schema (borrowed): usable until the Schema
+    is closed (then ClosedError); it pins the schema's structs, so a read
+    that began before another thread's close() finishes on valid memory."""
+
+    __slots__ = ("_raw",)
+    _what = "schema"
+
+    def __init__(self, keeper: Tuple[Any, Any], raw: Any) -> None:
+        super().__init__(keeper)
+        self._raw = raw
+
+    def _ptr(self) -> Any:
+        return self._open(self._raw)
 
     format = Schema.format
     name = Schema.name
@@ -504,32 +515,26 @@ def _values(node: _ArrayReader, start: int, stop: int) -> List[Any]:
     return values
 
 
-class ArrayView(_ArrayReader):
+class ArrayView(_View, _ArrayReader):
     """A child or dictionary of a DeviceArray: borrowed and read-only, usable
     until the DeviceArray is closed (then ClosedError). It pins the array's
     structs and data (one reference), so a read that began before another
     thread's close() finishes on valid memory."""
 
-    __slots__ = ("_owner", "_pin", "_schema", "_array", "_dev")
+    __slots__ = ("_schema", "_array", "_dev")
+    _what = "array"
 
     def __init__(self, keeper: Tuple[Any, Any], schema_raw: Any, array_raw: Any, dev: Device) -> None:
-        self._owner, self._pin = keeper  # the DeviceArray, a ferry._native.Pin of it
+        super().__init__(keeper)
         self._schema = schema_raw
         self._array = array_raw
         self._dev = dev
 
-    def _keeper(self) -> Tuple[Any, Any]:
-        return self._owner, self._pin
-
     def _schema_ptr(self) -> Any:
-        if self._owner.closed:
-            raise _native.ClosedError("the array is closed")
-        return self._schema
+        return self._open(self._schema)
 
     def _array_ptr(self) -> Any:
-        if self._owner.closed:
-            raise _native.ClosedError("the array is closed")
-        return self._array
+        return self._open(self._array)
 
     def buffer(self, i: int) -> Optional[memoryview]:
         a = self._array_ptr()  # ClosedError once the array is closed

@@ -33,7 +33,7 @@ def _timeout_ms(timeout: Optional[float]) -> int:
     return _FOREVER if timeout is None else max(0, int(timeout * 1000))
 
 
-class AsyncDeviceStream:
+class AsyncDeviceStream(_device.Closeable):
     """A consumer of an async device stream: queues at most `window` batches
     (requesting more as they are read: back-pressure), validates each batch
     against the stream's schema (validate: True/"default", "full",
@@ -262,12 +262,6 @@ class AsyncDeviceStream:
             _ORPHANED_HANDLERS.append(handler)  # the producer may still call it
         if schema is not None:
             schema.close()
-
-    def __enter__(self) -> "AsyncDeviceStream":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     async def __aenter__(self) -> "AsyncDeviceStream":
         return self

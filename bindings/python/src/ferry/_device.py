@@ -11,7 +11,7 @@ integer that DLPack and the CUDA Array Interface exchange. Blocking calls
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator, Optional, Tuple, Union
+from typing import Any, Iterator, Optional, Tuple, TypeVar, Union
 
 from . import _errors
 from .raw import CONSTANTS, call, error_message, ffi, lib
@@ -27,6 +27,7 @@ DEVICE_SIM = CONSTANTS["ARROW_DEVICE_EXT_DEV"]
 CUDA_TYPES = (DEVICE_CUDA, DEVICE_CUDA_HOST, DEVICE_CUDA_MANAGED)
 
 DeviceLike = Union["Device", str, Tuple[int, int]]
+_C = TypeVar("_C", bound="Closeable")
 
 
 def type_name(device_type: int) -> str:
@@ -204,19 +205,40 @@ def backends() -> Iterator[Tuple[str, Optional[str]]]:
         yield name, None if code == 0 else error_message(error)
 
 
-class _Owned:
-    """Deterministic release: close() (or `with`), with __del__ as the safety net."""
+class Closeable:
+    """`with obj:` closes obj when the block ends (obj.close() does the work)."""
 
     __slots__ = ()
 
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self):
+    def __enter__(self: _C) -> _C:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        self.close()  # type: ignore[attr-defined]
+
+
+class _Owned(Closeable):
+    """A native object of `device` (`_ptr`) owned until close() (or `with`), with
+    __del__ as the safety net. A subclass names what it is (`_what`, for the
+    "closed" error) and the ferry.h function that frees it (`_destroy`)."""
+
+    __slots__ = ("device", "_ptr")
+    _what = ""
+    _destroy = ""
+
+    def __init__(self, device: Device, ptr: Any) -> None:
+        self.device = device
+        self._ptr = ptr
+
+    def _raw(self) -> Any:
+        if self._ptr is None:
+            raise ValueError(f"the {self._what} is closed")
+        return self._ptr
+
+    def close(self) -> None:
+        ptr, self._ptr = self._ptr, None
+        if ptr is not None:
+            call(getattr(lib, self._destroy), self.device._ptr, ptr)
 
     def __del__(self) -> None:
         try:
@@ -231,17 +253,13 @@ class Stream(_Owned):
     int(stream) is the native handle value, what DLPack's `stream=` and the
     CUDA Array Interface's "stream" carry."""
 
-    __slots__ = ("device", "_handle")
-
-    def __init__(self, device: Device, handle: Any) -> None:
-        self.device = device
-        self._handle = handle
+    __slots__ = ()
+    _what = "stream"
+    _destroy = "ferry_device_stream_destroy"  # queued work still completes
 
     @property
     def handle(self) -> int:
-        if self._handle is None:
-            raise ValueError("the stream is closed")
-        return int(ffi.cast("uintptr_t", self._handle))
+        return int(ffi.cast("uintptr_t", self._raw()))
 
     def __index__(self) -> int:
         return self.handle
@@ -257,19 +275,8 @@ class Stream(_Owned):
         """Makes the stream wait for `event` without blocking the host."""
         call(lib.ferry_device_stream_wait_event, self.device._ptr, self._raw(), event._raw())
 
-    def _raw(self) -> Any:
-        if self._handle is None:
-            raise ValueError("the stream is closed")
-        return self._handle
-
-    def close(self) -> None:
-        """Destroys the stream (queued work still completes)."""
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            call(lib.ferry_device_stream_destroy, self.device._ptr, handle)
-
     def __repr__(self) -> str:
-        state = "closed" if self._handle is None else hex(self.handle)
+        state = "closed" if self._ptr is None else hex(self.handle)
         return f"ferry.Stream({self.device.name}, {state})"
 
 
@@ -277,11 +284,9 @@ class Event(_Owned):
     """A native event, owned until close(). `address` is the sync_event value
     (a pointer to the native handle) that ArrowDeviceArray carries."""
 
-    __slots__ = ("device", "_ptr")
-
-    def __init__(self, device: Device, ptr: Any) -> None:
-        self.device = device
-        self._ptr = ptr
+    __slots__ = ()
+    _what = "event"
+    _destroy = "ferry_device_event_destroy"
 
     @property
     def address(self) -> int:
@@ -297,15 +302,6 @@ class Event(_Owned):
         """Blocks (GIL released) until the event has completed."""
         call(lib.ferry_device_event_synchronize, self.device._ptr, self._raw())
 
-    def _raw(self) -> Any:
-        if self._ptr is None:
-            raise ValueError("the event is closed")
-        return self._ptr
-
-    def close(self) -> None:
-        ptr, self._ptr = self._ptr, None
-        if ptr is not None:
-            call(lib.ferry_device_event_destroy, self.device._ptr, ptr)
 
 
 class Buffer(_Owned):
@@ -314,22 +310,18 @@ class Buffer(_Owned):
     Host memory (the CPU) supports memoryview(buffer); device memory is
     reached with copy_from_host() and to_bytes()."""
 
-    __slots__ = ("device", "_ptr", "size", "_pending")
+    __slots__ = ("size", "_pending")
+    _what = "buffer"
+    _destroy = "ferry_device_deallocate"
 
     def __init__(self, device: Device, ptr: Any, size: int) -> None:
-        self.device = device
-        self._ptr = ptr
+        super().__init__(device, ptr)
         self.size = size
         self._pending: Any = None  # the source of the last queued copy
 
     @property
     def address(self) -> int:
         return int(ffi.cast("uintptr_t", self._raw()))
-
-    def _raw(self) -> Any:
-        if self._ptr is None:
-            raise ValueError("the buffer is closed")
-        return self._ptr
 
     def copy_from_host(self, data: Any, offset: int = 0, stream: Optional[Stream] = None) -> None:
         """Copies a bytes-like object into the buffer at `offset`: complete on
@@ -362,9 +354,7 @@ class Buffer(_Owned):
         return memoryview(ffi.buffer(ffi.cast("char*", self._raw()), self.size))
 
     def close(self) -> None:
-        ptr, self._ptr = self._ptr, None
-        if ptr is not None:
-            call(lib.ferry_device_deallocate, self.device._ptr, ptr)
+        super().close()
         self._pending = None
 
     def _detach(self) -> "_Allocation":

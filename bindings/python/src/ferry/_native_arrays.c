@@ -597,13 +597,10 @@ static PyObject* ArrayBase_buffer(ArrayBase* self, PyObject* index) {
   return node_buffer(h, &h->schema->schema, &h->array.array, i);
 }
 
-/* _buffer_of(schema_address, array_address, i): buffer i of a child or
- * dictionary node of this array (ferry.ArrayView.buffer). */
-static PyObject* ArrayBase_buffer_of(ArrayBase* self, PyObject* args) {
-  PyObject *schema_addr, *array_addr;
-  Py_ssize_t i;
-  if (!PyArg_ParseTuple(args, "OOn", &schema_addr, &array_addr, &i)) return NULL;
-  if (array_open(self) != 0) return NULL;
+/* Buffer i of the node of `h` whose schema and array are at the given
+ * addresses (Python integers): the work of both _buffer_of methods. */
+static PyObject* buffer_of_node(Holder* h, PyObject* schema_addr, PyObject* array_addr,
+                                Py_ssize_t i) {
   const struct ArrowSchema* schema = (const struct ArrowSchema*)PyLong_AsVoidPtr(schema_addr);
   const struct ArrowArray* array = (const struct ArrowArray*)PyLong_AsVoidPtr(array_addr);
   if (PyErr_Occurred()) return NULL;
@@ -611,7 +608,17 @@ static PyObject* ArrayBase_buffer_of(ArrayBase* self, PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "_buffer_of needs two node addresses");
     return NULL;
   }
-  return node_buffer(self->holder, schema, array, i);
+  return node_buffer(h, schema, array, i);
+}
+
+/* _buffer_of(schema_address, array_address, i): buffer i of a child or
+ * dictionary node of this array (ferry.ArrayView.buffer). */
+static PyObject* ArrayBase_buffer_of(ArrayBase* self, PyObject* args) {
+  PyObject *schema_addr, *array_addr;
+  Py_ssize_t i;
+  if (!PyArg_ParseTuple(args, "OOn", &schema_addr, &array_addr, &i)) return NULL;
+  if (array_open(self) != 0) return NULL;
+  return buffer_of_node(self->holder, schema_addr, array_addr, i);
 }
 
 /* Pin._buffer_of(schema_address, array_address, i): buffer i of a node of
@@ -624,14 +631,7 @@ static PyObject* Pin_buffer_of(Pin* self, PyObject* args) {
     PyErr_SetString(PyExc_TypeError, "a schema has no buffers");
     return NULL;
   }
-  const struct ArrowSchema* schema = (const struct ArrowSchema*)PyLong_AsVoidPtr(schema_addr);
-  const struct ArrowArray* array = (const struct ArrowArray*)PyLong_AsVoidPtr(array_addr);
-  if (PyErr_Occurred()) return NULL;
-  if (schema == NULL || array == NULL) {
-    PyErr_SetString(PyExc_ValueError, "_buffer_of needs two node addresses");
-    return NULL;
-  }
-  return node_buffer(self->holder, schema, array, i);
+  return buffer_of_node(self->holder, schema_addr, array_addr, i);
 }
 
 static PyMethodDef Pin_methods[] = {

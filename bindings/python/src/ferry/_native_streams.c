@@ -197,6 +197,32 @@ static int stream_enter_open(StreamBase* self) {
   return 0;
 }
 
+/* stream_enter_open, then a kept failure is raised again (every read after
+ * a failure reports that same failure): 0, or -1 with an exception (and
+ * nothing entered). */
+static int stream_enter_unfailed(StreamBase* self) {
+  if (stream_enter_open(self) != 0) return -1;
+  if (self->error_code != 0) {
+    stream_leave(self);
+    raise_code(self->error_code, self->error_message, 0);
+    return -1;
+  }
+  return 0;
+}
+
+/* The producer's get_schema (GIL released) into `out`; the caller has
+ * entered the stream. */
+static int stream_pull_schema(StreamBase* self, struct ArrowSchema* out,
+                              struct FerryError* error) {
+  out->release = NULL;
+  error->message[0] = '\0';
+  int code;
+  struct ArrowDeviceArrayStream* raw = self->raw;
+  Py_BEGIN_ALLOW_THREADS code = fp_ferry_array_stream_get_schema(raw, out, error);
+  Py_END_ALLOW_THREADS
+  return code;
+}
+
 /* Keeps the first failure; raises it (the same code and message each time). */
 static PyObject* stream_fail(StreamBase* self, int code, const char* message) {
   if (self->error_code == 0) {
@@ -291,24 +317,16 @@ static PyObject* StreamBase_capsule_as(StreamBase* self, PyObject* args) {
   int device = PyObject_IsTrue(device_obj);
   if (device < 0 || need_library() != 0) return NULL;
   struct ArrowSchema* want = requested_schema_arg(requested);
-  if (want == NULL || stream_enter_open(self) != 0) return NULL;
-  if (self->error_code != 0) {
-    stream_leave(self);
-    return raise_code(self->error_code, self->error_message, 0);
-  }
+  if (want == NULL || stream_enter_unfailed(self) != 0) return NULL;
   if (!device && self->raw->device_type != ARROW_DEVICE_CPU) {
     PyObject* refused = capsule_from_stream(self->raw, 0); /* raises the BufferError */
     stream_leave(self);
     return refused;
   }
   struct ArrowSchema have;
-  have.release = NULL;
   struct FerryError error;
-  error.message[0] = '\0';
-  int code;
+  int code = stream_pull_schema(self, &have, &error);
   struct ArrowDeviceArrayStream* raw = self->raw;
-  Py_BEGIN_ALLOW_THREADS code = fp_ferry_array_stream_get_schema(raw, &have, &error);
-  Py_END_ALLOW_THREADS
   PyObject* result = NULL;
   if (code != FERRY_OK) {
     result = stream_fail(self, code, error.message);
@@ -349,19 +367,10 @@ static PyObject* StreamBase_get_schema(StreamBase* self, PyObject* cls) {
     PyErr_SetString(PyExc_TypeError, "expected a SchemaBase subclass");
     return NULL;
   }
-  if (stream_enter_open(self) != 0) return NULL;
-  if (self->error_code != 0) {
-    stream_leave(self);
-    return raise_code(self->error_code, self->error_message, 0);
-  }
+  if (stream_enter_unfailed(self) != 0) return NULL;
   struct ArrowSchema schema;
-  schema.release = NULL;
   struct FerryError error;
-  error.message[0] = '\0';
-  int code;
-  struct ArrowDeviceArrayStream* raw = self->raw;
-  Py_BEGIN_ALLOW_THREADS code = fp_ferry_array_stream_get_schema(raw, &schema, &error);
-  Py_END_ALLOW_THREADS
+  int code = stream_pull_schema(self, &schema, &error);
   PyObject* obj;
   if (code != FERRY_OK) {
     obj = stream_fail(self, code, error.message);
@@ -393,11 +402,7 @@ static PyObject* stream_next_batch(StreamBase* self, PyTypeObject* cls, PyObject
     return NULL;
   }
   SchemaBase* schema = (SchemaBase*)schema_obj;
-  if (schema_open(schema) != 0 || stream_enter_open(self) != 0) return NULL;
-  if (self->error_code != 0) {
-    stream_leave(self);
-    return raise_code(self->error_code, self->error_message, 0);
-  }
+  if (schema_open(schema) != 0 || stream_enter_unfailed(self) != 0) return NULL;
   if (self->ended) {
     stream_leave(self);
     Py_RETURN_NONE;

@@ -9,7 +9,7 @@ from ._array import DeviceArray, Schema
 from ._device import DeviceLike, Stream
 
 
-class DeviceArrayStream(_native.StreamBase):
+class DeviceArrayStream(_native.StreamBase, _device.Closeable):
     """A stream of record batches (DeviceArrays) that one consumer reads once.
 
         with ferry.device_stream(obj) as stream:
@@ -158,12 +158,6 @@ class DeviceArrayStream(_native.StreamBase):
             self._free()
             if self._schema is not None:
                 self._schema.close()
-
-    def __enter__(self) -> "DeviceArrayStream":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         if self.closed:

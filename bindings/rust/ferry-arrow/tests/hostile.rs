@@ -116,6 +116,20 @@ fn make(name: &str) -> (sys::ArrowDeviceArray, Schema) {
     (raw, unsafe { Schema::from_raw_unchecked(&mut raw_schema) }.unwrap())
 }
 
+/// Case `name` imported without validation, with its schema.
+fn unchecked(name: &str) -> (DeviceArray, Schema) {
+    let (mut raw, schema) = make(name);
+    (unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap(), schema)
+}
+
+/// Case `name` through the default import, which must take it, with its schema.
+fn imported(name: &str) -> (DeviceArray, Schema) {
+    let (mut raw, schema) = make(name);
+    let array = unsafe { DeviceArray::from_raw(&mut raw, &schema) }
+        .unwrap_or_else(|e| panic!("{name}: the default import: {e}"));
+    (array, schema)
+}
+
 /// A one-off hand-made node (for lies the catalogue does not hold): int32
 /// values at `offset` of `length` (with these validity bytes), moved into a
 /// CPU device array.
@@ -248,8 +262,7 @@ fn refused_everywhere(c: &Case) {
     drop(schema);
     nothing_left(&format!("{name}: from_raw"));
 
-    let (mut raw, schema) = make(name);
-    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
+    let (array, schema) = unchecked(name);
     assert_finding(array.validate(&schema, false), c, &format!("{name}: validate"));
     if c.flags & DEVICE == 0 {
         let read = array.host(&schema).and_then(|h| read_all(&h));
@@ -286,9 +299,7 @@ fn refused_at_full(c: &Case) {
     let (mut raw, schema) = make(name);
     let err = unsafe { DeviceArray::from_raw_with(&mut raw, &schema, Validation::Full) }.unwrap_err();
     assert_finding(Err::<(), _>(err), c, &format!("{name}: from_raw_with(FULL)"));
-    let (mut raw, schema) = make(name);
-    let array = unsafe { DeviceArray::from_raw(&mut raw, &schema) }
-        .unwrap_or_else(|e| panic!("{name}: the default import: {e}"));
+    let (array, schema) = imported(name);
     assert_finding(array.validate(&schema, true), c, &format!("{name}: validate(full)"));
     #[cfg(feature = "arrow")]
     assert_finding(
@@ -305,9 +316,7 @@ fn refused_at_full(c: &Case) {
 /// accessors refuse its last element instead of reading it.
 fn refused_by_the_reader(c: &Case) {
     let name = &c.name;
-    let (mut raw, schema) = make(name);
-    let array = unsafe { DeviceArray::from_raw(&mut raw, &schema) }
-        .unwrap_or_else(|e| panic!("{name}: the default import: {e}"));
+    let (array, schema) = imported(name);
     let read = array.host(&schema).and_then(|h| read_at(&h, h.len() - 1, 4));
     assert_mentions(read, "", &format!("{name}: its last element"));
     drop((array, schema));
@@ -333,8 +342,7 @@ fn every_case_of_the_catalogue_is_refused_where_it_says() {
 #[test]
 fn a_length_whose_byte_size_overflows_is_refused() {
     let _s = serial();
-    let (mut raw, int32) = make("int32_huge");
-    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
+    let (array, int32) = unchecked("int32_huge");
     let host = array.host(&int32).unwrap();
     assert_mentions(host.value::<i32>(0), "overflows", "value(0) of 2^62 int32");
     assert_mentions(host.values::<i32>().map(|_| ()), "overflows", "values() of 2^62 int32");
@@ -361,8 +369,7 @@ fn a_length_whose_byte_size_overflows_is_refused() {
 fn content_lies_are_caught_before_anything_reads_them() {
     let _s = serial();
     // utf8 offsets 0, 2, 1, 5 over "abcde"
-    let (mut raw, s) = make("decreasing_offsets");
-    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
+    let (array, s) = unchecked("decreasing_offsets");
     let host = array.host(&s).unwrap();
     assert_eq!(host.str(0).unwrap(), "ab");
     assert_mentions(host.str(1), "decreasing", "decreasing offsets: str(1)");
@@ -370,16 +377,14 @@ fn content_lies_are_caught_before_anything_reads_them() {
     drop((array, s));
 
     // utf8 ["\xffb", "", "cde"]
-    let (mut raw, s) = make("bad_utf8");
-    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
+    let (array, s) = unchecked("bad_utf8");
     let host = array.host(&s).unwrap();
     assert_eq!(host.bytes(0).unwrap(), b"\xffb");
     assert_mentions(host.str(0), "not UTF-8", "bad UTF-8: str");
     drop((array, s));
 
     // Dictionary indices 1, 7 over a dictionary of 3.
-    let (mut raw, s) = make("dictionary_index");
-    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
+    let (array, s) = unchecked("dictionary_index");
     let host = array.host(&s).unwrap();
     assert_eq!(host.value::<i32>(1).unwrap(), 7);
     assert_mentions(
@@ -390,8 +395,7 @@ fn content_lies_are_caught_before_anything_reads_them() {
     drop((array, s));
 
     // List offsets 0, 2, 9 over a child of 4.
-    let (mut raw, s) = make("list_past_child");
-    let array = unsafe { DeviceArray::from_raw_unchecked(&mut raw) }.unwrap();
+    let (array, s) = unchecked("list_past_child");
     let host = array.host(&s).unwrap();
     assert_eq!(host.list_range(0).unwrap(), 0..2);
     assert_mentions(host.list_range(1), "past the child", "list offsets: list_range");

@@ -5,66 +5,51 @@
 
 #include "it_test_support.h"
 
-FERRY_TEST(unknown_key_is_named_with_the_case) {
-  expect_export_error("int32:lenght=3", EINVAL,
-                      "unknown key \"lenght\" in case \"int32:lenght=3\"");
-}
+/* One row per malformed case: the case and a part of the EINVAL message
+ * that must name what is wrong. */
+static const struct {
+  const char* spec;
+  const char* needle;
+} kBadCases[] = {
+    /* Unknown keys and types are named with the case. */
+    {"int32:lenght=3", "unknown key \"lenght\" in case \"int32:lenght=3\""},
+    {"int33:length=3", "unknown type \"int33\" in case \"int33:length=3\""},
+    {"", "unknown type \"\""},
+    {"INT32", "unknown type \"INT32\""},
+    {"list_int32x", "unknown type \"list_int32x\""},
+    /* Malformed numbers are named with their key. */
+    {"int32:length=3x", "malformed number \"3x\" for key \"length\""},
+    {"int32:length=", "malformed number \"\" for key \"length\""},
+    {"int32:nulls=+3", "malformed number \"+3\" for key \"nulls\""},
+    {"int32:offset= 1", "malformed number \" 1\" for key \"offset\""},
+    {"int32:seed=0x10", "malformed number \"0x10\" for key \"seed\""},
+    {"int32:batches=two", "malformed number \"two\" for key \"batches\""},
+    /* Negative and out-of-range numbers. */
+    {"int32:length=-3", "negative length \"-3\""},
+    {"int32:offset=-1", "negative offset \"-1\""},
+    {"int32:nulls=-2", "negative nulls \"-2\""},
+    {"int32:seed=-1", "negative seed \"-1\""},
+    {"int32:seed=4294967296", "seed \"4294967296\" out of range (0 to 4294967295)"},
+    {"int32:length=99999999999999999999999",
+     "length \"99999999999999999999999\" out of range"},
+    {"int32:length=268435456:offset=1", "length 268435456 plus offset 1 exceeds"},
+    /* Duplicate keys and malformed KEY=VALUE pairs. */
+    {"int32:seed=1:length=2:seed=1", "duplicate key \"seed\""},
+    {"int32:length", "malformed KEY=VALUE \"length\""},
+    {"int32:", "malformed KEY=VALUE \"\""},
+    {"int32:=3", "malformed KEY=VALUE \"=3\""},
+    /* Unknown devices and fail modes. */
+    {"int32:device=tpu", "unknown device \"tpu\""},
+    {"int32:fail=later", "unknown fail mode \"later\""},
+    {"int32:fail=get_next@0", "fail=get_next@0"},
+    {"int32:fail=get_next@x", "malformed number \"x\""},
+    {"int32:fail=get_next@", "malformed number \"\""},
+};
 
-FERRY_TEST(unknown_type_is_named) {
-  expect_export_error("int33:length=3", EINVAL,
-                      "unknown type \"int33\" in case \"int33:length=3\"");
-  expect_export_error("", EINVAL, "unknown type \"\"");
-  expect_export_error("INT32", EINVAL, "unknown type \"INT32\"");
-  expect_export_error("list_int32x", EINVAL, "unknown type \"list_int32x\"");
-}
-
-FERRY_TEST(malformed_numbers_are_named_with_their_key) {
-  expect_export_error("int32:length=3x", EINVAL,
-                      "malformed number \"3x\" for key \"length\"");
-  expect_export_error("int32:length=", EINVAL,
-                      "malformed number \"\" for key \"length\"");
-  expect_export_error("int32:nulls=+3", EINVAL,
-                      "malformed number \"+3\" for key \"nulls\"");
-  expect_export_error("int32:offset= 1", EINVAL,
-                      "malformed number \" 1\" for key \"offset\"");
-  expect_export_error("int32:seed=0x10", EINVAL,
-                      "malformed number \"0x10\" for key \"seed\"");
-  expect_export_error("int32:batches=two", EINVAL,
-                      "malformed number \"two\" for key \"batches\"");
-}
-
-FERRY_TEST(negative_numbers_are_errors) {
-  expect_export_error("int32:length=-3", EINVAL, "negative length \"-3\"");
-  expect_export_error("int32:offset=-1", EINVAL, "negative offset \"-1\"");
-  expect_export_error("int32:nulls=-2", EINVAL, "negative nulls \"-2\"");
-  expect_export_error("int32:seed=-1", EINVAL, "negative seed \"-1\"");
-}
-
-FERRY_TEST(out_of_range_numbers_are_errors) {
-  expect_export_error("int32:seed=4294967296", EINVAL,
-                      "seed \"4294967296\" out of range (0 to 4294967295)");
-  expect_export_error("int32:length=99999999999999999999999", EINVAL,
-                      "length \"99999999999999999999999\" out of range");
-  expect_export_error("int32:length=268435456:offset=1", EINVAL,
-                      "length 268435456 plus offset 1 exceeds");
-}
-
-FERRY_TEST(duplicate_keys_are_errors) {
-  expect_export_error("int32:seed=1:length=2:seed=1", EINVAL, "duplicate key \"seed\"");
-}
-
-FERRY_TEST(malformed_pairs_are_errors) {
-  expect_export_error("int32:length", EINVAL, "malformed KEY=VALUE \"length\"");
-  expect_export_error("int32:", EINVAL, "malformed KEY=VALUE \"\"");
-  expect_export_error("int32:=3", EINVAL, "malformed KEY=VALUE \"=3\"");
-}
-
-FERRY_TEST(unknown_devices_and_fail_modes_are_errors) {
-  expect_export_error("int32:device=tpu", EINVAL, "unknown device \"tpu\"");
-  expect_export_error("int32:fail=later", EINVAL, "unknown fail mode \"later\"");
-  expect_export_error("int32:fail=get_next@0", EINVAL, "fail=get_next@0");
-  expect_export_error("int32:fail=get_next@x", EINVAL, "malformed number \"x\"");
-  expect_export_error("int32:fail=get_next@", EINVAL, "malformed number \"\"");
+FERRY_TEST(each_malformed_case_is_refused_with_what_is_wrong) {
+  for (size_t k = 0; k < sizeof kBadCases / sizeof kBadCases[0]; k++) {
+    expect_export_error(kBadCases[k].spec, EINVAL, kBadCases[k].needle);
+  }
 }
 
 FERRY_TEST(null_case_string_is_an_error) {
