@@ -625,8 +625,7 @@ int main(int argc, char** argv) {
     }
     printf("\n");
   }
-  free(samples);
-  vb_teardown();
+  vb_teardown(); /* frees samples too: xcalloc's allocations are the workloads' */
   return 0;
 }
 #endif
