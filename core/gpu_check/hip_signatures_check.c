@@ -21,21 +21,15 @@ _Static_assert(FERRY_SAME_TYPE(__typeof__(&hipPointerGetAttributes),
 /* ... whose layout ferry's mirror reproduces field by field. */
 _Static_assert(sizeof(struct ferry_hipPointerAttribute) == sizeof(hipPointerAttribute_t),
                "hipPointerAttribute_t size");
-_Static_assert(offsetof(struct ferry_hipPointerAttribute, device) ==
-                   offsetof(hipPointerAttribute_t, device),
-               "device");
-_Static_assert(offsetof(struct ferry_hipPointerAttribute, device_pointer) ==
-                   offsetof(hipPointerAttribute_t, devicePointer),
-               "devicePointer");
-_Static_assert(offsetof(struct ferry_hipPointerAttribute, host_pointer) ==
-                   offsetof(hipPointerAttribute_t, hostPointer),
-               "hostPointer");
-_Static_assert(offsetof(struct ferry_hipPointerAttribute, is_managed) ==
-                   offsetof(hipPointerAttribute_t, isManaged),
-               "isManaged");
-_Static_assert(offsetof(struct ferry_hipPointerAttribute, allocation_flags) ==
-                   offsetof(hipPointerAttribute_t, allocationFlags),
-               "allocationFlags");
+#define FERRY_CHECK_FIELD(mine, real)                                \
+  _Static_assert(offsetof(struct ferry_hipPointerAttribute, mine) == \
+                     offsetof(hipPointerAttribute_t, real),          \
+                 #real);
+FERRY_CHECK_FIELD(device, device)
+FERRY_CHECK_FIELD(device_pointer, devicePointer)
+FERRY_CHECK_FIELD(host_pointer, hostPointer)
+FERRY_CHECK_FIELD(is_managed, isManaged)
+FERRY_CHECK_FIELD(allocation_flags, allocationFlags)
 _Static_assert(offsetof(struct ferry_hipPointerAttribute, memory_type) == 0,
                "memory type");
 _Static_assert(sizeof(enum hipMemoryType) == sizeof(unsigned int), "hipMemoryType size");

@@ -187,48 +187,33 @@ static int parse_pair(struct it_token key, struct it_token value, const char* sp
   }
   *seen |= 1u << which;
 
+  if (which == KEY_DEVICE) return parse_device(value, spec, out, error);
+  if (which == KEY_FAIL) return parse_fail(value, spec, out, error);
+
+  /* Every other key is a number up to its limit, stored in its field (seed:
+   * a uint32, the others int64). */
+  static const uint64_t limits[KEY_COUNT] = {[KEY_LENGTH] = (uint64_t)IT_CASE_MAX_SLOTS,
+                                             [KEY_NULLS] = INT64_MAX,
+                                             [KEY_SEED] = UINT32_MAX,
+                                             [KEY_OFFSET] = (uint64_t)IT_CASE_MAX_SLOTS,
+                                             [KEY_BATCHES] = INT64_MAX,
+                                             [KEY_WINDOW] = INT64_MAX,
+                                             [KEY_CANCEL] = INT64_MAX};
+  int64_t* const fields[KEY_COUNT] = {
+      [KEY_LENGTH] = &out->length, [KEY_NULLS] = &out->nulls,
+      [KEY_OFFSET] = &out->offset, [KEY_BATCHES] = &out->batches,
+      [KEY_WINDOW] = &out->window, [KEY_CANCEL] = &out->cancel};
   uint64_t number = 0;
-  int rc = FERRY_OK;
-  switch (which) {
-    case KEY_LENGTH:
-      rc = parse_number(key, value, (uint64_t)IT_CASE_MAX_SLOTS, spec, &number, error);
-      out->length = (int64_t)number;
-      break;
-    case KEY_NULLS:
-      rc = parse_number(key, value, INT64_MAX, spec, &number, error);
-      out->nulls = (int64_t)number;
-      break;
-    case KEY_SEED:
-      rc = parse_number(key, value, UINT32_MAX, spec, &number, error);
-      out->seed = (uint32_t)number;
-      break;
-    case KEY_OFFSET:
-      rc = parse_number(key, value, (uint64_t)IT_CASE_MAX_SLOTS, spec, &number, error);
-      out->offset = (int64_t)number;
-      break;
-    case KEY_DEVICE:
-      rc = parse_device(value, spec, out, error);
-      break;
-    case KEY_BATCHES:
-      rc = parse_number(key, value, INT64_MAX, spec, &number, error);
-      out->batches = (int64_t)number;
-      break;
-    case KEY_FAIL:
-      rc = parse_fail(value, spec, out, error);
-      break;
-    case KEY_WINDOW:
-      rc = parse_number(key, value, INT64_MAX, spec, &number, error);
-      if (rc == FERRY_OK && number == 0) {
-        rc = it_error(error, EINVAL,
-                      "window=0 in case \"%s\": a consumer must request at least 1 batch",
-                      spec);
-      }
-      out->window = (int64_t)number;
-      break;
-    case KEY_CANCEL:
-      rc = parse_number(key, value, INT64_MAX, spec, &number, error);
-      out->cancel = (int64_t)number;
-      break;
+  int rc = parse_number(key, value, limits[which], spec, &number, error);
+  if (which == KEY_SEED) {
+    out->seed = (uint32_t)number;
+  } else {
+    *fields[which] = (int64_t)number;
+  }
+  if (rc == FERRY_OK && which == KEY_WINDOW && number == 0) {
+    rc = it_error(error, EINVAL,
+                  "window=0 in case \"%s\": a consumer must request at least 1 batch",
+                  spec);
   }
   return rc;
 }

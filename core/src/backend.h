@@ -116,6 +116,18 @@ struct FerryBackend {
   const struct FerryGpuDriverApi* driver_api;
 };
 
+/* The designated initializers every backend table starts with: its name, its
+ * device types (counted from the array itself, so the count cannot drift), and
+ * the `prefix`_probe, _device_count and _is_host_accessible functions of its
+ * file; `init` is the optional device_init (NULL for none). */
+// clang-format off
+#define FERRY_BACKEND_IDENTITY(backend_name, types, prefix, init)                  \
+  .name = (backend_name), .device_types = (types),                                 \
+  .n_device_types = (int32_t)(sizeof(types) / sizeof((types)[0])),                 \
+  .probe = prefix##_probe, .device_count = prefix##_device_count,                  \
+  .device_init = (init), .is_host_accessible = prefix##_is_host_accessible
+// clang-format on
+
 /* One result code of a GPU driver (CUresult, hipError_t): the driver's own
  * name for it and ferry's description. */
 struct FerryDriverErrorName {

@@ -112,13 +112,7 @@ static int cpu_check_pointer(struct FerryDevice* device, const void* ptr, int64_
 }
 
 const struct FerryBackend ferry__backend_cpu = {
-    .name = "cpu",
-    .device_types = kCpuDeviceTypes,
-    .n_device_types = 1,
-    .probe = cpu_probe,
-    .device_count = cpu_device_count,
-    .device_init = NULL,
-    .is_host_accessible = cpu_is_host_accessible,
+    FERRY_BACKEND_IDENTITY("cpu", kCpuDeviceTypes, cpu, NULL),
     .allocate = cpu_allocate,
     .deallocate = cpu_deallocate,
     .memcpy = cpu_memcpy,

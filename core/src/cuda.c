@@ -475,12 +475,6 @@ static const struct FerryGpuDriverApi kCudaApi = {
 };
 
 const struct FerryBackend ferry__backend_cuda = {
-    .name = "cuda",
-    .device_types = kCudaDeviceTypes,
-    .n_device_types = 3,
-    .probe = cuda_probe,
-    .device_count = cuda_device_count,
-    .device_init = cuda_device_init,
-    .is_host_accessible = cuda_is_host_accessible,
+    FERRY_BACKEND_IDENTITY("cuda", kCudaDeviceTypes, cuda, cuda_device_init),
     FERRY_GPU_BACKEND_OPERATIONS(&kCudaApi),
 };

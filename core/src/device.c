@@ -297,10 +297,18 @@ static int check_device(const struct FerryDevice* device, const char* what,
   return FERRY_OK;
 }
 
+/* check_device, then refuses a NULL `handle` (the pointer, stream or event
+ * argument called `what`). */
+static int check_device_and_handle(const struct FerryDevice* device, const void* handle,
+                                   const char* what, struct FerryError* error) {
+  FERRY_RETURN_NOT_OK(check_device(device, "device", error));
+  if (handle == NULL) return ferry__set_error(error, EINVAL, "%s must not be NULL", what);
+  return FERRY_OK;
+}
+
 int ferry_device_allocate(struct FerryDevice* device, int64_t size, void** out,
                           struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(check_device(device, "device", error));
-  if (out == NULL) return ferry__set_error(error, EINVAL, "out must not be NULL");
+  FERRY_RETURN_NOT_OK(check_device_and_handle(device, out, "out", error));
   *out = NULL;
   if (size < 0) {
     return ferry__set_error(error, EINVAL, "size must not be negative (got %" PRId64 ")",
@@ -389,9 +397,7 @@ int ferry_device_memcpy(struct FerryDevice* dst_device, void* dst,
 
 int ferry_device_stream_create(struct FerryDevice* device, void** stream_out,
                                struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(check_device(device, "device", error));
-  if (stream_out == NULL)
-    return ferry__set_error(error, EINVAL, "stream_out must not be NULL");
+  FERRY_RETURN_NOT_OK(check_device_and_handle(device, stream_out, "stream_out", error));
   *stream_out = NULL;
   return device->backend->stream_create(device, stream_out, error);
 }
@@ -415,52 +421,41 @@ int ferry_device_stream_synchronize(struct FerryDevice* device, void* stream,
 
 int ferry_device_event_create(struct FerryDevice* device, void** sync_event_out,
                               struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(check_device(device, "device", error));
-  if (sync_event_out == NULL) {
-    return ferry__set_error(error, EINVAL, "sync_event_out must not be NULL");
-  }
+  FERRY_RETURN_NOT_OK(
+      check_device_and_handle(device, sync_event_out, "sync_event_out", error));
   *sync_event_out = NULL;
   return device->backend->event_create(device, sync_event_out, error);
 }
 
 int ferry_device_event_destroy(struct FerryDevice* device, void* sync_event,
                                struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(check_device(device, "device", error));
-  if (sync_event == NULL)
-    return ferry__set_error(error, EINVAL, "sync_event must not be NULL");
+  FERRY_RETURN_NOT_OK(check_device_and_handle(device, sync_event, "sync_event", error));
   return device->backend->event_destroy(device, sync_event, error);
 }
 
 /* NULL `stream`: the event is recorded on the synchronous NULL stream. */
 int ferry_device_event_record(struct FerryDevice* device, void* sync_event, void* stream,
                               struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(check_device(device, "device", error));
-  if (sync_event == NULL)
-    return ferry__set_error(error, EINVAL, "sync_event must not be NULL");
+  FERRY_RETURN_NOT_OK(check_device_and_handle(device, sync_event, "sync_event", error));
   return device->backend->event_record(device, sync_event, stream, error);
 }
 
 int ferry_device_event_synchronize(struct FerryDevice* device, void* sync_event,
                                    struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(check_device(device, "device", error));
-  if (sync_event == NULL)
-    return ferry__set_error(error, EINVAL, "sync_event must not be NULL");
+  FERRY_RETURN_NOT_OK(check_device_and_handle(device, sync_event, "sync_event", error));
   return device->backend->event_synchronize(device, sync_event, error);
 }
 
 /* NULL `stream`: the synchronous NULL stream waits, i.e. the host blocks. */
 int ferry_device_stream_wait_event(struct FerryDevice* device, void* stream,
                                    void* sync_event, struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(check_device(device, "device", error));
-  if (sync_event == NULL)
-    return ferry__set_error(error, EINVAL, "sync_event must not be NULL");
+  FERRY_RETURN_NOT_OK(check_device_and_handle(device, sync_event, "sync_event", error));
   return device->backend->stream_wait_event(device, stream, sync_event, error);
 }
 
 int ferry__device_check_pointer(struct FerryDevice* device, const void* ptr, int64_t size,
                                struct FerryError* error) {
-  FERRY_RETURN_NOT_OK(check_device(device, "device", error));
-  if (ptr == NULL) return ferry__set_error(error, EINVAL, "ptr must not be NULL");
+  FERRY_RETURN_NOT_OK(check_device_and_handle(device, ptr, "ptr", error));
   if (size < 0) {
     return ferry__set_error(error, EINVAL, "size must not be negative (got %" PRId64 ")",
                            size);

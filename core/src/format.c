@@ -82,30 +82,31 @@ static int read_int(const char** cursor, int allow_negative, int64_t min, int64_
   return 1;
 }
 
+/* What every layout below starts with: the type, the number of fixed
+ * buffers, the validity bitmap first and `second` after it. */
+static void set_layout(struct FerryFormat* out, enum FerryTypeId type,
+                       int32_t n_fixed_buffers, enum FerryBufferRole second) {
+  out->type = type;
+  out->n_fixed_buffers = n_fixed_buffers;
+  out->roles[0] = FERRY_BUFFER_VALIDITY;
+  out->roles[1] = second;
+}
+
 static void set_fixed_width(struct FerryFormat* out, enum FerryTypeId type,
                             int64_t bit_width) {
-  out->type = type;
-  out->n_fixed_buffers = 2;
-  out->roles[0] = FERRY_BUFFER_VALIDITY;
-  out->roles[1] = FERRY_BUFFER_DATA;
+  set_layout(out, type, 2, FERRY_BUFFER_DATA);
   out->bit_width = bit_width;
 }
 
 static void set_variable(struct FerryFormat* out, enum FerryTypeId type,
                          int32_t offset_bytes) {
-  out->type = type;
-  out->n_fixed_buffers = 3;
-  out->roles[0] = FERRY_BUFFER_VALIDITY;
-  out->roles[1] = FERRY_BUFFER_OFFSETS;
+  set_layout(out, type, 3, FERRY_BUFFER_OFFSETS);
   out->roles[2] = FERRY_BUFFER_VAR_DATA;
   out->offset_bytes = offset_bytes;
 }
 
 static void set_view(struct FerryFormat* out, enum FerryTypeId type) {
-  out->type = type;
-  out->n_fixed_buffers = 2;
-  out->roles[0] = FERRY_BUFFER_VALIDITY;
-  out->roles[1] = FERRY_BUFFER_VIEWS;
+  set_layout(out, type, 2, FERRY_BUFFER_VIEWS);
   out->is_view = 1;
   out->bit_width = 128;
 }
@@ -113,10 +114,7 @@ static void set_view(struct FerryFormat* out, enum FerryTypeId type) {
 static void set_nested(struct FerryFormat* out, enum FerryTypeId type,
                        int32_t n_fixed_buffers, int32_t offset_bytes,
                        int64_t n_children) {
-  out->type = type;
-  out->n_fixed_buffers = n_fixed_buffers;
-  out->roles[0] = FERRY_BUFFER_VALIDITY;
-  out->roles[1] = FERRY_BUFFER_OFFSETS;
+  set_layout(out, type, n_fixed_buffers, FERRY_BUFFER_OFFSETS);
   out->roles[2] = FERRY_BUFFER_SIZES;
   out->offset_bytes = offset_bytes;
   out->n_children = n_children;
@@ -224,6 +222,26 @@ static char time_unit_of(char c) {
   return (c == 's' || c == 'm' || c == 'u' || c == 'n') ? c : 0;
 }
 
+/* The fixed-width temporal formats of two characters: td?, tt? (time_unit
+ * set as well) and ti?. */
+struct FerryTemporalCode {
+  char kind;
+  char unit;
+  enum FerryTypeId type;
+  int64_t bit_width;
+};
+static const struct FerryTemporalCode kTemporalCodes[] = {
+    {'d', 'D', FERRY_TYPE_DATE32, 32},
+    {'d', 'm', FERRY_TYPE_DATE64, 64},
+    {'t', 's', FERRY_TYPE_TIME32, 32},
+    {'t', 'm', FERRY_TYPE_TIME32, 32},
+    {'t', 'u', FERRY_TYPE_TIME64, 64},
+    {'t', 'n', FERRY_TYPE_TIME64, 64},
+    {'i', 'M', FERRY_TYPE_INTERVAL_MONTHS, 32},
+    {'i', 'D', FERRY_TYPE_INTERVAL_DAY_TIME, 64},
+    {'i', 'n', FERRY_TYPE_INTERVAL_MONTH_DAY_NANO, 128},
+};
+
 /* Formats starting with 't'; `p` points after the 't'. */
 static int parse_temporal(const char* format, const char* p, struct FerryFormat* out,
                           const char** end, struct FerryError* error) {
@@ -231,26 +249,21 @@ static int parse_temporal(const char* format, const char* p, struct FerryFormat*
   char unit = kind == '\0' ? '\0' : p[1];
   switch (kind) {
     case 'd':
-      if (unit == 'D') {
-        set_fixed_width(out, FERRY_TYPE_DATE32, 32);
-      } else if (unit == 'm') {
-        set_fixed_width(out, FERRY_TYPE_DATE64, 64);
-      } else {
-        return format_error(error, format, "date unit must be 'D' (days) or 'm' (ms)");
-      }
-      *end = p + 2;
-      return FERRY_OK;
     case 't':
-      if (unit == 's' || unit == 'm') {
-        set_fixed_width(out, FERRY_TYPE_TIME32, 32);
-      } else if (unit == 'u' || unit == 'n') {
-        set_fixed_width(out, FERRY_TYPE_TIME64, 64);
-      } else {
-        return format_error(error, format, "time unit must be one of s, m, u, n");
+    case 'i':
+      for (size_t k = 0; k < sizeof kTemporalCodes / sizeof kTemporalCodes[0]; k++) {
+        const struct FerryTemporalCode* code = &kTemporalCodes[k];
+        if (code->kind == kind && code->unit == unit) {
+          set_fixed_width(out, code->type, code->bit_width);
+          if (kind == 't') out->time_unit = unit;
+          *end = p + 2;
+          return FERRY_OK;
+        }
       }
-      out->time_unit = unit;
-      *end = p + 2;
-      return FERRY_OK;
+      return format_error(error, format, "%s",
+                          kind == 'd'   ? "date unit must be 'D' (days) or 'm' (ms)"
+                          : kind == 't' ? "time unit must be one of s, m, u, n"
+                                        : "interval unit must be 'M', 'D' or 'n'");
     case 's':
       if (time_unit_of(unit) == 0) {
         return format_error(error, format, "timestamp unit must be one of s, m, u, n");
@@ -274,46 +287,42 @@ static int parse_temporal(const char* format, const char* p, struct FerryFormat*
       out->time_unit = unit;
       *end = p + 2;
       return FERRY_OK;
-    case 'i':
-      if (unit == 'M') {
-        set_fixed_width(out, FERRY_TYPE_INTERVAL_MONTHS, 32);
-      } else if (unit == 'D') {
-        set_fixed_width(out, FERRY_TYPE_INTERVAL_DAY_TIME, 64);
-      } else if (unit == 'n') {
-        set_fixed_width(out, FERRY_TYPE_INTERVAL_MONTH_DAY_NANO, 128);
-      } else {
-        return format_error(error, format, "interval unit must be 'M', 'D' or 'n'");
-      }
-      *end = p + 2;
-      return FERRY_OK;
     default:
       return format_error(error, format,
                           "unknown temporal type (expected td, tt, ts, tD or ti)");
   }
 }
 
+/* The nested formats set_nested describes fully, after the '+': the buffers,
+ * the offset width and the number of children (-1: any) of each. */
+struct FerryNestedCode {
+  const char* code;
+  enum FerryTypeId type;
+  int32_t n_fixed_buffers;
+  int32_t offset_bytes;
+  int64_t n_children;
+};
+static const struct FerryNestedCode kNestedCodes[] = {
+    {"l", FERRY_TYPE_LIST, 2, 4, 1},       {"L", FERRY_TYPE_LARGE_LIST, 2, 8, 1},
+    {"vl", FERRY_TYPE_LIST_VIEW, 3, 4, 1}, {"vL", FERRY_TYPE_LARGE_LIST_VIEW, 3, 8, 1},
+    {"s", FERRY_TYPE_STRUCT, 1, 0, -1},    {"m", FERRY_TYPE_MAP, 2, 4, 1},
+};
+
 /* Formats starting with '+'; `p` points after the '+'. */
 static int parse_nested(const char* format, const char* p, struct FerryFormat* out,
                         const char** end, struct FerryError* error) {
+  for (size_t k = 0; k < sizeof kNestedCodes / sizeof kNestedCodes[0]; k++) {
+    const struct FerryNestedCode* code = &kNestedCodes[k];
+    size_t length = strlen(code->code);
+    if (strncmp(p, code->code, length) == 0) {
+      set_nested(out, code->type, code->n_fixed_buffers, code->offset_bytes,
+                 code->n_children);
+      *end = p + length;
+      return FERRY_OK;
+    }
+  }
   switch (p[0]) {
-    case 'l':
-      set_nested(out, FERRY_TYPE_LIST, 2, 4, 1);
-      *end = p + 1;
-      return FERRY_OK;
-    case 'L':
-      set_nested(out, FERRY_TYPE_LARGE_LIST, 2, 8, 1);
-      *end = p + 1;
-      return FERRY_OK;
-    case 'v':
-      if (p[1] == 'l') {
-        set_nested(out, FERRY_TYPE_LIST_VIEW, 3, 4, 1);
-      } else if (p[1] == 'L') {
-        set_nested(out, FERRY_TYPE_LARGE_LIST_VIEW, 3, 8, 1);
-      } else {
-        return format_error(error, format, "list view must be \"+vl\" or \"+vL\"");
-      }
-      *end = p + 2;
-      return FERRY_OK;
+    case 'v': return format_error(error, format, "list view must be \"+vl\" or \"+vL\"");
     case 'w': {
       int64_t size = 0;
       FERRY_RETURN_NOT_OK(
@@ -322,14 +331,6 @@ static int parse_nested(const char* format, const char* p, struct FerryFormat* o
       out->fixed_size = size;
       return FERRY_OK;
     }
-    case 's':
-      set_nested(out, FERRY_TYPE_STRUCT, 1, 0, -1);
-      *end = p + 1;
-      return FERRY_OK;
-    case 'm':
-      set_nested(out, FERRY_TYPE_MAP, 2, 4, 1);
-      *end = p + 1;
-      return FERRY_OK;
     case 'u':
       if (p[1] == 'd') {
         out->type = FERRY_TYPE_DENSE_UNION;

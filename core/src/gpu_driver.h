@@ -167,8 +167,8 @@ int ferry__gpu_check_pointer(struct FerryDevice* device, const void* ptr, int64_
                              struct FerryError* error);
 
 /* The designated initializers of a GPU backend's operations (cuda.c, hip.c
- * add name, device types, probe, device_count, device_init and
- * is_host_accessible): .allocate = ferry__gpu_allocate, and so on. */
+ * put FERRY_BACKEND_IDENTITY of backend.h before them): .allocate =
+ * ferry__gpu_allocate, and so on. */
 // clang-format off
 #define FERRY_GPU_OPERATION(name) .name = ferry__gpu_##name,
 #define FERRY_GPU_BACKEND_OPERATIONS(api)                                          \

@@ -425,12 +425,6 @@ static const struct FerryGpuDriverApi kHipApi = {
 };
 
 const struct FerryBackend ferry__backend_rocm = {
-    .name = "rocm",
-    .device_types = kRocmDeviceTypes,
-    .n_device_types = 2,
-    .probe = hip_probe,
-    .device_count = hip_device_count,
-    .device_init = NULL,
-    .is_host_accessible = hip_is_host_accessible,
+    FERRY_BACKEND_IDENTITY("rocm", kRocmDeviceTypes, hip, NULL),
     FERRY_GPU_BACKEND_OPERATIONS(&kHipApi),
 };

@@ -981,13 +981,7 @@ static int sim_check_pointer(struct FerryDevice* device, const void* ptr, int64_
 }
 
 const struct FerryBackend ferry__backend_sim = {
-    .name = "sim",
-    .device_types = kSimDeviceTypes,
-    .n_device_types = 1,
-    .probe = sim_probe,
-    .device_count = sim_device_count,
-    .device_init = NULL,
-    .is_host_accessible = sim_is_host_accessible,
+    FERRY_BACKEND_IDENTITY("sim", kSimDeviceTypes, sim, NULL),
     .allocate = sim_allocate,
     .deallocate = sim_deallocate,
     .memcpy = sim_memcpy,

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,44 +51,49 @@ static inline void ferry_test_fail(const char* file, int line, const char* what)
   longjmp(ferry_test_jump, 1);
 }
 
+/* ferry_test_fail with a printf-formatted message (the CHECK_* macros' common tail). */
+__attribute__((format(printf, 3, 4))) static inline void ferry_test_failf(
+    const char* file, int line, const char* fmt, ...) {
+  char msg[1400];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(msg, sizeof msg, fmt, args);
+  va_end(args);
+  ferry_test_fail(file, line, msg);
+}
+
 #define CHECK(cond)                                                       \
   do {                                                                    \
     if (!(cond)) ferry_test_fail(__FILE__, __LINE__, "CHECK(" #cond ")"); \
   } while (0)
 
-#define CHECK_EQ_INT(expected, actual)                                             \
-  do {                                                                             \
-    long long ferry_e_ = (long long)(expected), ferry_a_ = (long long)(actual);    \
-    if (ferry_e_ != ferry_a_) {                                                    \
-      char ferry_msg_[256];                                                        \
-      snprintf(ferry_msg_, sizeof ferry_msg_, "%s == %s: expected %lld, got %lld", \
-               #expected, #actual, ferry_e_, ferry_a_);                            \
-      ferry_test_fail(__FILE__, __LINE__, ferry_msg_);                             \
-    }                                                                              \
+#define CHECK_EQ_INT(expected, actual)                                          \
+  do {                                                                          \
+    long long ferry_e_ = (long long)(expected), ferry_a_ = (long long)(actual); \
+    if (ferry_e_ != ferry_a_) {                                                 \
+      ferry_test_failf(__FILE__, __LINE__, "%s == %s: expected %lld, got %lld", \
+                       #expected, #actual, ferry_e_, ferry_a_);                 \
+    }                                                                           \
   } while (0)
 
-#define CHECK_STR(expected, actual)                                              \
-  do {                                                                           \
-    const char* ferry_e_ = (expected);                                           \
-    const char* ferry_a_ = (actual);                                             \
-    if (ferry_a_ == NULL || strcmp(ferry_e_, ferry_a_) != 0) {                   \
-      char ferry_msg_[1400];                                                     \
-      snprintf(ferry_msg_, sizeof ferry_msg_, "%s: expected \"%s\", got \"%s\"", \
-               #actual, ferry_e_, ferry_a_ ? ferry_a_ : "(null)");               \
-      ferry_test_fail(__FILE__, __LINE__, ferry_msg_);                           \
-    }                                                                            \
+#define CHECK_STR(expected, actual)                                                    \
+  do {                                                                                 \
+    const char* ferry_e_ = (expected);                                                 \
+    const char* ferry_a_ = (actual);                                                   \
+    if (ferry_a_ == NULL || strcmp(ferry_e_, ferry_a_) != 0) {                         \
+      ferry_test_failf(__FILE__, __LINE__, "%s: expected \"%s\", got \"%s\"", #actual, \
+                       ferry_e_, ferry_a_ ? ferry_a_ : "(null)");                      \
+    }                                                                                  \
   } while (0)
 
 /* Checks that `haystack` contains `needle` (for error messages). */
-#define CHECK_CONTAINS(haystack, needle)                                            \
-  do {                                                                              \
-    const char* ferry_h_ = (haystack);                                              \
-    if (ferry_h_ == NULL || strstr(ferry_h_, (needle)) == NULL) {                   \
-      char ferry_msg_[1400];                                                        \
-      snprintf(ferry_msg_, sizeof ferry_msg_, "%s: \"%s\" does not contain \"%s\"", \
-               #haystack, ferry_h_ ? ferry_h_ : "(null)", (needle));                \
-      ferry_test_fail(__FILE__, __LINE__, ferry_msg_);                              \
-    }                                                                               \
+#define CHECK_CONTAINS(haystack, needle)                                         \
+  do {                                                                           \
+    const char* ferry_h_ = (haystack);                                           \
+    if (ferry_h_ == NULL || strstr(ferry_h_, (needle)) == NULL) {                \
+      ferry_test_failf(__FILE__, __LINE__, "%s: \"%s\" does not contain \"%s\"", \
+                       #haystack, ferry_h_ ? ferry_h_ : "(null)", (needle));     \
+    }                                                                            \
   } while (0)
 
 /* Allocates 100 bytes into `a` and 0 bytes into `b` (void* variables) on

@@ -326,10 +326,19 @@ static int export_failure_expected(const struct it_plugin* plugin, const char* f
   return expected;
 }
 
+/* After a ferry_it_export_* `call` that succeeded: a finding (at `where`)
+ * when the case injected a failure at export. */
+static void check_injection_happened(const char* fail_key, const char* call,
+                                     const char* where) {
+  if (strcmp(fail_key, "export") == 0) {
+    tool_fail("injection", where, "%s succeeded, expected \"injected failure at export\"",
+              call);
+  }
+}
+
 static void plugin_array_child(const struct plugin_args* args,
-                               const struct it_plugin* plugin, const char* fail_key) {
-  struct it_allocations baseline;
-  it_allocations_take(&baseline, &plugin, 1);
+                               const struct it_plugin* plugin, const char* fail_key,
+                               const struct it_allocations* baseline) {
   struct ArrowSchema schema;
   struct ArrowDeviceArray array;
   memset(&schema, 0, sizeof schema);
@@ -342,17 +351,13 @@ static void plugin_array_child(const struct plugin_args* args,
                                            "root", rc, &message);
     int64_t before = tool_child_findings();
     check_left_released(&schema, &array);
-    check_leaks(plugin, &baseline, "after the failed export");
+    check_leaks(plugin, baseline, "after the failed export");
     if (expected && tool_child_findings() == before) {
       tool_ok("injected failure: %s", message);
     }
     return;
   }
-  if (strcmp(fail_key, "export") == 0) {
-    tool_fail("injection", "root",
-              "ferry_it_export_array succeeded, expected \"injected "
-              "failure at export\"");
-  }
+  check_injection_happened(fail_key, "ferry_it_export_array", "root");
   int group = it_watch_new_group();
   it_watch_schema(&schema, "schema");
   it_watch_array(&array.array, "root");
@@ -371,13 +376,12 @@ static void plugin_array_child(const struct plugin_args* args,
     tool_stage("verification of the releases");
     tool_verify_releases(group);
   }
-  check_leaks(plugin, &baseline, "after the release");
+  check_leaks(plugin, baseline, "after the release");
 }
 
 static void plugin_stream_child(const struct plugin_args* args,
-                                const struct it_plugin* plugin, const char* fail_key) {
-  struct it_allocations baseline;
-  it_allocations_take(&baseline, &plugin, 1);
+                                const struct it_plugin* plugin, const char* fail_key,
+                                const struct it_allocations* baseline) {
   /* Pass 1: the structural stream checks consume one export of the case. */
   struct ArrowDeviceArrayStream stream;
   memset(&stream, 0, sizeof stream);
@@ -392,18 +396,14 @@ static void plugin_stream_child(const struct plugin_args* args,
       tool_fail("released", "stream", "the export failed but left the stream live");
       stream.release(&stream);
     }
-    check_leaks(plugin, &baseline, "after the failed export");
+    check_leaks(plugin, baseline, "after the failed export");
     if (expected && tool_child_findings() == before)
       tool_ok("injected failure: %s", message);
     return;
   }
-  if (strcmp(fail_key, "export") == 0) {
-    tool_fail("injection", "stream",
-              "ferry_it_export_stream succeeded, expected \"injected "
-              "failure at export\"");
-  }
+  check_injection_happened(fail_key, "ferry_it_export_stream", "stream");
   tool_check_stream(&stream, fail_key[0] != '\0' ? fail_key : NULL);
-  check_leaks(plugin, &baseline, "after the stream was released");
+  check_leaks(plugin, baseline, "after the stream was released");
 
   /* Pass 2: a fresh export of the same case for the value checks. */
   struct it_plugin checker;
@@ -425,16 +425,15 @@ static void plugin_stream_child(const struct plugin_args* args,
               it_plugin_error(&checker));
   }
   tool_verify_releases(group);
-  check_leaks(plugin, &baseline, "after the value checks released the stream");
+  check_leaks(plugin, baseline, "after the value checks released the stream");
 }
 
 /* --async: the plugin's ferry_it_export_async into the strict checking
  * consumer of the C checker plugin (ferry_it_check_async, the generic layer
  * of core/harness/async: protocol and values), bounded by the timeout. */
 static void plugin_async_child(const struct plugin_args* args,
-                               const struct it_plugin* plugin, const char* fail_key) {
-  struct it_allocations baseline;
-  it_allocations_take(&baseline, &plugin, 1);
+                               const struct it_plugin* plugin, const char* fail_key,
+                               const struct it_allocations* baseline) {
   struct it_plugin checker;
   if (load_checker(args, &checker) != 0) return;
   /* Heap memory, never freed: a hung producer may still call the handler. */
@@ -458,9 +457,8 @@ static void plugin_async_child(const struct plugin_args* args,
   if (rc != 0) {
     injected = export_failure_expected(plugin, fail_key, "ferry_it_export_async", "async",
                                        rc, &message);
-  } else if (strcmp(fail_key, "export") == 0) {
-    tool_fail("injection", "async",
-              "ferry_it_export_async succeeded, expected \"injected failure at export\"");
+  } else {
+    check_injection_happened(fail_key, "ferry_it_export_async", "async");
   }
   char said[1024];
   snprintf(said, sizeof said, "%s", message != NULL ? message : "");
@@ -486,11 +484,11 @@ static void plugin_async_child(const struct plugin_args* args,
    * until it is back or 3 s have passed, then judged. */
   char why[256];
   for (int ms = 0; ms < 3000; ms++) {
-    if (it_allocations_expect(&baseline, &plugin, 1, why, sizeof why) == 0) break;
+    if (it_allocations_expect(baseline, &plugin, 1, why, sizeof why) == 0) break;
     struct timespec pause = {0, 1000000};
     nanosleep(&pause, NULL);
   }
-  check_leaks(plugin, &baseline, "after the handler's release");
+  check_leaks(plugin, baseline, "after the handler's release");
   if (tool_child_findings() == before) {
     if (injected) {
       tool_ok("injected failure: %s", said);
@@ -527,12 +525,15 @@ static void plugin_child(void* arg) {
   }
   char fail_key[64];
   case_fail_key(args->case_spec, fail_key, sizeof fail_key);
+  const struct it_plugin* plugins = &plugin;
+  struct it_allocations baseline;
+  it_allocations_take(&baseline, &plugins, 1);
   if (args->async) {
-    plugin_async_child(args, &plugin, fail_key);
+    plugin_async_child(args, &plugin, fail_key, &baseline);
   } else if (args->stream) {
-    plugin_stream_child(args, &plugin, fail_key);
+    plugin_stream_child(args, &plugin, fail_key, &baseline);
   } else {
-    plugin_array_child(args, &plugin, fail_key);
+    plugin_array_child(args, &plugin, fail_key, &baseline);
   }
 }
 

@@ -144,37 +144,39 @@ func (d *DeviceArray) guardState() *leakGuard { return &d.guard }
 // rlock holds d against a Release from another goroutine (shared); a batch
 // takes its stream's lock, which Next takes too. Internal helpers called
 // under it never lock again (sync.RWMutex is not reentrant).
-func (d *DeviceArray) rlock() {
-	if d.batchOf != nil {
-		d.batchOf.mu.Lock()
-		return
-	}
-	d.mu.RLock()
-}
-
-func (d *DeviceArray) runlock() {
-	if d.batchOf != nil {
-		d.batchOf.mu.Unlock()
-		return
-	}
-	d.mu.RUnlock()
-}
+func (d *DeviceArray) rlock()   { d.locker(true).Lock() }
+func (d *DeviceArray) runlock() { d.locker(true).Unlock() }
 
 // lock is the exclusive hold of Release and the consuming calls.
-func (d *DeviceArray) lock() {
-	if d.batchOf != nil {
-		d.batchOf.mu.Lock()
-		return
+func (d *DeviceArray) lock()   { d.locker(false).Lock() }
+func (d *DeviceArray) unlock() { d.locker(false).Unlock() }
+
+// acquire starts a call named what that needs d live: it takes d's lock
+// (shared for reads, else exclusive) and returns with it held, or returns
+// an error naming what, holding nothing, when d is nil or released.
+func (d *DeviceArray) acquire(what string, shared bool) error {
+	if d == nil {
+		return errorf(syscall.EINVAL, "%s: the array is released", what)
 	}
-	d.mu.Lock()
+	l := d.locker(shared)
+	l.Lock()
+	if d.released() {
+		l.Unlock()
+		return errorf(syscall.EINVAL, "%s: the array is released", what)
+	}
+	return nil
 }
 
-func (d *DeviceArray) unlock() {
-	if d.batchOf != nil {
-		d.batchOf.mu.Unlock()
-		return
+// locker is the lock rlock (shared) and lock take: a batch's stream lock,
+// else d.mu's read or write side.
+func (d *DeviceArray) locker(shared bool) sync.Locker {
+	switch {
+	case d.batchOf != nil:
+		return &d.batchOf.mu
+	case shared:
+		return d.mu.RLocker()
 	}
-	d.mu.Unlock()
+	return &d.mu
 }
 
 // arrayMemory is what a forgotten array's cleanup releases: the array and
@@ -485,17 +487,23 @@ func (d *DeviceArray) Move() (*DeviceArray, error) {
 	return d.move()
 }
 
+// batchSchemaCopy is, for a stream batch, an owned copy of its stream's
+// schema for a result that outlives the batch (nil for any other array).
+func (d *DeviceArray) batchSchemaCopy(what string) (*Schema, error) {
+	if d.batchOf == nil {
+		return nil, nil
+	}
+	return d.batchOf.cloneSchema(what)
+}
+
 // move is Move under d's lock.
 func (d *DeviceArray) move() (*DeviceArray, error) {
 	if d.released() {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.Move: the array is released")
 	}
-	var batchSchema *Schema
-	if d.batchOf != nil {
-		var err error
-		if batchSchema, err = d.batchOf.cloneSchema("DeviceArray.Move"); err != nil {
-			return nil, err
-		}
+	batchSchema, err := d.batchSchemaCopy("DeviceArray.Move")
+	if err != nil {
+		return nil, err
 	}
 	c := newArrayStruct()
 	if c == nil {
@@ -526,14 +534,10 @@ func (d *DeviceArray) move() (*DeviceArray, error) {
 // the schema, if any, goes to schemaDst when it is not nil and is released
 // otherwise.
 func (d *DeviceArray) ExportTo(dst unsafe.Pointer, schemaDst unsafe.Pointer) error {
-	if d == nil {
-		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: the array is released")
+	if err := d.acquire("DeviceArray.ExportTo", false); err != nil {
+		return err
 	}
-	d.lock()
 	defer d.unlock()
-	if d.released() {
-		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: the array is released")
-	}
 	if dst == nil {
 		return errorf(syscall.EINVAL, "DeviceArray.ExportTo: NULL destination")
 	}
@@ -750,14 +754,10 @@ func (d *DeviceArray) Dictionary() ArrayView { return d.Root().Dictionary() }
 // work and carries a copy of d's schema; d stays owned by the caller, who
 // releases both.
 func (d *DeviceArray) CopyTo(deviceType DeviceType, deviceID int64) (*DeviceArray, error) {
-	if d == nil {
-		return nil, errorf(syscall.EINVAL, "DeviceArray.CopyTo: the array is released")
+	if err := d.acquire("DeviceArray.CopyTo", true); err != nil {
+		return nil, err
 	}
-	d.rlock()
 	defer d.runlock()
-	if d.released() {
-		return nil, errorf(syscall.EINVAL, "DeviceArray.CopyTo: the array is released")
-	}
 	s := d.schemaView()
 	if s == nil {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.CopyTo: no schema attached")
@@ -766,17 +766,10 @@ func (d *DeviceArray) CopyTo(deviceType DeviceType, deviceID int64) (*DeviceArra
 	if err != nil {
 		return nil, err
 	}
-	c := C.ferry_device_array_new()
-	if c == nil {
-		schema.Release()
-		return nil, errorf(syscall.ENOMEM, "DeviceArray.CopyTo: out of memory")
-	}
-	err = call(func(e *C.struct_FerryError) C.int {
-		return C.ferry_device_array_copy(s.c, d.c, C.ArrowDeviceType(deviceType), C.int64_t(deviceID), c, e)
+	c, err := newArrayFrom("DeviceArray.CopyTo", schema, func(out *C.struct_ArrowDeviceArray, e *C.struct_FerryError) C.int {
+		return C.ferry_device_array_copy(s.c, d.c, C.ArrowDeviceType(deviceType), C.int64_t(deviceID), out, e)
 	})
 	if err != nil {
-		C.ferry_device_array_free(c)
-		schema.Release()
 		return nil, err
 	}
 	return newOwnedDeviceArray(c, schema), nil
@@ -791,14 +784,10 @@ func (d *DeviceArray) CopyTo(deviceType DeviceType, deviceID int64) (*DeviceArra
 // carries d's schema when d owned one; on failure d is untouched and still
 // the caller's.
 func (d *DeviceArray) MoveToDevice(schema *Schema, deviceType DeviceType, deviceID int64) (*DeviceArray, error) {
-	if d == nil {
-		return nil, errorf(syscall.EINVAL, "DeviceArray.MoveToDevice: the array is released")
+	if err := d.acquire("DeviceArray.MoveToDevice", false); err != nil {
+		return nil, err
 	}
-	d.lock()
 	defer d.unlock()
-	if d.released() {
-		return nil, errorf(syscall.EINVAL, "DeviceArray.MoveToDevice: the array is released")
-	}
 	if schema == nil {
 		if schema = d.schemaView(); schema == nil {
 			return nil, errorf(syscall.EINVAL, "DeviceArray.MoveToDevice: no schema given or attached")
@@ -806,27 +795,35 @@ func (d *DeviceArray) MoveToDevice(schema *Schema, deviceType DeviceType, device
 	}
 	// A batch's result gets its own copy of the stream's schema (made
 	// first: a failure leaves d untouched).
-	var batchSchema *Schema
-	if d.batchOf != nil {
-		var err error
-		if batchSchema, err = d.batchOf.cloneSchema("DeviceArray.MoveToDevice"); err != nil {
-			return nil, err
-		}
+	batchSchema, err := d.batchSchemaCopy("DeviceArray.MoveToDevice")
+	if err != nil {
+		return nil, err
 	}
-	out := C.ferry_device_array_new()
-	if out == nil {
-		batchSchema.Release()
-		return nil, errorf(syscall.ENOMEM, "DeviceArray.MoveToDevice: out of memory")
-	}
-	err := call(func(e *C.struct_FerryError) C.int {
+	out, err := newArrayFrom("DeviceArray.MoveToDevice", batchSchema, func(out *C.struct_ArrowDeviceArray, e *C.struct_FerryError) C.int {
 		return C.ferry_device_array_move_to_device(schema.c, d.c, C.ArrowDeviceType(deviceType), C.int64_t(deviceID), out, e)
 	})
 	if err != nil {
-		C.ferry_device_array_free(out)
-		batchSchema.Release()
 		return nil, err
 	}
 	return d.consumedInto(out, batchSchema), nil
+}
+
+// newArrayFrom is a new device array filled by the core call fill; on
+// failure nothing is left and carried (the schema the result was to carry;
+// may be nil) is released.
+func newArrayFrom(what string, carried *Schema,
+	fill func(out *C.struct_ArrowDeviceArray, e *C.struct_FerryError) C.int) (*C.struct_ArrowDeviceArray, error) {
+	out := C.ferry_device_array_new()
+	if out == nil {
+		carried.Release()
+		return nil, errorf(syscall.ENOMEM, "%s: out of memory", what)
+	}
+	if err := call(func(e *C.struct_FerryError) C.int { return fill(out, e) }); err != nil {
+		C.ferry_device_array_free(out)
+		carried.Release()
+		return nil, err
+	}
+	return out, nil
 }
 
 // consumedInto wraps out, which now holds what d held (d's struct was moved

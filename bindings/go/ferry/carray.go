@@ -68,40 +68,23 @@ func abiDeviceArray(p *C.struct_ArrowDeviceArray) *abi.ArrowDeviceArray {
 	return (*abi.ArrowDeviceArray)(unsafe.Pointer(p))
 }
 
-func (a cArray) length() int64 {
+// noArray stands in for the struct of a nil cArray: its counts read 0 and
+// its pointers nil. Never written.
+var noArray abi.ArrowArray
+
+// fields is a's struct through its described layout (noArray when a is nil).
+func (a cArray) fields() *abi.ArrowArray {
 	if a.c == nil {
-		return 0
+		return &noArray
 	}
-	return abiArray(a.c).Length
+	return abiArray(a.c)
 }
 
-func (a cArray) nullCount() int64 {
-	if a.c == nil {
-		return 0
-	}
-	return abiArray(a.c).NullCount
-}
-
-func (a cArray) offset() int64 {
-	if a.c == nil {
-		return 0
-	}
-	return abiArray(a.c).Offset
-}
-
-func (a cArray) nBuffers() int64 {
-	if a.c == nil {
-		return 0
-	}
-	return abiArray(a.c).NBuffers
-}
-
-func (a cArray) nChildren() int64 {
-	if a.c == nil {
-		return 0
-	}
-	return abiArray(a.c).NChildren
-}
+func (a cArray) length() int64    { return a.fields().Length }
+func (a cArray) nullCount() int64 { return a.fields().NullCount }
+func (a cArray) offset() int64    { return a.fields().Offset }
+func (a cArray) nBuffers() int64  { return a.fields().NBuffers }
+func (a cArray) nChildren() int64 { return a.fields().NChildren }
 
 func (a cArray) released() bool { return a.c == nil || abiArray(a.c).Release == nil }
 
@@ -125,10 +108,7 @@ func (a cArray) child(i int) *C.struct_ArrowArray {
 }
 
 func (a cArray) dictionary() *C.struct_ArrowArray {
-	if a.c == nil {
-		return nil
-	}
-	return (*C.struct_ArrowArray)(abiArray(a.c).Dictionary)
+	return (*C.struct_ArrowArray)(a.fields().Dictionary)
 }
 
 // cString returns the NUL-terminated C string at p as a Go string sharing

@@ -55,12 +55,21 @@ func (d *Device) HostAccessible() bool { return C.ferry_device_is_host_accessibl
 // runtimes of the process together).
 func (d *Device) LiveAllocations() int64 { return int64(C.ferry_device_live_allocations(d.c)) }
 
+// callOut runs a core call that returns a pointer through its out
+// parameter (a handle or memory the caller then owns): that pointer and
+// the call's error.
+func callOut(f func(out *unsafe.Pointer, e *C.struct_FerryError) C.int) (unsafe.Pointer, error) {
+	var p unsafe.Pointer
+	err := call(func(e *C.struct_FerryError) C.int { return f(&p, e) })
+	return p, err
+}
+
 // Allocate allocates raw device memory that the caller frees with
 // Deallocate. For buffers of an export use AllocBuffer.
 func (d *Device) Allocate(size int64) (unsafe.Pointer, error) {
-	var p unsafe.Pointer
-	err := call(func(e *C.struct_FerryError) C.int { return C.ferry_device_allocate(d.c, C.int64_t(size), &p, e) })
-	return p, err
+	return callOut(func(p *unsafe.Pointer, e *C.struct_FerryError) C.int {
+		return C.ferry_device_allocate(d.c, C.int64_t(size), p, e)
+	})
 }
 
 // Deallocate frees memory from Allocate.
@@ -71,9 +80,8 @@ func (d *Device) Deallocate(p unsafe.Pointer) error {
 // AllocBuffer allocates size bytes on the device for an export: the export
 // that takes the buffer deallocates it when the consumer releases the array.
 func (d *Device) AllocBuffer(size int64) (Buffer, error) {
-	var p unsafe.Pointer
-	err := call(func(e *C.struct_FerryError) C.int {
-		return C.ferrygo_device_allocate(d.c, C.int64_t(size), &p, e)
+	p, err := callOut(func(p *unsafe.Pointer, e *C.struct_FerryError) C.int {
+		return C.ferrygo_device_allocate(d.c, C.int64_t(size), p, e)
 	})
 	if err != nil {
 		return Buffer{}, err
@@ -92,9 +100,9 @@ func Memcpy(dstDev *Device, dst unsafe.Pointer, srcDev *Device, src unsafe.Point
 
 // StreamCreate creates a device stream owned by the caller (StreamDestroy).
 func (d *Device) StreamCreate() (unsafe.Pointer, error) {
-	var s unsafe.Pointer
-	err := call(func(e *C.struct_FerryError) C.int { return C.ferry_device_stream_create(d.c, &s, e) })
-	return s, err
+	return callOut(func(s *unsafe.Pointer, e *C.struct_FerryError) C.int {
+		return C.ferry_device_stream_create(d.c, s, e)
+	})
 }
 
 func (d *Device) StreamDestroy(s unsafe.Pointer) error {
@@ -109,9 +117,9 @@ func (d *Device) StreamSynchronize(s unsafe.Pointer) error {
 // EventCreate creates an event (a pointer to the native handle) owned by the
 // caller (EventDestroy).
 func (d *Device) EventCreate() (unsafe.Pointer, error) {
-	var ev unsafe.Pointer
-	err := call(func(e *C.struct_FerryError) C.int { return C.ferry_device_event_create(d.c, &ev, e) })
-	return ev, err
+	return callOut(func(ev *unsafe.Pointer, e *C.struct_FerryError) C.int {
+		return C.ferry_device_event_create(d.c, ev, e)
+	})
 }
 
 func (d *Device) EventDestroy(ev unsafe.Pointer) error {

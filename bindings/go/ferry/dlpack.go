@@ -57,14 +57,10 @@ type DLPackTensor struct {
 // consumed and the caller owns the tensor: hand it to a DLPack consumer,
 // which calls its deleter, or call DeleteDLPack. On failure d is untouched.
 func (d *DeviceArray) ToDLPack(consumerStream unsafe.Pointer) (unsafe.Pointer, error) {
-	if d == nil {
-		return nil, errorf(syscall.EINVAL, "DeviceArray.ToDLPack: the array is released")
+	if err := d.acquire("DeviceArray.ToDLPack", false); err != nil {
+		return nil, err
 	}
-	d.lock()
 	defer d.unlock()
-	if d.released() {
-		return nil, errorf(syscall.EINVAL, "DeviceArray.ToDLPack: the array is released")
-	}
 	s := d.schemaView()
 	if s == nil {
 		return nil, errorf(syscall.EINVAL, "DeviceArray.ToDLPack: no schema attached")

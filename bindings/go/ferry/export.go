@@ -340,7 +340,7 @@ func exportLeafWithSchema(a *ArrayData, opts *ExportOptions) (*DeviceArray, erro
 	rc := C.ferrygo_export_leaf_schema(C.uintptr_t(uintptr(unsafe.Pointer(sc))), goChars(a.Format), C.int64_t(len(a.Format)),
 		goChars(a.Name), nameLen, C.int64_t(a.Flags), C.uintptr_t(uintptr(unsafe.Pointer(c))),
 		C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
-		C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(), C.uintptr_t(n.handle),
+		C.int64_t(len(a.Buffers)), n.bufs.first(), C.int64_t(n.owned.n), n.owned.first(), C.uintptr_t(n.handle),
 		C.uintptr_t(dev), C.uintptr_t(uintptr(opts.ProducerStream)), C.int32_t(opts.Policy), &outcome)
 	for _, h := range outcome.taken[:outcome.n_taken] {
 		releaseDeferred(uintptr(h))
@@ -493,7 +493,7 @@ func exportLeafInto(a *ArrayData, opts *ExportOptions, into *C.struct_ArrowDevic
 	if (n.handle == 0 || n.handle&deferredHandle != 0) && opts.SyncEvent == nil {
 		var outcome C.struct_ferrygo_outcome
 		out := C.ferrygo_export_leaf_c_only(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
-			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(n.owned), n.ownedPtr(), C.uintptr_t(n.handle),
+			C.int64_t(len(a.Buffers)), n.bufs.first(), C.int64_t(n.owned.n), n.owned.first(), C.uintptr_t(n.handle),
 			devType, devID, dev, opts.ProducerStream, C.int32_t(opts.Policy), &outcome)
 		for _, h := range outcome.taken[:outcome.n_taken] {
 			releaseDeferred(uintptr(h))
@@ -525,7 +525,7 @@ func exportLeafWithGoState(into *C.struct_ArrowDeviceArray, a *ArrayData, opts *
 	heap := new(nodeBuffers)
 	*heap = n
 	return C.ferrygo_export_leaf(into, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
-		C.int64_t(len(a.Buffers)), heap.bufPtr(), C.int64_t(heap.owned), heap.ownedPtr(), C.uintptr_t(heap.handle),
+		C.int64_t(len(a.Buffers)), heap.bufs.first(), C.int64_t(heap.owned.n), heap.owned.first(), C.uintptr_t(heap.handle),
 		C.ArrowDeviceType(DeviceCPU), -1, dev, opts.ProducerStream, C.int32_t(opts.Policy),
 		opts.SyncEvent, C.uintptr_t(eventHandle), rc, e)
 }
@@ -545,9 +545,9 @@ func describeLeaf(batch *C.struct_ferrygo_batch, a *ArrayData, opts *ExportOptio
 	n.collect(a, true) // the trampoline took the queue before calling Go
 	batch.kind = C.FERRYGO_BATCH_LEAF
 	batch.length, batch.null_count, batch.offset = C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset)
-	batch.n_buffers, batch.n_owned = C.int64_t(n.bufs), C.int64_t(n.owned)
-	copy(batch.buffers[:], n.inlineBufs[:n.bufs])
-	copy(batch.owned[:], n.inlineOwned[:n.owned])
+	batch.n_buffers, batch.n_owned = C.int64_t(n.bufs.n), C.int64_t(n.owned.n)
+	copy(batch.buffers[:], n.bufs.list())
+	copy(batch.owned[:], n.owned.list())
 	batch.go_handle = C.uintptr_t(n.handle)
 	// The struct is uninitialized C stack memory: every field is written.
 	batch.device, batch.producer_stream, batch.policy = 0, 0, 0
@@ -578,36 +578,9 @@ func ExportArrayTo(data *ArrayData, opts *ExportOptions, dst unsafe.Pointer) err
 // typical export allocates nothing here (the struct stays on the stack:
 // the C functions are declared noescape).
 type nodeBuffers struct {
-	bufs, owned   int
-	inlineBufs    [8]C.uintptr_t
-	inlineOwned   [8]C.struct_ferrygo_owned_ptr
-	overflowBufs  []C.uintptr_t
-	overflowOwned []C.struct_ferrygo_owned_ptr
-	handle        uintptr
-}
-
-func (n *nodeBuffers) addBuf(p unsafe.Pointer) {
-	if n.bufs < len(n.inlineBufs) && n.overflowBufs == nil {
-		n.inlineBufs[n.bufs] = C.uintptr_t(uintptr(p))
-	} else {
-		if n.overflowBufs == nil {
-			n.overflowBufs = append([]C.uintptr_t(nil), n.inlineBufs[:]...)
-		}
-		n.overflowBufs = append(n.overflowBufs, C.uintptr_t(uintptr(p)))
-	}
-	n.bufs++
-}
-
-func (n *nodeBuffers) addOwned(o C.struct_ferrygo_owned_ptr) {
-	if n.owned < len(n.inlineOwned) && n.overflowOwned == nil {
-		n.inlineOwned[n.owned] = o
-	} else {
-		if n.overflowOwned == nil {
-			n.overflowOwned = append([]C.struct_ferrygo_owned_ptr(nil), n.inlineOwned[:]...)
-		}
-		n.overflowOwned = append(n.overflowOwned, o)
-	}
-	n.owned++
+	bufs   smallList[C.uintptr_t]
+	owned  smallList[C.struct_ferrygo_owned_ptr]
+	handle uintptr
 }
 
 // collect records a's buffers; pinned and foreign buffers and OnRelease go
@@ -620,20 +593,20 @@ func (n *nodeBuffers) collect(a *ArrayData, queueTaken bool) {
 	if a.OnRelease != nil {
 		releases = []func(){a.OnRelease}
 	}
-	var pinned pinList
+	var pinned smallList[unsafe.Pointer]
 	for k := 0; k < len(a.Buffers)+len(a.Keep); k++ {
 		var b *Buffer
 		if k < len(a.Buffers) {
 			b = &a.Buffers[k]
-			n.addBuf(b.ptr)
+			n.bufs.add(C.uintptr_t(uintptr(b.ptr)))
 		} else {
 			b = &a.Keep[k-len(a.Buffers)]
 		}
 		switch b.kind {
 		case bufC:
-			n.addOwned(C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr))})
+			n.owned.add(C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr))})
 		case bufDevice:
-			n.addOwned(C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr)),
+			n.owned.add(C.struct_ferrygo_owned_ptr{ptr: C.uintptr_t(uintptr(b.ptr)),
 				device: C.uintptr_t(uintptr(unsafe.Pointer(b.device)))})
 		case bufPinned:
 			pinned.add(b.pinned)
@@ -655,26 +628,6 @@ func (n *nodeBuffers) collect(a *ArrayData, queueTaken bool) {
 	n.handle = state.handle()
 }
 
-func (n *nodeBuffers) bufPtr() *C.uintptr_t {
-	switch {
-	case n.bufs == 0:
-		return nil
-	case n.overflowBufs != nil:
-		return &n.overflowBufs[0]
-	}
-	return &n.inlineBufs[0]
-}
-
-func (n *nodeBuffers) ownedPtr() *C.struct_ferrygo_owned_ptr {
-	switch {
-	case n.owned == 0:
-		return nil
-	case n.overflowOwned != nil:
-		return &n.overflowOwned[0]
-	}
-	return &n.inlineOwned[0]
-}
-
 // exportNode fills the released ArrowArray out from a. It takes ownership of
 // every buffer of the subtree: on failure everything not attached to out is
 // given back, and the caller releases out.
@@ -683,8 +636,8 @@ func exportNode(out *C.struct_ArrowArray, a *ArrayData) error {
 	n.collect(a, false)
 	err := call(func(e *C.struct_FerryError) C.int {
 		return C.ferrygo_array_init(out, C.int64_t(a.Length), C.int64_t(a.NullCount), C.int64_t(a.Offset),
-			C.int64_t(len(a.Buffers)), n.bufPtr(), C.int64_t(len(a.Children)),
-			C.int64_t(n.owned), n.ownedPtr(), C.uintptr_t(n.handle), e)
+			C.int64_t(len(a.Buffers)), n.bufs.first(), C.int64_t(len(a.Children)),
+			C.int64_t(n.owned.n), n.owned.first(), C.uintptr_t(n.handle), e)
 	})
 	if err != nil {
 		// This node's buffers were given back by ferrygo_array_init.

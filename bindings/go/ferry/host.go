@@ -91,14 +91,10 @@ func (d *DeviceArray) hostView() (HostArray, error) {
 // HostWith is Host for an array described by schema s (borrowed), for
 // arrays that carry no schema of their own.
 func (d *DeviceArray) HostWith(s *Schema) (HostArray, error) {
-	if d == nil {
-		return HostArray{}, errorf(syscall.EINVAL, "DeviceArray.HostWith: the array is released")
+	if err := d.acquire("DeviceArray.HostWith", true); err != nil {
+		return HostArray{}, err
 	}
-	d.rlock()
 	defer d.runlock()
-	if d.released() {
-		return HostArray{}, errorf(syscall.EINVAL, "DeviceArray.HostWith: the array is released")
-	}
 	if s.IsReleased() {
 		return HostArray{}, errorf(syscall.EINVAL, "DeviceArray.HostWith: the schema is released")
 	}

@@ -38,13 +38,13 @@ const deferredHandle = ^(^uintptr(0) >> 1)
 // exportState is the Go side of one exported node: pins and foreign
 // callbacks, reached from C through a handle and given back at release.
 type exportState struct {
-	pinner   runtime.Pinner
-	pins     []unsafe.Pointer // what pinner holds
+	pinner runtime.Pinner
+	pins   []unsafe.Pointer // what pinner holds
 	// key is pins as they were made, never written again: a spare is
 	// matched by it, so that pinState may compare a spare another
 	// goroutine is unpinning at that moment (it then fails to take it)
 	// without a data race on pins.
-	key []unsafe.Pointer
+	key      []unsafe.Pointer
 	releases []func()
 	after    func() // ArrayData.AfterRelease: run when Go takes the state back
 }
@@ -80,30 +80,40 @@ func (s *exportState) handle() uintptr {
 	return handles.put(s) | deferredHandle
 }
 
-// pinList gathers the Go addresses one node pins (inline up to 8).
-type pinList struct {
+// smallList gathers the entries of one node (the Go addresses it pins, its
+// buffers, what it owns): up to 8 inline, so a typical node allocates
+// nothing, the rest in an overflow slice that then holds them all.
+type smallList[T any] struct {
 	n        int
-	inline   [8]unsafe.Pointer
-	overflow []unsafe.Pointer
+	inline   [8]T
+	overflow []T
 }
 
-func (l *pinList) add(p unsafe.Pointer) {
+func (l *smallList[T]) add(v T) {
 	if l.n < len(l.inline) && l.overflow == nil {
-		l.inline[l.n] = p
+		l.inline[l.n] = v
 	} else {
 		if l.overflow == nil {
-			l.overflow = append([]unsafe.Pointer(nil), l.inline[:]...)
+			l.overflow = append([]T(nil), l.inline[:]...)
 		}
-		l.overflow = append(l.overflow, p)
+		l.overflow = append(l.overflow, v)
 	}
 	l.n++
 }
 
-func (l *pinList) list() []unsafe.Pointer {
+func (l *smallList[T]) list() []T {
 	if l.overflow != nil {
 		return l.overflow
 	}
 	return l.inline[:l.n]
+}
+
+// first is the address of the first entry for a C call (nil when empty).
+func (l *smallList[T]) first() *T {
+	if l.n == 0 {
+		return nil
+	}
+	return &l.list()[0]
 }
 
 // spareStates keep the states of the last pins-only nodes given back, still
@@ -118,7 +128,7 @@ var (
 )
 
 // pinState returns a state holding exactly the pins in l (nothing else).
-func pinState(l *pinList) *exportState {
+func pinState(l *smallList[unsafe.Pointer]) *exportState {
 	want := l.list()
 	for i := range spareStates {
 		if s := spareStates[i].Load(); s != nil && slices.Equal(s.key, want) && spareStates[i].CompareAndSwap(s, nil) {

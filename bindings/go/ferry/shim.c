@@ -195,18 +195,28 @@ static int array_init_record(struct ArrowArray* out, int64_t length, int64_t nul
   return FERRY_OK;
 }
 
-int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
-                       int64_t offset, int64_t n_buffers, const uintptr_t* buffers,
-                       int64_t n_children, int64_t n_owned,
-                       const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
-                       struct FerryError* error) {
+// new_record for the exports called from Go: when out of memory, the error
+// says so and what the record would have named is given back (NULL).
+static struct ferrygo_owned* new_record_or_give_back(int64_t n_owned,
+                                                     const struct ferrygo_owned_ptr* owned,
+                                                     uintptr_t go_handle,
+                                                     struct FerryError* error) {
   struct ferrygo_owned* record = new_record(n_owned, owned, go_handle);
   if (record == NULL) {
     ferry_error_init(error);
     ferrygo_set_error(error, "out of memory for the export record", -1);
     ferrygo_give_back(n_owned, owned, go_handle);
-    return ENOMEM;
   }
+  return record;
+}
+
+int ferrygo_array_init(struct ArrowArray* out, int64_t length, int64_t null_count,
+                       int64_t offset, int64_t n_buffers, const uintptr_t* buffers,
+                       int64_t n_children, int64_t n_owned,
+                       const struct ferrygo_owned_ptr* owned, uintptr_t go_handle,
+                       struct FerryError* error) {
+  struct ferrygo_owned* record = new_record_or_give_back(n_owned, owned, go_handle, error);
+  if (record == NULL) return ENOMEM;
   return array_init_record(out, length, null_count, offset, n_buffers, buffers, n_children,
                            record, error);
 }
@@ -264,11 +274,8 @@ struct ArrowDeviceArray* ferrygo_export_leaf(
     uintptr_t go_handle, ArrowDeviceType device_type, int64_t device_id,
     struct FerryDevice* device, void* producer_stream, int32_t policy, void* sync_event,
     uintptr_t event_handle, int* rc_out, struct FerryError* error) {
-  struct ferrygo_owned* record = new_record(n_owned, owned, go_handle);
+  struct ferrygo_owned* record = new_record_or_give_back(n_owned, owned, go_handle, error);
   if (record == NULL) {
-    ferry_error_init(error);
-    ferrygo_set_error(error, "out of memory for the export record", -1);
-    ferrygo_give_back(n_owned, owned, go_handle);
     *rc_out = ENOMEM;
     return NULL;
   }

@@ -74,14 +74,10 @@ func (d *DeviceArray) Findings(level ValidateLevel) ([]Finding, error) {
 }
 
 func (d *DeviceArray) validate(p *PreparedSchema, level ValidateLevel, collect bool) ([]Finding, error) {
-	if d == nil {
-		return nil, errorf(syscall.EINVAL, "DeviceArray.Validate: the array is released")
+	if err := d.acquire("DeviceArray.Validate", true); err != nil {
+		return nil, err
 	}
-	d.rlock()
 	defer d.runlock()
-	if d.released() {
-		return nil, errorf(syscall.EINVAL, "DeviceArray.Validate: the array is released")
-	}
 	if level == ValidateNone {
 		return []Finding{}, nil
 	}

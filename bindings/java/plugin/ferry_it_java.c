@@ -350,15 +350,16 @@ static void release_array_pair(struct ArrowSchema* schema, struct ArrowDeviceArr
   if (array != NULL && array->array.release != NULL) array->array.release(&array->array);
 }
 
-/* Calls the plugin's static int method m(case_spec, a[, b]) (JNI reads as many
- * arguments as m's signature has) in a local frame; the errno, with the last
- * error set. */
-static int call_case(jmethodID m, const char* case_spec, jlong a, jlong b) {
+/* Calls the plugin's static int method *m(case_spec, a[, b]) (JNI reads as
+ * many arguments as its signature has) in a local frame; the errno, with the
+ * last error set. m points at the method's global, read only after enter():
+ * the first call of a process starts the JVM and looks the methods up. */
+static int call_case(const jmethodID* m, const char* case_spec, jlong a, jlong b) {
   JNIEnv* env = enter();
   if (env == NULL) return g_init_rc ? g_init_rc : EIO;
   jstring spec = (*env)->NewStringUTF(env, case_spec);
   jvalue args[3] = {{.l = spec}, {.j = a}, {.j = b}};
-  jint rc = spec ? (*env)->CallStaticIntMethodA(env, g_plugin, m, args) : ENOMEM;
+  jint rc = spec ? (*env)->CallStaticIntMethodA(env, g_plugin, *m, args) : ENOMEM;
   int out = finish(env, rc);
   leave(env);
   return out;
@@ -370,7 +371,7 @@ FERRY_IT_EXPORT int ferry_it_export_array(const char* case_spec, struct ArrowSch
     set_last_error("ferry_it_export_array: NULL argument");
     return EINVAL;
   }
-  return call_case(g_export_array, case_spec, (jlong)(intptr_t)schema_out,
+  return call_case(&g_export_array, case_spec, (jlong)(intptr_t)schema_out,
                    (jlong)(intptr_t)array_out);
 }
 
@@ -381,7 +382,7 @@ FERRY_IT_EXPORT int ferry_it_check_array(const char* case_spec, struct ArrowSche
     set_last_error("ferry_it_check_array: NULL argument");
     return EINVAL;
   }
-  int out = call_case(g_check_array, case_spec, (jlong)(intptr_t)schema, (jlong)(intptr_t)array);
+  int out = call_case(&g_check_array, case_spec, (jlong)(intptr_t)schema, (jlong)(intptr_t)array);
   release_array_pair(schema, array); /* no-op unless Java got no hold of them */
   return out;
 }
@@ -392,7 +393,7 @@ FERRY_IT_EXPORT int ferry_it_export_stream(const char* case_spec,
     set_last_error("ferry_it_export_stream: NULL argument");
     return EINVAL;
   }
-  return call_case(g_export_stream, case_spec, (jlong)(intptr_t)out, 0);
+  return call_case(&g_export_stream, case_spec, (jlong)(intptr_t)out, 0);
 }
 
 FERRY_IT_EXPORT int ferry_it_check_stream(const char* case_spec,
@@ -402,7 +403,7 @@ FERRY_IT_EXPORT int ferry_it_check_stream(const char* case_spec,
     set_last_error("ferry_it_check_stream: NULL argument");
     return EINVAL;
   }
-  int result = call_case(g_check_stream, case_spec, (jlong)(intptr_t)stream, 0);
+  int result = call_case(&g_check_stream, case_spec, (jlong)(intptr_t)stream, 0);
   if (stream->release != NULL) stream->release(stream); /* only when Java got no hold */
   return result;
 }
@@ -550,11 +551,11 @@ static int bench_finish(JNIEnv* env, jint rc) {
 
 /* One bench upcall m(a[, b[, c]]) (JNI reads as many arguments as m's signature
  * has); the errno, with the last error set on failure. */
-static int bench_call(jmethodID m, jlong a, jlong b, jlong c) {
-  JNIEnv* env = bench_enter();
+static int bench_call(const jmethodID* m, jlong a, jlong b, jlong c) {
+  JNIEnv* env = bench_enter(); /* looks the methods up on first use: *m read after */
   if (env == NULL) return bench_error_code();
   jvalue args[3] = {{.j = a}, {.j = b}, {.j = c}};
-  return bench_finish(env, (*env)->CallStaticIntMethodA(env, g_bench, m, args));
+  return bench_finish(env, (*env)->CallStaticIntMethodA(env, g_bench, *m, args));
 }
 
 FERRY_IT_EXPORT int64_t ferry_it_bench_noop(int64_t x) {
@@ -574,7 +575,7 @@ FERRY_IT_EXPORT int ferry_it_bench_export_array(int64_t length, struct ArrowSche
     set_last_error("ferry_it_bench_export_array: NULL argument");
     return EINVAL;
   }
-  return bench_call(g_bench_export_array, (jlong)length, (jlong)(intptr_t)schema_out,
+  return bench_call(&g_bench_export_array, (jlong)length, (jlong)(intptr_t)schema_out,
                     (jlong)(intptr_t)array_out);
 }
 
@@ -586,7 +587,7 @@ FERRY_IT_EXPORT int ferry_it_bench_consume_array(struct ArrowSchema* schema,
     return EINVAL;
   }
   int result =
-      bench_call(g_bench_consume_array, (jlong)(intptr_t)schema, (jlong)(intptr_t)array, 0);
+      bench_call(&g_bench_consume_array, (jlong)(intptr_t)schema, (jlong)(intptr_t)array, 0);
   release_array_pair(schema, array); /* no-op unless Java never moved them in */
   return result;
 }
@@ -597,7 +598,7 @@ FERRY_IT_EXPORT int ferry_it_bench_export_stream(int64_t length, int64_t batches
     set_last_error("ferry_it_bench_export_stream: NULL argument");
     return EINVAL;
   }
-  return bench_call(g_bench_export_stream, (jlong)length, (jlong)batches, (jlong)(intptr_t)out);
+  return bench_call(&g_bench_export_stream, (jlong)length, (jlong)batches, (jlong)(intptr_t)out);
 }
 
 FERRY_IT_EXPORT int ferry_it_bench_consume_stream(struct ArrowDeviceArrayStream* stream) {
@@ -605,7 +606,7 @@ FERRY_IT_EXPORT int ferry_it_bench_consume_stream(struct ArrowDeviceArrayStream*
     set_last_error("ferry_it_bench_consume_stream: NULL argument");
     return EINVAL;
   }
-  int result = bench_call(g_bench_consume_stream, (jlong)(intptr_t)stream, 0, 0);
+  int result = bench_call(&g_bench_consume_stream, (jlong)(intptr_t)stream, 0, 0);
   if (stream->release != NULL) stream->release(stream); /* only when never moved in */
   return result;
 }

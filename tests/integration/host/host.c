@@ -138,6 +138,54 @@ static double seconds_since(const struct timespec* start) {
   return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
 }
 
+/* An option of the table of parse_options: a switch (no value) sets `*field`
+ * to `value`; a case option (`list` not NULL) adds the cases of its value (a
+ * file of cases, or one case line) to `list`, then sets `*field` too. */
+struct flag_option {
+  const char* flag;
+  int* field;
+  int value;
+  struct it_case_list* list;
+  int file;           /* 1: the value is a file of cases; 0: one case line */
+  const char* prefix; /* before the reason of a refusal */
+};
+
+static const struct flag_option* find_flag(const struct flag_option* flags, size_t n,
+                                           const char* arg) {
+  for (size_t k = 0; k < n; k++) {
+    if (strcmp(arg, flags[k].flag) == 0) return &flags[k];
+  }
+  return NULL;
+}
+
+/* Adds the cases of file `value` (or the one case line `value`) to `list`;
+ * returns 0, or 2 after saying why on stderr. */
+static int add_cases(struct it_case_list* list, int file, const char* value,
+                     const char* prefix) {
+  char why[1024];
+  int rc = file ? it_case_list_add_file(list, value, why, sizeof why)
+                : it_case_list_add_line(list, value, why, sizeof why);
+  if (rc != 0) {
+    fprintf(stderr, "ferry_it_host: %s%s\n", prefix, why);
+    return 2;
+  }
+  return 0;
+}
+
+/* Adds the default case file `name` of tests/integration: under $FERRY_ROOT
+ * when set, else at `built_in` (the path compiled in). */
+static int add_default_cases(struct it_case_list* list, const char* name,
+                             const char* built_in) {
+  const char* root = getenv("FERRY_ROOT");
+  char path[4096];
+  if (root != NULL && root[0] != '\0') {
+    snprintf(path, sizeof path, "%s/tests/integration/%s", root, name);
+  } else {
+    snprintf(path, sizeof path, "%s", built_in);
+  }
+  return add_cases(list, 1, path, "");
+}
+
 /* Returns 0, 2 on a usage error. */
 static int parse_options(int argc, char** argv, struct options* opt,
                          struct it_case_list* cases, struct it_case_list* async_cases) {
@@ -150,11 +198,30 @@ static int parse_options(int argc, char** argv, struct options* opt,
   default_plugin_dir(opt->plugin_dir, sizeof opt->plugin_dir);
   int cases_given = 0;
   int async_given = 0;
-  char why[1024];
+  const struct flag_option flags[] = {
+      {"--no-async", &opt->async, 0, NULL, 0, NULL},
+      {"--arrays-only", &opt->streams, 0, NULL, 0, NULL},
+      {"--streams-only", &opt->arrays, 0, NULL, 0, NULL},
+      {"--asan", &opt->asan, 1, NULL, 0, NULL},
+      {"--no-tamper", &opt->tamper, 0, NULL, 0, NULL},
+      {"--go-first", &opt->go_first, 1, NULL, 0, NULL},
+      {"--verbose", &opt->verbose, 1, NULL, 0, NULL},
+      {"--cases", &cases_given, 1, cases, 1, ""},
+      {"--case", &cases_given, 1, cases, 0, "--case "},
+      {"--async-cases", &async_given, 1, async_cases, 1, ""},
+      {"--async-case", &async_given, 1, async_cases, 0, "--async-case "},
+  };
   for (int i = 0; i < argc; i++) {
     const char* a = argv[i];
     const char* value = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--plugins") == 0 && value) {
+    const struct flag_option* f = find_flag(flags, sizeof flags / sizeof flags[0], a);
+    if (f != NULL && f->list == NULL) {
+      *f->field = f->value;
+    } else if (f != NULL && value) {
+      if (add_cases(f->list, f->file, value, f->prefix) != 0) return 2;
+      *f->field = f->value;
+      i++;
+    } else if (strcmp(a, "--plugins") == 0 && value) {
       snprintf(opt->plugins, sizeof opt->plugins, "%s", value);
       i++;
     } else if (strcmp(a, "--require") == 0 && value) {
@@ -178,36 +245,6 @@ static int parse_options(int argc, char** argv, struct options* opt,
         return 2;
       }
       i++;
-    } else if (strcmp(a, "--cases") == 0 && value) {
-      if (it_case_list_add_file(cases, value, why, sizeof why) != 0) {
-        fprintf(stderr, "ferry_it_host: %s\n", why);
-        return 2;
-      }
-      cases_given = 1;
-      i++;
-    } else if (strcmp(a, "--case") == 0 && value) {
-      if (it_case_list_add_line(cases, value, why, sizeof why) != 0) {
-        fprintf(stderr, "ferry_it_host: --case %s\n", why);
-        return 2;
-      }
-      cases_given = 1;
-      i++;
-    } else if (strcmp(a, "--async-cases") == 0 && value) {
-      if (it_case_list_add_file(async_cases, value, why, sizeof why) != 0) {
-        fprintf(stderr, "ferry_it_host: %s\n", why);
-        return 2;
-      }
-      async_given = 1;
-      i++;
-    } else if (strcmp(a, "--async-case") == 0 && value) {
-      if (it_case_list_add_line(async_cases, value, why, sizeof why) != 0) {
-        fprintf(stderr, "ferry_it_host: --async-case %s\n", why);
-        return 2;
-      }
-      async_given = 1;
-      i++;
-    } else if (strcmp(a, "--no-async") == 0) {
-      opt->async = 0;
     } else if (strcmp(a, "--async-timeout-ms") == 0 && value) {
       char* end = NULL;
       long long ms = strtoll(value, &end, 10);
@@ -217,52 +254,21 @@ static int parse_options(int argc, char** argv, struct options* opt,
       }
       opt->async_timeout_ms = ms;
       i++;
-    } else if (strcmp(a, "--arrays-only") == 0) {
-      opt->streams = 0;
-    } else if (strcmp(a, "--streams-only") == 0) {
-      opt->arrays = 0;
-    } else if (strcmp(a, "--asan") == 0) {
-      opt->asan = 1;
-    } else if (strcmp(a, "--no-tamper") == 0) {
-      opt->tamper = 0;
-    } else if (strcmp(a, "--go-first") == 0) {
-      opt->go_first = 1;
-    } else if (strcmp(a, "--verbose") == 0) {
-      opt->verbose = 1;
     } else {
       usage();
       return 2;
     }
   }
   if (!list_valid(opt->plugins) || !list_valid(opt->require)) return 2;
-  if (!cases_given && !async_given && opt->async) {
-    const char* root = getenv("FERRY_ROOT");
-    char path[4096];
-    if (root != NULL && root[0] != '\0') {
-      snprintf(path, sizeof path, "%s/tests/integration/cases_async.txt", root);
-    } else {
-      snprintf(path, sizeof path, "%s", FERRY_IT_DEFAULT_ASYNC_CASES);
-    }
-    if (it_case_list_add_file(async_cases, path, why, sizeof why) != 0) {
-      fprintf(stderr, "ferry_it_host: %s\n", why);
-      return 2;
-    }
+  if (!cases_given && !async_given && opt->async &&
+      add_default_cases(async_cases, "cases_async.txt", FERRY_IT_DEFAULT_ASYNC_CASES) != 0) {
+    return 2;
   }
   if (!opt->async || !opt->streams) async_cases->n = 0;
   if (!cases_given && async_given) {
     /* Only async cases were asked for. */
-  } else if (!cases_given) {
-    const char* root = getenv("FERRY_ROOT");
-    char path[4096];
-    if (root != NULL && root[0] != '\0') {
-      snprintf(path, sizeof path, "%s/tests/integration/cases.txt", root);
-    } else {
-      snprintf(path, sizeof path, "%s", FERRY_IT_DEFAULT_CASES);
-    }
-    if (it_case_list_add_file(cases, path, why, sizeof why) != 0) {
-      fprintf(stderr, "ferry_it_host: %s\n", why);
-      return 2;
-    }
+  } else if (!cases_given && add_default_cases(cases, "cases.txt", FERRY_IT_DEFAULT_CASES) != 0) {
+    return 2;
   }
   return 0;
 }

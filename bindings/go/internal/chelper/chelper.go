@@ -126,12 +126,18 @@ const (
 
 // HostileCases is the catalogue, in order.
 func HostileCases() []HostileCase {
-	n := int(C.ferry_hostile_count())
-	out := make([]HostileCase, n)
-	for i := range out {
-		k := C.int32_t(i)
-		out[i] = HostileCase{C.GoString(C.ferry_hostile_name(k)), int(C.ferry_hostile_kind(k)),
+	return catalogue(int(C.ferry_hostile_count()), func(k C.int32_t) HostileCase {
+		return HostileCase{C.GoString(C.ferry_hostile_name(k)), int(C.ferry_hostile_kind(k)),
 			int(C.ferry_hostile_flags(k)), C.GoString(C.ferry_hostile_where(k)), C.GoString(C.ferry_hostile_needle(k))}
+	})
+}
+
+// catalogue is the n entries of a catalogue of tests/hostile, entry k read
+// by read.
+func catalogue[T any](n int, read func(k C.int32_t) T) []T {
+	out := make([]T, n)
+	for i := range out {
+		out[i] = read(C.int32_t(i))
 	}
 	return out
 }
@@ -161,15 +167,11 @@ type HostileStreamCase struct {
 
 // HostileStreamCases is the stream catalogue, in order.
 func HostileStreamCases() []HostileStreamCase {
-	n := int(C.ferry_hostile_stream_count())
-	out := make([]HostileStreamCase, n)
-	for i := range out {
-		k := C.int32_t(i)
-		out[i] = HostileStreamCase{C.GoString(C.ferry_hostile_stream_name(k)), int(C.ferry_hostile_stream_at(k)),
+	return catalogue(int(C.ferry_hostile_stream_count()), func(k C.int32_t) HostileStreamCase {
+		return HostileStreamCase{C.GoString(C.ferry_hostile_stream_name(k)), int(C.ferry_hostile_stream_at(k)),
 			int(C.ferry_hostile_stream_level(k)), syscall.Errno(C.ferry_hostile_stream_code(k)),
 			C.GoString(C.ferry_hostile_stream_needle(k))}
-	}
-	return out
+	})
 }
 
 // HostileStreamMake fills the released stream at out with the stream case

@@ -108,13 +108,20 @@ int export_failed(int code, const struct FerryError* error) {
   return -1;
 }
 
-/* Fills released `out` with an export of the holder's ArrowArray; 0, or -1
- * with an exception set (then `out` stays released). */
-int shared_array_fill(Holder* h, struct ArrowArray* out) {
+/* Fills released `out` with an export of the holder's ArrowArray, or
+ * released `device_out` with one of the whole device array (same device and
+ * event: the event stays valid while the holder lives, which the export
+ * guarantees); 0, or -1 with an exception set (then the target stays
+ * released). Each export holds one reference to the holder. */
+static int holder_export_shared(Holder* h, struct ArrowArray* out,
+                                struct ArrowDeviceArray* device_out) {
   struct FerryError error;
   error.message[0] = '\0';
   holder_incref(h);
-  int code = fp_ferry_array_export_shared(&h->array.array, out, holder_release_hook, h, &error);
+  int code = out != NULL ? fp_ferry_array_export_shared(&h->array.array, out, holder_release_hook,
+                                                        h, &error)
+                         : fp_ferry_device_array_export_shared(&h->array, device_out,
+                                                               holder_release_hook, h, &error);
   if (code != FERRY_OK) {
     holder_decref(h); /* not the last: the caller holds one */
     return export_failed(code, &error);
@@ -122,18 +129,12 @@ int shared_array_fill(Holder* h, struct ArrowArray* out) {
   return 0;
 }
 
-/* The same for the whole device array: same device and event (the event
- * stays valid while the holder lives, which this export guarantees). */
+int shared_array_fill(Holder* h, struct ArrowArray* out) {
+  return holder_export_shared(h, out, NULL);
+}
+
 int shared_device_array_fill(Holder* h, struct ArrowDeviceArray* out) {
-  struct FerryError error;
-  error.message[0] = '\0';
-  holder_incref(h);
-  int code = fp_ferry_device_array_export_shared(&h->array, out, holder_release_hook, h, &error);
-  if (code != FERRY_OK) {
-    holder_decref(h);
-    return export_failed(code, &error);
-  }
-  return 0;
+  return holder_export_shared(h, NULL, out);
 }
 
 /* The same for a schema holder; strings are borrowed from its schema. */
@@ -166,38 +167,23 @@ static void* capsule_struct(PyObject* capsule, const char* name) {
   return data;
 }
 
-/* Destructors release what the consumer did not take, then free the struct. */
-static void schema_capsule_destructor(PyObject* capsule) {
-  struct ArrowSchema* s = (struct ArrowSchema*)capsule_struct(capsule, kSchemaCapsule);
-  if (s != NULL && s->release != NULL) s->release(s);
-  free(s);
-}
+/* Destructors release what the consumer did not take, then free the struct.
+   `part` is the member that carries the release callback (the struct itself,
+   or the ArrowArray inside an ArrowDeviceArray). */
+#define CAPSULE_DESTRUCTOR(fn, type, name, part)                          \
+  void fn(PyObject* capsule) {                                            \
+    type* p = (type*)capsule_struct(capsule, name);                       \
+    if (p != NULL && (part)->release != NULL) (part)->release(part);      \
+    free(p);                                                              \
+  }
 
-void array_capsule_destructor(PyObject* capsule) {
-  struct ArrowArray* a = (struct ArrowArray*)capsule_struct(capsule, kArrayCapsule);
-  if (a != NULL && a->release != NULL) a->release(a);
-  free(a);
-}
-
-void device_array_capsule_destructor(PyObject* capsule) {
-  struct ArrowDeviceArray* a =
-      (struct ArrowDeviceArray*)capsule_struct(capsule, kDeviceArrayCapsule);
-  if (a != NULL && a->array.release != NULL) a->array.release(&a->array);
-  free(a);
-}
-
-void stream_capsule_destructor(PyObject* capsule) {
-  struct ArrowArrayStream* s = (struct ArrowArrayStream*)capsule_struct(capsule, kStreamCapsule);
-  if (s != NULL && s->release != NULL) s->release(s);
-  free(s);
-}
-
-void device_stream_capsule_destructor(PyObject* capsule) {
-  struct ArrowDeviceArrayStream* s =
-      (struct ArrowDeviceArrayStream*)capsule_struct(capsule, kDeviceStreamCapsule);
-  if (s != NULL && s->release != NULL) s->release(s);
-  free(s);
-}
+static CAPSULE_DESTRUCTOR(schema_capsule_destructor, struct ArrowSchema, kSchemaCapsule, p)
+CAPSULE_DESTRUCTOR(array_capsule_destructor, struct ArrowArray, kArrayCapsule, p)
+CAPSULE_DESTRUCTOR(device_array_capsule_destructor, struct ArrowDeviceArray, kDeviceArrayCapsule,
+                   &p->array)
+CAPSULE_DESTRUCTOR(stream_capsule_destructor, struct ArrowArrayStream, kStreamCapsule, p)
+CAPSULE_DESTRUCTOR(device_stream_capsule_destructor, struct ArrowDeviceArrayStream,
+                   kDeviceStreamCapsule, p)
 
 /* A capsule over a zeroed heap struct of `size` bytes; *out gets the struct. */
 PyObject* new_capsule(size_t size, const char* name, PyCapsule_Destructor destructor,

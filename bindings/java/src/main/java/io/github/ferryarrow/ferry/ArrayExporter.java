@@ -25,47 +25,34 @@ public final class ArrayExporter {
 
   private ArrayExporter() {}
 
-  /** Keeps an exported batch (and everything it references) reachable. */
+  /** Keeps what one export references reachable (captured by {@code onReleased}) and
+   *  runs {@code onReleased} once the consumer released it. */
   private static final class Record extends HandleTable.Entry {
-    private final ExportedBatch batch;
+    private final Runnable onReleased;
 
-    Record(ExportedBatch batch) {
-      this.batch = batch;
+    Record(Runnable onReleased) {
+      this.onReleased = onReleased;
     }
 
     @Override
     void released() {
-      runReleaseActions(batch);
-    }
-
-    private static void runReleaseActions(ExportedBatch b) {
-      for (ExportedBatch child : b.children) runReleaseActions(child);
-      if (b.dictionary != null) runReleaseActions(b.dictionary);
-      for (Runnable action : b.releaseActions()) {
-        try {
-          action.run();
-        } catch (RuntimeException e) {
-          LOG.log(System.Logger.Level.WARNING, "ferry: onRelease action failed", e);
-        }
-      }
+      onReleased.run();
     }
   }
 
-  /** Runs the producer's event release once the exported array was released. */
-  private static final class EventRecord extends HandleTable.Entry {
-    private final Runnable release;
+  private static void runReleaseActions(ExportedBatch b) {
+    for (ExportedBatch child : b.children) runReleaseActions(child);
+    if (b.dictionary != null) runReleaseActions(b.dictionary);
+    for (Runnable action : b.releaseActions()) runLogged(action, "onRelease action");
+  }
 
-    EventRecord(Runnable release) {
-      this.release = release;
-    }
-
-    @Override
-    void released() {
-      try {
-        release.run();
-      } catch (RuntimeException e) {
-        LOG.log(System.Logger.Level.WARNING, "ferry: the sync event's release action failed", e);
-      }
+  /** Runs a release action; a failure is logged as "ferry: {what} failed" (it must
+   *  not cross the consumer's C release call). */
+  private static void runLogged(Runnable action, String what) {
+    try {
+      action.run();
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "ferry: " + what + " failed", e);
     }
   }
 
@@ -75,20 +62,21 @@ public final class ArrayExporter {
   public static void export(FieldSpec field, ExportedBatch batch, long deviceArrayOut,
       long schemaOut) {
     exportSchema(field, schemaOut);
-    try {
-      exportDeviceArray(batch, deviceArrayOut);
-    } catch (RuntimeException | Error e) {
-      FerryNative.ferry_schema_release(schemaOut);
-      throw e;
-    }
+    releasingSchemaOnFailure(schemaOut, () -> exportDeviceArray(batch, deviceArrayOut));
   }
 
   /** Fills the released ArrowSchema at {@code out} from {@code field}. */
   public static void exportSchema(FieldSpec field, long out) {
+    releasingSchemaOnFailure(out, () -> fillSchema(field, out));
+  }
+
+  /** Runs {@code step}; when it throws, releases the ArrowSchema at {@code schemaOut}
+   *  (what it holds so far) and rethrows. */
+  private static void releasingSchemaOnFailure(long schemaOut, Runnable step) {
     try {
-      fillSchema(field, out);
+      step.run();
     } catch (RuntimeException | Error e) {
-      FerryNative.ferry_schema_release(out);
+      FerryNative.ferry_schema_release(schemaOut);
       throw e;
     }
   }
@@ -125,7 +113,7 @@ public final class ArrayExporter {
       exportQueued(batch, out);
       return;
     }
-    Record record = new Record(batch);
+    Record record = new Record(() -> runReleaseActions(batch));
     long handle = HandleTable.put(record);
     if (!actions) ReleaseQueue.ensureDrainer();
     long array = DeviceArray.newOrThrow(FerryNative.ferry_array_new(), "ArrowArray");
@@ -138,7 +126,8 @@ public final class ArrayExporter {
                 ? FerryNativeConstants.FERRY_SYNC_SYNCHRONIZE
                 : FerryNativeConstants.FERRY_SYNC_RECORD_EVENT);
       } else if (batch.syncEvent != 0 && batch.eventRelease != null) {
-        EventRecord event = new EventRecord(batch.eventRelease);
+        Runnable eventRelease = batch.eventRelease;
+        Record event = new Record(() -> runLogged(eventRelease, "the sync event's release action"));
         long eventHandle = HandleTable.put(event);
         try {
           FerryNative.ferry_device_array_init(out, array, batch.deviceType, batch.deviceId,

@@ -523,15 +523,25 @@ public final class DeviceArray implements AutoCloseable {
         || !FerryNative.ferry_device_array_is_released(deviceArrayOut)) {
       throw new FerryException(FerryException.EINVAL, "export targets must be released");
     }
-    long a = handle.lockExclusive(); // waits for reads in flight
+    long a = lockAndExportSchema(schemaOut);
+    FerryNative.ferry_device_array_move(a, deviceArrayOut);
+    handle.closeExclusive(); // frees the now released struct and drops the schema hold
+  }
+
+  /**
+   * The start of a move out: takes the exclusive hold (waiting for reads in flight) and
+   * exports the schema into {@code schemaOut}; returns the struct's address, held. On
+   * failure the hold is given back and nothing is moved.
+   */
+  private long lockAndExportSchema(long schemaOut) {
+    long a = handle.lockExclusive();
     try {
       exportSchemaTo(schemaOut);
     } catch (RuntimeException | Error e) {
       handle.unlockExclusive();
       throw e;
     }
-    FerryNative.ferry_device_array_move(a, deviceArrayOut);
-    handle.closeExclusive(); // frees the now released struct and drops the schema hold
+    return a;
   }
 
   /**
@@ -553,13 +563,7 @@ public final class DeviceArray implements AutoCloseable {
     } catch (FerryException e) {
       throw new FerryException(e.code(), "the array fails validation: " + e.getMessage());
     }
-    long a = handle.lockExclusive(); // waits for reads in flight
-    try {
-      exportSchemaTo(arrowSchemaOut);
-    } catch (RuntimeException | Error e) {
-      handle.unlockExclusive();
-      throw e;
-    }
+    long a = lockAndExportSchema(arrowSchemaOut);
     FerryNative.ferry_array_move(FerryNative.ferry_device_array_array(a), arrowArrayOut);
     handle.closeExclusive();
   }

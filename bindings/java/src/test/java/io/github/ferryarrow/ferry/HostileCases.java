@@ -5,8 +5,11 @@ import io.github.ferryarrow.ferry.jni.FerryNative;
 import io.github.ferryarrow.ferry.jni.Testing;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Function;
+import java.util.function.IntFunction;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.ipc.ArrowReader;
@@ -37,14 +40,9 @@ final class HostileCases {
   record Case(String name, int kind, int flags, String where, String needle) {}
 
   static List<Case> cases() {
-    int n = Testing.hostileCaseCount();
-    Case[] out = new Case[n];
-    for (int k = 0; k < n; k++) {
-      String[] parts = Testing.hostileCase(k).split("\u001f", -1);
-      out[k] = new Case(parts[0], Integer.parseInt(parts[1]), Integer.parseInt(parts[2]),
-          parts[3], parts[4]);
-    }
-    return List.of(out);
+    return catalogue(Testing.hostileCaseCount(), Testing::hostileCase,
+        parts -> new Case(parts[0], Integer.parseInt(parts[1]), Integer.parseInt(parts[2]),
+            parts[3], parts[4]));
   }
 
   /** One stream case: where the lie is met (0 get_schema, n the n-th pull),
@@ -52,14 +50,20 @@ final class HostileCases {
   record StreamCase(String name, int at, int level, int code, String needle) {}
 
   static List<StreamCase> streamCases() {
-    int n = Testing.hostileStreamCount();
-    StreamCase[] out = new StreamCase[n];
+    return catalogue(Testing.hostileStreamCount(), Testing::hostileStreamCase,
+        parts -> new StreamCase(parts[0], Integer.parseInt(parts[1]), Integer.parseInt(parts[2]),
+            Integer.parseInt(parts[3]), parts[4]));
+  }
+
+  /** The n entries of a catalogue, each read from its one string (fields joined
+   *  by U+001F) by {@code make}. */
+  private static <T> List<T> catalogue(int n, IntFunction<String> entry,
+      Function<String[], T> make) {
+    List<T> out = new ArrayList<>(n);
     for (int k = 0; k < n; k++) {
-      String[] parts = Testing.hostileStreamCase(k).split("\u001f", -1);
-      out[k] = new StreamCase(parts[0], Integer.parseInt(parts[1]), Integer.parseInt(parts[2]),
-          Integer.parseInt(parts[3]), parts[4]);
+      out.add(make.apply(entry.apply(k).split("\u001f", -1)));
     }
-    return List.of(out);
+    return List.copyOf(out);
   }
 
   static void check(boolean condition, String message) {
