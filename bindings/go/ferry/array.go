@@ -343,12 +343,19 @@ func validateSource(where string, o ImportOptions, schema *C.struct_ArrowSchema,
 			"(pass its schema, ImportOptions.Prepared, or ImportOptions{Validate: ValidateNone} to trust the producer)", where)
 	}
 	// One cgo call that never calls back into Go, its addresses as integers
-	// (C memory: nothing for cgo to check).
-	e := getErrorBuffer()
-	rc := C.ferrygo_validate_quiet(C.uintptr_t(uintptr(unsafe.Pointer(pc))), C.uintptr_t(uintptr(unsafe.Pointer(schema))),
-		C.uintptr_t(uintptr(unsafe.Pointer(src))), C.int32_t(o.Validate), e)
-	err := codeError(rc, e)
-	putErrorBuffer(e)
+	// (C memory: nothing for cgo to check), without a message buffer: only a
+	// refusal (validation reads and never changes the array) is validated
+	// again to word its finding.
+	validate := func(e *C.struct_FerryError) C.int {
+		return C.ferrygo_validate_quiet(C.uintptr_t(uintptr(unsafe.Pointer(pc))), C.uintptr_t(uintptr(unsafe.Pointer(schema))),
+			C.uintptr_t(uintptr(unsafe.Pointer(src))), C.int32_t(o.Validate), e)
+	}
+	var err error
+	if validate(nil) != 0 {
+		e := getErrorBuffer()
+		err = codeError(validate(e), e)
+		putErrorBuffer(e)
+	}
 	runtime.KeepAlive(o.Prepared)
 	runtime.KeepAlive(src) // ImportArray's view is Go memory, passed as an integer
 	return refused(where, err)
