@@ -22,6 +22,14 @@ func FreeRawSchema(p unsafe.Pointer)      { C.ferry_schema_free((*C.struct_Arrow
 func NewRawDeviceArray() unsafe.Pointer   { return unsafe.Pointer(C.ferry_device_array_new()) }
 func FreeRawDeviceArray(p unsafe.Pointer) { C.ferry_device_array_free((*C.struct_ArrowDeviceArray)(p)) }
 func NewRawStream() unsafe.Pointer        { return unsafe.Pointer(C.ferry_array_stream_new()) }
+
+// ReleaseRawPair releases the ArrowDeviceArray at array and the ArrowSchema
+// at schema (either may be nil; each only when live) in one cgo call; the
+// structs stay the caller's, released, for reuse or Free.
+func ReleaseRawPair(array, schema unsafe.Pointer) {
+	C.ferrygo_release_both(C.uintptr_t(uintptr(array)), C.uintptr_t(uintptr(schema)))
+}
+
 func FreeRawStream(p unsafe.Pointer) {
 	C.ferry_array_stream_free((*C.struct_ArrowDeviceArrayStream)(p))
 }

@@ -183,7 +183,7 @@ int ferrygo_schema_fill(struct ArrowSchema* out, const char* format, int64_t for
                         struct ferrygo_outcome* outcome);
 
 /* Releases the ArrowSchema at `schema` and then the ArrowDeviceArray at
- * `array` (either may be released already): an owned array's Release in one
+ * `array` (either may be NULL or released already): an owned array's Release in one
  * call. The C addresses travel as integers, so cgo checks no argument. */
 void ferrygo_release_both(uintptr_t array, uintptr_t schema);
 

@@ -1,17 +1,5 @@
 package ferryarrow
 
-/*
-#include "ferry/ferry.h"
-
-// Releases the array moved into `array` and, when not 0, the schema moved
-// into `schema`: one crossing for both.
-static void ferryarrow_release_flat(uintptr_t array, uintptr_t schema) {
-  ferry_device_array_release((struct ArrowDeviceArray*)array);
-  if (schema != 0) ferry_schema_release((struct ArrowSchema*)schema);
-}
-*/
-import "C"
-
 import (
 	"strconv"
 	"sync/atomic"
@@ -20,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/ferryarrow/ferry/bindings/go/ferry"
 )
 
 // The direct import of flat layouts: a validated CPU leaf whose buffers are
@@ -53,7 +42,7 @@ func (*flatOwner) Reallocate(int, []byte) []byte {
 
 func (o *flatOwner) Free([]byte) {
 	if o.live.Add(-1) == 0 {
-		C.ferryarrow_release_flat(C.uintptr_t(uintptr(o.raw)), C.uintptr_t(uintptr(o.rawSchema)))
+		ferry.ReleaseRawPair(o.raw, o.rawSchema)
 		giveRaw(o.raw)
 		if o.rawSchema != nil {
 			giveRawSchema(o.rawSchema)
