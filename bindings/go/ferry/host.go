@@ -199,7 +199,7 @@ func (h HostArray) layoutBuffer(b int, size int64, ok bool) ([]byte, error) {
 	}
 	// No buffer of a process is that large (the binding contract, item 5):
 	// a length that says so is a lie, refused before any read.
-	if size > 1<<48 {
+	if size > MaxReadBytes {
 		return nil, errorf(syscall.EINVAL, "buffer %d of length %d at offset %d needs %d bytes, "+
 			"more than a process can address (2^48)", b, h.a().Length, h.a().Offset, size)
 	}

@@ -23,6 +23,11 @@ func NewRawDeviceArray() unsafe.Pointer   { return unsafe.Pointer(C.ferry_device
 func FreeRawDeviceArray(p unsafe.Pointer) { C.ferry_device_array_free((*C.struct_ArrowDeviceArray)(p)) }
 func NewRawStream() unsafe.Pointer        { return unsafe.Pointer(C.ferry_array_stream_new()) }
 
+// MaxReadBytes bounds a buffer the binding reads or hands to another Arrow
+// library (2^48 bytes, as the core's FULL validation and copy): a larger
+// declaration is a made-up length or offset, refused by name.
+const MaxReadBytes = int64(1) << 48
+
 // ReleaseRawPair releases the ArrowDeviceArray at array and the ArrowSchema
 // at schema (either may be nil; each only when live) in one cgo call; the
 // structs stay the caller's, released, for reuse or Free.

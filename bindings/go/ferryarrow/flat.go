@@ -75,11 +75,10 @@ func flatShapeOf(dt arrow.DataType) (flatShape, bool) {
 	return flatShape{}, false
 }
 
-// maxFlatBytes bounds a buffer the conversion reads (2^48 bytes, the core's
-// and the other bindings' bound): a larger declaration is a made-up length
-// or offset, refused by name rather than handed to arrow-go, which would
-// read it.
-const maxFlatBytes = int64(1) << 48
+// maxFlatBytes bounds a buffer the conversion wraps (ferry.MaxReadBytes): a
+// larger declaration is refused by name rather than handed to arrow-go,
+// which would read it.
+const maxFlatBytes = ferry.MaxReadBytes
 
 // flatPlan is what the direct import needs to know of an array: how many
 // buffers it wraps and their sizes in bytes.
